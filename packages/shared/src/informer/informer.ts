@@ -1,0 +1,295 @@
+import type { KubeClient } from '../client/kube-client.js';
+import { classifyError } from '../client/errors.js';
+import { counter, gauge } from '../metrics/registry.js';
+import { errorMessage, logger } from '../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { IndexedCache } from './indexed-cache.js';
+import type { IndexFunc } from './indexed-cache.js';
+import type { KubeObject } from './object-key.js';
+import { objectKey } from './object-key.js';
+import { apiVersionOf, collectionPath } from './resources.js';
+import type { ResourceType } from './resources.js';
+import { streamWatch } from './watch-stream.js';
+import type { WatchEvent } from './watch-stream.js';
+
+export interface EventHandler<T> {
+  onAdd?(obj: T): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  /** Called with the last state the cache held. */
+  onDelete?(obj: T): void;
+}
+
+export interface InformerOptions<T> {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Project each object before it is cached, e.g. to drop managedFields or keep a few pod fields. */
+  transform?: (obj: KubeObject) => T;
+  /** Page size of list calls. */
+  pageSize?: number;
+}
+
+interface ListResponse {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: KubeObject[];
+}
+
+const relists = counter<'resource'>({
+  name: 'topovol_informer_lists_total',
+  help: 'Full lists made by informers (initial sync and relists after 410 Gone or errors), by resource.',
+  labelNames: ['resource'],
+});
+const watchRestarts = counter<'resource' | 'reason'>({
+  name: 'topovol_informer_watch_restarts_total',
+  help: 'Watches re-established by informers, by resource and reason (timeout, gone, error).',
+  labelNames: ['resource', 'reason'],
+});
+const cachedObjects = gauge<'resource'>({
+  name: 'topovol_informer_cached_objects',
+  help: 'Objects held in the informer cache, by resource.',
+  labelNames: ['resource'],
+});
+
+const BACKOFF_START_MS = 800;
+const BACKOFF_MAX_MS = 10_000;
+
+/** Removes managedFields: the default transform, since no controller reads them and they dominate memory. */
+export function dropManagedFields<T extends KubeObject>(obj: T): T {
+  if (obj.metadata?.managedFields) obj.metadata.managedFields = undefined;
+  return obj;
+}
+
+/**
+ * List+watch of one resource into an indexed cache. Unlike client-node's ListWatch, it never
+ * gives up: any watch error or close restarts the watch with backoff from the last resourceVersion,
+ * and 410 Gone (or an expired continue token) leads to a full relist that reconciles the cache.
+ */
+export class Informer<T extends KubeObject = KubeObject> {
+  readonly cache = new IndexedCache<T>();
+  private readonly handlers: EventHandler<T>[] = [];
+  private readonly log: Logger;
+  private readonly label: string;
+  private abort?: AbortController;
+  private synced = false;
+  private syncWaiters: (() => void)[] = [];
+  private resourceVersion = '';
+  private running?: Promise<void>;
+
+  constructor(
+    private readonly client: KubeClient,
+    readonly resource: ResourceType,
+    private readonly opts: InformerOptions<T> = {},
+  ) {
+    this.label = resource.group ? `${resource.plural}.${resource.group}` : resource.plural;
+    this.log = logger().child({ informer: this.label });
+  }
+
+  addEventHandler(h: EventHandler<T>): void {
+    this.handlers.push(h);
+    // Late subscribers see the current contents, as client-go's AddEventHandler does.
+    if (this.synced) for (const o of this.cache.list()) this.safely(() => h.onAdd?.(o));
+  }
+
+  addIndex(name: string, fn: IndexFunc<T>): void {
+    this.cache.addIndex(name, fn);
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** The resourceVersion of the last list or event the cache reflects. */
+  lastResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.syncWaiters.push(resolve);
+      signal?.addEventListener('abort', () => reject(new Error(`${this.label} informer: sync aborted`)));
+    });
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.abort = new AbortController();
+    this.running = this.run(this.abort.signal);
+  }
+
+  async stop(): Promise<void> {
+    this.abort?.abort();
+    await this.running;
+    this.running = undefined;
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    let backoff = BACKOFF_START_MS;
+    let needList = true;
+    while (!signal.aborted) {
+      try {
+        if (needList) {
+          await this.listAndReplace(signal);
+          needList = false;
+        }
+        const started = Date.now();
+        const outcome = await this.watchOnce(signal);
+        if (Date.now() - started > 30_000) backoff = BACKOFF_START_MS;
+        if (outcome === 'gone') {
+          needList = true;
+          watchRestarts.inc({ resource: this.label, reason: 'gone' });
+          continue;
+        }
+        watchRestarts.inc({ resource: this.label, reason: 'timeout' });
+        backoff = BACKOFF_START_MS;
+      } catch (err) {
+        if (signal.aborted) break;
+        const c = classifyError(err);
+        if (c.kind === 'Gone') needList = true;
+        watchRestarts.inc({ resource: this.label, reason: c.kind === 'Gone' ? 'gone' : 'error' });
+        const wait = Math.max(backoff * (1 + Math.random()), (c.retryAfterSeconds ?? 0) * 1000);
+        this.log.warn('list/watch failed; retrying', { error: c.message, kind: c.kind, retryInMs: Math.round(wait) });
+        await sleep(wait, signal);
+        backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+      }
+    }
+  }
+
+  private async listAndReplace(signal: AbortSignal): Promise<void> {
+    relists.inc({ resource: this.label });
+    const path = collectionPath(this.resource, this.opts.namespace);
+    const listed = new Map<string, T>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = await this.client.request<ListResponse>('GET', path, {
+        query: {
+          limit: this.opts.pageSize ?? 500,
+          continue: cont,
+          labelSelector: this.opts.labelSelector,
+          fieldSelector: this.opts.fieldSelector,
+        },
+        signal,
+      });
+      for (const raw of page.items ?? []) {
+        // List items carry no apiVersion/kind; set them so cached objects are self-describing.
+        raw.apiVersion ??= apiVersionOf(this.resource);
+        raw.kind ??= this.resource.kind;
+        const obj = this.project(raw);
+        listed.set(objectKey(obj), obj);
+      }
+      cont = page.metadata?.continue || undefined;
+      rv = page.metadata?.resourceVersion ?? rv;
+    } while (cont);
+
+    // Reconcile the cache with the list: what vanished while we were not watching is a delete.
+    for (const key of this.cache.keys()) {
+      if (!listed.has(key)) {
+        const old = this.cache.remove(key)!;
+        this.emit((h) => h.onDelete?.(old));
+      }
+    }
+    for (const obj of listed.values()) {
+      const old = this.cache.upsert(obj);
+      if (!old) this.emit((h) => h.onAdd?.(obj));
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit((h) => h.onUpdate?.(old, obj));
+    }
+    this.resourceVersion = rv;
+    cachedObjects.set({ resource: this.label }, this.cache.size);
+    if (!this.synced) {
+      this.synced = true;
+      this.log.debug('cache synced', { objects: this.cache.size, resourceVersion: rv });
+      for (const w of this.syncWaiters.splice(0)) w();
+    }
+  }
+
+  /** One watch request; 'gone' when the server says our resourceVersion is too old. */
+  private async watchOnce(signal: AbortSignal): Promise<'closed' | 'gone'> {
+    await this.client.limiter.wait(signal);
+    let gone = false;
+    const inner = new AbortController();
+    const onAbort = (): void => inner.abort();
+    signal.addEventListener('abort', onAbort);
+    // Spread watch lengths so many informers do not all reconnect at once (as client-go: 5-10 min).
+    const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
+    const query: Record<string, string> = {
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: String(timeoutSeconds),
+    };
+    if (this.opts.labelSelector) query.labelSelector = this.opts.labelSelector;
+    if (this.opts.fieldSelector) query.fieldSelector = this.opts.fieldSelector;
+    try {
+      await streamWatch(
+        this.client.kubeConfig,
+        collectionPath(this.resource, this.opts.namespace),
+        query,
+        (e) => {
+          if (gone) return;
+          if (this.apply(e) === 'gone') {
+            gone = true;
+            inner.abort();
+          }
+        },
+        inner.signal,
+        (timeoutSeconds + 60) * 1000,
+      );
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    return gone ? 'gone' : 'closed';
+  }
+
+  private apply(e: WatchEvent): 'ok' | 'gone' {
+    if (e.type === 'ERROR') {
+      const status = e.object as { code?: number; reason?: string; message?: string };
+      if (status.code === 410 || status.reason === 'Expired' || status.reason === 'Gone') return 'gone';
+      throw new Error(`watch error: ${status.message ?? JSON.stringify(status)}`);
+    }
+    const raw = e.object as KubeObject;
+    const rv = raw.metadata?.resourceVersion;
+    if (e.type === 'BOOKMARK') {
+      if (rv) this.resourceVersion = rv;
+      return 'ok';
+    }
+    const obj = this.project(raw);
+    const key = objectKey(obj);
+    if (e.type === 'DELETED') {
+      const old = this.cache.remove(key);
+      this.emit((h) => h.onDelete?.(old ?? obj));
+    } else {
+      const old = this.cache.upsert(obj);
+      if (old) this.emit((h) => h.onUpdate?.(old, obj));
+      else this.emit((h) => h.onAdd?.(obj));
+    }
+    if (rv) this.resourceVersion = rv;
+    cachedObjects.set({ resource: this.label }, this.cache.size);
+    return 'ok';
+  }
+
+  private project(raw: KubeObject): T {
+    return this.opts.transform ? this.opts.transform(raw) : (dropManagedFields(raw) as T);
+  }
+
+  private emit(fn: (h: EventHandler<T>) => void): void {
+    for (const h of this.handlers) this.safely(() => fn(h));
+  }
+
+  private safely(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.error('event handler failed', { error: errorMessage(err) });
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

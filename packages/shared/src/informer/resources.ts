@@ -1,0 +1,46 @@
+/** What an informer needs to know to list and watch one resource type. */
+export interface ResourceType {
+  /** "" for the core group. */
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** The collection path, e.g. /api/v1/pods or /apis/storage.k8s.io/v1/namespaces/ns/csistoragecapacities. */
+export function collectionPath(r: ResourceType, namespace?: string): string {
+  const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  const ns = r.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  return `${base}${ns}/${r.plural}`;
+}
+
+export function apiVersionOf(r: ResourceType): string {
+  return r.group === '' ? r.version : `${r.group}/${r.version}`;
+}
+
+const core = (plural: string, kind: string, namespaced: boolean): ResourceType => ({ group: '', version: 'v1', plural, kind, namespaced });
+const storage = (plural: string, kind: string, namespaced = false): ResourceType => ({
+  group: 'storage.k8s.io',
+  version: 'v1',
+  plural,
+  kind,
+  namespaced,
+});
+
+/** The resource types Topovol's loops watch. */
+export const Resources = {
+  pods: core('pods', 'Pod', true),
+  nodes: core('nodes', 'Node', false),
+  namespaces: core('namespaces', 'Namespace', false),
+  persistentVolumes: core('persistentvolumes', 'PersistentVolume', false),
+  persistentVolumeClaims: core('persistentvolumeclaims', 'PersistentVolumeClaim', true),
+  configMaps: core('configmaps', 'ConfigMap', true),
+  events: core('events', 'Event', true),
+  storageClasses: storage('storageclasses', 'StorageClass'),
+  csiNodes: storage('csinodes', 'CSINode'),
+  csiDrivers: storage('csidrivers', 'CSIDriver'),
+  csiStorageCapacities: storage('csistoragecapacities', 'CSIStorageCapacity', true),
+  volumeAttachments: storage('volumeattachments', 'VolumeAttachment'),
+  leases: { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true },
+} satisfies Record<string, ResourceType>;

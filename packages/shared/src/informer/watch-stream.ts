@@ -1,0 +1,76 @@
+import { createInterface } from 'node:readline';
+import fetch from 'node-fetch';
+import type { RequestInit } from 'node-fetch';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeApiError } from '../client/errors.js';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface WatchEvent {
+  type: WatchEventType;
+  object: unknown;
+}
+
+/**
+ * One watch request streamed line by line. Resolves when the server ends the stream (a normal
+ * timeout); rejects on transport errors and non-200 answers (as KubeApiError with the Status).
+ * ERROR events are passed to the handler like any other: the caller decides (410 means relist).
+ */
+export async function streamWatch(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string>,
+  onEvent: (e: WatchEvent) => void,
+  signal: AbortSignal,
+  idleTimeoutMs: number,
+): Promise<void> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const url = new URL(cluster.server + path);
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+  url.searchParams.set('watch', 'true');
+  const init = (await kc.applyToFetchOptions({ method: 'GET' })) as RequestInit;
+  const ac = new AbortController();
+  const onAbort = (): void => ac.abort();
+  signal.addEventListener('abort', onAbort);
+  init.signal = ac.signal as RequestInit['signal'];
+  try {
+    const res = await fetch(url.toString(), init);
+    if (res.status !== 200) {
+      const text = await res.text();
+      throw KubeApiError.fromResponse(res.status, text, res.headers.get('retry-after') ?? undefined);
+    }
+    const body = res.body;
+    await new Promise<void>((resolve, reject) => {
+      // A silent half-open connection would stall the informer forever: cut it when nothing,
+      // not even a bookmark, arrives for a while.
+      let idle = setTimeout(() => ac.abort(), idleTimeoutMs);
+      const lines = createInterface({ input: body, crlfDelay: Infinity });
+      lines.on('line', (line) => {
+        clearTimeout(idle);
+        idle = setTimeout(() => ac.abort(), idleTimeoutMs);
+        if (!line) return;
+        let e: WatchEvent;
+        try {
+          e = JSON.parse(line) as WatchEvent;
+        } catch {
+          return;
+        }
+        onEvent(e);
+      });
+      const finish = (err?: unknown): void => {
+        clearTimeout(idle);
+        lines.close();
+        if (err && !signal.aborted) reject(err instanceof Error ? err : new Error(String(err)));
+        else resolve();
+      };
+      body.on('error', finish);
+      body.on('end', () => finish());
+      body.on('close', () => finish());
+      ac.signal.addEventListener('abort', () => finish(signal.aborted ? undefined : new Error('watch idle timeout')));
+    });
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    ac.abort();
+  }
+}

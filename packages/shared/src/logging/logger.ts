@@ -1,0 +1,55 @@
+import winston from 'winston';
+
+export type LogFormat = 'json' | 'text';
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+export const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'];
+
+/** The logger type every package uses; child loggers carry structured fields (controller, key, ...). */
+export type Logger = winston.Logger;
+
+let root: Logger = makeLogger('info', 'json');
+
+function makeLogger(level: LogLevel, format: LogFormat): Logger {
+  const fmt =
+    format === 'json'
+      ? winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: false }), winston.format.json())
+      : winston.format.combine(
+          winston.format.timestamp(),
+          winston.format.errors({ stack: false }),
+          winston.format.printf((info) => {
+            const { timestamp, level: lvl, message, ...fields } = info;
+            const rest = Object.entries(fields)
+              .filter(([k]) => typeof k === 'string')
+              .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v)}`)
+              .join(' ');
+            return `${String(timestamp)} ${lvl.toUpperCase().padEnd(5)} ${String(message)}${rest ? ' ' + rest : ''}`;
+          }),
+        );
+  // stderr, like klog: stdout stays free for a command's own output (e.g. --help).
+  return winston.createLogger({
+    level,
+    format: fmt,
+    transports: [new winston.transports.Console({ stderrLevels: [...LOG_LEVELS] })],
+  });
+}
+
+/** Reconfigure the process logger (called once by the manager from its flags). */
+export function configureLogging(level: LogLevel, format: LogFormat): Logger {
+  root = makeLogger(level, format);
+  return root;
+}
+
+export function logger(): Logger {
+  return root;
+}
+
+/** Turns anything thrown into a message fit for a log line or an Event. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === 'string') return err;
+  try {
+    return JSON.stringify(err);
+  } catch {
+    return String(err);
+  }
+}

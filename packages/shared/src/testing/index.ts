@@ -1,0 +1,11 @@
+export { ControlPlane } from './control-plane.js';
+export type { ControlPlaneOptions } from './control-plane.js';
+export { controlPlaneBinaries } from './control-plane-binaries.js';
+export type { ControlPlaneComponent } from './control-plane-binaries.js';
+export { sharedControlPlane, stopSharedControlPlane } from './shared-control-plane.js';
+export { createTestNamespace } from './test-namespace.js';
+export { installCrds } from './install-crds.js';
+export { eventually } from './eventually.js';
+export { ManagedProcess } from './managed-process.js';
+export { freePort } from './free-port.js';
+export { repoRoot } from './repo-root.js';

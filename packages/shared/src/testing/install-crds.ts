@@ -1,0 +1,49 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { loadAllYaml } from '@kubernetes/client-node';
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
+import type { KubeClient } from '../client/kube-client.js';
+import { isAlreadyExists } from '../client/errors.js';
+import { repoRoot } from './repo-root.js';
+
+function yamlFiles(dir: string): string[] {
+  let out: string[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const e of entries.sort()) {
+    const p = path.join(dir, e);
+    if (statSync(p).isDirectory()) out = out.concat(yamlFiles(p));
+    else if (/\.ya?ml$/.test(e) && e !== 'kustomization.yaml') out.push(p);
+  }
+  return out;
+}
+
+/** Installs every CRD under config/crd (or dir) and waits until each is Established. */
+export async function installCrds(client: KubeClient, dir = path.join(repoRoot(), 'config', 'crd')): Promise<string[]> {
+  const names: string[] = [];
+  for (const file of yamlFiles(dir)) {
+    for (const doc of loadAllYaml(readFileSync(file, 'utf8')) as V1CustomResourceDefinition[]) {
+      if (doc?.kind !== 'CustomResourceDefinition') continue;
+      try {
+        await client.apiextensions.createCustomResourceDefinition({ body: doc });
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+      }
+      names.push(doc.metadata!.name!);
+    }
+  }
+  for (const name of names) {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const crd = await client.apiextensions.readCustomResourceDefinition({ name });
+      if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after 30 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return names;
+}
