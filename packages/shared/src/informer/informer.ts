@@ -103,6 +103,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     return this.resourceVersion;
   }
 
+  /** Test seam: the next watch resumes from this resourceVersion (e.g. one the server expired). */
+  resumeFromForTest(resourceVersion: string): void {
+    this.resourceVersion = resourceVersion;
+  }
+
   waitForSync(signal?: AbortSignal): Promise<void> {
     if (this.synced) return Promise.resolve();
     return new Promise((resolve, reject) => {
@@ -207,6 +212,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private async watchOnce(signal: AbortSignal): Promise<'closed' | 'gone'> {
     await this.client.limiter.wait(signal);
     let gone = false;
+    let failure: unknown;
     const inner = new AbortController();
     const onAbort = (): void => inner.abort();
     signal.addEventListener('abort', onAbort);
@@ -221,13 +227,18 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (this.opts.fieldSelector) query.fieldSelector = this.opts.fieldSelector;
     try {
       await streamWatch(
-        this.client.kubeConfig,
+        this.client,
         collectionPath(this.resource, this.opts.namespace),
         query,
         (e) => {
-          if (gone) return;
-          if (this.apply(e) === 'gone') {
-            gone = true;
+          if (gone || failure) return;
+          try {
+            if (this.apply(e) === 'gone') {
+              gone = true;
+              inner.abort();
+            }
+          } catch (err) {
+            failure = err;
             inner.abort();
           }
         },
@@ -237,6 +248,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error('watch event handling failed');
     return gone ? 'gone' : 'closed';
   }
 

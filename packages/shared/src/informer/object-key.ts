@@ -1,10 +1,10 @@
-import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { ObjectMeta } from '../types/wire.js';
 
 /** Any Kubernetes object, as far as the runtime cares. */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata?: V1ObjectMeta;
+  metadata?: ObjectMeta;
 }
 
 /** The cache and queue key: "namespace/name", or "name" for cluster-scoped objects (as client-go). */

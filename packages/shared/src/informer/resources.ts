@@ -42,5 +42,12 @@ export const Resources = {
   csiDrivers: storage('csidrivers', 'CSIDriver'),
   csiStorageCapacities: storage('csistoragecapacities', 'CSIStorageCapacity', true),
   volumeAttachments: storage('volumeattachments', 'VolumeAttachment'),
+  customResourceDefinitions: {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    plural: 'customresourcedefinitions',
+    kind: 'CustomResourceDefinition',
+    namespaced: false,
+  },
   leases: { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true },
 } satisfies Record<string, ResourceType>;

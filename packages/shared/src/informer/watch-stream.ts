@@ -1,8 +1,8 @@
 import { createInterface } from 'node:readline';
 import fetch from 'node-fetch';
 import type { RequestInit } from 'node-fetch';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError } from '../client/errors.js';
+import type { KubeClient } from '../client/kube-client.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -17,25 +17,20 @@ export interface WatchEvent {
  * ERROR events are passed to the handler like any other: the caller decides (410 means relist).
  */
 export async function streamWatch(
-  kc: KubeConfig,
+  client: KubeClient,
   path: string,
   query: Record<string, string>,
   onEvent: (e: WatchEvent) => void,
   signal: AbortSignal,
   idleTimeoutMs: number,
 ): Promise<void> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const url = new URL(cluster.server + path);
-  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-  url.searchParams.set('watch', 'true');
-  const init = (await kc.applyToFetchOptions({ method: 'GET' })) as RequestInit;
+  const url = client.url(path, { ...query, watch: 'true' });
   const ac = new AbortController();
   const onAbort = (): void => ac.abort();
   signal.addEventListener('abort', onAbort);
-  init.signal = ac.signal as RequestInit['signal'];
+  const init: RequestInit = await client.requestInit('GET', ac.signal);
   try {
-    const res = await fetch(url.toString(), init);
+    const res = await fetch(url, init);
     if (res.status !== 200) {
       const text = await res.text();
       throw KubeApiError.fromResponse(res.status, text, res.headers.get('retry-after') ?? undefined);
@@ -61,7 +56,7 @@ export async function streamWatch(
       const finish = (err?: unknown): void => {
         clearTimeout(idle);
         lines.close();
-        if (err && !signal.aborted) reject(err instanceof Error ? err : new Error(String(err)));
+        if (err && !signal.aborted) reject(err instanceof Error ? err : new Error('watch stream failed'));
         else resolve();
       };
       body.on('error', finish);

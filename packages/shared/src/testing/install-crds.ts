@@ -2,8 +2,12 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
+import type { Wire } from '../types/wire.js';
+
+type Crd = Wire<V1CustomResourceDefinition>;
 import type { KubeClient } from '../client/kube-client.js';
 import { isAlreadyExists } from '../client/errors.js';
+import { Resources } from '../informer/resources.js';
 import { repoRoot } from './repo-root.js';
 
 function yamlFiles(dir: string): string[] {
@@ -26,10 +30,10 @@ function yamlFiles(dir: string): string[] {
 export async function installCrds(client: KubeClient, dir = path.join(repoRoot(), 'config', 'crd')): Promise<string[]> {
   const names: string[] = [];
   for (const file of yamlFiles(dir)) {
-    for (const doc of loadAllYaml(readFileSync(file, 'utf8')) as V1CustomResourceDefinition[]) {
+    for (const doc of loadAllYaml(readFileSync(file, 'utf8')) as Crd[]) {
       if (doc?.kind !== 'CustomResourceDefinition') continue;
       try {
-        await client.apiextensions.createCustomResourceDefinition({ body: doc });
+        await client.create(Resources.customResourceDefinitions, doc);
       } catch (err) {
         if (!isAlreadyExists(err)) throw err;
       }
@@ -39,7 +43,7 @@ export async function installCrds(client: KubeClient, dir = path.join(repoRoot()
   for (const name of names) {
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const crd = await client.apiextensions.readCustomResourceDefinition({ name });
+      const crd = await client.get<Crd>(Resources.customResourceDefinitions, name);
       if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
       if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after 30 s`);
       await new Promise((r) => setTimeout(r, 100));

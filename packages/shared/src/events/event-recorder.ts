@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { isNotFound } from '../client/errors.js';
+import type { KubeClient } from '../client/kube-client.js';
+import { Resources } from '../informer/resources.js';
+import type { KubeObject } from '../informer/object-key.js';
+import { errorMessage, logger } from '../logging/logger.js';
+import { counter } from '../metrics/registry.js';
+import type { Event } from '../types/wire.js';
+
+export type EventType = 'Normal' | 'Warning';
+
+const eventsTotal = counter<'component' | 'type' | 'reason'>({
+  name: 'topovol_events_total',
+  help: 'Events recorded (created or aggregated into an existing Event), by component, type and reason.',
+  labelNames: ['component', 'type', 'reason'],
+});
+const eventErrors = counter<'component'>({
+  name: 'topovol_event_write_errors_total',
+  help: 'Events that could not be written to the API server, by component.',
+  labelNames: ['component'],
+});
+
+interface Seen {
+  namespace: string;
+  name: string;
+  count: number;
+  firstTimestamp: string;
+}
+
+const MAX_REMEMBERED = 4096;
+
+/**
+ * Writes core/v1 Events the way client-go's recorder does: the same event for the same object
+ * (reason, message, type) is aggregated into one Event whose count and lastTimestamp grow, instead
+ * of a new object each time. Writing never blocks or fails the caller: events are best effort.
+ */
+export class EventRecorder {
+  private readonly seen = new Map<string, Seen>();
+  private chain: Promise<void> = Promise.resolve();
+  private readonly log = logger().child({ component: 'event-recorder' });
+
+  constructor(
+    private readonly client: KubeClient,
+    readonly component: string,
+    private readonly host = process.env.HOSTNAME ?? '',
+    private readonly dryRun = false,
+  ) {}
+
+  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+    eventsTotal.inc({ component: this.component, type, reason });
+    const md = obj.metadata ?? {};
+    this.log.debug('event', { object: `${obj.kind}/${md.namespace ? `${md.namespace}/` : ''}${md.name}`, type, reason, message });
+    if (this.dryRun) return;
+    // Serialised so that aggregation sees its own earlier writes.
+    this.chain = this.chain.then(() => this.write(obj, type, reason, message)).catch(() => undefined);
+  }
+
+  eventf(obj: KubeObject, type: EventType, reason: string, fmt: string, ...args: unknown[]): void {
+    let i = 0;
+    this.event(obj, type, reason, fmt.replace(/%[sdv]/g, () => String(args[i++])));
+  }
+
+  /** Resolves once every event recorded so far was written (for shutdown and tests). */
+  flush(): Promise<void> {
+    return this.chain;
+  }
+
+  private async write(obj: KubeObject, type: EventType, reason: string, message: string): Promise<void> {
+    const md = obj.metadata ?? {};
+    // Cluster-scoped objects get their events in "default", as client-go does.
+    const namespace = md.namespace || 'default';
+    const key = [md.uid ?? '', obj.kind ?? '', namespace, md.name ?? '', type, reason, message].join('\u0000');
+    const now = new Date().toISOString();
+    const prev = this.seen.get(key);
+    try {
+      if (prev) {
+        try {
+          await this.client.patch<Event>(Resources.events, prev.name, prev.namespace, 'merge', { count: prev.count + 1, lastTimestamp: now });
+          prev.count++;
+          this.remember(key, prev);
+          return;
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+          // Expired (events have a TTL): start a new one.
+        }
+      }
+      const name = `${md.name ?? 'unknown'}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`;
+      const ev: Event = {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace },
+        involvedObject: {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          name: md.name,
+          namespace: md.namespace,
+          uid: md.uid,
+          resourceVersion: md.resourceVersion,
+        },
+        reason,
+        message: message.slice(0, 1024),
+        type,
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component: this.component, host: this.host || undefined },
+        reportingComponent: this.component,
+        reportingInstance: this.host || this.component,
+      };
+      await this.client.create<Event>(Resources.events, ev);
+      this.remember(key, { namespace, name, count: 1, firstTimestamp: now });
+    } catch (err) {
+      eventErrors.inc({ component: this.component });
+      this.log.warn('cannot write event', { reason, error: errorMessage(err) });
+    }
+  }
+
+  private remember(key: string, s: Seen): void {
+    this.seen.delete(key);
+    this.seen.set(key, s);
+    if (this.seen.size > MAX_REMEMBERED) this.seen.delete(this.seen.keys().next().value!);
+  }
+}

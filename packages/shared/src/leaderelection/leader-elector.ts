@@ -1,0 +1,249 @@
+import { classifyError, isNotFound } from '../client/errors.js';
+import type { KubeClient } from '../client/kube-client.js';
+import { Resources } from '../informer/resources.js';
+import { errorMessage, logger } from '../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { counter, gauge } from '../metrics/registry.js';
+import type { Lease } from '../types/wire.js';
+
+export interface LeaderElectionConfig {
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+export interface LeaderCallbacks {
+  onStartedLeading(): void;
+  /** Called once leadership ends: lost (renew deadline passed) or released on shutdown. */
+  onStoppedLeading(reason: 'lost' | 'released'): void;
+  onNewLeader?(identity: string): void;
+}
+
+// client-go's metric name, so the usual "is anyone leading?" queries work.
+const masterStatus = gauge<'name'>({
+  name: 'leader_election_master_status',
+  help: 'Whether this process currently holds the lease (1) or not (0), by lease name.',
+  labelNames: ['name'],
+});
+const transitions = counter<'name'>({
+  name: 'topovol_leader_election_transitions_total',
+  help: 'Times this process acquired a lease another identity held before, by lease name.',
+  labelNames: ['name'],
+});
+const lost = counter<'name'>({
+  name: 'topovol_leader_election_lost_total',
+  help: 'Times this process lost a lease it held because it could not renew it in time.',
+  labelNames: ['name'],
+});
+
+const JITTER = 1.2;
+
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics: a held lease is
+ * trusted until leaseDuration has passed since *we observed* its last change (local clock, so clock
+ * skew between nodes does not matter); the leader renews every retryPeriod and gives up once it
+ * could not renew for renewDeadline; a graceful stop releases the lease so a standby takes over at
+ * its next retry.
+ */
+export class LeaderElector {
+  private observed?: { spec: NonNullable<Lease['spec']>; resourceVersion?: string; at: number };
+  private leading = false;
+  private lastRenew = 0;
+  private readonly abort = new AbortController();
+  private running?: Promise<void>;
+  private readonly log: Logger;
+  private lastLeader = '';
+
+  constructor(
+    private readonly client: KubeClient,
+    readonly config: LeaderElectionConfig,
+    private readonly callbacks: LeaderCallbacks,
+  ) {
+    this.log = logger().child({ lease: `${config.namespace}/${config.name}`, identity: config.identity });
+    masterStatus.set({ name: config.name }, 0);
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /**
+   * Health as client-go's HealthzAdaptor: unhealthy when we think we lead but have not renewed for
+   * longer than the lease duration plus a grace period (a hung renew loop).
+   */
+  healthy(graceMs = 20_000): boolean {
+    return !this.leading || Date.now() - this.lastRenew <= this.config.leaseDurationMs + graceMs;
+  }
+
+  run(): Promise<void> {
+    this.running ??= this.loop();
+    return this.running;
+  }
+
+  /** Stops campaigning and releases the lease if held. */
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running;
+    if (this.leading) {
+      await this.release();
+      this.setLeading(false);
+      this.callbacks.onStoppedLeading('released');
+    }
+  }
+
+  private async loop(): Promise<void> {
+    const signal = this.abort.signal;
+    // Acquire.
+    while (!signal.aborted && !(await this.tryAcquireOrRenew())) await sleep(this.config.retryPeriodMs * (1 + Math.random() * (JITTER - 1)), signal);
+    if (signal.aborted) return;
+    this.setLeading(true);
+    this.callbacks.onStartedLeading();
+    // Renew until we cannot for renewDeadline.
+    while (!signal.aborted) {
+      await sleep(this.config.retryPeriodMs, signal);
+      if (signal.aborted) return;
+      const deadline = Date.now() + this.config.renewDeadlineMs;
+      let renewed = false;
+      while (!signal.aborted && Date.now() < deadline) {
+        if (await this.tryAcquireOrRenew()) {
+          renewed = true;
+          break;
+        }
+        await sleep(Math.min(this.config.retryPeriodMs, Math.max(0, deadline - Date.now())), signal);
+      }
+      if (signal.aborted) return;
+      if (!renewed) {
+        lost.inc({ name: this.config.name });
+        this.log.error('failed to renew lease within the renew deadline: leadership lost', { renewDeadlineMs: this.config.renewDeadlineMs });
+        this.setLeading(false);
+        this.callbacks.onStoppedLeading('lost');
+        return;
+      }
+    }
+  }
+
+  private setLeading(v: boolean): void {
+    this.leading = v;
+    masterStatus.set({ name: this.config.name }, v ? 1 : 0);
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { namespace, name, identity } = this.config;
+    const now = new Date();
+    const nowIso = microTime(now);
+    const leaseSeconds = Math.ceil(this.config.leaseDurationMs / 1000);
+    let current: Lease | undefined;
+    try {
+      current = await this.client.get<Lease>(Resources.leases, name, namespace, this.abort.signal);
+    } catch (err) {
+      if (!isNotFound(err)) {
+        this.log.warn('cannot read lease', { error: errorMessage(err), errorKind: classifyError(err).kind });
+        return false;
+      }
+    }
+    if (!current) {
+      try {
+        await this.client.create<Lease>(Resources.leases, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace },
+          spec: { holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 },
+        });
+        this.observe({ holderIdentity: identity, leaseDurationSeconds: leaseSeconds, renewTime: nowIso }, undefined);
+        this.lastRenew = Date.now();
+        this.log.info('acquired lease (created)');
+        return true;
+      } catch (err) {
+        this.log.debug('cannot create lease', { error: errorMessage(err) });
+        return false;
+      }
+    }
+    const spec = current.spec ?? {};
+    this.observe(spec, current.metadata?.resourceVersion);
+    const holder = spec.holderIdentity ?? '';
+    const held = holder !== '' && holder !== identity;
+    const observedAt = this.observed?.at ?? 0;
+    const durationMs = (spec.leaseDurationSeconds ?? leaseSeconds) * 1000;
+    if (held && Date.now() < observedAt + durationMs) return false;
+
+    const takingOver = holder !== identity;
+    const next: Lease = {
+      ...current,
+      spec: {
+        ...spec,
+        holderIdentity: identity,
+        leaseDurationSeconds: leaseSeconds,
+        renewTime: nowIso,
+        acquireTime: takingOver ? nowIso : spec.acquireTime,
+        leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver && holder !== '' ? 1 : 0),
+      },
+    };
+    try {
+      const updated = await this.client.replace<Lease>(Resources.leases, next, { signal: this.abort.signal });
+      this.observe(updated.spec ?? {}, updated.metadata?.resourceVersion);
+      this.lastRenew = Date.now();
+      if (takingOver) {
+        if (holder !== '') transitions.inc({ name });
+        this.log.info('acquired lease', { previousHolder: holder || undefined });
+      }
+      return true;
+    } catch (err) {
+      this.log.debug('cannot update lease', { error: errorMessage(err), errorKind: classifyError(err).kind });
+      return false;
+    }
+  }
+
+  /** Remembers when the record last changed, by our clock. */
+  private observe(spec: NonNullable<Lease['spec']>, resourceVersion: string | undefined): void {
+    const changed =
+      !this.observed ||
+      this.observed.resourceVersion !== resourceVersion ||
+      this.observed.spec.holderIdentity !== spec.holderIdentity ||
+      this.observed.spec.renewTime !== spec.renewTime;
+    if (changed) this.observed = { spec, resourceVersion, at: Date.now() };
+    const leader = spec.holderIdentity ?? '';
+    if (leader && leader !== this.lastLeader) {
+      this.lastLeader = leader;
+      if (leader !== this.config.identity) this.log.info('new leader observed', { leader });
+      this.callbacks.onNewLeader?.(leader);
+    }
+  }
+
+  /** As client-go's ReleaseOnCancel: empty holder and a 1 s lease, so a standby takes over at once. */
+  private async release(): Promise<void> {
+    const { namespace, name, identity } = this.config;
+    try {
+      const current = await this.client.get<Lease>(Resources.leases, name, namespace);
+      if (current.spec?.holderIdentity !== identity) return;
+      const nowIso = microTime(new Date());
+      await this.client.replace<Lease>(Resources.leases, {
+        ...current,
+        spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: nowIso, acquireTime: nowIso },
+      });
+      this.log.info('released lease');
+    } catch (err) {
+      this.log.warn('failed to release lease; a standby will take over after it expires', { error: errorMessage(err) });
+    }
+  }
+}
+
+/** metav1.MicroTime's wire format (RFC 3339 with microseconds). */
+function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}

@@ -1,0 +1,40 @@
+import type { KubeClient } from '../client/kube-client.js';
+import type { Controller } from '../controller/controller.js';
+import type { EventRecorder } from '../events/event-recorder.js';
+import type { InformerFactory } from '../informer/informer-factory.js';
+import type { Logger } from '../logging/logger.js';
+import type { FlagSpec } from './flags.js';
+import type { ManagerOptions } from './flags.js';
+
+/** An RBAC rule a controller needs; config/rbac is generated from these. */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+export interface ControllerEnv {
+  client: KubeClient;
+  informers: InformerFactory;
+  /** Events are reported as this controller's component name. */
+  events: EventRecorder;
+  options: ManagerOptions;
+  log: Logger;
+}
+
+/**
+ * How a loop plugs into the manager: its --controllers name, its own flags and RBAC needs, and a
+ * setup that registers informers and handlers (run before leadership) and returns the controller
+ * whose workers start once this process leads the loop's Lease.
+ */
+export interface ControllerDescriptor {
+  name: string;
+  description: string;
+  disabledByDefault?: boolean;
+  /** The component name in Events (source.component); defaults to topovol-<name>. */
+  eventComponent?: string;
+  flags?: FlagSpec[];
+  rbac?: PolicyRule[];
+  setup(env: ControllerEnv): Controller | Promise<Controller>;
+}

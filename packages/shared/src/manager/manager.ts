@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { KubeClient } from '../client/kube-client.js';
+import type { Controller } from '../controller/controller.js';
+import { EventRecorder } from '../events/event-recorder.js';
+import { HttpEndpoints } from '../http/http-endpoints.js';
+import { InformerFactory } from '../informer/informer-factory.js';
+import { LeaderElector } from '../leaderelection/leader-elector.js';
+import { configureLogging, errorMessage, logger } from '../logging/logger.js';
+import type { ControllerDescriptor } from './controller-descriptor.js';
+import { FlagError, formatHelp, MANAGER_FLAGS, parseBindAddress, parseManagerFlags, resolveControllers } from './flags.js';
+import type { ManagerOptions } from './flags.js';
+
+const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+export interface ManagerIo {
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+  /** Called with the exit code once the manager is done; the bin exits the process. */
+  exit: (code: number) => void;
+}
+
+const defaultIo: ManagerIo = {
+  stdout: (s) => process.stdout.write(s),
+  stderr: (s) => process.stderr.write(s),
+  exit: (code) => process.exit(code),
+};
+
+/** --leader-elect-namespace, else the pod's namespace, else kube-system. */
+function leaderElectNamespace(flag: string): string {
+  if (flag) return flag;
+  try {
+    return readFileSync(SA_NAMESPACE_FILE, 'utf8').trim() || 'kube-system';
+  } catch {
+    return 'kube-system';
+  }
+}
+
+interface Loop {
+  descriptor: ControllerDescriptor;
+  controller: Controller;
+  events: EventRecorder;
+  elector?: LeaderElector;
+}
+
+/**
+ * The controller-manager: parses flags, builds the shared client and informers, starts the HTTP
+ * endpoints and informers at once, and each loop's workers only once this process leads that
+ * loop's Lease. SIGTERM/SIGINT drain in-flight reconciles, release the leases and exit 0.
+ */
+export async function runManager(argv: string[], descriptors: ControllerDescriptor[], io: ManagerIo = defaultIo): Promise<void> {
+  const extraFlags = descriptors.flatMap((d) => d.flags ?? []);
+  let opts: ManagerOptions;
+  let enabled: string[];
+  try {
+    opts = parseManagerFlags(argv, extraFlags);
+    if (opts.help) {
+      io.stdout(`Usage: topovol-controller-manager [flags]\n\nControllers: ${descriptors.map((d) => `${d.name} (${d.description})`).join(', ')}\n\nFlags:\n${formatHelp([...MANAGER_FLAGS, ...extraFlags])}\n`);
+      return io.exit(0);
+    }
+    enabled = resolveControllers(
+      opts.controllers,
+      descriptors.map((d) => d.name),
+      descriptors.filter((d) => d.disabledByDefault).map((d) => d.name),
+    );
+  } catch (err) {
+    if (err instanceof FlagError) {
+      io.stderr(`Error: ${err.message}\n`);
+      return io.exit(2);
+    }
+    throw err;
+  }
+  configureLogging(opts.logLevel, opts.logFormat);
+  const log = logger().child({ component: 'manager' });
+  if (enabled.length === 0) {
+    io.stderr('Error: no controllers enabled (see --controllers)\n');
+    return io.exit(2);
+  }
+
+  let client: KubeClient;
+  try {
+    client = KubeClient.load(opts.kubeconfig, { qps: opts.kubeApiQps, burst: opts.kubeApiBurst, userAgent: 'topovol-controller-manager' });
+  } catch (err) {
+    io.stderr(`Error: cannot load a kubeconfig (--kubeconfig, KUBECONFIG or in-cluster): ${errorMessage(err)}\n`);
+    return io.exit(1);
+  }
+  const informers = new InformerFactory(client);
+  const http = new HttpEndpoints();
+  const identity = `${os.hostname()}_${randomUUID()}`;
+  const namespace = leaderElectNamespace(opts.leaderElectNamespace);
+  const loops: Loop[] = [];
+  let exiting = false;
+
+  const shutdown = async (code: number, why: string): Promise<void> => {
+    if (exiting) return;
+    exiting = true;
+    log.info('shutting down', { reason: why, timeoutMs: opts.shutdownTimeoutMs });
+    // A hard bound in case something hangs despite the per-step timeouts.
+    const hard = setTimeout(() => {
+      log.error('shutdown did not finish in time; exiting');
+      io.exit(code || 1);
+    }, opts.shutdownTimeoutMs + 5000);
+    hard.unref();
+    const deadline = Date.now() + opts.shutdownTimeoutMs;
+    await Promise.all(
+      loops.map(async (l) => {
+        if (l.controller.started) await l.controller.shutdown(Math.max(0, deadline - Date.now()));
+        else l.controller.queue.shutDown();
+      }),
+    );
+    await Promise.race([Promise.all(loops.map((l) => l.events.flush())), sleep(Math.max(0, Math.min(2000, deadline - Date.now())))]);
+    await Promise.all(loops.map(async (l) => l.elector?.stop()));
+    await informers.stop();
+    await http.close();
+    client.close();
+    clearTimeout(hard);
+    log.info('stopped');
+    io.exit(code);
+  };
+
+  try {
+    for (const name of enabled) {
+      const descriptor = descriptors.find((d) => d.name === name)!;
+      const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, os.hostname(), opts.dryRun);
+      const controller = await descriptor.setup({ client, informers, events, options: opts, log: logger().child({ controller: name }) });
+      loops.push({ descriptor, controller, events });
+    }
+  } catch (err) {
+    io.stderr(`Error: controller setup failed: ${errorMessage(err)}\n`);
+    return io.exit(1);
+  }
+
+  http.addHealthzCheck('ping', () => undefined);
+  http.addReadyzCheck('informer-sync', () => {
+    const waiting = informers.unsynced();
+    return waiting.length ? `waiting for caches: ${waiting.join(', ')}` : undefined;
+  });
+  try {
+    const metricsAddr = parseBindAddress(opts.metricsBindAddress);
+    if (metricsAddr) log.info('serving metrics', { port: await http.serveMetrics(metricsAddr) });
+    const probeAddr = parseBindAddress(opts.healthProbeBindAddress);
+    if (probeAddr) log.info('serving health probes', { port: await http.serveProbes(probeAddr) });
+  } catch (err) {
+    io.stderr(`Error: cannot serve HTTP endpoints: ${errorMessage(err)}\n`);
+    return io.exit(1);
+  }
+
+  process.once('SIGTERM', () => void shutdown(0, 'SIGTERM'));
+  process.once('SIGINT', () => void shutdown(0, 'SIGINT'));
+
+  informers.start();
+  log.info('controller-manager started', { controllers: enabled, identity, leaderElect: opts.leaderElect, dryRun: opts.dryRun });
+
+  const startWorkers = (l: Loop): void => {
+    void informers
+      .waitForSync()
+      .then(() => {
+        if (exiting) return;
+        return l.controller.start();
+      })
+      .catch((err: unknown) => log.error('controller stopped with an error', { controller: l.descriptor.name, error: errorMessage(err) }));
+  };
+
+  for (const l of loops) {
+    if (!opts.leaderElect) {
+      startWorkers(l);
+      continue;
+    }
+    const name = `topovol-${l.descriptor.name}`;
+    l.elector = new LeaderElector(
+      client,
+      { namespace, name, identity, leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs },
+      {
+        onStartedLeading: () => {
+          log.info('became leader', { lease: `${namespace}/${name}` });
+          startWorkers(l);
+        },
+        onStoppedLeading: (reason) => {
+          if (reason === 'lost' && !exiting) {
+            // As kube-controller-manager: a loop that lost its lease must not keep writing.
+            log.error('leader election lost; exiting', { lease: `${namespace}/${name}` });
+            exiting = true;
+            io.exit(1);
+          }
+        },
+      },
+    );
+    const elector = l.elector;
+    const check = (): string | undefined => (elector.healthy() ? undefined : 'lease renewal overdue');
+    http.addHealthzCheck(`leader-election-${l.descriptor.name}`, check);
+    http.addReadyzCheck(`leader-election-${l.descriptor.name}`, check);
+    void elector.run();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,3 @@
+export * from './clock.js';
+export * from './token-bucket.js';
+export * from './item-backoff.js';

@@ -1,0 +1,104 @@
+import { expect } from 'chai';
+import { Resources } from '../../src/index.js';
+import type { KubeClient, KubeObject, Lease } from '../../src/index.js';
+import { createTestNamespace, eventually, sharedControlPlane } from '../../src/testing/index.js';
+import type { ControlPlane } from '../../src/testing/index.js';
+import { httpGet, startEchoManager } from './manager-process.js';
+import type { EchoManager } from './manager-process.js';
+
+// Short timings keep the test quick; the relations between them are what client-go's algorithm
+// (and ours) guarantees, so they are what we assert on, measured on the Lease's own timestamps.
+const LEASE_S = 4;
+const RETRY_S = 1;
+const JITTER = 1.2;
+const ELECTION = [`--leader-elect-lease-duration=${LEASE_S}s`, '--leader-elect-renew-deadline=3s', `--leader-elect-retry-period=${RETRY_S}s`];
+
+describe('leader election with two manager processes', function () {
+  this.timeout(120_000);
+  let cp: ControlPlane;
+  let admin: KubeClient;
+  let ns: string;
+  const managers: EchoManager[] = [];
+
+  before(async function () {
+    cp = await sharedControlPlane();
+    admin = cp.adminClient();
+  });
+
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin);
+  });
+
+  afterEach(async function () {
+    await Promise.all(managers.splice(0).map((m) => m.proc.kill()));
+  });
+
+  const lease = (): Promise<Lease> => admin.get<Lease>(Resources.leases, 'topovol-echo', ns);
+
+  /** Starts two managers; returns [leader, standby], told apart by who reconciles and by their metrics. */
+  async function startPair(): Promise<[EchoManager, EchoManager]> {
+    for (const name of ['mgr-a', 'mgr-b']) managers.push(await startEchoManager(cp, `${name}-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`]));
+    const by = await stampedBy('first');
+    const leader = managers.find((m) => by.endsWith(`/${m.proc.pid}`))!;
+    const standby = managers.find((m) => m !== leader)!;
+    expect(leader, `stamp ${by}`).to.not.equal(undefined);
+    await eventually(async () => {
+      expect(await masterStatus(leader)).to.equal(1);
+      expect(await masterStatus(standby)).to.equal(0);
+    });
+    return [leader, standby];
+  }
+
+  async function masterStatus(m: EchoManager): Promise<number | undefined> {
+    const { body } = await httpGet(m.metricsPort, '/metrics');
+    const line = body.split('\n').find((l) => l.startsWith('leader_election_master_status{name="topovol-echo"}'));
+    return line ? Number(line.split(' ').pop()) : undefined;
+  }
+
+  /** Only the leader reconciles: a labelled ConfigMap gets stamped by exactly one process. */
+  async function stampedBy(name: string): Promise<string> {
+    await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
+    return eventually(async () => {
+      const o = await admin.get<KubeObject>(Resources.configMaps, name, ns);
+      const by = o.metadata?.annotations?.['test.topovol.dev/reconciled-by'];
+      expect(by).to.be.a('string');
+      return by!;
+    });
+  }
+
+  it('exactly one process holds the lease and reconciles; SIGKILL of the leader hands over within lease duration + retry period', async function () {
+    const [leader, standby] = await startPair();
+    const held = await lease();
+    expect(held.spec?.leaseDurationSeconds).to.equal(LEASE_S);
+
+    await leader.proc.kill();
+    const lastRenew = Date.parse((await lease()).spec!.renewTime!);
+    const taken = await eventually(async () => {
+      const l = await lease();
+      expect(l.spec?.holderIdentity).to.not.equal(held.spec?.holderIdentity);
+      return l;
+    }, 30_000);
+    expect(taken.spec?.leaseTransitions).to.equal((held.spec?.leaseTransitions ?? 0) + 1);
+    // The standby trusts a lease until leaseDuration after it *observed* the last renewal (it looks
+    // every retry period, with jitter), then acquires at its next try.
+    const handover = (Date.parse(taken.spec!.acquireTime!) - lastRenew) / 1000;
+    expect(handover).to.be.at.most(LEASE_S + 2 * RETRY_S * JITTER + 0.5);
+    expect(await stampedBy('second')).to.match(new RegExp(`/${standby.proc.pid}$`));
+  });
+
+  it('a graceful stop releases the lease and the standby takes over within a few seconds, exit code 0', async function () {
+    const [leader, standby] = await startPair();
+    const held = await lease();
+    await leader.proc.stop();
+    expect(await leader.proc.waitForExit()).to.equal(0);
+    const released = Date.now();
+    const taken = await eventually(async () => {
+      const l = await lease();
+      expect(l.spec?.holderIdentity).to.be.a('string').and.not.equal('').and.not.equal(held.spec?.holderIdentity);
+      return l;
+    }, 30_000);
+    // Released: the standby does not wait for the lease to expire, only for its next retry.
+    expect((Date.parse(taken.spec!.acquireTime!) - released) / 1000).to.be.below(LEASE_S);
+    expect(await stampedBy('after-release')).to.match(new RegExp(`/${standby.proc.pid}$`));
+  });
+});

@@ -1,0 +1,110 @@
+import { expect } from 'chai';
+import { Resources } from '../../src/index.js';
+import type { KubeClient, KubeObject } from '../../src/index.js';
+import { createTestNamespace, eventually, sharedControlPlane } from '../../src/testing/index.js';
+import type { ControlPlane } from '../../src/testing/index.js';
+import { httpGet, startEchoManager } from './manager-process.js';
+import type { EchoManager } from './manager-process.js';
+
+const WIDGET_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'widgets.test.topovol.dev' },
+  spec: {
+    group: 'test.topovol.dev',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+    scope: 'Cluster',
+    versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+  },
+};
+
+/** Parses the Prometheus text format into "name{labels} value" lookups. */
+function sample(body: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of body.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.split(' ').pop());
+  }
+  return undefined;
+}
+
+describe('manager HTTP endpoints: /metrics and /readyz', function () {
+  this.timeout(120_000);
+  let cp: ControlPlane;
+  let admin: KubeClient;
+  let ns: string;
+  let mgr: EchoManager | undefined;
+
+  before(async function () {
+    cp = await sharedControlPlane();
+    admin = cp.adminClient();
+  });
+
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin);
+  });
+
+  afterEach(async function () {
+    await mgr?.proc.kill();
+    mgr = undefined;
+    await admin.delete(Resources.customResourceDefinitions, WIDGET_CRD.metadata.name).catch(() => undefined);
+  });
+
+  it('/readyz is not ready before the caches sync, and ready after', async function () {
+    // The widgets resource does not exist yet, so that informer cannot sync.
+    mgr = await startEchoManager(cp, `ready-${ns}`, ['--leader-elect=false', '--echo-watch-widgets']);
+    const m = mgr;
+    const notReady = await eventually(async () => {
+      const r = await httpGet(m.probePort, '/readyz?verbose');
+      expect(r.status).to.equal(500);
+      return r.body;
+    });
+    expect(notReady).to.contain('[-]informer-sync failed: waiting for caches: widgets');
+    expect((await httpGet(m.probePort, '/healthz')).status).to.equal(200);
+    await admin.create(Resources.customResourceDefinitions, WIDGET_CRD);
+    await eventually(async () => expect((await httpGet(m.probePort, '/readyz')).status).to.equal(200), 60_000);
+  });
+
+  it('/metrics shows work-queue and reconcile metrics with client-go and controller-runtime names', async function () {
+    mgr = await startEchoManager(cp, `metrics-${ns}`, ['--leader-elect=false']);
+    const label = { 'test.topovol.dev/echo': '' };
+    await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ok', namespace: ns, labels: label } });
+    await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'retry', namespace: ns, labels: label }, data: { fail: 'retry' } } as KubeObject);
+    await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'terminal', namespace: ns, labels: label }, data: { fail: 'terminal' } } as KubeObject);
+    const m = mgr;
+    const body = await eventually(async () => {
+      const r = await httpGet(m.metricsPort, '/metrics');
+      expect(r.status).to.equal(200);
+      expect(sample(r.body, 'workqueue_retries_total', { name: 'echo' })).to.be.at.least(3);
+      expect(sample(r.body, 'controller_runtime_reconcile_total', { controller: 'echo', result: 'success' })).to.be.at.least(1);
+      expect(sample(r.body, 'controller_runtime_terminal_reconcile_errors_total', { controller: 'echo' })).to.equal(1);
+      return r.body;
+    });
+    for (const name of [
+      'workqueue_depth',
+      'workqueue_adds_total',
+      'workqueue_queue_duration_seconds_bucket',
+      'workqueue_work_duration_seconds_bucket',
+      'workqueue_unfinished_work_seconds',
+      'workqueue_longest_running_processor_seconds',
+    ]) {
+      expect(sample(body, name, { name: 'echo' }), name).to.be.a('number');
+    }
+    expect(sample(body, 'controller_runtime_reconcile_errors_total', { controller: 'echo' })).to.be.at.least(4);
+    expect(sample(body, 'controller_runtime_reconcile_time_seconds_count', { controller: 'echo' })).to.be.at.least(5);
+    expect(sample(body, 'process_resident_memory_bytes', {})).to.be.greaterThan(0);
+    const ok = await admin.get<KubeObject>(Resources.configMaps, 'ok', ns);
+    expect(ok.metadata?.annotations?.['test.topovol.dev/reconciled-by']).to.be.a('string');
+  });
+
+  it('rejects a bad flag with a one-line reason and a non-zero exit', async function () {
+    mgr = await startEchoManager(cp, `badflag-${ns}`, ['--kube-api-qps=fast']);
+    expect(await mgr.proc.waitForExit()).to.equal(2);
+    expect(mgr.proc.logTail().trim()).to.match(/^Error: .*--kube-api-qps/);
+  });
+
+  it('rejects an unknown controller name at start-up', async function () {
+    mgr = await startEchoManager(cp, `badctl-${ns}`, ['--controllers=echo,nope']);
+    expect(await mgr.proc.waitForExit()).to.equal(2);
+    expect(mgr.proc.logTail()).to.contain('unknown controller "nope"');
+  });
+});

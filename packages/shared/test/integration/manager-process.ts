@@ -1,0 +1,38 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, ManagedProcess } from '../../src/testing/index.js';
+import type { ControlPlane } from '../../src/testing/index.js';
+
+const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'echo-manager.js');
+
+export interface EchoManager {
+  proc: ManagedProcess;
+  metricsPort: number;
+  probePort: number;
+}
+
+/** Starts the echo fixture manager as a real child process against the test control plane. */
+export async function startEchoManager(cp: ControlPlane, name: string, args: string[]): Promise<EchoManager> {
+  const metricsPort = await freePort();
+  const probePort = await freePort();
+  const proc = new ManagedProcess({
+    name,
+    command: process.execPath,
+    args: [
+      fixture,
+      `--kubeconfig=${cp.kubeconfigPath}`,
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      `--health-probe-bind-address=127.0.0.1:${probePort}`,
+      '--log-format=text',
+      '--log-level=debug',
+      ...args,
+    ],
+    logFile: path.join(cp.dir, `${name}.log`),
+  });
+  return { proc, metricsPort, probePort };
+}
+
+export async function httpGet(port: number, p: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`);
+  return { status: res.status, body: await res.text() };
+}
