@@ -60,6 +60,8 @@ export async function streamWatch(
         else resolve();
       };
       body.on('error', finish);
+      // readline re-emits its input's errors; without a listener an aborted stream would crash us.
+      lines.on('error', finish);
       body.on('end', () => finish());
       body.on('close', () => finish());
       ac.signal.addEventListener('abort', () => finish(signal.aborted ? undefined : new Error('watch idle timeout')));

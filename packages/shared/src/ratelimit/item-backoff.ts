@@ -2,26 +2,37 @@ import { realClock } from './clock.js';
 import type { Clock } from './clock.js';
 import { TokenBucket } from './token-bucket.js';
 
-/** How long an item must wait before its next try (client-go's workqueue.RateLimiter). */
+/**
+ * Decides how long an item must wait before its next try (client-go's workqueue RateLimiter).
+ * when() records a failure; forget() is called on success so the next failure starts afresh.
+ */
 export interface RateLimiter<K> {
+  /** Records a failure of item and returns the ms it should wait before being retried. */
   when(item: K): number;
+  /** Clears the item's history (e.g. after it was processed successfully). */
   forget(item: K): void;
+  /** Failures recorded for item since it was last forgotten. */
   numRequeues(item: K): number;
 }
 
-/** Per-item exponential backoff: base, 2×base, 4×base … capped at max; forget resets. */
+const DEFAULT_BACKOFF_BASE_MS = 5;
+const DEFAULT_BACKOFF_MAX_MS = 1_000_000;
+const DEFAULT_BUCKET_QPS = 10;
+const DEFAULT_BUCKET_BURST = 100;
+
+/** Per-item exponential backoff: base, 2×base, 4×base … capped at max; forget resets the item. */
 export class ItemExponentialBackoff<K> implements RateLimiter<K> {
   private readonly failures = new Map<K, number>();
 
   constructor(
-    private readonly baseMs = 5,
-    private readonly maxMs = 1_000_000,
+    readonly baseMs: number = DEFAULT_BACKOFF_BASE_MS,
+    readonly maxMs: number = DEFAULT_BACKOFF_MAX_MS,
   ) {}
 
   when(item: K): number {
     const n = this.failures.get(item) ?? 0;
     this.failures.set(item, n + 1);
-    // 2^n overflows to Infinity long before it matters; the cap handles it.
+    // 2 ** n becomes Infinity after ~1000 failures rather than wrapping; the cap absorbs it.
     return Math.min(this.maxMs, this.baseMs * 2 ** n);
   }
 
@@ -34,34 +45,39 @@ export class ItemExponentialBackoff<K> implements RateLimiter<K> {
   }
 }
 
-/** An overall token bucket shared by all items: bounds total retries per second. */
+/**
+ * One token bucket shared by all items: bounds the overall retry rate, so a burst of failing
+ * items cannot hammer the API server even while each item's own backoff is still short.
+ */
 export class BucketRateLimiter<K> implements RateLimiter<K> {
-  private readonly bucket: TokenBucket;
+  readonly bucket: TokenBucket;
 
-  constructor(qps = 10, burst = 100, clock: Clock = realClock) {
+  constructor(qps: number = DEFAULT_BUCKET_QPS, burst: number = DEFAULT_BUCKET_BURST, clock: Clock = realClock) {
     this.bucket = new TokenBucket(qps, burst, clock);
   }
 
-  when(): number {
+  when(_item: K): number {
     return this.bucket.reserve();
   }
 
-  forget(): void {}
+  // Tokens are not per item, so there is nothing to forget or count.
+  forget(_item: K): void {}
 
-  numRequeues(): number {
+  numRequeues(_item: K): number {
     return 0;
   }
 }
 
-/** The longest wait of several limiters. */
+/** Combines limiters: the wait is the longest any of them asks for; all of them record failures. */
 export class MaxOfRateLimiter<K> implements RateLimiter<K> {
-  private readonly limiters: RateLimiter<K>[];
+  private readonly limiters: readonly RateLimiter<K>[];
 
   constructor(...limiters: RateLimiter<K>[]) {
     this.limiters = limiters;
   }
 
   when(item: K): number {
+    // Every limiter must see the failure (not just until one wins), so map before taking the max.
     return Math.max(0, ...this.limiters.map((l) => l.when(item)));
   }
 
@@ -74,7 +90,13 @@ export class MaxOfRateLimiter<K> implements RateLimiter<K> {
   }
 }
 
-/** client-go's DefaultControllerRateLimiter: per-item 5 ms…1000 s, overall 10 qps with burst 100. */
-export function defaultControllerRateLimiter<K>(clock: Clock = realClock): RateLimiter<K> {
-  return new MaxOfRateLimiter<K>(new ItemExponentialBackoff<K>(5, 1_000_000), new BucketRateLimiter<K>(10, 100, clock));
+/**
+ * client-go's DefaultControllerRateLimiter: per-item backoff from 5 ms doubling to 1000 s, and
+ * overall no more than 10 retries per second after a burst of 100.
+ */
+export function defaultControllerRateLimiter<K = string>(clock: Clock = realClock): RateLimiter<K> {
+  return new MaxOfRateLimiter<K>(
+    new ItemExponentialBackoff<K>(DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_MAX_MS),
+    new BucketRateLimiter<K>(DEFAULT_BUCKET_QPS, DEFAULT_BUCKET_BURST, clock),
+  );
 }

@@ -1,60 +1,70 @@
 import { realClock } from './clock.js';
 import type { Clock } from './clock.js';
 
+// Refills are fractional, so token counts carry float noise; without slack a token that is due
+// "exactly now" could be reported as 1e-15 short.
+const EPSILON = 1e-9;
+
 /**
- * A token bucket as client-go's flowcontrol limiter: holds up to burst tokens, refills at qps per
- * second, starts full. qps <= 0 means unlimited.
+ * A token bucket with the semantics of client-go's flowcontrol limiter (golang.org/x/time/rate):
+ * it holds at most burst tokens, refills continuously at qps tokens per second and starts full.
+ * qps <= 0 means unlimited: every call is admitted at once.
  */
 export class TokenBucket {
   readonly unlimited: boolean;
-  private readonly burst: number;
+  readonly qps: number;
+  readonly burst: number;
+  // Tokens as of `last`; negative when callers have reserved tokens that are not yet minted.
   private tokens: number;
   private last: number;
 
   constructor(
-    readonly qps: number,
+    qps: number,
     burst: number,
     private readonly clock: Clock = realClock,
   ) {
-    this.unlimited = !(qps > 0);
-    this.burst = Math.max(1, Math.floor(burst));
+    this.unlimited = !(qps > 0); // also catches NaN
+    this.qps = this.unlimited ? 0 : qps;
+    this.burst = burst >= 1 ? Math.floor(burst) : 1;
     this.tokens = this.burst;
     this.last = clock.now();
   }
 
-  private refill(): void {
-    const now = this.clock.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
-    this.last = now;
-  }
-
-  /** Takes a token if one is available now. */
+  /** Takes a token if one is available right now; never waits. */
   tryAccept(): boolean {
     if (this.unlimited) return true;
     this.refill();
-    if (this.tokens < 1) return false;
+    if (this.tokens < 1 - EPSILON) return false;
     this.tokens -= 1;
     return true;
   }
 
-  /** Takes a token now, possibly borrowing from the future; returns ms until it is really ours. */
+  /**
+   * Takes a token unconditionally, borrowing from the future if the bucket is empty, and returns
+   * how many ms the caller must wait before using it (0: use it now). Later callers queue behind.
+   */
   reserve(): number {
     if (this.unlimited) return 0;
     this.refill();
     this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.qps) * 1000);
+    if (this.tokens >= -EPSILON) return 0;
+    return Math.ceil((-this.tokens * 1000) / this.qps - EPSILON);
   }
 
-  /** Waits for a token; an aborted wait rejects and gives its token back. */
+  /**
+   * Resolves once a token is ours. If signal aborts first, rejects with its reason (an AbortError
+   * when the reason is not an Error) and gives the reserved token back.
+   */
   wait(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (signal?.aborted) return Promise.reject(abortError(signal));
     const ms = this.reserve();
     if (ms === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {
         cancel();
-        this.tokens += 1;
-        reject(abortReason(signal!));
+        // Un-reserve, so an abandoned wait does not slow down the callers behind it for good.
+        this.tokens = Math.min(this.burst, this.tokens + 1);
+        reject(abortError(signal));
       };
       const cancel = this.clock.setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
@@ -63,12 +73,20 @@ export class TokenBucket {
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
+
+  private refill(): void {
+    const now = this.clock.now();
+    if (now > this.last) {
+      this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.qps) / 1000);
+      this.last = now;
+    }
+  }
 }
 
-function abortReason(signal: AbortSignal): Error {
-  const r: unknown = signal.reason;
-  if (r instanceof Error) return r;
-  const e = new Error('aborted');
-  e.name = 'AbortError';
-  return e;
+function abortError(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error) return reason;
+  const err = new Error('The operation was aborted', reason === undefined ? undefined : { cause: reason });
+  err.name = 'AbortError';
+  return err;
 }

@@ -1,137 +1,124 @@
 import { counter, exponentialBuckets, gauge, histogram } from '../metrics/registry.js';
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import { realClock } from '../ratelimit/clock.js';
+import type { Cancel, Clock } from '../ratelimit/clock.js';
 import { defaultControllerRateLimiter } from '../ratelimit/item-backoff.js';
 import type { RateLimiter } from '../ratelimit/item-backoff.js';
-import { realClock } from '../ratelimit/clock.js';
-import type { Clock } from '../ratelimit/clock.js';
 
-export interface WorkQueueOptions<K> {
+export interface WorkQueueOptions<K extends string = string> {
+  /** Backoff for addRateLimited; defaults to defaultControllerRateLimiter on the queue's clock. */
   rateLimiter?: RateLimiter<K>;
+  /** Drives delayed adds, backoffs and metric durations; tests pass a FakeClock. */
   clock?: Clock;
+  /** Publish workqueue_* metrics labelled with the queue's name (default true; off for an empty name). */
+  metrics?: boolean;
 }
 
-// client-go's workqueue metric names (k8s.io/client-go/util/workqueue/metrics.go), label "name".
-const buckets = exponentialBuckets(1e-8, 10, 10);
-const depth = gauge<'name'>({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'] });
-const adds = counter<'name'>({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'] });
-const latency = histogram<'name'>({
-  name: 'workqueue_queue_duration_seconds',
-  help: 'How long in seconds an item stays in workqueue before being requested.',
-  labelNames: ['name'],
-  buckets,
-});
-const workDuration = histogram<'name'>({
-  name: 'workqueue_work_duration_seconds',
-  help: 'How long in seconds processing an item from workqueue takes.',
-  labelNames: ['name'],
-  buckets,
-});
-const retries = counter<'name'>({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'] });
-const unfinished = gauge<'name'>({
-  name: 'workqueue_unfinished_work_seconds',
-  help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration. Large values indicate stuck threads.',
-  labelNames: ['name'],
-});
-const longest = gauge<'name'>({
-  name: 'workqueue_longest_running_processor_seconds',
-  help: 'How many seconds has the longest running processor for workqueue been running.',
-  labelNames: ['name'],
-});
-
-const GAUGE_PERIOD_MS = 500;
-
 /**
- * client-go's rate-limiting work queue. Holds keys, not objects; a key is "dirty" (needs work)
- * and/or "processing" (a worker has it). A key added while being processed is not handed to a
- * second worker: it is remembered and queued again once the first worker calls done, so any
- * number of adds during one reconcile cause at most one more.
+ * client-go's rate-limiting, delaying work queue. It holds keys, not objects, and tracks two sets:
+ * dirty (needs work) and processing (a worker has it). A key is handed to at most one worker at a
+ * time; a key added while being processed stays dirty and is queued again once that worker calls
+ * done, so any number of adds during one reconcile cause at most one more.
  */
 export class WorkQueue<K extends string = string> {
-  private readonly queue: K[] = [];
-  private readonly dirty = new Set<K>();
-  private readonly processing = new Map<K, number>();
-  private readonly addedAt = new Map<K, number>();
-  private readonly waiting = new Map<K, { at: number; cancel: () => void }>();
-  private readonly getters: ((k: K | undefined) => void)[] = [];
-  private readonly drainWaiters: (() => void)[] = [];
-  private readonly rateLimiter: RateLimiter<K>;
+  readonly name: string;
   private readonly clock: Clock;
+  private readonly rateLimiter: RateLimiter<K>;
+  private readonly metrics: QueueMetrics<K> | undefined;
+
+  private readonly queue = new Fifo<K>();
+  private readonly dirty = new Set<K>();
+  private readonly processing = new Set<K>();
+  private readonly getters: ((key: K | undefined) => void)[] = [];
+
+  // Delayed adds: one live entry per key (the earliest), found via a min-heap with lazy deletion,
+  // and a single timer armed for the earliest entry.
+  private readonly delayed = new Map<K, DelayedEntry<K>>();
+  private readonly heap = new MinHeap<DelayedEntry<K>>((a, b) => a.at - b.at || a.seq - b.seq);
+  private delayedSeq = 0;
+  private timer: { at: number; cancel: Cancel } | undefined;
+
   private shutting = false;
   private drain = false;
-  private readonly gaugeTimer: NodeJS.Timeout;
+  private drainWaiters: (() => void)[] = [];
 
-  constructor(
-    readonly name: string,
-    opts: WorkQueueOptions<K> = {},
-  ) {
+  constructor(name: string, opts: WorkQueueOptions<K> = {}) {
+    this.name = name;
     this.clock = opts.clock ?? realClock;
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<K>(this.clock);
-    depth.set({ name }, 0);
-    adds.inc({ name }, 0);
-    retries.inc({ name }, 0);
-    unfinished.set({ name }, 0);
-    longest.set({ name }, 0);
-    this.gaugeTimer = setInterval(() => this.updateGauges(), GAUGE_PERIOD_MS);
-    this.gaugeTimer.unref();
+    // As in client-go, an unnamed queue has no metrics: its series could not be told apart.
+    this.metrics = opts.metrics !== false && name !== '' ? new QueueMetrics<K>(name, this.clock) : undefined;
   }
 
+  /** Marks key as needing work. No-op if it is already waiting, or once the queue is shutting down. */
   add(key: K): void {
     if (this.shutting || this.dirty.has(key)) return;
-    adds.inc({ name: this.name });
     this.dirty.add(key);
-    this.addedAt.set(key, this.clock.now());
+    this.metrics?.added(key, this.dirty.size);
+    // Being processed: leave it dirty; done() queues it again.
     if (this.processing.has(key)) return;
-    this.push(key);
+    this.enqueue(key);
   }
 
-  /** Adds after a delay; several delayed adds of one key keep the earliest. */
+  /** Adds key after ms. Pending delayed adds of one key are merged, keeping the earliest time. */
   addAfter(key: K, ms: number): void {
     if (this.shutting) return;
-    if (ms <= 0) return this.add(key);
-    const at = this.clock.now() + ms;
-    const prev = this.waiting.get(key);
-    if (prev && prev.at <= at) return;
-    prev?.cancel();
-    const cancel = this.clock.setTimeout(() => {
-      this.waiting.delete(key);
+    if (!(ms > 0)) {
       this.add(key);
-    }, ms);
-    this.waiting.set(key, { at, cancel });
+      return;
+    }
+    const at = this.clock.now() + ms;
+    const prev = this.delayed.get(key);
+    if (prev !== undefined && prev.at <= at) return;
+    const entry: DelayedEntry<K> = { key, at, seq: this.delayedSeq++ };
+    this.delayed.set(key, entry); // a superseded entry stays in the heap and is skipped later
+    this.heap.push(entry);
+    this.armTimer();
   }
 
-  /** Adds after the rate limiter's backoff for this key (a failure). */
+  /** Adds key after its rate limiter's backoff: the caller's processing of it failed. */
   addRateLimited(key: K): void {
     if (this.shutting) return;
-    retries.inc({ name: this.name });
+    this.metrics?.retried();
     this.addAfter(key, this.rateLimiter.when(key));
   }
 
-  /** Resets the key's backoff (after a success). */
+  /** Resets key's backoff: the caller processed it successfully (or gave up on it). */
   forget(key: K): void {
     this.rateLimiter.forget(key);
   }
 
+  /** How many times key went through addRateLimited since it was last forgotten. */
   numRequeues(key: K): number {
     return this.rateLimiter.numRequeues(key);
   }
 
-  /** The next key to work on; undefined once the queue is shut down (and, with drain, empty). */
+  /**
+   * The next key to work on; the caller owns it until done(key). Resolves undefined once the
+   * queue is shut down, or, after shutDownWithDrain, once no key is left to hand out.
+   */
   get(): Promise<K | undefined> {
-    const k = this.queue.shift();
-    if (k !== undefined) return Promise.resolve(this.take(k));
+    if (this.shutting && !this.drain) return Promise.resolve(undefined);
+    const key = this.queue.shift();
+    if (key !== undefined) return Promise.resolve(this.take(key));
     if (this.shutting) return Promise.resolve(undefined);
     return new Promise((resolve) => this.getters.push(resolve));
   }
 
-  /** Marks the key's processing finished; a re-add that came meanwhile is queued now. */
+  /** Ends the processing of key; if it was added meanwhile, it is queued again now. */
   done(key: K): void {
-    const started = this.processing.get(key);
-    if (started === undefined) return;
-    this.processing.delete(key);
-    workDuration.observe({ name: this.name }, (this.clock.now() - started) / 1000);
-    if (this.dirty.has(key)) this.push(key);
-    if (this.processing.size === 0) for (const w of this.drainWaiters.splice(0)) w();
+    if (!this.processing.delete(key)) return;
+    this.metrics?.done(key);
+    if (this.dirty.has(key)) this.enqueue(key);
+    if (this.shutting && this.processing.size === 0) {
+      if (!this.drain || this.queue.length === 0) this.metrics?.stop();
+      // Checked a microtask later: a draining worker that calls get() right after done() picks up
+      // the next queued key first, and the drain is not declared over in between.
+      if (this.drainWaiters.length > 0) queueMicrotask(() => this.settleDrain());
+    }
   }
 
+  /** Keys waiting to be handed out (excluding delayed adds and keys re-added while processing). */
   len(): number {
     return this.queue.length;
   }
@@ -140,53 +127,300 @@ export class WorkQueue<K extends string = string> {
     return this.shutting;
   }
 
-  /** Stops handing out keys at once; workers get undefined. Delayed adds are dropped. */
+  /**
+   * Stops the queue at once: adds are ignored, pending delayed adds dropped, and get() resolves
+   * undefined from now on. Also ends a pending shutDownWithDrain without waiting further.
+   */
   shutDown(): void {
-    this.shutting = true;
-    for (const w of this.waiting.values()) w.cancel();
-    this.waiting.clear();
-    for (const g of this.getters.splice(0)) g(undefined);
-    clearInterval(this.gaugeTimer);
-    this.updateGauges();
+    this.drain = false;
+    this.beginShutdown();
+    this.settleDrain();
   }
 
-  /** Stops accepting keys and resolves once every key being processed is done. */
+  /**
+   * Stops accepting keys, lets workers take what is still queued, and resolves once no key is
+   * being processed any more.
+   */
   async shutDownWithDrain(): Promise<void> {
     this.drain = true;
-    this.shutDown();
+    this.beginShutdown();
     if (this.processing.size === 0) return;
     await new Promise<void>((resolve) => this.drainWaiters.push(resolve));
   }
 
-  private push(key: K): void {
-    const g = this.getters.shift();
-    if (g) return g(this.take(key));
-    this.queue.push(key);
-    depth.set({ name: this.name }, this.queue.length);
+  private beginShutdown(): void {
+    if (this.shutting) return;
+    this.shutting = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.delayed.clear();
+    this.heap.clear();
+    // Idle workers are waiting only because nothing is queued: release them.
+    for (const g of this.getters.splice(0)) g(undefined);
+    if (this.processing.size === 0 && (!this.drain || this.queue.length === 0)) this.metrics?.stop();
+  }
+
+  private settleDrain(): void {
+    if (this.drain && this.processing.size > 0) return;
+    for (const w of this.drainWaiters.splice(0)) w();
+  }
+
+  /** Hands key straight to a waiting worker, or queues it. */
+  private enqueue(key: K): void {
+    const getter = this.getters.shift();
+    if (getter) getter(this.take(key));
+    else this.queue.push(key);
   }
 
   private take(key: K): K {
-    const now = this.clock.now();
     this.dirty.delete(key);
-    this.processing.set(key, now);
-    const added = this.addedAt.get(key);
-    this.addedAt.delete(key);
-    if (added !== undefined) latency.observe({ name: this.name }, (now - added) / 1000);
-    depth.set({ name: this.name }, this.queue.length);
+    this.processing.add(key);
+    this.metrics?.taken(key, this.dirty.size);
     return key;
   }
 
-  private updateGauges(): void {
+  /** Drops superseded heap entries and returns the earliest live delayed add, if any. */
+  private peekDelayed(): DelayedEntry<K> | undefined {
+    for (let e = this.heap.peek(); e !== undefined; e = this.heap.peek()) {
+      if (this.delayed.get(e.key) === e) return e;
+      this.heap.pop();
+    }
+    return undefined;
+  }
+
+  private armTimer(): void {
+    const next = this.peekDelayed();
+    if (next === undefined || (this.timer !== undefined && this.timer.at <= next.at)) return;
+    this.timer?.cancel();
+    this.timer = {
+      at: next.at,
+      cancel: this.clock.setTimeout(() => {
+        this.timer = undefined;
+        this.flushDelayed();
+      }, next.at - this.clock.now()),
+    };
+  }
+
+  private flushDelayed(): void {
+    const now = this.clock.now();
+    for (let e = this.peekDelayed(); e !== undefined && e.at <= now; e = this.peekDelayed()) {
+      this.heap.pop();
+      this.delayed.delete(e.key);
+      this.add(e.key);
+    }
+    // A timer may fire a hair early by this clock's reading; then it is simply armed again.
+    this.armTimer();
+  }
+}
+
+interface DelayedEntry<K> {
+  key: K;
+  at: number;
+  seq: number;
+}
+
+/** Array-backed FIFO with O(1) amortised shift (Array#shift is O(n) on large arrays). */
+class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head++];
+    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+class MinHeap<T> {
+  private readonly items: T[] = [];
+
+  constructor(private readonly less: (a: T, b: T) => number) {}
+
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
+  clear(): void {
+    this.items.length = 0;
+  }
+
+  push(item: T): void {
+    const a = this.items;
+    a.push(item);
+    for (let i = a.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1;
+      if (this.less(a[i]!, a[p]!) >= 0) break;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      i = p;
+    }
+  }
+
+  pop(): T | undefined {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length === 0 || last === undefined) return top;
+    a[0] = last;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < a.length && this.less(a[l]!, a[m]!) < 0) m = l;
+      if (r < a.length && this.less(a[r]!, a[m]!) < 0) m = r;
+      if (m === i) break;
+      [a[i], a[m]] = [a[m]!, a[i]!];
+      i = m;
+    }
+    return top;
+  }
+}
+
+// ---- metrics (client-go's workqueue metric names, k8s.io/client-go/util/workqueue/metrics.go) ----
+
+const UNFINISHED_UPDATE_PERIOD_MS = 500;
+
+interface Families {
+  depth: Gauge<'name'>;
+  adds: Counter<'name'>;
+  queueDuration: Histogram<'name'>;
+  workDuration: Histogram<'name'>;
+  retries: Counter<'name'>;
+  unfinished: Gauge<'name'>;
+  longest: Gauge<'name'>;
+}
+
+// Queues whose in-flight gauges must be refreshed; also refreshed on every scrape (collect), so a
+// scrape never reports values up to one update period stale.
+const liveMetrics = new Set<{ updateUnfinished(): void }>();
+const refreshLive = (): void => {
+  for (const m of liveMetrics) m.updateUnfinished();
+};
+
+let families: Families | undefined;
+
+// Created on first use, so a process that never builds a queue exports no empty families.
+function metricFamilies(): Families {
+  const buckets = exponentialBuckets(1e-8, 10, 10);
+  const labelNames = ['name'] as const;
+  families ??= {
+    depth: gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames }),
+    adds: counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames }),
+    queueDuration: histogram({
+      name: 'workqueue_queue_duration_seconds',
+      help: 'How long in seconds an item stays in workqueue before being requested',
+      labelNames,
+      buckets,
+    }),
+    workDuration: histogram({
+      name: 'workqueue_work_duration_seconds',
+      help: 'How long in seconds processing an item from workqueue takes.',
+      labelNames,
+      buckets,
+    }),
+    retries: counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames }),
+    unfinished: gauge({
+      name: 'workqueue_unfinished_work_seconds',
+      help:
+        'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration. ' +
+        'Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.',
+      labelNames,
+      collect: refreshLive,
+    }),
+    longest: gauge({
+      name: 'workqueue_longest_running_processor_seconds',
+      help: 'How many seconds has the longest running processor for workqueue been running.',
+      labelNames,
+      collect: refreshLive,
+    }),
+  };
+  return families;
+}
+
+/** One queue's series: remembers when keys were added and taken, to observe the durations. */
+class QueueMetrics<K> {
+  private readonly f = metricFamilies();
+  private readonly labels: { name: string };
+  private readonly addTimes = new Map<K, number>();
+  private readonly startTimes = new Map<K, number>();
+  private ticker: NodeJS.Timeout | undefined;
+
+  constructor(
+    name: string,
+    private readonly clock: Clock,
+  ) {
+    this.labels = { name };
+    // Publish zeros right away, so dashboards see the queue before its first add.
+    this.f.depth.set(this.labels, 0);
+    this.f.adds.inc(this.labels, 0);
+    this.f.retries.inc(this.labels, 0);
+    this.f.unfinished.set(this.labels, 0);
+    this.f.longest.set(this.labels, 0);
+    this.f.queueDuration.zero(this.labels);
+    this.f.workDuration.zero(this.labels);
+    liveMetrics.add(this);
+    // Unref'd: metrics alone must not keep the process alive.
+    this.ticker = setInterval(() => this.updateUnfinished(), UNFINISHED_UPDATE_PERIOD_MS).unref();
+  }
+
+  added(key: K, depth: number): void {
+    this.f.adds.inc(this.labels);
+    this.f.depth.set(this.labels, depth);
+    if (!this.addTimes.has(key)) this.addTimes.set(key, this.clock.now());
+  }
+
+  taken(key: K, depth: number): void {
+    const now = this.clock.now();
+    this.f.depth.set(this.labels, depth);
+    const added = this.addTimes.get(key);
+    if (added !== undefined) {
+      this.f.queueDuration.observe(this.labels, (now - added) / 1000);
+      this.addTimes.delete(key);
+    }
+    this.startTimes.set(key, now);
+  }
+
+  done(key: K): void {
+    const started = this.startTimes.get(key);
+    if (started === undefined) return;
+    this.f.workDuration.observe(this.labels, (this.clock.now() - started) / 1000);
+    this.startTimes.delete(key);
+  }
+
+  retried(): void {
+    this.f.retries.inc(this.labels);
+  }
+
+  updateUnfinished(): void {
     const now = this.clock.now();
     let total = 0;
-    let max = 0;
-    for (const started of this.processing.values()) {
-      const s = (now - started) / 1000;
+    let longest = 0;
+    for (const started of this.startTimes.values()) {
+      const s = Math.max(0, now - started) / 1000;
       total += s;
-      max = Math.max(max, s);
+      longest = Math.max(longest, s);
     }
-    unfinished.set({ name: this.name }, total);
-    longest.set({ name: this.name }, max);
-    depth.set({ name: this.name }, this.queue.length);
+    this.f.unfinished.set(this.labels, total);
+    this.f.longest.set(this.labels, longest);
+  }
+
+  /** The queue is shut down and idle: publish the final (zero) in-flight values and stop updating. */
+  stop(): void {
+    if (this.ticker === undefined) return;
+    clearInterval(this.ticker);
+    this.ticker = undefined;
+    liveMetrics.delete(this);
+    this.updateUnfinished();
   }
 }
