@@ -16,3 +16,6 @@ export * from './metrics/registry.js';
 export * from './ratelimit/index.js';
 export * from './types/wire.js';
 export * from './workqueue/index.js';
+export * from './selectors/label-selector.js';
+export * from './selectors/node-selector.js';
+export * from './selectors/quantity.js';

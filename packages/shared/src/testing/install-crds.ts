@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { yamlFiles } from './apply-manifests.js';
 import path from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
@@ -9,22 +10,6 @@ import type { KubeClient } from '../client/kube-client.js';
 import { isAlreadyExists } from '../client/errors.js';
 import { Resources } from '../informer/resources.js';
 import { repoRoot } from './repo-root.js';
-
-function yamlFiles(dir: string): string[] {
-  let out: string[] = [];
-  let entries: string[];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const e of entries.sort()) {
-    const p = path.join(dir, e);
-    if (statSync(p).isDirectory()) out = out.concat(yamlFiles(p));
-    else if (/\.ya?ml$/.test(e) && e !== 'kustomization.yaml') out.push(p);
-  }
-  return out;
-}
 
 /** Installs every CRD under config/crd (or dir) and waits until each is Established. */
 export async function installCrds(client: KubeClient, dir = path.join(repoRoot(), 'config', 'crd')): Promise<string[]> {

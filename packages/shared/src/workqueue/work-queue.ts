@@ -134,6 +134,7 @@ export class WorkQueue<K extends string = string> {
   shutDown(): void {
     this.drain = false;
     this.beginShutdown();
+    if (this.processing.size === 0) this.metrics?.stop(); // in case a drain had kept it running
     this.settleDrain();
   }
 

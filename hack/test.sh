@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every test: type check + build, lint, unit tests, integration tests against a real
+# kube-apiserver and etcd (built from the Go module proxy on first use and cached outside the repo,
+# or taken from $KUBEBUILDER_ASSETS). This is the README's test command and what .ci/run calls.
+source "$(dirname "$0")/lib/bootstrap.sh"
+bootstrap
+echo "==> lint" >&2
+pnpm run --silent lint
+echo "==> control-plane binaries" >&2
+bash hack/control-plane-binaries.sh etcd kube-apiserver >&2
+echo "==> unit tests" >&2
+pnpm run --silent test:unit
+echo "==> integration tests" >&2
+pnpm run --silent test:integration

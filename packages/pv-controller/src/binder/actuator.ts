@@ -1,0 +1,190 @@
+import { isNotFound, KubeApiError, Resources } from '@topovol/shared';
+import type { EventRecorder, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { BinderAction } from './actions.js';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from './annotations.js';
+import type { AssumeCache } from './assume-cache.js';
+
+export interface ActuatorDeps {
+  client: KubeClient;
+  events: EventRecorder;
+  volumes: AssumeCache<PersistentVolume>;
+  claims: AssumeCache<PersistentVolumeClaim>;
+  log: Logger;
+  dryRun: boolean;
+}
+
+const clone = <T>(o: T): T => structuredClone(o);
+const claimKeyOf = (c: PersistentVolumeClaim): string => `${c.metadata?.namespace}/${c.metadata?.name}`;
+
+/**
+ * Performs the binder's actions in order through the shared client. Every write is a PUT of the
+ * object as the decision saw it (or a patch carrying its resourceVersion), so a stale decision fails
+ * with Conflict and is retried on fresh data: no volume is ever bound to two claims.
+ */
+export class BinderActuator {
+  constructor(private readonly d: ActuatorDeps) {}
+
+  async run(actions: BinderAction[]): Promise<void> {
+    // Later actions about the same object must build on the result of earlier writes.
+    const latestVolume = new Map<string, PersistentVolume>();
+    const latestClaim = new Map<string, PersistentVolumeClaim>();
+    const vol = (v: PersistentVolume): PersistentVolume => latestVolume.get(v.metadata!.name!) ?? v;
+    const clm = (c: PersistentVolumeClaim): PersistentVolumeClaim => latestClaim.get(claimKeyOf(c)) ?? c;
+    const wroteVolume = (v: PersistentVolume): void => {
+      latestVolume.set(v.metadata!.name!, v);
+      this.d.volumes.assume(v.metadata!.name!, v);
+    };
+    const wroteClaim = (c: PersistentVolumeClaim): void => {
+      latestClaim.set(claimKeyOf(c), c);
+      this.d.claims.assume(claimKeyOf(c), c);
+    };
+
+    for (const a of actions) {
+      if (this.d.dryRun && a.kind !== 'event') {
+        this.d.log.info('dry-run: would act', { action: a.kind, ...describe(a) });
+        continue;
+      }
+      switch (a.kind) {
+        case 'bindVolume': {
+          const v = vol(a.volume);
+          const claim = clm(a.claim);
+          let next = v;
+          const ref = v.spec?.claimRef;
+          if (!ref || ref.uid !== claim.metadata?.uid || ref.name !== claim.metadata?.name || (a.boundByController && !v.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER])) {
+            next = clone(v);
+            next.spec!.claimRef = {
+              kind: 'PersistentVolumeClaim',
+              apiVersion: 'v1',
+              namespace: claim.metadata?.namespace,
+              name: claim.metadata?.name,
+              uid: claim.metadata?.uid,
+              resourceVersion: claim.metadata?.resourceVersion,
+            };
+            if (a.boundByController) next.metadata!.annotations = { ...next.metadata!.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' };
+            next = await this.d.client.replace(Resources.persistentVolumes, next);
+            wroteVolume(next);
+          }
+          if (next.status?.phase !== 'Bound') {
+            const s = clone(next);
+            s.status = { ...s.status, phase: 'Bound', message: undefined, reason: undefined };
+            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+          }
+          break;
+        }
+        case 'bindClaim': {
+          const c = clm(a.claim);
+          const v = vol(a.volume);
+          let next = c;
+          const ann = c.metadata?.annotations ?? {};
+          if (c.spec?.volumeName !== v.metadata?.name || ann[ANN_BIND_COMPLETED] === undefined || (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined)) {
+            next = clone(c);
+            next.spec!.volumeName = v.metadata?.name;
+            next.metadata!.annotations = { ...ann, [ANN_BIND_COMPLETED]: 'yes', ...(a.boundByController ? { [ANN_BOUND_BY_CONTROLLER]: 'yes' } : {}) };
+            next = await this.d.client.replace(Resources.persistentVolumeClaims, next);
+            wroteClaim(next);
+          }
+          wroteClaim(await this.writeClaimStatus(next, 'Bound', v));
+          break;
+        }
+        case 'claimPhase':
+          wroteClaim(await this.writeClaimStatus(clm(a.claim), a.phase, a.volume && vol(a.volume)));
+          break;
+        case 'volumePhase': {
+          const v = vol(a.volume);
+          if (a.phase === 'Released') await this.ensureClaimGone(v);
+          const s = clone(v);
+          s.status = { ...s.status, phase: a.phase, reason: a.reason, message: a.message };
+          wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+          break;
+        }
+        case 'unbindVolume': {
+          const v = clone(vol(a.volume));
+          delete v.spec!.claimRef;
+          if (v.metadata?.annotations) delete v.metadata.annotations[ANN_BOUND_BY_CONTROLLER];
+          const written = await this.d.client.replace(Resources.persistentVolumes, v);
+          const s = clone(written);
+          s.status = { ...s.status, phase: 'Available', reason: undefined, message: undefined };
+          wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+          break;
+        }
+        case 'annotateClaim': {
+          const c = clm(a.claim);
+          const annotations: Record<string, string | null> = { ...a.set };
+          for (const k of a.remove ?? []) annotations[k] = null;
+          // The resourceVersion in a merge patch is a precondition.
+          wroteClaim(
+            await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', {
+              metadata: { resourceVersion: c.metadata?.resourceVersion, annotations },
+            }),
+          );
+          break;
+        }
+        case 'setClaimClass': {
+          const c = clm(a.claim);
+          wroteClaim(
+            await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', {
+              metadata: { resourceVersion: c.metadata?.resourceVersion },
+              spec: { storageClassName: a.storageClassName },
+            }),
+          );
+          break;
+        }
+        case 'event':
+          this.d.events.event(a.target, a.type, a.reason, a.message);
+          break;
+      }
+    }
+  }
+
+  private async writeClaimStatus(c: PersistentVolumeClaim, phase: 'Pending' | 'Bound' | 'Lost', v?: PersistentVolume): Promise<PersistentVolumeClaim> {
+    const s = clone(c);
+    s.status = { ...s.status, phase };
+    if (phase === 'Bound' && v) {
+      s.status.capacity = { ...s.status.capacity, storage: v.spec?.capacity?.storage ?? '0' };
+      s.status.accessModes = v.spec?.accessModes;
+    }
+    if (phase === 'Pending') {
+      delete s.status.capacity;
+      delete s.status.accessModes;
+    }
+    if (s.status.phase === c.status?.phase && JSON.stringify(s.status) === JSON.stringify(c.status)) return c;
+    return this.d.client.replaceStatus(Resources.persistentVolumeClaims, s);
+  }
+
+  /**
+   * Before releasing (which hands the volume to its reclaim policy, possibly deletion), confirm on
+   * the server, not the cache, that the claim is really gone: a lagging cache must never cost data.
+   */
+  private async ensureClaimGone(v: PersistentVolume): Promise<void> {
+    const ref = v.spec?.claimRef;
+    if (!ref?.name || !ref.namespace) return;
+    try {
+      const live = await this.d.client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, ref.name, ref.namespace);
+      if (live.metadata?.uid === ref.uid) {
+        throw new KubeApiError(409, { reason: 'Conflict', message: `claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${v.metadata?.name}` });
+      }
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+}
+
+function describe(a: BinderAction): Record<string, string | undefined> {
+  switch (a.kind) {
+    case 'bindVolume':
+    case 'bindClaim':
+      return { volume: a.volume.metadata?.name, claim: claimKeyOf(a.claim) };
+    case 'volumePhase':
+      return { volume: a.volume.metadata?.name, phase: a.phase };
+    case 'unbindVolume':
+      return { volume: a.volume.metadata?.name };
+    case 'claimPhase':
+      return { claim: claimKeyOf(a.claim), phase: a.phase };
+    case 'annotateClaim':
+      return { claim: claimKeyOf(a.claim), set: JSON.stringify(a.set ?? {}), remove: (a.remove ?? []).join(',') };
+    case 'setClaimClass':
+      return { claim: claimKeyOf(a.claim), storageClassName: a.storageClassName };
+    case 'event':
+      return { reason: a.reason };
+  }
+}

@@ -1,0 +1,37 @@
+import type { KubeObject } from '@topovol/shared';
+
+function rvNumber(o: KubeObject | undefined): bigint {
+  try {
+    return BigInt(o?.metadata?.resourceVersion ?? '0');
+  } catch {
+    return 0n;
+  }
+}
+
+/**
+ * Our own writes, remembered until the informer catches up (as the scheduler's assume cache).
+ * Without it, a second worker would read the pre-write cache and pick a volume we just bound; the
+ * resourceVersion precondition would still stop it, but only after a wasted conflict.
+ */
+export class AssumeCache<T extends KubeObject> {
+  private readonly assumed = new Map<string, T>();
+
+  assume(key: string, obj: T): void {
+    this.assumed.set(key, obj);
+  }
+
+  /** The newer of the informer's object and our written one. */
+  get(key: string, cached: T | undefined): T | undefined {
+    const mine = this.assumed.get(key);
+    if (!mine) return cached;
+    if (cached && rvNumber(cached) >= rvNumber(mine)) {
+      this.assumed.delete(key);
+      return cached;
+    }
+    return mine;
+  }
+
+  forget(key: string): void {
+    this.assumed.delete(key);
+  }
+}

@@ -1,0 +1,161 @@
+import { classifyError, Controller, objectKey, Resources, splitKey } from '@topovol/shared';
+import type { ControllerEnv, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { BinderActuator } from './actuator.js';
+import { ANN_SELECTED_NODE } from './annotations.js';
+import { AssumeCache } from './assume-cache.js';
+import type { BinderWorld } from './binder-world.js';
+import { countBind, observeBind, registerCollectorMetrics } from './binder-metrics.js';
+import { claimClass, pickDefaultClass, volumeClass } from './claim-helpers.js';
+import { decideClaim } from './decide-claim.js';
+import { decideVolume } from './decide-volume.js';
+
+const CLAIM = 'pvc/';
+const VOLUME = 'pv/';
+
+/** Pods only matter for the claims they use and where they run: cache just that. */
+function slimPod(o: KubeObject): Pod {
+  const p = o as Pod;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: p.metadata?.name, namespace: p.metadata?.namespace, uid: p.metadata?.uid, resourceVersion: p.metadata?.resourceVersion, deletionTimestamp: p.metadata?.deletionTimestamp },
+    spec: { nodeName: p.spec?.nodeName, containers: [], volumes: (p.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim).map((v) => ({ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim })) },
+    status: { phase: p.status?.phase },
+  };
+}
+
+function slimNode(o: KubeObject): Node {
+  return { apiVersion: 'v1', kind: 'Node', metadata: { name: o.metadata?.name, labels: o.metadata?.labels, resourceVersion: o.metadata?.resourceVersion, uid: o.metadata?.uid } };
+}
+
+const claimsOfPod = (p: Pod): string[] => (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [`${p.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`] : []));
+
+/** The pv-binder loop: one queue with claim and volume keys, decisions over the informer caches. */
+export function setupBinder(env: ControllerEnv): Controller {
+  const { informers, client, events, options, log } = env;
+  const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);
+  const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
+  const classes = informers.forResource<StorageClass>(Resources.storageClasses);
+  const nodes = informers.forResource<Node>(Resources.nodes, { transform: slimNode });
+  const pods = informers.forResource<Pod>(Resources.pods, { transform: slimPod });
+
+  // Candidates are found through indexes, never a scan of all volumes.
+  pvs.addIndex('class', (v) => [volumeClass(v)]);
+  pvcs.addIndex('class', (c) => (c.spec?.volumeName ? [] : [claimClass(c)]));
+  pvcs.addIndex('selectedNode', (c) => {
+    const n = c.metadata?.annotations?.[ANN_SELECTED_NODE];
+    return n ? [n] : [];
+  });
+  pods.addIndex('claim', claimsOfPod);
+
+  const volumes = new AssumeCache<PersistentVolume>();
+  const claims = new AssumeCache<PersistentVolumeClaim>();
+  const world: BinderWorld = {
+    volume: (name) => volumes.get(name, pvs.cache.get(name)),
+    candidateVolumes: (cls) => pvs.cache.byIndex('class', cls).map((v) => volumes.get(v.metadata!.name!, v)!),
+    claim: (ns, name) => claims.get(`${ns}/${name}`, pvcs.cache.get(`${ns}/${name}`)),
+    storageClass: (name) => classes.cache.get(name),
+    defaultStorageClass: () => pickDefaultClass(classes.cache.list()),
+    node: (name) => nodes.cache.get(name),
+    podsUsingClaim: (ns, name) => pods.cache.byIndex('claim', `${ns}/${name}`),
+  };
+  const actuator = new BinderActuator({ client, events, volumes, claims, log, dryRun: options.dryRun });
+  registerCollectorMetrics(
+    () => pvs.cache.list(),
+    () => pvcs.cache.list(),
+  );
+
+  const controller = new Controller(
+    'pv-binder',
+    async (ctx, key) => {
+      if (key.startsWith(CLAIM)) {
+        const { namespace, name } = splitKey(key.slice(CLAIM.length));
+        const claim = world.claim(namespace ?? '', name);
+        if (!claim) return;
+        const wasBound = claim.status?.phase === 'Bound';
+        const actions = decideClaim(claim, world);
+        try {
+          await actuator.run(actions);
+        } catch (err) {
+          if (actions.some((a) => a.kind === 'bindVolume')) countBind(classifyError(err).kind === 'Conflict' ? 'conflict' : 'error');
+          // Our view was stale: drop what we assumed so the retry reads the informer's truth.
+          if (classifyError(err).kind === 'Conflict') {
+            claims.forget(`${namespace}/${name}`);
+            for (const a of actions) if (a.kind === 'bindVolume') volumes.forget(a.volume.metadata!.name!);
+          }
+          throw err;
+        }
+        const bound = actions.find((a) => a.kind === 'bindClaim');
+        if (bound && !wasBound && !options.dryRun) {
+          countBind('bound');
+          const since = Date.parse(claim.metadata?.creationTimestamp ?? '');
+          const mode = world.storageClass(claimClass(claim))?.volumeBindingMode ?? 'Immediate';
+          if (!Number.isNaN(since)) observeBind(mode, Math.max(0, (Date.now() - since) / 1000));
+        }
+        ctx.log.debug('claim synced', { actions: actions.map((a) => a.kind) });
+      } else if (key.startsWith(VOLUME)) {
+        const volume = world.volume(key.slice(VOLUME.length));
+        if (!volume) return;
+        await actuator.run(decideVolume(volume, world));
+      }
+    },
+    { workers: options.concurrentWorkers },
+  );
+
+  const enqueueClaim = (c: PersistentVolumeClaim): void => controller.enqueue(CLAIM + objectKey(c));
+  const enqueueVolume = (v: PersistentVolume): void => controller.enqueue(VOLUME + objectKey(v));
+  const enqueueWaitingClaims = (cls: string): void => {
+    for (const c of pvcs.cache.byIndex('class', cls)) if (!c.spec?.volumeName) enqueueClaim(c);
+  };
+
+  pvcs.addEventHandler({
+    onAdd: enqueueClaim,
+    onUpdate: (_, c) => enqueueClaim(c),
+    onDelete: (c) => {
+      claims.forget(objectKey(c));
+      // Its volume may now be Released.
+      const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
+      if (v) enqueueVolume(v);
+      for (const pv of pvs.cache.byIndex('class', claimClass(c))) if (pv.spec?.claimRef?.uid === c.metadata?.uid) enqueueVolume(pv);
+    },
+  });
+  const onVolume = (v: PersistentVolume): void => {
+    enqueueVolume(v);
+    const ref = v.spec?.claimRef;
+    if (ref?.name && ref.namespace) controller.enqueue(`${CLAIM}${ref.namespace}/${ref.name}`);
+    // A volume that (again) has no claim may be what a waiting claim needs.
+    else if (!v.spec?.claimRef) enqueueWaitingClaims(volumeClass(v));
+  };
+  pvs.addEventHandler({
+    onAdd: onVolume,
+    onUpdate: (_, v) => onVolume(v),
+    onDelete: (v) => {
+      volumes.forget(objectKey(v));
+      const ref = v.spec?.claimRef;
+      if (ref?.name && ref.namespace) controller.enqueue(`${CLAIM}${ref.namespace}/${ref.name}`);
+    },
+  });
+  classes.addEventHandler({
+    onAdd: (sc) => {
+      enqueueWaitingClaims(sc.metadata?.name ?? '');
+      enqueueWaitingClaims('');
+    },
+    onUpdate: (_, sc) => {
+      enqueueWaitingClaims(sc.metadata?.name ?? '');
+      enqueueWaitingClaims('');
+    },
+  });
+  const onPod = (p: Pod): void => {
+    for (const k of claimsOfPod(p)) controller.enqueue(CLAIM + k);
+  };
+  pods.addEventHandler({ onAdd: onPod, onUpdate: (_, p) => onPod(p), onDelete: onPod });
+  nodes.addEventHandler({
+    onDelete: (n) => {
+      for (const c of pvcs.cache.byIndex('selectedNode', n.metadata?.name ?? '')) enqueueClaim(c);
+    },
+    onUpdate: (_, n) => {
+      for (const c of pvcs.cache.byIndex('selectedNode', n.metadata?.name ?? '')) enqueueClaim(c);
+    },
+  });
+  return controller;
+}

@@ -1,0 +1,2 @@
+export { pvBinderDescriptor } from './pv-binder-descriptor.js';
+export { zonalPvUpgradeDescriptor } from './zonal-pv-upgrade-descriptor.js';

@@ -1,0 +1,48 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { isAlreadyExists } from '../client/errors.js';
+import type { KubeClient } from '../client/kube-client.js';
+import type { KubeObject } from '../informer/object-key.js';
+import { Resources } from '../informer/resources.js';
+import type { ResourceType } from '../informer/resources.js';
+
+/** YAML files under dir (recursively, sorted), kustomization files excluded. */
+export function yamlFiles(dir: string): string[] {
+  let out: string[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const e of entries.sort()) {
+    const p = path.join(dir, e);
+    if (statSync(p).isDirectory()) out = out.concat(yamlFiles(p));
+    else if (/\.ya?ml$/.test(e) && e !== 'kustomization.yaml') out.push(p);
+  }
+  return out;
+}
+
+function resourceFor(obj: KubeObject): ResourceType | undefined {
+  return Object.values(Resources).find((r) => obj.kind === r.kind && obj.apiVersion === (r.group ? `${r.group}/${r.version}` : r.version));
+}
+
+/** Creates every object in the YAML files of the well-known kinds (as `kubectl create`), skipping existing ones. */
+export async function applyManifests(client: KubeClient, files: string[]): Promise<KubeObject[]> {
+  const created: KubeObject[] = [];
+  for (const file of files) {
+    for (const doc of loadAllYaml(readFileSync(file, 'utf8')) as KubeObject[]) {
+      if (!doc?.kind) continue;
+      const r = resourceFor(doc);
+      if (!r) throw new Error(`${file}: ${doc.apiVersion}/${doc.kind} is not a kind the demo knows how to create`);
+      if (r.namespaced) doc.metadata = { namespace: 'default', ...doc.metadata };
+      try {
+        created.push(await client.create(r, doc));
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+      }
+    }
+  }
+  return created;
+}
