@@ -58,7 +58,7 @@ describe('manager HTTP endpoints: /metrics and /readyz', function () {
       expect(r.status).to.equal(500);
       return r.body;
     });
-    expect(notReady).to.contain('[-]informer-sync failed: waiting for caches: widgets');
+    expect(notReady).to.match(/\[-\]informer-sync failed: waiting for caches: .*widgets/);
     expect((await httpGet(m.probePort, '/healthz')).status).to.equal(200);
     await admin.create(Resources.customResourceDefinitions, WIDGET_CRD);
     await eventually(async () => expect((await httpGet(m.probePort, '/readyz')).status).to.equal(200), 60_000);

@@ -1,0 +1,92 @@
+import { EventRecorder, InformerFactory, Resources, logger, parseManagerFlags } from '@topovol/shared';
+import type { Controller, Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { eventually } from '@topovol/shared/testing';
+import { setupBinder } from '../../src/binder/binder-controller.js';
+
+/** The pv-binder loop running in-process against the test API server. */
+export class RunningBinder {
+  private constructor(
+    readonly controller: Controller,
+    private readonly informers: InformerFactory,
+    readonly events: EventRecorder,
+  ) {}
+
+  static async start(client: KubeClient, args: string[] = []): Promise<RunningBinder> {
+    const options = parseManagerFlags(['--concurrent-workers=8', ...args]);
+    const informers = new InformerFactory(client);
+    const events = new EventRecorder(client, 'persistentvolume-controller', 'test', options.dryRun);
+    const controller = setupBinder({ client, informers, events, options, log: logger() });
+    informers.start();
+    await informers.waitForSync();
+    void controller.start();
+    return new RunningBinder(controller, informers, events);
+  }
+
+  async stop(): Promise<void> {
+    await this.controller.shutdown(10_000);
+    await this.events.flush();
+    await this.informers.stop();
+  }
+}
+
+export const GiB = (n: number): string => `${n}Gi`;
+
+export function pv(name: string, size: string, extra: { class?: string; claimRef?: NonNullable<PersistentVolume['spec']>['claimRef']; policy?: string; annotations?: Record<string, string>; labels?: Record<string, string>; nodeAffinity?: NonNullable<PersistentVolume['spec']>['nodeAffinity']; accessModes?: string[] } = {}): PersistentVolume {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, annotations: extra.annotations, labels: extra.labels },
+    spec: {
+      capacity: { storage: size },
+      accessModes: extra.accessModes ?? ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: extra.policy ?? 'Retain',
+      storageClassName: extra.class ?? '',
+      claimRef: extra.claimRef,
+      nodeAffinity: extra.nodeAffinity,
+      hostPath: { path: `/tmp/${name}` },
+    },
+  };
+}
+
+export function pvc(namespace: string, name: string, size: string, extra: { class?: string | null; volumeName?: string; selector?: NonNullable<PersistentVolumeClaim['spec']>['selector']; annotations?: Record<string, string> } = {}): PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace, annotations: extra.annotations },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: size } },
+      storageClassName: extra.class === null ? undefined : (extra.class ?? ''),
+      volumeName: extra.volumeName,
+      selector: extra.selector,
+    },
+  };
+}
+
+export async function getPV(client: KubeClient, name: string): Promise<PersistentVolume> {
+  return client.get<PersistentVolume>(Resources.persistentVolumes, name);
+}
+
+export async function getPVC(client: KubeClient, ns: string, name: string): Promise<PersistentVolumeClaim> {
+  return client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
+}
+
+/**
+ * Deletes an object and removes its finalizers: the test control plane runs no
+ * kube-controller-manager, so nothing else would remove kubernetes.io/pv(c)-protection.
+ */
+export async function deleteNow(client: KubeClient, r: typeof Resources.persistentVolumes, name: string, ns?: string): Promise<void> {
+  await client.delete(r, name, ns);
+  await client.patch<KubeObject>(r, name, ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+}
+
+/** Waits for an Event with this reason on the object and returns it. */
+export async function eventFor(client: KubeClient, obj: KubeObject, reason: string): Promise<Event> {
+  const ns = obj.metadata?.namespace || 'default';
+  return eventually(async () => {
+    const list = await client.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${obj.metadata?.name},reason=${reason}` });
+    const e = list.items.find((x) => x.involvedObject.kind === obj.kind);
+    if (!e) throw new Error(`no ${reason} event for ${obj.kind} ${obj.metadata?.name}`);
+    return e;
+  });
+}

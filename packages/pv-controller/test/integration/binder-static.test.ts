@@ -1,0 +1,157 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
+
+// End-to-end behaviour of the binder on the real API server, following upstream's
+// pkg/controller/volume/persistentvolume/binder_test.go scenarios (written anew).
+describe('pv-binder: static binding, release and reclaim (real API server)', function () {
+  this.timeout(60_000);
+  let admin: KubeClient;
+  let binder: RunningBinder;
+  let ns: string;
+  const name = (s: string): string => `${ns}-${s}`;
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    binder = await RunningBinder.start(admin);
+  });
+  after(async function () {
+    await binder?.stop();
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'binder-');
+  });
+  // Volumes are cluster-scoped: remove this test's, so that later tests cannot bind to them.
+  afterEach(async function () {
+    const all = await admin.list<PersistentVolume>(Resources.persistentVolumes);
+    await Promise.all(all.items.filter((v) => v.metadata!.name!.startsWith(`${ns}-`)).map((v) => deleteNow(admin, Resources.persistentVolumes, v.metadata!.name!)));
+  });
+
+  async function bound(claim: string): Promise<void> {
+    await eventually(async () => expect((await getPVC(admin, ns, claim)).status?.phase).to.equal('Bound'));
+  }
+
+  it('binds the smallest matching class-less volume and writes upstream annotations and phases', async function () {
+    await admin.create(Resources.persistentVolumes, pv(name('big'), '5Gi'));
+    await admin.create(Resources.persistentVolumes, pv(name('small'), '1Gi'));
+    await admin.create(Resources.persistentVolumes, pv(name('tiny'), '100Mi'));
+    await admin.create(Resources.persistentVolumes, pv(name('rwx-only'), '1Gi', { accessModes: ['ReadWriteMany'] }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi'));
+    await bound('c');
+    const claim = await getPVC(admin, ns, 'c');
+    expect(claim.spec?.volumeName).to.equal(name('small'));
+    expect(claim.metadata?.annotations).to.include({ 'pv.kubernetes.io/bind-completed': 'yes', 'pv.kubernetes.io/bound-by-controller': 'yes' });
+    expect(claim.status?.capacity?.storage).to.equal('1Gi');
+    expect(claim.status?.accessModes).to.deep.equal(['ReadWriteOnce']);
+    const vol = await eventually(async () => {
+      const v = await getPV(admin, name('small'));
+      expect(v.status?.phase).to.equal('Bound');
+      return v;
+    });
+    expect(vol.spec?.claimRef).to.include({ namespace: ns, name: 'c', uid: claim.metadata?.uid });
+    expect(vol.metadata?.annotations?.['pv.kubernetes.io/bound-by-controller']).to.equal('yes');
+    expect((await getPV(admin, name('big'))).spec?.claimRef).to.equal(undefined);
+  });
+
+  it('honours a claim pre-bound with spec.volumeName, and reports VolumeMismatch when it cannot fit', async function () {
+    await admin.create(Resources.persistentVolumes, pv(name('chosen'), '2Gi'));
+    await admin.create(Resources.persistentVolumes, pv(name('other'), '1Gi'));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'named', '1Gi', { volumeName: name('chosen') }));
+    await bound('named');
+    const claim = await getPVC(admin, ns, 'named');
+    expect(claim.spec?.volumeName).to.equal(name('chosen'));
+    expect(claim.metadata?.annotations?.['pv.kubernetes.io/bound-by-controller']).to.equal(undefined);
+
+    await admin.create(Resources.persistentVolumes, pv(name('too-small'), '1Gi'));
+    const big = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'too-big', '10Gi', { volumeName: name('too-small') }));
+    const ev = await eventFor(admin, big, 'VolumeMismatch');
+    expect(ev.type).to.equal('Warning');
+    expect(ev.message).to.contain('requested PV is too small');
+    expect((await getPVC(admin, ns, 'too-big')).status?.phase).to.equal('Pending');
+  });
+
+  it('honours a volume pre-bound by claimRef (name only) over a smaller free one', async function () {
+    await admin.create(Resources.persistentVolumes, pv(name('free'), '1Gi'));
+    await admin.create(Resources.persistentVolumes, pv(name('reserved'), '3Gi', { claimRef: { namespace: ns, name: 'mine' } }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'mine', '1Gi'));
+    await bound('mine');
+    expect((await getPVC(admin, ns, 'mine')).spec?.volumeName).to.equal(name('reserved'));
+    // Someone else's claim may not take the reserved volume.
+    expect((await getPV(admin, name('free'))).spec?.claimRef).to.equal(undefined);
+  });
+
+  it('marks a bound claim Lost with ClaimLost when its volume disappears', async function () {
+    await admin.create(Resources.persistentVolumes, pv(name('doomed'), '1Gi'));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'lost', '1Gi'));
+    await bound('lost');
+    await deleteNow(admin, Resources.persistentVolumes, name('doomed'));
+    await eventually(async () => expect((await getPVC(admin, ns, 'lost')).status?.phase).to.equal('Lost'));
+    const ev = await eventFor(admin, await getPVC(admin, ns, 'lost'), 'ClaimLost');
+    expect(ev.type).to.equal('Warning');
+  });
+
+  const reclaimCases: [string, string, Record<string, string>, string, string | undefined][] = [
+    ['Retain keeps a Released volume', 'Retain', {}, 'Released', undefined],
+    ['Delete of a provisioned volume is left to its external deleter', 'Delete', { 'pv.kubernetes.io/provisioned-by': 'example.com/csi' }, 'Released', undefined],
+    ['Delete without a provisioner ends in Failed', 'Delete', {}, 'Failed', 'VolumeFailedDelete'],
+    ['Recycle ends in Failed', 'Recycle', {}, 'Failed', 'VolumeFailedRecycle'],
+  ];
+  for (const [what, policy, annotations, phase, reason] of reclaimCases) {
+    it(`claim deleted → ${what}; the volume is never deleted by the binder`, async function () {
+      await admin.create(Resources.persistentVolumes, pv(name('r'), '1Gi', { policy, annotations }));
+      await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'r', '1Gi'));
+      await bound('r');
+      await deleteNow(admin, Resources.persistentVolumeClaims, 'r', ns);
+      const v = await eventually(async () => {
+        const x = await getPV(admin, name('r'));
+        expect(x.status?.phase).to.equal(phase);
+        return x;
+      });
+      if (reason) expect((await eventFor(admin, v, reason)).type).to.equal('Warning');
+      // Still there after the binder settled.
+      await binder.events.flush();
+      expect((await getPV(admin, name('r'))).metadata?.deletionTimestamp).to.equal(undefined);
+    });
+  }
+
+  it('assigns the default StorageClass retroactively and signals the external provisioner', async function () {
+    const sc: StorageClass = {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: name('default'), annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+      provisioner: 'example.com/csi',
+    };
+    const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'classless', '1Gi', { class: null }));
+    await admin.create(Resources.storageClasses, sc);
+    try {
+      const c = await eventually(async () => {
+        const x = await getPVC(admin, ns, 'classless');
+        expect(x.spec?.storageClassName).to.equal(name('default'));
+        expect(x.metadata?.annotations).to.include({
+          'volume.kubernetes.io/storage-provisioner': 'example.com/csi',
+          'volume.beta.kubernetes.io/storage-provisioner': 'example.com/csi',
+        });
+        return x;
+      });
+      expect(c.metadata?.uid).to.equal(claim.metadata?.uid);
+      const ev = await eventFor(admin, c, 'ExternalProvisioning');
+      expect(ev.message).to.contain("external provisioner 'example.com/csi'");
+    } finally {
+      await admin.delete(Resources.storageClasses, name('default'));
+    }
+  });
+
+  it('signals provisioning for a claim with a selector (the provisioner decides), and FailedBinding for class-less claims', async function () {
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name('fast') }, provisioner: 'example.com/csi' } as StorageClass);
+    try {
+      await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'sel', '1Gi', { class: name('fast'), selector: { matchLabels: { tier: 'gold' } } }));
+      await eventually(async () => expect((await getPVC(admin, ns, 'sel')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('example.com/csi'));
+      const none = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'none', '1Ti'));
+      expect((await eventFor(admin, none, 'FailedBinding')).message).to.contain('no storage class is set');
+    } finally {
+      await admin.delete(Resources.storageClasses, name('fast'));
+    }
+  });
+});
