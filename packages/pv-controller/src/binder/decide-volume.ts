@@ -33,6 +33,7 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
 function reclaim(volume: PersistentVolume): BinderAction[] {
   const phase = volume.status?.phase;
   if (phase === 'Failed') return [];
+  // Released first: the actuator confirms on the server that the claim is really gone.
   const actions: BinderAction[] = phase === 'Released' ? [] : [{ kind: 'volumePhase', volume, phase: 'Released' }];
   const policy = volume.spec?.persistentVolumeReclaimPolicy ?? 'Retain';
   const name = volume.metadata?.name ?? '';
@@ -43,16 +44,19 @@ function reclaim(volume: PersistentVolume): BinderAction[] {
       // Dynamically provisioned: the provisioner that created it deletes it (seed 003).
       if (volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED]) return actions;
       return [
+        ...actions,
         { kind: 'volumePhase', volume, phase: 'Failed', reason: Reasons.VolumeFailedDelete, message: 'no external provisioner owns this volume' },
         event(volume, 'Warning', Reasons.VolumeFailedDelete, `error getting deleter volume plugin for volume "${name}": no deletable volume plugin matched`),
       ];
     case 'Recycle':
       return [
+        ...actions,
         { kind: 'volumePhase', volume, phase: 'Failed', reason: Reasons.VolumeFailedRecycle, message: 'No recycler plugin found for the volume!' },
         event(volume, 'Warning', Reasons.VolumeFailedRecycle, 'No recycler plugin found for the volume!'),
       ];
     default:
       return [
+        ...actions,
         { kind: 'volumePhase', volume, phase: 'Failed', reason: Reasons.VolumeUnknownReclaimPolicy, message: 'Volume has unrecognized PersistentVolumeReclaimPolicy' },
         event(volume, 'Warning', Reasons.VolumeUnknownReclaimPolicy, 'Volume has unrecognized PersistentVolumeReclaimPolicy'),
       ];

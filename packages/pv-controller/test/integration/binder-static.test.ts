@@ -144,7 +144,7 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
   });
 
   it('signals provisioning for a claim with a selector (the provisioner decides), and FailedBinding for class-less claims', async function () {
-    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name('fast') }, provisioner: 'example.com/csi' } as StorageClass);
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name('fast') }, provisioner: 'example.com/csi' });
     try {
       await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'sel', '1Gi', { class: name('fast'), selector: { matchLabels: { tier: 'gold' } } }));
       await eventually(async () => expect((await getPVC(admin, ns, 'sel')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('example.com/csi'));

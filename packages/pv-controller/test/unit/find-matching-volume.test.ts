@@ -1,0 +1,41 @@
+import { expect } from 'chai';
+import { findMatchingVolume } from '../../src/binder/find-matching-volume.js';
+import { claim, node, vol } from './world-fixture.js';
+
+const zoneAffinity = (zone: string) => ({
+  required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: [zone] }] }] },
+});
+
+// Matching rules of upstream's FindMatchingVolume (k8s.io/component-helpers/storage/volume/pv_helpers.go).
+describe('findMatchingVolume', function () {
+  const cases: { name: string; claim: ReturnType<typeof claim>; volumes: ReturnType<typeof vol>[]; opts?: Parameters<typeof findMatchingVolume>[2]; want: string | undefined }[] = [
+    { name: 'smallest that fits', claim: claim('c', '1Gi'), volumes: [vol('big', '10Gi'), vol('fit', '2Gi'), vol('small', '500Mi')], want: 'fit' },
+    { name: 'exact size', claim: claim('c', '1Gi'), volumes: [vol('a', '1Gi'), vol('b', '2Gi')], want: 'a' },
+    { name: 'none big enough', claim: claim('c', '5Gi'), volumes: [vol('a', '1Gi')], want: undefined },
+    { name: 'class must match', claim: claim('c', '1Gi', { storageClassName: 'gold' }), volumes: [vol('plain', '1Gi'), vol('gold', '2Gi', { storageClassName: 'gold' })], want: 'gold' },
+    { name: 'class-less claim binds only class-less volumes', claim: claim('c', '1Gi'), volumes: [vol('gold', '1Gi', { storageClassName: 'gold' })], want: undefined },
+    { name: 'access modes must all be offered', claim: claim('c', '1Gi', { accessModes: ['ReadWriteMany'] }), volumes: [vol('rwo', '1Gi'), vol('rwx', '2Gi', { accessModes: ['ReadWriteOnce', 'ReadWriteMany'] })], want: 'rwx' },
+    { name: 'nil volumeMode means Filesystem', claim: claim('c', '1Gi'), volumes: [vol('block', '1Gi', { volumeMode: 'Block' }), vol('fs', '2Gi', { volumeMode: 'Filesystem' })], want: 'fs' },
+    { name: 'Block claim needs a Block volume', claim: claim('c', '1Gi', { volumeMode: 'Block' }), volumes: [vol('fs', '1Gi'), vol('block', '2Gi', { volumeMode: 'Block' })], want: 'block' },
+    { name: 'label selector', claim: claim('c', '1Gi', { selector: { matchLabels: { tier: 'gold' } } }), volumes: [vol('plain', '1Gi'), vol('golden', '3Gi', { labels: { tier: 'gold' } })], want: 'golden' },
+    { name: 'selector with expressions', claim: claim('c', '1Gi', { selector: { matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['slow'] }] } }), volumes: [vol('slow', '1Gi', { labels: { tier: 'slow' } }), vol('fast', '2Gi', { labels: { tier: 'fast' } })], want: 'fast' },
+    { name: 'skips volumes being deleted', claim: claim('c', '1Gi'), volumes: [vol('dying', '1Gi', { deleting: true }), vol('ok', '2Gi')], want: 'ok' },
+    { name: 'skips volumes claimed by another claim', claim: claim('c', '1Gi'), volumes: [vol('taken', '1Gi', { claimRef: { namespace: 'ns', name: 'other', uid: 'x' } }), vol('ok', '2Gi')], want: 'ok' },
+    { name: 'skips Released volumes', claim: claim('c', '1Gi'), volumes: [vol('rel', '1Gi', { phase: 'Released' }), vol('ok', '2Gi')], want: 'ok' },
+    { name: 'pre-bound by name wins over smaller', claim: claim('c', '1Gi'), volumes: [vol('small', '1Gi'), vol('mine', '5Gi', { claimRef: { namespace: 'ns', name: 'c' } })], want: 'mine' },
+    { name: 'pre-bound by uid wins', claim: claim('c', '1Gi'), volumes: [vol('small', '1Gi'), vol('mine', '5Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })], want: 'mine' },
+    { name: 'pre-bound to an older claim of the same name (uid differs) is not ours', claim: claim('c', '1Gi'), volumes: [vol('old', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'old-uid' } })], want: undefined },
+    { name: 'pre-bound but too small is not used', claim: claim('c', '5Gi'), volumes: [vol('mine', '1Gi', { claimRef: { namespace: 'ns', name: 'c' } })], want: undefined },
+    { name: 'delayed binding without a node: only pre-bound', claim: claim('c', '1Gi'), volumes: [vol('free', '1Gi')], opts: { delayBinding: true }, want: undefined },
+    { name: 'delayed binding: pre-bound (scheduler) is completed', claim: claim('c', '1Gi'), volumes: [vol('pre', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })], opts: { delayBinding: true }, want: 'pre' },
+    { name: 'with a node: only reachable volumes', claim: claim('c', '1Gi'), volumes: [vol('a', '1Gi', { nodeAffinity: zoneAffinity('a') }), vol('b', '2Gi', { nodeAffinity: zoneAffinity('b') })], opts: { delayBinding: true, node: node('n', { 'topology.kubernetes.io/zone': 'b' }) }, want: 'b' },
+    { name: 'with a node: volumes without affinity are reachable', claim: claim('c', '1Gi'), volumes: [vol('any', '1Gi')], opts: { delayBinding: true, node: node('n') }, want: 'any' },
+    { name: 'pre-bound but unreachable from the node: nothing', claim: claim('c', '1Gi'), volumes: [vol('pre', '1Gi', { claimRef: { namespace: 'ns', name: 'c' }, nodeAffinity: zoneAffinity('a') }), vol('b', '1Gi')], opts: { delayBinding: true, node: node('n', { 'topology.kubernetes.io/zone': 'b' }) }, want: undefined },
+    { name: 'claim with an invalid request matches nothing', claim: claim('c', 'lots'), volumes: [vol('a', '1Gi')], want: undefined },
+  ];
+  for (const c of cases) {
+    it(c.name, function () {
+      expect(findMatchingVolume(c.claim, c.volumes, c.opts ?? { delayBinding: false })?.metadata?.name).to.equal(c.want);
+    });
+  }
+});
