@@ -1,5 +1,6 @@
 export * from './client/errors.js';
 export * from './client/kube-client.js';
+export * from './client/retry-on-conflict.js';
 export * from './controller/controller.js';
 export * from './controller/terminal-error.js';
 export * from './events/event-recorder.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
+import { Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
@@ -69,11 +69,14 @@ describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
   it('completes a PV pre-bound the way the scheduler does it', async function () {
     const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls }));
     await admin.create(Resources.persistentVolumes, pv(name('local'), '1Gi', { class: cls, nodeAffinity: zone('a') }));
-    // The VolumeBinding plugin's PreBind: claimRef with uid plus bound-by-controller.
-    const v = await getPV(admin, name('local'));
-    v.spec!.claimRef = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: claim.metadata?.uid, resourceVersion: claim.metadata?.resourceVersion };
-    v.metadata!.annotations = { 'pv.kubernetes.io/bound-by-controller': 'yes' };
-    await admin.replace(Resources.persistentVolumes, v);
+    // The VolumeBinding plugin's PreBind: claimRef with uid plus bound-by-controller. The binder may
+    // be writing the PV's phase meanwhile; like the scheduler, re-read and retry on a conflict.
+    await retryOnConflict(async () => {
+      const v = await getPV(admin, name('local'));
+      v.spec!.claimRef = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: claim.metadata?.uid, resourceVersion: claim.metadata?.resourceVersion };
+      v.metadata!.annotations = { ...v.metadata!.annotations, 'pv.kubernetes.io/bound-by-controller': 'yes' };
+      await admin.replace(Resources.persistentVolumes, v);
+    });
     await eventually(async () => {
       const c = await getPVC(admin, ns, 'c');
       expect(c.status?.phase).to.equal('Bound');

@@ -3,7 +3,7 @@ import type { Controller } from '../controller/controller.js';
 import type { EventRecorder } from '../events/event-recorder.js';
 import type { InformerFactory } from '../informer/informer-factory.js';
 import type { Logger } from '../logging/logger.js';
-import type { FlagSpec } from './flags.js';
+import type { FlagSpec } from './flag-parser.js';
 import type { ManagerOptions } from './flags.js';
 
 /** An RBAC rule a controller needs; config/rbac is generated from these. */

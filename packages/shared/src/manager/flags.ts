@@ -1,261 +1,257 @@
-import { formatDuration, parseDuration } from './duration.js';
+/**
+ * The manager's own kube-controller-manager-style flags (MANAGER_FLAGS) and their typed form;
+ * each controller may contribute more FlagSpecs of its own. Parsing itself is in flag-parser.ts.
+ */
+import { BindAddressError, parseBindAddress } from './bind-address.js';
+import { formatDuration } from './duration.js';
+import { FlagError, parseFlags } from './flag-parser.js';
+import type { FlagSpec, FlagValue } from './flag-parser.js';
 
-export type FlagType = 'string' | 'int' | 'float' | 'bool' | 'duration' | 'stringList';
-/** Durations are held in milliseconds. */
-export type FlagValue = string | number | boolean | string[];
+/** The controllers this manager ships, as --controllers knows them (the manager resolves against its registered descriptors). */
+export const KNOWN_CONTROLLERS: readonly string[] = ['pv-binder', 'zonal-pv-upgrade', 'capacity', 'rollback'];
+export const KNOWN_CONTROLLERS_HELP = KNOWN_CONTROLLERS.join(', ');
 
-export interface FlagSpec {
-  name: string;
-  type: FlagType;
-  default: FlagValue;
-  help: string;
-  /** Returns a reason when the (parsed) value is unacceptable. */
-  validate?: (v: FlagValue) => string | undefined;
-}
-
-/** A bad command line: the manager prints the message on one line and exits non-zero. */
-export class FlagError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'FlagError';
-  }
-}
-
-export const KNOWN_CONTROLLERS_HELP = 'pv-binder, zonal-pv-upgrade, capacity, rollback';
+/** client-go's leaderelection.JitterFactor: renew deadline must exceed it × the retry period. */
+export const LEADER_ELECTION_JITTER = 1.2;
 
 const atLeast =
   (min: number) =>
   (v: FlagValue): string | undefined =>
-    (v as number) < min ? `must be at least ${min}` : undefined;
+    typeof v === 'number' && v < min ? `must be at least ${min}` : undefined;
 
 const oneOf =
   (...allowed: string[]) =>
   (v: FlagValue): string | undefined =>
-    allowed.includes(v as string) ? undefined : `must be one of ${allowed.join(', ')}`;
+    typeof v === 'string' && allowed.includes(v) ? undefined : `must be one of ${allowed.join(', ')}`;
 
 const bindAddress = (v: FlagValue): string | undefined => {
   try {
-    parseBindAddress(v as string);
+    parseBindAddress(String(v));
     return undefined;
   } catch (err) {
-    return (err as Error).message;
+    return err instanceof BindAddressError ? err.reason : String(err);
   }
 };
 
 /** kube-controller-manager-style flags of the manager itself; controllers add their own. */
-export const MANAGER_FLAGS: FlagSpec[] = [
-  { name: 'kubeconfig', type: 'string', default: '', help: 'Path to a kubeconfig. If empty, $KUBECONFIG, else the in-cluster configuration.' },
-  { name: 'kube-api-qps', type: 'float', default: 20, help: 'QPS to use while talking with kube-apiserver; 0 or negative means unthrottled.' },
-  { name: 'kube-api-burst', type: 'int', default: 30, help: 'Burst to use while talking with kube-apiserver.', validate: atLeast(1) },
+export const MANAGER_FLAGS: readonly FlagSpec[] = [
+  {
+    name: 'kubeconfig',
+    type: 'string',
+    default: '',
+    help: 'Path to a kubeconfig file. If empty, the file named by $KUBECONFIG, else the in-cluster configuration (ServiceAccount token).',
+  },
+  {
+    name: 'kube-api-qps',
+    type: 'float',
+    default: 20,
+    help: 'QPS to use while talking with the kube-apiserver; 0 or negative means unthrottled.',
+  },
+  {
+    name: 'kube-api-burst',
+    type: 'int',
+    default: 30,
+    help: 'Burst to use while talking with the kube-apiserver; must be at least 1.',
+    validate: atLeast(1),
+  },
   {
     name: 'controllers',
     type: 'stringList',
     default: ['*'],
-    help: `A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables it. All controllers: ${KNOWN_CONTROLLERS_HELP}.`,
+    help:
+      "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', " +
+      `'-foo' disables the controller named 'foo' (and wins over '*' and 'foo'). All controllers: ${KNOWN_CONTROLLERS_HELP}.`,
   },
-  { name: 'leader-elect', type: 'bool', default: true, help: 'Start a leader election client and gain leadership (one Lease per controller) before running each loop.' },
+  {
+    name: 'leader-elect',
+    type: 'bool',
+    default: true,
+    help: 'Start a leader election client and gain leadership (one Lease per controller) before running each control loop. Enable this when running replicated managers for high availability.',
+  },
   {
     name: 'leader-elect-namespace',
     type: 'string',
     default: '',
-    help: 'Namespace of the leader election Leases. If empty, the namespace of the pod (from its ServiceAccount), else kube-system.',
+    help: 'Namespace of the leader election Leases. If empty, the namespace of the pod (from /var/run/secrets/kubernetes.io/serviceaccount/namespace), else kube-system.',
   },
-  { name: 'leader-elect-lease-duration', type: 'duration', default: 15_000, help: 'How long non-leaders wait after observing a renewal before they may take over the lease.' },
-  { name: 'leader-elect-renew-deadline', type: 'duration', default: 10_000, help: 'How long the leader keeps trying to renew before it gives up leadership (and exits).' },
-  { name: 'leader-elect-retry-period', type: 'duration', default: 2_000, help: 'How long clients wait between tries of acquiring and renewing leadership.' },
-  { name: 'metrics-bind-address', type: 'string', default: ':8080', help: "Address the /metrics endpoint binds to; '0' disables it.", validate: bindAddress },
-  { name: 'health-probe-bind-address', type: 'string', default: ':8081', help: "Address the /healthz and /readyz endpoints bind to; '0' disables them.", validate: bindAddress },
-  { name: 'log-level', type: 'string', default: 'info', help: 'Log level: error, warn, info or debug.', validate: oneOf('error', 'warn', 'info', 'debug') },
-  { name: 'log-format', type: 'string', default: 'json', help: 'Log format: json or text.', validate: oneOf('json', 'text') },
-  { name: 'concurrent-workers', type: 'int', default: 4, help: 'Number of reconciles each controller runs concurrently.', validate: atLeast(1) },
-  { name: 'shutdown-timeout', type: 'duration', default: 30_000, help: 'How long a graceful shutdown waits for in-flight reconciles before exiting anyway.' },
-  { name: 'dry-run', type: 'bool', default: false, help: 'Decide and report (logs, metrics) what each controller would do, without writing.' },
+  {
+    name: 'leader-elect-lease-duration',
+    type: 'duration',
+    default: 15_000,
+    help: 'The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed Lease. Must be greater than --leader-elect-renew-deadline.',
+  },
+  {
+    name: 'leader-elect-renew-deadline',
+    type: 'duration',
+    default: 10_000,
+    help: `The interval between attempts by the acting leader to renew a leadership slot before it stops leading. Must be greater than ${LEADER_ELECTION_JITTER} × --leader-elect-retry-period and less than --leader-elect-lease-duration.`,
+  },
+  {
+    name: 'leader-elect-retry-period',
+    type: 'duration',
+    default: 2_000,
+    help: 'The duration the clients should wait between attempting acquisition and renewal of a leadership. Must be greater than zero.',
+  },
+  {
+    name: 'metrics-bind-address',
+    type: 'string',
+    default: ':8080',
+    help: "The host:port the /metrics endpoint binds to (':8080' = all interfaces); '0' disables it.",
+    validate: bindAddress,
+  },
+  {
+    name: 'health-probe-bind-address',
+    type: 'string',
+    default: ':8081',
+    help: "The host:port the /healthz, /livez and /readyz endpoints bind to (':8081' = all interfaces); '0' disables them.",
+    validate: bindAddress,
+  },
+  {
+    name: 'log-level',
+    type: 'string',
+    default: 'info',
+    help: 'Log level: one of error, warn, info, debug.',
+    validate: oneOf('error', 'warn', 'info', 'debug'),
+  },
+  {
+    name: 'log-format',
+    type: 'string',
+    default: 'json',
+    help: 'Log format: one of json, text.',
+    validate: oneOf('json', 'text'),
+  },
+  {
+    name: 'concurrent-workers',
+    type: 'int',
+    default: 4,
+    help: 'Number of objects each controller is allowed to reconcile concurrently; must be at least 1.',
+    validate: atLeast(1),
+  },
+  {
+    name: 'shutdown-timeout',
+    type: 'duration',
+    default: 30_000,
+    help: 'How long a graceful shutdown (SIGTERM/SIGINT) waits for in-flight reconciles before exiting anyway.',
+  },
+  {
+    name: 'dry-run',
+    type: 'bool',
+    default: false,
+    help: 'Decide and log/report (logs, Events, metrics) what each controller would do, but do not write to the API server.',
+  },
 ];
 
-export interface ParsedFlags {
-  values: Record<string, FlagValue>;
-  help: boolean;
-  positional: string[];
-}
+// Same unions as logging's LogLevel/LogFormat (not re-declared as exports: the package index re-exports both modules).
+type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+type LogFormat = 'json' | 'text';
 
-function parseValue(spec: FlagSpec, raw: string): FlagValue {
-  const bad = (why: string): FlagError => new FlagError(`invalid value "${raw}" for flag --${spec.name}: ${why}`);
-  switch (spec.type) {
-    case 'string':
-      return raw;
-    case 'bool':
-      if (/^(true|1|t)$/i.test(raw)) return true;
-      if (/^(false|0|f)$/i.test(raw)) return false;
-      throw bad('not a boolean');
-    case 'int':
-      if (!/^[+-]?\d+$/.test(raw.trim())) throw bad('not an integer');
-      return Number(raw);
-    case 'float': {
-      const n = Number(raw);
-      if (raw.trim() === '' || !Number.isFinite(n)) throw bad('not a number');
-      return n;
-    }
-    case 'duration':
-      try {
-        return parseDuration(raw);
-      } catch (err) {
-        throw bad((err as Error).message);
-      }
-    case 'stringList':
-      return raw
-        .split(',')
-        .map((x) => x.trim())
-        .filter((x) => x !== '');
-  }
-}
-
-/** Parses --flag=value, --flag value, bare --bool and --bool=false (one or two dashes). */
-export function parseFlags(specs: FlagSpec[], argv: string[]): ParsedFlags {
-  const byName = new Map(specs.map((s) => [s.name, s]));
-  const values: Record<string, FlagValue> = Object.fromEntries(specs.map((s) => [s.name, s.default]));
-  const positional: string[] = [];
-  let help = false;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      positional.push(...argv.slice(i + 1));
-      break;
-    }
-    if (!arg.startsWith('-') || arg === '-') {
-      positional.push(arg);
-      continue;
-    }
-    const body = arg.replace(/^--?/, '');
-    const eq = body.indexOf('=');
-    const name = eq < 0 ? body : body.slice(0, eq);
-    if (name === 'help' || name === 'h') {
-      help = true;
-      continue;
-    }
-    const spec = byName.get(name);
-    if (!spec) throw new FlagError(`unknown flag: --${name}`);
-    let raw: string;
-    if (eq >= 0) raw = body.slice(eq + 1);
-    else if (spec.type === 'bool') raw = 'true';
-    else {
-      const next = argv[i + 1];
-      if (next === undefined) throw new FlagError(`flag needs an argument: --${name}`);
-      raw = next;
-      i++;
-    }
-    const v = parseValue(spec, raw);
-    const why = spec.validate?.(v);
-    if (why) throw new FlagError(`invalid value "${raw}" for flag --${name}: ${why}`);
-    values[name] = v;
-  }
-  return { values, help, positional };
-}
-
+/** The manager's flags, typed. Durations are in milliseconds. */
 export interface ManagerOptions {
   kubeconfig: string;
   kubeApiQps: number;
   kubeApiBurst: number;
+  /** As given (e.g. ['*', '-capacity']); see resolveControllers. */
   controllers: string[];
   leaderElect: boolean;
+  /** '' means: the pod's namespace, else kube-system (resolved by the manager). */
   leaderElectNamespace: string;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** '0' disables; see parseBindAddress. */
   metricsBindAddress: string;
   healthProbeBindAddress: string;
-  logLevel: 'error' | 'warn' | 'info' | 'debug';
-  logFormat: 'json' | 'text';
+  logLevel: LogLevel;
+  logFormat: LogFormat;
   concurrentWorkers: number;
   shutdownTimeoutMs: number;
   dryRun: boolean;
   help: boolean;
-  /** Values of controller-specific flags, by flag name. */
+  /** Values of the controller-specific (extra) flags, by flag name. */
   extra: Record<string, FlagValue>;
 }
 
-export function parseManagerFlags(argv: string[], extraSpecs: FlagSpec[] = []): ManagerOptions {
-  const { values: v, help, positional } = parseFlags([...MANAGER_FLAGS, ...extraSpecs], argv);
-  if (positional.length) throw new FlagError(`unexpected argument: ${positional[0]}`);
-  const opts: ManagerOptions = {
-    kubeconfig: v.kubeconfig as string,
-    kubeApiQps: v['kube-api-qps'] as number,
-    kubeApiBurst: v['kube-api-burst'] as number,
-    controllers: v.controllers as string[],
-    leaderElect: v['leader-elect'] as boolean,
-    leaderElectNamespace: v['leader-elect-namespace'] as string,
-    leaseDurationMs: v['leader-elect-lease-duration'] as number,
-    renewDeadlineMs: v['leader-elect-renew-deadline'] as number,
-    retryPeriodMs: v['leader-elect-retry-period'] as number,
-    metricsBindAddress: v['metrics-bind-address'] as string,
-    healthProbeBindAddress: v['health-probe-bind-address'] as string,
-    logLevel: v['log-level'] as ManagerOptions['logLevel'],
-    logFormat: v['log-format'] as ManagerOptions['logFormat'],
-    concurrentWorkers: v['concurrent-workers'] as number,
-    shutdownTimeoutMs: v['shutdown-timeout'] as number,
-    dryRun: v['dry-run'] as boolean,
-    help,
-    extra: Object.fromEntries(extraSpecs.map((s) => [s.name, v[s.name]!])),
-  };
-  // client-go's leaderelection.NewLeaderElector checks the same ordering.
-  if (!(opts.retryPeriodMs > 0)) throw new FlagError('--leader-elect-retry-period must be greater than zero');
-  if (!(opts.renewDeadlineMs > opts.retryPeriodMs * 1.2)) {
-    throw new FlagError('--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period');
+/**
+ * client-go's leaderelection.NewLeaderElector checks: lease duration > renew deadline >
+ * JitterFactor × retry period > 0. Returns the first violation, naming the flags.
+ */
+export function validateLeaderElection(leaseDurationMs: number, renewDeadlineMs: number, retryPeriodMs: number): string | undefined {
+  const d = formatDuration;
+  if (!(retryPeriodMs > 0)) return `--leader-elect-retry-period (${d(retryPeriodMs)}) must be greater than zero`;
+  if (!(renewDeadlineMs > LEADER_ELECTION_JITTER * retryPeriodMs)) {
+    return `--leader-elect-renew-deadline (${d(renewDeadlineMs)}) must be greater than ${LEADER_ELECTION_JITTER} × --leader-elect-retry-period (${d(retryPeriodMs)})`;
   }
-  if (!(opts.leaseDurationMs > opts.renewDeadlineMs)) throw new FlagError('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
+  if (!(leaseDurationMs > renewDeadlineMs)) {
+    return `--leader-elect-lease-duration (${d(leaseDurationMs)}) must be greater than --leader-elect-renew-deadline (${d(renewDeadlineMs)})`;
+  }
+  return undefined;
+}
+
+/**
+ * Parses the manager's flags plus the controllers' extra ones. Positional arguments are an error
+ * (as in kube-controller-manager), and so are inconsistent leader-election timings when
+ * --leader-elect is on. With --help, only syntax is checked.
+ */
+export function parseManagerFlags(argv: readonly string[], extraSpecs: readonly FlagSpec[] = []): ManagerOptions {
+  const { values, help, positional } = parseFlags([...MANAGER_FLAGS, ...extraSpecs], argv);
+  if (positional.length > 0 && !help) throw new FlagError(`unexpected argument "${positional[0]!}": topovol-controller-manager takes flags only`);
+  const get = (name: string): FlagValue => {
+    const v = values[name];
+    if (v === undefined) throw new Error(`flag table: --${name} missing`);
+    return v;
+  };
+  const str = (name: string): string => String(get(name));
+  const num = (name: string): number => Number(get(name));
+  const bool = (name: string): boolean => get(name) === true;
+  const list = (name: string): string[] => {
+    const v = get(name);
+    return Array.isArray(v) ? v : [String(v)];
+  };
+  const opts: ManagerOptions = {
+    kubeconfig: str('kubeconfig'),
+    kubeApiQps: num('kube-api-qps'),
+    kubeApiBurst: num('kube-api-burst'),
+    controllers: list('controllers'),
+    leaderElect: bool('leader-elect'),
+    leaderElectNamespace: str('leader-elect-namespace'),
+    leaseDurationMs: num('leader-elect-lease-duration'),
+    renewDeadlineMs: num('leader-elect-renew-deadline'),
+    retryPeriodMs: num('leader-elect-retry-period'),
+    metricsBindAddress: str('metrics-bind-address'),
+    healthProbeBindAddress: str('health-probe-bind-address'),
+    logLevel: str('log-level') as LogLevel,
+    logFormat: str('log-format') as LogFormat,
+    concurrentWorkers: num('concurrent-workers'),
+    shutdownTimeoutMs: num('shutdown-timeout'),
+    dryRun: bool('dry-run'),
+    help,
+    extra: Object.fromEntries(extraSpecs.map((s) => [s.name, get(s.name)])),
+  };
+  if (!help && opts.leaderElect) {
+    const why = validateLeaderElection(opts.leaseDurationMs, opts.renewDeadlineMs, opts.retryPeriodMs);
+    if (why !== undefined) throw new FlagError(why);
+  }
   return opts;
 }
 
-/** kube semantics of --controllers: '*' = all on-by-default, 'x' enables, '-x' disables (and wins). */
-export function resolveControllers(requested: string[], known: string[], disabledByDefault: string[] = []): string[] {
+/**
+ * kube semantics of --controllers: '*' enables every known controller except the
+ * disabledByDefault ones, 'name' enables one, '-name' disables one (and wins over both). Unknown
+ * names, with or without '-', are a FlagError. The result is in `known` order.
+ */
+export function resolveControllers(requested: readonly string[], known: readonly string[], disabledByDefault: readonly string[] = []): string[] {
   const on = new Set<string>();
   const off = new Set<string>();
   let star = false;
   for (const item of requested) {
-    const neg = item.startsWith('-');
-    const name = neg ? item.slice(1) : item;
-    if (name === '*' && !neg) {
+    if (item === '*') {
       star = true;
       continue;
     }
+    const negated = item.startsWith('-');
+    const name = negated ? item.slice(1) : item;
     if (!known.includes(name)) throw new FlagError(`unknown controller "${name}" in --controllers (known: ${known.join(', ')})`);
-    (neg ? off : on).add(name);
+    (negated ? off : on).add(name);
   }
   return known.filter((n) => !off.has(n) && (on.has(n) || (star && !disabledByDefault.includes(n))));
-}
-
-/** "0" disables; ":8080" binds all interfaces; "127.0.0.1:0" picks a free port. */
-export function parseBindAddress(s: string): { host: string; port: number } | undefined {
-  if (s === '0') return undefined;
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(s);
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new Error(`"${s}" is not host:port, :port or 0`);
-  return { host: m[1] ?? m[2] ?? '', port };
-}
-
-function formatDefault(spec: FlagSpec): string {
-  switch (spec.type) {
-    case 'duration':
-      return formatDuration(spec.default as number);
-    case 'stringList':
-      return `[${(spec.default as string[]).join(',')}]`;
-    case 'string':
-      return spec.default === '' ? '' : `"${spec.default as string}"`;
-    default:
-      return String(spec.default);
-  }
-}
-
-/** kube-style help: one flag per entry, with its type and default. */
-export function formatHelp(specs: FlagSpec[]): string {
-  const typeName: Record<FlagType, string> = { string: 'string', int: 'int', float: 'float', bool: '', duration: 'duration', stringList: 'strings' };
-  const rows = [...specs]
-    .sort((a, b) => a.name.localeCompare(b.name))
-    .map((s) => {
-      const left = `      --${s.name}${typeName[s.type] ? ` ${typeName[s.type]}` : ''}`;
-      const def = formatDefault(s);
-      return { left, right: `${s.help}${def !== '' ? ` (default ${def})` : ''}` };
-    });
-  rows.push({ left: '  -h, --help', right: 'Show this help.' });
-  const width = Math.max(...rows.map((r) => r.left.length)) + 3;
-  return rows.map((r) => r.left.padEnd(width) + r.right).join('\n');
 }

@@ -9,7 +9,9 @@ import { InformerFactory } from '../informer/informer-factory.js';
 import { LeaderElector } from '../leaderelection/leader-elector.js';
 import { configureLogging, errorMessage, logger } from '../logging/logger.js';
 import type { ControllerDescriptor } from './controller-descriptor.js';
-import { FlagError, formatHelp, MANAGER_FLAGS, parseBindAddress, parseManagerFlags, resolveControllers } from './flags.js';
+import { parseBindAddress } from './bind-address.js';
+import { FlagError, formatHelp } from './flag-parser.js';
+import { MANAGER_FLAGS, parseManagerFlags, resolveControllers } from './flags.js';
 import type { ManagerOptions } from './flags.js';
 
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
