@@ -16,6 +16,8 @@ export type BinderAction =
   | { kind: 'unbindVolume'; volume: PersistentVolume }
   | { kind: 'annotateClaim'; claim: PersistentVolumeClaim; set?: Record<string, string>; remove?: string[] }
   | { kind: 'setClaimClass'; claim: PersistentVolumeClaim; storageClassName: string }
+  /** Nothing to write now; look at the claim again after this long (a grace period running). */
+  | { kind: 'requeueAfter'; ms: number }
   | { kind: 'event'; target: PersistentVolume | PersistentVolumeClaim; type: EventType; reason: string; message: string };
 
 export function event(target: PersistentVolume | PersistentVolumeClaim, type: EventType, reason: string, message: string): BinderAction {

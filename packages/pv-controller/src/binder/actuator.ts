@@ -40,6 +40,7 @@ export class BinderActuator {
     };
 
     for (const a of actions) {
+      if (a.kind === 'requeueAfter') continue;
       if (this.d.dryRun && a.kind !== 'event') {
         this.d.log.info('dry-run: would act', { action: a.kind, ...describe(a) });
         continue;
@@ -186,5 +187,7 @@ function describe(a: BinderAction): Record<string, string | undefined> {
       return { claim: claimKeyOf(a.claim), storageClassName: a.storageClassName };
     case 'event':
       return { reason: a.reason };
+    case 'requeueAfter':
+      return { ms: String(a.ms) };
   }
 }

@@ -1,5 +1,5 @@
 import { classifyError, Controller, objectKey, Resources, splitKey } from '@topovol/shared';
-import type { ControllerEnv, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import type { ControllerEnv, Event, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { ANN_SELECTED_NODE } from './annotations.js';
 import { AssumeCache } from './assume-cache.js';
@@ -8,6 +8,9 @@ import { countBind, observeBind, registerCollectorMetrics } from './binder-metri
 import { claimClass, pickDefaultClass, volumeClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
+import { STALE_SELECTED_NODE_GRACE_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS } from './binder-flags.js';
+import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
+import { VolumeIndex } from './volume-index.js';
 
 const CLAIM = 'pvc/';
 const VOLUME = 'pv/';
@@ -39,25 +42,53 @@ export function setupBinder(env: ControllerEnv): Controller {
   const nodes = informers.forResource<Node>(Resources.nodes, { transform: slimNode });
   const pods = informers.forResource<Pod>(Resources.pods, { transform: slimPod });
 
+  // The external provisioner's per-attempt "Provisioning" Events: evidence that provisioning is under way.
+  const provisioningEvents = informers.forResource<Event>(Resources.events, {
+    fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning',
+    transform: slimProvisioningEvent,
+  });
+
   // Candidates are found through indexes, never a scan of all volumes.
-  pvs.addIndex('class', (v) => [volumeClass(v)]);
+  const index = new VolumeIndex();
   pvcs.addIndex('class', (c) => (c.spec?.volumeName ? [] : [claimClass(c)]));
   pvcs.addIndex('selectedNode', (c) => {
     const n = c.metadata?.annotations?.[ANN_SELECTED_NODE];
     return n ? [n] : [];
   });
   pods.addIndex('claim', claimsOfPod);
+  provisioningEvents.addIndex('claimUid', (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []));
 
   const volumes = new AssumeCache<PersistentVolume>();
   const claims = new AssumeCache<PersistentVolumeClaim>();
+  const assumedVolume = (name: string): PersistentVolume | undefined => volumes.get(name, pvs.cache.get(name));
+  const consumerless = new Map<string, number>();
+  const graceFlag = options.extra[STALE_SELECTED_NODE_GRACE_FLAG];
   const world: BinderWorld = {
-    volume: (name) => volumes.get(name, pvs.cache.get(name)),
-    candidateVolumes: (cls) => pvs.cache.byIndex('class', cls).map((v) => volumes.get(v.metadata!.name!, v)!),
+    volume: assumedVolume,
+    preBoundVolumes: (ns, name) => index.preBoundTo(ns, name).flatMap((n) => assumedVolume(n) ?? []),
+    *freeVolumes(cls, minBytes, nodeName) {
+      for (const n of nodeName === undefined ? index.freeVolumes(cls, minBytes) : index.freeVolumesForNode(cls, nodeName, minBytes)) {
+        const v = assumedVolume(n);
+        if (v) yield v;
+      }
+    },
     claim: (ns, name) => claims.get(`${ns}/${name}`, pvcs.cache.get(`${ns}/${name}`)),
     storageClass: (name) => classes.cache.get(name),
     defaultStorageClass: () => pickDefaultClass(classes.cache.list()),
     node: (name) => nodes.cache.get(name),
     podsUsingClaim: (ns, name) => pods.cache.byIndex('claim', `${ns}/${name}`),
+    now: () => Date.now(),
+    staleSelectedNodeGraceMs: typeof graceFlag === 'number' ? graceFlag : STALE_SELECTED_NODE_GRACE_DEFAULT_MS,
+    consumerlessSince: (ns, name) => {
+      const key = `${ns}/${name}`;
+      let t = consumerless.get(key);
+      if (t === undefined) consumerless.set(key, (t = Date.now()));
+      return t;
+    },
+    lastProvisioningActivity: (c) => {
+      const times = provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? '').map(eventTime);
+      return times.length > 0 ? Math.max(...times) : undefined;
+    },
   };
   const actuator = new BinderActuator({ client, events, volumes, claims, log, dryRun: options.dryRun });
   registerCollectorMetrics(
@@ -93,6 +124,8 @@ export function setupBinder(env: ControllerEnv): Controller {
           if (!Number.isNaN(since)) observeBind(mode, Math.max(0, (Date.now() - since) / 1000));
         }
         ctx.log.debug('claim synced', { actions: actions.map((a) => a.kind) });
+        const waits = actions.flatMap((a) => (a.kind === 'requeueAfter' ? [a.ms] : []));
+        if (waits.length > 0) return Math.min(...waits);
       } else if (key.startsWith(VOLUME)) {
         const volume = world.volume(key.slice(VOLUME.length));
         if (!volume) return;
@@ -113,10 +146,14 @@ export function setupBinder(env: ControllerEnv): Controller {
     onUpdate: (_, c) => enqueueClaim(c),
     onDelete: (c) => {
       claims.forget(objectKey(c));
+      consumerless.delete(objectKey(c));
       // Its volume may now be Released.
       const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
       if (v) enqueueVolume(v);
-      for (const pv of pvs.cache.byIndex('class', claimClass(c))) if (pv.spec?.claimRef?.uid === c.metadata?.uid) enqueueVolume(pv);
+      for (const n of index.preBoundTo(c.metadata?.namespace ?? '', c.metadata?.name ?? '')) {
+        const pv = world.volume(n);
+        if (pv && pv.spec?.claimRef?.uid === c.metadata?.uid) enqueueVolume(pv);
+      }
     },
   });
   const onVolume = (v: PersistentVolume): void => {
@@ -127,9 +164,16 @@ export function setupBinder(env: ControllerEnv): Controller {
     else if (!v.spec?.claimRef) enqueueWaitingClaims(volumeClass(v));
   };
   pvs.addEventHandler({
-    onAdd: onVolume,
-    onUpdate: (_, v) => onVolume(v),
+    onAdd: (v) => {
+      index.upsertVolume(v);
+      onVolume(v);
+    },
+    onUpdate: (_, v) => {
+      index.upsertVolume(v);
+      onVolume(v);
+    },
     onDelete: (v) => {
+      index.deleteVolume(objectKey(v));
       volumes.forget(objectKey(v));
       const ref = v.spec?.claimRef;
       if (ref?.name && ref.namespace) controller.enqueue(`${CLAIM}${ref.namespace}/${ref.name}`);
@@ -145,16 +189,33 @@ export function setupBinder(env: ControllerEnv): Controller {
       enqueueWaitingClaims('');
     },
   });
-  const onPod = (p: Pod): void => {
-    for (const k of claimsOfPod(p)) controller.enqueue(CLAIM + k);
+  const onPod = (p: Pod, live: boolean): void => {
+    for (const k of claimsOfPod(p)) {
+      // A pod that may consume the claim restarts the stale-selected-node clock.
+      if (live && !p.metadata?.deletionTimestamp) consumerless.delete(k);
+      controller.enqueue(CLAIM + k);
+    }
   };
-  pods.addEventHandler({ onAdd: onPod, onUpdate: (_, p) => onPod(p), onDelete: onPod });
+  pods.addEventHandler({ onAdd: (p) => onPod(p, true), onUpdate: (_, p) => onPod(p, true), onDelete: (p) => onPod(p, false) });
+  const enqueueSelecting = (n: Node): void => {
+    for (const c of pvcs.cache.byIndex('selectedNode', n.metadata?.name ?? '')) enqueueClaim(c);
+  };
+  const sameLabels = (a: Node, b: Node): boolean => JSON.stringify(a.metadata?.labels ?? {}) === JSON.stringify(b.metadata?.labels ?? {});
   nodes.addEventHandler({
+    onAdd: (n) => index.upsertNode(n),
     onDelete: (n) => {
-      for (const c of pvcs.cache.byIndex('selectedNode', n.metadata?.name ?? '')) enqueueClaim(c);
+      index.deleteNode(n.metadata?.name ?? '');
+      enqueueSelecting(n);
     },
-    onUpdate: (_, n) => {
-      for (const c of pvcs.cache.byIndex('selectedNode', n.metadata?.name ?? '')) enqueueClaim(c);
+    onUpdate: (old, n) => {
+      if (!sameLabels(old, n)) index.upsertNode(n);
+      enqueueSelecting(n);
+    },
+  });
+  provisioningEvents.addEventHandler({
+    onAdd: (e) => {
+      const o = e.involvedObject;
+      if (o?.namespace && o.name) controller.enqueue(`${CLAIM}${o.namespace}/${o.name}`);
     },
   });
   return controller;

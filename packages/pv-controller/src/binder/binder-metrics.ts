@@ -2,9 +2,18 @@ import { counter, gauge, histogram } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { claimClass, volumeClass } from './claim-helpers.js';
 
+interface CollectorSource {
+  volumes: () => PersistentVolume[];
+  claims: () => PersistentVolumeClaim[];
+}
+// The binder whose caches the gauges report: the latest one set up in this process (one in a
+// manager; tests start several in turn, and the gauges must follow the running one).
+let source: CollectorSource | undefined;
+
 // Upstream's collector names (pkg/controller/volume/persistentvolume/metrics), computed from the
 // caches at scrape time as upstream does, so they are never out of step with what we see.
 export function registerCollectorMetrics(volumes: () => PersistentVolume[], claims: () => PersistentVolumeClaim[]): void {
+  source = { volumes, claims };
   // prom-client calls collect() on every scrape; the first gauge refreshes all four.
   const boundPV = gauge<'storage_class'>({
     name: 'pv_collector_bound_pv_count',
@@ -28,8 +37,9 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
     unboundPV.reset();
     boundPVC.reset();
     unboundPVC.reset();
-    for (const v of volumes()) (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: volumeClass(v) });
-    for (const c of claims()) {
+    if (!source) return;
+    for (const v of source.volumes()) (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: volumeClass(v) });
+    for (const c of source.claims()) {
       const labels = { namespace: c.metadata?.namespace ?? '', storage_class: claimClass(c), volume_attributes_class: c.spec?.volumeAttributesClassName ?? '' };
       (c.status?.phase === 'Bound' ? boundPVC : unboundPVC).inc(labels);
     }

@@ -1,14 +1,24 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import type { VolumeCandidates } from './find-matching-volume.js';
 
 /** The read-only view of the cluster the binder's decisions need (informer caches in production). */
-export interface BinderWorld {
+export interface BinderWorld extends VolumeCandidates {
   volume(name: string): PersistentVolume | undefined;
-  /** Volumes that may match a claim of this class (unbound or pre-bound), any order. */
-  candidateVolumes(storageClassName: string): Iterable<PersistentVolume>;
   claim(namespace: string, name: string): PersistentVolumeClaim | undefined;
   storageClass(name: string): StorageClass | undefined;
   defaultStorageClass(): StorageClass | undefined;
   node(name: string): Node | undefined;
   /** Pods in the claim's namespace whose volumes reference it. */
   podsUsingClaim(namespace: string, name: string): Pod[];
+  /** Milliseconds since the epoch (injected so decisions stay pure). */
+  now(): number;
+  /** How long a selected-node must look stale before it is cleared; negative disables clearing. */
+  staleSelectedNodeGraceMs: number;
+  /**
+   * Since when this process has seen the claim without a pod that could use its selected node
+   * (remembered from the first time it is asked; forgotten when such a pod appears).
+   */
+  consumerlessSince(namespace: string, name: string): number;
+  /** The latest time the external provisioner reported working on the claim (Provisioning Events), if ever. */
+  lastProvisioningActivity(claim: PersistentVolumeClaim): number | undefined;
 }

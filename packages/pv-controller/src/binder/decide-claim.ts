@@ -13,7 +13,8 @@ import {
 import type { BinderWorld } from './binder-world.js';
 import { claimClass, claimClassUnset, isDelayedBinding } from './claim-helpers.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
-import { findMatchingVolume, isPreBoundTo } from './find-matching-volume.js';
+import { findBestVolume, isPreBoundTo } from './find-matching-volume.js';
+import { staleSelectedNode } from './stale-selected-node.js';
 
 const NO_PROVISIONER = 'kubernetes.io/no-provisioner';
 
@@ -84,12 +85,23 @@ export function decideClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
     }
   }
 
-  const volume = findMatchingVolume(claim, world.candidateVolumes(cls), { delayBinding: delay, node });
+  const volume = findBestVolume(claim, world, { delayBinding: delay, node });
   if (volume) {
     return [
       { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef },
       { kind: 'bindClaim', claim, volume, boundByController: true },
     ];
+  }
+  const recheck: BinderAction[] = [];
+  if (delay && selected) {
+    const verdict = staleSelectedNode(claim, selected, world);
+    if (verdict.stale) {
+      return [
+        { kind: 'annotateClaim', claim, remove: [ANN_SELECTED_NODE] },
+        event(claim, 'Normal', Reasons.SelectedNodeStale, `selected node "${selected}" is stale: ${verdict.why}, and no provisioning is under way; removed the annotation so that the next pod is scheduled afresh`),
+      ];
+    }
+    if (verdict.recheckAfterMs !== undefined) recheck.push({ kind: 'requeueAfter', ms: verdict.recheckAfterMs });
   }
   if (delay && bypassNode && node) {
     return [
@@ -111,16 +123,16 @@ export function decideClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
     return [...pending, event(claim, 'Normal', Reasons.FailedBinding, 'no persistent volumes available for this claim and no storage class is set')];
   }
   if (!sc) {
-    return [...pending, event(claim, 'Warning', 'ProvisioningFailed', `storageclass.storage.k8s.io "${cls}" not found`)];
+    return [...pending, event(claim, 'Warning', 'ProvisioningFailed', `storageclass.storage.k8s.io "${cls}" not found`), ...recheck];
   }
   if (sc.provisioner === NO_PROVISIONER) {
-    return [...pending, event(claim, 'Normal', Reasons.FailedBinding, `no persistent volumes available for this claim and StorageClass "${cls}" does not provision (${NO_PROVISIONER})`)];
+    return [...pending, event(claim, 'Normal', Reasons.FailedBinding, `no persistent volumes available for this claim and StorageClass "${cls}" does not provision (${NO_PROVISIONER})`), ...recheck];
   }
   const actions: BinderAction[] = [...pending];
   if (ann[ANN_STORAGE_PROVISIONER] !== sc.provisioner || ann[ANN_BETA_STORAGE_PROVISIONER] !== sc.provisioner) {
     actions.push({ kind: 'annotateClaim', claim, set: { [ANN_STORAGE_PROVISIONER]: sc.provisioner, [ANN_BETA_STORAGE_PROVISIONER]: sc.provisioner } });
   }
-  actions.push(event(claim, 'Normal', Reasons.ExternalProvisioning, provisioningMessage(sc.provisioner)));
+  actions.push(event(claim, 'Normal', Reasons.ExternalProvisioning, provisioningMessage(sc.provisioner)), ...recheck);
   return actions;
 }
 

@@ -2,6 +2,7 @@ import { EventRecorder, InformerFactory, Resources, logger, parseManagerFlags } 
 import type { Controller, Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { eventually } from '@topovol/shared/testing';
 import { setupBinder } from '../../src/binder/binder-controller.js';
+import { binderFlags } from '../../src/binder/binder-flags.js';
 
 /** The pv-binder loop running in-process against the test API server. */
 export class RunningBinder {
@@ -12,7 +13,7 @@ export class RunningBinder {
   ) {}
 
   static async start(client: KubeClient, args: string[] = []): Promise<RunningBinder> {
-    const options = parseManagerFlags(['--concurrent-workers=8', ...args]);
+    const options = parseManagerFlags(['--concurrent-workers=8', ...args], binderFlags);
     const informers = new InformerFactory(client);
     const events = new EventRecorder(client, 'persistentvolume-controller', 'test', options.dryRun);
     const controller = setupBinder({ client, informers, events, options, log: logger() });

@@ -22,6 +22,8 @@ function summary(actions: BinderAction[]): string[] {
         return `event ${a.type} ${a.reason}`;
       case 'unbindVolume':
         return 'unbindVolume';
+      case 'requeueAfter':
+        return `requeueAfter ${a.ms}`;
     }
   });
 }
@@ -30,6 +32,31 @@ const WFFC = { volumeBindingMode: 'WaitForFirstConsumer' };
 const SEL = 'volume.kubernetes.io/selected-node';
 const PROV = 'volume.kubernetes.io/storage-provisioner,volume.beta.kubernetes.io/storage-provisioner';
 const bound = { 'pv.kubernetes.io/bind-completed': 'yes' };
+
+function staleCases(): { name: string; claim: ReturnType<typeof claim>; w: Parameters<typeof world>[0]; want: string[] }[] {
+  const selected = claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'n1' } });
+  const base = { classes: [sc('late', WFFC)], nodes: [node('n1'), node('n2')], now: 1_000_000, graceMs: 60_000 };
+  const signal = [`annotate ${PROV}`, 'event Normal ExternalProvisioning'];
+  const terminated = { ...pod('done', 'c', 'n1'), status: { phase: 'Succeeded' } };
+  const deleting = { ...pod('going', 'c', 'n1'), metadata: { name: 'going', namespace: 'ns', deletionTimestamp: '2026-01-01T00:00:00Z' } };
+  return [
+    { name: 'stale selected-node: no pod, just noticed → wait out the grace', claim: selected, w: { ...base }, want: [...signal, 'requeueAfter 60000'] },
+    { name: 'stale selected-node: no pod for 30s of 60s → wait the rest', claim: selected, w: { ...base, consumerlessSince: 970_000 }, want: [...signal, 'requeueAfter 30000'] },
+    { name: 'stale selected-node: no pod for the grace → cleared', claim: selected, w: { ...base, consumerlessSince: 900_000 }, want: [`annotate  -${SEL}`, 'event Normal SelectedNodeStale'] },
+    { name: 'stale selected-node: pod rescheduled to another node → cleared', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [pod('p2', 'c', 'n2')] }, want: [`annotate  -${SEL}`, 'event Normal SelectedNodeStale'] },
+    { name: 'stale selected-node: only terminated or deleting pods count as none', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [terminated, deleting] }, want: [`annotate  -${SEL}`, 'event Normal SelectedNodeStale'] },
+    { name: 'stale selected-node: provisioner active 10s ago → not cleared, look again when its grace ends', claim: selected, w: { ...base, consumerlessSince: 900_000, provisioningActivity: 990_000 }, want: [...signal, 'requeueAfter 50000'] },
+    { name: 'stale selected-node: an unscheduled pod (the scheduler may be binding it) → kept', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [pod('p', 'c')] }, want: signal },
+    { name: 'stale selected-node: a pod on the selected node → kept', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [pod('p', 'c', 'n1')] }, want: signal },
+    { name: 'stale selected-node: a negative grace disables clearing', claim: selected, w: { ...base, consumerlessSince: 0, graceMs: -1 }, want: signal },
+    {
+      name: 'stale selected-node: a provisioned volume pre-bound to the claim is bound, not cleared',
+      claim: selected,
+      w: { ...base, consumerlessSince: 0, volumes: [vol('pv', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })] },
+      want: ['bindVolume pv', 'bindClaim pv'],
+    },
+  ];
+}
 
 describe('decideClaim', function () {
   const cases: { name: string; claim: ReturnType<typeof claim>; w: Parameters<typeof world>[0]; want: string[] }[] = [
@@ -44,7 +71,10 @@ describe('decideClaim', function () {
     { name: 'WFFC without consumer: wait', claim: claim('c', '1Gi', { storageClassName: 'late' }), w: { classes: [sc('late', WFFC)], volumes: [vol('v', '1Gi', { storageClassName: 'late' })] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'WFFC with an unscheduled pod: WaitForPodScheduled', claim: claim('c', '1Gi', { storageClassName: 'late' }), w: { classes: [sc('late', WFFC)], pods: [pod('p', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
     { name: 'WFFC pre-bound by the scheduler: completed', claim: claim('c', '1Gi', { storageClassName: 'late' }), w: { classes: [sc('late', WFFC)], volumes: [vol('v', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, phase: 'Bound' })] }, want: ['bindVolume v', 'bindClaim v'] },
-    { name: 'WFFC with selected-node: provisioning signal', claim: claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'n1' } }), w: { classes: [sc('late', WFFC)], nodes: [node('n1')] }, want: [`annotate ${PROV}`, 'event Normal ExternalProvisioning'] },
+    { name: 'WFFC with selected-node: provisioning signal', claim: claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'n1' } }), w: { classes: [sc('late', WFFC)], nodes: [node('n1')], pods: [pod('p', 'c')] }, want: [`annotate ${PROV}`, 'event Normal ExternalProvisioning'] },
+    // kubernetes #112347: a selected-node nobody will use any more is cleared, but only after the
+    // grace period, and never while the external provisioner shows activity on the claim.
+    ...staleCases(),
     { name: 'WFFC selected node gone: annotation removed', claim: claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'gone' } }), w: { classes: [sc('late', WFFC)] }, want: [`annotate  -${SEL}`, 'event Warning SelectedNodeGone'] },
     {
       name: 'WFFC selected node outside allowedTopologies: refused',

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
-import { findMatchingVolume } from '../../src/binder/find-matching-volume.js';
+import type { Node, PersistentVolume } from '@topovol/shared';
+import { findBestVolume, findMatchingVolume } from '../../src/binder/find-matching-volume.js';
+import type { MatchOptions, VolumeCandidates } from '../../src/binder/find-matching-volume.js';
+import { VolumeIndex } from '../../src/binder/volume-index.js';
 import { claim, node, vol } from './world-fixture.js';
 
 const zoneAffinity = (zone: string) => ({
@@ -35,7 +38,72 @@ describe('findMatchingVolume', function () {
   ];
   for (const c of cases) {
     it(c.name, function () {
-      expect(findMatchingVolume(c.claim, c.volumes, c.opts ?? { delayBinding: false })?.metadata?.name).to.equal(c.want);
+      const opts = c.opts ?? { delayBinding: false };
+      expect(findMatchingVolume(c.claim, c.volumes, opts)?.metadata?.name, 'findMatchingVolume').to.equal(c.want);
+      // The same rule through the binder's indexes (the production path) must agree.
+      const { candidates } = indexed(c.volumes, opts.node ? [opts.node] : []);
+      expect(findBestVolume(c.claim, candidates, opts)?.metadata?.name, 'findBestVolume over VolumeIndex').to.equal(c.want);
+    });
+  }
+});
+
+/** A VolumeIndex fed with these objects, and the VolumeCandidates view the binder builds on it. */
+function indexed(volumes: PersistentVolume[], nodes: Node[]): { index: VolumeIndex; candidates: VolumeCandidates; byName: Map<string, PersistentVolume> } {
+  const index = new VolumeIndex();
+  const byName = new Map(volumes.map((v) => [v.metadata!.name!, v]));
+  for (const n of nodes) index.upsertNode(n);
+  for (const v of volumes) index.upsertVolume(v);
+  const candidates: VolumeCandidates = {
+    preBoundVolumes: (ns, name) => index.preBoundTo(ns, name).map((n) => byName.get(n)!),
+    freeVolumes: (cls, minBytes, nodeName) => [...(nodeName === undefined ? index.freeVolumes(cls, minBytes) : index.freeVolumesForNode(cls, nodeName, minBytes))].map((n) => byName.get(n)!),
+  };
+  return { index, candidates, byName };
+}
+
+// Seed 001 "Performance and Optimizations": per-node candidate maps kept up to date as volumes and
+// node labels change. Checked against the brute-force findMatchingVolume on random clusters.
+describe('VolumeIndex agrees with a full scan', function () {
+  const zones = ['a', 'b', 'c'];
+  const sizes = ['1Gi', '2Gi', '5Gi', '500Mi'];
+  let seed = 42;
+  const rnd = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  for (let round = 0; round < 20; round++) {
+    it(`random cluster ${round}: same choice for every node and claim, after volume and node label changes`, function () {
+      const nodes = zones.map((z, i) => node(`n${i}`, { 'topology.kubernetes.io/zone': z }));
+      const volumes: PersistentVolume[] = [];
+      for (let i = 0; i < 40; i++) {
+        const cls = rnd(3) === 0 ? 'gold' : '';
+        const affinity = rnd(2) === 0 ? { nodeAffinity: zoneAffinity(zones[rnd(3)]!) } : {};
+        const taken = rnd(5) === 0 ? { claimRef: { namespace: 'ns', name: `other-${i}`, uid: 'x' } } : {};
+        volumes.push(vol(`v${i}`, sizes[rnd(4)]!, { storageClassName: cls, ...affinity, ...taken, phase: rnd(8) === 0 ? 'Released' : 'Available' }));
+      }
+      const { index, candidates, byName } = indexed(volumes, nodes);
+      // Churn: relabel a node, delete some volumes, bind one.
+      nodes[0] = node('n0', { 'topology.kubernetes.io/zone': zones[rnd(3)]! });
+      index.upsertNode(nodes[0]);
+      for (let i = 0; i < 5; i++) {
+        const victim = `v${rnd(40)}`;
+        index.deleteVolume(victim);
+        byName.delete(victim);
+      }
+      const rebound = byName.get(`v${rnd(40)}`);
+      if (rebound) {
+        const next = { ...rebound, spec: { ...rebound.spec, claimRef: { namespace: 'ns', name: 'someone', uid: 'y' } } };
+        byName.set(next.metadata!.name!, next);
+        index.upsertVolume(next);
+      }
+      const live = [...byName.values()];
+      for (const cls of ['', 'gold']) {
+        for (const size of sizes) {
+          const c = claim('c', size, { storageClassName: cls });
+          for (const opts of [{ delayBinding: false } as MatchOptions, ...nodes.map((n): MatchOptions => ({ delayBinding: true, node: n }))]) {
+            expect(findBestVolume(c, candidates, opts)?.metadata?.name, `${cls}/${size}/${opts.node?.metadata?.name ?? '-'}`).to.equal(findMatchingVolume(c, live, opts)?.metadata?.name);
+          }
+        }
+      }
     });
   }
 });

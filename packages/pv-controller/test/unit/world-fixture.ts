@@ -1,12 +1,47 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import type { BinderWorld } from '../../src/binder/binder-world.js';
+import { volumeNodeAffinityMatches } from '@topovol/shared';
+import { capacityBytes } from '../../src/binder/check-volume-satisfies-claim.js';
 import { claimClass, pickDefaultClass, volumeClass } from '../../src/binder/claim-helpers.js';
 
 /** An in-memory BinderWorld for decision tests (decisions are pure: objects in, actions out). */
-export function world(o: { volumes?: PersistentVolume[]; claims?: PersistentVolumeClaim[]; classes?: StorageClass[]; nodes?: Node[]; pods?: Pod[] } = {}): BinderWorld {
+export interface WorldInput {
+  volumes?: PersistentVolume[];
+  claims?: PersistentVolumeClaim[];
+  classes?: StorageClass[];
+  nodes?: Node[];
+  pods?: Pod[];
+  /** Fixed clock (ms); default 1,000,000. */
+  now?: number;
+  graceMs?: number;
+  /** consumerlessSince for every claim; default: now (just noticed). */
+  consumerlessSince?: number;
+  /** lastProvisioningActivity for every claim; default: none. */
+  provisioningActivity?: number;
+}
+
+/**
+ * Free volumes as the binder's VolumeIndex yields them: sorted by size then name, and reachable
+ * from the node when one is given (the index's job in production; done by brute force here).
+ */
+function freeVolumes(o: WorldInput, cls: string, minBytes: number, nodeName?: string): PersistentVolume[] {
+  const node = nodeName === undefined ? undefined : o.nodes?.find((n) => n.metadata?.name === nodeName);
+  return (o.volumes ?? [])
+    .filter((v) => volumeClass(v) === cls && !v.spec?.claimRef && (capacityBytes(v) ?? -1) >= minBytes)
+    .filter((v) => nodeName === undefined || (node !== undefined && volumeNodeAffinityMatches(v.spec?.nodeAffinity, node)))
+    .sort((a, b) => capacityBytes(a)! - capacityBytes(b)! || (a.metadata!.name! < b.metadata!.name! ? -1 : 1));
+}
+
+export function world(o: WorldInput = {}): BinderWorld {
+  const now = o.now ?? 1_000_000;
   return {
     volume: (n) => o.volumes?.find((v) => v.metadata?.name === n),
-    candidateVolumes: (cls) => (o.volumes ?? []).filter((v) => volumeClass(v) === cls),
+    preBoundVolumes: (ns, n) => (o.volumes ?? []).filter((v) => v.spec?.claimRef?.name === n && (v.spec.claimRef.namespace ?? '') === ns),
+    freeVolumes: (cls, minBytes, nodeName) => freeVolumes(o, cls, minBytes, nodeName),
+    now: () => now,
+    staleSelectedNodeGraceMs: o.graceMs ?? 60_000,
+    consumerlessSince: () => o.consumerlessSince ?? now,
+    lastProvisioningActivity: () => o.provisioningActivity,
     claim: (ns, n) => o.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
     storageClass: (n) => o.classes?.find((c) => c.metadata?.name === n),
     defaultStorageClass: () => pickDefaultClass(o.classes ?? []),

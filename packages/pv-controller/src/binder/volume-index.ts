@@ -1,0 +1,164 @@
+import { volumeNodeAffinityMatches } from '@topovol/shared';
+import type { Node, PersistentVolume } from '@topovol/shared';
+import { capacityBytes } from './check-volume-satisfies-claim.js';
+import { volumeClass } from './claim-helpers.js';
+import { SortedVolumes } from './sorted-volumes.js';
+
+interface FreeEntry {
+  cls: string;
+  bytes: number;
+  affine: boolean;
+}
+
+/** Free = could be chosen for a new claim: no claimRef, not being deleted, not Released/Failed. */
+function isFree(v: PersistentVolume): boolean {
+  const phase = v.status?.phase;
+  return !v.spec?.claimRef && !v.metadata?.deletionTimestamp && phase !== 'Released' && phase !== 'Failed';
+}
+
+const hasAffinity = (v: PersistentVolume): boolean => (v.spec?.nodeAffinity?.required?.nodeSelectorTerms?.length ?? 0) > 0;
+
+/**
+ * The binder's candidate indexes, so that matching never scans every volume:
+ * - free volumes per class, sorted by capacity (then name), split into node-affine and not;
+ * - per node, the free node-affine volumes it can reach, by class (seed 001 "Performance and
+ *   Optimizations": evaluate a PV's node affinity once per node when it changes, not per claim);
+ * - volumes by the claim their claimRef names (pre-bound by a user or the scheduler).
+ * Fed from the informers' event handlers; it holds names and sizes only, the objects stay in the
+ * informer caches.
+ */
+export class VolumeIndex {
+  private readonly freeGlobal = new Map<string, SortedVolumes>();
+  private readonly freeAffine = new Map<string, SortedVolumes>();
+  private readonly free = new Map<string, FreeEntry>();
+  /** node → class → names of free node-affine volumes reachable from it. */
+  private readonly perNode = new Map<string, Map<string, SortedVolumes>>();
+  private readonly nodesOfVolume = new Map<string, Set<string>>();
+  private readonly affineVolumes = new Map<string, PersistentVolume>();
+  private readonly byClaim = new Map<string, Set<string>>();
+  private readonly claimOfVolume = new Map<string, string>();
+  private readonly nodes = new Map<string, Node>();
+
+  upsertVolume(v: PersistentVolume): void {
+    const name = v.metadata?.name ?? '';
+    this.deleteVolume(name);
+    const ref = v.spec?.claimRef;
+    if (ref?.name) {
+      const key = `${ref.namespace ?? ''}/${ref.name}`;
+      this.claimOfVolume.set(name, key);
+      let set = this.byClaim.get(key);
+      if (!set) this.byClaim.set(key, (set = new Set()));
+      set.add(name);
+    }
+    const bytes = capacityBytes(v);
+    if (!isFree(v) || bytes === undefined) return;
+    const entry: FreeEntry = { cls: volumeClass(v), bytes, affine: hasAffinity(v) };
+    this.free.set(name, entry);
+    listOf(entry.affine ? this.freeAffine : this.freeGlobal, entry.cls).insert(bytes, name);
+    if (!entry.affine) return;
+    this.affineVolumes.set(name, v);
+    const reach = new Set<string>();
+    for (const node of this.nodes.values()) {
+      if (!volumeNodeAffinityMatches(v.spec?.nodeAffinity, node)) continue;
+      const nodeName = node.metadata?.name ?? '';
+      reach.add(nodeName);
+      listOf(mapOf(this.perNode, nodeName), entry.cls).insert(bytes, name);
+    }
+    this.nodesOfVolume.set(name, reach);
+  }
+
+  deleteVolume(name: string): void {
+    const claimKey = this.claimOfVolume.get(name);
+    if (claimKey !== undefined) {
+      this.claimOfVolume.delete(name);
+      const set = this.byClaim.get(claimKey);
+      set?.delete(name);
+      if (set?.size === 0) this.byClaim.delete(claimKey);
+    }
+    const entry = this.free.get(name);
+    if (!entry) return;
+    this.free.delete(name);
+    (entry.affine ? this.freeAffine : this.freeGlobal).get(entry.cls)?.remove(entry.bytes, name);
+    if (!entry.affine) return;
+    this.affineVolumes.delete(name);
+    for (const nodeName of this.nodesOfVolume.get(name) ?? []) this.perNode.get(nodeName)?.get(entry.cls)?.remove(entry.bytes, name);
+    this.nodesOfVolume.delete(name);
+  }
+
+  /** A node appeared or its labels changed: re-evaluate the node-affine free volumes for it. */
+  upsertNode(node: Node): void {
+    const nodeName = node.metadata?.name ?? '';
+    this.deleteNode(nodeName);
+    this.nodes.set(nodeName, node);
+    const byClass = mapOf(this.perNode, nodeName);
+    for (const [name, v] of this.affineVolumes) {
+      if (!volumeNodeAffinityMatches(v.spec?.nodeAffinity, node)) continue;
+      const entry = this.free.get(name)!;
+      listOf(byClass, entry.cls).insert(entry.bytes, name);
+      this.nodesOfVolume.get(name)?.add(nodeName);
+    }
+  }
+
+  deleteNode(nodeName: string): void {
+    if (!this.nodes.delete(nodeName)) return;
+    for (const list of this.perNode.get(nodeName)?.values() ?? []) for (const name of list.names()) this.nodesOfVolume.get(name)?.delete(nodeName);
+    this.perNode.delete(nodeName);
+  }
+
+  /** Names of volumes whose claimRef names this claim (any uid). */
+  preBoundTo(namespace: string, name: string): string[] {
+    return [...(this.byClaim.get(`${namespace}/${name}`) ?? [])];
+  }
+
+  /** Free volumes of a class with at least `minBytes`, smallest first (node-affine or not). */
+  *freeVolumes(cls: string, minBytes: number): Generator<string> {
+    yield* mergeAscending(this.freeGlobal.get(cls)?.from(minBytes), this.freeAffine.get(cls)?.from(minBytes));
+  }
+
+  /** Free volumes of a class reachable from a node (no affinity, or affinity matching it), smallest first. */
+  *freeVolumesForNode(cls: string, nodeName: string, minBytes: number): Generator<string> {
+    yield* mergeAscending(this.freeGlobal.get(cls)?.from(minBytes), this.perNode.get(nodeName)?.get(cls)?.from(minBytes));
+  }
+
+  /** For tests and metrics: how many free volumes are indexed. */
+  get freeCount(): number {
+    return this.free.size;
+  }
+}
+
+function mapOf<V>(m: Map<string, Map<string, V>>, key: string): Map<string, V> {
+  let inner = m.get(key);
+  if (!inner) m.set(key, (inner = new Map<string, V>()));
+  return inner;
+}
+
+function listOf(m: Map<string, SortedVolumes>, cls: string): SortedVolumes {
+  let list = m.get(cls);
+  if (!list) m.set(cls, (list = new SortedVolumes()));
+  return list;
+}
+
+type Entries = Iterator<[number, string], void>;
+
+/** Merges two ascending (bytes, name) streams. */
+function* mergeAscending(a: Entries | undefined, b: Entries | undefined): Generator<string> {
+  const head = (it: Entries | undefined): [number, string] | undefined => {
+    const r = it?.next();
+    return r && !r.done ? r.value : undefined;
+  };
+  let x = head(a);
+  let y = head(b);
+  while (x || y) {
+    if (x && (!y || compare(x, y) <= 0)) {
+      yield x[1];
+      x = head(a);
+    } else if (y) {
+      yield y[1];
+      y = head(b);
+    }
+  }
+}
+
+function compare(p: [number, string], q: [number, string]): number {
+  return p[0] - q[0] || (p[1] < q[1] ? -1 : p[1] > q[1] ? 1 : 0);
+}

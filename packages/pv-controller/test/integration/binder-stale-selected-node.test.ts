@@ -1,0 +1,114 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { Event, KubeClient, Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { eventFor, getPVC, pvc, RunningBinder } from './binder-harness.js';
+
+const SEL = 'volume.kubernetes.io/selected-node';
+const GRACE_S = 6;
+
+// kubernetes #112347: a selected-node left behind after its pod went away (deleted, or preempted
+// and placed elsewhere) pins provisioning to the wrong node forever. The binder clears it after
+// --stale-selected-node-grace, never while the external provisioner shows activity on the claim.
+describe('pv-binder: stale selected-node (kubernetes #112347)', function () {
+  this.timeout(90_000);
+  let admin: KubeClient;
+  let binder: RunningBinder;
+  let ns: string;
+  let cls: string;
+  const name = (s: string): string => `${ns}-${s}`;
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    binder = await RunningBinder.start(admin, [`--stale-selected-node-grace=${GRACE_S}s`]);
+  });
+  after(async function () {
+    await binder?.stop();
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'stale-');
+    cls = `${ns}-late`;
+    await admin.create<StorageClass>(Resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: cls },
+      provisioner: 'example.com/csi',
+      volumeBindingMode: 'WaitForFirstConsumer',
+    });
+    for (const n of ['node-a', 'node-b']) await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: name(n) } });
+  });
+  afterEach(async function () {
+    await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+    for (const n of ['node-a', 'node-b']) await admin.delete(Resources.nodes, name(n)).catch(() => undefined);
+  });
+
+  const pod = (podName: string, claim: string, nodeName?: string): Pod => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: podName, namespace: ns },
+    spec: { nodeName, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: claim } }] },
+  });
+  const selectedNode = async (claim: string): Promise<string | undefined> => (await getPVC(admin, ns, claim)).metadata?.annotations?.[SEL];
+
+  /** What sig-storage-lib-external-provisioner records at every provisioning attempt. */
+  async function provisioningAttempt(claim: PersistentVolumeClaim, existing?: Event): Promise<Event> {
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    if (existing) {
+      return admin.patch<Event>(Resources.events, existing.metadata?.name ?? '', ns, 'merge', { count: (existing.count ?? 1) + 1, lastTimestamp: now });
+    }
+    return admin.create<Event>(Resources.events, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `${claim.metadata?.name}.provisioning`, namespace: ns },
+      involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claim.metadata?.name, uid: claim.metadata?.uid },
+      reason: 'Provisioning',
+      message: `External provisioner is provisioning volume for claim "${ns}/${claim.metadata?.name}"`,
+      type: 'Normal',
+      source: { component: 'example.com/csi_test-host_0000' },
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    });
+  }
+
+  it('clears a selected-node whose pod is gone, but not one whose provisioning is still being retried', async function () {
+    const idle = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'idle', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
+    const busy = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'busy', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
+    // The provisioner keeps retrying "busy" (as after a CreateVolume timeout) while "idle" sees nothing.
+    let attempt = await provisioningAttempt(busy);
+    let retrying = true;
+    const retries = (async () => {
+      while (retrying) {
+        await new Promise((r) => setTimeout(r, 1000));
+        if (retrying) attempt = await provisioningAttempt(busy, attempt);
+      }
+    })();
+    try {
+      await eventually(async () => expect(await selectedNode('idle')).to.equal(undefined), 60_000);
+      await eventFor(admin, idle, 'SelectedNodeStale');
+      expect(await selectedNode('busy'), 'a provisioning under way is never interrupted').to.equal(name('node-a'));
+    } finally {
+      retrying = false;
+      await retries;
+    }
+    // The provisioner gave up (or finished elsewhere): after the grace period the annotation goes too.
+    await eventually(async () => expect(await selectedNode('busy')).to.equal(undefined), 60_000);
+  });
+
+  it('keeps selected-node while an unscheduled pod may still be bound there', async function () {
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'waiting', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
+    await admin.create(Resources.pods, pod('p-waiting', 'waiting'));
+    const gone = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'gone', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
+    await eventFor(admin, gone, 'SelectedNodeStale');
+    expect(await selectedNode('waiting')).to.equal(name('node-a'));
+  });
+
+  it('a pod rescheduled to another node gets its claim provisioned there', async function () {
+    const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'moved', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
+    // The first pod was preempted; its replacement runs on node-b.
+    await admin.create(Resources.pods, pod('p-new', 'moved', name('node-b')));
+    await eventFor(admin, claim, 'SelectedNodeStale');
+    // Then the scheduler-bypass rule selects the pod's node, so the provisioner provisions there.
+    await eventually(async () => expect(await selectedNode('moved')).to.equal(name('node-b')), 60_000);
+  });
+});
