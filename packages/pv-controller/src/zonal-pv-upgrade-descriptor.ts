@@ -1,12 +1,16 @@
 import type { ControllerDescriptor } from '@topovol/shared';
+import { setupZonalPvUpgrade } from './zonal/zonal-pv-upgrade-controller.js';
 
-/** The zonal-label upgrade loop (seed 001, issue #4). Registered so --controllers knows the name. */
+/** The zonal-label upgrade loop (seed 001, "Zonal PV Upgrade", issue #4). */
 export const zonalPvUpgradeDescriptor: ControllerDescriptor = {
   name: 'zonal-pv-upgrade',
-  description: 'turns legacy zone/region labels on PVs into nodeAffinity',
-  // Off until the loop exists, so that '*' does not fail; asking for it explicitly says why.
+  description: 'turns legacy zone/region labels on PVs into spec.nodeAffinity',
+  // A one-off migration an operator opts into, as upstream's non-default controllers.
   disabledByDefault: true,
-  setup() {
-    throw new Error('the zonal-pv-upgrade controller is not implemented yet (issue #4)');
-  },
+  eventComponent: 'topovol-zonal-pv-upgrade',
+  rbac: [
+    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  ],
+  setup: setupZonalPvUpgrade,
 };

@@ -9,3 +9,4 @@ export { eventually } from './eventually.js';
 export { ManagedProcess } from './managed-process.js';
 export { freePort } from './free-port.js';
 export { repoRoot } from './repo-root.js';
+export { startKubeScheduler } from './kube-scheduler.js';

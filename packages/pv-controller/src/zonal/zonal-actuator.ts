@@ -1,0 +1,69 @@
+import { classifyError, Resources, TerminalError } from '@topovol/shared';
+import type { EventRecorder, KubeClient, Logger, PersistentVolume } from '@topovol/shared';
+import type { ZonalUpgradeDecision } from './decide-zonal-upgrade.js';
+import { countZonalUpgrade } from './zonal-metrics.js';
+
+/**
+ * Event reasons of this loop, on the PersistentVolume:
+ * - ZonalLabelsConverted (Normal): nodeAffinity was written from the zone/region labels (in
+ *   dry-run mode: would have been).
+ * - MalformedZonalLabels (Warning): a zone/region label value cannot be read (e.g. "a____b"), or
+ *   the API server refused the affinity built from it; the PV is left unchanged.
+ */
+export const REASON_CONVERTED = 'ZonalLabelsConverted';
+export const REASON_MALFORMED = 'MalformedZonalLabels';
+
+export interface ZonalActuatorDeps {
+  client: KubeClient;
+  events: EventRecorder;
+  log: Logger;
+  dryRun: boolean;
+}
+
+/** Carries out one decision about one PV. */
+export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVolume, decision: ZonalUpgradeDecision): Promise<void> {
+  const name = pv.metadata?.name ?? '';
+  switch (decision.kind) {
+    case 'none':
+      return;
+    case 'malformed':
+      d.log.warn('malformed zonal labels; not converting', { volume: name, reason: decision.reason });
+      countZonalUpgrade('malformed');
+      d.events.event(pv, 'Warning', REASON_MALFORMED, `${decision.reason}; spec.nodeAffinity not set`);
+      return;
+    case 'upgrade': {
+      if (d.dryRun) {
+        d.log.info('dry-run: would set nodeAffinity from zonal labels', { volume: name, nodeAffinity: decision.summary });
+        countZonalUpgrade('dry_run');
+        d.events.event(pv, 'Normal', REASON_CONVERTED, `dry run: would set spec.nodeAffinity from zone/region labels: ${decision.summary}`);
+        return;
+      }
+      let written: PersistentVolume;
+      try {
+        // The resourceVersion makes the patch conditional: if the PV changed since our cache saw
+        // it (someone may have set nodeAffinity meanwhile), the server answers Conflict and the
+        // key is retried on fresh data rather than overwriting.
+        written = await d.client.patch<PersistentVolume>(Resources.persistentVolumes, name, undefined, 'merge', {
+          metadata: { resourceVersion: pv.metadata?.resourceVersion },
+          spec: { nodeAffinity: decision.nodeAffinity },
+        });
+      } catch (err) {
+        const kind = classifyError(err).kind;
+        if (kind === 'NotFound') return; // deleted meanwhile: nothing left to convert
+        // A conflict is a race, not a failure: the retry decides again and is counted then.
+        if (kind === 'Conflict') throw err;
+        countZonalUpgrade('error');
+        if (kind === 'Invalid') {
+          // The server will refuse the same affinity every time; only a label change can help.
+          d.events.event(pv, 'Warning', REASON_MALFORMED, `the API server refused spec.nodeAffinity built from the zone/region labels (${decision.summary}): ${classifyError(err).message}`);
+          throw new TerminalError(`nodeAffinity refused for volume ${name}`, { cause: err });
+        }
+        throw err;
+      }
+      d.log.info('set nodeAffinity from zonal labels', { volume: name, nodeAffinity: decision.summary });
+      countZonalUpgrade('upgraded');
+      d.events.event(written, 'Normal', REASON_CONVERTED, `set spec.nodeAffinity from zone/region labels: ${decision.summary}`);
+      return;
+    }
+  }
+}

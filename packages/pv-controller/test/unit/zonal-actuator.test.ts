@@ -1,0 +1,137 @@
+import { expect } from 'chai';
+import nock from 'nock';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventRecorder, isConflict, isTerminalError, KubeClient, logger, metricsRegistry } from '@topovol/shared';
+import type { EventType, KubeObject, PersistentVolume } from '@topovol/shared';
+import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
+import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED } from '../../src/zonal/zonal-actuator.js';
+
+// nock stands in for the API server only for answers the real one rarely gives on demand (422 for
+// an affinity our decision thought valid, 500); the normal path and real Conflicts are covered by
+// test/integration/zonal-pv-upgrade.test.ts.
+const SERVER = 'https://kube.invalid';
+const PATH = '/api/v1/persistentvolumes/v';
+
+function client(): KubeClient {
+  const file = join(mkdtempSync(join(tmpdir(), 'zonal-actuator-')), 'kubeconfig.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: SERVER } }],
+      users: [{ name: 'u', user: { token: 't' } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+  return KubeClient.load(file, { qps: 0, burst: 1 });
+}
+
+/** Keeps Events in memory instead of writing them. */
+class CapturedEvents extends EventRecorder {
+  readonly captured: { type: EventType; reason: string; message: string }[] = [];
+  constructor(c: KubeClient) {
+    super(c, 'topovol-zonal-pv-upgrade', 'test', true);
+  }
+  override event(_obj: KubeObject, type: EventType, reason: string, message: string): void {
+    this.captured.push({ type, reason, message });
+  }
+}
+
+async function count(result: string): Promise<number> {
+  const m = metricsRegistry.getSingleMetric('topovol_zonal_pv_upgrades_total');
+  const values = m ? (await m.get()).values : [];
+  return values.filter((v) => v.labels.result === result).reduce((s, v) => s + v.value, 0);
+}
+
+const status = (code: number, reason: string): Record<string, unknown> => ({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message: `${reason} happened` });
+
+async function failure(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('zonal actuator: write outcomes', function () {
+  const volume: PersistentVolume = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: 'v', resourceVersion: '41', labels: { 'topology.kubernetes.io/zone': 'z1' } },
+    spec: { capacity: { storage: '1Gi' } },
+  };
+  const decision = decideZonalUpgrade(volume);
+  let c: KubeClient;
+  let events: CapturedEvents;
+  const deps = (dryRun = false) => ({ client: c, events, log: logger(), dryRun });
+
+  before(() => nock.disableNetConnect());
+  beforeEach(() => {
+    c = client();
+    events = new CapturedEvents(c);
+  });
+  afterEach(() => nock.cleanAll());
+  after(() => nock.enableNetConnect());
+
+  it('sends a merge patch of nodeAffinity only, conditional on the resourceVersion it decided on', async function () {
+    const before = await count('upgraded');
+    const scope = nock(SERVER, { reqheaders: { 'content-type': 'application/merge-patch+json' } })
+      .patch(PATH, (b: { metadata?: Record<string, unknown>; spec?: Record<string, unknown> }) => {
+        return JSON.stringify(b.metadata) === JSON.stringify({ resourceVersion: '41' }) && Object.keys(b.spec ?? {}).join() === 'nodeAffinity';
+      })
+      .reply(200, { ...volume, metadata: { ...volume.metadata, resourceVersion: '42' } });
+    await applyZonalDecision(deps(), volume, decision);
+    expect(scope.isDone()).to.equal(true);
+    expect(await count('upgraded')).to.equal(before + 1);
+    expect(events.captured).to.deep.equal([{ type: 'Normal', reason: REASON_CONVERTED, message: 'set spec.nodeAffinity from zone/region labels: topology.kubernetes.io/zone in (z1)' }]);
+  });
+
+  it('Conflict: rethrown for a retry, not counted as an error, no Event', async function () {
+    const before = await count('error');
+    nock(SERVER).patch(PATH).reply(409, status(409, 'Conflict'));
+    const err = await failure(applyZonalDecision(deps(), volume, decision));
+    expect(isConflict(err)).to.equal(true);
+    expect(isTerminalError(err)).to.equal(false);
+    expect(await count('error')).to.equal(before);
+    expect(events.captured).to.deep.equal([]);
+  });
+
+  it('NotFound: the volume went away, nothing to do', async function () {
+    const before = await count('error');
+    nock(SERVER).patch(PATH).reply(404, status(404, 'NotFound'));
+    await applyZonalDecision(deps(), volume, decision);
+    expect(await count('error')).to.equal(before);
+    expect(events.captured).to.deep.equal([]);
+  });
+
+  it('Invalid: counted as an error, a Warning Event, and not retried (terminal)', async function () {
+    const before = await count('error');
+    nock(SERVER).patch(PATH).reply(422, status(422, 'Invalid'));
+    const err = await failure(applyZonalDecision(deps(), volume, decision));
+    expect(isTerminalError(err)).to.equal(true);
+    expect(await count('error')).to.equal(before + 1);
+    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_MALFORMED}`]);
+  });
+
+  it('a server error: counted as an error and rethrown for a retry with backoff', async function () {
+    const before = await count('error');
+    nock(SERVER).patch(PATH).reply(500, status(500, 'InternalError'));
+    const err = await failure(applyZonalDecision(deps(), volume, decision));
+    expect(isTerminalError(err)).to.equal(false);
+    expect(await count('error')).to.equal(before + 1);
+    expect(events.captured).to.deep.equal([]);
+  });
+
+  it('dry run: no request at all, the dry_run count and a Normal Event', async function () {
+    const before = await count('dry_run');
+    await applyZonalDecision(deps(true), volume, decision); // disableNetConnect fails any request
+    expect(await count('dry_run')).to.equal(before + 1);
+    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Normal ${REASON_CONVERTED}`]);
+    expect(events.captured[0]!.message).to.match(/^dry run: would set/);
+  });
+});
