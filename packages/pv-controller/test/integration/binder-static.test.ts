@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
+import { metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
@@ -53,6 +53,37 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
     expect(vol.spec?.claimRef).to.include({ namespace: ns, name: 'c', uid: claim.metadata?.uid });
     expect(vol.metadata?.annotations?.['pv.kubernetes.io/bound-by-controller']).to.equal('yes');
     expect((await getPV(admin, name('big'))).spec?.claimRef).to.equal(undefined);
+  });
+
+  /** A sample's value as a scrape of /metrics would see it (every collector runs), 0 when absent. */
+  async function sample(metric: string, labels: Record<string, string>, suffix = ''): Promise<number> {
+    const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number>; metricName?: string }[] }[];
+    const family = all.find((m) => m.name === metric);
+    const hit = family?.values.find((v) => (v.metricName ?? metric) === metric + suffix && Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want));
+    return hit?.value ?? 0;
+  }
+
+  // Upstream's pv_collector_* gauges (pkg/controller/volume/persistentvolume/metrics/metrics.go) and
+  // Topovol's bind counter and claim-to-Bound histogram, read from the registry /metrics serves.
+  it('exports upstream\'s pv_collector gauges, a bind counter and the bind latency histogram', async function () {
+    const boundBefore = await sample('topovol_pv_binder_binds_total', { result: 'bound' });
+    const latencyBefore = await sample('topovol_pv_binder_claim_bind_duration_seconds', { mode: 'Immediate' }, '_count');
+    for (const i of [1, 2, 3]) await admin.create(Resources.persistentVolumes, pv(name(`m${i}`), '1Gi'));
+    for (const i of [1, 2]) await admin.create(Resources.persistentVolumeClaims, pvc(ns, `m${i}`, '1Gi'));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'unbindable', '50Gi'));
+    await bound('m1');
+    await bound('m2');
+    await eventually(async () => {
+      expect(await sample('pv_collector_bound_pvc_count', { namespace: ns, storage_class: '' })).to.equal(2);
+      expect(await sample('pv_collector_unbound_pvc_count', { namespace: ns, storage_class: '' })).to.equal(1);
+      expect(await sample('pv_collector_bound_pv_count', { storage_class: '' })).to.be.at.least(2);
+      expect(await sample('pv_collector_unbound_pv_count', { storage_class: '' })).to.be.at.least(1);
+    });
+    expect(await sample('topovol_pv_binder_binds_total', { result: 'bound' })).to.equal(boundBefore + 2);
+    expect(await sample('topovol_pv_binder_claim_bind_duration_seconds', { mode: 'Immediate' }, '_count')).to.equal(latencyBefore + 2);
+    const text = await metricsRegistry.metrics();
+    expect(text).to.match(/^# TYPE pv_collector_bound_pvc_count gauge$/m);
+    expect(text).to.match(/^workqueue_adds_total\{name="pv-binder"\} \d+/m);
   });
 
   it('honours a claim pre-bound with spec.volumeName, and reports VolumeMismatch when it cannot fit', async function () {
