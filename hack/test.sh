@@ -7,7 +7,8 @@ bootstrap
 echo "==> lint" >&2
 pnpm run --silent lint
 echo "==> control-plane binaries" >&2
-bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler >&2
+bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager >&2
+bash hack/csi-binaries.sh >&2
 echo "==> unit tests" >&2
 pnpm run --silent test:unit
 echo "==> integration tests" >&2

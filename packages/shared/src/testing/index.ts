@@ -10,3 +10,5 @@ export { ManagedProcess } from './managed-process.js';
 export { freePort } from './free-port.js';
 export { repoRoot } from './repo-root.js';
 export { startKubeScheduler } from './kube-scheduler.js';
+export { csiBinaries } from './csi-binaries.js';
+export { startKubeControllerManager } from './kube-controller-manager.js';
