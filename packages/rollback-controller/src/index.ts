@@ -1,12 +1,6 @@
-import type { ControllerDescriptor } from '@topovol/shared';
-
-/** Volume provisioning rollback (seed 004, issue #6). Registered so --controllers knows the name. */
-export const rollbackDescriptor: ControllerDescriptor = {
-  name: 'rollback',
-  description: 'undoes still-unused volumes when a pod has to move to another node',
-  // Off until the loop exists, so that '*' does not fail; asking for it explicitly says why.
-  disabledByDefault: true,
-  setup() {
-    throw new Error('the rollback controller is not implemented yet (issue #6)');
-  },
-};
+export { rollbackDescriptor } from './rollback-descriptor.js';
+export { setupRollback } from './rollback/rollback-controller.js';
+export { rollbackFlags } from './rollback/rollback-flags.js';
+export { decideMark } from './rollback/decide-mark.js';
+export { decideRollback } from './rollback/decide-rollback.js';
+export * from './rollback/marks.js';

@@ -1,0 +1,44 @@
+import type { PersistentVolume } from '@topovol/shared';
+
+/**
+ * Topovol's rollback marks on PersistentVolumes (seed 004; the KEP's open question "label PV or
+ * PVC?" settled: the PV, which outlives a recreated claim). Documented in docs/rollback.md and
+ * protected by the ValidatingAdmissionPolicy in config/admission.
+ *
+ * - label `rollback.topovol.io/usage`: `unused` when the controller saw the volume provisioned for
+ *   a pod that never ran; `used` (permanent) once there is any evidence a pod may have written it.
+ * - annotation `rollback.topovol.io/provisioned-for-node`: the selected node it was provisioned for.
+ * - annotation `rollback.topovol.io/provisioned-for-pod`: uid of the pod whose scheduling
+ *   triggered the provisioning (the only pod for which a rollback can be justified).
+ */
+export const LABEL_USAGE = 'rollback.topovol.io/usage';
+export const ANN_PROVISIONED_FOR_NODE = 'rollback.topovol.io/provisioned-for-node';
+export const ANN_PROVISIONED_FOR_POD = 'rollback.topovol.io/provisioned-for-pod';
+/** Set by the bind to the usage evidence, for `kubectl describe`. */
+export const ANN_USED_BECAUSE = 'rollback.topovol.io/used-because';
+/** On a pod: the claims being recreated by a rollback that has started (JSON), so a crash between delete and create loses nothing. */
+export const ANN_RECREATE_CLAIMS = 'rollback.topovol.io/recreate-claims';
+
+export type Usage = 'unused' | 'used' | undefined;
+
+export function usageOf(v: PersistentVolume): Usage {
+  const u = v.metadata?.labels?.[LABEL_USAGE];
+  return u === 'unused' || u === 'used' ? u : undefined;
+}
+
+// Upstream names the rollback reads (k8s.io/component-helpers/storage/volume).
+export const ANN_SELECTED_NODE = 'volume.kubernetes.io/selected-node';
+export const ANN_PROVISIONED_BY = 'pv.kubernetes.io/provisioned-by';
+export const ANN_BIND_COMPLETED = 'pv.kubernetes.io/bind-completed';
+export const ANN_BOUND_BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
+export const ANN_STORAGE_PROVISIONER = 'volume.kubernetes.io/storage-provisioner';
+export const ANN_BETA_STORAGE_PROVISIONER = 'volume.beta.kubernetes.io/storage-provisioner';
+
+export const Reasons = {
+  MarkedUnused: 'VolumeMarkedUnused',
+  MarkedUsed: 'VolumeMarkedUsed',
+  RollbackStarted: 'ProvisioningRollback',
+  ClaimRecreated: 'ClaimRecreated',
+  RollbackRefused: 'ProvisioningRollbackRefused',
+  RollbackAborted: 'ProvisioningRollbackAborted',
+} as const;

@@ -1,0 +1,124 @@
+import { EventRecorder, InformerFactory, logger, parseManagerFlags, Resources, retryOnConflict } from '@topovol/shared';
+import type { Controller, Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { eventually } from '@topovol/shared/testing';
+import { setupRollback } from '../../src/rollback/rollback-controller.js';
+import { rollbackFlags } from '../../src/rollback/rollback-flags.js';
+
+/** The rollback loop running in-process against the test API server. */
+export class RunningRollback {
+  private constructor(
+    readonly controller: Controller,
+    private readonly informers: InformerFactory,
+    private readonly events: EventRecorder,
+  ) {}
+
+  static async start(client: KubeClient, args: string[] = []): Promise<RunningRollback> {
+    const options = parseManagerFlags(['--concurrent-workers=4', ...args], rollbackFlags);
+    const informers = new InformerFactory(client);
+    const events = new EventRecorder(client, 'topovol-rollback', 'test', options.dryRun);
+    const controller = setupRollback({ client, informers, events, options, log: logger() });
+    informers.start();
+    await informers.waitForSync();
+    void controller.start();
+    return new RunningRollback(controller, informers, events);
+  }
+
+  async stop(): Promise<void> {
+    await this.controller.shutdown(10_000);
+    await this.events.flush();
+    await this.informers.stop();
+  }
+}
+
+export const SEL = 'volume.kubernetes.io/selected-node';
+export const HOSTNAME = 'kubernetes.io/hostname';
+export const PROVISIONER = 'rollback.test.topovol.io';
+
+export function claim(ns: string, name: string, cls: string): PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: ns, labels: { app: 'rollback-test' }, annotations: { 'example.com/keep': 'me' } },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: cls },
+  };
+}
+
+export function pod(ns: string, name: string, claims: string[]): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ns },
+    spec: {
+      // Nothing schedules it in these tests: the test plays the scheduler's selected-node writes.
+      schedulerName: 'nobody',
+      containers: [{ name: 'c', image: 'busybox' }],
+      volumes: claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })),
+    },
+  };
+}
+
+/** What the scheduler's VolumeBinding plugin does for a delayed-binding claim it wants provisioned. */
+export async function selectNode(client: KubeClient, ns: string, name: string, node: string | null): Promise<void> {
+  await client.patch(Resources.persistentVolumeClaims, name, ns, 'merge', { metadata: { annotations: { [SEL]: node } } });
+}
+
+/** What an external provisioner does after CreateVolume succeeded: a PV pre-bound to the claim. */
+export async function provision(client: KubeClient, ns: string, claimName: string, node: string, pvName: string): Promise<PersistentVolume> {
+  const c = await client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claimName, ns);
+  return client.create<PersistentVolume>(Resources.persistentVolumes, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: pvName, annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER } },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: 'Delete',
+      storageClassName: c.spec?.storageClassName,
+      claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claimName, uid: c.metadata?.uid, resourceVersion: c.metadata?.resourceVersion },
+      csi: { driver: PROVISIONER, volumeHandle: `handle-${pvName}` },
+      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: HOSTNAME, operator: 'In', values: [node] }] }] } },
+    },
+  });
+}
+
+/** What the external provisioner records when CreateVolume fails, and its reschedule signal. */
+export async function failProvisioning(client: KubeClient, ns: string, claimName: string, message: string): Promise<void> {
+  const c = await client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claimName, ns);
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  await client.create<Event>(Resources.events, {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${claimName}.failed.${Date.now()}`, namespace: ns },
+    involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claimName, uid: c.metadata?.uid },
+    reason: 'ProvisioningFailed',
+    message,
+    type: 'Warning',
+    source: { component: `${PROVISIONER}_test_0` },
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+  });
+  await selectNode(client, ns, claimName, null);
+}
+
+export async function createNode(client: KubeClient, name: string): Promise<void> {
+  await client.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [HOSTNAME]: name } } });
+}
+
+export async function updateNodeStatus(client: KubeClient, name: string, status: NonNullable<Node['status']>): Promise<void> {
+  await retryOnConflict(async () => {
+    const n = await client.get<Node>(Resources.nodes, name);
+    n.status = { ...n.status, ...status };
+    await client.replaceStatus(Resources.nodes, n);
+  });
+}
+
+export async function eventFor(client: KubeClient, obj: KubeObject, reason: string): Promise<Event> {
+  const ns = obj.metadata?.namespace || 'default';
+  return eventually(async () => {
+    const list = await client.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${obj.metadata?.name},reason=${reason}` });
+    const e = list.items.find((x) => x.involvedObject.kind === obj.kind);
+    if (!e) throw new Error(`no ${reason} event for ${obj.kind} ${obj.metadata?.name}`);
+    return e;
+  });
+}

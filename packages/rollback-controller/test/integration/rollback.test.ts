@@ -1,0 +1,213 @@
+import { expect } from 'chai';
+import { metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
+import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
+import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/shared/testing';
+import type { ManagedProcess } from '@topovol/shared/testing';
+import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_RECREATE_CLAIMS, LABEL_USAGE } from '../../src/rollback/marks.js';
+import { claim, createNode, eventFor, failProvisioning, pod, provision, RunningRollback, SEL, selectNode, updateNodeStatus } from './rollback-harness.js';
+
+const get = (admin: KubeClient, ns: string, name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
+const getPV = (admin: KubeClient, name: string): Promise<PersistentVolume> => admin.get<PersistentVolume>(Resources.persistentVolumes, name);
+
+async function counter(name: string, labels: Record<string, string>): Promise<number> {
+  const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
+  return all.find((m) => m.name === name)?.values.find((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))?.value ?? 0;
+}
+
+// Seed 004 and kubernetes #94217 on the real API server, with the real kube-controller-manager's
+// persistentvolume binder and pv/pvc protection controllers; the test plays the scheduler's
+// selected-node writes and the external provisioner.
+describe('rollback: undo unused volumes of a pod that must move (kubernetes #94217)', function () {
+  this.timeout(120_000);
+  let admin: KubeClient;
+  let kcm: ManagedProcess;
+  let ns: string;
+  let cls: string;
+  const name = (s: string): string => `${ns}-${s}`;
+
+  before(async function () {
+    const cp = await sharedControlPlane();
+    admin = cp.adminClient();
+    kcm = await startKubeControllerManager(cp, ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']);
+  });
+  after(async function () {
+    await kcm?.stop();
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'rb-');
+    cls = `${ns}-wffc`;
+    await admin.create<StorageClass>(Resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: cls },
+      provisioner: 'rollback.test.topovol.io',
+      volumeBindingMode: 'WaitForFirstConsumer',
+      reclaimPolicy: 'Delete',
+    });
+    for (const n of ['a', 'b']) await createNode(admin, name(n));
+  });
+  afterEach(async function () {
+    await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+    for (const n of ['a', 'b']) await admin.delete(Resources.nodes, name(n)).catch(() => undefined);
+  });
+
+  /** P with claims c1 and c2; c1 provisioned on node a and marked unused. */
+  async function c1ProvisionedOnA(rollback: RunningRollback | undefined): Promise<{ p: Pod; c1: PersistentVolumeClaim; v1: PersistentVolume }> {
+    expect(rollback).to.not.equal(undefined);
+    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
+    const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
+    await selectNode(admin, ns, 'c1', name('a'));
+    await selectNode(admin, ns, 'c2', name('a'));
+    await provision(admin, ns, 'c1', name('a'), name('v1'));
+    const c1 = await eventually(async () => {
+      const c = await get(admin, ns, 'c1');
+      expect(c.status?.phase).to.equal('Bound');
+      return c;
+    });
+    const v1 = await eventually(async () => {
+      const v = await getPV(admin, name('v1'));
+      expect(v.metadata?.labels?.[LABEL_USAGE]).to.equal('unused');
+      return v;
+    });
+    expect(v1.metadata?.annotations).to.include({ [ANN_PROVISIONED_FOR_NODE]: name('a'), [ANN_PROVISIONED_FOR_POD]: p.metadata?.uid });
+    return { p, c1, v1 };
+  }
+
+  describe('with the controller running', function () {
+    let rollback: RunningRollback;
+    before(async function () {
+      rollback = await RunningRollback.start(admin, ['--rollback-grace-period=1s']);
+    });
+    after(async function () {
+      await rollback?.stop();
+    });
+
+    it('rolls back c1 when c2 fails on node a, and both end on node b', async function () {
+      const before = await counter('topovol_rollback_rollbacks_total', { result: 'rolled_back' });
+      const { p, c1 } = await c1ProvisionedOnA(rollback);
+      await failProvisioning(admin, ns, 'c2', 'failed to provision volume with StorageClass: rpc error: code = ResourceExhausted desc = node a is full');
+      // c1 comes back Pending, with the same name, labels and annotations, and no volume.
+      const again = await eventually(async () => {
+        const c = await get(admin, ns, 'c1');
+        expect(c.metadata?.uid).to.not.equal(c1.metadata?.uid);
+        return c;
+      }, 60_000);
+      expect(again.spec?.volumeName ?? '').to.equal('');
+      expect(again.metadata?.annotations?.[SEL]).to.equal(undefined);
+      expect(again.metadata?.annotations?.['example.com/keep']).to.equal('me');
+      expect(again.metadata?.labels).to.deep.equal({ app: 'rollback-test' });
+      await eventually(async () => expect((await get(admin, ns, 'c1')).status?.phase).to.equal('Pending'));
+      // The old volume goes to its reclaim policy (Released; the external deleter would delete it).
+      await eventually(async () => expect((await getPV(admin, name('v1'))).status?.phase).to.equal('Released'), 60_000);
+      await eventFor(admin, p, 'ProvisioningRollback');
+      await eventually(async () => expect((await admin.get<Pod>(Resources.pods, 'p', ns)).metadata?.annotations?.[ANN_RECREATE_CLAIMS]).to.equal(undefined));
+      expect(await counter('topovol_rollback_rollbacks_total', { result: 'rolled_back' })).to.equal(before + 1);
+      // The scheduler now picks node b for both; the provisioner provisions there; both bind.
+      await selectNode(admin, ns, 'c1', name('b'));
+      await selectNode(admin, ns, 'c2', name('b'));
+      await provision(admin, ns, 'c1', name('b'), name('v1b'));
+      await provision(admin, ns, 'c2', name('b'), name('v2b'));
+      for (const [c, v] of [['c1', 'v1b'], ['c2', 'v2b']] as const) {
+        await eventually(async () => {
+          const got = await get(admin, ns, c);
+          expect(got.status?.phase).to.equal('Bound');
+          expect(got.spec?.volumeName).to.equal(name(v));
+        }, 60_000);
+      }
+    });
+
+    it('never rolls back when the pod has run: the volume is marked used, and an Event says why', async function () {
+      const { p, c1 } = await c1ProvisionedOnA(rollback);
+      const running = await admin.get<Pod>(Resources.pods, 'p', ns);
+      running.status = { ...running.status, phase: 'Running' };
+      await admin.replaceStatus(Resources.pods, running);
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used'));
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      const refused = await eventFor(admin, p, 'ProvisioningRollbackRefused');
+      expect(refused.message).to.match(/marked used|has run/);
+      expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+    });
+
+    it('a node reporting the volume in volumesInUse marks it used and blocks the rollback', async function () {
+      const { p, c1, v1 } = await c1ProvisionedOnA(rollback);
+      await updateNodeStatus(admin, name('a'), { volumesInUse: [`kubernetes.io/csi/${v1.spec!.csi!.driver}^${v1.spec!.csi!.volumeHandle}`] });
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used'));
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      await eventFor(admin, p, 'ProvisioningRollbackRefused');
+      expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+    });
+
+    it('a VolumeAttachment marks the volume used and blocks the rollback', async function () {
+      const { p, c1 } = await c1ProvisionedOnA(rollback);
+      await admin.create<VolumeAttachment>(Resources.volumeAttachments, {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'VolumeAttachment',
+        metadata: { name: name('va') },
+        spec: { attacher: 'rollback.test.topovol.io', nodeName: name('a'), source: { persistentVolumeName: name('v1') } },
+      });
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used'));
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      await eventFor(admin, p, 'ProvisioningRollbackRefused');
+      expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+      await admin.delete(Resources.volumeAttachments, name('va'));
+    });
+
+    it('rolls back when node a is deleted', async function () {
+      const { c1 } = await c1ProvisionedOnA(rollback);
+      await admin.delete(Resources.nodes, name('a'));
+      await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+    });
+
+    it('rolls back when node a is tainted NoSchedule and the pod does not tolerate it', async function () {
+      const { c1 } = await c1ProvisionedOnA(rollback);
+      await retryOnConflict(async () => {
+        const n = await admin.get<Node>(Resources.nodes, name('a'));
+        n.spec = { ...n.spec, taints: [{ key: 'example.com/maintenance', effect: 'NoSchedule' }] };
+        await admin.replace(Resources.nodes, n);
+      });
+      await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+    });
+
+    it('never touches a statically created PV', async function () {
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'static', cls));
+      await admin.create<Pod>(Resources.pods, pod(ns, 'ps', ['static']));
+      await selectNode(admin, ns, 'static', name('a'));
+      const v = await provision(admin, ns, 'static', name('a'), name('static'));
+      // An administrator's PV: no provisioned-by annotation.
+      await admin.patch(Resources.persistentVolumes, name('static'), undefined, 'merge', { metadata: { annotations: { 'pv.kubernetes.io/provisioned-by': null } } });
+      await eventually(async () => expect((await get(admin, ns, 'static')).status?.phase).to.equal('Bound'));
+      await admin.delete(Resources.nodes, name('a'));
+      // A sentinel: a provisioned volume of another pod is marked, so the controller has looked.
+      await c1ProvisionedOnA(rollback).catch(() => undefined);
+      const after = await getPV(admin, name('static'));
+      expect(after.metadata?.labels?.[LABEL_USAGE]).to.equal(undefined);
+      expect(after.spec?.claimRef?.uid).to.equal(v.spec?.claimRef?.uid);
+      expect((await get(admin, ns, 'static')).status?.phase).to.equal('Bound');
+    });
+  });
+
+  it('--dry-run writes nothing and reports the same decisions', async function () {
+    const rollback = await RunningRollback.start(admin, ['--rollback-grace-period=1s', '--dry-run']);
+    try {
+      const dry = await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' });
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
+      await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
+      await selectNode(admin, ns, 'c1', name('a'));
+      await provision(admin, ns, 'c1', name('a'), name('v1'));
+      await eventually(async () => expect((await get(admin, ns, 'c1')).status?.phase).to.equal('Bound'));
+      const c1 = await get(admin, ns, 'c1');
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      // The rollback is decided and reported (metric, log), but nothing is written.
+      await eventually(async () => expect(await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' })).to.equal(dry + 1), 60_000);
+      expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal(undefined);
+      expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+      expect((await admin.get<Pod>(Resources.pods, 'p', ns)).metadata?.annotations?.[ANN_RECREATE_CLAIMS]).to.equal(undefined);
+    } finally {
+      await rollback.stop();
+      // Leave no stuck pod behind for the controllers of later tests to (rightly) roll back.
+      await admin.delete(Resources.pods, 'p', ns).catch(() => undefined);
+    }
+  });
+});
