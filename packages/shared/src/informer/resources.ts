@@ -50,4 +50,9 @@ export const Resources = {
     namespaced: false,
   },
   leases: { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true },
+  // Installed from config/ (admission policies, RBAC); applyManifests knows them by kind.
+  validatingAdmissionPolicies: { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicies', kind: 'ValidatingAdmissionPolicy', namespaced: false },
+  validatingAdmissionPolicyBindings: { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicybindings', kind: 'ValidatingAdmissionPolicyBinding', namespaced: false },
+  clusterRoles: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterroles', kind: 'ClusterRole', namespaced: false },
+  clusterRoleBindings: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterrolebindings', kind: 'ClusterRoleBinding', namespaced: false },
 } satisfies Record<string, ResourceType>;

@@ -12,3 +12,4 @@ export { repoRoot } from './repo-root.js';
 export { startKubeScheduler } from './kube-scheduler.js';
 export { csiBinaries } from './csi-binaries.js';
 export { startKubeControllerManager } from './kube-controller-manager.js';
+export { applyManifests } from './apply-manifests.js';

@@ -1,0 +1,90 @@
+import path from 'node:path';
+import { expect } from 'chai';
+import { classifyError, Resources } from '@topovol/shared';
+import type { KubeClient, KubeObject, PersistentVolume } from '@topovol/shared';
+import { applyManifests, createTestNamespace, eventually, repoRoot, sharedControlPlane } from '@topovol/shared/testing';
+import { ANN_PROVISIONED_FOR_NODE, LABEL_USAGE } from '../../src/rollback/marks.js';
+
+const CONTROLLER = 'system:serviceaccount:topovol-system:topovol-rollback';
+
+// config/admission/rollback-marks-policy.yaml on the real API server (issue #6 acceptance 4).
+describe('admission policy protecting the rollback marks', function () {
+  this.timeout(90_000);
+  let admin: KubeClient;
+  let alice: KubeClient;
+  let controller: KubeClient;
+  let ns: string;
+  const name = (s: string): string => `${ns}-${s}`;
+  const pv = (n: string, labels?: Record<string, string>, annotations?: Record<string, string>): PersistentVolume => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: name(n), labels, annotations },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/x' }, persistentVolumeReclaimPolicy: 'Retain' },
+  });
+  const rejection = async (p: Promise<unknown>): Promise<string> => {
+    try {
+      await p;
+    } catch (err) {
+      const e = classifyError(err);
+      return `${e.kind}: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    return 'accepted';
+  };
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    ns = await createTestNamespace(admin, 'vap-');
+    // Both identities may write PVs as far as RBAC goes: only the policy tells them apart.
+    await admin.create<KubeObject>(Resources.clusterRoles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: name('pv-writer') }, rules: [{ apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'create', 'update', 'patch'] }] } as KubeObject);
+    await admin.create<KubeObject>(Resources.clusterRoleBindings, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: name('pv-writer') },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: name('pv-writer') },
+      subjects: [
+        { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
+        { kind: 'ServiceAccount', name: 'topovol-rollback', namespace: 'topovol-system' },
+      ],
+    } as KubeObject);
+    alice = admin.forUser('alice', ['system:authenticated']);
+    controller = admin.forUser(CONTROLLER, ['system:serviceaccounts', 'system:serviceaccounts:topovol-system', 'system:authenticated']);
+    await applyManifests(admin, [path.join(repoRoot(), 'config', 'admission', 'rollback-marks-policy.yaml')]);
+  });
+  after(async function () {
+    // The policy is cluster-wide: remove it so that other suites (running as admin) are unaffected.
+    await admin.delete(Resources.validatingAdmissionPolicyBindings, 'topovol-rollback-marks').catch(() => undefined);
+    await admin.delete(Resources.validatingAdmissionPolicies, 'topovol-rollback-marks').catch(() => undefined);
+    // Deletion also reaches the API server's policy cache asynchronously: wait until it is lifted.
+    let probe = 0;
+    await eventually(async () => {
+      const n = `lifted-${probe++}`;
+      await admin.create(Resources.persistentVolumes, pv(n, { [LABEL_USAGE]: 'unused' }));
+      await admin.delete(Resources.persistentVolumes, name(n));
+    });
+    await admin.delete(Resources.clusterRoleBindings, name('pv-writer')).catch(() => undefined);
+    await admin.delete(Resources.clusterRoles, name('pv-writer')).catch(() => undefined);
+    for (const n of ['alice', 'ctl', 'plain', 'used']) await admin.delete(Resources.persistentVolumes, name(n)).catch(() => undefined);
+  });
+
+  it('rejects another user setting the unused label, accepts the controller\'s ServiceAccount', async function () {
+    // The API server loads new policies asynchronously: wait until it enforces this one.
+    let attempt = 0;
+    const denied = await eventually(async () => {
+      const probe = `alice-${attempt++}`;
+      const why = await rejection(alice.create(Resources.persistentVolumes, pv(probe, { [LABEL_USAGE]: 'unused' })));
+      if (why === 'accepted') await admin.delete(Resources.persistentVolumes, name(probe)).catch(() => undefined);
+      expect(why).to.not.equal('accepted');
+      return why;
+    });
+    expect(denied).to.match(/only the Topovol rollback controller may mark a volume unused/);
+    expect(await rejection(controller.create(Resources.persistentVolumes, pv('ctl', { [LABEL_USAGE]: 'unused' }, { [ANN_PROVISIONED_FOR_NODE]: 'n1' })))).to.equal('accepted');
+  });
+
+  it('rejects removing a used mark and changing provisioned-for; ordinary updates pass', async function () {
+    await controller.create(Resources.persistentVolumes, pv('used', { [LABEL_USAGE]: 'used' }, { [ANN_PROVISIONED_FOR_NODE]: 'n1' }));
+    expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { labels: { [LABEL_USAGE]: null } } }))).to.match(/permanent/);
+    expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { annotations: { [ANN_PROVISIONED_FOR_NODE]: 'n2' } } }))).to.match(/provisioned-for/);
+    expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { labels: { team: 'storage' } } }))).to.equal('accepted');
+    expect(await rejection(alice.create(Resources.persistentVolumes, pv('plain')))).to.equal('accepted');
+  });
+});
