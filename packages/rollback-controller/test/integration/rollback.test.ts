@@ -1,8 +1,9 @@
 import { expect } from 'chai';
-import { metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
+import { EventRecorder, logger, metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/shared/testing';
 import type { ManagedProcess } from '@topovol/shared/testing';
+import { RollbackActuator } from '../../src/rollback/actuator.js';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_RECREATE_CLAIMS, LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, createNode, eventFor, failProvisioning, pod, provision, RunningRollback, SEL, selectNode, updateNodeStatus } from './rollback-harness.js';
 
@@ -185,6 +186,30 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       expect(after.spec?.claimRef?.uid).to.equal(v.spec?.claimRef?.uid);
       expect((await get(admin, ns, 'static')).status?.phase).to.equal('Bound');
     });
+  });
+
+  it('a change between decision and delete aborts the rollback (precondition), without a retry storm', async function () {
+    const aborted = await counter('topovol_rollback_rollbacks_total', { result: 'aborted' });
+    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+    const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1']));
+    await selectNode(admin, ns, 'c1', name('a'));
+    const v1 = await provision(admin, ns, 'c1', name('a'), name('v1'));
+    const decided = await eventually(async () => {
+      const c = await get(admin, ns, 'c1');
+      expect(c.status?.phase).to.equal('Bound');
+      return c;
+    });
+    // Someone updates the claim after the decision was made on `decided`.
+    await admin.patch(Resources.persistentVolumeClaims, 'c1', ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
+    const actuator = new RollbackActuator({ client: admin, events: new EventRecorder(admin, 'topovol-rollback', 'test', false), log: logger(), dryRun: false });
+    const requeue = await actuator.rollback(p, { kind: 'rollback', why: 'test', pinned: [{ claim: decided, volume: v1, node: name('a') }] });
+    expect(requeue, 'no requeue: the next event decides afresh').to.equal(undefined);
+    expect(await counter('topovol_rollback_rollbacks_total', { result: 'aborted' })).to.equal(aborted + 1);
+    const after = await get(admin, ns, 'c1');
+    expect(after.metadata?.uid).to.equal(decided.metadata?.uid);
+    expect(after.metadata?.deletionTimestamp).to.equal(undefined);
+    expect((await admin.get<Pod>(Resources.pods, 'p', ns)).metadata?.annotations?.[ANN_RECREATE_CLAIMS]).to.equal(undefined);
+    await admin.delete(Resources.pods, 'p', ns);
   });
 
   it('--dry-run writes nothing and reports the same decisions', async function () {
