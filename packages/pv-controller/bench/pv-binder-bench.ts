@@ -1,0 +1,48 @@
+// The pv-binder benchmark (issue #4 acceptance 6; the handbook's performance rule): binds N static
+// PV/PVC pairs with Topovol's pv-binder and with upstream kube-controller-manager's
+// persistentvolume-binder-controller (pkg/controller/volume/persistentvolume), each on a fresh
+// control plane in the same run, and prints throughput, latency, memory and CPU side by side.
+// Not a test: nothing here asserts a speed. Run it through hack/bench/pv-binder.sh.
+import path from 'node:path';
+import { configureLogging, FlagError } from '@topovol/shared';
+import { repoRoot } from '@topovol/shared/testing';
+import { benchHelp, parseBenchFlags } from './bench-flags.js';
+import type { BenchOptions } from './bench-flags.js';
+import { formatReport, recordResults } from './bench-report.js';
+import { runContender } from './run-contender.js';
+import type { ContenderResult } from './run-contender.js';
+
+async function main(argv: string[]): Promise<number> {
+  let opts: BenchOptions;
+  try {
+    opts = parseBenchFlags(argv);
+  } catch (err) {
+    if (err instanceof FlagError) {
+      process.stderr.write(`error: ${err.message}\n\n${benchHelp()}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (opts.help) {
+    process.stdout.write(`${benchHelp()}\n`);
+    return 0;
+  }
+  // The bench's own informers should not chatter over the report.
+  configureLogging('warn', 'text');
+  const results: ContenderResult[] = [];
+  for (const name of opts.only) results.push(await runContender(name, opts));
+  process.stdout.write(`\n${formatReport(results, opts)}\n`);
+  if (opts.record) {
+    const file = recordResults(path.join(repoRoot(), 'hack', 'bench', 'results'), results, opts);
+    process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)} (and pv-binder-latest.json)\n`);
+  }
+  return results.every((r) => r.complete) ? 0 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
