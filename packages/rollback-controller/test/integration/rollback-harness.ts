@@ -63,12 +63,16 @@ export async function selectNode(client: KubeClient, ns: string, name: string, n
 }
 
 /** What an external provisioner does after CreateVolume succeeded: a PV pre-bound to the claim. */
-export async function provision(client: KubeClient, ns: string, claimName: string, node: string, pvName: string): Promise<PersistentVolume> {
+/**
+ * A PV as the external provisioner creates it, pre-bound to the claim. `administrator: true` makes
+ * it a statically created PV instead (no provisioned-by annotation from the first write on).
+ */
+export async function provision(client: KubeClient, ns: string, claimName: string, node: string, pvName: string, opts: { administrator?: boolean } = {}): Promise<PersistentVolume> {
   const c = await client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claimName, ns);
   return client.create<PersistentVolume>(Resources.persistentVolumes, {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
-    metadata: { name: pvName, annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER } },
+    metadata: { name: pvName, annotations: opts.administrator ? {} : { 'pv.kubernetes.io/provisioned-by': PROVISIONER } },
     spec: {
       capacity: { storage: '1Gi' },
       accessModes: ['ReadWriteOnce'],

@@ -174,15 +174,17 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await admin.create(Resources.persistentVolumeClaims, claim(ns, 'static', cls));
       await admin.create<Pod>(Resources.pods, pod(ns, 'ps', ['static']));
       await selectNode(admin, ns, 'static', name('a'));
-      const v = await provision(admin, ns, 'static', name('a'), name('static'));
-      // An administrator's PV: no provisioned-by annotation.
-      await admin.patch(Resources.persistentVolumes, name('static'), undefined, 'merge', { metadata: { annotations: { 'pv.kubernetes.io/provisioned-by': null } } });
+      // An administrator's PV: never carried provisioned-by, so the controller never saw it provisioned.
+      const v = await provision(admin, ns, 'static', name('a'), name('static'), { administrator: true });
       await eventually(async () => expect((await get(admin, ns, 'static')).status?.phase).to.equal('Bound'));
+      // The sentinel: a provisioned, unused volume stuck on the same node, rolled back by the same trigger.
+      const { c1 } = await c1ProvisionedOnA(rollback);
       await admin.delete(Resources.nodes, name('a'));
-      // A sentinel: a provisioned volume of another pod is marked, so the controller has looked.
-      await c1ProvisionedOnA(rollback).catch(() => undefined);
+      await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
       const after = await getPV(admin, name('static'));
       expect(after.metadata?.labels?.[LABEL_USAGE]).to.equal(undefined);
+      const ours = Object.keys({ ...after.metadata?.labels, ...after.metadata?.annotations }).filter((k) => k.startsWith('rollback.topovol.io/'));
+      expect(ours, 'no rollback mark of any kind on the static PV').to.deep.equal([]);
       expect(after.spec?.claimRef?.uid).to.equal(v.spec?.claimRef?.uid);
       expect((await get(admin, ns, 'static')).status?.phase).to.equal('Bound');
     });
