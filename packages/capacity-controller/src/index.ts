@@ -1,12 +1,5 @@
-import type { ControllerDescriptor } from '@topovol/shared';
-
-/** Storage capacity tracking (seed 000, issue #5). Registered so --controllers knows the name. */
-export const capacityDescriptor: ControllerDescriptor = {
-  name: 'capacity',
-  description: 'CSIStorageCapacity and aggregated capacity status per CSI driver',
-  // Off until the loop exists, so that '*' does not fail; asking for it explicitly says why.
-  disabledByDefault: true,
-  setup() {
-    throw new Error('the capacity controller is not implemented yet (issue #5)');
-  },
-};
+export { capacityDescriptor } from './capacity-descriptor.js';
+export { setupCapacity, CENTRAL_FIELD_MANAGER } from './capacity-controller.js';
+export { capacityFlags } from './capacity-flags.js';
+export { POOLS_PARAMETER, POOL_NAME_PARAMETER, parseConstrainedPools } from './pools/topology-constrained-pools.js';
+export { LABEL_DRIVER_NAME, LABEL_MANAGED_BY, LABEL_POOL } from './objects/capacity-object.js';

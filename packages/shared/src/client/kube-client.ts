@@ -114,6 +114,14 @@ export class KubeClient {
     return new KubeClient(this.kubeConfig, this.options, { user, groups });
   }
 
+  /**
+   * The same credentials and server with a token bucket of their own, so that one kind of write
+   * (e.g. capacity objects) has its own API budget and cannot starve the others.
+   */
+  withRateLimit(qps: number, burst: number): KubeClient {
+    return new KubeClient(this.kubeConfig, { ...this.options, qps, burst }, this.impersonate);
+  }
+
   /** Fetch options with authentication and the shared connection pool, for streaming requests. */
   async requestInit(method: string, signal?: AbortSignal): Promise<RequestInit> {
     const now = Date.now();

@@ -1,0 +1,29 @@
+import type { DesiredItem } from '../objects/desired-items.js';
+import type { MeasuredCapacity } from '../objects/capacity-object.js';
+import { bytesToQuantity } from '../objects/quantity-bytes.js';
+import { formatSegment } from '../pools/pool-coverage.js';
+import type { CapacityEntry } from './driver-capacity-types.js';
+
+/**
+ * The central instance's entries of the aggregated status: one pool per tracked item that has
+ * been measured. Pool names are the constrained pool's name, else the segment spelled out
+ * (`zone=z1,rack=r1`), which is unique within a class. A whole-cluster segment has no nodeTopology
+ * (seed 000: neither set means the entire cluster).
+ */
+export function statusEntries(items: Iterable<DesiredItem>, measured: (key: DesiredItem) => MeasuredCapacity | undefined): CapacityEntry[] {
+  const out: CapacityEntry[] = [];
+  for (const d of items) {
+    const m = measured(d);
+    if (!m) continue;
+    const { item } = d;
+    const hasTopology = Object.keys(item.segment).length > 0;
+    out.push({
+      storageClassName: item.storageClassName,
+      pool: item.pool || formatSegment(item.segment),
+      ...(hasTopology ? { nodeTopology: { matchLabels: { ...item.segment } } } : {}),
+      capacity: bytesToQuantity(m.available),
+      ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(m.maximumVolumeSize) } : {}),
+    });
+  }
+  return out.sort((a, b) => (a.storageClassName + '\u0000' + a.pool < b.storageClassName + '\u0000' + b.pool ? -1 : 1));
+}

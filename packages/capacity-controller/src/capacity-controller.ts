@@ -1,0 +1,106 @@
+import { Controller, Resources } from '@topovol/shared';
+import type { ControllerEnv, CSINode, CSIStorageCapacity, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
+import { F, readCapacityFlags } from './capacity-flags.js';
+import type { CapacityFlags } from './capacity-flags.js';
+import { CapacityLoop, SYNC_KEY } from './capacity-loop.js';
+import { managedSelector } from './objects/capacity-object.js';
+import { resolveOwner } from './objects/resolve-owner.js';
+import { setupPerNode } from './per-node-loop.js';
+import { parseSegmentMode } from './segments/segment-mode.js';
+import { CapacitySource } from './source/get-capacity.js';
+import { CapacityStatusWriter } from './aggregate/index.js';
+
+export const CAPACITY_CONTROLLER = 'capacity';
+export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
+
+/** Nodes matter for their labels only; everything else would only cost memory. */
+function slimNode(o: KubeObject): Node {
+  const n = o as Node;
+  return { apiVersion: 'v1', kind: 'Node', metadata: { name: n.metadata?.name, uid: n.metadata?.uid, resourceVersion: n.metadata?.resourceVersion, labels: n.metadata?.labels, deletionTimestamp: n.metadata?.deletionTimestamp } };
+}
+
+/** Volumes matter for their driver, class and node affinity (which items they change). */
+function slimVolume(o: KubeObject): PersistentVolume {
+  const v = o as PersistentVolume;
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: v.metadata?.name, uid: v.metadata?.uid, resourceVersion: v.metadata?.resourceVersion },
+    spec: { storageClassName: v.spec?.storageClassName, nodeAffinity: v.spec?.nodeAffinity, ...(v.spec?.csi ? { csi: { driver: v.spec.csi.driver, volumeHandle: '' } } : {}) },
+  };
+}
+
+/** Connects to the driver, waiting for it (a sidecar may start first), and learns its name. */
+async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi: CsiClient; driverName: string }> {
+  const csi = new CsiClient(flags.csiAddress, { timeoutMs: flags.timeoutMs });
+  const info = await withCsiRetry(() => csi.getPluginInfo(), {
+    attempts: 20,
+    initialDelayMs: 250,
+    maxDelayMs: 5_000,
+    retryable: () => true,
+    onRetry: (err, attempt) => env.log.info('waiting for the CSI driver', { address: flags.csiAddress, attempt, error: String(err) }),
+  });
+  const driverName = flags.driverName || info.name;
+  if (!driverName) throw new Error(`the CSI driver at ${flags.csiAddress} reports no name; give --${F.driverName}`);
+  return { csi, driverName };
+}
+
+/**
+ * The capacity loop (issue #5, seeds 000 and 002): one instance per CSI driver, or with
+ * --capacity-node-name one instance per node that owns only that node's pool.
+ */
+export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
+  const flags = readCapacityFlags(env.options.extra);
+  if (!flags.csiAddress) throw new Error(`the capacity controller needs --${F.csiAddress} (the CSI driver's controller socket)`);
+  const mode = parseSegmentMode(flags.topology, flags.topologyPrefix, flags.domainLabels);
+  if (typeof mode === 'string') throw new Error(mode);
+  const { csi, driverName } = await connect(flags, env);
+  const writeClient = env.client.withRateLimit(flags.qps, flags.burst);
+  const source = new CapacitySource(csi, { driverName, timeoutMs: flags.timeoutMs, attempts: flags.attempts });
+  const workers = env.options.concurrentWorkers;
+  if (flags.nodeName) return setupPerNode({ env, flags, driverName, source, writeClient });
+
+  const caps = await csi.controllerGetCapabilities().catch(() => new Set<string>());
+  if (!caps.has('GET_CAPACITY')) env.log.warn('the CSI driver does not announce GET_CAPACITY; GetCapacity is tried anyway and Unimplemented stops the loop', { driver: driverName });
+  const owner = await resolveOwner(env.client, flags.ownerLevel, flags.namespace, env.log);
+  const { informers } = env;
+  const inf = {
+    nodes: informers.forResource<Node>(Resources.nodes, { transform: slimNode }),
+    csiNodes: informers.forResource<CSINode>(Resources.csiNodes),
+    classes: informers.forResource<StorageClass>(Resources.storageClasses),
+    volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes, { transform: slimVolume }),
+    objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
+      namespace: flags.namespace,
+      labelSelector: managedSelector({ driverName, managedBy: flags.managedBy, namespace: flags.namespace }),
+    }),
+  };
+  const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs });
+  const ref: { controller?: Controller } = {};
+  const loop = new CapacityLoop(
+    inf,
+    source,
+    writeClient,
+    status,
+    env.events,
+    (key, after) => (after ? ref.controller?.enqueueAfter(key, after) : ref.controller?.enqueue(key)),
+    {
+      driverName,
+      immediateBinding: flags.immediate,
+      ephemeral: flags.ephemeral,
+      mode,
+      identity: { driverName, managedBy: flags.managedBy, namespace: flags.namespace, ...(owner ? { owner } : {}) },
+      pollIntervalMs: flags.pollIntervalMs,
+      minRefreshMs: flags.minRefreshMs,
+      statusRefreshMs: Math.max(1_000, Math.floor(flags.expiryMs / 3)),
+      dryRun: env.options.dryRun,
+    },
+    env.log,
+  );
+  const controller = new Controller(CAPACITY_CONTROLLER, loop.reconcile, { workers });
+  ref.controller = controller;
+  loop.register();
+  controller.enqueue(SYNC_KEY);
+  env.log.info('capacity loop set up', { driver: driverName, topology: flags.topology, namespace: flags.namespace, managedBy: flags.managedBy });
+  return controller;
+}

@@ -1,0 +1,93 @@
+import type { FlagSpec, FlagValue } from '@topovol/shared';
+
+// Names follow external-provisioner's where one exists (--capacity-poll-interval,
+// --capacity-for-immediate-binding, --capacity-ownerref-level), so its users find them.
+export const F = {
+  csiAddress: 'csi-address',
+  driverName: 'driver-name',
+  topology: 'capacity-topology',
+  topologyPrefix: 'capacity-topology-prefix',
+  domainLabels: 'domain-labels',
+  pollInterval: 'capacity-poll-interval',
+  minRefresh: 'capacity-min-refresh-interval',
+  timeout: 'capacity-timeout',
+  retries: 'capacity-getcapacity-attempts',
+  namespace: 'capacity-namespace',
+  managedBy: 'capacity-managed-by',
+  immediate: 'capacity-for-immediate-binding',
+  ephemeral: 'capacity-ephemeral',
+  ownerLevel: 'capacity-ownerref-level',
+  qps: 'capacity-api-qps',
+  burst: 'capacity-api-burst',
+  nodeName: 'capacity-node-name',
+  expiry: 'capacity-status-expiry',
+} as const;
+
+const positive = (v: FlagValue): string | undefined => (typeof v === 'number' && v > 0 ? undefined : 'must be positive');
+
+export const capacityFlags: FlagSpec[] = [
+  { name: F.csiAddress, type: 'string', default: '', help: 'The CSI driver\'s controller endpoint (unix socket path or unix:// URL). Required for the capacity loop.' },
+  { name: F.driverName, type: 'string', default: '', help: 'The CSI driver served; empty means the name the driver reports in GetPluginInfo.' },
+  { name: F.topology, type: 'string', default: 'csinode', help: 'Where topology segments come from: csinode (the driver\'s topology keys in CSINode objects), prefix (node labels under --capacity-topology-prefix) or domains (the ordered --domain-labels).' },
+  { name: F.topologyPrefix, type: 'string', default: '', help: 'With --capacity-topology=prefix: the label prefix, e.g. example.com/ (seed 000 central provisioning).' },
+  { name: F.domainLabels, type: 'string', default: '', help: 'With --capacity-topology=domains: node label keys, outermost first, separated by ";" (seed 002), e.g. topology.kubernetes.io/region;topology.kubernetes.io/zone;example.com/rack.' },
+  { name: F.pollInterval, type: 'duration', default: 60_000, help: 'How often the capacity of every class and segment is asked for again, to notice changes made outside Kubernetes.', validate: positive },
+  { name: F.minRefresh, type: 'duration', default: 5_000, help: 'Bursts of volume events are coalesced: one (class, segment) is refreshed at most once per this interval.', validate: positive },
+  { name: F.timeout, type: 'duration', default: 10_000, help: 'Deadline of one GetCapacity call.', validate: positive },
+  { name: F.retries, type: 'int', default: 3, help: 'Tries of GetCapacity per refresh when the driver is unavailable or slow, with exponential backoff; then the refresh is retried later by the work queue.', validate: positive },
+  { name: F.namespace, type: 'string', default: '', help: 'Namespace of the CSIStorageCapacity objects; empty means $NAMESPACE, else topovol-system.' },
+  { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: 'Value of the csi.storage.k8s.io/managed-by label on our CSIStorageCapacity objects; one value per instance.' },
+  { name: F.immediate, type: 'bool', default: false, help: 'Also track StorageClasses with volumeBindingMode Immediate (the scheduler only uses capacity for WaitForFirstConsumer).' },
+  { name: F.ephemeral, type: 'bool', default: false, help: 'Also ask for capacity without parameters and report it as <ephemeral> in the aggregated status (seed 000).' },
+  { name: F.ownerLevel, type: 'int', default: 1, help: 'Owner of the CSIStorageCapacity objects, from $POD_NAME/$NAMESPACE: 0 the pod, 1 its controller (ReplicaSet or StatefulSet), 2 that one\'s controller (Deployment), -1 none.' },
+  { name: F.qps, type: 'float', default: 5, help: 'API requests per second for capacity writes (their own budget, apart from --kube-api-qps); 0 means unthrottled.' },
+  { name: F.burst, type: 'int', default: 10, help: 'Burst of --capacity-api-qps.' },
+  { name: F.nodeName, type: 'string', default: '', help: 'Per-node mode (a DaemonSet next to a node plugin): report only this node\'s capacity as one <ephemeral> pool of the aggregated status, under a field manager of its own. Usually $NODE_NAME.' },
+  { name: F.expiry, type: 'duration', default: 5 * 60_000, help: 'expiryTime of the entries this instance writes into the aggregated status; expired entries are pruned.', validate: positive },
+];
+
+export interface CapacityFlags {
+  csiAddress: string;
+  driverName: string;
+  topology: string;
+  topologyPrefix: string;
+  domainLabels: string;
+  pollIntervalMs: number;
+  minRefreshMs: number;
+  timeoutMs: number;
+  attempts: number;
+  namespace: string;
+  managedBy: string;
+  immediate: boolean;
+  ephemeral: boolean;
+  ownerLevel: number;
+  qps: number;
+  burst: number;
+  nodeName: string;
+  expiryMs: number;
+}
+
+export function readCapacityFlags(extra: Record<string, FlagValue>): CapacityFlags {
+  const s = (n: string): string => String(extra[n] ?? '');
+  const num = (n: string): number => Number(extra[n]);
+  return {
+    csiAddress: s(F.csiAddress),
+    driverName: s(F.driverName),
+    topology: s(F.topology),
+    topologyPrefix: s(F.topologyPrefix),
+    domainLabels: s(F.domainLabels),
+    pollIntervalMs: num(F.pollInterval),
+    minRefreshMs: num(F.minRefresh),
+    timeoutMs: num(F.timeout),
+    attempts: num(F.retries),
+    namespace: s(F.namespace) || process.env.NAMESPACE || 'topovol-system',
+    managedBy: s(F.managedBy),
+    immediate: extra[F.immediate] === true,
+    ephemeral: extra[F.ephemeral] === true,
+    ownerLevel: num(F.ownerLevel),
+    qps: num(F.qps),
+    burst: num(F.burst),
+    nodeName: s(F.nodeName),
+    expiryMs: num(F.expiry),
+  };
+}

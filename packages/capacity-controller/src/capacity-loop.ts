@@ -1,0 +1,278 @@
+import { errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
+import type { CSINode, CSIStorageCapacity, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, ReconcileContext, StorageClass } from '@topovol/shared';
+import { isUnimplemented } from '@topovol/shared/csi';
+import { statusEntries } from './aggregate/status-entries.js';
+import { capacityMetrics } from './capacity-metrics.js';
+import type { CapacityItem } from './objects/capacity-item.js';
+import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
+import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object.js';
+import { itemOfObject } from './objects/capacity-object.js';
+import type { DesiredOptions, DesiredState } from './objects/desired-items.js';
+import { desiredItems } from './objects/desired-items.js';
+import type { ObjectAction } from './objects/plan-capacity-objects.js';
+import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
+import { volumeAffectsItem } from './objects/volume-affects-item.js';
+import { computeSegments } from './segments/compute-segments.js';
+import type { SegmentMode } from './segments/segment-mode.js';
+import type { CapacitySource } from './source/get-capacity.js';
+import type { CapacityStatusWriter, StatusCondition } from './aggregate/index.js';
+
+export const SYNC_KEY = 'sync';
+export const STATUS_KEY = 'status';
+export const ITEM_PREFIX = 'item:';
+
+interface ItemState {
+  measured?: MeasuredCapacity;
+  refreshedAt: number;
+  /** A volume event since the last refresh: ask the driver again (after the coalescing interval). */
+  dirty: boolean;
+  error?: string;
+}
+
+export interface CapacityInformers {
+  nodes: Informer<Node>;
+  csiNodes: Informer<CSINode>;
+  classes: Informer<StorageClass>;
+  volumes: Informer<PersistentVolume>;
+  objects: Informer<CSIStorageCapacity>;
+}
+
+export interface CapacityLoopOptions extends DesiredOptions {
+  mode: SegmentMode;
+  identity: ObjectIdentity;
+  pollIntervalMs: number;
+  minRefreshMs: number;
+  statusRefreshMs: number;
+  /** --dry-run: decide and log, write nothing (no objects, no status). */
+  dryRun?: boolean;
+  now?: () => number;
+}
+
+/**
+ * The central capacity loop. Keys: `sync` recomputes segments × classes and deletes obsolete
+ * objects; `item:<key>` refreshes one (class, segment[, pool]) through GetCapacity and makes its
+ * CSIStorageCapacity object say so; `status` publishes the aggregated status. Volume events only
+ * mark items dirty: the work queue merges repeated keys, and an item is asked again at most once
+ * per --capacity-min-refresh-interval, so bursts cost one call per item (issue #5 "Triggers and cost").
+ */
+export class CapacityLoop {
+  private desired: DesiredState = { items: new Map(), frozen: new Set(), problems: [] };
+  private readonly state = new Map<string, ItemState>();
+  /** Objects we created that the informer has not shown yet, so a quick second pass does not create twice. */
+  private readonly expected = new Map<string, CSIStorageCapacity>();
+  private readonly reported = new Map<string, string>();
+  private unsupported?: string;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly inf: CapacityInformers,
+    private readonly source: CapacitySource,
+    private readonly writeClient: KubeClient,
+    private readonly status: CapacityStatusWriter,
+    private readonly events: EventRecorder,
+    private readonly enqueue: (key: string, afterMs?: number) => void,
+    private readonly opts: CapacityLoopOptions,
+    private readonly log: Logger,
+  ) {
+    this.now = opts.now ?? Date.now;
+    inf.objects.addIndex('item', (o) => {
+      const item = itemOfObject(o);
+      return item ? [itemKey(item)] : [];
+    });
+  }
+
+  /** The informer handlers: which changes lead to which keys. */
+  register(): void {
+    const sync = (): void => this.enqueue(SYNC_KEY);
+    this.inf.nodes.addEventHandler({
+      onAdd: sync,
+      onDelete: sync,
+      onUpdate: (a, b) => {
+        if (JSON.stringify(a.metadata?.labels ?? {}) !== JSON.stringify(b.metadata?.labels ?? {}) || !a.metadata?.deletionTimestamp !== !b.metadata?.deletionTimestamp) sync();
+      },
+    });
+    this.inf.csiNodes.addEventHandler({ onAdd: sync, onDelete: sync, onUpdate: sync });
+    this.inf.classes.addEventHandler({ onAdd: sync, onDelete: sync, onUpdate: sync });
+    const volumeChanged = (pv: PersistentVolume): void => {
+      if (pv.spec?.csi?.driver !== this.opts.driverName) return;
+      for (const [key, d] of this.desired.items) {
+        if (!volumeAffectsItem(pv, d.item)) continue;
+        const st = this.state.get(key);
+        if (st) st.dirty = true;
+        this.enqueue(ITEM_PREFIX + key);
+      }
+    };
+    this.inf.volumes.addEventHandler({ onAdd: volumeChanged, onDelete: volumeChanged });
+    const objectChanged = (o: CSIStorageCapacity): void => {
+      const item = itemOfObject(o);
+      if (!item) return this.enqueue(SYNC_KEY);
+      const key = itemKey(item);
+      if (this.expected.get(key)?.metadata?.name === o.metadata?.name) this.expected.delete(key);
+      if (this.desired.items.has(key)) this.enqueue(ITEM_PREFIX + key);
+      else this.enqueue(SYNC_KEY);
+    };
+    this.inf.objects.addEventHandler({ onAdd: objectChanged, onUpdate: (_, b) => objectChanged(b), onDelete: objectChanged });
+  }
+
+  reconcile = async (ctx: ReconcileContext, key: string): Promise<number | void> => {
+    if (key === SYNC_KEY) return this.sync(ctx);
+    if (key === STATUS_KEY) return this.publishStatus();
+    if (key.startsWith(ITEM_PREFIX)) return this.refreshItem(ctx, key.slice(ITEM_PREFIX.length));
+    ctx.log.warn('unknown key');
+  };
+
+  private async sync(ctx: ReconcileContext): Promise<number> {
+    const segments = computeSegments(this.opts.mode, this.inf.nodes.cache.list(), (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
+    const before = this.desired;
+    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts);
+    for (const [key, d] of this.desired.items) {
+      const old = before.items.get(key);
+      if (old && JSON.stringify(old.parameters) === JSON.stringify(d.parameters)) continue;
+      const st = this.state.get(key);
+      if (st) st.dirty = true;
+      this.enqueue(ITEM_PREFIX + key);
+    }
+    for (const key of this.state.keys()) if (!this.desired.items.has(key)) this.state.delete(key);
+    this.reportProblems();
+    for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen)) await this.execute(ctx, a);
+    this.enqueue(STATUS_KEY);
+    ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
+    return this.opts.pollIntervalMs;
+  }
+
+  private async refreshItem(ctx: ReconcileContext, key: string): Promise<number | void> {
+    const d = this.desired.items.get(key);
+    if (!d || this.unsupported) return;
+    let st = this.state.get(key);
+    if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true }));
+    const now = this.now();
+    if (!st.measured || st.dirty || now >= st.refreshedAt + this.opts.pollIntervalMs) {
+      const earliest = st.refreshedAt + this.opts.minRefreshMs;
+      if (st.measured && now < earliest) return earliest - now;
+      st.dirty = false;
+      let measured: MeasuredCapacity;
+      try {
+        measured = await this.source.get(d.parameters, d.item.segment, ctx.signal);
+      } catch (err) {
+        if (isUnimplemented(err)) return this.driverUnsupported(errorMessage(err));
+        st.error = errorMessage(err);
+        st.dirty = true;
+        this.enqueue(STATUS_KEY);
+        throw err;
+      }
+      const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
+      st.measured = measured;
+      st.refreshedAt = this.now();
+      st.error = undefined;
+      if (changed) this.enqueue(STATUS_KEY);
+    }
+    if (d.item.storageClassName !== EPHEMERAL_CLASS) await this.ensureObjects(ctx, key, d.item, st.measured);
+    return Math.max(1, st.refreshedAt + this.opts.pollIntervalMs - this.now());
+  }
+
+  private async ensureObjects(ctx: ReconcileContext, key: string, item: CapacityItem, measured: MeasuredCapacity): Promise<void> {
+    const objects = this.inf.objects.cache.byIndex('item', key).filter((o) => !o.metadata?.deletionTimestamp);
+    const pending = this.expected.get(key);
+    if (pending && !objects.some((o) => o.metadata?.name === pending.metadata?.name)) objects.push(pending);
+    for (const a of planItem(this.opts.identity, item, measured, objects)) await this.execute(ctx, a);
+  }
+
+  private async execute(ctx: ReconcileContext, a: ObjectAction): Promise<void> {
+    const ns = this.opts.identity.namespace;
+    if (this.opts.dryRun) {
+      ctx.log.info('dry run: would write CSIStorageCapacity', { action: a.kind, name: a.object.metadata?.name, storageClass: a.object.storageClassName, capacity: a.object.capacity });
+      return;
+    }
+    switch (a.kind) {
+      case 'create': {
+        const created = await this.writeClient.create<CSIStorageCapacity>(Resources.csiStorageCapacities, a.object);
+        capacityMetrics.wrote('create');
+        this.expected.set(itemKey(a.item), created);
+        ctx.log.info('created CSIStorageCapacity', { name: created.metadata?.name, storageClass: a.item.storageClassName, segment: a.item.segment, pool: a.item.pool || undefined, capacity: created.capacity });
+        return;
+      }
+      case 'update':
+        try {
+          await this.writeClient.replace(Resources.csiStorageCapacities, a.object);
+          capacityMetrics.wrote('update');
+          ctx.log.info('updated CSIStorageCapacity', { name: a.object.metadata?.name, changed: a.changed, capacity: a.object.capacity });
+        } catch (err) {
+          // Deleted meanwhile: the delete event brings the item back and it is created again.
+          if (!isNotFound(err)) throw err;
+        }
+        return;
+      case 'delete':
+        try {
+          const md = a.object.metadata ?? {};
+          await this.writeClient.delete(Resources.csiStorageCapacities, md.name ?? '', ns, { preconditions: { uid: md.uid, resourceVersion: md.resourceVersion } });
+          capacityMetrics.wrote('delete');
+          ctx.log.info('deleted CSIStorageCapacity', { name: md.name, why: a.why });
+        } catch (err) {
+          if (isNotFound(err)) return;
+          // Changed since we looked: decide again on fresh data.
+          if (isConflict(err)) return this.enqueue(SYNC_KEY);
+          throw err;
+        }
+    }
+  }
+
+  private driverUnsupported(message: string): void {
+    if (this.unsupported) return;
+    this.unsupported = message;
+    this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it', { driver: this.opts.driverName, error: message });
+    this.enqueue(STATUS_KEY);
+  }
+
+  /** Warning Events on StorageClasses, once per distinct problem (again if it comes back later). */
+  private reportProblems(): void {
+    const seen = new Set<string>();
+    for (const p of this.desired.problems) {
+      const id = `${p.storageClassName}\u0000${p.reason}`;
+      seen.add(id);
+      if (this.reported.get(id) === p.message) continue;
+      this.reported.set(id, p.message);
+      const cls = this.inf.classes.cache.get(p.storageClassName);
+      if (cls) this.events.event(cls, 'Warning', p.reason, p.message);
+      this.log.warn('storage class problem', { storageClass: p.storageClassName, reason: p.reason, message: p.message });
+    }
+    for (const id of this.reported.keys()) if (!seen.has(id)) this.reported.delete(id);
+  }
+
+  /** Keys of the items that have CSIStorageCapacity objects (not `<ephemeral>`). */
+  private objectKeys(): Set<string> {
+    return new Set([...this.desired.items].filter(([, d]) => d.item.storageClassName !== EPHEMERAL_CLASS).map(([k]) => k));
+  }
+
+  private async publishStatus(): Promise<number> {
+    const keys = this.objectKeys();
+    capacityMetrics.setObjectCounts(
+      keys.size,
+      [...keys].filter((k) => this.inf.objects.cache.byIndex('item', k).length > 0).length,
+      planObsolete(keys, this.inf.objects.cache.list(), this.desired.frozen).length,
+    );
+    const entries = statusEntries(this.desired.items.values(), (d) => this.state.get(itemKey(d.item))?.measured);
+    if (this.opts.dryRun) return this.opts.statusRefreshMs;
+    await this.status.publish(entries, this.conditions());
+    await this.status.pruneExpired();
+    return this.opts.statusRefreshMs;
+  }
+
+  private conditions(): StatusCondition[] {
+    const total = this.desired.items.size;
+    const measured = [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length;
+    const failing = [...this.state.values()].find((s) => s.error);
+    const ready: StatusCondition = this.unsupported
+      ? { type: 'Ready', status: 'False', reason: 'GetCapacityUnimplemented', message: this.unsupported }
+      : failing
+        ? { type: 'Ready', status: 'False', reason: 'GetCapacityFailed', message: failing.error ?? '' }
+        : measured < total
+          ? { type: 'Ready', status: 'False', reason: 'Measuring', message: `${measured} of ${total} class and segment pairs measured` }
+          : { type: 'Ready', status: 'True', reason: 'AllMeasured', message: `${total} class and segment pairs measured` };
+    const gaps = this.desired.problems;
+    const pools: StatusCondition =
+      gaps.length > 0
+        ? { type: 'PoolsCoverDomains', status: 'False', reason: gaps[0]!.reason, message: gaps.map((p) => `${p.storageClassName}: ${p.message}`).join('\n') }
+        : { type: 'PoolsCoverDomains', status: 'True', reason: 'AllDomainsServed', message: 'every domain with nodes is served by a pool of each pool-constrained class' };
+    return [ready, pools];
+  }
+}

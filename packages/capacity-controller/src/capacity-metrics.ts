@@ -1,0 +1,32 @@
+import { counter, gauge } from '@topovol/shared';
+
+// external-provisioner's names (pkg/capacity), unprefixed, so its dashboards work for Topovol too.
+const desiredGoal = gauge({
+  name: 'csistoragecapacities_desired_goal',
+  help: 'Number of CSIStorageCapacity objects that are supposed to be managed automatically.',
+});
+const desiredCurrent = gauge({
+  name: 'csistoragecapacities_desired_current',
+  help: 'Number of CSIStorageCapacity objects that exist and are supposed to be managed automatically.',
+});
+const obsolete = gauge({
+  name: 'csistoragecapacities_obsolete',
+  help: 'Number of CSIStorageCapacity objects that exist and will be deleted automatically.',
+});
+const objectWrites = counter<'verb'>({
+  name: 'topovol_capacity_object_writes_total',
+  help: 'Writes of CSIStorageCapacity objects by verb (create, update, delete); flat while nothing changes.',
+  labelNames: ['verb'],
+});
+for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0);
+
+export const capacityMetrics = {
+  setObjectCounts(goal: number, current: number, obsoleteCount: number): void {
+    desiredGoal.set(goal);
+    desiredCurrent.set(current);
+    obsolete.set(obsoleteCount);
+  },
+  wrote(verb: 'create' | 'update' | 'delete'): void {
+    objectWrites.inc({ verb });
+  },
+};

@@ -1,0 +1,60 @@
+import type { CSIStorageCapacity } from '@topovol/shared';
+import type { CapacityItem } from './capacity-item.js';
+import { bytesToQuantity } from './quantity-bytes.js';
+
+// The labels of external-provisioner's capacity objects, so tools that look for them find ours.
+export const LABEL_DRIVER_NAME = 'csi.storage.k8s.io/drivername';
+export const LABEL_MANAGED_BY = 'csi.storage.k8s.io/managed-by';
+/** Which topology-constrained pool an object reports (absent for ordinary per-segment objects). */
+export const LABEL_POOL = 'capacity.topovol.io/pool';
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+}
+
+/** Who we are: where our objects live and how they are labelled and owned. */
+export interface ObjectIdentity {
+  driverName: string;
+  managedBy: string;
+  namespace: string;
+  owner?: OwnerReference;
+}
+
+export interface MeasuredCapacity {
+  available: bigint;
+  maximumVolumeSize?: bigint;
+}
+
+/** The selector of our objects in the namespace (also the informer's label selector). */
+export function managedSelector(id: ObjectIdentity): string {
+  return `${LABEL_DRIVER_NAME}=${id.driverName},${LABEL_MANAGED_BY}=${id.managedBy}`;
+}
+
+/** The item an object of ours reports, or undefined when its shape is not one we write. */
+export function itemOfObject(o: CSIStorageCapacity): CapacityItem | undefined {
+  const topo = o.nodeTopology;
+  if (!o.storageClassName || !topo || (topo.matchExpressions?.length ?? 0) > 0) return undefined;
+  return { storageClassName: o.storageClassName, segment: { ...(topo.matchLabels ?? {}) }, pool: o.metadata?.labels?.[LABEL_POOL] ?? '' };
+}
+
+/** A new object for an item (generateName as upstream: the name carries no meaning). */
+export function newCapacityObject(id: ObjectIdentity, item: CapacityItem, c: MeasuredCapacity): CSIStorageCapacity {
+  return {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'CSIStorageCapacity',
+    metadata: {
+      generateName: 'csisc-',
+      namespace: id.namespace,
+      labels: { [LABEL_DRIVER_NAME]: id.driverName, [LABEL_MANAGED_BY]: id.managedBy, ...(item.pool ? { [LABEL_POOL]: item.pool } : {}) },
+      ...(id.owner ? { ownerReferences: [{ ...id.owner }] } : {}),
+    },
+    storageClassName: item.storageClassName,
+    nodeTopology: { matchLabels: { ...item.segment } },
+    capacity: bytesToQuantity(c.available),
+    ...(c.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(c.maximumVolumeSize) } : {}),
+  };
+}

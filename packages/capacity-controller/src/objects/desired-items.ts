@@ -1,0 +1,80 @@
+import type { StorageClass } from '@topovol/shared';
+import { formatSegment, domainsWithoutPool, poolsWithNodes } from '../pools/pool-coverage.js';
+import { parseConstrainedPools, POOL_NAME_PARAMETER, POOLS_PARAMETER } from '../pools/topology-constrained-pools.js';
+import type { Segment } from '../segments/segment.js';
+import type { CapacityItem } from './capacity-item.js';
+import { EPHEMERAL_CLASS, itemKey } from './capacity-item.js';
+
+export interface DesiredItem {
+  item: CapacityItem;
+  /** The GetCapacity parameters: the class's, or none for `<ephemeral>`. */
+  parameters: Record<string, string>;
+}
+
+export interface ClassProblem {
+  storageClassName: string;
+  reason: 'InvalidTopologyConstrainedPools' | 'NoPoolForDomain';
+  message: string;
+}
+
+export interface DesiredState {
+  items: Map<string, DesiredItem>;
+  /** Classes whose existing objects are kept as they are (their parameters cannot be read now). */
+  frozen: Set<string>;
+  problems: ClassProblem[];
+}
+
+export interface DesiredOptions {
+  driverName: string;
+  /** --capacity-for-immediate-binding: Immediate classes too (the scheduler ignores them, but other consumers may not). */
+  immediateBinding: boolean;
+  /** --capacity-ephemeral: `<ephemeral>` capacity per segment, for the aggregated status. */
+  ephemeral: boolean;
+}
+
+/** Classes of this driver the loop tracks. */
+export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
+  if (c.provisioner !== opts.driverName) return false;
+  return opts.immediateBinding || c.volumeBindingMode === 'WaitForFirstConsumer';
+}
+
+/**
+ * Every (class, segment[, pool]) to track, as external-provisioner's capacity controller does for
+ * classes × segments, with seed 002's pools: a class listing topology-constrained pools is tracked
+ * per pool, in the pool's domain, and segments no pool serves are reported as problems.
+ */
+export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], opts: DesiredOptions): DesiredState {
+  const items = new Map<string, DesiredItem>();
+  const frozen = new Set<string>();
+  const problems: ClassProblem[] = [];
+  const add = (item: CapacityItem, parameters: Record<string, string>): void => {
+    items.set(itemKey(item), { item, parameters });
+  };
+  for (const c of classes) {
+    const name = c.metadata?.name;
+    if (!name || !isTrackedClass(c, opts)) continue;
+    const params = { ...(c.parameters ?? {}) };
+    const pools = parseConstrainedPools(params);
+    if (pools === undefined) {
+      for (const segment of segments) add({ storageClassName: name, segment, pool: '' }, params);
+      continue;
+    }
+    if ('error' in pools) {
+      frozen.add(name);
+      problems.push({ storageClassName: name, reason: 'InvalidTopologyConstrainedPools', message: pools.error });
+      continue;
+    }
+    delete params[POOLS_PARAMETER];
+    for (const p of poolsWithNodes(segments, pools.pools)) add({ storageClassName: name, segment: p.domain, pool: p.name }, { ...params, [POOL_NAME_PARAMETER]: p.name });
+    const missing = domainsWithoutPool(segments, pools.pools);
+    if (missing.length > 0) {
+      problems.push({
+        storageClassName: name,
+        reason: 'NoPoolForDomain',
+        message: `no pool in ${POOLS_PARAMETER} serves ${missing.map(formatSegment).join('; ')}: volumes of this class cannot be provisioned on those nodes`,
+      });
+    }
+  }
+  if (opts.ephemeral) for (const segment of segments) add({ storageClassName: EPHEMERAL_CLASS, segment, pool: '' }, {});
+  return { items, frozen, problems };
+}

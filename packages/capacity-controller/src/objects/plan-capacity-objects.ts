@@ -1,0 +1,64 @@
+import type { CSIStorageCapacity } from '@topovol/shared';
+import type { CapacityItem } from './capacity-item.js';
+import { itemKey } from './capacity-item.js';
+import type { MeasuredCapacity, ObjectIdentity } from './capacity-object.js';
+import { itemOfObject, newCapacityObject } from './capacity-object.js';
+import { bytesToQuantity, quantityToBytes } from './quantity-bytes.js';
+
+export type ObjectAction =
+  | { kind: 'create'; item: CapacityItem; object: CSIStorageCapacity }
+  /** `object` is the existing object with the new values (its resourceVersion is the precondition). */
+  | { kind: 'update'; item: CapacityItem; object: CSIStorageCapacity; changed: string[] }
+  | { kind: 'delete'; object: CSIStorageCapacity; why: 'obsolete' | 'duplicate' };
+
+/**
+ * What one item needs: nothing when an object already says what the driver said (no write for
+ * an unchanged world), an update of the oldest matching object when values or the owner differ, a
+ * create when there is none (also when someone deleted ours), and deletes of any duplicates.
+ */
+export function planItem(id: ObjectIdentity, item: CapacityItem, measured: MeasuredCapacity, objects: readonly CSIStorageCapacity[]): ObjectAction[] {
+  if (objects.length === 0) return [{ kind: 'create', item, object: newCapacityObject(id, item, measured) }];
+  const [keep, ...dups] = [...objects].sort(byAge);
+  const actions: ObjectAction[] = dups.map((object) => ({ kind: 'delete', object, why: 'duplicate' }));
+  const changed: string[] = [];
+  const next: CSIStorageCapacity = { ...keep!, metadata: { ...keep!.metadata } };
+  if (quantityToBytes(keep!.capacity) !== measured.available) {
+    changed.push('capacity');
+    next.capacity = bytesToQuantity(measured.available);
+  }
+  const max = quantityToBytes(keep!.maximumVolumeSize);
+  if (max !== measured.maximumVolumeSize) {
+    changed.push('maximumVolumeSize');
+    if (measured.maximumVolumeSize === undefined) delete next.maximumVolumeSize;
+    else next.maximumVolumeSize = bytesToQuantity(measured.maximumVolumeSize);
+  }
+  if (id.owner && !keep!.metadata?.ownerReferences?.some((r) => r.uid === id.owner!.uid)) {
+    changed.push('ownerReferences');
+    next.metadata!.ownerReferences = [...(keep!.metadata?.ownerReferences ?? []), { ...id.owner }];
+  }
+  if (changed.length > 0) actions.push({ kind: 'update', item, object: next, changed });
+  return actions;
+}
+
+/**
+ * Objects of ours that no desired item explains: their class is gone or no longer ours, their
+ * segment lost its last node, or their shape is foreign. Classes in `frozen` (a StorageClass we
+ * cannot interpret right now) keep their objects until the class is fixed or deleted.
+ */
+export function planObsolete(desiredKeys: ReadonlySet<string>, objects: readonly CSIStorageCapacity[], frozen: ReadonlySet<string>): ObjectAction[] {
+  const out: ObjectAction[] = [];
+  for (const o of objects) {
+    if (o.metadata?.deletionTimestamp) continue;
+    const item = itemOfObject(o);
+    if (item && frozen.has(item.storageClassName)) continue;
+    if (!item || !desiredKeys.has(itemKey(item))) out.push({ kind: 'delete', object: o, why: 'obsolete' });
+  }
+  return out;
+}
+
+function byAge(a: CSIStorageCapacity, b: CSIStorageCapacity): number {
+  const ta = a.metadata?.creationTimestamp ?? '';
+  const tb = b.metadata?.creationTimestamp ?? '';
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return (a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1;
+}

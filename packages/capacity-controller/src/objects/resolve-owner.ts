@@ -1,0 +1,39 @@
+import { isNotFound, Resources } from '@topovol/shared';
+import type { KubeClient, KubeObject, Logger, ResourceType } from '@topovol/shared';
+import type { OwnerReference } from './capacity-object.js';
+
+const APPS: Record<string, ResourceType> = {
+  ReplicaSet: { group: 'apps', version: 'v1', plural: 'replicasets', kind: 'ReplicaSet', namespaced: true },
+  StatefulSet: { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true },
+  Deployment: { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment', namespaced: true },
+  DaemonSet: { group: 'apps', version: 'v1', plural: 'daemonsets', kind: 'DaemonSet', namespaced: true },
+};
+
+/**
+ * The owner of our capacity objects, as external-provisioner's --capacity-ownerref-level: start at
+ * our own pod ($POD_NAME in $NAMESPACE) and climb `level` controller references, so the objects are
+ * garbage-collected with the deployment that made them. Without $POD_NAME (a local run) there is
+ * no owner, said in the log.
+ */
+export async function resolveOwner(client: KubeClient, level: number, namespace: string, log: Logger): Promise<OwnerReference | undefined> {
+  if (level < 0) return undefined;
+  const podName = process.env.POD_NAME;
+  if (!podName) {
+    log.info('capacity objects get no owner reference: $POD_NAME is not set (local run?)', { ownerLevel: level });
+    return undefined;
+  }
+  let obj: KubeObject = await client.get<KubeObject>(Resources.pods, podName, namespace);
+  for (let i = 0; i < level; i++) {
+    const ref = obj.metadata?.ownerReferences?.find((r) => r.controller);
+    const type = ref && APPS[ref.kind];
+    if (!ref || !type) throw new Error(`--capacity-ownerref-level=${level}: ${obj.kind}/${obj.metadata?.name} has no apps/v1 controller at level ${i + 1}`);
+    try {
+      obj = await client.get<KubeObject>(type, ref.name, namespace);
+    } catch (err) {
+      if (isNotFound(err)) throw new Error(`--capacity-ownerref-level=${level}: owner ${ref.kind}/${ref.name} not found`);
+      throw err;
+    }
+  }
+  const md = obj.metadata ?? {};
+  return { apiVersion: obj.apiVersion ?? 'v1', kind: obj.kind ?? 'Pod', name: md.name ?? '', uid: md.uid ?? '', controller: true };
+}

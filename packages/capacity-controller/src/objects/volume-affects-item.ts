@@ -1,0 +1,21 @@
+import type { PersistentVolume } from '@topovol/shared';
+import type { CapacityItem } from './capacity-item.js';
+
+/**
+ * Whether creating or deleting this PV may have changed the capacity of this item: same class,
+ * and the PV's node affinity can hold in the item's segment. Requirements on keys the segment does
+ * not fix are ignored (the segment may contain such nodes); no affinity means anywhere. Only
+ * `In` requirements narrow it down: everything else is treated as "may be here", the safe side.
+ */
+export function volumeAffectsItem(pv: PersistentVolume, item: CapacityItem): boolean {
+  if ((pv.spec?.storageClassName ?? '') !== item.storageClassName) return false;
+  const terms = pv.spec?.nodeAffinity?.required?.nodeSelectorTerms ?? [];
+  if (terms.length === 0) return true;
+  return terms.some((t) =>
+    (t.matchExpressions ?? []).every((e) => {
+      if (e.operator !== 'In') return true;
+      const v = item.segment[e.key];
+      return v === undefined || (e.values ?? []).includes(v);
+    }),
+  );
+}

@@ -1,0 +1,75 @@
+import type { CSINode, Node } from '@topovol/shared';
+import type { Segment } from './segment.js';
+import { uniqueSegments } from './segment.js';
+import type { SegmentMode } from './segment-mode.js';
+
+/**
+ * The segment one node belongs to, or undefined when it belongs to none.
+ *
+ * csinode: a node counts only once its CSINode lists the driver (the driver's node plugin is
+ * registered there); a driver without topology keys gives the empty segment, i.e. the whole
+ * cluster; a node lacking one of the keys as a label is skipped, since the scheduler could never
+ * match it.
+ * prefix: every label under the prefix; a node with none contributes nothing.
+ * domains: the longest leading run of the ordered labels that the node has, so a node labelled with
+ * region and zone but no rack is in the (region, zone) domain.
+ */
+export function segmentOfNode(mode: SegmentMode, node: Node, csiNode: CSINode | undefined, driverName: string): Segment | undefined {
+  const labels = node.metadata?.labels ?? {};
+  switch (mode.kind) {
+    case 'csinode': {
+      const driver = csiNode?.spec?.drivers?.find((d) => d.name === driverName);
+      if (!driver) return undefined;
+      const out: Record<string, string> = {};
+      for (const key of driver.topologyKeys ?? []) {
+        const value = labels[key];
+        if (value === undefined) return undefined;
+        out[key] = value;
+      }
+      return out;
+    }
+    case 'prefix': {
+      const entries = Object.entries(labels).filter(([k]) => k.startsWith(mode.prefix));
+      return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+    }
+    case 'domains': {
+      const out: Record<string, string> = {};
+      for (const key of mode.labels) {
+        const value = labels[key];
+        if (value === undefined) break;
+        out[key] = value;
+      }
+      return Object.keys(out).length > 0 ? out : undefined;
+    }
+  }
+}
+
+/** Every segment with at least one node, deduplicated and in a stable order. */
+export function computeSegments(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string): Segment[] {
+  const found: Segment[] = [];
+  for (const n of nodes) {
+    if (n.metadata?.deletionTimestamp) continue;
+    const s = segmentOfNode(mode, n, csiNodeOf(n.metadata?.name ?? ''), driverName);
+    if (s) found.push(s);
+  }
+  return uniqueSegments(found);
+}
+
+/**
+ * The hierarchy of `domains` mode: every ancestor domain of each segment (region, then region+zone,
+ * ...), deduplicated. Pools may serve any level of it (seed 002 "hierarchical domain").
+ */
+export function domainAncestors(mode: SegmentMode, segments: readonly Segment[]): Segment[] {
+  if (mode.kind !== 'domains') return [];
+  const out: Segment[] = [];
+  for (const s of segments) {
+    const prefix: Record<string, string> = {};
+    for (const key of mode.labels) {
+      const v = s[key];
+      if (v === undefined) break;
+      prefix[key] = v;
+      if (Object.keys(prefix).length < Object.keys(s).length) out.push({ ...prefix });
+    }
+  }
+  return uniqueSegments(out);
+}

@@ -1,0 +1,30 @@
+/**
+ * How topology segments are found (issue #5):
+ * - `csinode`: each CSINode's topology keys for the driver, values from the Node's labels (as
+ *   external-provisioner's pkg/capacity/topology does);
+ * - `prefix`: all Node labels under one prefix (seed 000, "Central provisioning");
+ * - `domains`: an ordered list of domain label keys, outermost first (seed 002 `--domain-labels`).
+ */
+export type SegmentMode =
+  | { kind: 'csinode' }
+  | { kind: 'prefix'; prefix: string }
+  | { kind: 'domains'; labels: readonly string[] };
+
+/** Parses the flag values; returns a reason when they do not make sense together. */
+export function parseSegmentMode(mode: string, prefix: string, domainLabels: string): SegmentMode | string {
+  switch (mode) {
+    case 'csinode':
+      return { kind: 'csinode' };
+    case 'prefix':
+      if (!prefix) return '--capacity-topology=prefix needs --capacity-topology-prefix';
+      return { kind: 'prefix', prefix };
+    case 'domains': {
+      const labels = domainLabels.split(/[;,]/).map((s) => s.trim()).filter(Boolean);
+      if (labels.length === 0) return '--capacity-topology=domains needs --domain-labels (e.g. topology.kubernetes.io/region;topology.kubernetes.io/zone)';
+      if (new Set(labels).size !== labels.length) return `--domain-labels lists a label twice: ${domainLabels}`;
+      return { kind: 'domains', labels };
+    }
+    default:
+      return `unknown --capacity-topology "${mode}" (csinode, prefix or domains)`;
+  }
+}

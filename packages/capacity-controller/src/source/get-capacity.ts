@@ -1,0 +1,56 @@
+import { counter, histogram, exponentialBuckets } from '@topovol/shared';
+import { csiErrorCode, grpcCodeName, withCsiRetry } from '@topovol/shared/csi';
+import type { CsiClient } from '@topovol/shared/csi';
+import type { MeasuredCapacity } from '../objects/capacity-object.js';
+import type { Segment } from '../segments/segment.js';
+
+const calls = counter<'driver' | 'result'>({
+  name: 'topovol_capacity_getcapacity_total',
+  help: 'CSI GetCapacity calls made by the capacity controller, by driver and result (OK or the gRPC code name).',
+  labelNames: ['driver', 'result'],
+});
+const latency = histogram<'driver'>({
+  name: 'topovol_capacity_getcapacity_duration_seconds',
+  help: 'Latency of single CSI GetCapacity calls (each retry counted on its own).',
+  labelNames: ['driver'],
+  buckets: exponentialBuckets(0.001, 2, 15),
+});
+
+export interface CapacitySourceOptions {
+  driverName: string;
+  /** Deadline of one call (--capacity-timeout). */
+  timeoutMs: number;
+  /** Tries per refresh for retryable failures (Unavailable, DeadlineExceeded, ...). */
+  attempts: number;
+  initialBackoffMs?: number;
+}
+
+/** GetCapacity of one item through the driver's controller service, with deadline, retries and metrics. */
+export class CapacitySource {
+  constructor(
+    private readonly csi: CsiClient,
+    private readonly opts: CapacitySourceOptions,
+  ) {}
+
+  async get(parameters: Record<string, string>, segment: Segment, signal?: AbortSignal): Promise<MeasuredCapacity> {
+    const driver = this.opts.driverName;
+    const res = await withCsiRetry(
+      async () => {
+        const end = latency.startTimer({ driver });
+        try {
+          const c = await this.csi.getCapacity({ parameters, ...(Object.keys(segment).length > 0 ? { accessibleTopology: segment } : {}) }, { timeoutMs: this.opts.timeoutMs, signal });
+          calls.inc({ driver, result: 'OK' });
+          return c;
+        } catch (err) {
+          const code = csiErrorCode(err);
+          calls.inc({ driver, result: code === undefined ? 'Unknown' : grpcCodeName(code) });
+          throw err;
+        } finally {
+          end();
+        }
+      },
+      { attempts: this.opts.attempts, initialDelayMs: this.opts.initialBackoffMs ?? 200, signal },
+    );
+    return { available: res.availableCapacity, ...(res.maximumVolumeSize !== undefined ? { maximumVolumeSize: res.maximumVolumeSize } : {}) };
+  }
+}

@@ -1,0 +1,103 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventRecorder, InformerFactory, logger, metricsRegistry, parseManagerFlags, Resources } from '@topovol/shared';
+import type { Controller, CSINode, CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
+import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
+import type { CsiTestDriverOptions } from '@topovol/shared/csi-test-driver';
+import { setupCapacity } from '../../src/capacity-controller.js';
+import { capacityFlags } from '../../src/capacity-flags.js';
+
+/** A capacity loop in this process against the real API server, as the manager would run it. */
+export class RunningCapacity {
+  private constructor(
+    readonly controller: Controller,
+    private readonly informers: InformerFactory,
+    private readonly events: EventRecorder,
+  ) {}
+
+  static async start(client: KubeClient, args: string[]): Promise<RunningCapacity> {
+    const options = parseManagerFlags(['--concurrent-workers=4', ...args], capacityFlags);
+    const informers = new InformerFactory(client);
+    const events = new EventRecorder(client, 'topovol-capacity', 'test', options.dryRun);
+    const controller = await setupCapacity({ client, informers, events, options, log: logger() });
+    informers.start();
+    await informers.waitForSync();
+    void controller.start();
+    return new RunningCapacity(controller, informers, events);
+  }
+
+  async stop(): Promise<void> {
+    await this.controller.shutdown(10_000);
+    await this.events.flush();
+    await this.informers.stop();
+  }
+}
+
+/** The project's CSI test driver on a fresh unix socket. */
+export async function startDriver(opts: CsiTestDriverOptions): Promise<{ driver: CsiTestDriver; socket: string; cleanup: () => Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'topovol-capacity-'));
+  const socket = join(dir, 'csi.sock');
+  const driver = new CsiTestDriver({ controllerCapabilities: ['CREATE_DELETE_VOLUME', 'GET_CAPACITY'], ...opts });
+  await driver.start(`unix://${socket}`);
+  return {
+    driver,
+    socket,
+    cleanup: async () => {
+      await driver.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function createNode(client: KubeClient, name: string, labels: Record<string, string>): Promise<void> {
+  await client.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels } });
+}
+
+/** What kubelet writes when the driver's node plugin registers: the driver and its topology keys. */
+export async function registerDriverOnNode(client: KubeClient, node: string, driver: string, topologyKeys: string[]): Promise<void> {
+  await client.create<CSINode>(Resources.csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: driver, nodeID: node, topologyKeys }] } });
+}
+
+export interface CapacityView {
+  storageClassName: string;
+  segment: Record<string, string>;
+  pool?: string;
+  capacity?: string;
+  maximumVolumeSize?: string;
+}
+
+/** Our objects in a namespace, reduced to what they say, sorted. */
+export async function capacityObjects(client: KubeClient, ns: string): Promise<CapacityView[]> {
+  const list = await client.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns });
+  return list.items
+    .map((o) => ({
+      storageClassName: o.storageClassName,
+      segment: { ...(o.nodeTopology?.matchLabels ?? {}) },
+      ...(o.metadata?.labels?.['capacity.topovol.io/pool'] ? { pool: o.metadata.labels['capacity.topovol.io/pool'] } : {}),
+      ...(o.capacity !== undefined ? { capacity: String(o.capacity) } : {}),
+      ...(o.maximumVolumeSize !== undefined ? { maximumVolumeSize: String(o.maximumVolumeSize) } : {}),
+    }))
+    .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
+}
+
+export async function metricValue(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
+  return all.find((m) => m.name === name)?.values.find((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))?.value ?? 0;
+}
+
+export async function objectWrites(): Promise<number> {
+  let n = 0;
+  for (const verb of ['create', 'update', 'delete']) n += await metricValue('topovol_capacity_object_writes_total', { verb });
+  return n;
+}
+
+/**
+ * Deletes a PV the way it goes away in a cluster: the API server's StorageObjectInUseProtection
+ * admission adds the pv-protection finalizer, which kube-controller-manager (not running here)
+ * would remove once the volume is unused, so the test removes it.
+ */
+export async function deleteVolume(client: KubeClient, name: string): Promise<void> {
+  await client.delete(Resources.persistentVolumes, name).catch(() => undefined);
+  await client.patch(Resources.persistentVolumes, name, undefined, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+}

@@ -1,0 +1,286 @@
+import { expect } from 'chai';
+import { Resources, retryOnConflict } from '@topovol/shared';
+import type { CSIStorageCapacity, Event, KubeClient, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
+import { GiB } from '@topovol/shared/csi-test-driver';
+import { capacityObjects, createNode, deleteVolume, metricValue, objectWrites, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+
+const ZONE = 'topology.kubernetes.io/zone';
+
+function storageClass(name: string, driver: string, parameters: Record<string, string> = {}): StorageClass {
+  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: driver, volumeBindingMode: 'WaitForFirstConsumer', parameters };
+}
+
+function volume(name: string, driver: string, cls: string, zone: string | undefined, label: string): PersistentVolume {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, labels: { 'capacity-test': label } },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteOnce'],
+      storageClassName: cls,
+      persistentVolumeReclaimPolicy: 'Delete',
+      csi: { driver, volumeHandle: name },
+      ...(zone ? { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: [zone] }] }] } } } : {}),
+    },
+  };
+}
+
+// external-provisioner pkg/capacity behaviour on the real API server, with the project's CSI test
+// driver over a real unix socket as the capacity source.
+describe('capacity: CSIStorageCapacity objects follow the driver (real API server, CSI over gRPC)', function () {
+  this.timeout(180_000);
+  let admin: KubeClient;
+  let ns: string;
+  let driverName: string;
+  let driver: CsiTestDriver;
+  let cleanup: () => Promise<void>;
+  let loop: RunningCapacity | undefined;
+  const created: { kind: 'node' | 'csinode' | 'class' | 'pv'; name: string }[] = [];
+  const name = (s: string): string => `${ns}-${s}`;
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    await installCrds(admin).catch(() => undefined); // TEMP
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'cap-');
+    driverName = `${ns}.csi.topovol.test`;
+    ({ driver, cleanup } = await startDriver({ name: driverName }));
+  });
+  afterEach(async function () {
+    await loop?.stop();
+    loop = undefined;
+    await cleanup();
+    const res = { node: Resources.nodes, csinode: Resources.csiNodes, class: Resources.storageClasses, pv: Resources.persistentVolumes };
+    await Promise.all(created.splice(0).map((c) => (c.kind === 'pv' ? deleteVolume(admin, c.name) : admin.delete(res[c.kind], c.name).catch(() => undefined))));
+  });
+
+  async function addNode(n: string, zone: string): Promise<void> {
+    await createNode(admin, name(n), { [ZONE]: zone });
+    await registerDriverOnNode(admin, name(n), driverName, [ZONE]);
+    created.push({ kind: 'node', name: name(n) }, { kind: 'csinode', name: name(n) });
+  }
+  async function addClass(c: string, parameters: Record<string, string> = {}): Promise<void> {
+    await admin.create(Resources.storageClasses, storageClass(name(c), driverName, parameters));
+    created.push({ kind: 'class', name: name(c) });
+  }
+  const start = async (extra: string[] = []): Promise<void> => {
+    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=300ms', ...extra]);
+  };
+
+  it('creates one object per class and segment, then follows nodes, labels, classes, volumes and a hand deletion, writing only on change', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 10n * GiB);
+    driver.setCapacity({ [ZONE]: 'z2' }, 20n * GiB, { maximumVolumeSize: 5n * GiB });
+    await addNode('n1', 'z1');
+    await addNode('n2', 'z2');
+    await addClass('fast');
+    await start();
+    const fast = name('fast');
+    await eventually(async () =>
+      expect(await capacityObjects(admin, ns)).to.deep.equal([
+        { storageClassName: fast, segment: { [ZONE]: 'z1' }, capacity: '10Gi' },
+        { storageClassName: fast, segment: { [ZONE]: 'z2' }, capacity: '20Gi', maximumVolumeSize: '5Gi' },
+      ]),
+    );
+    const objs = (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
+    expect(objs[0]!.metadata?.labels).to.deep.equal({ 'csi.storage.k8s.io/drivername': driverName, 'csi.storage.k8s.io/managed-by': 'topovol-capacity' });
+    expect(objs[0]!.metadata?.name).to.match(/^csisc-/);
+    await eventually(async () => {
+      expect(await metricValue('csistoragecapacities_desired_goal')).to.equal(2);
+      expect(await metricValue('csistoragecapacities_desired_current')).to.equal(2);
+      expect(await metricValue('csistoragecapacities_obsolete')).to.equal(0);
+    });
+
+    // Nothing changed at the driver: a volume event makes the loop ask again, and it writes nothing.
+    const writes = await objectWrites();
+    const calls = driver.calls('GetCapacity');
+    await admin.create(Resources.persistentVolumes, volume(name('idle'), driverName, fast, 'z1', ns));
+    created.push({ kind: 'pv', name: name('idle') });
+    await eventually(() => expect(driver.calls('GetCapacity')).to.be.greaterThan(calls));
+    await retryOnConflict(async () => {
+      const c = await admin.get<StorageClass>(Resources.storageClasses, fast);
+      c.metadata = { ...c.metadata, annotations: { touched: 'yes' } };
+      await admin.replace(Resources.storageClasses, c);
+    });
+    await addNode('n1b', 'z1'); // same segment: the set of segments is unchanged
+
+    // A node in a new zone; a relabelled node; a removed node.
+    driver.setCapacity({ [ZONE]: 'z3' }, 30n * GiB);
+    driver.setCapacity({ [ZONE]: 'z4' }, 40n * GiB);
+    await addNode('n3', 'z3');
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.include({ storageClassName: fast, segment: { [ZONE]: 'z3' }, capacity: '30Gi' }));
+    // The no-op triggers above were handled before this change (one queue): exactly one write, the create.
+    expect(await objectWrites(), 'no API write while nothing changed').to.equal(writes + 1);
+    await retryOnConflict(async () => {
+      const n = await admin.get<Node>(Resources.nodes, name('n3'));
+      n.metadata = { ...n.metadata, labels: { [ZONE]: 'z4' } };
+      await admin.replace(Resources.nodes, n);
+    });
+    await admin.delete(Resources.nodes, name('n2'));
+    await eventually(async () =>
+      expect(await capacityObjects(admin, ns)).to.deep.equal([
+        { storageClassName: fast, segment: { [ZONE]: 'z1' }, capacity: '10Gi' },
+        { storageClassName: fast, segment: { [ZONE]: 'z4' }, capacity: '40Gi' },
+      ]),
+    );
+
+    // A class added, a class deleted.
+    await addClass('slow');
+    await admin.delete(Resources.storageClasses, fast);
+    const slow = name('slow');
+    await eventually(async () =>
+      expect(await capacityObjects(admin, ns)).to.deep.equal([
+        { storageClassName: slow, segment: { [ZONE]: 'z1' }, capacity: '10Gi' },
+        { storageClassName: slow, segment: { [ZONE]: 'z4' }, capacity: '40Gi' },
+      ]),
+    );
+
+    // Volumes: the poll interval is 10m, so only the PV events can explain a refresh, and only z1's.
+    const z4calls = driver.getCapacityRequests().filter((r) => r.accessibleTopology?.[ZONE] === 'z4').length;
+    driver.setCapacity({ [ZONE]: 'z1' }, 7n * GiB);
+    driver.setCapacity({ [ZONE]: 'z4' }, 1n * GiB); // not refreshed: no volume event there
+    await admin.create(Resources.persistentVolumes, volume(name('v1'), driverName, slow, 'z1', ns));
+    created.push({ kind: 'pv', name: name('v1') });
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.include({ storageClassName: slow, segment: { [ZONE]: 'z1' }, capacity: '7Gi' }));
+    driver.setCapacity({ [ZONE]: 'z1' }, 10n * GiB);
+    await deleteVolume(admin, name('v1'));
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.include({ storageClassName: slow, segment: { [ZONE]: 'z1' }, capacity: '10Gi' }));
+    expect(driver.getCapacityRequests().filter((r) => r.accessibleTopology?.[ZONE] === 'z4').length, 'z4 was not asked again').to.equal(z4calls);
+    expect(await capacityObjects(admin, ns)).to.deep.include({ storageClassName: slow, segment: { [ZONE]: 'z4' }, capacity: '40Gi' });
+
+    // Deleted by hand: re-created from what the loop knows, without asking the driver.
+    const all = (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
+    const victim = all.find((o) => o.nodeTopology?.matchLabels?.[ZONE] === 'z1')!;
+    await admin.delete(Resources.csiStorageCapacities, victim.metadata!.name!, ns);
+    await eventually(async () => {
+      const again = (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items.find((o) => o.nodeTopology?.matchLabels?.[ZONE] === 'z1');
+      expect(again?.metadata?.uid).to.be.a('string').and.not.equal(victim.metadata?.uid);
+      expect(again?.capacity).to.equal('10Gi');
+    });
+  });
+
+  it('a burst of 1,000 volume events costs a bounded number of GetCapacity calls, and only for the affected item', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 100n * GiB);
+    driver.setCapacity({ [ZONE]: 'z2' }, 100n * GiB);
+    await addNode('n1', 'z1');
+    await addNode('n2', 'z2');
+    await addClass('burst');
+    const minRefreshMs = 1_000;
+    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', `--capacity-min-refresh-interval=${minRefreshMs}ms`]);
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.have.length(2));
+    const callsOf = (zone: string): number => driver.getCapacityRequests().filter((r) => r.accessibleTopology?.[ZONE] === zone).length;
+    const z1 = callsOf('z1');
+    const z2 = callsOf('z2');
+    const began = Date.now();
+    const label = `${ns}-burst`;
+    const names = Array.from({ length: 1000 }, (_, i) => name(`b${i}`));
+    for (let i = 0; i < names.length; i += 50) {
+      await Promise.all(names.slice(i, i + 50).map((n) => admin.create(Resources.persistentVolumes, volume(n, driverName, name('burst'), 'z1', label))));
+    }
+    driver.setCapacity({ [ZONE]: 'z1' }, 50n * GiB);
+    await admin.create(Resources.persistentVolumes, volume(name('last'), driverName, name('burst'), 'z1', label));
+    names.push(name('last'));
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.include({ storageClassName: name('burst'), segment: { [ZONE]: 'z1' }, capacity: '50Gi' }), 60_000);
+    const elapsed = Date.now() - began;
+    const made = callsOf('z1') - z1;
+    // At most one call per min-refresh interval while events keep coming, plus the trailing one.
+    const bound = Math.ceil(elapsed / minRefreshMs) + 2;
+    expect(made, `GetCapacity calls for z1 over ${elapsed} ms`).to.be.at.most(bound).and.at.least(1);
+    expect(made).to.be.lessThan(100);
+    expect(callsOf('z2') - z2, 'z2 was not affected').to.equal(0);
+    for (let i = 0; i < names.length; i += 100) await Promise.all(names.slice(i, i + 100).map((n) => deleteVolume(admin, n)));
+  });
+
+  it('a driver without GetCapacity: no objects, an error in the log, no polling storm', async function () {
+    const { driver: bare, cleanup: stopBare } = await startDriver({ name: driverName, controllerCapabilities: ['CREATE_DELETE_VOLUME'] });
+    try {
+      await addNode('n1', 'z1');
+      await addClass('fast');
+      loop = await RunningCapacity.start(admin, [`--csi-address=${bare.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
+      await eventually(() => expect(bare.calls('GetCapacity')).to.equal(1));
+      await addNode('n2', 'z2');
+      await eventually(async () => expect(await metricValue('csistoragecapacities_desired_goal')).to.equal(2));
+      expect(bare.calls('GetCapacity'), 'not asked again once Unimplemented').to.equal(1);
+      expect(await capacityObjects(admin, ns)).to.deep.equal([]);
+    } finally {
+      await loop?.stop();
+      loop = undefined;
+      await stopBare();
+    }
+  });
+
+  it('retries a driver that is briefly unavailable, then publishes', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 3n * GiB);
+    driver.injectFailure('GetCapacity', { code: 14, message: 'restarting', times: 2 });
+    await addNode('n1', 'z1');
+    await addClass('fast');
+    await start();
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.equal([{ storageClassName: name('fast'), segment: { [ZONE]: 'z1' }, capacity: '3Gi' }]));
+    expect(await metricValue('topovol_capacity_getcapacity_total', { driver: driverName, result: 'UNAVAILABLE' })).to.equal(2);
+  });
+
+  it('pools constrained to domains (seed 002): capacity per pool in its domain, and NoPoolForDomain for a domain no pool serves', async function () {
+    const region = `${ns}.test/region`;
+    const zone = `${ns}.test/zone`;
+    const rack = `${ns}.test/rack`;
+    const place = async (n: string, labels: Record<string, string>): Promise<void> => {
+      await createNode(admin, name(n), labels);
+      created.push({ kind: 'node', name: name(n) });
+    };
+    await place('e1', { [region]: 'east', [zone]: 'z1', [rack]: 'r1' });
+    await place('e2', { [region]: 'east', [zone]: 'z2', [rack]: 'r5' });
+    await place('w1', { [region]: 'west', [zone]: 'z9', [rack]: 'r1' });
+    driver.setCapacity({ [region]: 'east' }, 50n * GiB, { pool: 'east-pool' });
+    driver.setCapacity({ [region]: 'west', [zone]: 'z9' }, 9n * GiB, { pool: 'west-z9' });
+    const pools = (list: [string, Record<string, string>][]): Record<string, string> => ({
+      clusterID: 'c1',
+      topologyConstrainedPools: JSON.stringify(list.map(([poolName, d]) => ({ poolName, domainSegments: Object.entries(d).map(([domainLabel, value]) => ({ domainLabel, value })) }))),
+    });
+    await addClass('ceph', pools([['east-pool', { [region]: 'east' }]]));
+    await start(['--capacity-topology=domains', `--domain-labels=${region};${zone};${rack}`]);
+    const cls = name('ceph');
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.equal([{ storageClassName: cls, segment: { [region]: 'east' }, pool: 'east-pool', capacity: '50Gi' }]));
+    const asked = driver.getCapacityRequests().find((r) => r.parameters?.pool === 'east-pool');
+    expect(asked?.parameters, 'the pool list is not passed on, the pool name is').to.deep.equal({ clusterID: 'c1', pool: 'east-pool' });
+    expect(asked?.accessibleTopology).to.deep.equal({ [region]: 'east' });
+    const warnings = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${cls},reason=NoPoolForDomain` })).items;
+    await eventually(async () => {
+      const [w] = await warnings();
+      expect(w?.type).to.equal('Warning');
+      expect(w?.message).to.contain(`${zone}=z9`).and.not.contain(`${zone}=z1`);
+    });
+
+    // The administrator adds a pool for the west zone (parameters are immutable: a new class).
+    await admin.delete(Resources.storageClasses, cls);
+    await admin.create(Resources.storageClasses, storageClass(cls, driverName, pools([['east-pool', { [region]: 'east' }], ['west-z9', { [region]: 'west', [zone]: 'z9' }]])));
+    await eventually(async () =>
+      expect(await capacityObjects(admin, ns)).to.deep.equal([
+        { storageClassName: cls, segment: { [region]: 'east' }, pool: 'east-pool', capacity: '50Gi' },
+        { storageClassName: cls, segment: { [region]: 'west', [zone]: 'z9' }, pool: 'west-z9', capacity: '9Gi' },
+      ]),
+    );
+    expect(await warnings()).to.have.length(1);
+  });
+
+  it('a malformed pools parameter gets a Warning Event on the class and no crash; fixing it publishes', async function () {
+    await addNode('n1', 'z1');
+    driver.setCapacity({ [ZONE]: 'z1' }, 8n * GiB, { pool: 'p1' });
+    await addClass('pools', { topologyConstrainedPools: '[{"poolName": "p1", "domainSegments": [' });
+    await start();
+    const cls = name('pools');
+    await eventually(async () => {
+      const evs = (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${cls}` })).items;
+      expect(evs.map((e) => `${e.type}/${e.reason}`)).to.include('Warning/InvalidTopologyConstrainedPools');
+    });
+    await retryOnConflict(async () => {
+      const c = await admin.get<StorageClass>(Resources.storageClasses, cls);
+      // Parameters are immutable: replace the class, as an administrator would.
+      await admin.delete(Resources.storageClasses, cls, undefined, { preconditions: { uid: c.metadata?.uid } });
+    });
+    await admin.create(Resources.storageClasses, storageClass(cls, driverName, { topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]) }));
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.equal([{ storageClassName: cls, segment: { [ZONE]: 'z1' }, pool: 'p1', capacity: '8Gi' }]));
+  });
+});

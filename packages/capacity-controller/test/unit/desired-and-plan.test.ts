@@ -1,0 +1,175 @@
+import { expect } from 'chai';
+import type { CSIStorageCapacity, PersistentVolume, StorageClass } from '@topovol/shared';
+import { EPHEMERAL_CLASS, itemKey, parseItemKey } from '../../src/objects/capacity-item.js';
+import type { CapacityItem } from '../../src/objects/capacity-item.js';
+import { LABEL_POOL, newCapacityObject } from '../../src/objects/capacity-object.js';
+import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
+import { desiredItems } from '../../src/objects/desired-items.js';
+import { planItem, planObsolete } from '../../src/objects/plan-capacity-objects.js';
+import { bytesToQuantity, quantityToBytes } from '../../src/objects/quantity-bytes.js';
+import { volumeAffectsItem } from '../../src/objects/volume-affects-item.js';
+import { parseConstrainedPools } from '../../src/pools/topology-constrained-pools.js';
+
+const DRIVER = 'test.csi.topovol.io';
+const ZONE = 'topology.kubernetes.io/zone';
+const REGION = 'topology.kubernetes.io/region';
+const GiB = 1n << 30n;
+
+const sc = (name: string, extra: Partial<StorageClass> = {}): StorageClass => ({ metadata: { name }, provisioner: DRIVER, volumeBindingMode: 'WaitForFirstConsumer', ...extra });
+const pools = (list: { poolName: string; domainSegments: { domainLabel: string; value: string }[] }[]): Record<string, string> => ({ topologyConstrainedPools: JSON.stringify(list) });
+const id: ObjectIdentity = { driverName: DRIVER, managedBy: 'topovol-capacity', namespace: 'topovol-system', owner: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'capacity-5d9', uid: 'rs-uid', controller: true } };
+const existing = (item: CapacityItem, capacity: string, extra: { name?: string; created?: string; max?: string; owner?: boolean } = {}): CSIStorageCapacity => {
+  const o = newCapacityObject(id, item, { available: quantityToBytes(capacity)!, ...(extra.max ? { maximumVolumeSize: quantityToBytes(extra.max)! } : {}) });
+  o.metadata = { ...o.metadata, name: extra.name ?? 'csisc-a', uid: `uid-${extra.name ?? 'a'}`, resourceVersion: '7', creationTimestamp: extra.created ?? '2026-11-23T10:00:00Z' };
+  if (extra.owner === false) delete o.metadata.ownerReferences;
+  delete o.metadata.generateName;
+  return o;
+};
+
+describe('capacity: desired items, object plans and pools (external-provisioner pkg/capacity/capacity.go)', function () {
+  describe('desiredItems', function () {
+    const segs = [{ [ZONE]: 'z1' }, { [ZONE]: 'z2' }];
+    const opts = { driverName: DRIVER, immediateBinding: false, ephemeral: false };
+
+    it('one item per (class of this driver with delayed binding) × segment', function () {
+      const got = desiredItems([sc('fast'), sc('other', { provisioner: 'other.csi' }), sc('now', { volumeBindingMode: 'Immediate' })], segs, opts);
+      expect([...got.items.values()].map((d) => [d.item.storageClassName, d.item.segment[ZONE]])).to.deep.equal([
+        ['fast', 'z1'],
+        ['fast', 'z2'],
+      ]);
+    });
+
+    it('Immediate classes with --capacity-for-immediate-binding, and <ephemeral> with --capacity-ephemeral (no parameters)', function () {
+      const got = desiredItems([sc('now', { volumeBindingMode: 'Immediate', parameters: { a: 'b' } })], segs, { ...opts, immediateBinding: true, ephemeral: true });
+      const names = [...got.items.values()].map((d) => `${d.item.storageClassName}:${d.item.segment[ZONE]}:${JSON.stringify(d.parameters)}`);
+      expect(names).to.deep.equal(['now:z1:{"a":"b"}', 'now:z2:{"a":"b"}', `${EPHEMERAL_CLASS}:z1:{}`, `${EPHEMERAL_CLASS}:z2:{}`]);
+    });
+
+    it('pools constrained to domains: one item per pool in its domain, asked with pool=<name>, the list parameter removed', function () {
+      const cls = sc('ceph', { parameters: { clusterID: 'c1', ...pools([{ poolName: 'p-z1', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }, { poolName: 'p-z2', domainSegments: [{ domainLabel: ZONE, value: 'z2' }] }]) } });
+      const got = desiredItems([cls], segs, opts);
+      expect([...got.items.values()].map((d) => [d.item.pool, d.item.segment, d.parameters])).to.deep.equal([
+        ['p-z1', { [ZONE]: 'z1' }, { clusterID: 'c1', pool: 'p-z1' }],
+        ['p-z2', { [ZONE]: 'z2' }, { clusterID: 'c1', pool: 'p-z2' }],
+      ]);
+      expect(got.problems).to.deep.equal([]);
+    });
+
+    it('a pool serving a higher domain (region) covers all its zones; a domain without pool is a NoPoolForDomain problem', function () {
+      const three = [{ [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z2' }, { [REGION]: 'west', [ZONE]: 'z9' }];
+      const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] }, { poolName: 'nowhere', domainSegments: [{ domainLabel: REGION, value: 'mars' }] }]) });
+      const got = desiredItems([cls], three, opts);
+      expect([...got.items.values()].map((d) => d.item.pool)).to.deep.equal(['east']);
+      expect(got.problems).to.have.length(1);
+      expect(got.problems[0]).to.include({ storageClassName: 'ceph', reason: 'NoPoolForDomain' });
+      expect(got.problems[0]!.message).to.contain(`${ZONE}=z9`);
+    });
+
+    it('an unreadable pool list freezes the class (objects kept) and is a problem, not a crash', function () {
+      const got = desiredItems([sc('bad', { parameters: { topologyConstrainedPools: '[{"poolName":' } })], segs, opts);
+      expect(got.items.size).to.equal(0);
+      expect([...got.frozen]).to.deep.equal(['bad']);
+      expect(got.problems[0]).to.include({ reason: 'InvalidTopologyConstrainedPools' });
+    });
+  });
+
+  describe('parseConstrainedPools', function () {
+    const cases: { name: string; raw: string | undefined; want: RegExp | { name: string; domain: Record<string, string> }[] | undefined }[] = [
+      { name: 'absent', raw: undefined, want: undefined },
+      { name: 'valid, two levels', raw: JSON.stringify([{ poolName: 'a', domainSegments: [{ domainLabel: REGION, value: 'east' }, { domainLabel: ZONE, value: 'z1' }] }]), want: [{ name: 'a', domain: { [REGION]: 'east', [ZONE]: 'z1' } }] },
+      { name: 'not JSON', raw: 'pool=a', want: /not JSON/ },
+      { name: 'empty list', raw: '[]', want: /non-empty JSON list/ },
+      { name: 'no poolName', raw: '[{"domainSegments":[{"domainLabel":"z","value":"1"}]}]', want: /poolName/ },
+      { name: 'duplicate pool', raw: JSON.stringify([{ poolName: 'a', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }, { poolName: 'a', domainSegments: [{ domainLabel: ZONE, value: 'z2' }] }]), want: /listed twice/ },
+      { name: 'no domain', raw: '[{"poolName":"a","domainSegments":[]}]', want: /domainSegments/ },
+      { name: 'empty value', raw: '[{"poolName":"a","domainSegments":[{"domainLabel":"z","value":""}]}]', want: /non-empty domainLabel and value/ },
+      { name: 'label twice', raw: JSON.stringify([{ poolName: 'a', domainSegments: [{ domainLabel: ZONE, value: 'z1' }, { domainLabel: ZONE, value: 'z2' }] }]), want: /given twice/ },
+    ];
+    for (const c of cases) {
+      it(c.name, function () {
+        const got = parseConstrainedPools(c.raw === undefined ? {} : { topologyConstrainedPools: c.raw });
+        if (c.want === undefined) expect(got).to.equal(undefined);
+        else if (c.want instanceof RegExp) expect(got).to.have.property('error').that.matches(c.want);
+        else expect(got).to.deep.equal({ pools: c.want });
+      });
+    }
+  });
+
+  describe('planItem: write only what changed', function () {
+    const item: CapacityItem = { storageClassName: 'fast', segment: { [ZONE]: 'z1' }, pool: '' };
+    it('creates when there is no object (also after someone deleted ours)', function () {
+      const [a] = planItem(id, item, { available: 10n * GiB }, []);
+      expect(a?.kind).to.equal('create');
+      expect(a && 'object' in a ? a.object : undefined).to.deep.include({ storageClassName: 'fast', capacity: '10Gi', nodeTopology: { matchLabels: { [ZONE]: 'z1' } } });
+      expect(a && 'object' in a ? a.object.metadata?.labels : undefined).to.deep.equal({ 'csi.storage.k8s.io/drivername': DRIVER, 'csi.storage.k8s.io/managed-by': 'topovol-capacity' });
+      expect(a && 'object' in a ? a.object.metadata?.ownerReferences : undefined).to.deep.equal([id.owner]);
+    });
+    it('nothing when the object already says it, whatever the quantity spelling', function () {
+      expect(planItem(id, item, { available: 10n * GiB }, [existing(item, '10Gi')])).to.deep.equal([]);
+      expect(planItem(id, item, { available: 10n * GiB }, [existing(item, '10737418240')])).to.deep.equal([]);
+    });
+    it('updates capacity, maximumVolumeSize (set and unset) and a missing owner', function () {
+      const cases: { obj: CSIStorageCapacity; m: { available: bigint; maximumVolumeSize?: bigint }; changed: string[] }[] = [
+        { obj: existing(item, '10Gi'), m: { available: 9n * GiB }, changed: ['capacity'] },
+        { obj: existing(item, '10Gi'), m: { available: 10n * GiB, maximumVolumeSize: 2n * GiB }, changed: ['maximumVolumeSize'] },
+        { obj: existing(item, '10Gi', { max: '2Gi' }), m: { available: 10n * GiB }, changed: ['maximumVolumeSize'] },
+        { obj: existing(item, '10Gi', { owner: false }), m: { available: 10n * GiB }, changed: ['ownerReferences'] },
+      ];
+      for (const c of cases) {
+        const acts = planItem(id, item, c.m, [c.obj]);
+        expect(acts).to.have.length(1);
+        expect(acts[0]).to.include({ kind: 'update' });
+        expect(acts[0] && 'changed' in acts[0] ? acts[0].changed : []).to.deep.equal(c.changed);
+        expect(acts[0] && 'object' in acts[0] ? acts[0].object.metadata?.resourceVersion : '').to.equal('7');
+      }
+    });
+    it('keeps the oldest of duplicates and deletes the others', function () {
+      const acts = planItem(id, item, { available: 10n * GiB }, [existing(item, '10Gi', { name: 'csisc-new', created: '2026-11-23T11:00:00Z' }), existing(item, '10Gi', { name: 'csisc-old' })]);
+      expect(acts.map((a) => [a.kind, a.object.metadata?.name])).to.deep.equal([['delete', 'csisc-new']]);
+    });
+  });
+
+  describe('planObsolete', function () {
+    const keep: CapacityItem = { storageClassName: 'fast', segment: { [ZONE]: 'z1' }, pool: '' };
+    const gone: CapacityItem = { storageClassName: 'fast', segment: { [ZONE]: 'z2' }, pool: '' };
+    const frozen: CapacityItem = { storageClassName: 'bad', segment: { [ZONE]: 'z1' }, pool: '' };
+    const pooled: CapacityItem = { storageClassName: 'ceph', segment: { [ZONE]: 'z1' }, pool: 'p1' };
+    it('deletes objects of segments, classes and pools no longer desired; keeps frozen classes', function () {
+      const objs = [existing(keep, '1Gi', { name: 'k' }), existing(gone, '1Gi', { name: 'g' }), existing(frozen, '1Gi', { name: 'f' }), existing(pooled, '1Gi', { name: 'p' })];
+      expect(objs[3]!.metadata?.labels?.[LABEL_POOL]).to.equal('p1');
+      const acts = planObsolete(new Set([itemKey(keep), itemKey({ ...pooled, pool: 'p2' })]), objs, new Set(['bad']));
+      expect(acts.map((a) => a.object.metadata?.name)).to.deep.equal(['g', 'p']);
+    });
+  });
+
+  describe('volumeAffectsItem (which refreshes a PV event causes)', function () {
+    const item: CapacityItem = { storageClassName: 'fast', segment: { [ZONE]: 'z1' }, pool: '' };
+    const pv = (cls: string, zones?: string[]): PersistentVolume => ({
+      spec: { storageClassName: cls, ...(zones ? { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: zones }] }] } } } : {}) },
+    });
+    const cases: [string, PersistentVolume, boolean][] = [
+      ['same class, same zone', pv('fast', ['z1']), true],
+      ['same class, other zone', pv('fast', ['z2']), false],
+      ['same class, no affinity', pv('fast'), true],
+      ['other class', pv('slow', ['z1']), false],
+    ];
+    for (const [name, v, want] of cases) it(name, () => expect(volumeAffectsItem(v, item)).to.equal(want));
+  });
+
+  describe('quantities and keys', function () {
+    it('bytes print as canonical binary SI and parse back', function () {
+      for (const [b, q] of [[0n, '0'], [1024n, '1Ki'], [10n * GiB, '10Gi'], [1536n * (1n << 20n), '1536Mi'], [1000n, '1000']] as const) {
+        expect(bytesToQuantity(b)).to.equal(q);
+        expect(quantityToBytes(q)).to.equal(b);
+      }
+      expect(quantityToBytes('1G')).to.equal(1_000_000_000n);
+      expect(quantityToBytes('1.5Gi')).to.equal(undefined);
+    });
+    it('item keys round-trip and ignore label order', function () {
+      const a: CapacityItem = { storageClassName: 'fast', pool: 'p', segment: { [ZONE]: 'z1', [REGION]: 'east' } };
+      const b: CapacityItem = { storageClassName: 'fast', pool: 'p', segment: { [REGION]: 'east', [ZONE]: 'z1' } };
+      expect(itemKey(a)).to.equal(itemKey(b));
+      expect(parseItemKey(itemKey(a))).to.deep.equal(b);
+    });
+  });
+});

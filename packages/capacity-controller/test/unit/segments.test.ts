@@ -1,0 +1,114 @@
+import { expect } from 'chai';
+import type { CSINode, Node } from '@topovol/shared';
+import { computeSegments, domainAncestors, segmentOfNode } from '../../src/segments/compute-segments.js';
+import { parseSegmentMode } from '../../src/segments/segment-mode.js';
+import type { SegmentMode } from '../../src/segments/segment-mode.js';
+
+const DRIVER = 'hostpath.csi.k8s.io';
+const ZONE = 'topology.kubernetes.io/zone';
+const REGION = 'topology.kubernetes.io/region';
+const RACK = 'example.com/rack';
+
+const node = (name: string, labels: Record<string, string>): Node => ({ metadata: { name, labels } });
+const csiNode = (name: string, drivers: { name: string; topologyKeys?: string[] }[]): CSINode => ({
+  metadata: { name },
+  spec: { drivers: drivers.map((d) => ({ name: d.name, nodeID: name, topologyKeys: d.topologyKeys })) },
+});
+
+const csinode: SegmentMode = { kind: 'csinode' };
+const prefix: SegmentMode = { kind: 'prefix', prefix: 'example.com/' };
+const domains: SegmentMode = { kind: 'domains', labels: [REGION, ZONE, RACK] };
+
+describe('capacity segments (external-provisioner pkg/capacity/topology, seeds 000 and 002)', function () {
+  describe('segmentOfNode', function () {
+    const cases: { name: string; mode: SegmentMode; node: Node; csi?: CSINode; want: Record<string, string> | undefined }[] = [
+      { name: 'csinode: the driver\'s keys, values from node labels', mode: csinode, node: node('n1', { [ZONE]: 'z1', other: 'x' }), csi: csiNode('n1', [{ name: DRIVER, topologyKeys: [ZONE] }]), want: { [ZONE]: 'z1' } },
+      { name: 'csinode: driver not registered on the node', mode: csinode, node: node('n1', { [ZONE]: 'z1' }), csi: csiNode('n1', [{ name: 'other.csi', topologyKeys: [ZONE] }]), want: undefined },
+      { name: 'csinode: no CSINode yet', mode: csinode, node: node('n1', { [ZONE]: 'z1' }), want: undefined },
+      { name: 'csinode: a topology key missing as a label skips the node', mode: csinode, node: node('n1', { [ZONE]: 'z1' }), csi: csiNode('n1', [{ name: DRIVER, topologyKeys: [ZONE, RACK] }]), want: undefined },
+      { name: 'csinode: a driver without topology keys serves the whole cluster', mode: csinode, node: node('n1', {}), csi: csiNode('n1', [{ name: DRIVER }]), want: {} },
+      { name: 'prefix: every label under the prefix', mode: prefix, node: node('n1', { 'example.com/zone': 'z1', 'example.com/rack': 'r3', [ZONE]: 'ignored' }), want: { 'example.com/zone': 'z1', 'example.com/rack': 'r3' } },
+      { name: 'prefix: no label under the prefix', mode: prefix, node: node('n1', { [ZONE]: 'z1' }), want: undefined },
+      { name: 'domains: the full ordered path', mode: domains, node: node('n1', { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' }), want: { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' } },
+      { name: 'domains: the longest leading run (no rack label)', mode: domains, node: node('n1', { [REGION]: 'east', [ZONE]: 'z1' }), want: { [REGION]: 'east', [ZONE]: 'z1' } },
+      { name: 'domains: a gap stops the run (rack without zone)', mode: domains, node: node('n1', { [REGION]: 'east', [RACK]: 'r1' }), want: { [REGION]: 'east' } },
+      { name: 'domains: no outermost label, no domain', mode: domains, node: node('n1', { [ZONE]: 'z1' }), want: undefined },
+    ];
+    for (const c of cases) {
+      it(c.name, function () {
+        expect(segmentOfNode(c.mode, c.node, c.csi, DRIVER)).to.deep.equal(c.want);
+      });
+    }
+  });
+
+  describe('computeSegments', function () {
+    const nodes = [
+      node('a1', { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' }),
+      node('a2', { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' }),
+      node('b1', { [REGION]: 'east', [ZONE]: 'z2', [RACK]: 'r7' }),
+      node('c1', { [REGION]: 'west', [ZONE]: 'z9', [RACK]: 'r1' }),
+    ];
+
+    it('removes duplicates and returns a stable order whatever the node order', function () {
+      const one = computeSegments(domains, nodes, () => undefined, DRIVER);
+      const two = computeSegments(domains, [...nodes].reverse(), () => undefined, DRIVER);
+      expect(one).to.have.length(3);
+      expect(two).to.deep.equal(one);
+    });
+
+    it('follows label changes: relabelling the last node of a segment removes it and adds the new one', function () {
+      const before = computeSegments(domains, nodes, () => undefined, DRIVER);
+      const moved = nodes.map((n) => (n.metadata?.name === 'b1' ? node('b1', { [REGION]: 'east', [ZONE]: 'z3', [RACK]: 'r7' }) : n));
+      const after = computeSegments(domains, moved, () => undefined, DRIVER);
+      expect(before).to.deep.include({ [REGION]: 'east', [ZONE]: 'z2', [RACK]: 'r7' });
+      expect(after).to.not.deep.include({ [REGION]: 'east', [ZONE]: 'z2', [RACK]: 'r7' });
+      expect(after).to.deep.include({ [REGION]: 'east', [ZONE]: 'z3', [RACK]: 'r7' });
+    });
+
+    it('drops a removed node\'s segment and ignores nodes being deleted', function () {
+      const gone = computeSegments(domains, nodes.filter((n) => n.metadata?.name !== 'c1'), () => undefined, DRIVER);
+      expect(gone).to.not.deep.include({ [REGION]: 'west', [ZONE]: 'z9', [RACK]: 'r1' });
+      const deleting = computeSegments(domains, nodes.map((n) => (n.metadata?.name === 'c1' ? { ...n, metadata: { ...n.metadata, deletionTimestamp: '2026-11-23T00:00:00Z' } } : n)), () => undefined, DRIVER);
+      expect(deleting).to.deep.equal(gone);
+    });
+
+    it('csinode mode: a CSINode registering the driver adds the node', function () {
+      const ns = [node('n1', { [ZONE]: 'z1' }), node('n2', { [ZONE]: 'z2' })];
+      const csis = new Map([['n1', csiNode('n1', [{ name: DRIVER, topologyKeys: [ZONE] }])]]);
+      expect(computeSegments(csinode, ns, (n) => csis.get(n), DRIVER)).to.deep.equal([{ [ZONE]: 'z1' }]);
+      csis.set('n2', csiNode('n2', [{ name: DRIVER, topologyKeys: [ZONE] }]));
+      expect(computeSegments(csinode, ns, (n) => csis.get(n), DRIVER)).to.deep.equal([{ [ZONE]: 'z1' }, { [ZONE]: 'z2' }]);
+    });
+
+    it('domains mode gives the hierarchy: every ancestor of each leaf, once', function () {
+      const leaves = computeSegments(domains, nodes, () => undefined, DRIVER);
+      expect(domainAncestors(domains, leaves)).to.deep.equal([
+        { [REGION]: 'east' },
+        { [REGION]: 'east', [ZONE]: 'z1' },
+        { [REGION]: 'east', [ZONE]: 'z2' },
+        { [REGION]: 'west' },
+        { [REGION]: 'west', [ZONE]: 'z9' },
+      ]);
+      expect(domainAncestors(prefix, leaves)).to.deep.equal([]);
+    });
+  });
+
+  describe('parseSegmentMode (flags)', function () {
+    const cases: { args: [string, string, string]; want: SegmentMode | RegExp }[] = [
+      { args: ['csinode', '', ''], want: { kind: 'csinode' } },
+      { args: ['prefix', 'example.com/', ''], want: { kind: 'prefix', prefix: 'example.com/' } },
+      { args: ['prefix', '', ''], want: /needs --capacity-topology-prefix/ },
+      { args: ['domains', '', `${REGION};${ZONE};${RACK}`], want: { kind: 'domains', labels: [REGION, ZONE, RACK] } },
+      { args: ['domains', '', ''], want: /needs --domain-labels/ },
+      { args: ['domains', '', `${ZONE};${ZONE}`], want: /twice/ },
+      { args: ['zones', '', ''], want: /unknown --capacity-topology "zones"/ },
+    ];
+    for (const c of cases) {
+      it(`${c.args.join(' | ')}`, function () {
+        const got = parseSegmentMode(...c.args);
+        if (c.want instanceof RegExp) expect(got).to.be.a('string').and.match(c.want);
+        else expect(got).to.deep.equal(c.want);
+      });
+    }
+  });
+});
