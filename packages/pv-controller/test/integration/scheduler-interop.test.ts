@@ -1,38 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { Resources, retryOnConflict } from '@topovol/shared';
-import type { KubeClient, Node, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane, startKubeScheduler } from '@topovol/shared/testing';
+import { Resources } from '@topovol/shared';
+import type { KubeClient, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
+import { createReadyNode, createTestNamespace, eventually, sharedControlPlane, startKubeScheduler } from '@topovol/shared/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
 import { deleteNow, getPV, getPVC, pvc, RunningBinder } from './binder-harness.js';
 
 const HOSTNAME = 'kubernetes.io/hostname';
-
-/**
- * A Node the real scheduler will use: Ready, with allocatable resources, and without the
- * not-ready taint that the TaintNodesByCondition admission plugin puts on every new Node (no node
- * lifecycle controller runs here to lift it).
- */
-async function readyNode(admin: KubeClient, name: string): Promise<void> {
-  await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [HOSTNAME]: name } } });
-  await retryOnConflict(async () => {
-    const n = await admin.get<Node>(Resources.nodes, name);
-    n.spec = { ...n.spec, taints: [] };
-    await admin.replace(Resources.nodes, n);
-  });
-  await retryOnConflict(async () => {
-    const n = await admin.get<Node>(Resources.nodes, name);
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const resources = { cpu: '4', memory: '8Gi', pods: '110' };
-    n.status = {
-      capacity: resources,
-      allocatable: resources,
-      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'simulated by the test', lastHeartbeatTime: now, lastTransitionTime: now }],
-    };
-    await admin.replaceStatus(Resources.nodes, n);
-  });
-}
 
 function localPV(name: string, size: string, cls: string, node: string): PersistentVolume {
   return {
@@ -92,7 +67,7 @@ describe('pv-binder with the real kube-scheduler (delayed binding)', function ()
       provisioner: 'kubernetes.io/no-provisioner',
       volumeBindingMode: 'WaitForFirstConsumer',
     });
-    for (const n of ['node-a', 'node-b']) await readyNode(admin, name(n));
+    for (const n of ['node-a', 'node-b']) await createReadyNode(admin, name(n));
   });
   after(async function () {
     await scheduler?.stop();

@@ -13,3 +13,4 @@ export { startKubeScheduler } from './kube-scheduler.js';
 export { csiBinaries } from './csi-binaries.js';
 export { startKubeControllerManager } from './kube-controller-manager.js';
 export { applyManifests } from './apply-manifests.js';
+export { createReadyNode } from './ready-node.js';

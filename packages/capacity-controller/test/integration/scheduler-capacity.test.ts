@@ -1,0 +1,116 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { CSIDriver, Event, KubeClient, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { createReadyNode, createTestNamespace, eventually, sharedControlPlane, startKubeScheduler } from '@topovol/shared/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
+import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
+import { GiB } from '@topovol/shared/csi-test-driver';
+import { capacityObjects, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+
+const ZONE = 'topology.kubernetes.io/zone';
+const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
+
+// Seed 000 end to end: the real kube-scheduler v1.37.2 reads Topovol's CSIStorageCapacity objects
+// (its VolumeBinding plugin checks them for CSIDrivers with storageCapacity: true) and only picks a
+// node whose segment has room for the claim.
+describe('capacity with the real kube-scheduler: pods go where the storage is', function () {
+  this.timeout(180_000);
+  const SCHEDULER = 'topovol-capacity-interop';
+  let cp: ControlPlane;
+  let admin: KubeClient;
+  let scheduler: ManagedProcess;
+  let loop: RunningCapacity;
+  let driver: CsiTestDriver;
+  let stopDriver: () => Promise<void>;
+  let ns: string;
+  let driverName: string;
+  const name = (s: string): string => `${ns}-${s}`;
+
+  before(async function () {
+    cp = await sharedControlPlane();
+    admin = cp.adminClient();
+    ns = await createTestNamespace(admin, 'capsched-');
+    driverName = `${ns}.csi.topovol.test`;
+    ({ driver, cleanup: stopDriver } = await startDriver({ name: driverName }));
+    await admin.create<CSIDriver>(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: { attachRequired: false, storageCapacity: true } });
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name('local') }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer' });
+    for (const [n, zone] of [['a', 'z1'], ['b', 'z2']] as const) {
+      await createReadyNode(admin, name(n), { [ZONE]: zone });
+      await registerDriverOnNode(admin, name(n), driverName, [ZONE]);
+    }
+    driver.setCapacity({ [ZONE]: 'z1' }, 1n * GiB);
+    driver.setCapacity({ [ZONE]: 'z2' }, 100n * GiB);
+    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    const config = path.join(cp.dir, `${ns}-scheduler.yaml`);
+    writeFileSync(
+      config,
+      ['apiVersion: kubescheduler.config.k8s.io/v1', 'kind: KubeSchedulerConfiguration', 'leaderElection: { leaderElect: false }', `clientConnection: { kubeconfig: ${JSON.stringify(cp.kubeconfigPath)} }`, `profiles: [{ schedulerName: ${SCHEDULER} }]`, ''].join('\n'),
+    );
+    scheduler = await startKubeScheduler(cp, [`--config=${config}`]);
+  });
+  after(async function () {
+    await scheduler?.stop();
+    await loop?.stop();
+    await stopDriver?.();
+    for (const n of ['a', 'b']) {
+      await admin.delete(Resources.nodes, name(n)).catch(() => undefined);
+      await admin.delete(Resources.csiNodes, name(n)).catch(() => undefined);
+    }
+    await admin.delete(Resources.storageClasses, name('local')).catch(() => undefined);
+    await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+  });
+
+  async function podWithClaim(p: string, size: string): Promise<void> {
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: p, namespace: ns },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: size } }, storageClassName: name('local') },
+    });
+    await admin.create<Pod>(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: p, namespace: ns },
+      spec: { schedulerName: SCHEDULER, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: p } }] },
+    });
+  }
+
+  const selectedNode = (claim: string): Promise<string> =>
+    eventually(
+      async () => {
+        const c = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim, ns);
+        const n = c.metadata?.annotations?.[SELECTED_NODE];
+        if (!n) throw new Error(`no node selected for ${claim} yet\n${scheduler.logTail(5)}`);
+        return n;
+      },
+      120_000,
+      250,
+    );
+
+  it('selects the node whose zone has room, and follows the capacity when it changes', async function () {
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.have.length(2));
+    await podWithClaim('p1', '10Gi');
+    expect(await selectedNode('p1')).to.equal(name('b'));
+
+    driver.setCapacity({ [ZONE]: 'z1' }, 100n * GiB);
+    driver.setCapacity({ [ZONE]: 'z2' }, 1n * GiB);
+    await eventually(async () => expect((await capacityObjects(admin, ns)).map((o) => o.capacity)).to.deep.equal(['100Gi', '1Gi']));
+    await podWithClaim('p2', '10Gi');
+    expect(await selectedNode('p2')).to.equal(name('a'));
+
+    // Room nowhere: the scheduler says so instead of picking a node (a coin could not pass this).
+    await podWithClaim('p3', '500Gi');
+    await eventually(
+      async () => {
+        const evs = (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=p3,reason=FailedScheduling' })).items;
+        expect(evs.map((e) => e.message).join('\n')).to.match(/did not have enough free storage/);
+      },
+      60_000,
+      250,
+    );
+    const p3 = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'p3', ns);
+    expect(p3.metadata?.annotations?.[SELECTED_NODE]).to.equal(undefined);
+  });
+});
