@@ -1,6 +1,6 @@
 import { EventRecorder, InformerFactory, logger, parseManagerFlags, Resources, retryOnConflict } from '@topovol/shared';
 import type { Controller, Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { eventually } from '@topovol/shared/testing';
+import { createReadyNode, eventually } from '@topovol/shared/testing';
 import { setupRollback } from '../../src/rollback/rollback-controller.js';
 import { rollbackFlags } from '../../src/rollback/rollback-flags.js';
 
@@ -105,8 +105,13 @@ export async function failProvisioning(client: KubeClient, ns: string, claimName
   await selectNode(client, ns, claimName, null);
 }
 
+/**
+ * A Ready node without taints. A bare Node gets the not-ready NoSchedule taint from the
+ * TaintNodesByCondition admission plugin, which the controller would rightly read as "the pod cannot
+ * run there" and which would hide the signal a test means to exercise.
+ */
 export async function createNode(client: KubeClient, name: string): Promise<void> {
-  await client.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [HOSTNAME]: name } } });
+  await createReadyNode(client, name);
 }
 
 export async function updateNodeStatus(client: KubeClient, name: string, status: NonNullable<Node['status']>): Promise<void> {

@@ -101,7 +101,12 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await eventually(async () => expect((await get(admin, ns, 'c1')).status?.phase).to.equal('Pending'));
       // The old volume goes to its reclaim policy (Released; the external deleter would delete it).
       await eventually(async () => expect((await getPV(admin, name('v1'))).status?.phase).to.equal('Released'), 60_000);
-      await eventFor(admin, p, 'ProvisioningRollback');
+      const why = await eventFor(admin, p, 'ProvisioningRollback');
+      expect(why.message, 'rolled back for the failed sibling, not for anything else').to.match(/claim c2 .*ResourceExhausted/);
+      // Events on the pod, the claim and the PV say what happened to each.
+      await eventFor(admin, c1, 'ProvisioningRollback');
+      await eventFor(admin, await getPV(admin, name('v1')), 'ProvisioningRollback');
+      await eventFor(admin, again, 'ClaimRecreated');
       await eventually(async () => expect((await admin.get<Pod>(Resources.pods, 'p', ns)).metadata?.annotations?.[ANN_RECREATE_CLAIMS]).to.equal(undefined));
       expect(await counter('topovol_rollback_rollbacks_total', { result: 'rolled_back' })).to.equal(before + 1);
       // The scheduler now picks node b for both; the provisioner provisions there; both bind.
@@ -168,6 +173,29 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
         await admin.replace(Resources.nodes, n);
       });
       await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+    });
+
+    it('rolls back when the scheduler reports a volume node affinity conflict for the pod', async function () {
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+      await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1']));
+      await selectNode(admin, ns, 'c1', name('a'));
+      await provision(admin, ns, 'c1', name('a'), name('v1'));
+      const c1 = await eventually(async () => {
+        const c = await get(admin, ns, 'c1');
+        expect(c.status?.phase).to.equal('Bound');
+        return c;
+      });
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
+      // What kube-scheduler writes when no node can take the pod because of the volume's node affinity.
+      await retryOnConflict(async () => {
+        const p = await admin.get<Pod>(Resources.pods, 'p', ns);
+        const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+        p.status = { ...p.status, phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: now, message: '0/2 nodes are available: 1 Insufficient memory, 1 node(s) had volume node affinity conflict. preemption: 0/2 nodes are available.' }] };
+        await admin.replaceStatus(Resources.pods, p);
+      });
+      await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+      const [e] = [await eventFor(admin, await admin.get<Pod>(Resources.pods, 'p', ns), 'ProvisioningRollback')];
+      expect(e.message).to.match(/volume node affinity conflict/);
     });
 
     it('never touches a statically created PV', async function () {
