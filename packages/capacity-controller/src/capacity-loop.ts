@@ -1,5 +1,5 @@
 import { errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
-import type { CSINode, CSIStorageCapacity, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, ReconcileContext, StorageClass } from '@topovol/shared';
+import type { CSIDriver, CSINode, CSIStorageCapacity, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, ReconcileContext, StorageClass } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
 import { statusEntries } from './aggregate/status-entries.js';
 import { capacityMetrics } from './capacity-metrics.js';
@@ -220,6 +220,11 @@ export class CapacityLoop {
     if (this.unsupported) return;
     this.unsupported = message;
     this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it', { driver: this.opts.driverName, error: message });
+    // Once, on the CSIDriver object if there is one, where `kubectl describe csidriver` shows it.
+    this.writeClient
+      .get<CSIDriver>(Resources.csiDrivers, this.opts.driverName)
+      .then((d) => this.events.event(d, 'Warning', 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`))
+      .catch(() => undefined);
     this.enqueue(STATUS_KEY);
   }
 

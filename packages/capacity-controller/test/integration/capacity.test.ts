@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Resources, retryOnConflict } from '@topovol/shared';
-import type { CSIStorageCapacity, Event, KubeClient, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { GiB } from '@topovol/shared/csi-test-driver';
@@ -194,8 +194,9 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     for (let i = 0; i < names.length; i += 100) await Promise.all(names.slice(i, i + 100).map((n) => deleteVolume(admin, n)));
   });
 
-  it('a driver without GetCapacity: no objects, an error in the log, no polling storm', async function () {
+  it('a driver without GetCapacity: no objects, one Warning on the CSIDriver, no polling storm', async function () {
     const { driver: bare, cleanup: stopBare } = await startDriver({ name: driverName, controllerCapabilities: ['CREATE_DELETE_VOLUME'] });
+    await admin.create<CSIDriver>(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: { storageCapacity: true } });
     try {
       await addNode('n1', 'z1');
       await addClass('fast');
@@ -205,7 +206,12 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       await eventually(async () => expect(await metricValue('csistoragecapacities_desired_goal')).to.equal(2));
       expect(bare.calls('GetCapacity'), 'not asked again once Unimplemented').to.equal(1);
       expect(await capacityObjects(admin, ns)).to.deep.equal([]);
+      await eventually(async () => {
+        const evs = (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${driverName},reason=GetCapacityUnimplemented` })).items;
+        expect(evs.map((e) => e.type)).to.deep.equal(['Warning']);
+      });
     } finally {
+      await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
       await loop?.stop();
       loop = undefined;
       await stopBare();
