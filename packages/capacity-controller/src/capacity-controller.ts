@@ -9,7 +9,7 @@ import { resolveOwner } from './objects/resolve-owner.js';
 import { setupPerNode } from './per-node-loop.js';
 import { parseSegmentMode } from './segments/segment-mode.js';
 import { CapacitySource } from './source/get-capacity.js';
-import { CapacityStatusWriter } from './aggregate/index.js';
+import { CapacityStatusWriter } from './status/index.js';
 
 export const CAPACITY_CONTROLLER = 'capacity';
 export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
@@ -75,7 +75,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
       labelSelector: managedSelector({ driverName, managedBy: flags.managedBy, namespace: flags.namespace }),
     }),
   };
-  const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs });
+  const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, log: env.log });
   const ref: { controller?: Controller } = {};
   const loop = new CapacityLoop(
     inf,

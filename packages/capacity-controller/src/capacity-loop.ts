@@ -15,7 +15,7 @@ import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { computeSegments } from './segments/compute-segments.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import type { CapacitySource } from './source/get-capacity.js';
-import type { CapacityStatusWriter, StatusCondition } from './aggregate/index.js';
+import type { CapacityStatusWriter, StatusCondition } from './status/index.js';
 
 export const SYNC_KEY = 'sync';
 export const STATUS_KEY = 'status';

@@ -3,7 +3,7 @@ import type { ControllerEnv, KubeClient } from '@topovol/shared';
 import type { CapacityFlags } from './capacity-flags.js';
 import { bytesToQuantity } from './objects/quantity-bytes.js';
 import type { CapacitySource } from './source/get-capacity.js';
-import { runPerNodeWriter } from './aggregate/index.js';
+import { runPerNodeWriter } from './status/index.js';
 
 export const NODE_FIELD_MANAGER_PREFIX = 'topovol-capacity/';
 

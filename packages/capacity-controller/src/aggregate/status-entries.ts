@@ -2,7 +2,7 @@ import type { DesiredItem } from '../objects/desired-items.js';
 import type { MeasuredCapacity } from '../objects/capacity-object.js';
 import { bytesToQuantity } from '../objects/quantity-bytes.js';
 import { formatSegment } from '../pools/pool-coverage.js';
-import type { CapacityEntry } from './driver-capacity-types.js';
+import type { CapacityEntry } from '../status/index.js';
 
 /**
  * The central instance's entries of the aggregated status: one pool per tracked item that has

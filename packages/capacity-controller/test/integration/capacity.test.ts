@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { CSIDriverCapacities } from '../../src/status/index.js';
+import type { CSIDriverCapacity } from '../../src/status/index.js';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { GiB } from '@topovol/shared/csi-test-driver';
 import { capacityObjects, createNode, deleteVolume, metricValue, objectWrites, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
@@ -43,7 +45,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
 
   before(async function () {
     admin = (await sharedControlPlane()).adminClient();
-    await installCrds(admin).catch(() => undefined); // TEMP
+    await installCrds(admin);
   });
   beforeEach(async function () {
     ns = await createTestNamespace(admin, 'cap-');
@@ -54,6 +56,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     await loop?.stop();
     loop = undefined;
     await cleanup();
+    await admin.delete(CSIDriverCapacities, driverName).catch(() => undefined);
     const res = { node: Resources.nodes, csinode: Resources.csiNodes, class: Resources.storageClasses, pv: Resources.persistentVolumes };
     await Promise.all(created.splice(0).map((c) => (c.kind === 'pv' ? deleteVolume(admin, c.name) : admin.delete(res[c.kind], c.name).catch(() => undefined))));
   });
@@ -160,6 +163,16 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       expect(again?.metadata?.uid).to.be.a('string').and.not.equal(victim.metadata?.uid);
       expect(again?.capacity).to.equal('10Gi');
     });
+
+    // The aggregated status says the same, with conditions.
+    await eventually(async () => {
+      const agg = await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName);
+      expect(agg.status?.storage?.map((s) => [s.storageClassName, (s.pools ?? []).map((p) => [p.name, p.nodeTopology?.matchLabels, p.capacity])])).to.deep.equal([
+        [slow, [[`${ZONE}=z1`, { [ZONE]: 'z1' }, '10Gi'], [`${ZONE}=z4`, { [ZONE]: 'z4' }, '40Gi']]],
+      ]);
+      expect(agg.status?.conditions?.find((c) => c.type === 'Ready')).to.include({ status: 'True' });
+      expect(agg.status?.totalCapacity).to.equal('50Gi');
+    });
   });
 
   it('a burst of 1,000 volume events costs a bounded number of GetCapacity calls, and only for the affected item', async function () {
@@ -258,6 +271,8 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       expect(w?.type).to.equal('Warning');
       expect(w?.message).to.contain(`${zone}=z9`).and.not.contain(`${zone}=z1`);
     });
+    const poolsCondition = async (): Promise<string | undefined> => (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName).catch(() => undefined))?.status?.conditions?.find((c) => c.type === 'PoolsCoverDomains')?.status;
+    await eventually(async () => expect(await poolsCondition()).to.equal('False'));
 
     // The administrator adds a pool for the west zone (parameters are immutable: a new class).
     await admin.delete(Resources.storageClasses, cls);
@@ -269,6 +284,21 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       ]),
     );
     expect(await warnings()).to.have.length(1);
+    await eventually(async () => expect(await poolsCondition()).to.equal('True'));
+  });
+
+  it('per-node mode: owns one <ephemeral> pool for its node under its own field manager', async function () {
+    driver.setCapacity({}, 12n * GiB);
+    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, '--capacity-node-name=worker-7', '--capacity-poll-interval=2s', '--capacity-status-expiry=1m']);
+    await eventually(async () => {
+      const agg = await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName);
+      const eph = agg.status?.storage?.find((s) => s.storageClassName === '<ephemeral>');
+      expect(eph?.pools?.map((p) => [p.name, p.nodeList, p.capacity])).to.deep.equal([['worker-7', ['worker-7'], '12Gi']]);
+      expect(agg.metadata?.managedFields?.some((m) => m.manager === 'topovol-capacity/worker-7' && m.subresource === 'status')).to.equal(true);
+    });
+    const req = driver.getCapacityRequests().at(-1);
+    expect(req?.parameters ?? {}, 'an empty GetCapacity request (seed 000)').to.deep.equal({});
+    expect(req?.accessibleTopology).to.equal(undefined);
   });
 
   it('a malformed pools parameter gets a Warning Event on the class and no crash; fixing it publishes', async function () {

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { loadAllYaml } from '@kubernetes/client-node';
+import { loadManifests } from './load-manifests.js';
 import { isAlreadyExists } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
 import type { KubeObject } from '../informer/object-key.js';
@@ -32,7 +32,7 @@ function resourceFor(obj: KubeObject): ResourceType | undefined {
 export async function applyManifests(client: KubeClient, files: string[]): Promise<KubeObject[]> {
   const created: KubeObject[] = [];
   for (const file of files) {
-    for (const doc of loadAllYaml(readFileSync(file, 'utf8')) as KubeObject[]) {
+    for (const doc of loadManifests(readFileSync(file, 'utf8'))) {
       if (!doc?.kind) continue;
       const r = resourceFor(doc);
       if (!r) throw new Error(`${file}: ${doc.apiVersion}/${doc.kind} is not a kind the demo knows how to create`);

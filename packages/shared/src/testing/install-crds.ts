@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { yamlFiles } from './apply-manifests.js';
 import path from 'node:path';
-import { loadAllYaml } from '@kubernetes/client-node';
+import { loadManifests } from './load-manifests.js';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import type { Wire } from '../types/wire.js';
 
@@ -15,7 +15,7 @@ import { repoRoot } from './repo-root.js';
 export async function installCrds(client: KubeClient, dir = path.join(repoRoot(), 'config', 'crd')): Promise<string[]> {
   const names: string[] = [];
   for (const file of yamlFiles(dir)) {
-    for (const doc of loadAllYaml(readFileSync(file, 'utf8')) as Crd[]) {
+    for (const doc of loadManifests(readFileSync(file, 'utf8')) as Crd[]) {
       if (doc?.kind !== 'CustomResourceDefinition') continue;
       try {
         await client.create(Resources.customResourceDefinitions, doc);

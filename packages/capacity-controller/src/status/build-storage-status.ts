@@ -1,0 +1,66 @@
+import type { CapacityEntry } from './capacity-entry.js';
+import type { StoragePool, StorageStatus } from './capacity-status-types.js';
+import { isQuantity } from './quantity.js';
+
+const CLASS_NAME = /^(<ephemeral>|<fallback>|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/;
+
+export interface BuiltStorageStatus {
+  /** Sorted by class, pools by name, so equal input gives byte-equal output. */
+  storage: StorageStatus[];
+  /** Entries left out, with why: the CRD would reject the whole write for one bad pool. */
+  rejected: { entry: CapacityEntry; reason: string }[];
+}
+
+/** Why the API server would refuse this entry (mirrors the CRD's validation), or undefined. */
+export function entryProblem(e: CapacityEntry): string | undefined {
+  if (!CLASS_NAME.test(e.storageClassName) || e.storageClassName.length > 253) return `invalid storageClassName "${e.storageClassName}"`;
+  if (!e.pool || e.pool.length > 253) return 'pool name must be 1 to 253 characters';
+  if (e.nodeTopology && e.nodeList) return 'a pool has nodeTopology or nodeList, not both';
+  if (e.nodeList && (e.nodeList.length === 0 || e.nodeList.some((n) => !n))) return 'nodeList must list node names';
+  if (!isQuantity(e.capacity)) return `invalid capacity "${e.capacity}"`;
+  if (e.maximumVolumeSize !== undefined && !isQuantity(e.maximumVolumeSize)) return `invalid maximumVolumeSize "${e.maximumVolumeSize}"`;
+  return undefined;
+}
+
+/**
+ * The desired status.storage[] for a list of capacity entries: grouped by class, one pool per
+ * (class, pool name), each expiring at expiryTime. Invalid entries and duplicates are rejected
+ * (the first of a duplicate wins) rather than failing the whole write.
+ */
+export function buildStorageStatus(entries: readonly CapacityEntry[], expiryTime: string): BuiltStorageStatus {
+  const rejected: BuiltStorageStatus['rejected'] = [];
+  const byClass = new Map<string, Map<string, StoragePool>>();
+  for (const entry of entries) {
+    const problem = entryProblem(entry);
+    if (problem) {
+      rejected.push({ entry, reason: problem });
+      continue;
+    }
+    const pools = byClass.get(entry.storageClassName) ?? new Map<string, StoragePool>();
+    byClass.set(entry.storageClassName, pools);
+    if (pools.has(entry.pool)) {
+      rejected.push({ entry, reason: `duplicate pool "${entry.pool}" in ${entry.storageClassName}` });
+      continue;
+    }
+    const pool: StoragePool = { name: entry.pool };
+    if (entry.nodeTopology) pool.nodeTopology = { matchLabels: { ...entry.nodeTopology.matchLabels } };
+    if (entry.nodeList) pool.nodeList = [...new Set(entry.nodeList)].sort();
+    pool.capacity = entry.capacity;
+    if (entry.maximumVolumeSize !== undefined) pool.maximumVolumeSize = entry.maximumVolumeSize;
+    pool.expiryTime = expiryTime;
+    pools.set(entry.pool, pool);
+  }
+  const storage = [...byClass.entries()]
+    .sort(([a], [b]) => compare(a, b))
+    .map(([storageClassName, pools]) => ({ storageClassName, pools: [...pools.values()].sort((a, b) => compare(a.name, b.name)) }));
+  return { storage, rejected };
+}
+
+export function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** RFC 3339 with second precision, as metav1.Time serializes (so what we write reads back equal). */
+export function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}

@@ -1,0 +1,23 @@
+import type { NodeTopology } from './capacity-status-types.js';
+
+/**
+ * What the central loop (or a per-node writer) knows about one pool of one kind of storage: the
+ * input of the aggregated status. The writer adds expiryTime.
+ */
+export interface CapacityEntry {
+  storageClassName: string;
+  pool: string;
+  nodeTopology?: NodeTopology;
+  nodeList?: string[];
+  /** A Kubernetes quantity. */
+  capacity: string;
+  maximumVolumeSize?: string;
+}
+
+/** A condition the caller wants on the status; the writer fills lastTransitionTime and observedGeneration. */
+export interface StatusCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+}
