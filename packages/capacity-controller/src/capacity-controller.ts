@@ -1,5 +1,5 @@
-import { Controller, Resources } from '@topovol/shared';
-import type { ControllerEnv, CSINode, CSIStorageCapacity, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import { Controller, projectNode, Resources } from '@topovol/shared';
+import type { ControllerEnv, CSINode, CSIStorageCapacity, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
 import { F, readCapacityFlags } from './capacity-flags.js';
 import type { CapacityFlags } from './capacity-flags.js';
@@ -13,23 +13,6 @@ import { CapacityStatusWriter } from './status/index.js';
 
 export const CAPACITY_CONTROLLER = 'capacity';
 export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
-
-/** Nodes matter for their labels only; everything else would only cost memory. */
-function slimNode(o: KubeObject): Node {
-  const n = o as Node;
-  return { apiVersion: 'v1', kind: 'Node', metadata: { name: n.metadata?.name, uid: n.metadata?.uid, resourceVersion: n.metadata?.resourceVersion, labels: n.metadata?.labels, deletionTimestamp: n.metadata?.deletionTimestamp } };
-}
-
-/** Volumes matter for their driver, class and node affinity (which items they change). */
-function slimVolume(o: KubeObject): PersistentVolume {
-  const v = o as PersistentVolume;
-  return {
-    apiVersion: 'v1',
-    kind: 'PersistentVolume',
-    metadata: { name: v.metadata?.name, uid: v.metadata?.uid, resourceVersion: v.metadata?.resourceVersion },
-    spec: { storageClassName: v.spec?.storageClassName, nodeAffinity: v.spec?.nodeAffinity, ...(v.spec?.csi ? { csi: { driver: v.spec.csi.driver, volumeHandle: '' } } : {}) },
-  };
-}
 
 /** Connects to the driver, waiting for it (a sidecar may start first), and learns its name. */
 async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi: CsiClient; driverName: string }> {
@@ -66,10 +49,10 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
   const owner = await resolveOwner(env.client, flags.ownerLevel, flags.namespace, env.log);
   const { informers } = env;
   const inf = {
-    nodes: informers.forResource<Node>(Resources.nodes, { transform: slimNode }),
+    nodes: informers.forResource<Node>(Resources.nodes, { transform: projectNode }),
     csiNodes: informers.forResource<CSINode>(Resources.csiNodes),
     classes: informers.forResource<StorageClass>(Resources.storageClasses),
-    volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes, { transform: slimVolume }),
+    volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
     objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
       namespace: flags.namespace,
       labelSelector: managedSelector({ driverName, managedBy: flags.managedBy, namespace: flags.namespace }),

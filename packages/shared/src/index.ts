@@ -20,3 +20,4 @@ export * from './workqueue/index.js';
 export * from './selectors/label-selector.js';
 export * from './selectors/node-selector.js';
 export * from './selectors/quantity.js';
+export * from './informer/projections.js';

@@ -1,5 +1,5 @@
-import { classifyError, Controller, objectKey, Resources, splitKey } from '@topovol/shared';
-import type { ControllerEnv, Event, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { classifyError, Controller, objectKey, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { ANN_SELECTED_NODE } from './annotations.js';
 import { AssumeCache } from './assume-cache.js';
@@ -16,21 +16,6 @@ const CLAIM = 'pvc/';
 const VOLUME = 'pv/';
 
 /** Pods only matter for the claims they use and where they run: cache just that. */
-function slimPod(o: KubeObject): Pod {
-  const p = o as Pod;
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: p.metadata?.name, namespace: p.metadata?.namespace, uid: p.metadata?.uid, resourceVersion: p.metadata?.resourceVersion, deletionTimestamp: p.metadata?.deletionTimestamp },
-    spec: { nodeName: p.spec?.nodeName, containers: [], volumes: (p.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim).map((v) => ({ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim })) },
-    status: { phase: p.status?.phase },
-  };
-}
-
-function slimNode(o: KubeObject): Node {
-  return { apiVersion: 'v1', kind: 'Node', metadata: { name: o.metadata?.name, labels: o.metadata?.labels, resourceVersion: o.metadata?.resourceVersion, uid: o.metadata?.uid } };
-}
-
 const claimsOfPod = (p: Pod): string[] => (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [`${p.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`] : []));
 
 /** The pv-binder loop: one queue with claim and volume keys, decisions over the informer caches. */
@@ -39,8 +24,8 @@ export function setupBinder(env: ControllerEnv): Controller {
   const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);
   const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
   const classes = informers.forResource<StorageClass>(Resources.storageClasses);
-  const nodes = informers.forResource<Node>(Resources.nodes, { transform: slimNode });
-  const pods = informers.forResource<Pod>(Resources.pods, { transform: slimPod });
+  const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
+  const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
 
   // The external provisioner's per-attempt "Provisioning" Events: evidence that provisioning is under way.
   const provisioningEvents = informers.forResource<Event>(Resources.events, {

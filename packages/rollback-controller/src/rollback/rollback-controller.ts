@@ -1,5 +1,5 @@
-import { Controller, objectKey, Resources, splitKey } from '@topovol/shared';
-import type { ControllerEnv, Event, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
+import { Controller, objectKey, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import { RollbackActuator } from './actuator.js';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
@@ -13,18 +13,6 @@ const PV = 'pv/';
 
 const claimsOfPod = (p: Pod): string[] => (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [`${p.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`] : []));
 
-/** Nodes matter for taints, cordons and volumesInUse only. */
-function slimNode(o: KubeObject): Node {
-  const n = o as Node;
-  return {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name: n.metadata?.name, uid: n.metadata?.uid, resourceVersion: n.metadata?.resourceVersion },
-    spec: { unschedulable: n.spec?.unschedulable, taints: n.spec?.taints },
-    status: { volumesInUse: n.status?.volumesInUse },
-  };
-}
-
 function numberFlag(v: unknown, fallback: number): number {
   return typeof v === 'number' ? v : fallback;
 }
@@ -34,8 +22,8 @@ export function setupRollback(env: ControllerEnv): Controller {
   const { informers, client, events, options, log } = env;
   const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);
   const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
-  const pods = informers.forResource<Pod>(Resources.pods);
-  const nodes = informers.forResource<Node>(Resources.nodes, { transform: slimNode });
+  const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+  const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
   const classes = informers.forResource<StorageClass>(Resources.storageClasses);
   const attachments = informers.forResource<VolumeAttachment>(Resources.volumeAttachments);
   const failures = informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed' });

@@ -16,14 +16,16 @@ export class InformerFactory {
 
   /**
    * The shared informer for a resource. A transform is part of the contract: asking for the same
-   * resource with a different transform is a programming error, caught at start-up.
+   * resource with a different transform, or with one and without one, is a programming error caught
+   * at start-up; otherwise whichever loop asked first would decide what the others see. Loops use
+   * the shared projections (projections.ts).
    */
   forResource<T extends KubeObject>(resource: ResourceType, opts: InformerOptions<T> = {}): Informer<T> {
     const id = [resource.group, resource.version, resource.plural, opts.namespace ?? '', opts.labelSelector ?? '', opts.fieldSelector ?? ''].join('|');
     const existing = this.informers.get(id);
     if (existing) {
-      if (opts.transform && existing.transform && existing.transform !== opts.transform) {
-        throw new Error(`informer for ${resource.plural}: conflicting transforms requested`);
+      if (existing.transform !== opts.transform) {
+        throw new Error(`informer for ${resource.plural}: conflicting transforms requested (use the shared projection, or none)`);
       }
       return existing.informer as unknown as Informer<T>;
     }

@@ -9,6 +9,40 @@ import { ControlPlane } from './control-plane.js';
 import { installCrds } from './install-crds.js';
 import { ManagedProcess } from './managed-process.js';
 import { repoRoot } from './repo-root.js';
+import { createReadyNode } from './ready-node.js';
+import { CsiTestDriver } from './csi-test-driver/csi-test-driver.js';
+import type { CSIDriver, CSINode, StorageClass } from '../types/wire.js';
+import type { KubeObject } from '../informer/object-key.js';
+import type { ResourceType } from '../informer/resources.js';
+
+// The demo's CSI driver: the project's test driver over a real unix socket, with two nodes in two
+// zones, so that the capacity loop has something to measure.
+const DEMO_DRIVER = 'demo.csi.topovol.dev';
+const DEMO_ZONE = 'topology.kubernetes.io/zone';
+const DRIVER_CAPACITIES: ResourceType = { group: 'topovol.io', version: 'v1alpha1', plural: 'csidrivercapacities', kind: 'CSIDriverCapacity', namespaced: false };
+
+interface DriverCapacity extends KubeObject {
+  status?: { totalCapacity?: string; storage?: { storageClassName: string; pools?: { name: string; capacity?: string }[] }[]; conditions?: { type: string; status: string; reason?: string }[] };
+}
+
+async function demoDriver(client: KubeClient, dir: string): Promise<CsiTestDriver> {
+  const driver = new CsiTestDriver({
+    name: DEMO_DRIVER,
+    controllerCapabilities: ['CREATE_DELETE_VOLUME', 'GET_CAPACITY'],
+    capacity: [
+      { segment: { [DEMO_ZONE]: 'zone-a' }, capacity: 100n << 30n },
+      { segment: { [DEMO_ZONE]: 'zone-b' }, capacity: 20n << 30n, maximumVolumeSize: 5n << 30n },
+    ],
+  });
+  await driver.start(`unix://${path.join(dir, 'demo-csi.sock')}`);
+  await client.create<CSIDriver>(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: DEMO_DRIVER }, spec: { attachRequired: false, storageCapacity: true } });
+  for (const [node, zone] of [['demo-node-a', 'zone-a'], ['demo-node-b', 'zone-b']] as const) {
+    await createReadyNode(client, node, { [DEMO_ZONE]: zone });
+    await client.create<CSINode>(Resources.csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: DEMO_DRIVER, nodeID: node, topologyKeys: [DEMO_ZONE] }] } });
+  }
+  await client.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'demo-capacity' }, provisioner: DEMO_DRIVER, volumeBindingMode: 'WaitForFirstConsumer' });
+  return driver;
+}
 
 async function summary(client: KubeClient): Promise<string> {
   const pvcs = (await client.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims)).items;
@@ -26,7 +60,16 @@ async function summary(client: KubeClient): Promise<string> {
   }
   if (caps.length) {
     lines.push('CSIStorageCapacities:');
-    for (const c of caps) lines.push(`  ${c.metadata?.namespace}/${c.metadata?.name}  class=${c.storageClassName}  capacity=${c.capacity ?? '-'}`);
+    for (const c of caps) {
+      const topo = Object.entries(c.nodeTopology?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+      lines.push(`  ${c.metadata?.namespace}/${c.metadata?.name}  class=${c.storageClassName}  ${topo}  capacity=${c.capacity ?? '-'}${c.maximumVolumeSize ? `  maxVolume=${c.maximumVolumeSize}` : ''}`);
+    }
+  }
+  const agg = await client.get<DriverCapacity>(DRIVER_CAPACITIES, DEMO_DRIVER).catch(() => undefined);
+  if (agg?.status) {
+    const ready = agg.status.conditions?.find((c) => c.type === 'Ready');
+    lines.push(`CSIDriverCapacity ${DEMO_DRIVER}: total=${agg.status.totalCapacity ?? '-'}  Ready=${ready?.status ?? '?'}${ready?.reason ? ` (${ready.reason})` : ''}`);
+    for (const s of agg.status.storage ?? []) lines.push(`  ${s.storageClassName}: ${(s.pools ?? []).map((p) => `${p.name}=${p.capacity ?? '-'}`).join('  ')}`);
   }
   return lines.join('\n');
 }
@@ -39,10 +82,13 @@ async function main(): Promise<void> {
   const admin = cp.adminClient();
   await installCrds(admin);
   const samples = await applyManifests(admin, yamlFiles(path.join(root, 'config', 'samples')));
+  const driver = await demoDriver(admin, cp.dir);
   const manager = new ManagedProcess({
     name: 'topovol-controller-manager',
     command: process.execPath,
-    args: [path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${cp.kubeconfigPath}`, '--leader-elect-namespace=default', '--metrics-bind-address=127.0.0.1:8080', '--health-probe-bind-address=127.0.0.1:8081', '--log-format=text'],
+    args: [path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${cp.kubeconfigPath}`, '--leader-elect-namespace=default', '--metrics-bind-address=127.0.0.1:8080', '--health-probe-bind-address=127.0.0.1:8081', '--log-format=text',
+      // Every loop; capacity for the demo driver, its objects in "default".
+      '--controllers=*,zonal-pv-upgrade,capacity,rollback', `--csi-address=${driver.endpoint}`, '--capacity-namespace=default', '--capacity-ownerref-level=-1', '--capacity-poll-interval=30s'],
     logFile: path.join(cp.dir, 'manager.log'),
   });
   process.stdout.write(
@@ -53,6 +99,7 @@ async function main(): Promise<void> {
       `Manager log:     ${manager.logFile}`,
       'Metrics:         http://127.0.0.1:8080/metrics   probes: http://127.0.0.1:8081/readyz',
       `Samples applied: ${samples.length} objects from config/samples`,
+      `CSI driver:      ${DEMO_DRIVER} (the project's test driver) on ${driver.endpoint}, nodes demo-node-a (zone-a) and demo-node-b (zone-b)`,
       'Press Ctrl-C to stop everything.',
       '',
     ].join('\n'),
@@ -70,6 +117,7 @@ async function main(): Promise<void> {
     clearInterval(timer);
     process.stdout.write('\nStopping...\n');
     await manager.stop();
+    await driver.stop();
     await cp.stop();
     process.exit(0);
   };

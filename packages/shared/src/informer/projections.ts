@@ -1,0 +1,48 @@
+import type { KubeObject } from './object-key.js';
+import type { Node, Pod } from '../types/wire.js';
+
+// One projection per resource for the whole process. Informers are shared between loops, so a
+// loop-private projection would either conflict with another loop's (the factory refuses that) or,
+// worse, hand another loop objects missing the fields it reads. Each projection is the union of
+// what the loops read; add a field here when a loop needs one.
+
+/** Nodes: labels (binding, topology segments), taints and cordon (rollback), volumesInUse (rollback). */
+export function projectNode(o: KubeObject): Node {
+  const n = o as Node;
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: n.metadata?.name, uid: n.metadata?.uid, resourceVersion: n.metadata?.resourceVersion, labels: n.metadata?.labels, deletionTimestamp: n.metadata?.deletionTimestamp },
+    spec: { unschedulable: n.spec?.unschedulable, taints: n.spec?.taints },
+    status: { volumesInUse: n.status?.volumesInUse },
+  };
+}
+
+/**
+ * Pods: identity, annotations (rollback's own), the claims they use, where they run, tolerations,
+ * and whether they ran (phase, container states, PodScheduled). Containers are dropped: the biggest
+ * part of a pod and read by no loop.
+ */
+export function projectPod(o: KubeObject): Pod {
+  const p = o as Pod;
+  const md = p.metadata ?? {};
+  const states = (list: NonNullable<Pod['status']>['containerStatuses']): NonNullable<Pod['status']>['containerStatuses'] =>
+    list?.map((s) => ({ name: s.name, image: '', imageID: '', ready: s.ready, restartCount: s.restartCount, started: s.started, state: s.state, lastState: s.lastState }));
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: md.name, namespace: md.namespace, uid: md.uid, resourceVersion: md.resourceVersion, deletionTimestamp: md.deletionTimestamp, annotations: md.annotations },
+    spec: {
+      nodeName: p.spec?.nodeName,
+      containers: [],
+      tolerations: p.spec?.tolerations,
+      volumes: (p.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim).map((v) => ({ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim })),
+    },
+    status: {
+      phase: p.status?.phase,
+      conditions: p.status?.conditions?.filter((c) => c.type === 'PodScheduled'),
+      containerStatuses: states(p.status?.containerStatuses),
+      initContainerStatuses: states(p.status?.initContainerStatuses),
+    },
+  };
+}
