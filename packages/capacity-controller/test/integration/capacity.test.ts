@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Resources, retryOnConflict } from '@topovol/shared';
-import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
@@ -299,6 +299,36 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     const req = driver.getCapacityRequests().at(-1);
     expect(req?.parameters ?? {}, 'an empty GetCapacity request (seed 000)').to.deep.equal({});
     expect(req?.accessibleTopology).to.equal(undefined);
+  });
+
+  it('--capacity-ownerref-level=1: objects are owned by the ReplicaSet of our pod ($POD_NAME), as external-provisioner does', async function () {
+    const rs = await admin.create<KubeObject>({ group: 'apps', version: 'v1', plural: 'replicasets', kind: 'ReplicaSet', namespaced: true }, {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: 'capacity', namespace: ns },
+      spec: { replicas: 0, selector: { matchLabels: { app: 'capacity' } }, template: { metadata: { labels: { app: 'capacity' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+    } as KubeObject);
+    await admin.create<KubeObject>(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'capacity-abcde', namespace: ns, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'capacity', uid: rs.metadata!.uid!, controller: true }] },
+      spec: { containers: [{ name: 'c', image: 'x' }] },
+    } as KubeObject);
+    driver.setCapacity({ [ZONE]: 'z1' }, 2n * GiB);
+    await addNode('n1', 'z1');
+    await addClass('owned');
+    const saved = process.env.POD_NAME;
+    process.env.POD_NAME = 'capacity-abcde';
+    try {
+      await start(['--capacity-ownerref-level=1']);
+    } finally {
+      if (saved === undefined) delete process.env.POD_NAME;
+      else process.env.POD_NAME = saved;
+    }
+    await eventually(async () => {
+      const [o] = (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
+      expect(o?.metadata?.ownerReferences).to.deep.equal([{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'capacity', uid: rs.metadata!.uid, controller: true }]);
+    });
   });
 
   it('a malformed pools parameter gets a Warning Event on the class and no crash; fixing it publishes', async function () {
