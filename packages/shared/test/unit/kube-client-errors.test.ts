@@ -133,4 +133,14 @@ describe('KubeClient error classification', function () {
     while (limited.limiter.tryAccept()) granted++;
     expect(granted).to.equal(30);
   });
+
+  it('withRateLimit gives a budget of its own: draining it leaves the shared one untouched (capacity writes)', function () {
+    const shared = client();
+    const own = shared.withRateLimit(5, 10);
+    expect(own.limiter).to.not.equal(shared.limiter);
+    let granted = 0;
+    while (own.limiter.tryAccept()) granted++;
+    expect(granted).to.equal(10);
+    expect(shared.limiter.tryAccept()).to.equal(true);
+  });
 });
