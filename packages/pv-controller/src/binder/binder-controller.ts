@@ -48,11 +48,14 @@ export function setupBinder(env: ControllerEnv): Controller {
   const assumedVolume = (name: string): PersistentVolume | undefined => volumes.get(name, pvs.cache.get(name));
   const consumerless = new Map<string, number>();
   const graceFlag = options.extra[STALE_SELECTED_NODE_GRACE_FLAG];
+  /** Volumes a worker has decided to bind and is writing now. */
+  const inFlight = new Set<string>();
   const world: BinderWorld = {
     volume: assumedVolume,
     preBoundVolumes: (ns, name) => index.preBoundTo(ns, name).flatMap((n) => assumedVolume(n) ?? []),
     *freeVolumes(cls, minBytes, nodeName) {
       for (const n of nodeName === undefined ? index.freeVolumes(cls, minBytes) : index.freeVolumesForNode(cls, nodeName, minBytes)) {
+        if (inFlight.has(n)) continue;
         const v = assumedVolume(n);
         if (v) yield v;
       }
@@ -90,6 +93,10 @@ export function setupBinder(env: ControllerEnv): Controller {
         if (!claim) return;
         const wasBound = claim.status?.phase === 'Bound';
         const actions = decideClaim(claim, world);
+        // Reserved from the decision (no await in between) until the write is done, so that other
+        // workers pick the next volume instead of racing for this one into a Conflict.
+        const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
+        for (const n of picked) inFlight.add(n);
         try {
           await actuator.run(actions);
         } catch (err) {
@@ -100,6 +107,8 @@ export function setupBinder(env: ControllerEnv): Controller {
             for (const a of actions) if (a.kind === 'bindVolume') volumes.forget(a.volume.metadata!.name!);
           }
           throw err;
+        } finally {
+          for (const n of picked) inFlight.delete(n);
         }
         const bound = actions.find((a) => a.kind === 'bindClaim');
         if (bound && !wasBound && !options.dryRun) {
