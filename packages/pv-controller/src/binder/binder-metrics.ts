@@ -32,12 +32,36 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
     help: 'Gauge measuring number of persistent volume claim currently unbound',
     labelNames: ['namespace', 'storage_class', 'volume_attributes_class'],
   });
+  // For the "claims Pending with a selected node" alert: the scheduler chose a node and nothing has
+  // provisioned or bound since. Age is counted from the claim's creation (the annotation carries no time).
+  const waiting = gauge<'storage_class'>({
+    name: 'topovol_pv_binder_selected_node_pending_claims',
+    help: 'Claims Pending with volume.kubernetes.io/selected-node set (waiting for provisioning), by storage class.',
+    labelNames: ['storage_class'],
+  });
+  const oldest = gauge<'storage_class'>({
+    name: 'topovol_pv_binder_selected_node_pending_oldest_seconds',
+    help: 'Age (since creation) of the oldest claim Pending with volume.kubernetes.io/selected-node, by storage class.',
+    labelNames: ['storage_class'],
+  });
   function refresh(): void {
     boundPV.reset();
     unboundPV.reset();
     boundPVC.reset();
     unboundPVC.reset();
+    waiting.reset();
+    oldest.reset();
     if (!source) return;
+    const now = Date.now();
+    const oldestByClass = new Map<string, number>();
+    for (const c of source.claims()) {
+      if (c.status?.phase === 'Bound' || !c.metadata?.annotations?.['volume.kubernetes.io/selected-node']) continue;
+      const cls = claimClass(c);
+      waiting.inc({ storage_class: cls });
+      const created = Date.parse(c.metadata.creationTimestamp ?? '');
+      if (!Number.isNaN(created)) oldestByClass.set(cls, Math.max(oldestByClass.get(cls) ?? 0, (now - created) / 1000));
+    }
+    for (const [cls, age] of oldestByClass) oldest.set({ storage_class: cls }, age);
     for (const v of source.volumes()) (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: volumeClass(v) });
     for (const c of source.claims()) {
       const labels = { namespace: c.metadata?.namespace ?? '', storage_class: claimClass(c), volume_attributes_class: c.spec?.volumeAttributesClassName ?? '' };

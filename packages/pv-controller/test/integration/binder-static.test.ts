@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
-import type { KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
+import type { KubeClient, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
 
@@ -81,6 +81,20 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
     });
     expect(await sample('topovol_pv_binder_binds_total', { result: 'bound' })).to.equal(boundBefore + 2);
     expect(await sample('topovol_pv_binder_claim_bind_duration_seconds', { mode: 'Immediate' }, '_count')).to.equal(latencyBefore + 2);
+    // A claim the scheduler placed (selected-node) and nothing provisioned yet: what the
+    // "claims Pending with a selected node" alert of config/prometheus watches.
+    const cls = name('wffc');
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/slow', volumeBindingMode: 'WaitForFirstConsumer' });
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: name('node') } });
+    const waiting = { ...pvc(ns, 'placed', '1Gi'), spec: { ...pvc(ns, 'placed', '1Gi').spec, storageClassName: cls } };
+    waiting.metadata = { ...waiting.metadata, annotations: { 'volume.kubernetes.io/selected-node': name('node') } };
+    await admin.create(Resources.persistentVolumeClaims, waiting);
+    await eventually(async () => {
+      expect(await sample('topovol_pv_binder_selected_node_pending_claims', { storage_class: cls })).to.equal(1);
+      expect(await sample('topovol_pv_binder_selected_node_pending_oldest_seconds', { storage_class: cls })).to.be.at.least(0).and.below(600);
+    });
+    await admin.delete(Resources.nodes, name('node')).catch(() => undefined);
+    await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
     const text = await metricsRegistry.metrics();
     expect(text).to.match(/^# TYPE pv_collector_bound_pvc_count gauge$/m);
     expect(text).to.match(/^workqueue_adds_total\{name="pv-binder"\} \d+/m);
