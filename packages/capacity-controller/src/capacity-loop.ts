@@ -12,6 +12,7 @@ import { desiredItems } from './objects/desired-items.js';
 import type { ObjectAction } from './objects/plan-capacity-objects.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
+import { formatSegment } from './pools/pool-coverage.js';
 import { computeSegments } from './segments/compute-segments.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import type { CapacitySource } from './source/get-capacity.js';
@@ -132,7 +133,12 @@ export class CapacityLoop {
       if (st) st.dirty = true;
       this.enqueue(ITEM_PREFIX + key);
     }
-    for (const key of this.state.keys()) if (!this.desired.items.has(key)) this.state.delete(key);
+    for (const key of this.state.keys()) {
+      if (this.desired.items.has(key)) continue;
+      this.state.delete(key);
+      const gone = before.items.get(key);
+      if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
+    }
     this.reportProblems();
     for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen)) await this.execute(ctx, a);
     this.enqueue(STATUS_KEY);
@@ -163,6 +169,7 @@ export class CapacityLoop {
       const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
       st.measured = measured;
       st.refreshedAt = this.now();
+      capacityMetrics.measured(this.metricLabels(d.item), measured.available);
       st.error = undefined;
       if (changed) this.enqueue(STATUS_KEY);
     }
@@ -214,6 +221,10 @@ export class CapacityLoop {
           throw err;
         }
     }
+  }
+
+  private metricLabels(item: CapacityItem): { driver: string; storage_class: string; segment: string; pool: string } {
+    return { driver: this.opts.driverName, storage_class: item.storageClassName, segment: formatSegment(item.segment), pool: item.pool };
   }
 
   private driverUnsupported(message: string): void {

@@ -20,7 +20,19 @@ const objectWrites = counter<'verb'>({
 });
 for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0);
 
+const available = gauge<'driver' | 'storage_class' | 'segment' | 'pool'>({
+  name: 'topovol_capacity_available_bytes',
+  help: 'Capacity the driver last reported, by storage class (or <ephemeral>), segment (label=value,...) and pool.',
+  labelNames: ['driver', 'storage_class', 'segment', 'pool'],
+});
+
 export const capacityMetrics = {
+  measured(labels: { driver: string; storage_class: string; segment: string; pool: string }, bytes: bigint): void {
+    available.set(labels, Number(bytes));
+  },
+  forget(labels: { driver: string; storage_class: string; segment: string; pool: string }): void {
+    available.remove(labels);
+  },
   setObjectCounts(goal: number, current: number, obsoleteCount: number): void {
     desiredGoal.set(goal);
     desiredCurrent.set(current);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Resources, retryOnConflict } from '@topovol/shared';
+import { metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
 import { CSIDriverCapacities } from '../../src/status/index.js';
@@ -163,6 +163,11 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       expect(again?.metadata?.uid).to.be.a('string').and.not.equal(victim.metadata?.uid);
       expect(again?.capacity).to.equal('10Gi');
     });
+
+    // The capacity gauge per class and segment, for dashboards; series of the deleted class are gone.
+    expect(await metricValue('topovol_capacity_available_bytes', { driver: driverName, storage_class: slow, segment: `${ZONE}=z4` })).to.equal(40 * 2 ** 30);
+    const text = await metricsRegistry.metrics();
+    expect(text).to.not.contain(`storage_class="${fast}"`);
 
     // The aggregated status says the same, with conditions.
     await eventually(async () => {
