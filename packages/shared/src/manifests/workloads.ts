@@ -1,0 +1,127 @@
+import { commonLabels, INSTALL_NAMESPACE, MANAGER_IMAGE } from './manifest.js';
+import type { Manifest } from './manifest.js';
+
+export const METRICS_PORT = 8080;
+export const HEALTH_PORT = 8081;
+/** The socket a CSI driver container and the capacity loop share in the sidecar examples. */
+export const CSI_SOCKET_DIR = '/csi';
+
+type Json = Record<string, unknown>;
+
+export interface ManagerWorkload {
+  kind: 'Deployment' | 'DaemonSet';
+  /** Object name, also the app.kubernetes.io/instance label. */
+  name: string;
+  component: string;
+  serviceAccountName: string;
+  /** --controllers value. */
+  controllers: string;
+  leaderElect: boolean;
+  /** Further manager flags (after the common ones), as they appear in the container's args. */
+  args?: string[];
+  /** Deployments only. */
+  replicas?: number;
+  /** Containers next to the manager (a CSI driver), sharing the socket volume. */
+  sidecars?: Json[];
+  namespace?: string;
+}
+
+/**
+ * The manager's args for a workload. --leader-elect-namespace is spelled out from the downward API
+ * (the kubelet expands $(NAMESPACE)) rather than read from the mounted token's namespace file, so a
+ * test can run the same args outside a pod and the Role's namespace is visible in the manifest.
+ */
+export function managerArgs(w: Pick<ManagerWorkload, 'controllers' | 'leaderElect' | 'args'>): string[] {
+  return [
+    `--controllers=${w.controllers}`,
+    `--leader-elect=${String(w.leaderElect)}`,
+    ...(w.leaderElect ? ['--leader-elect-namespace=$(NAMESPACE)'] : []),
+    `--metrics-bind-address=:${METRICS_PORT}`,
+    `--health-probe-bind-address=:${HEALTH_PORT}`,
+    ...(w.args ?? []),
+  ];
+}
+
+function fieldEnv(name: string, fieldPath: string): Json {
+  return { name, valueFrom: { fieldRef: { fieldPath } } };
+}
+
+/** The restricted Pod Security Standard, per container (sidecars may be a driver's own image). */
+export const RESTRICTED_CONTAINER_SECURITY: Json = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+function managerContainer(w: ManagerWorkload): Json {
+  const env = [fieldEnv('POD_NAME', 'metadata.name'), fieldEnv('NAMESPACE', 'metadata.namespace'), fieldEnv('NODE_NAME', 'spec.nodeName')];
+  const mounts: Json[] = [{ name: 'tmp', mountPath: '/tmp' }];
+  if (w.sidecars?.length) mounts.push({ name: 'socket-dir', mountPath: CSI_SOCKET_DIR });
+  return {
+    name: 'manager',
+    image: MANAGER_IMAGE,
+    imagePullPolicy: 'IfNotPresent',
+    args: managerArgs(w),
+    env,
+    ports: [
+      { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
+      { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' },
+    ],
+    livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, initialDelaySeconds: 15, periodSeconds: 20, failureThreshold: 3 },
+    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, initialDelaySeconds: 5, periodSeconds: 10 },
+    resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+    securityContext: RESTRICTED_CONTAINER_SECURITY,
+    volumeMounts: mounts,
+  };
+}
+
+/** A Deployment or DaemonSet running the manager image with the given loops. */
+export function managerWorkload(w: ManagerWorkload): Manifest {
+  const namespace = w.namespace ?? INSTALL_NAMESPACE;
+  const selector = { 'app.kubernetes.io/name': 'topovol', 'app.kubernetes.io/instance': w.name };
+  const labels = { ...commonLabels(w.component), 'app.kubernetes.io/instance': w.name };
+  const volumes: Json[] = [{ name: 'tmp', emptyDir: {} }];
+  if (w.sidecars?.length) volumes.push({ name: 'socket-dir', emptyDir: {} });
+  const podSpec: Json = {
+    serviceAccountName: w.serviceAccountName,
+    securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+    // Longer than the manager's default --shutdown-timeout (30s), so in-flight reconciles drain.
+    terminationGracePeriodSeconds: 40,
+    containers: [managerContainer(w), ...(w.sidecars ?? [])],
+    volumes,
+  };
+  if (w.kind === 'Deployment') {
+    // Spread the standby away from the leader's node where possible.
+    podSpec.topologySpreadConstraints = [
+      { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } },
+    ];
+  }
+  return {
+    apiVersion: 'apps/v1',
+    kind: w.kind,
+    metadata: { name: w.name, namespace, labels },
+    spec: {
+      ...(w.kind === 'Deployment' ? { replicas: w.replicas ?? 2 } : {}),
+      selector: { matchLabels: selector },
+      template: { metadata: { labels }, spec: podSpec },
+    },
+  };
+}
+
+/**
+ * A stand-in for the CSI driver container the capacity loop runs next to; replace it with the real
+ * driver (and relax the pod's securityContext if the driver needs privileges, e.g. a node plugin).
+ */
+export function csiDriverPlaceholder(name: string, args: string[]): Json {
+  return {
+    name,
+    image: 'registry.example.com/csi-driver:replace-me',
+    args: [`--endpoint=unix://${CSI_SOCKET_DIR}/csi.sock`, ...args],
+    securityContext: RESTRICTED_CONTAINER_SECURITY,
+    volumeMounts: [{ name: 'socket-dir', mountPath: CSI_SOCKET_DIR }],
+  };
+}
