@@ -6,8 +6,14 @@ source "$(dirname "$0")/lib/bootstrap.sh"
 bootstrap
 echo "==> lint" >&2
 pnpm run --silent lint
+echo "==> generated files (config/rbac, config/manager, docs/reference)" >&2
+node hack/generate.mjs --check
+echo "==> Dockerfile build stage (without Docker)" >&2
+bash hack/docker-build-stage.sh
+echo "==> prometheus and promtool (Debian's package)" >&2
+bash hack/lib/ensure-prometheus.sh
 echo "==> control-plane binaries" >&2
-bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager >&2
+bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl >&2
 bash hack/csi-binaries.sh >&2
 echo "==> unit tests" >&2
 pnpm run --silent test:unit

@@ -1,11 +1,12 @@
-import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Resources } from '../../src/index.js';
 import type { CSINode, CSIStorageCapacity, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/index.js';
-import { createReadyNode, createTestNamespace, eventually, freePort, ManagedProcess, repoRoot, sharedControlPlane } from '../../src/testing/index.js';
+import { createReadyNode, createTestNamespace, eventually, sharedControlPlane } from '../../src/testing/index.js';
+import type { ManagedProcess } from '../../src/testing/index.js';
 import type { ControlPlane } from '../../src/testing/index.js';
-import { CsiTestDriver } from '../../src/testing/csi-test-driver/index.js';
+import type { CsiTestDriver } from '../../src/testing/csi-test-driver/index.js';
+import { startAllLoopsManager } from './all-loops-manager.js';
 import { httpGet } from './manager-process.js';
 
 // Every loop in one process, as config/manager's all-in-one variant and the demo run them: the
@@ -19,36 +20,19 @@ describe('the real manager binary with every loop in one process', function () {
   let driver: CsiTestDriver;
   let manager: ManagedProcess;
   let probePort: number;
+  let stopAll: (() => Promise<void>) | undefined;
   const name = (s: string): string => `${ns}-${s}`;
 
   before(async function () {
     cp = await sharedControlPlane();
     admin = cp.adminClient();
     ns = await createTestNamespace(admin, 'all-');
-    driver = new CsiTestDriver({ name: `${ns}.csi.topovol.test`, controllerCapabilities: ['CREATE_DELETE_VOLUME', 'GET_CAPACITY'], capacity: [{ segment: { zone: 'z1' }, capacity: 4n << 30n }] });
-    await driver.start(`unix://${path.join(cp.dir, `${ns}-csi.sock`)}`);
-    probePort = await freePort();
-    manager = new ManagedProcess({
-      name: `${ns}-manager`,
-      command: process.execPath,
-      args: [
-        path.join(repoRoot(), 'bin', 'topovol-controller-manager.js'),
-        `--kubeconfig=${cp.kubeconfigPath}`,
-        '--controllers=*,zonal-pv-upgrade,capacity,rollback',
-        `--leader-elect-namespace=${ns}`,
-        `--metrics-bind-address=127.0.0.1:${await freePort()}`,
-        `--health-probe-bind-address=127.0.0.1:${probePort}`,
-        `--csi-address=${driver.endpoint}`,
-        `--capacity-namespace=${ns}`,
-        '--capacity-ownerref-level=-1',
-        '--log-format=json',
-      ],
-      logFile: path.join(cp.dir, `${ns}-manager.log`),
-    });
+    const started = await startAllLoopsManager(cp, ns);
+    ({ manager, driver, probePort } = started);
+    stopAll = started.stop;
   });
   after(async function () {
-    await manager?.stop();
-    await driver?.stop();
+    await stopAll?.();
     await admin.delete(Resources.nodes, name('n1')).catch(() => undefined);
     await admin.delete(Resources.csiNodes, name('n1')).catch(() => undefined);
     await admin.delete(Resources.storageClasses, name('fast')).catch(() => undefined);

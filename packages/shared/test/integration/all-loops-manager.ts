@@ -1,0 +1,51 @@
+import path from 'node:path';
+import { freePort, ManagedProcess, repoRoot } from '../../src/testing/index.js';
+import type { ControlPlane } from '../../src/testing/index.js';
+import { CsiTestDriver } from '../../src/testing/csi-test-driver/index.js';
+
+export interface AllLoopsManager {
+  manager: ManagedProcess;
+  driver: CsiTestDriver;
+  metricsPort: number;
+  probePort: number;
+  stop: () => Promise<void>;
+}
+
+/**
+ * The real manager binary with every loop (pv-binder, zonal-pv-upgrade, capacity, rollback), the
+ * capacity loop fed by the project's CSI test driver over a unix socket; leases and capacity
+ * objects in `ns`.
+ */
+export async function startAllLoopsManager(cp: ControlPlane, ns: string): Promise<AllLoopsManager> {
+  const driver = new CsiTestDriver({ name: `${ns}.csi.topovol.test`, controllerCapabilities: ['CREATE_DELETE_VOLUME', 'GET_CAPACITY'], capacity: [{ segment: { zone: 'z1' }, capacity: 4n << 30n }] });
+  await driver.start(`unix://${path.join(cp.dir, `${ns}-csi.sock`)}`);
+  const metricsPort = await freePort();
+  const probePort = await freePort();
+  const manager = new ManagedProcess({
+    name: `${ns}-manager`,
+    command: process.execPath,
+    args: [
+      path.join(repoRoot(), 'bin', 'topovol-controller-manager.js'),
+      `--kubeconfig=${cp.kubeconfigPath}`,
+      '--controllers=*,zonal-pv-upgrade,capacity,rollback',
+      `--leader-elect-namespace=${ns}`,
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      `--health-probe-bind-address=127.0.0.1:${probePort}`,
+      `--csi-address=${driver.endpoint}`,
+      `--capacity-namespace=${ns}`,
+      '--capacity-ownerref-level=-1',
+      '--log-format=json',
+    ],
+    logFile: path.join(cp.dir, `${ns}-manager.log`),
+  });
+  return {
+    manager,
+    driver,
+    metricsPort,
+    probePort,
+    stop: async () => {
+      await manager.stop();
+      await driver.stop();
+    },
+  };
+}
