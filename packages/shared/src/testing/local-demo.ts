@@ -83,10 +83,13 @@ async function main(): Promise<void> {
   await installCrds(admin);
   const samples = await applyManifests(admin, yamlFiles(path.join(root, 'config', 'samples')));
   const driver = await demoDriver(admin, cp.dir);
+  // The README's ports; a test running the demo next to other suites moves them.
+  const metricsAddr = process.env.TOPOVOL_DEMO_METRICS_ADDRESS ?? '127.0.0.1:8080';
+  const probeAddr = process.env.TOPOVOL_DEMO_PROBE_ADDRESS ?? '127.0.0.1:8081';
   const manager = new ManagedProcess({
     name: 'topovol-controller-manager',
     command: process.execPath,
-    args: [path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${cp.kubeconfigPath}`, '--leader-elect-namespace=default', '--metrics-bind-address=127.0.0.1:8080', '--health-probe-bind-address=127.0.0.1:8081', '--log-format=text',
+    args: [path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${cp.kubeconfigPath}`, '--leader-elect-namespace=default', `--metrics-bind-address=${metricsAddr}`, `--health-probe-bind-address=${probeAddr}`, '--log-format=text',
       // Every loop; capacity for the demo driver, its objects in "default".
       '--controllers=*,zonal-pv-upgrade,capacity,rollback', `--csi-address=${driver.endpoint}`, '--capacity-namespace=default', '--capacity-ownerref-level=-1', '--capacity-poll-interval=30s'],
     logFile: path.join(cp.dir, 'manager.log'),
@@ -97,7 +100,7 @@ async function main(): Promise<void> {
       `Control plane:   ${cp.url}`,
       `kubeconfig:      export KUBECONFIG=${cp.kubeconfigPath}`,
       `Manager log:     ${manager.logFile}`,
-      'Metrics:         http://127.0.0.1:8080/metrics   probes: http://127.0.0.1:8081/readyz',
+      `Metrics:         http://${metricsAddr}/metrics   probes: http://${probeAddr}/readyz`,
       `Samples applied: ${samples.length} objects from config/samples`,
       `CSI driver:      ${DEMO_DRIVER} (the project's test driver) on ${driver.endpoint}, nodes demo-node-a (zone-a) and demo-node-b (zone-b)`,
       'Press Ctrl-C to stop everything.',

@@ -14,6 +14,8 @@ function installExitHooks(): void {
   });
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
+      // A program with its own handler (the demo) stops its processes gracefully itself.
+      if (process.listenerCount(sig) > 0) return;
       for (const p of live) p.killNow();
       process.exit(130);
     });
