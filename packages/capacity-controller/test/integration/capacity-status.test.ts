@@ -251,6 +251,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
 
   describe('per-node mode (acceptance 4)', function () {
     it('50 concurrent writers: no conflicts, one pool per node under its own field manager; a stopped writer\'s pool expires and is pruned', async function () {
+      this.timeout(200_000);
       const name = uniqueDriver('nodes');
       const uid = await createCSIDriver(admin, name);
       const nodes = Array.from({ length: 50 }, (_, i) => `node-${String(i).padStart(2, '0')}`);
@@ -264,7 +265,9 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
           driverName: name,
           nodeName,
           refreshMs: 4_000,
-          expiryMs: 12_000,
+          // Entries are refreshed once half of this is left: 12 s of slack for a slow API server
+          // (2 cores shared with the rest of the suite) before a live writer's pool could lapse.
+          expiryMs: 24_000,
           capacity: () => Promise.resolve({ capacity: `${i + 1}Gi`, maximumVolumeSize: '1Gi' }),
           signal: ac.signal,
         });
@@ -299,7 +302,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
           expect(managedFieldsOf(obj).map((m) => m.manager)).to.not.include(perNodeFieldManager('node-00'));
           expect(obj.status).to.deep.include({ poolCount: 49, totalCapacity: `${(50 * 51) / 2 - 1}Gi` });
           return obj;
-        }, 60_000);
+        }, 90_000);
         for (const nodeName of nodes.slice(1)) expect(managedFieldsOf(after).some((m) => m.manager === perNodeFieldManager(nodeName))).to.equal(true);
         expect(await writes('publish', 'conflict')).to.equal(before.conflict);
       } finally {
