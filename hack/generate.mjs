@@ -1,19 +1,23 @@
 #!/usr/bin/env node
 // Renders the files derived from code: config/rbac and config/manager from the controller
-// descriptors (bin/descriptors.js), docs/reference/flags.md from the flag tables and
-// docs/reference/metrics.md from the metrics registry. Needs the built packages (tsc -b).
+// descriptors (bin/descriptors.js), docs/reference/flags.md from the flag tables,
+// docs/reference/metrics.md from the metrics registry, the Helm chart charts/topovol from the same
+// renderers plus config/crd, config/admission and config/prometheus, and dist/install.yaml, which is
+// `kubectl kustomize config/default` over the config/ these files make (the pinned kubectl, from
+// hack/control-plane-binaries.sh). Needs the built packages (tsc -b).
 //   node hack/generate.mjs           write the files (and delete generated files no longer rendered)
 //   node hack/generate.mjs --check   write nothing; exit 1 listing every stale, missing or extra file
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configureLogging, EventRecorder, InformerFactory, KubeClient, logger, MANAGER_FLAGS, metricsRegistry, parseManagerFlags, WorkQueue } from '@topovol/shared';
-import { describeRegistry, GENERATED_HEADER, renderInstallFiles } from '../packages/shared/dist/src/manifests/index.js';
+import { describeRegistry, GENERATED_HEADER, renderHelmChart, renderInstallFiles } from '../packages/shared/dist/src/manifests/index.js';
 import { capacityControllerName, descriptors } from '../bin/descriptors.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const GENERATED_DIRS = ['config/rbac', 'config/manager', 'docs/reference'];
+const GENERATED_DIRS = ['config/rbac', 'config/manager', 'docs/reference', 'charts/topovol', 'dist'];
 const check = process.argv.includes('--check');
 
 // Some families are created lazily: the work-queue ones with the first queue, and some loops
@@ -27,6 +31,47 @@ const files = renderInstallFiles({
   metrics: await describeRegistry(metricsRegistry),
   capacityController: capacityControllerName,
 });
+Object.assign(
+  files,
+  renderHelmChart({
+    descriptors,
+    capacityController: capacityControllerName,
+    appVersion: JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).version,
+    configFiles: Object.fromEntries(['config/crd', 'config/admission', 'config/prometheus'].flatMap(filesIn)),
+  }),
+);
+files['dist/install.yaml'] = renderInstallYaml(files);
+
+/** [path, text] of the files directly in dir (relative to the repository root). */
+function filesIn(dir) {
+  return readdirSync(path.join(root, dir), { withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => [path.posix.join(dir, e.name), readFileSync(path.join(root, dir, e.name), 'utf8')]);
+}
+
+/**
+ * kubectl kustomize config/default, run on a copy of config/ holding the files rendered above, so
+ * --check compares with what config/ is about to be (not with stale files on disk).
+ */
+function renderInstallYaml(rendered) {
+  const lines = execFileSync('bash', [path.join(root, 'hack', 'control-plane-binaries.sh'), 'kubectl'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n');
+  const kubectl = path.join(lines[lines.length - 1], 'kubectl');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'topovol-install-'));
+  try {
+    cpSync(path.join(root, 'config'), path.join(dir, 'config'), { recursive: true });
+    for (const rel of ['config/rbac', 'config/manager'].flatMap(generatedFilesUnder)) rmSync(path.join(dir, rel));
+    for (const [rel, content] of Object.entries(rendered)) {
+      if (!rel.startsWith('config/')) continue;
+      mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+      writeFileSync(path.join(dir, rel), content);
+    }
+    const yaml = execFileSync(kubectl, ['kustomize', path.join(dir, 'config', 'default')], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const version = JSON.parse(execFileSync(kubectl, ['version', '--client', '-o', 'json'], { encoding: 'utf8' })).clientVersion.gitVersion;
+    return `# ${GENERATED_HEADER}\n# kubectl kustomize config/default (kubectl ${version}). Install: kubectl apply --server-side -f dist/install.yaml\n${yaml}`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 async function registerLazyMetrics() {
   const queue = new WorkQueue('generate');

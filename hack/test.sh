@@ -6,8 +6,6 @@ source "$(dirname "$0")/lib/bootstrap.sh"
 bootstrap
 echo "==> lint" >&2
 pnpm run --silent lint
-echo "==> generated files (config/rbac, config/manager, docs/reference)" >&2
-node hack/generate.mjs --check
 echo "==> Dockerfile build stage (without Docker)" >&2
 bash hack/docker-build-stage.sh
 echo "==> prometheus and promtool (Debian's package)" >&2
@@ -15,6 +13,10 @@ bash hack/lib/ensure-prometheus.sh
 echo "==> control-plane binaries" >&2
 bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl >&2
 bash hack/csi-binaries.sh >&2
+bash hack/helm-binary.sh >&2
+# After the binaries: dist/install.yaml is kubectl kustomize's output, with the pinned kubectl.
+echo "==> generated files (config/rbac, config/manager, docs/reference, charts/topovol, dist/install.yaml)" >&2
+node hack/generate.mjs --check
 echo "==> unit tests" >&2
 pnpm run --silent test:unit
 echo "==> integration tests" >&2

@@ -44,6 +44,7 @@ describe('admission policy protecting the rollback marks', function () {
       subjects: [
         { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
         { kind: 'ServiceAccount', name: 'topovol-rollback', namespace: 'topovol-system' },
+        { kind: 'ServiceAccount', name: 'topovol-controller-manager', namespace: 'topovol-system' },
       ],
     } as KubeObject);
     alice = admin.forUser('alice', ['system:authenticated']);
@@ -63,7 +64,7 @@ describe('admission policy protecting the rollback marks', function () {
     });
     await admin.delete(Resources.clusterRoleBindings, name('pv-writer')).catch(() => undefined);
     await admin.delete(Resources.clusterRoles, name('pv-writer')).catch(() => undefined);
-    for (const n of ['alice', 'ctl', 'plain', 'used']) await admin.delete(Resources.persistentVolumes, name(n)).catch(() => undefined);
+    for (const n of ['alice', 'ctl', 'aio', 'plain', 'used']) await admin.delete(Resources.persistentVolumes, name(n)).catch(() => undefined);
   });
 
   it('rejects another user setting the unused label, accepts the controller\'s ServiceAccount', async function () {
@@ -78,6 +79,9 @@ describe('admission policy protecting the rollback marks', function () {
     });
     expect(denied).to.match(/only the Topovol rollback controller may mark a volume unused/);
     expect(await rejection(controller.create(Resources.persistentVolumes, pv('ctl', { [LABEL_USAGE]: 'unused' }, { [ANN_PROVISIONED_FOR_NODE]: 'n1' })))).to.equal('accepted');
+    // The all-in-one manager (config/default/all-in-one) runs the rollback loop as its own ServiceAccount.
+    const allInOne = admin.forUser('system:serviceaccount:topovol-system:topovol-controller-manager', ['system:serviceaccounts', 'system:serviceaccounts:topovol-system', 'system:authenticated']);
+    expect(await rejection(allInOne.create(Resources.persistentVolumes, pv('aio', { [LABEL_USAGE]: 'unused' }, { [ANN_PROVISIONED_FOR_NODE]: 'n1' })))).to.equal('accepted');
   });
 
   it('rejects removing a used mark and changing provisioned-for; ordinary updates pass', async function () {

@@ -5,3 +5,6 @@ export * from './workloads.js';
 export * from './flags-reference.js';
 export * from './metrics-reference.js';
 export * from './install-files.js';
+export * from './helm-template-text.js';
+export * from './helm-values.js';
+export * from './helm-chart.js';

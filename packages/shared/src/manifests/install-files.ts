@@ -31,7 +31,7 @@ function kustomization(resources: string[], comment?: string): string {
 }
 
 /** The install namespace, enforcing the restricted Pod Security Standard that every workload here meets. */
-function namespaceObject(): Manifest {
+export function namespaceObject(): Manifest {
   return {
     apiVersion: 'v1',
     kind: 'Namespace',

@@ -8,6 +8,9 @@ export const CSI_SOCKET_DIR = '/csi';
 
 type Json = Record<string, unknown>;
 
+/** The manager container's requests and limits (the Helm chart's default `resources`). */
+export const MANAGER_RESOURCES = { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } };
+
 export interface ManagerWorkload {
   kind: 'Deployment' | 'DaemonSet';
   /** Object name, also the app.kubernetes.io/instance label. */
@@ -73,7 +76,7 @@ function managerContainer(w: ManagerWorkload): Json {
     ],
     livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, initialDelaySeconds: 15, periodSeconds: 20, failureThreshold: 3 },
     readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, initialDelaySeconds: 5, periodSeconds: 10 },
-    resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+    resources: MANAGER_RESOURCES,
     securityContext: RESTRICTED_CONTAINER_SECURITY,
     volumeMounts: mounts,
   };
@@ -112,6 +115,9 @@ export function managerWorkload(w: ManagerWorkload): Manifest {
   };
 }
 
+/** The CSI driver image the capacity examples run until the user names the real one. */
+export const CSI_DRIVER_PLACEHOLDER_IMAGE = 'registry.example.com/csi-driver:replace-me';
+
 /**
  * A stand-in for the CSI driver container the capacity loop runs next to; replace it with the real
  * driver (and relax the pod's securityContext if the driver needs privileges, e.g. a node plugin).
@@ -119,7 +125,7 @@ export function managerWorkload(w: ManagerWorkload): Manifest {
 export function csiDriverPlaceholder(name: string, args: string[]): Json {
   return {
     name,
-    image: 'registry.example.com/csi-driver:replace-me',
+    image: CSI_DRIVER_PLACEHOLDER_IMAGE,
     args: [`--endpoint=unix://${CSI_SOCKET_DIR}/csi.sock`, ...args],
     securityContext: RESTRICTED_CONTAINER_SECURITY,
     volumeMounts: [{ name: 'socket-dir', mountPath: CSI_SOCKET_DIR }],
