@@ -11,12 +11,16 @@ export const capacityDescriptor: ControllerDescriptor = {
   eventComponent: 'topovol-capacity',
   flags: capacityFlags,
   rbac: [
-    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses', 'csinodes', 'csidrivers'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-    { apiGroups: ['topovol.io'], resources: ['csidrivercapacities'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update'] },
-    { apiGroups: ['topovol.io'], resources: ['csidrivercapacities/status'], verbs: ['get', 'patch', 'update'] },
+    // Informers only: no get.
+    { apiGroups: [''], resources: ['nodes', 'persistentvolumes'], verbs: ['list', 'watch'] },
+    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses', 'csinodes'], verbs: ['list', 'watch'] },
+    { apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
+    // The CSIDriver, read as the owner of its CSIDriverCapacity.
+    { apiGroups: ['storage.k8s.io'], resources: ['csidrivers'], verbs: ['get'] },
+    // get/create the object, patch: the ownerReference added by apply once the CSIDriver appears.
+    { apiGroups: ['topovol.io'], resources: ['csidrivercapacities'], verbs: ['get', 'create', 'patch'] },
+    // Server-side apply of pools and the summary, JSON patch when pruning.
+    { apiGroups: ['topovol.io'], resources: ['csidrivercapacities/status'], verbs: ['patch'] },
     // --capacity-ownerref-level: our pod and its owners.
     { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
     { apiGroups: ['apps'], resources: ['replicasets', 'statefulsets', 'deployments', 'daemonsets'], verbs: ['get'] },

@@ -9,7 +9,7 @@ export const zonalPvUpgradeDescriptor: ControllerDescriptor = {
   disabledByDefault: true,
   eventComponent: 'topovol-zonal-pv-upgrade',
   rbac: [
-    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
+    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['list', 'watch', 'patch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   ],
   setup: setupZonalPvUpgrade,

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventRecorder, InformerFactory, logger, metricsRegistry, parseManagerFlags, Resources } from '@topovol/shared';
+import { controllerClient } from '@topovol/shared/testing';
 import type { Controller, CSINode, CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/shared/csi-test-driver';
@@ -16,7 +17,9 @@ export class RunningCapacity {
     private readonly events: EventRecorder,
   ) {}
 
-  static async start(client: KubeClient, args: string[]): Promise<RunningCapacity> {
+  static async start(args: string[]): Promise<RunningCapacity> {
+    // As its own ServiceAccount with only the generated RBAC (issue 7).
+    const client = await controllerClient('capacity');
     const options = parseManagerFlags(['--concurrent-workers=4', ...args], capacityFlags);
     const informers = new InformerFactory(client);
     const events = new EventRecorder(client, 'topovol-capacity', 'test', options.dryRun);

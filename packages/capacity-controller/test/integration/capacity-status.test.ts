@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { isInvalid, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
-import { eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
 import { CapacityStatusWriter, CSIDriverCapacities, OBJECT_FIELD_MANAGER, perNodeFieldManager, runPerNodeWriter, SUMMARY_FIELD_MANAGER } from '../../src/status/index.js';
 import type { CapacityEntry, CSIDriverCapacity } from '../../src/status/index.js';
 import { managedFieldsOf, ownsPool } from '../../src/status/managed-fields.js';
@@ -48,11 +48,14 @@ function poolsOf(obj: CSIDriverCapacity, cls: string): string[] {
 describe('capacity status: CSIDriverCapacity CRD and writers (real API server)', function () {
   this.timeout(120_000);
   let admin: KubeClient;
+  // The writers run as the capacity loop's ServiceAccount (generated RBAC); the test reads as admin.
+  let writerClient: KubeClient;
 
   before(async function () {
     const cp = await sharedControlPlane();
     admin = cp.adminClient();
     await installCrds(admin);
+    writerClient = await controllerClient('capacity');
   });
 
   describe('the CRD', function () {
@@ -119,7 +122,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       const name = uniqueDriver('central');
       const uid = await createCSIDriver(admin, name);
       let t = Date.now();
-      const writer = new CapacityStatusWriter(admin, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 600_000, now: () => t });
+      const writer = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 600_000, now: () => t });
       expect(await writer.publish(entries('2Gi'), ready)).to.deep.equal({ wrote: true });
       const first = await getCdc(admin, name);
       expect(first.metadata!.ownerReferences).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }]);
@@ -168,7 +171,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
     it('an object deleted by hand is recreated; a CSIDriver appearing later becomes the owner', async function () {
       const name = uniqueDriver('late');
       let t = Date.now();
-      const writer = new CapacityStatusWriter(admin, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 60_000, now: () => t });
+      const writer = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 60_000, now: () => t });
       await writer.publish(entries('1Gi'), []);
       expect((await getCdc(admin, name)).metadata!.ownerReferences ?? []).to.deep.equal([]);
 
@@ -193,14 +196,14 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       const t0 = Date.now();
       let tw = t0;
       const node = { storageClassName: '<ephemeral>', pool: 'n1', nodeList: ['n1'], capacity: '1Gi' };
-      const owner = new CapacityStatusWriter(admin, { driverName: name, fieldManager: perNodeFieldManager('n1'), expiryMs: 10_000, now: () => tw, summarizeOnPublish: false });
-      const other = new CapacityStatusWriter(admin, { driverName: name, fieldManager: perNodeFieldManager('n2'), expiryMs: 10_000, now: () => t0 + 100_000, summarizeOnPublish: false });
+      const owner = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: perNodeFieldManager('n1'), expiryMs: 10_000, now: () => tw, summarizeOnPublish: false });
+      const other = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: perNodeFieldManager('n2'), expiryMs: 10_000, now: () => t0 + 100_000, summarizeOnPublish: false });
       await owner.publish([node], []);
       await other.publish([{ ...node, pool: 'n2', nodeList: ['n2'] }], []);
 
       // The pruner's clock says n1 expired; right after its read, n1's writer refreshes.
       let hooked = false;
-      const racing = new Proxy(admin, {
+      const racing = new Proxy(writerClient, {
         get(target, prop, receiver) {
           const v: unknown = Reflect.get(target, prop, receiver);
           if (prop !== 'get' || typeof v !== 'function') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
@@ -242,7 +245,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       const expired = new Date(Date.now() - 60_000).toISOString();
       const fresh = new Date(Date.now() + 600_000).toISOString();
       await admin.patch(CSIDriverCapacities, name, undefined, 'merge', { status: { storage: [{ storageClassName: 'fast', pools: [{ name: 'old', capacity: '1Gi', expiryTime: expired }, { name: 'new', capacity: '1Gi', expiryTime: fresh }] }] } }, { subresource: 'status', fieldManager: 'kubectl-edit' });
-      const pruner = new CapacityStatusWriter(admin, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 60_000 });
+      const pruner = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 60_000 });
       expect(await pruner.pruneExpired()).to.equal(1);
       expect(poolsOf(await getCdc(admin, name), 'fast')).to.deep.equal(['new']);
       await admin.delete(CSIDriverCapacities, name);
@@ -261,7 +264,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
         const ac = new AbortController();
         stops.set(nodeName, ac);
         return runPerNodeWriter({
-          client: admin,
+          client: writerClient,
           driverName: name,
           nodeName,
           refreshMs: 4_000,

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import { metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
+import { logger, metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { controllerClient, createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { resolveOwner } from '../../src/objects/resolve-owner.js';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
@@ -71,7 +72,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     created.push({ kind: 'class', name: name(c) });
   }
   const start = async (extra: string[] = []): Promise<void> => {
-    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=300ms', ...extra]);
+    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=300ms', ...extra]);
   };
 
   it('creates one object per class and segment, then follows nodes, labels, classes, volumes and a hand deletion, writing only on change', async function () {
@@ -187,7 +188,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     await addNode('n2', 'z2');
     await addClass('burst');
     const minRefreshMs = 1_000;
-    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', `--capacity-min-refresh-interval=${minRefreshMs}ms`]);
+    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', `--capacity-min-refresh-interval=${minRefreshMs}ms`]);
     await eventually(async () => expect(await capacityObjects(admin, ns)).to.have.length(2));
     const callsOf = (zone: string): number => driver.getCapacityRequests().filter((r) => r.accessibleTopology?.[ZONE] === zone).length;
     const z1 = callsOf('z1');
@@ -218,7 +219,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     try {
       await addNode('n1', 'z1');
       await addClass('fast');
-      loop = await RunningCapacity.start(admin, [`--csi-address=${bare.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
+      loop = await RunningCapacity.start([`--csi-address=${bare.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
       await eventually(() => expect(bare.calls('GetCapacity')).to.equal(1));
       await addNode('n2', 'z2');
       await eventually(async () => expect(await metricValue('csistoragecapacities_desired_goal')).to.equal(2));
@@ -278,6 +279,17 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     });
     const poolsCondition = async (): Promise<string | undefined> => (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName).catch(() => undefined))?.status?.conditions?.find((c) => c.type === 'PoolsCoverDomains')?.status;
     await eventually(async () => expect(await poolsCondition()).to.equal('False'));
+    // The problem goes away (w1 moves east) and comes back: the same Warning again, aggregated into
+    // the one Event (count 2, kubectl describe's "x2").
+    const moveW1 = (labels: Record<string, string>) => admin.patch(Resources.nodes, name('w1'), undefined, 'merge', { metadata: { labels } });
+    await moveW1({ [region]: 'east', [zone]: 'z1' });
+    await eventually(async () => expect(await poolsCondition()).to.equal('True'));
+    await moveW1({ [region]: 'west', [zone]: 'z9' });
+    await eventually(async () => {
+      const ws = await warnings();
+      expect(ws).to.have.length(1);
+      expect(ws[0]?.count).to.equal(2);
+    });
 
     // The administrator adds a pool for the west zone (parameters are immutable: a new class).
     await admin.delete(Resources.storageClasses, cls);
@@ -294,7 +306,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
 
   it('per-node mode: owns one <ephemeral> pool for its node under its own field manager', async function () {
     driver.setCapacity({}, 12n * GiB);
-    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, '--capacity-node-name=worker-7', '--capacity-poll-interval=2s', '--capacity-status-expiry=1m']);
+    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, '--capacity-node-name=worker-7', '--capacity-poll-interval=2s', '--capacity-status-expiry=1m']);
     await eventually(async () => {
       const agg = await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName);
       const eph = agg.status?.storage?.find((s) => s.storageClassName === '<ephemeral>');
@@ -335,6 +347,36 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       expect(o?.metadata?.ownerReferences).to.deep.equal([{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'capacity', uid: rs.metadata!.uid, controller: true }]);
     });
   });
+
+  // The other owners a capacity pod can have (a StatefulSet or DaemonSet of the driver), resolved
+  // as the loop's ServiceAccount: each kind's get is in the generated ClusterRole because of this.
+  for (const kind of ['StatefulSet', 'DaemonSet'] as const) {
+    it(`--capacity-ownerref-level=1 resolves a pod owned by a ${kind} (as the loop's ServiceAccount)`, async function () {
+      const plural = `${kind.toLowerCase()}s`;
+      const template = { metadata: { labels: { app: 'capacity' } }, spec: { containers: [{ name: 'c', image: 'x' }] } };
+      const owner = await admin.create<KubeObject>({ group: 'apps', version: 'v1', plural, kind, namespaced: true }, {
+        apiVersion: 'apps/v1',
+        kind,
+        metadata: { name: 'capacity', namespace: ns },
+        spec: { selector: { matchLabels: { app: 'capacity' } }, template, ...(kind === 'StatefulSet' ? { serviceName: 'capacity', replicas: 0 } : {}) },
+      } as KubeObject);
+      await admin.create<KubeObject>(Resources.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'capacity-0', namespace: ns, ownerReferences: [{ apiVersion: 'apps/v1', kind, name: 'capacity', uid: owner.metadata!.uid!, controller: true }] },
+        spec: template.spec,
+      } as KubeObject);
+      const saved = process.env.POD_NAME;
+      process.env.POD_NAME = 'capacity-0';
+      try {
+        const ref = await resolveOwner(await controllerClient('capacity'), 1, ns, logger());
+        expect(ref).to.deep.equal({ apiVersion: 'apps/v1', kind, name: 'capacity', uid: owner.metadata!.uid, controller: true });
+      } finally {
+        if (saved === undefined) delete process.env.POD_NAME;
+        else process.env.POD_NAME = saved;
+      }
+    });
+  }
 
   it('a malformed pools parameter gets a Warning Event on the class and no crash; fixing it publishes', async function () {
     await addNode('n1', 'z1');

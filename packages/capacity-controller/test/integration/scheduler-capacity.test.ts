@@ -42,7 +42,7 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
     }
     driver.setCapacity({ [ZONE]: 'z1' }, 1n * GiB);
     driver.setCapacity({ [ZONE]: 'z2' }, 100n * GiB);
-    loop = await RunningCapacity.start(admin, [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
     const config = path.join(cp.dir, `${ns}-scheduler.yaml`);
     writeFileSync(
       config,

@@ -20,7 +20,7 @@ describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
 
   before(async function () {
     admin = (await sharedControlPlane()).adminClient();
-    binder = await RunningBinder.start(admin);
+    binder = await RunningBinder.start();
   });
   after(async function () {
     await binder?.stop();

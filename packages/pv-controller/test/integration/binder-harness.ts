@@ -1,6 +1,6 @@
 import { EventRecorder, InformerFactory, Resources, logger, parseManagerFlags } from '@topovol/shared';
 import type { Controller, Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { eventually } from '@topovol/shared/testing';
+import { eventually, controllerClient } from '@topovol/shared/testing';
 import { setupBinder } from '../../src/binder/binder-controller.js';
 import { binderFlags } from '../../src/binder/binder-flags.js';
 
@@ -12,7 +12,9 @@ export class RunningBinder {
     readonly events: EventRecorder,
   ) {}
 
-  static async start(client: KubeClient, args: string[] = []): Promise<RunningBinder> {
+  static async start(args: string[] = []): Promise<RunningBinder> {
+    // As its own ServiceAccount with only the generated RBAC (issue 7).
+    const client = await controllerClient('pv-binder');
     const options = parseManagerFlags(['--concurrent-workers=8', ...args], binderFlags);
     const informers = new InformerFactory(client);
     const events = new EventRecorder(client, 'persistentvolume-controller', 'test', options.dryRun);

@@ -16,7 +16,7 @@ describe('pv-binder: 1,000 claims racing for 500 volumes (8 workers)', function 
 
   before(async function () {
     admin = (await sharedControlPlane()).adminClient();
-    binder = await RunningBinder.start(admin, ['--concurrent-workers=8']);
+    binder = await RunningBinder.start(['--concurrent-workers=8']);
   });
   after(async function () {
     await binder?.stop();

@@ -20,7 +20,7 @@ describe('pv-binder: stale selected-node (kubernetes #112347)', function () {
 
   before(async function () {
     admin = (await sharedControlPlane()).adminClient();
-    binder = await RunningBinder.start(admin, [`--stale-selected-node-grace=${GRACE_S}s`]);
+    binder = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`]);
   });
   after(async function () {
     await binder?.stop();

@@ -15,7 +15,7 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
 
   before(async function () {
     admin = (await sharedControlPlane()).adminClient();
-    binder = await RunningBinder.start(admin);
+    binder = await RunningBinder.start();
   });
   after(async function () {
     await binder?.stop();

@@ -86,7 +86,7 @@ describe('CSI external-provisioner v6.3.0 against the CSI test driver (real API 
       parameters: { flavour: 'interop' },
     });
 
-    binder = await RunningBinder.start(admin);
+    binder = await RunningBinder.start();
     provisioner = new ManagedProcess({
       name: 'csi-provisioner',
       command: binary,

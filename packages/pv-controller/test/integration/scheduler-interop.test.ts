@@ -58,7 +58,7 @@ describe('pv-binder with the real kube-scheduler (delayed binding)', function ()
         '',
       ].join('\n'),
     );
-    binder = await RunningBinder.start(admin);
+    binder = await RunningBinder.start();
     scheduler = await startKubeScheduler(cp, [`--config=${config}`]);
     await admin.create<StorageClass>(Resources.storageClasses, {
       apiVersion: 'storage.k8s.io/v1',

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { EventRecorder, InformerFactory, isConflict, logger, metricsRegistry, parseManagerFlags, Resources } from '@topovol/shared';
 import type { Controller, Event, KubeClient, PersistentVolume } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, sharedControlPlane, controllerClient } from '@topovol/shared/testing';
 import { zonalPvUpgradeDescriptor } from '../../src/zonal-pv-upgrade-descriptor.js';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
 import type { VolumeNodeAffinity } from '../../src/zonal/decide-zonal-upgrade.js';
@@ -27,7 +27,9 @@ class RunningZonal {
     readonly events: EventRecorder,
   ) {}
 
-  static async start(client: KubeClient, args: string[] = []): Promise<RunningZonal> {
+  static async start(args: string[] = []): Promise<RunningZonal> {
+    // As its own ServiceAccount with only the generated RBAC (issue 7).
+    const client = await controllerClient('zonal-pv-upgrade');
     const options = parseManagerFlags(['--concurrent-workers=1', ...args]);
     const informers = new InformerFactory(client);
     const events = new EventRecorder(client, COMPONENT, 'test', options.dryRun);
@@ -88,7 +90,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
   describe('converting', function () {
     let loop: RunningZonal;
     before(async function () {
-      loop = await RunningZonal.start(admin);
+      loop = await RunningZonal.start();
     });
     after(async function () {
       await loop?.stop();
@@ -171,7 +173,16 @@ describe('zonal-pv-upgrade (real API server)', function () {
       const upgradedBefore = await upgrades('upgraded');
       const bad = await admin.create(Resources.persistentVolumes, zonalPV('fixed-later', { [Z]: 'a____b' }));
       await eventFor(admin, bad, REASON_MALFORMED);
-      await admin.patch(Resources.persistentVolumes, bad.metadata!.name!, undefined, 'merge', { metadata: { labels: { [Z]: 'a' } } });
+      // Malformed another way, then the first way again: the same Warning as before, aggregated
+      // into its Event (count 2, kubectl describe's "x2"), as client-go's recorder does.
+      const relabel = (value: string) => admin.patch(Resources.persistentVolumes, bad.metadata!.name!, undefined, 'merge', { metadata: { labels: { [Z]: value } } });
+      const malformed = async (value: string): Promise<Event[]> =>
+        (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${bad.metadata!.name!},reason=${REASON_MALFORMED}` })).items.filter((e) => e.message?.includes(value));
+      await relabel('x____y');
+      await eventually(async () => expect(await malformed('x____y')).to.have.length(1));
+      await relabel('a____b');
+      await eventually(async () => expect((await malformed('a____b')).map((e) => e.count)).to.deep.equal([2]));
+      await relabel('a');
       const done = await eventually(async () => {
         const v = await getPV(admin, name('fixed-later'));
         expect(v.spec?.nodeAffinity).to.deep.equal(affinity([[Z, ['a']]]));
@@ -232,7 +243,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
   describe('--dry-run', function () {
     let loop: RunningZonal;
     before(async function () {
-      loop = await RunningZonal.start(admin, ['--dry-run']);
+      loop = await RunningZonal.start(['--dry-run']);
     });
     after(async function () {
       await loop?.stop();

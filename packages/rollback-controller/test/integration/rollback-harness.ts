@@ -1,6 +1,6 @@
 import { EventRecorder, InformerFactory, logger, parseManagerFlags, Resources, retryOnConflict } from '@topovol/shared';
 import type { Controller, Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createReadyNode, eventually } from '@topovol/shared/testing';
+import { createReadyNode, eventually, controllerClient } from '@topovol/shared/testing';
 import { setupRollback } from '../../src/rollback/rollback-controller.js';
 import { rollbackFlags } from '../../src/rollback/rollback-flags.js';
 
@@ -12,7 +12,9 @@ export class RunningRollback {
     private readonly events: EventRecorder,
   ) {}
 
-  static async start(client: KubeClient, args: string[] = []): Promise<RunningRollback> {
+  static async start(args: string[] = []): Promise<RunningRollback> {
+    // As its own ServiceAccount with only the generated RBAC (issue 7).
+    const client = await controllerClient('rollback');
     const options = parseManagerFlags(['--concurrent-workers=4', ...args], rollbackFlags);
     const informers = new InformerFactory(client);
     const events = new EventRecorder(client, 'topovol-rollback', 'test', options.dryRun);

@@ -78,7 +78,7 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
   describe('with the controller running', function () {
     let rollback: RunningRollback;
     before(async function () {
-      rollback = await RunningRollback.start(admin, ['--rollback-grace-period=1s']);
+      rollback = await RunningRollback.start(['--rollback-grace-period=1s']);
     });
     after(async function () {
       await rollback?.stop();
@@ -243,7 +243,7 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
   });
 
   it('--dry-run writes nothing and reports the same decisions', async function () {
-    const rollback = await RunningRollback.start(admin, ['--rollback-grace-period=1s', '--dry-run']);
+    const rollback = await RunningRollback.start(['--rollback-grace-period=1s', '--dry-run']);
     try {
       const dry = await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' });
       await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));

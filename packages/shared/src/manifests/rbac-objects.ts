@@ -18,14 +18,14 @@ export function serviceAccountUser(name: string, namespace = INSTALL_NAMESPACE):
 
 /**
  * What the manager itself needs in the install namespace for the given loops: its Leases (one
- * per loop, see manager.ts: get, create, update) and Events there. create cannot be narrowed by
- * name (the name is not known at authorization time), get/update can.
+ * per loop, see manager.ts: get, create, update). create cannot be narrowed by name (the name is
+ * not known at authorization time), get/update can. Events need no rule here: every loop's
+ * ClusterRole grants them cluster-wide (the RBAC coverage check found this one never used).
  */
 export function leaderElectionRules(leaseNames: readonly string[]): PolicyRule[] {
   return [
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], resourceNames: [...leaseNames].sort() },
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   ];
 }
 

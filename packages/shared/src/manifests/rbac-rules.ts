@@ -82,3 +82,35 @@ export function rulesAllow(rules: readonly PolicyRule[], group: string, resource
       (r.resourceNames === undefined || (name !== undefined && r.resourceNames.includes(name))),
   );
 }
+
+/** The smallest unit of a grant: one verb on one resource of one group (optionally named objects). */
+export interface RuleAtom {
+  group: string;
+  resource: string;
+  verb: string;
+  resourceNames?: string[];
+}
+
+/** Every atom the rules grant, in rule order. */
+export function ruleAtoms(rules: readonly PolicyRule[]): RuleAtom[] {
+  const out: RuleAtom[] = [];
+  for (const r of rules)
+    for (const group of r.apiGroups)
+      for (const resource of r.resources)
+        for (const verb of r.verbs) out.push({ group, resource, verb, ...(r.resourceNames ? { resourceNames: [...r.resourceNames] } : {}) });
+  return out;
+}
+
+/** e.g. `update persistentvolumes/status`, `get coordination.k8s.io/leases [topovol-pv-binder]`. */
+export function atomLabel(a: RuleAtom): string {
+  const names = a.resourceNames ? ` [${a.resourceNames.join(', ')}]` : '';
+  return `${a.verb} ${a.group ? `${a.group}/` : ''}${a.resource}${names}`;
+}
+
+/** The rules minus exactly one atom (for tests that show each permission is needed). */
+export function rulesWithout(rules: readonly PolicyRule[], atom: RuleAtom): PolicyRule[] {
+  const same = (a: RuleAtom): boolean => a.group === atom.group && a.resource === atom.resource && a.verb === atom.verb && (a.resourceNames ?? []).join(',') === (atom.resourceNames ?? []).join(',');
+  return ruleAtoms(rules)
+    .filter((a) => !same(a))
+    .map((a) => ({ apiGroups: [a.group], resources: [a.resource], verbs: [a.verb], ...(a.resourceNames ? { resourceNames: a.resourceNames } : {}) }));
+}

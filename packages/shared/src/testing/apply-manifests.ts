@@ -24,7 +24,7 @@ export function yamlFiles(dir: string): string[] {
   return out;
 }
 
-function resourceFor(obj: KubeObject): ResourceType | undefined {
+export function resourceFor(obj: KubeObject): ResourceType | undefined {
   return Object.values(Resources).find((r) => obj.kind === r.kind && obj.apiVersion === (r.group ? `${r.group}/${r.version}` : r.version));
 }
 
@@ -45,4 +45,18 @@ export async function applyManifests(client: KubeClient, files: string[]): Promi
     }
   }
   return created;
+}
+
+/** Server-side applies every object in the YAML files (as `kubectl apply --server-side --force-conflicts`). */
+export async function applyManifestsServerSide(client: KubeClient, files: string[], fieldManager: string): Promise<KubeObject[]> {
+  const applied: KubeObject[] = [];
+  for (const file of files) {
+    for (const doc of loadManifests(readFileSync(file, 'utf8'))) {
+      if (!doc?.kind) continue;
+      const r = resourceFor(doc);
+      if (!r) throw new Error(`${file}: ${doc.apiVersion}/${doc.kind} is not a kind the tests know how to apply`);
+      applied.push(await client.apply(r, doc, fieldManager, { force: true }));
+    }
+  }
+  return applied;
 }

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../client/kube-client.js';
+import { INSTALL_NAMESPACE } from '../manifests/manifest.js';
 import { controlPlaneBinaries } from './control-plane-binaries.js';
 import { freePort } from './free-port.js';
 import { ManagedProcess } from './managed-process.js';
@@ -51,6 +52,14 @@ export class ControlPlane {
     return path.join(this.dir, 'sa.key');
   }
 
+  /**
+   * kube-apiserver's audit log (JSON lines): every request of a ServiceAccount of the install
+   * namespace, with the RBAC decision, so tests can show which permissions the loops used.
+   */
+  get auditLogPath(): string {
+    return path.join(this.dir, 'audit.log');
+  }
+
   get caFile(): string {
     return path.join(this.dir, 'certs', 'apiserver.crt');
   }
@@ -69,6 +78,20 @@ export class ControlPlane {
     // A static token user in system:masters: full access, and exempt from API Priority and Fairness.
     writeFileSync(path.join(this.dir, 'tokens.csv'), `${this.adminToken},topovol-admin,topovol-admin,"system:masters"\n`);
     mkdirSync(path.join(this.dir, 'certs'), { recursive: true });
+    writeFileSync(
+      path.join(this.dir, 'audit-policy.yaml'),
+      [
+        'apiVersion: audit.k8s.io/v1',
+        'kind: Policy',
+        // ResponseStarted stays: a watch's only event until it ends.
+        'omitStages: [RequestReceived]',
+        'rules:',
+        `- level: Metadata`,
+        `  userGroups: ["system:serviceaccounts:${INSTALL_NAMESPACE}"]`,
+        '- level: None',
+        '',
+      ].join('\n'),
+    );
   }
 
   private async startEtcd(): Promise<void> {
@@ -118,6 +141,8 @@ export class ControlPlane {
         // No serviceaccount controller runs here, so the ServiceAccount admission plugin would reject every pod.
         '--disable-admission-plugins=ServiceAccount',
         '--allow-privileged=true',
+        `--audit-policy-file=${path.join(this.dir, 'audit-policy.yaml')}`,
+        `--audit-log-path=${this.auditLogPath}`,
         ...(this.opts.apiServerFlags ?? []),
       ],
     });
@@ -187,6 +212,37 @@ export class ControlPlane {
       `system:serviceaccounts:${namespace}`,
       'system:authenticated',
     ]);
+  }
+
+  /** A bound token of a ServiceAccount (TokenRequest), as the kubelet mounts into its pods. */
+  async serviceAccountToken(namespace: string, name: string): Promise<string> {
+    const review = await this.adminClient().request<{ status?: { token?: string } }>(
+      'POST',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+      { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 24 * 3600 } } },
+    );
+    const token = review.status?.token;
+    if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+    return token;
+  }
+
+  /**
+   * A kubeconfig file authenticating as a ServiceAccount with its own token, not through
+   * impersonation: what a pod of that ServiceAccount presents. The ServiceAccount must exist.
+   */
+  async writeServiceAccountKubeconfig(namespace: string, name: string, file: string): Promise<string> {
+    const token = await this.serviceAccountToken(namespace, name);
+    const text = readFileSync(this.kubeconfigPath, 'utf8').replace(/^(\s+token: ).*$/m, `$1${token}`);
+    writeFileSync(file, text, { mode: 0o600 });
+    return file;
+  }
+
+  /** An unthrottled client authenticated as a ServiceAccount (see writeServiceAccountKubeconfig). */
+  async serviceAccountClient(namespace: string, name: string): Promise<KubeClient> {
+    const file = await this.writeServiceAccountKubeconfig(namespace, name, path.join(this.dir, `sa-${namespace}-${name}.kubeconfig`));
+    const kc = new KubeConfig();
+    kc.loadFromFile(file);
+    return KubeClient.fromKubeConfig(kc, { qps: 0, burst: 1 });
   }
 
   async stop(): Promise<void> {

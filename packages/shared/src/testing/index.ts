@@ -14,3 +14,5 @@ export { csiBinaries } from './csi-binaries.js';
 export { startKubeControllerManager } from './kube-controller-manager.js';
 export { applyManifests } from './apply-manifests.js';
 export { createReadyNode } from './ready-node.js';
+export { applyManifestsServerSide } from './apply-manifests.js';
+export { controllerClient, installGeneratedRbac } from './controller-identity.js';

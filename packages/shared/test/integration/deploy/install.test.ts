@@ -5,9 +5,10 @@ import { expect } from 'chai';
 import { Resources, resolveControllers } from '../../../src/index.js';
 import type { ControllerDescriptor, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '../../../src/index.js';
 import { INSTALL_NAMESPACE, mergeRules, serviceAccountUser } from '../../../src/manifests/index.js';
-import { controlPlaneBinaries, createTestNamespace, eventually, freePort, ManagedProcess, repoRoot, sharedControlPlane } from '../../../src/testing/index.js';
+import { controlPlaneBinaries, createTestNamespace, installCrds, eventually, freePort, ManagedProcess, repoRoot, sharedControlPlane } from '../../../src/testing/index.js';
 import type { ControlPlane } from '../../../src/testing/index.js';
 import { expandKubeletVars, impersonatingKubeconfig, kubectl, workloadFromFile } from './kubectl.js';
+import { createWorkloadPod, startCsiTestDriver } from './workload-pod.js';
 
 const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
 
@@ -85,6 +86,8 @@ describe('config/ install against the real kube-apiserver', function () {
 
   describe('with the generated RBAC applied', function () {
     before(async function () {
+      // The capacity workloads write CSIDriverCapacity objects (config/crd, part of config/default).
+      await installCrds(admin);
       for (const dir of ['config/rbac', 'config/rbac/all-in-one']) {
         const res = await run('apply', '-k', dir, '--server-side');
         expect(res.code, res.stderr).to.equal(0);
@@ -118,10 +121,13 @@ describe('config/ install against the real kube-apiserver', function () {
     // Every config/manager Deployment that needs no CSI driver, run as the real binary with its
     // exact args (the kubelet's $(VAR) expansion done here), authenticated as its ServiceAccount.
     // Only the bind addresses change: the test machine runs many managers side by side.
-    const cases: { file: string; bindsClaims: boolean }[] = [
+    // The capacity workloads talk to the project's CSI test driver in place of the driver container.
+    const cases: { file: string; bindsClaims: boolean; csi?: boolean }[] = [
       { file: 'config/manager/pv-binder.yaml', bindsClaims: true },
       { file: 'config/manager/zonal-pv-upgrade/deployment.yaml', bindsClaims: false },
       { file: 'config/manager/rollback/deployment.yaml', bindsClaims: false },
+      { file: 'config/manager/capacity-sidecar/deployment.yaml', bindsClaims: false, csi: true },
+      { file: 'config/manager/capacity-per-node/daemonset.yaml', bindsClaims: false, csi: true },
       { file: 'config/manager/all-in-one/deployment.yaml', bindsClaims: true },
     ];
     it('control: the same pv-binder args as a ServiceAccount without these bindings are refused, and the log says so', async function () {
@@ -150,14 +156,25 @@ describe('config/ install against the real kube-apiserver', function () {
     for (const c of cases) {
       it(`${c.file}: the manager runs its loops as its ServiceAccount without a single Forbidden`, async function () {
         const w = workloadFromFile(path.join(root, c.file));
-        const env = { NAMESPACE: INSTALL_NAMESPACE, POD_NAME: `${w.serviceAccountName}-test`, NODE_NAME: 'test-node' };
+        const ns = await createTestNamespace(admin, 'deploy-');
+        // The pod the kubelet would run, with its owners, for --capacity-ownerref-level.
+        const env = { NAMESPACE: INSTALL_NAMESPACE, POD_NAME: await createWorkloadPod(admin, root, c.file, ns), NODE_NAME: 'test-node' };
+        const driver = c.csi ? await startCsiTestDriver(admin, cp, ns) : undefined;
         const probePort = await freePort();
         const metricsPort = await freePort();
         const args = expandKubeletVars(w.args, env).map((a) =>
-          a.startsWith('--metrics-bind-address=') ? `--metrics-bind-address=127.0.0.1:${metricsPort}` : a.startsWith('--health-probe-bind-address=') ? `--health-probe-bind-address=127.0.0.1:${probePort}` : a,
+          a.startsWith('--metrics-bind-address=')
+            ? `--metrics-bind-address=127.0.0.1:${metricsPort}`
+            : a.startsWith('--health-probe-bind-address=')
+              ? `--health-probe-bind-address=127.0.0.1:${probePort}`
+              : a.startsWith('--csi-address=') && driver
+                ? `--csi-address=${driver.endpoint}`
+                : a,
         );
-        const kubeconfig = impersonatingKubeconfig(cp, serviceAccountUser(w.serviceAccountName), path.join(cp.dir, `${w.serviceAccountName}.kubeconfig`));
-        const ns = await createTestNamespace(admin, 'deploy-');
+        // Authenticated as the ServiceAccount with its own token, as in its pod (not impersonated).
+        const kubeconfig = await cp.writeServiceAccountKubeconfig(INSTALL_NAMESPACE, w.serviceAccountName, path.join(cp.dir, `${ns}.kubeconfig`));
+        // A fresh install: no Leases yet, so this identity creates its own (the Role's create rule).
+        for (const d of descriptors) await admin.delete(Resources.leases, `topovol-${d.name}`, INSTALL_NAMESPACE).catch(() => undefined);
         const manager = new ManagedProcess({
           name: `${ns}-manager`,
           command: process.execPath,
@@ -172,12 +189,13 @@ describe('config/ install against the real kube-apiserver', function () {
             descriptors.map((d) => d.name),
             descriptors.filter((d) => d.disabledByDefault).map((d) => d.name),
           );
+          const leaderElect = !args.includes('--leader-elect=false');
           // Ready means every informer listed and watches as this identity, and leadership is healthy.
           await eventually(async () => {
             const res = await fetch(`http://127.0.0.1:${probePort}/readyz`);
             expect(res.status, manager.logTail(10)).to.equal(200);
           }, 90_000);
-          for (const lease of enabled.map((n) => `topovol-${n}`)) {
+          for (const lease of leaderElect ? enabled.map((n) => `topovol-${n}`) : []) {
             await eventually(async () => {
               const l = await admin.get<Lease>(Resources.leases, lease, INSTALL_NAMESPACE);
               expect(l.spec?.holderIdentity ?? '', lease).to.match(/_/);
@@ -205,9 +223,12 @@ describe('config/ install against the real kube-apiserver', function () {
             }, 60_000);
           }
           // Each loop reconciled under this identity (metrics); the log is checked for refusals below.
+          // The per-node writer's one reconcile lasts its lifetime: its written pool is the evidence.
+          const perNode = args.some((a) => a.startsWith('--capacity-node-name='));
           const text = await eventually(async () => {
             const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-            for (const n of enabled) expect(body, n).to.match(new RegExp(`^controller_runtime_reconcile_total\\{[^}]*controller="${n}"[^}]*\\} [1-9]`, 'm'));
+            if (perNode) expect(body).to.match(/^topovol_capacity_status_writes_total\{[^}]*operation="publish"[^}]*result="success"[^}]*\} [1-9]/m);
+            else for (const n of enabled) expect(body, n).to.match(new RegExp(`^controller_runtime_reconcile_total\\{[^}]*controller="${n}"[^}]*\\} [1-9]`, 'm'));
             return body;
           }, 30_000);
           // The generated reference lists every family a running manager exports (lazy ones included).
@@ -219,11 +240,12 @@ describe('config/ install against the real kube-apiserver', function () {
           expect(manager.running, manager.logTail(20)).to.equal(true);
         } finally {
           await manager.stop();
+          await driver?.stop();
           await admin.delete(Resources.persistentVolumes, `${ns}-pv`).catch(() => undefined);
         }
         const log = readFileSync(manager.logFile, 'utf8');
         expect(log, 'the manager logged a Forbidden').to.not.match(/forbidden|\b403\b/i);
-        expect(log).to.contain('became leader');
+        if (!args.includes('--leader-elect=false')) expect(log).to.contain('became leader');
       });
     }
   });

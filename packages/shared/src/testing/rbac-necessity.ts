@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import type { KubeClient } from '../client/kube-client.js';
+import { Resources } from '../informer/resources.js';
+import type { PolicyRule } from '../manager/controller-descriptor.js';
+import { INSTALL_NAMESPACE } from '../manifests/manifest.js';
+import { serviceAccountUser } from '../manifests/rbac-objects.js';
+import { atomLabel, ruleAtoms, rulesWithout } from '../manifests/rbac-rules.js';
+import type { RuleAtom } from '../manifests/rbac-rules.js';
+import { authorizationRecords, readAuditLog } from './audit-log.js';
+import type { AuthorizationRecord } from './audit-log.js';
+import { eventually } from './eventually.js';
+import { sharedControlPlane } from './shared-control-plane.js';
+
+/** A loop started for one necessity check; `reached` settles when the scenario's end state holds. */
+export interface ScenarioRun {
+  reached: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the loop as `client` and drives a scenario that needs every rule of the loop's
+ * ClusterRole; `admin` creates the inputs and reads the end state. Names must be unique per call.
+ */
+export type NecessityScenario = (client: KubeClient, admin: KubeClient) => Promise<ScenarioRun>;
+
+export interface NecessityResult {
+  atom: RuleAtom;
+  label: string;
+  /** The scenario's end state was reached without the atom: the rule is not needed by it. */
+  reached: boolean;
+  /** Requests RBAC refused for want of exactly this atom. */
+  refused: AuthorizationRecord[];
+}
+
+const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
+
+function matches(atom: RuleAtom, r: AuthorizationRecord): boolean {
+  return atom.group === r.group && atom.resource === r.resource && atom.verb === r.verb;
+}
+
+/**
+ * A ServiceAccount in the install namespace (so the audit log records it) bound to a ClusterRole
+ * with exactly `rules`; resolves once RBAC's cache has the binding, so no refusal comes from a
+ * binding not yet seen.
+ */
+async function identityWith(admin: KubeClient, rules: PolicyRule[], probe: RuleAtom): Promise<{ name: string; client: KubeClient; cleanup: () => Promise<void> }> {
+  const name = `topovol-rbac-check-${randomBytes(3).toString('hex')}`;
+  await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: INSTALL_NAMESPACE } });
+  await admin.create(Resources.clusterRoles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules } as never);
+  await admin.create(Resources.clusterRoleBindings, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name, namespace: INSTALL_NAMESPACE }],
+  } as never);
+  await eventually(async () => {
+    const [resource, subresource] = probe.resource.split('/');
+    const review = await admin.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: serviceAccountUser(name), groups: SA_GROUPS, resourceAttributes: { group: probe.group, resource, subresource: subresource ?? '', verb: probe.verb, name: probe.resourceNames?.[0] ?? '' } },
+      },
+    });
+    if (review.status?.allowed !== true) throw new Error(`RBAC has not seen ${name} yet`);
+  });
+  const client = await (await sharedControlPlane()).serviceAccountClient(INSTALL_NAMESPACE, name);
+  const cleanup = async (): Promise<void> => {
+    client.close();
+    await admin.delete(Resources.clusterRoleBindings, name).catch(() => undefined);
+    await admin.delete(Resources.clusterRoles, name).catch(() => undefined);
+    await admin.delete(Resources.serviceAccounts, name, INSTALL_NAMESPACE).catch(() => undefined);
+  };
+  return { name, client, cleanup };
+}
+
+/**
+ * Issue 7, acceptance 2 ("removing any one rule makes some test fail with Forbidden"): runs the
+ * scenario as an identity holding the loop's rules minus `atom`. The rule is needed when the
+ * scenario's end state is not reached and the audit log shows requests refused for want of exactly
+ * that atom. Waiting stops `settleMs` after the first refusal (a loop that recovers through another
+ * path does so quickly) or at `timeoutMs`.
+ */
+export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; timeoutMs?: number } = {}): Promise<NecessityResult> {
+  const settleMs = opts.settleMs ?? 3_000;
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const cp = await sharedControlPlane();
+  const admin = cp.adminClient();
+  const reduced = rulesWithout(rules, atom);
+  const probe = ruleAtoms(reduced)[0];
+  if (!probe) throw new Error(`the rules grant only ${atomLabel(atom)}: nothing to check it against`);
+  const id = await identityWith(admin, reduced, probe);
+  const user = serviceAccountUser(id.name);
+  const refusals = (): AuthorizationRecord[] => authorizationRecords(readAuditLog(cp.auditLogPath)).filter((r) => r.user === user && !r.allowed && matches(atom, r));
+  let reached = false;
+  let run: ScenarioRun | undefined;
+  try {
+    run = await scenario(id.client, admin);
+    const done = run.reached.then(
+      () => (reached = true),
+      () => undefined,
+    );
+    const deadline = Date.now() + timeoutMs;
+    let firstRefusal: number | undefined;
+    while (!reached && Date.now() < deadline) {
+      if (firstRefusal === undefined && refusals().length > 0) firstRefusal = Date.now();
+      if (firstRefusal !== undefined && Date.now() - firstRefusal > settleMs) break;
+      await Promise.race([done, new Promise((r) => setTimeout(r, 200))]);
+    }
+  } finally {
+    await run?.stop();
+    await id.cleanup();
+  }
+  return { atom, label: atomLabel(atom), reached, refused: refusals() };
+}
