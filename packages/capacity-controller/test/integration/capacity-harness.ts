@@ -1,41 +1,19 @@
+import { capacityDescriptor } from '../../src/capacity-descriptor.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventRecorder, InformerFactory, logger, metricsRegistry, parseManagerFlags, Resources } from '@topovol/shared';
-import { controllerClient } from '@topovol/shared/testing';
-import type { Controller, CSINode, CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
+import { metricsRegistry, Resources } from '@topovol/shared';
+import type { CSINode, CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/shared/csi-test-driver';
-import { setupCapacity } from '../../src/capacity-controller.js';
-import { capacityFlags } from '../../src/capacity-flags.js';
+import { InProcessLoop } from '@topovol/shared/testing';
+import type { InProcessLoopOptions } from '@topovol/shared/testing';
 
 /** A capacity loop in this process against the real API server, as the manager would run it. */
-export class RunningCapacity {
-  private constructor(
-    readonly controller: Controller,
-    private readonly informers: InformerFactory,
-    private readonly events: EventRecorder,
-  ) {}
-
-  static async start(args: string[]): Promise<RunningCapacity> {
-    // As its own ServiceAccount with only the generated RBAC (issue 7).
-    const client = await controllerClient('capacity');
-    const options = parseManagerFlags(['--concurrent-workers=4', ...args], capacityFlags);
-    const informers = new InformerFactory(client);
-    const events = new EventRecorder(client, 'topovol-capacity', 'test', options.dryRun);
-    const controller = await setupCapacity({ client, informers, events, options, log: logger() });
-    informers.start();
-    await informers.waitForSync();
-    void controller.start();
-    return new RunningCapacity(controller, informers, events);
-  }
-
-  async stop(): Promise<void> {
-    await this.controller.shutdown(10_000);
-    await this.events.flush();
-    await this.informers.stop();
-  }
-}
+export type RunningCapacity = InProcessLoop;
+export const RunningCapacity = {
+  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(capacityDescriptor, ['--concurrent-workers=4', ...args], opts),
+};
 
 /** The project's CSI test driver on a fresh unix socket. */
 export async function startDriver(opts: CsiTestDriverOptions): Promise<{ driver: CsiTestDriver; socket: string; cleanup: () => Promise<void> }> {

@@ -1,36 +1,14 @@
-import { EventRecorder, InformerFactory, Resources, logger, parseManagerFlags } from '@topovol/shared';
-import type { Controller, Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { eventually, controllerClient } from '@topovol/shared/testing';
-import { setupBinder } from '../../src/binder/binder-controller.js';
-import { binderFlags } from '../../src/binder/binder-flags.js';
+import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
+import { Resources } from '@topovol/shared';
+import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { eventually, InProcessLoop } from '@topovol/shared/testing';
+import type { InProcessLoopOptions } from '@topovol/shared/testing';
 
 /** The pv-binder loop running in-process against the test API server. */
-export class RunningBinder {
-  private constructor(
-    readonly controller: Controller,
-    private readonly informers: InformerFactory,
-    readonly events: EventRecorder,
-  ) {}
-
-  static async start(args: string[] = []): Promise<RunningBinder> {
-    // As its own ServiceAccount with only the generated RBAC (issue 7).
-    const client = await controllerClient('pv-binder');
-    const options = parseManagerFlags(['--concurrent-workers=8', ...args], binderFlags);
-    const informers = new InformerFactory(client);
-    const events = new EventRecorder(client, 'persistentvolume-controller', 'test', options.dryRun);
-    const controller = setupBinder({ client, informers, events, options, log: logger() });
-    informers.start();
-    await informers.waitForSync();
-    void controller.start();
-    return new RunningBinder(controller, informers, events);
-  }
-
-  async stop(): Promise<void> {
-    await this.controller.shutdown(10_000);
-    await this.events.flush();
-    await this.informers.stop();
-  }
-}
+export type RunningBinder = InProcessLoop;
+export const RunningBinder = {
+  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(pvBinderDescriptor, ['--concurrent-workers=8', ...args], opts),
+};
 
 export const GiB = (n: number): string => `${n}Gi`;
 

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
-import { EventRecorder, InformerFactory, isConflict, logger, metricsRegistry, parseManagerFlags, Resources } from '@topovol/shared';
-import type { Controller, Event, KubeClient, PersistentVolume } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane, controllerClient } from '@topovol/shared/testing';
+import { EventRecorder, isConflict, logger, metricsRegistry, Resources } from '@topovol/shared';
+import type { Event, KubeClient, PersistentVolume } from '@topovol/shared';
+import { createTestNamespace, eventually, InProcessLoop, sharedControlPlane } from '@topovol/shared/testing';
+import type { InProcessLoopOptions } from '@topovol/shared/testing';
 import { zonalPvUpgradeDescriptor } from '../../src/zonal-pv-upgrade-descriptor.js';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
 import type { VolumeNodeAffinity } from '../../src/zonal/decide-zonal-upgrade.js';
 import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED } from '../../src/zonal/zonal-actuator.js';
-import { setupZonalPvUpgrade } from '../../src/zonal/zonal-pv-upgrade-controller.js';
 import { deleteNow, eventFor, getPV, pv } from './binder-harness.js';
 
 const BZ = 'failure-domain.beta.kubernetes.io/zone';
@@ -20,32 +20,10 @@ const COMPONENT = zonalPvUpgradeDescriptor.eventComponent!;
  * that (like the manager's) writes nothing in dry-run mode, flags parsed by the manager's parser.
  * One worker keeps the queue first-in first-out, which the "left alone" checks rely on.
  */
-class RunningZonal {
-  private constructor(
-    readonly controller: Controller,
-    private readonly informers: InformerFactory,
-    readonly events: EventRecorder,
-  ) {}
-
-  static async start(args: string[] = []): Promise<RunningZonal> {
-    // As its own ServiceAccount with only the generated RBAC (issue 7).
-    const client = await controllerClient('zonal-pv-upgrade');
-    const options = parseManagerFlags(['--concurrent-workers=1', ...args]);
-    const informers = new InformerFactory(client);
-    const events = new EventRecorder(client, COMPONENT, 'test', options.dryRun);
-    const controller = setupZonalPvUpgrade({ client, informers, events, options, log: logger() });
-    informers.start();
-    await informers.waitForSync();
-    void controller.start();
-    return new RunningZonal(controller, informers, events);
-  }
-
-  async stop(): Promise<void> {
-    await this.controller.shutdown(10_000);
-    await this.events.flush();
-    await this.informers.stop();
-  }
-}
+type RunningZonal = InProcessLoop;
+const RunningZonal = {
+  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(zonalPvUpgradeDescriptor, ['--concurrent-workers=1', ...args], opts),
+};
 
 async function metricValue(name: string, labels: Record<string, string>): Promise<number> {
   const m = metricsRegistry.getSingleMetric(name);

@@ -1,36 +1,14 @@
-import { EventRecorder, InformerFactory, logger, parseManagerFlags, Resources, retryOnConflict } from '@topovol/shared';
-import type { Controller, Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createReadyNode, eventually, controllerClient } from '@topovol/shared/testing';
-import { setupRollback } from '../../src/rollback/rollback-controller.js';
-import { rollbackFlags } from '../../src/rollback/rollback-flags.js';
+import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
+import { Resources, retryOnConflict } from '@topovol/shared';
+import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { createReadyNode, eventually, InProcessLoop } from '@topovol/shared/testing';
+import type { InProcessLoopOptions } from '@topovol/shared/testing';
 
 /** The rollback loop running in-process against the test API server. */
-export class RunningRollback {
-  private constructor(
-    readonly controller: Controller,
-    private readonly informers: InformerFactory,
-    private readonly events: EventRecorder,
-  ) {}
-
-  static async start(args: string[] = []): Promise<RunningRollback> {
-    // As its own ServiceAccount with only the generated RBAC (issue 7).
-    const client = await controllerClient('rollback');
-    const options = parseManagerFlags(['--concurrent-workers=4', ...args], rollbackFlags);
-    const informers = new InformerFactory(client);
-    const events = new EventRecorder(client, 'topovol-rollback', 'test', options.dryRun);
-    const controller = setupRollback({ client, informers, events, options, log: logger() });
-    informers.start();
-    await informers.waitForSync();
-    void controller.start();
-    return new RunningRollback(controller, informers, events);
-  }
-
-  async stop(): Promise<void> {
-    await this.controller.shutdown(10_000);
-    await this.events.flush();
-    await this.informers.stop();
-  }
-}
+export type RunningRollback = InProcessLoop;
+export const RunningRollback = {
+  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(rollbackDescriptor, ['--concurrent-workers=4', ...args], opts),
+};
 
 export const SEL = 'volume.kubernetes.io/selected-node';
 export const HOSTNAME = 'kubernetes.io/hostname';

@@ -15,3 +15,16 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** Retries `check` until it passes; rejects once `signal` aborts (for scenarios stopped from outside). */
+export async function pollUntil(check: () => Promise<unknown>, signal: AbortSignal, intervalMs = 100): Promise<void> {
+  for (;;) {
+    if (signal.aborted) throw new Error('stopped');
+    try {
+      await check();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
+}

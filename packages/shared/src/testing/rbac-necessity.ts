@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
+import assert from 'node:assert/strict';
 import type { KubeClient } from '../client/kube-client.js';
 import { Resources } from '../informer/resources.js';
-import type { PolicyRule } from '../manager/controller-descriptor.js';
+import type { ControllerDescriptor, PolicyRule } from '../manager/controller-descriptor.js';
 import { INSTALL_NAMESPACE } from '../manifests/manifest.js';
 import { serviceAccountUser } from '../manifests/rbac-objects.js';
-import { atomLabel, ruleAtoms, rulesWithout } from '../manifests/rbac-rules.js';
+import { atomLabel, mergeRules, ruleAtoms, rulesWithout } from '../manifests/rbac-rules.js';
 import type { RuleAtom } from '../manifests/rbac-rules.js';
 import { authorizationRecords, readAuditLog } from './audit-log.js';
 import type { AuthorizationRecord } from './audit-log.js';
+import { controllerClient } from './controller-identity.js';
 import { eventually } from './eventually.js';
 import { sharedControlPlane } from './shared-control-plane.js';
 
@@ -96,7 +98,12 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
   let reached = false;
   let run: ScenarioRun | undefined;
   try {
-    run = await scenario(id.client, admin);
+    try {
+      run = await scenario(id.client, admin);
+    } catch {
+      // The loop could not even start (e.g. a setup read refused): not reached.
+      return { atom, label: atomLabel(atom), reached: false, refused: refusals() };
+    }
     const done = run.reached.then(
       () => (reached = true),
       () => undefined,
@@ -113,4 +120,48 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
     await id.cleanup();
   }
   return { atom, label: atomLabel(atom), reached, refused: refusals() };
+}
+
+/**
+ * Mocha suite for one loop (issue 7, acceptance 2): a control run of the scenario as the loop's own
+ * ServiceAccount, then one test per atom of its generated ClusterRole, each failing unless the
+ * scenario fails with Forbidden without that atom.
+ */
+export interface RuleNecessityOptions {
+  /** Peers the scenarios need (e.g. kube-controller-manager's binder), started once. */
+  before?: (this: void) => Promise<void>;
+  after?: (this: void) => Promise<void>;
+  /** Scenarios for atoms the main one cannot need (e.g. another owner kind); each gets a control run too. */
+  variants?: { name: string; scenario: NecessityScenario; covers: (this: void, atom: RuleAtom) => boolean }[];
+  /** The control's identity; defaults to the loop's ServiceAccount with the generated RBAC. */
+  controlClient?: (this: void) => Promise<KubeClient>;
+}
+
+export function describeRuleNecessity(d: ControllerDescriptor, scenario: NecessityScenario, hooks: RuleNecessityOptions = {}): void {
+  describe(`${d.name} RBAC: every generated rule is needed`, function () {
+    this.timeout(120_000);
+    if (hooks.before) before(() => hooks.before?.());
+    if (hooks.after) after(() => hooks.after?.());
+
+    const scenarios = [{ name: 'the scenario', scenario }, ...(hooks.variants ?? []).map((v) => ({ name: `the ${v.name} scenario`, scenario: v.scenario }))];
+    for (const c of scenarios) {
+      it(`control: ${c.name} reaches its end state as the loop's ServiceAccount`, async function () {
+        const admin = (await sharedControlPlane()).adminClient();
+        const run = await c.scenario(await (hooks.controlClient?.() ?? controllerClient(d.name)), admin);
+        try {
+          await Promise.race([run.reached, new Promise((_, reject) => setTimeout(() => reject(new Error(`${c.name} did not finish in 60 s`)), 60_000))]);
+        } finally {
+          await run.stop();
+        }
+      });
+    }
+
+    for (const atom of ruleAtoms(mergeRules(d.rbac ?? [], d.name))) {
+      it(`without "${atomLabel(atom)}" the scenario fails with Forbidden`, async function () {
+        const result = await checkRuleNeeded(d.rbac ?? [], atom, hooks.variants?.find((v) => v.covers(atom))?.scenario ?? scenario);
+        assert.ok(result.refused.length > 0, `no request was refused for want of "${result.label}"`);
+        assert.equal(result.reached, false, `the scenario still reached its end state without "${result.label}"`);
+      });
+    }
+  });
 }

@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { CSIStorageCapacity, Event, KubeClient, KubeObject } from '@topovol/shared';
+import { createTestNamespace, describeRuleNecessity, installCrds, pollUntil, sharedControlPlane } from '@topovol/shared/testing';
+import type { NecessityScenario } from '@topovol/shared/testing';
+import { GiB } from '@topovol/shared/csi-test-driver';
+import { capacityDescriptor } from '../../src/capacity-descriptor.js';
+import { CSIDriverCapacities } from '../../src/status/index.js';
+import type { CSIDriverCapacity } from '../../src/status/index.js';
+import { createNode, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+
+const ZONE = 'topology.kubernetes.io/zone';
+type OwnerKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
+
+/** The pod the loop runs in ($POD_NAME) and its owners, as the workload controllers would make them. */
+async function ownerChain(admin: KubeClient, ns: string, kind: OwnerKind): Promise<{ pod: string; level: number; owner: { kind: string; name: string } }> {
+  const apps = (k: string): { group: string; version: string; plural: string; kind: string; namespaced: boolean } => ({ group: 'apps', version: 'v1', plural: `${k.toLowerCase()}s`, kind: k, namespaced: true });
+  const template = { metadata: { labels: { app: 'capacity' } }, spec: { containers: [{ name: 'c', image: 'x' }] } };
+  const spec = { selector: { matchLabels: { app: 'capacity' } }, template, ...(kind === 'DaemonSet' ? {} : { replicas: 0 }), ...(kind === 'StatefulSet' ? { serviceName: 'capacity' } : {}) };
+  const top = await admin.create<KubeObject>(apps(kind), { apiVersion: 'apps/v1', kind, metadata: { name: 'capacity', namespace: ns }, spec } as KubeObject);
+  const ref = (o: KubeObject) => [{ apiVersion: 'apps/v1', kind: o.kind!, name: o.metadata!.name!, uid: o.metadata!.uid!, controller: true }];
+  let parent = top;
+  if (kind === 'Deployment') {
+    parent = await admin.create<KubeObject>(apps('ReplicaSet'), { apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: 'capacity-5d8f7', namespace: ns, ownerReferences: ref(top) }, spec: { ...spec, replicas: 0 } } as KubeObject);
+  }
+  await admin.create<KubeObject>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'capacity-0', namespace: ns, ownerReferences: ref(parent) }, spec: template.spec } as KubeObject);
+  return { pod: 'capacity-0', level: kind === 'Deployment' ? 2 : 1, owner: { kind, name: 'capacity' } };
+}
+
+/**
+ * The capacity loop's ClusterRole exercised in one scenario: objects owned through
+ * --capacity-ownerref-level (pod and owner gets), created, updated when the driver reports more,
+ * deleted with their class; the CSIDriverCapacity created, its status applied, and its owner set by
+ * a patch when the CSIDriver appears; a NoPoolForDomain Warning repeated when a node without a pool
+ * comes back (event patch). Informers cover nodes, volumes, classes, CSINodes and the objects.
+ */
+function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
+  return async (client, admin) => {
+    await installCrds(admin);
+    const ns = await createTestNamespace(admin, 'rbac-cap-');
+    const driverName = `${ns}-${randomBytes(2).toString('hex')}.csi.topovol.test`;
+    const { driver, cleanup } = await startDriver({ name: driverName });
+    driver.setCapacity({ [ZONE]: 'z1' }, 2n * GiB, { pool: 'p1' });
+    const node = (n: string): string => `${ns}-${n}`;
+    const addNode = async (n: string, zone: string): Promise<void> => {
+      await createNode(admin, node(n), { [ZONE]: zone });
+      await registerDriverOnNode(admin, node(n), driverName, [ZONE]);
+    };
+    const removeNode = async (n: string): Promise<void> => {
+      await admin.delete(Resources.csiNodes, node(n)).catch(() => undefined);
+      await admin.delete(Resources.nodes, node(n)).catch(() => undefined);
+    };
+    await addNode('n1', 'z1');
+    const cls = `${ns}-pools`;
+    const pools = JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]);
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer', parameters: { topologyConstrainedPools: pools } } as never);
+    const chain = await ownerChain(admin, ns, ownerKind);
+    const saved = process.env.POD_NAME;
+    process.env.POD_NAME = chain.pod;
+    const started = RunningCapacity.start(
+      [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms', `--capacity-ownerref-level=${chain.level}`, '--capacity-status-expiry=2s'],
+      { client, waitForSync: false },
+    );
+    const loop = await started.finally(() => {
+      if (saved === undefined) delete process.env.POD_NAME;
+      else process.env.POD_NAME = saved;
+    });
+    const ac = new AbortController();
+    const objects = async (): Promise<CSIStorageCapacity[]> => (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
+    const warnings = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${cls},reason=NoPoolForDomain` })).items;
+    const reached = (async () => {
+      await pollUntil(async () => {
+        const [o] = await objects();
+        expect(o?.capacity).to.equal('2Gi');
+        expect(o?.metadata?.ownerReferences?.[0]).to.include(chain.owner);
+        expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.storage).to.have.length(1);
+      }, ac.signal);
+      // The CSIDriver appears after its CSIDriverCapacity: it becomes the owner.
+      await admin.create(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: {} } as never);
+      driver.setCapacity({ [ZONE]: 'z1' }, 3n * GiB, { pool: 'p1' });
+      await pollUntil(async () => {
+        expect((await objects()).map((o) => o.capacity)).to.deep.equal(['3Gi']);
+        expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).metadata?.ownerReferences?.[0]).to.include({ kind: 'CSIDriver', name: driverName });
+      }, ac.signal);
+      // A zone without a pool, gone, and back: the same Warning twice (count 2).
+      await addNode('n2', 'z2');
+      await pollUntil(async () => expect(await warnings()).to.have.length(1), ac.signal);
+      await removeNode('n2');
+      await pollUntil(async () => expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'PoolsCoverDomains')?.status).to.equal('True'), ac.signal);
+      await addNode('n2', 'z2');
+      await pollUntil(async () => expect((await warnings()).map((e) => e.count)).to.deep.equal([2]), ac.signal);
+      await admin.delete(Resources.storageClasses, cls);
+      await pollUntil(async () => expect(await objects()).to.have.length(0), ac.signal);
+    })();
+    return {
+      reached,
+      stop: async () => {
+        ac.abort();
+        await loop.stop(2_000);
+        await cleanup();
+        for (const n of ['n1', 'n2']) await removeNode(n);
+        await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+        await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+        await admin.delete(CSIDriverCapacities, driverName).catch(() => undefined);
+      },
+    };
+  };
+}
+
+describeRuleNecessity(capacityDescriptor, capacityScenario('Deployment'), {
+  before: async () => {
+    await installCrds((await sharedControlPlane()).adminClient());
+  },
+  variants: (['StatefulSet', 'DaemonSet'] as const).map((kind) => ({
+    name: `${kind}-owned`,
+    scenario: capacityScenario(kind),
+    covers: (atom) => atom.group === 'apps' && atom.resource === `${kind.toLowerCase()}s`,
+  })),
+});

@@ -1,0 +1,129 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { Event, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { createTestNamespace, describeRuleNecessity, pollUntil } from '@topovol/shared/testing';
+import type { NecessityScenario } from '@topovol/shared/testing';
+import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
+import { deleteNow, pv, pvc, RunningBinder } from './binder-harness.js';
+
+const SEL = 'volume.kubernetes.io/selected-node';
+const GRACE_S = 4;
+
+/**
+ * The binder's whole job in one scenario, so that every rule of its ClusterRole is exercised: a
+ * static pair bound (PV and claim writes, both statuses), a claim of a provisioned class signalled
+ * (claim patch) with its ExternalProvisioning Event aggregated on a repeat (event create and
+ * patch), the bound claim deleted so that the volume is released (the live read of the claim); a
+ * selected node deleted and a pod placed without the scheduler after the start (node and pod
+ * watches: a refused watch leaves the informer with its first list). Informers cover list/watch of
+ * volumes, claims, classes, nodes, pods and events; the events watch has its own scenario below.
+ */
+const binderScenario: NecessityScenario = async (client, admin) => {
+  const ns = await createTestNamespace(admin, 'rbac-binder-');
+  const loop = await RunningBinder.start([], { client, waitForSync: false });
+  const ac = new AbortController();
+  const manual = `${ns}-manual`;
+  await admin.create(Resources.persistentVolumes, pv(`${ns}-pv`, '1Gi', { class: manual, policy: 'Retain' }));
+  await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'static', '1Gi', { class: manual }));
+  await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `${ns}-dyn` }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'Immediate' } as never);
+  await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'dynamic', '1Gi', { class: `${ns}-dyn` }));
+  // Delayed binding: a claim whose selected node will vanish after the start (node watch).
+  await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `${ns}-late` }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'WaitForFirstConsumer' } as never);
+  for (const n of ['x', 'y']) await admin.create(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: `${ns}-${n}` } } as never);
+  await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'sel', '1Gi', { class: `${ns}-late`, annotations: { [SEL]: `${ns}-x` } }));
+  await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'free', '1Gi', { class: `${ns}-late` }));
+  const claim = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
+  const signals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=dynamic,reason=ExternalProvisioning' })).items;
+  const reached = (async () => {
+    await pollUntil(async () => {
+      expect((await claim('static')).status?.phase).to.equal('Bound');
+      expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-pv`)).status?.phase).to.equal('Bound');
+      expect((await claim('dynamic')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('rbac.test.topovol.io');
+      expect(await signals()).to.have.length(1);
+      expect((await claim('sel')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('rbac.test.topovol.io');
+    }, ac.signal);
+    // Changes after the start reach the loop only through its watches: the node goes, and a pod
+    // placed on node y without the scheduler uses the free claim.
+    await admin.delete(Resources.nodes, `${ns}-x`);
+    await pollUntil(async () => expect((await claim('sel')).metadata?.annotations?.[SEL]).to.equal(undefined), ac.signal);
+    await admin.create(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'placed', namespace: ns }, spec: { nodeName: `${ns}-y`, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'free' } }] } } as never);
+    await pollUntil(async () => expect((await claim('free')).metadata?.annotations?.[SEL]).to.equal(`${ns}-y`), ac.signal);
+    // A change to the claim makes the binder sync it again: the same Event, count 2.
+    await admin.patch(Resources.persistentVolumeClaims, 'dynamic', ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
+    await pollUntil(async () => expect((await signals()).map((e) => e.count)).to.deep.equal([2]), ac.signal);
+    await deleteNow(admin, Resources.persistentVolumeClaims, 'static', ns);
+    await pollUntil(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-pv`)).status?.phase).to.equal('Released'), ac.signal);
+  })();
+  return {
+    reached,
+    stop: async () => {
+      ac.abort();
+      await loop.stop(2_000);
+      await deleteNow(admin, Resources.persistentVolumes, `${ns}-pv`).catch(() => undefined);
+      await admin.delete(Resources.storageClasses, `${ns}-dyn`).catch(() => undefined);
+      await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);
+      for (const n of ['x', 'y']) await admin.delete(Resources.nodes, `${ns}-${n}`).catch(() => undefined);
+    },
+  };
+};
+
+
+/**
+ * The external provisioner's Provisioning Events, watched: a claim whose provisioning is under way
+ * (attempts every 500 ms, all after the start) keeps its selected-node past
+ * --stale-selected-node-grace while an idle one loses it (binder-stale-selected-node.test.ts).
+ * Without the events watch the binder sees no attempt and clears both.
+ */
+const staleScenario: NecessityScenario = async (client, admin) => {
+  const ns = await createTestNamespace(admin, 'rbac-stale-');
+  const cls = `${ns}-late`;
+  await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'WaitForFirstConsumer' } as never);
+  await admin.create(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: `${ns}-a` } } as never);
+  await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'idle', '1Gi', { class: cls, annotations: { [SEL]: `${ns}-a` } }));
+  const busy = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'busy', '1Gi', { class: cls, annotations: { [SEL]: `${ns}-a` } }));
+  const loop = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`], { client, waitForSync: false });
+  const ac = new AbortController();
+  const selected = async (c: string): Promise<string | undefined> => (await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, c, ns)).metadata?.annotations?.[SEL];
+  const attempts = (async () => {
+    let attempt: Event | undefined;
+    while (!ac.signal.aborted) {
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      attempt = attempt
+        ? await admin.patch<Event>(Resources.events, attempt.metadata.name!, ns, 'merge', { count: (attempt.count ?? 1) + 1, lastTimestamp: now })
+        : await admin.create<Event>(Resources.events, {
+            apiVersion: 'v1',
+            kind: 'Event',
+            metadata: { name: 'busy.provisioning', namespace: ns },
+            involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'busy', uid: busy.metadata?.uid },
+            reason: 'Provisioning',
+            message: `External provisioner is provisioning volume for claim "${ns}/busy"`,
+            type: 'Normal',
+            source: { component: 'rbac.test.topovol.io_test' },
+            firstTimestamp: now,
+            lastTimestamp: now,
+            count: 1,
+          });
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  const reached = (async () => {
+    await pollUntil(async () => expect(await selected('idle')).to.equal(undefined), ac.signal);
+    // Cleared together when the attempts are not seen; kept while they are.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await selected('busy')).to.equal(`${ns}-a`);
+  })();
+  return {
+    reached,
+    stop: async () => {
+      ac.abort();
+      await attempts.catch(() => undefined);
+      await loop.stop(2_000);
+      await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+      await admin.delete(Resources.nodes, `${ns}-a`).catch(() => undefined);
+    },
+  };
+};
+
+describeRuleNecessity(pvBinderDescriptor, binderScenario, {
+  variants: [{ name: 'stale selected-node', scenario: staleScenario, covers: (atom) => atom.resource === 'events' && atom.verb === 'watch' }],
+});

@@ -1,0 +1,88 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { Event, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPlane, startKubeControllerManager } from '@topovol/shared/testing';
+import type { ManagedProcess, NecessityScenario } from '@topovol/shared/testing';
+import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
+import { LABEL_USAGE } from '../../src/rollback/marks.js';
+import { claim, createNode, failProvisioning, pod, PROVISIONER, provision, RunningRollback, selectNode } from './rollback-harness.js';
+
+/**
+ * The rollback loop's ClusterRole exercised in one scenario (kube-controller-manager's binder binds
+ * and releases, as in rollback.test.ts). Pod p: c1 provisioned on node a (PV patch: the unused
+ * mark), c2 fails there (ProvisioningFailed Event: the event informer), so c1 is rolled back (pod
+ * patch: the recreate annotation; claim get, delete, create; Events). Pod q has run: its volume
+ * is marked used and the rollback refused, and refused again after a change to q (event patch).
+ * Pod s: e1 provisioned on node b, which is cordoned after the start (node watch): rolled back.
+ * Informers cover volumes, claims, pods, nodes, classes, VolumeAttachments and events.
+ */
+const rollbackScenario: NecessityScenario = async (client, admin) => {
+  const ns = await createTestNamespace(admin, 'rbac-rb-');
+  const cls = `${ns}-wffc`;
+  await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer', reclaimPolicy: 'Delete' } as never);
+  for (const n of ['a', 'b']) await createNode(admin, `${ns}-${n}`);
+  const loop = await RunningRollback.start(['--rollback-grace-period=1s'], { client, waitForSync: false });
+  const ac = new AbortController();
+  const nodeA = `${ns}-a`;
+  const nodeB = `${ns}-b`;
+  for (const c of ['c1', 'c2', 'd1', 'd2', 'e1']) await admin.create(Resources.persistentVolumeClaims, claim(ns, c, cls));
+  await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
+  await admin.create<Pod>(Resources.pods, pod(ns, 'q', ['d1', 'd2']));
+  await admin.create<Pod>(Resources.pods, pod(ns, 's', ['e1']));
+  for (const c of ['c1', 'c2', 'd1', 'd2']) await selectNode(admin, ns, c, nodeA);
+  await selectNode(admin, ns, 'e1', nodeB);
+  const get = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
+  const usage = async (pv: string): Promise<string | undefined> => (await admin.get<PersistentVolume>(Resources.persistentVolumes, pv)).metadata?.labels?.[LABEL_USAGE];
+  const refusals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=q,reason=ProvisioningRollbackRefused' })).items;
+  const reached = (async () => {
+    await provision(admin, ns, 'c1', nodeA, `${ns}-v1`);
+    await provision(admin, ns, 'd1', nodeA, `${ns}-w1`);
+    await provision(admin, ns, 'e1', nodeB, `${ns}-x1`);
+    const c1 = await (async () => {
+      let got: PersistentVolumeClaim | undefined;
+      await pollUntil(async () => {
+        got = await get('c1');
+        expect(got.status?.phase).to.equal('Bound');
+        expect(await usage(`${ns}-v1`)).to.equal('unused');
+        expect(await usage(`${ns}-w1`)).to.equal('unused');
+        expect(await usage(`${ns}-x1`)).to.equal('unused');
+      }, ac.signal);
+      return got!;
+    })();
+    // Node b is cordoned after the start (node watch): s, pinned there by e1, is rolled back.
+    const e1 = await get('e1');
+    await admin.patch(Resources.nodes, nodeB, undefined, 'merge', { spec: { unschedulable: true } });
+    await pollUntil(async () => expect((await get('e1')).metadata?.uid).to.not.equal(e1.metadata?.uid), ac.signal);
+    // q has run: its volume becomes used, so its rollback is refused.
+    const q = await admin.get<Pod>(Resources.pods, 'q', ns);
+    await admin.replaceStatus(Resources.pods, { ...q, status: { ...q.status, phase: 'Running' } });
+    await pollUntil(async () => expect(await usage(`${ns}-w1`)).to.equal('used'), ac.signal);
+    await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    await failProvisioning(admin, ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    await pollUntil(async () => {
+      expect((await get('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
+      expect(await refusals()).to.have.length(1);
+    }, ac.signal);
+    await admin.patch(Resources.pods, 'q', ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
+    await pollUntil(async () => expect((await refusals()).map((e) => e.count)).to.deep.equal([2]), ac.signal);
+  })();
+  return {
+    reached,
+    stop: async () => {
+      ac.abort();
+      await loop.stop(2_000);
+      await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+      for (const n of ['a', 'b']) await admin.delete(Resources.nodes, `${ns}-${n}`).catch(() => undefined);
+    },
+  };
+};
+
+let kcm: ManagedProcess | undefined;
+describeRuleNecessity(rollbackDescriptor, rollbackScenario, {
+  before: async () => {
+    kcm = await startKubeControllerManager(await sharedControlPlane(), ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']);
+  },
+  after: async () => {
+    await kcm?.stop();
+  },
+});
