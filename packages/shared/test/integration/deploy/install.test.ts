@@ -1,15 +1,18 @@
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Resources, resolveControllers } from '../../../src/index.js';
 import type { ControllerDescriptor, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '../../../src/index.js';
 import { INSTALL_NAMESPACE, mergeRules, serviceAccountUser } from '../../../src/manifests/index.js';
 import { controlPlaneBinaries, createTestNamespace, installCrds, eventually, freePort, ManagedProcess, repoRoot, sharedControlPlane } from '../../../src/testing/index.js';
 import type { ControlPlane } from '../../../src/testing/index.js';
+import { yamlFiles } from '../../../src/testing/apply-manifests.js';
+import { loadManifests } from '../../../src/testing/load-manifests.js';
 import { expandKubeletVars, impersonatingKubeconfig, kubectl, workloadFromFile } from './kubectl.js';
 import { createWorkloadPod, startCsiTestDriver } from './workload-pod.js';
 
+const CSI_DRIVER_CAPACITIES = { group: 'topovol.io', version: 'v1alpha1', plural: 'csidrivercapacities', kind: 'CSIDriverCapacity', namespaced: false };
 const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
 
 interface Lease extends KubeObject {
@@ -67,6 +70,36 @@ describe('config/ install against the real kube-apiserver', function () {
       for (const line of res.stdout.trim().split('\n')) expect(line).to.match(/serverside-applied \(server dry run\)$/);
     });
   }
+
+  it('every sample in config/samples is accepted (kubectl apply -R --server-side --dry-run=server)', async function () {
+    await installCrds(admin);
+    const res = await run('apply', '-R', '-f', 'config/samples', '--server-side', '--dry-run=server');
+    expect(res.code, res.stderr).to.equal(0);
+    const objects = yamlFiles(path.join(root, 'config', 'samples')).flatMap((f) => loadManifests(readFileSync(f, 'utf8')));
+    expect(res.stdout.trim().split('\n'), res.stdout).to.have.length(objects.length);
+  });
+
+  // A corpus of invalid custom resources (packages/shared/test/fixtures/invalid-resources): each file
+  // says what kubectl must report ("# expect:"), and whether it is a status write ("# subresource:").
+  describe('invalid custom resources are rejected by the CRD schema with a clear message', function () {
+    const dir = path.join(root, 'packages', 'shared', 'test', 'fixtures', 'invalid-resources');
+    before(async function () {
+      await installCrds(admin);
+      const base = { apiVersion: 'topovol.io/v1alpha1', kind: 'CSIDriverCapacity' };
+      await admin.create(CSI_DRIVER_CAPACITIES, { ...base, metadata: { name: 'invalid-status.csi.topovol.test' }, spec: { driverName: 'invalid-status.csi.topovol.test' } }).catch(() => undefined);
+    });
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort()) {
+      it(file, async function () {
+        const text = readFileSync(path.join(dir, file), 'utf8');
+        const want = /^# expect: (.*)$/m.exec(text)?.[1];
+        const sub = /^# subresource: (.*)$/m.exec(text)?.[1];
+        expect(want, `${file} has no "# expect:" line`).to.be.a('string');
+        const res = await run('apply', '--server-side', '--dry-run=server', '-f', path.join(dir, file), ...(sub ? [`--subresource=${sub}`] : []));
+        expect(res.code, res.stdout).to.not.equal(0);
+        expect(res.stderr).to.contain(want!);
+      });
+    }
+  });
 
   it('control: the install namespace does warn about a workload that is not restricted', async function () {
     const file = path.join(cp.dir, 'unrestricted-deployment.yaml');
