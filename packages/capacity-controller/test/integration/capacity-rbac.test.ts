@@ -70,6 +70,7 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
     const objects = async (): Promise<CSIStorageCapacity[]> => (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
     const warnings = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${cls},reason=NoPoolForDomain` })).items;
     const reached = (async () => {
+      await loop.listed();
       await pollUntil(async () => {
         const [o] = await objects();
         expect(o?.capacity).to.equal('2Gi');

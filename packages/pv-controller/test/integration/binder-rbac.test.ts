@@ -20,21 +20,24 @@ const GRACE_S = 4;
  */
 const binderScenario: NecessityScenario = async (client, admin) => {
   const ns = await createTestNamespace(admin, 'rbac-binder-');
-  const loop = await RunningBinder.start([], { client, waitForSync: false });
   const ac = new AbortController();
   const manual = `${ns}-manual`;
-  await admin.create(Resources.persistentVolumes, pv(`${ns}-pv`, '1Gi', { class: manual, policy: 'Retain' }));
-  await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'static', '1Gi', { class: manual }));
-  await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `${ns}-dyn` }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'Immediate' } as never);
-  await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'dynamic', '1Gi', { class: `${ns}-dyn` }));
   // Delayed binding: a claim whose selected node will vanish after the start (node watch).
   await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `${ns}-late` }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'WaitForFirstConsumer' } as never);
   for (const n of ['x', 'y']) await admin.create(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: `${ns}-${n}` } } as never);
   await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'sel', '1Gi', { class: `${ns}-late`, annotations: { [SEL]: `${ns}-x` } }));
   await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'free', '1Gi', { class: `${ns}-late` }));
+  // Started after the setup below it could fail in, so that a failed setup leaves no loop running.
+  const loop = await RunningBinder.start([], { client, waitForSync: false });
   const claim = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
   const signals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=dynamic,reason=ExternalProvisioning' })).items;
   const reached = (async () => {
+    // Created after the start: volumes, claims and classes reach the loop through its watches.
+    await loop.listed();
+    await admin.create(Resources.persistentVolumes, pv(`${ns}-pv`, '1Gi', { class: manual, policy: 'Retain' }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'static', '1Gi', { class: manual }));
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `${ns}-dyn` }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'Immediate' } as never);
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'dynamic', '1Gi', { class: `${ns}-dyn` }));
     await pollUntil(async () => {
       expect((await claim('static')).status?.phase).to.equal('Bound');
       expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-pv`)).status?.phase).to.equal('Bound');
@@ -59,6 +62,9 @@ const binderScenario: NecessityScenario = async (client, admin) => {
     stop: async () => {
       ac.abort();
       await loop.stop(2_000);
+      // Nothing left for other suites' loops (they watch the whole cluster) to act on.
+      await admin.delete(Resources.pods, 'placed', ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      for (const c of ['static', 'dynamic', 'sel', 'free']) await deleteNow(admin, Resources.persistentVolumeClaims, c, ns).catch(() => undefined);
       await deleteNow(admin, Resources.persistentVolumes, `${ns}-pv`).catch(() => undefined);
       await admin.delete(Resources.storageClasses, `${ns}-dyn`).catch(() => undefined);
       await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);
@@ -84,7 +90,8 @@ const staleScenario: NecessityScenario = async (client, admin) => {
   const loop = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`], { client, waitForSync: false });
   const ac = new AbortController();
   const selected = async (c: string): Promise<string | undefined> => (await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, c, ns)).metadata?.annotations?.[SEL];
-  const attempts = (async () => {
+  // The provisioner's attempts, all after the first list: seen only through the events watch.
+  const runAttempts = async (): Promise<void> => {
     let attempt: Event | undefined;
     while (!ac.signal.aborted) {
       const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -105,8 +112,11 @@ const staleScenario: NecessityScenario = async (client, admin) => {
           });
       await new Promise((r) => setTimeout(r, 500));
     }
-  })();
+  };
+  let attempts: Promise<void> = Promise.resolve();
   const reached = (async () => {
+    await loop.listed();
+    attempts = runAttempts();
     await pollUntil(async () => expect(await selected('idle')).to.equal(undefined), ac.signal);
     // Cleared together when the attempts are not seen; kept while they are.
     await new Promise((r) => setTimeout(r, 2_000));

@@ -17,12 +17,12 @@ const ZONE = 'topology.kubernetes.io/zone';
  */
 const zonalScenario: NecessityScenario = async (client, admin) => {
   const prefix = `rbac-zonal-${randomBytes(3).toString('hex')}`;
-  const loop = await InProcessLoop.start(zonalPvUpgradeDescriptor, ['--concurrent-workers=1'], { client, waitForSync: false });
   const ac = new AbortController();
   const good = `${prefix}-good`;
   const bad = `${prefix}-bad`;
   await admin.create(Resources.persistentVolumes, pv(good, '1Gi', { class: 'my-class', labels: { [ZONE]: 'z1' } }));
   await admin.create(Resources.persistentVolumes, pv(bad, '1Gi', { class: 'my-class', labels: { [ZONE]: 'a____b' } }));
+  const loop = await InProcessLoop.start(zonalPvUpgradeDescriptor, ['--concurrent-workers=1'], { client, waitForSync: false });
   const events = async (name: string, reason: string): Promise<Event[]> =>
     (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${name},reason=${reason}` })).items;
   const relabel = (value: string) => admin.patch(Resources.persistentVolumes, bad, undefined, 'merge', { metadata: { labels: { [ZONE]: value } } });
@@ -32,6 +32,7 @@ const zonalScenario: NecessityScenario = async (client, admin) => {
       expect(await events(good, REASON_CONVERTED)).to.have.length(1);
       expect(await events(bad, REASON_MALFORMED)).to.have.length(1);
     }, ac.signal);
+    await loop.listed();
     await relabel('x____y');
     await pollUntil(async () => expect(await events(bad, REASON_MALFORMED)).to.have.length(2), ac.signal);
     await relabel('a____b');

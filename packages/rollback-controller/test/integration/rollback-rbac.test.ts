@@ -21,7 +21,6 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   const cls = `${ns}-wffc`;
   await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer', reclaimPolicy: 'Delete' } as never);
   for (const n of ['a', 'b']) await createNode(admin, `${ns}-${n}`);
-  const loop = await RunningRollback.start(['--rollback-grace-period=1s'], { client, waitForSync: false });
   const ac = new AbortController();
   const nodeA = `${ns}-a`;
   const nodeB = `${ns}-b`;
@@ -31,10 +30,12 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   await admin.create<Pod>(Resources.pods, pod(ns, 's', ['e1']));
   for (const c of ['c1', 'c2', 'd1', 'd2']) await selectNode(admin, ns, c, nodeA);
   await selectNode(admin, ns, 'e1', nodeB);
+  const loop = await RunningRollback.start(['--rollback-grace-period=1s'], { client, waitForSync: false });
   const get = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
   const usage = async (pv: string): Promise<string | undefined> => (await admin.get<PersistentVolume>(Resources.persistentVolumes, pv)).metadata?.labels?.[LABEL_USAGE];
   const refusals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=q,reason=ProvisioningRollbackRefused' })).items;
   const reached = (async () => {
+    await loop.listed();
     await provision(admin, ns, 'c1', nodeA, `${ns}-v1`);
     await provision(admin, ns, 'd1', nodeA, `${ns}-w1`);
     await provision(admin, ns, 'e1', nodeB, `${ns}-x1`);
@@ -71,6 +72,8 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
     stop: async () => {
       ac.abort();
       await loop.stop(2_000);
+      // Leave no stuck pod behind: another suite's rollback loop (cluster-wide) would act on it.
+      for (const p of ['p', 'q', 's']) await admin.delete(Resources.pods, p, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
       await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
       for (const n of ['a', 'b']) await admin.delete(Resources.nodes, `${ns}-${n}`).catch(() => undefined);
     },

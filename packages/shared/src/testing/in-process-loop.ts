@@ -46,6 +46,17 @@ export class InProcessLoop {
     return new InProcessLoop(controller, informers, events, abort);
   }
 
+  /**
+   * Resolves once every informer has listed, or after `boundMs` (a list the identity may not do
+   * never completes). Scenarios wait for this before the changes that must arrive by watch, so
+   * that a change cannot slip into the first list instead.
+   */
+  async listed(boundMs = 3_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.informers.waitForSync(this.abort.signal).catch(() => undefined), new Promise((r) => (timer = setTimeout(r, boundMs)))]);
+    clearTimeout(timer);
+  }
+
   async stop(timeoutMs = 10_000): Promise<void> {
     this.abort.abort();
     await this.controller.shutdown(timeoutMs);
