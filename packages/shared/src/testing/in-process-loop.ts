@@ -53,7 +53,7 @@ export class InProcessLoop {
    */
   async listed(boundMs = 3_000): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.informers.waitForSync(this.abort.signal).catch(() => undefined), new Promise((r) => (timer = setTimeout(r, boundMs)))]);
+    await Promise.race([this.informers.waitForSync().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, boundMs)))]);
     clearTimeout(timer);
   }
 
