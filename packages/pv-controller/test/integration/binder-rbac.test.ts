@@ -53,7 +53,12 @@ const binderScenario: NecessityScenario = async (client, admin) => {
     await pollUntil(async () => expect((await claim('free')).metadata?.annotations?.[SEL]).to.equal(`${ns}-y`), ac.signal);
     // A change to the claim makes the binder sync it again: the same Event, count 2.
     await admin.patch(Resources.persistentVolumeClaims, 'dynamic', ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
-    await pollUntil(async () => expect((await signals()).map((e) => e.count)).to.deep.equal([2]), ac.signal);
+    // (The binder may sync it more than once: at least 2, in one Event.)
+    await pollUntil(async () => {
+      const s = await signals();
+      expect(s).to.have.length(1);
+      expect(s[0]?.count).to.be.at.least(2);
+    }, ac.signal);
     await deleteNow(admin, Resources.persistentVolumeClaims, 'static', ns);
     await pollUntil(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-pv`)).status?.phase).to.equal('Released'), ac.signal);
   })();

@@ -65,7 +65,11 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
       expect(await refusals()).to.have.length(1);
     }, ac.signal);
     await admin.patch(Resources.pods, 'q', ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
-    await pollUntil(async () => expect((await refusals()).map((e) => e.count)).to.deep.equal([2]), ac.signal);
+    await pollUntil(async () => {
+      const r = await refusals();
+      expect(r).to.have.length(1);
+      expect(r[0]?.count).to.be.at.least(2);
+    }, ac.signal);
   })();
   return {
     reached,

@@ -16,14 +16,16 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_
   }
 }
 
-/** Retries `check` until it passes; rejects once `signal` aborts (for scenarios stopped from outside). */
+/** Retries `check` until it passes; rejects once `signal` aborts (for scenarios stopped from outside), with the last failure. */
 export async function pollUntil(check: () => Promise<unknown>, signal: AbortSignal, intervalMs = 100): Promise<void> {
+  let last: unknown;
   for (;;) {
-    if (signal.aborted) throw new Error('stopped');
+    if (signal.aborted) throw new Error(`stopped while waiting: ${last instanceof Error ? last.message : String(last)}`);
     try {
       await check();
       return;
-    } catch {
+    } catch (err) {
+      last = err;
       await new Promise((r) => setTimeout(r, intervalMs));
     }
   }

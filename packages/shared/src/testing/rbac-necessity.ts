@@ -9,7 +9,7 @@ import { atomLabel, mergeRules, ruleAtoms, rulesWithout } from '../manifests/rba
 import type { RuleAtom } from '../manifests/rbac-rules.js';
 import { authorizationRecords, readAuditLog } from './audit-log.js';
 import type { AuthorizationRecord } from './audit-log.js';
-import { controllerClient } from './controller-identity.js';
+import { controllerClient, installGeneratedRbac } from './controller-identity.js';
 import { eventually } from './eventually.js';
 import { sharedControlPlane } from './shared-control-plane.js';
 
@@ -32,6 +32,8 @@ export interface NecessityResult {
   reached: boolean;
   /** Requests RBAC refused for want of exactly this atom. */
   refused: AuthorizationRecord[];
+  /** Why the scenario stopped short, when it threw (for the failure message). */
+  stoppedBy?: string;
 }
 
 const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
@@ -89,6 +91,7 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const cp = await sharedControlPlane();
   const admin = cp.adminClient();
+  await installGeneratedRbac(); // the install namespace, where the throwaway ServiceAccounts live
   const reduced = rulesWithout(rules, atom);
   const probe = ruleAtoms(reduced)[0];
   if (!probe) throw new Error(`the rules grant only ${atomLabel(atom)}: nothing to check it against`);
@@ -96,6 +99,7 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
   const user = serviceAccountUser(id.name);
   const refusals = (): AuthorizationRecord[] => authorizationRecords(readAuditLog(cp.auditLogPath)).filter((r) => r.user === user && !r.allowed && matches(atom, r));
   let reached = false;
+  let stoppedBy: string | undefined;
   let run: ScenarioRun | undefined;
   try {
     try {
@@ -106,7 +110,9 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
     }
     const done = run.reached.then(
       () => (reached = true),
-      () => undefined,
+      (err: unknown) => {
+        stoppedBy = err instanceof Error ? err.message : String(err);
+      },
     );
     const deadline = Date.now() + timeoutMs;
     let firstRefusal: number | undefined;
@@ -119,7 +125,7 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
     await run?.stop();
     await id.cleanup();
   }
-  return { atom, label: atomLabel(atom), reached, refused: refusals() };
+  return { atom, label: atomLabel(atom), reached, refused: refusals(), stoppedBy };
 }
 
 /**
@@ -159,7 +165,7 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
     for (const atom of ruleAtoms(mergeRules(d.rbac ?? [], d.name))) {
       it(`without "${atomLabel(atom)}" the scenario fails with Forbidden`, async function () {
         const result = await checkRuleNeeded(d.rbac ?? [], atom, hooks.variants?.find((v) => v.covers(atom))?.scenario ?? scenario);
-        assert.ok(result.refused.length > 0, `no request was refused for want of "${result.label}"`);
+        assert.ok(result.refused.length > 0, `no request was refused for want of "${result.label}"${result.stoppedBy ? ` (the scenario stopped: ${result.stoppedBy})` : ''}`);
         assert.equal(result.reached, false, `the scenario still reached its end state without "${result.label}"`);
       });
     }
