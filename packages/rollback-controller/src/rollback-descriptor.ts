@@ -14,7 +14,7 @@ export const rollbackDescriptor: ControllerDescriptor = {
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'patch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
-    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses', 'volumeattachments'], verbs: ['list', 'watch'] },
+    { apiGroups: ['storage.k8s.io'], resources: ['volumeattachments'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
   ],
   setup: setupRollback,

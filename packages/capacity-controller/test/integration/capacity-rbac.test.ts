@@ -30,8 +30,8 @@ async function ownerChain(admin: KubeClient, ns: string, kind: OwnerKind): Promi
 
 /**
  * The capacity loop's ClusterRole exercised in one scenario: objects owned through
- * --capacity-ownerref-level (pod and owner gets), created, updated when the driver reports more,
- * deleted with their class; the CSIDriverCapacity created, its status applied, and its owner set by
+ * --capacity-ownerref-level (pod and owner gets), created, updated when a new volume shows the
+ * driver has more, deleted with their class; the CSIDriverCapacity created, its status applied, and its owner set by
  * a patch when the CSIDriver appears; a NoPoolForDomain Warning repeated when a node without a pool
  * comes back (event patch). Informers cover nodes, volumes, classes, CSINodes and the objects.
  */
@@ -59,7 +59,7 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
     const saved = process.env.POD_NAME;
     process.env.POD_NAME = chain.pod;
     const started = RunningCapacity.start(
-      [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms', `--capacity-ownerref-level=${chain.level}`, '--capacity-status-expiry=2s'],
+      [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms', `--capacity-ownerref-level=${chain.level}`, '--capacity-status-expiry=2s'],
       { client, waitForSync: false },
     );
     const loop = await started.finally(() => {
@@ -79,7 +79,22 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
       }, ac.signal);
       // The CSIDriver appears after its CSIDriverCapacity: it becomes the owner.
       await admin.create(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: {} } as never);
+      // More space, noticed because a volume of this driver was created in z1 (volume watch; the
+      // periodic poll is 10 minutes away).
       driver.setCapacity({ [ZONE]: 'z1' }, 3n * GiB, { pool: 'p1' });
+      await admin.create(Resources.persistentVolumes, {
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: { name: `${ns}-vol` },
+        spec: {
+          capacity: { storage: '1Gi' },
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: cls,
+          persistentVolumeReclaimPolicy: 'Retain',
+          csi: { driver: driverName, volumeHandle: `${ns}-vol` },
+          nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: ['z1'] }] }] } },
+        },
+      } as KubeObject);
       await pollUntil(async () => {
         expect((await objects()).map((o) => o.capacity)).to.deep.equal(['3Gi']);
         expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).metadata?.ownerReferences?.[0]).to.include({ kind: 'CSIDriver', name: driverName });
@@ -104,6 +119,7 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
         await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
         await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
         await admin.delete(CSIDriverCapacities, driverName).catch(() => undefined);
+        await admin.delete(Resources.persistentVolumes, `${ns}-vol`).catch(() => undefined);
       },
     };
   };

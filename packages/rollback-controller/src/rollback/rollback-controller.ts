@@ -1,5 +1,5 @@
 import { Controller, objectKey, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
-import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
+import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { RollbackActuator } from './actuator.js';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
@@ -24,7 +24,6 @@ export function setupRollback(env: ControllerEnv): Controller {
   const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
   const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
   const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
-  const classes = informers.forResource<StorageClass>(Resources.storageClasses);
   const attachments = informers.forResource<VolumeAttachment>(Resources.volumeAttachments);
   const failures = informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed' });
 
@@ -50,7 +49,6 @@ export function setupRollback(env: ControllerEnv): Controller {
   const world: RollbackWorld = {
     volume: (name) => withDryMarks(pvs.cache.get(name)),
     claim: (ns, name) => pvcs.cache.get(`${ns}/${name}`),
-    storageClass: (name) => classes.cache.get(name),
     node: (name) => nodes.cache.get(name),
     podsUsingClaim: (ns, name) => pods.cache.byIndex('claim', `${ns}/${name}`),
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),

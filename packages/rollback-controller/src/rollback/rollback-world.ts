@@ -1,10 +1,9 @@
-import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
+import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 
 /** The read-only view of the cluster the rollback decisions need (informer caches in production). */
 export interface RollbackWorld {
   volume(name: string): PersistentVolume | undefined;
   claim(namespace: string, name: string): PersistentVolumeClaim | undefined;
-  storageClass(name: string): StorageClass | undefined;
   node(name: string): Node | undefined;
   /** Pods in the claim's namespace whose volumes reference it by name (any phase). */
   podsUsingClaim(namespace: string, name: string): Pod[];

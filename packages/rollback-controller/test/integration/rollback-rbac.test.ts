@@ -11,14 +11,16 @@ import { claim, createNode, failProvisioning, pod, PROVISIONER, provision, Runni
  * The rollback loop's ClusterRole exercised in one scenario (kube-controller-manager's binder binds
  * and releases, as in rollback.test.ts). Pod p: c1 provisioned on node a (PV patch: the unused
  * mark), c2 fails there (ProvisioningFailed Event: the event informer), so c1 is rolled back (pod
- * patch: the recreate annotation; claim get, delete, create; Events). Pod q has run: its volume
- * is marked used and the rollback refused, and refused again after a change to q (event patch).
+ * patch: the recreate annotation; claim get, delete, create; Events). Pod q's volume is attached
+ * (a VolumeAttachment): marked used and the rollback refused, and refused again after a change to
+ * q (event patch).
  * Pod s: e1 provisioned on node b, which is cordoned after the start (node watch): rolled back.
  * Informers cover volumes, claims, pods, nodes, classes, VolumeAttachments and events.
  */
 const rollbackScenario: NecessityScenario = async (client, admin) => {
   const ns = await createTestNamespace(admin, 'rbac-rb-');
   const cls = `${ns}-wffc`;
+  // Before the claims: kube-controller-manager would record ProvisioningFailed for a missing class.
   await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer', reclaimPolicy: 'Delete' } as never);
   for (const n of ['a', 'b']) await createNode(admin, `${ns}-${n}`);
   const ac = new AbortController();
@@ -54,9 +56,13 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
     const e1 = await get('e1');
     await admin.patch(Resources.nodes, nodeB, undefined, 'merge', { spec: { unschedulable: true } });
     await pollUntil(async () => expect((await get('e1')).metadata?.uid).to.not.equal(e1.metadata?.uid), ac.signal);
-    // q has run: its volume becomes used, so its rollback is refused.
-    const q = await admin.get<Pod>(Resources.pods, 'q', ns);
-    await admin.replaceStatus(Resources.pods, { ...q, status: { ...q.status, phase: 'Running' } });
+    // q's volume gets attached (VolumeAttachment watch): used, so q's rollback is refused.
+    await admin.create(Resources.volumeAttachments, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'VolumeAttachment',
+      metadata: { name: `${ns}-w1` },
+      spec: { attacher: PROVISIONER, nodeName: nodeA, source: { persistentVolumeName: `${ns}-w1` } },
+    } as never);
     await pollUntil(async () => expect(await usage(`${ns}-w1`)).to.equal('used'), ac.signal);
     await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await failProvisioning(admin, ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
@@ -78,6 +84,7 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
       await loop.stop(2_000);
       // Leave no stuck pod behind: another suite's rollback loop (cluster-wide) would act on it.
       for (const p of ['p', 'q', 's']) await admin.delete(Resources.pods, p, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      await admin.delete(Resources.volumeAttachments, `${ns}-w1`).catch(() => undefined);
       await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
       for (const n of ['a', 'b']) await admin.delete(Resources.nodes, `${ns}-${n}`).catch(() => undefined);
     },

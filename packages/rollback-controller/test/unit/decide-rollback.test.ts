@@ -22,7 +22,6 @@ function world(w: W): RollbackWorld {
   return {
     volume: (n) => w.pvs?.find((v) => v.metadata?.name === n),
     claim: (ns, n) => w.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
-    storageClass: () => undefined,
     node: (n) => w.nodes?.find((x) => x.metadata?.name === n),
     podsUsingClaim: (ns, n) => (w.pods ?? []).filter((p) => p.metadata?.namespace === ns && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === n)),
     nodesUsingVolume: (v) => Object.entries(w.inUse ?? {}).flatMap(([node, names]) => (names.includes(v.metadata?.name ?? '') ? [node] : [])),

@@ -83,11 +83,13 @@ async function identityWith(admin: KubeClient, rules: PolicyRule[], probe: RuleA
  * Issue 7, acceptance 2 ("removing any one rule makes some test fail with Forbidden"): runs the
  * scenario as an identity holding the loop's rules minus `atom`. The rule is needed when the
  * scenario's end state is not reached and the audit log shows requests refused for want of exactly
- * that atom. Waiting stops `settleMs` after the first refusal (a loop that recovers through another
- * path does so quickly) or at `timeoutMs`.
+ * that atom. Waiting stops `settleMs` after the first refusal, but not before `minWaitMs` (the
+ * describe passes 1.5 times the control run's duration, so a scenario that does not need the atom
+ * has the time it takes to finish), or at `timeoutMs`.
  */
-export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; timeoutMs?: number } = {}): Promise<NecessityResult> {
+export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; minWaitMs?: number; timeoutMs?: number } = {}): Promise<NecessityResult> {
   const settleMs = opts.settleMs ?? 3_000;
+  const minWaitMs = opts.minWaitMs ?? 0;
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const cp = await sharedControlPlane();
   const admin = cp.adminClient();
@@ -114,11 +116,12 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
         stoppedBy = err instanceof Error ? err.message : String(err);
       },
     );
-    const deadline = Date.now() + timeoutMs;
+    const started = Date.now();
+    const deadline = started + timeoutMs;
     let firstRefusal: number | undefined;
     while (!reached && Date.now() < deadline) {
       if (firstRefusal === undefined && refusals().length > 0) firstRefusal = Date.now();
-      if (firstRefusal !== undefined && Date.now() - firstRefusal > settleMs) break;
+      if (firstRefusal !== undefined && Date.now() - firstRefusal > settleMs && Date.now() - started > minWaitMs) break;
       await Promise.race([done, new Promise((r) => setTimeout(r, 200))]);
     }
   } finally {
@@ -149,13 +152,17 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
     if (hooks.before) before(() => hooks.before?.());
     if (hooks.after) after(() => hooks.after?.());
 
+    // How long each scenario takes with every rule: an atom's run waits at least 1.5 times that.
+    const controlMs = new Map<NecessityScenario, number>();
     const scenarios = [{ name: 'the scenario', scenario }, ...(hooks.variants ?? []).map((v) => ({ name: `the ${v.name} scenario`, scenario: v.scenario }))];
     for (const c of scenarios) {
       it(`control: ${c.name} reaches its end state as the loop's ServiceAccount`, async function () {
         const admin = (await sharedControlPlane()).adminClient();
+        const started = Date.now();
         const run = await c.scenario(await (hooks.controlClient?.() ?? controllerClient(d.name)), admin);
         try {
           await Promise.race([run.reached, new Promise((_, reject) => setTimeout(() => reject(new Error(`${c.name} did not finish in 60 s`)), 60_000))]);
+          controlMs.set(c.scenario, Date.now() - started);
         } finally {
           await run.stop();
         }
@@ -164,7 +171,8 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
 
     for (const atom of ruleAtoms(mergeRules(d.rbac ?? [], d.name))) {
       it(`without "${atomLabel(atom)}" the scenario fails with Forbidden`, async function () {
-        const result = await checkRuleNeeded(d.rbac ?? [], atom, hooks.variants?.find((v) => v.covers(atom))?.scenario ?? scenario);
+        const chosen = hooks.variants?.find((v) => v.covers(atom))?.scenario ?? scenario;
+        const result = await checkRuleNeeded(d.rbac ?? [], atom, chosen, { minWaitMs: 1.5 * (controlMs.get(chosen) ?? 0) });
         assert.ok(result.refused.length > 0, `no request was refused for want of "${result.label}"${result.stoppedBy ? ` (the scenario stopped: ${result.stoppedBy})` : ''}`);
         assert.equal(result.reached, false, `the scenario still reached its end state without "${result.label}"`);
       });
