@@ -71,3 +71,25 @@ export async function eventFor(client: KubeClient, obj: KubeObject, reason: stri
     return e;
   });
 }
+
+/** What sig-storage-lib-external-provisioner records at every provisioning attempt: one Event, its count raised on each retry. */
+export async function provisioningAttempt(client: KubeClient, claim: PersistentVolumeClaim, existing?: Event): Promise<Event> {
+  const ns = claim.metadata?.namespace ?? '';
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  if (existing) {
+    return client.patch<Event>(Resources.events, existing.metadata?.name ?? '', ns, 'merge', { count: (existing.count ?? 1) + 1, lastTimestamp: now });
+  }
+  return client.create<Event>(Resources.events, {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${claim.metadata?.name}.provisioning`, namespace: ns },
+    involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claim.metadata?.name, uid: claim.metadata?.uid },
+    reason: 'Provisioning',
+    message: `External provisioner is provisioning volume for claim "${ns}/${claim.metadata?.name}"`,
+    type: 'Normal',
+    source: { component: 'example.com/csi_test-host_0000' },
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+  });
+}

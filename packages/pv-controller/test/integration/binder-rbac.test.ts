@@ -4,7 +4,7 @@ import type { Event, PersistentVolume, PersistentVolumeClaim } from '@topovol/sh
 import { createTestNamespace, describeRuleNecessity, pollUntil } from '@topovol/shared/testing';
 import type { NecessityScenario } from '@topovol/shared/testing';
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
-import { deleteNow, pv, pvc, RunningBinder } from './binder-harness.js';
+import { deleteNow, provisioningAttempt, pv, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
 const GRACE_S = 4;
@@ -99,22 +99,7 @@ const staleScenario: NecessityScenario = async (client, admin) => {
   const runAttempts = async (): Promise<void> => {
     let attempt: Event | undefined;
     while (!ac.signal.aborted) {
-      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      attempt = attempt
-        ? await admin.patch<Event>(Resources.events, attempt.metadata.name!, ns, 'merge', { count: (attempt.count ?? 1) + 1, lastTimestamp: now })
-        : await admin.create<Event>(Resources.events, {
-            apiVersion: 'v1',
-            kind: 'Event',
-            metadata: { name: 'busy.provisioning', namespace: ns },
-            involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'busy', uid: busy.metadata?.uid },
-            reason: 'Provisioning',
-            message: `External provisioner is provisioning volume for claim "${ns}/busy"`,
-            type: 'Normal',
-            source: { component: 'rbac.test.topovol.io_test' },
-            firstTimestamp: now,
-            lastTimestamp: now,
-            count: 1,
-          });
+      attempt = await provisioningAttempt(admin, busy, attempt);
       await new Promise((r) => setTimeout(r, 500));
     }
   };

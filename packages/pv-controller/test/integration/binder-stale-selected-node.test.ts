@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { Event, KubeClient, Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import type { KubeClient, Node, Pod, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
-import { eventFor, getPVC, pvc, RunningBinder } from './binder-harness.js';
+import { eventFor, getPVC, provisioningAttempt, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
 const GRACE_S = 6;
@@ -50,37 +50,16 @@ describe('pv-binder: stale selected-node (kubernetes #112347)', function () {
   });
   const selectedNode = async (claim: string): Promise<string | undefined> => (await getPVC(admin, ns, claim)).metadata?.annotations?.[SEL];
 
-  /** What sig-storage-lib-external-provisioner records at every provisioning attempt. */
-  async function provisioningAttempt(claim: PersistentVolumeClaim, existing?: Event): Promise<Event> {
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    if (existing) {
-      return admin.patch<Event>(Resources.events, existing.metadata?.name ?? '', ns, 'merge', { count: (existing.count ?? 1) + 1, lastTimestamp: now });
-    }
-    return admin.create<Event>(Resources.events, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `${claim.metadata?.name}.provisioning`, namespace: ns },
-      involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claim.metadata?.name, uid: claim.metadata?.uid },
-      reason: 'Provisioning',
-      message: `External provisioner is provisioning volume for claim "${ns}/${claim.metadata?.name}"`,
-      type: 'Normal',
-      source: { component: 'example.com/csi_test-host_0000' },
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
-    });
-  }
-
   it('clears a selected-node whose pod is gone, but not one whose provisioning is still being retried', async function () {
     const idle = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'idle', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
     const busy = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'busy', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
     // The provisioner keeps retrying "busy" (as after a CreateVolume timeout) while "idle" sees nothing.
-    let attempt = await provisioningAttempt(busy);
+    let attempt = await provisioningAttempt(admin, busy);
     let retrying = true;
     const retries = (async () => {
       while (retrying) {
         await new Promise((r) => setTimeout(r, 1000));
-        if (retrying) attempt = await provisioningAttempt(busy, attempt);
+        if (retrying) attempt = await provisioningAttempt(admin, busy, attempt);
       }
     })();
     try {

@@ -28,20 +28,27 @@ export function resourceFor(obj: KubeObject): ResourceType | undefined {
   return Object.values(Resources).find((r) => obj.kind === r.kind && obj.apiVersion === (r.group ? `${r.group}/${r.version}` : r.version));
 }
 
-/** Creates every object in the YAML files of the well-known kinds (as `kubectl create`), skipping existing ones. */
-export async function applyManifests(client: KubeClient, files: string[]): Promise<KubeObject[]> {
-  const created: KubeObject[] = [];
+/** Each object of the well-known kinds in the YAML files, with its resource type. */
+function* manifestObjects(files: string[], purpose: string): Generator<{ doc: KubeObject; r: ResourceType }> {
   for (const file of files) {
     for (const doc of loadManifests(readFileSync(file, 'utf8'))) {
       if (!doc?.kind) continue;
       const r = resourceFor(doc);
-      if (!r) throw new Error(`${file}: ${doc.apiVersion}/${doc.kind} is not a kind the demo knows how to create`);
-      if (r.namespaced) doc.metadata = { namespace: 'default', ...doc.metadata };
-      try {
-        created.push(await client.create(r, doc));
-      } catch (err) {
-        if (!isAlreadyExists(err)) throw err;
-      }
+      if (!r) throw new Error(`${file}: ${doc.apiVersion}/${doc.kind} is not a kind the ${purpose}`);
+      yield { doc, r };
+    }
+  }
+}
+
+/** Creates every object in the YAML files of the well-known kinds (as `kubectl create`), skipping existing ones. */
+export async function applyManifests(client: KubeClient, files: string[]): Promise<KubeObject[]> {
+  const created: KubeObject[] = [];
+  for (const { doc, r } of manifestObjects(files, 'demo knows how to create')) {
+    if (r.namespaced) doc.metadata = { namespace: 'default', ...doc.metadata };
+    try {
+      created.push(await client.create(r, doc));
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
     }
   }
   return created;
@@ -50,13 +57,6 @@ export async function applyManifests(client: KubeClient, files: string[]): Promi
 /** Server-side applies every object in the YAML files (as `kubectl apply --server-side --force-conflicts`). */
 export async function applyManifestsServerSide(client: KubeClient, files: string[], fieldManager: string): Promise<KubeObject[]> {
   const applied: KubeObject[] = [];
-  for (const file of files) {
-    for (const doc of loadManifests(readFileSync(file, 'utf8'))) {
-      if (!doc?.kind) continue;
-      const r = resourceFor(doc);
-      if (!r) throw new Error(`${file}: ${doc.apiVersion}/${doc.kind} is not a kind the tests know how to apply`);
-      applied.push(await client.apply(r, doc, fieldManager, { force: true }));
-    }
-  }
+  for (const { doc, r } of manifestObjects(files, 'tests know how to apply')) applied.push(await client.apply(r, doc, fieldManager, { force: true }));
   return applied;
 }
