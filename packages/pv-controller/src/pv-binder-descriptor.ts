@@ -2,13 +2,17 @@ import type { ControllerDescriptor } from '@topovol/shared';
 import { setupBinder } from './binder/binder-controller.js';
 import { binderFlags } from './binder/binder-flags.js';
 
-/** The persistent volume binder (seed 003 and seed 001's delayed binding), issue #4. */
+/**
+ * The persistent volume binder: kube-controller-manager's persistentvolume-binder-controller
+ * (pkg/controller/volume/persistentvolume) with KEP-490's delayed binding; see docs/divergences.md.
+ */
 export const pvBinderDescriptor: ControllerDescriptor = {
   name: 'pv-binder',
   description: 'binds claims to volumes, delayed binding, provisioning signals, release and reclaim',
   eventComponent: 'persistentvolume-controller',
   // Exactly what the suites use (the audit-log coverage check and the rbac-necessity test): the
-  // loop reads from its informers; its one live read is the claim, before releasing its volume.
+  // loop reads from its informers; its live reads are the claim before releasing its volume, and
+  // the node (or the namespace's pods) before removing a claim's selected node.
   rbac: [
     { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['list', 'watch', 'update'] },
     { apiGroups: [''], resources: ['persistentvolumes/status'], verbs: ['update'] },
@@ -16,6 +20,9 @@ export const pvBinderDescriptor: ControllerDescriptor = {
     { apiGroups: [''], resources: ['persistentvolumeclaims/status'], verbs: ['update'] },
     { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['nodes', 'pods'], verbs: ['list', 'watch'] },
+    // get: a selected node is removed from a claim only once a live read confirms the node is gone
+    // or outside the class's allowedTopologies (the cache may lag).
+    { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
     // list/watch: the external provisioner's Provisioning Events (stale selected-node check).
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
   ],

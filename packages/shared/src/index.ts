@@ -21,3 +21,4 @@ export * from './selectors/label-selector.js';
 export * from './selectors/node-selector.js';
 export * from './selectors/quantity.js';
 export * from './informer/projections.js';
+export * from './volumes/pod-claims.js';

@@ -1,4 +1,16 @@
-import type { EventType, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { EventType, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
+import type { ClaimPhase } from './claim-status.js';
+import type { SelectedNodeIssue } from './selected-node-checks.js';
+
+/**
+ * What must still hold on the server, read live, right before the binder removes a claim's
+ * selected-node: a cache that lags (a node not yet seen, labels or pods not yet updated) must never
+ * be the reason it goes.
+ */
+export type SelectedNodeConfirmation =
+  | { issue: 'gone'; node: string }
+  | { issue: 'notAllowed'; node: string; allowedTopologies: NonNullable<StorageClass['allowedTopologies']> }
+  | { issue: 'noConsumer'; node: string };
 
 /**
  * What the binder wants done, planned by pure decision functions and carried out by the actuator.
@@ -10,14 +22,20 @@ export type BinderAction =
   | { kind: 'bindVolume'; volume: PersistentVolume; claim: PersistentVolumeClaim; boundByController: boolean }
   /** Claim.spec.volumeName := volume, bind-completed (+ bound-by-controller), then claim status Bound. */
   | { kind: 'bindClaim'; claim: PersistentVolumeClaim; volume: PersistentVolume; boundByController: boolean }
-  | { kind: 'volumePhase'; volume: PersistentVolume; phase: 'Available' | 'Bound' | 'Released' | 'Failed'; reason?: string; message?: string }
-  | { kind: 'claimPhase'; claim: PersistentVolumeClaim; phase: 'Pending' | 'Bound' | 'Lost'; volume?: PersistentVolume }
-  /** Removes a controller-made claimRef (the claim went to another volume). */
-  | { kind: 'unbindVolume'; volume: PersistentVolume }
-  | { kind: 'annotateClaim'; claim: PersistentVolumeClaim; set?: Record<string, string>; remove?: string[] }
+  /** Released is written only once the server confirms the claim is gone or bound elsewhere. */
+  | { kind: 'volumePhase'; volume: PersistentVolume; phase: 'Available' | 'Bound' | 'Released' | 'Failed'; message?: string }
+  | { kind: 'claimPhase'; claim: PersistentVolumeClaim; phase: ClaimPhase; volume?: PersistentVolume }
+  /**
+   * Undoes a binding the claim does not share (upstream's unbindVolume), then phase Available: a
+   * claimRef the controller made is removed; a user's pre-binding keeps its name and loses its uid.
+   */
+  | { kind: 'unbindVolume'; volume: PersistentVolume; keepClaimRef: boolean }
+  | { kind: 'annotateClaim'; claim: PersistentVolumeClaim; set?: Record<string, string>; remove?: string[]; confirm?: SelectedNodeConfirmation }
   | { kind: 'setClaimClass'; claim: PersistentVolumeClaim; storageClassName: string }
   /** Nothing to write now; look at the claim again after this long (a grace period running). */
   | { kind: 'requeueAfter'; ms: number }
+  /** Remember in memory (no write) since when a selected-node problem has been seen; undefined forgets. */
+  | { kind: 'noteSelectedNodeIssue'; claim: PersistentVolumeClaim; issue: SelectedNodeIssue | undefined; at: number }
   | { kind: 'event'; target: PersistentVolume | PersistentVolumeClaim; type: EventType; reason: string; message: string };
 
 export function event(target: PersistentVolume | PersistentVolumeClaim, type: EventType, reason: string, message: string): BinderAction {

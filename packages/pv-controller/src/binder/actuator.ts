@@ -1,8 +1,11 @@
 import { isNotFound, KubeApiError, Resources } from '@topovol/shared';
-import type { EventRecorder, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import type { BinderAction } from './actions.js';
+import type { EventRecorder, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
 import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from './annotations.js';
 import type { AssumeCache } from './assume-cache.js';
+import { claimStatusFor } from './claim-status.js';
+import type { ClaimPhase } from './claim-status.js';
+import { allowedTopologiesMatch, someConsumerFits } from './selected-node-checks.js';
 
 export interface ActuatorDeps {
   client: KubeClient;
@@ -40,7 +43,7 @@ export class BinderActuator {
     };
 
     for (const a of actions) {
-      if (a.kind === 'requeueAfter') continue;
+      if (a.kind === 'requeueAfter' || a.kind === 'noteSelectedNodeIssue') continue;
       if (this.d.dryRun && a.kind !== 'event') {
         this.d.log.info('dry-run: would act', { action: a.kind, ...describe(a) });
         continue;
@@ -92,24 +95,32 @@ export class BinderActuator {
           break;
         case 'volumePhase': {
           const v = vol(a.volume);
-          if (a.phase === 'Released') await this.ensureClaimGone(v);
+          if (a.phase === 'Released') await this.ensureReleased(v);
           const s = clone(v);
-          s.status = { ...s.status, phase: a.phase, reason: a.reason, message: a.message };
+          // Upstream's updateVolumePhase: the message is the Event's (or cleared); reason is left alone.
+          s.status = { ...s.status, phase: a.phase, message: a.message };
           wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
           break;
         }
         case 'unbindVolume': {
           const v = clone(vol(a.volume));
-          delete v.spec!.claimRef;
-          if (v.metadata?.annotations) delete v.metadata.annotations[ANN_BOUND_BY_CONTROLLER];
+          if (a.keepClaimRef && v.spec?.claimRef) v.spec.claimRef = { ...v.spec.claimRef, uid: undefined };
+          else {
+            delete v.spec!.claimRef;
+            if (v.metadata?.annotations) delete v.metadata.annotations[ANN_BOUND_BY_CONTROLLER];
+          }
           const written = await this.d.client.replace(Resources.persistentVolumes, v);
-          const s = clone(written);
-          s.status = { ...s.status, phase: 'Available', reason: undefined, message: undefined };
-          wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+          wroteVolume(written);
+          if (written.status?.phase !== 'Available') {
+            const s = clone(written);
+            s.status = { ...s.status, phase: 'Available', message: undefined };
+            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+          }
           break;
         }
         case 'annotateClaim': {
           const c = clm(a.claim);
+          if (a.confirm) await this.confirmSelectedNodeIssue(c, a.confirm);
           const annotations: Record<string, string | null> = { ...a.set };
           for (const k of a.remove ?? []) annotations[k] = null;
           // The resourceVersion in a merge patch is a precondition.
@@ -137,37 +148,56 @@ export class BinderActuator {
     }
   }
 
-  private async writeClaimStatus(c: PersistentVolumeClaim, phase: 'Pending' | 'Bound' | 'Lost', v?: PersistentVolume): Promise<PersistentVolumeClaim> {
-    const s = clone(c);
-    s.status = { ...s.status, phase };
-    if (phase === 'Bound' && v) {
-      s.status.capacity = { ...s.status.capacity, storage: v.spec?.capacity?.storage ?? '0' };
-      s.status.accessModes = v.spec?.accessModes;
-    }
-    if (phase === 'Pending') {
-      delete s.status.capacity;
-      delete s.status.accessModes;
-    }
-    if (s.status.phase === c.status?.phase && JSON.stringify(s.status) === JSON.stringify(c.status)) return c;
-    return this.d.client.replaceStatus(Resources.persistentVolumeClaims, s);
+  private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume): Promise<PersistentVolumeClaim> {
+    const status = claimStatusFor(c, phase, v);
+    if (!status) return c;
+    return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...clone(c), status });
   }
 
   /**
    * Before releasing (which hands the volume to its reclaim policy, possibly deletion), confirm on
-   * the server, not the cache, that the claim is really gone: a lagging cache must never cost data.
+   * the server, not the cache, that its claim is gone, re-created under the same name, or bound to
+   * another volume (upstream's isVolumeReleased): a lagging cache must never cost data.
    */
-  private async ensureClaimGone(v: PersistentVolume): Promise<void> {
+  private async ensureReleased(v: PersistentVolume): Promise<void> {
     const ref = v.spec?.claimRef;
     if (!ref?.name || !ref.namespace) return;
+    let live: PersistentVolumeClaim;
     try {
-      const live = await this.d.client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, ref.name, ref.namespace);
-      if (live.metadata?.uid === ref.uid) {
-        throw new KubeApiError(409, { reason: 'Conflict', message: `claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${v.metadata?.name}` });
-      }
+      live = await this.d.client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, ref.name, ref.namespace);
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    const boundElsewhere = !!live.spec?.volumeName && live.spec.volumeName !== v.metadata?.name;
+    if (live.metadata?.uid === ref.uid && !boundElsewhere) {
+      throw conflict(`claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${v.metadata?.name}`);
     }
   }
+
+  /** The selected-node problem must still be there when read from the server (see SelectedNodeConfirmation). */
+  private async confirmSelectedNodeIssue(c: PersistentVolumeClaim, confirm: SelectedNodeConfirmation): Promise<void> {
+    const stillThere = `${c.metadata?.namespace}/${c.metadata?.name}: selected node "${confirm.node}"`;
+    if (confirm.issue === 'noConsumer') {
+      const pods = await this.d.client.list<Pod>(Resources.pods, { namespace: c.metadata?.namespace });
+      if (someConsumerFits(pods.items, c, confirm.node)) throw conflict(`${stillThere} has a pod that may use it after all; keeping it`);
+      return;
+    }
+    let node: Node;
+    try {
+      node = await this.d.client.get<Node>(Resources.nodes, confirm.node);
+    } catch (err) {
+      if (isNotFound(err) && confirm.issue === 'gone') return;
+      throw err;
+    }
+    if (confirm.issue === 'gone') throw conflict(`${stillThere} exists after all; keeping it`);
+    if (allowedTopologiesMatch(confirm.allowedTopologies, node)) throw conflict(`${stillThere} is allowed after all; keeping it`);
+  }
+}
+
+/** A precondition that did not hold: retried like a write conflict, on fresh data. */
+function conflict(message: string): KubeApiError {
+  return new KubeApiError(409, { reason: 'Conflict', message });
 }
 
 function describe(a: BinderAction): Record<string, string | undefined> {
@@ -189,5 +219,7 @@ function describe(a: BinderAction): Record<string, string | undefined> {
       return { reason: a.reason };
     case 'requeueAfter':
       return { ms: String(a.ms) };
+    case 'noteSelectedNodeIssue':
+      return { claim: claimKeyOf(a.claim), issue: a.issue };
   }
 }

@@ -10,6 +10,12 @@ export const ANN_DYNAMICALLY_PROVISIONED = 'pv.kubernetes.io/provisioned-by';
 export const ANN_BETA_STORAGE_CLASS = 'volume.beta.kubernetes.io/storage-class';
 export const ANN_IS_DEFAULT_CLASS = 'storageclass.kubernetes.io/is-default-class';
 export const ANN_BETA_IS_DEFAULT_CLASS = 'storageclass.beta.kubernetes.io/is-default-class';
+/** Set on a PV by CSI migration: an external CSI driver handles it (the binder stands down on reclaim). */
+export const ANN_MIGRATED_TO = 'pv.kubernetes.io/migrated-to';
+/** The claim's capacity while a filesystem resize is pending (pkg/volume/util/resize_util.go). */
+export const ANN_PRE_RESIZE_CAPACITY = 'volume.alpha.kubernetes.io/pre-resize-capacity';
+/** The provisioner that means "no dynamic provisioning" (local volumes). */
+export const NO_PROVISIONER = 'kubernetes.io/no-provisioner';
 
 // Event reasons of the upstream binder (pkg/controller/volume/events/event.go).
 export const Reasons = {
@@ -23,9 +29,11 @@ export const Reasons = {
   VolumeFailedRecycle: 'VolumeFailedRecycle',
   VolumeFailedDelete: 'VolumeFailedDelete',
   VolumeUnknownReclaimPolicy: 'VolumeUnknownReclaimPolicy',
+  ProvisioningFailed: 'ProvisioningFailed',
   // Topovol's own, for the cases upstream leaves stuck.
   SelectedNodeNotAllowed: 'SelectedNodeNotAllowed',
   SelectedNodeGone: 'SelectedNodeGone',
   SelectedNodeStale: 'SelectedNodeStale',
   NodeNameBypassedScheduler: 'ScheduledWithoutScheduler',
+  NodeNameNotAllowed: 'NodeNotAllowedByStorageClass',
 } as const;

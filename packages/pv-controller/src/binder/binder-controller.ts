@@ -1,5 +1,6 @@
-import { classifyError, Controller, objectKey, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, classifyError, Controller, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import type { BinderAction } from './actions.js';
 import { BinderActuator } from './actuator.js';
 import { ANN_SELECTED_NODE } from './annotations.js';
 import { AssumeCache } from './assume-cache.js';
@@ -8,15 +9,15 @@ import { countBind, observeBind, registerCollectorMetrics } from './binder-metri
 import { claimClass, pickDefaultClass, volumeClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
-import { STALE_SELECTED_NODE_GRACE_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS } from './binder-flags.js';
+import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG } from './binder-flags.js';
 import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
+import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { VolumeIndex } from './volume-index.js';
 
 const CLAIM = 'pvc/';
 const VOLUME = 'pv/';
 
-/** Pods only matter for the claims they use and where they run: cache just that. */
-const claimsOfPod = (p: Pod): string[] => (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [`${p.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`] : []));
+const durationFlag = (v: unknown, fallback: number): number => (typeof v === 'number' ? v : fallback);
 
 /** The pv-binder loop: one queue with claim and volume keys, decisions over the informer caches. */
 export function setupBinder(env: ControllerEnv): Controller {
@@ -40,21 +41,23 @@ export function setupBinder(env: ControllerEnv): Controller {
     const n = c.metadata?.annotations?.[ANN_SELECTED_NODE];
     return n ? [n] : [];
   });
-  pods.addIndex('claim', claimsOfPod);
+  pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
+  pods.addIndex('nodeName', (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
   provisioningEvents.addIndex('claimUid', (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []));
 
   const volumes = new AssumeCache<PersistentVolume>();
   const claims = new AssumeCache<PersistentVolumeClaim>();
   const assumedVolume = (name: string): PersistentVolume | undefined => volumes.get(name, pvs.cache.get(name));
-  const consumerless = new Map<string, number>();
-  const graceFlag = options.extra[STALE_SELECTED_NODE_GRACE_FLAG];
+  /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
+  const issues = new Map<string, { issue: SelectedNodeIssue; since: number }>();
   /** Volumes a worker has decided to bind and is writing now. */
   const inFlight = new Set<string>();
   const world: BinderWorld = {
     volume: assumedVolume,
     preBoundVolumes: (ns, name) => index.preBoundTo(ns, name).flatMap((n) => assumedVolume(n) ?? []),
-    *freeVolumes(cls, minBytes, nodeName) {
-      for (const n of nodeName === undefined ? index.freeVolumes(cls, minBytes) : index.freeVolumesForNode(cls, nodeName, minBytes)) {
+    accessModeGroups: (cls) => index.accessModeGroups(cls),
+    *freeVolumes(cls, group, minBytes, nodeName) {
+      for (const n of nodeName === undefined ? index.freeVolumes(cls, group, minBytes) : index.freeVolumesForNode(cls, group, nodeName, minBytes)) {
         if (inFlight.has(n)) continue;
         const v = assumedVolume(n);
         if (v) yield v;
@@ -64,15 +67,10 @@ export function setupBinder(env: ControllerEnv): Controller {
     storageClass: (name) => classes.cache.get(name),
     defaultStorageClass: () => pickDefaultClass(classes.cache.list()),
     node: (name) => nodes.cache.get(name),
-    podsUsingClaim: (ns, name) => pods.cache.byIndex('claim', `${ns}/${name}`),
+    podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
     now: () => Date.now(),
-    staleSelectedNodeGraceMs: typeof graceFlag === 'number' ? graceFlag : STALE_SELECTED_NODE_GRACE_DEFAULT_MS,
-    consumerlessSince: (ns, name) => {
-      const key = `${ns}/${name}`;
-      let t = consumerless.get(key);
-      if (t === undefined) consumerless.set(key, (t = Date.now()));
-      return t;
-    },
+    staleSelectedNodeGraceMs: durationFlag(options.extra[STALE_SELECTED_NODE_GRACE_FLAG], STALE_SELECTED_NODE_GRACE_DEFAULT_MS),
+    selectedNodeIssue: (c) => issues.get(c.metadata?.uid ?? ''),
     lastProvisioningActivity: (c) => {
       const times = provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? '').map(eventTime);
       return times.length > 0 ? Math.max(...times) : undefined;
@@ -84,52 +82,75 @@ export function setupBinder(env: ControllerEnv): Controller {
     () => pvcs.cache.list(),
   );
 
+  /** What the decisions ask to remember (not a write: the actuator never sees it). */
+  const remember = (actions: BinderAction[]): void => {
+    for (const a of actions) {
+      if (a.kind !== 'noteSelectedNodeIssue') continue;
+      const uid = a.claim.metadata?.uid ?? '';
+      if (a.issue) issues.set(uid, { issue: a.issue, since: a.at });
+      else issues.delete(uid);
+    }
+  };
+
+  const syncClaim = async (namespace: string, name: string): Promise<number | void> => {
+    const claim = world.claim(namespace, name);
+    if (!claim) return;
+    const wasBound = claim.status?.phase === 'Bound';
+    const actions = decideClaim(claim, world);
+    remember(actions);
+    // Reserved from the decision (no await in between) until the write is done, so that other
+    // workers pick the next volume instead of racing for this one into a Conflict.
+    const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
+    for (const n of picked) inFlight.add(n);
+    try {
+      await actuator.run(actions);
+    } catch (err) {
+      if (picked.length > 0) countBind(classifyError(err).kind === 'Conflict' ? 'conflict' : 'error');
+      // Our view was stale: drop what we assumed so the retry reads the informer's truth.
+      if (classifyError(err).kind === 'Conflict') {
+        claims.forget(`${namespace}/${name}`);
+        for (const n of picked) volumes.forget(n);
+      }
+      throw err;
+    } finally {
+      for (const n of picked) inFlight.delete(n);
+    }
+    if (actions.some((a) => a.kind === 'bindClaim') && !wasBound && !options.dryRun) {
+      countBind('bound');
+      const since = Date.parse(claim.metadata?.creationTimestamp ?? '');
+      const mode = world.storageClass(claimClass(claim))?.volumeBindingMode ?? 'Immediate';
+      if (!Number.isNaN(since)) observeBind(mode, Math.max(0, (Date.now() - since) / 1000));
+    }
+    const waits = actions.flatMap((a) => (a.kind === 'requeueAfter' ? [a.ms] : []));
+    if (waits.length > 0) return Math.min(...waits);
+  };
+
   const controller = new Controller(
     'pv-binder',
     async (ctx, key) => {
       if (key.startsWith(CLAIM)) {
         const { namespace, name } = splitKey(key.slice(CLAIM.length));
-        const claim = world.claim(namespace ?? '', name);
-        if (!claim) return;
-        const wasBound = claim.status?.phase === 'Bound';
-        const actions = decideClaim(claim, world);
-        // Reserved from the decision (no await in between) until the write is done, so that other
-        // workers pick the next volume instead of racing for this one into a Conflict.
-        const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
-        for (const n of picked) inFlight.add(n);
-        try {
-          await actuator.run(actions);
-        } catch (err) {
-          if (actions.some((a) => a.kind === 'bindVolume')) countBind(classifyError(err).kind === 'Conflict' ? 'conflict' : 'error');
-          // Our view was stale: drop what we assumed so the retry reads the informer's truth.
-          if (classifyError(err).kind === 'Conflict') {
-            claims.forget(`${namespace}/${name}`);
-            for (const a of actions) if (a.kind === 'bindVolume') volumes.forget(a.volume.metadata!.name!);
-          }
-          throw err;
-        } finally {
-          for (const n of picked) inFlight.delete(n);
-        }
-        const bound = actions.find((a) => a.kind === 'bindClaim');
-        if (bound && !wasBound && !options.dryRun) {
-          countBind('bound');
-          const since = Date.parse(claim.metadata?.creationTimestamp ?? '');
-          const mode = world.storageClass(claimClass(claim))?.volumeBindingMode ?? 'Immediate';
-          if (!Number.isNaN(since)) observeBind(mode, Math.max(0, (Date.now() - since) / 1000));
-        }
-        ctx.log.debug('claim synced', { actions: actions.map((a) => a.kind) });
-        const waits = actions.flatMap((a) => (a.kind === 'requeueAfter' ? [a.ms] : []));
-        if (waits.length > 0) return Math.min(...waits);
-      } else if (key.startsWith(VOLUME)) {
+        return syncClaim(namespace ?? '', name);
+      }
+      if (key.startsWith(VOLUME)) {
         const volume = world.volume(key.slice(VOLUME.length));
         if (!volume) return;
-        await actuator.run(decideVolume(volume, world));
+        const actions = decideVolume(volume, world);
+        ctx.log.debug('volume synced', { actions: actions.map((a) => a.kind) });
+        await actuator.run(actions);
       }
     },
     { workers: options.concurrentWorkers },
   );
+  // Upstream's periodic resync of every claim and volume: level-triggered, so whatever changed
+  // without an event we watch (a node that joined, a class created later) is seen within a period.
+  controller.resyncEvery(durationFlag(options.extra[SYNC_PERIOD_FLAG], SYNC_PERIOD_DEFAULT_MS), function* () {
+    for (const c of pvcs.cache.list()) yield CLAIM + objectKey(c);
+    for (const v of pvs.cache.list()) yield VOLUME + objectKey(v);
+  });
 
-  const enqueueClaim = (c: PersistentVolumeClaim): void => controller.enqueue(CLAIM + objectKey(c));
+  const enqueueClaimKey = (key: string): void => controller.enqueue(CLAIM + key);
+  const enqueueClaim = (c: PersistentVolumeClaim): void => enqueueClaimKey(objectKey(c));
   const enqueueVolume = (v: PersistentVolume): void => controller.enqueue(VOLUME + objectKey(v));
   const enqueueWaitingClaims = (cls: string): void => {
     for (const c of pvcs.cache.byIndex('class', cls)) if (!c.spec?.volumeName) enqueueClaim(c);
@@ -140,7 +161,7 @@ export function setupBinder(env: ControllerEnv): Controller {
     onUpdate: (_, c) => enqueueClaim(c),
     onDelete: (c) => {
       claims.forget(objectKey(c));
-      consumerless.delete(objectKey(c));
+      issues.delete(c.metadata?.uid ?? '');
       // Its volume may now be Released.
       const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
       if (v) enqueueVolume(v);
@@ -153,7 +174,7 @@ export function setupBinder(env: ControllerEnv): Controller {
   const onVolume = (v: PersistentVolume): void => {
     enqueueVolume(v);
     const ref = v.spec?.claimRef;
-    if (ref?.name && ref.namespace) controller.enqueue(`${CLAIM}${ref.namespace}/${ref.name}`);
+    if (ref?.name && ref.namespace) enqueueClaimKey(`${ref.namespace}/${ref.name}`);
     // A volume that (again) has no claim may be what a waiting claim needs.
     else if (!v.spec?.claimRef) enqueueWaitingClaims(volumeClass(v));
   };
@@ -170,7 +191,7 @@ export function setupBinder(env: ControllerEnv): Controller {
       index.deleteVolume(objectKey(v));
       volumes.forget(objectKey(v));
       const ref = v.spec?.claimRef;
-      if (ref?.name && ref.namespace) controller.enqueue(`${CLAIM}${ref.namespace}/${ref.name}`);
+      if (ref?.name && ref.namespace) enqueueClaimKey(`${ref.namespace}/${ref.name}`);
     },
   });
   classes.addEventHandler({
@@ -183,33 +204,36 @@ export function setupBinder(env: ControllerEnv): Controller {
       enqueueWaitingClaims('');
     },
   });
-  const onPod = (p: Pod, live: boolean): void => {
-    for (const k of claimsOfPod(p)) {
-      // A pod that may consume the claim restarts the stale-selected-node clock.
-      if (live && !p.metadata?.deletionTimestamp) consumerless.delete(k);
-      controller.enqueue(CLAIM + k);
-    }
+  const onPod = (p: Pod): void => {
+    for (const k of claimKeysOfPod(p)) enqueueClaimKey(k);
   };
-  pods.addEventHandler({ onAdd: (p) => onPod(p, true), onUpdate: (_, p) => onPod(p, true), onDelete: (p) => onPod(p, false) });
-  const enqueueSelecting = (n: Node): void => {
-    for (const c of pvcs.cache.byIndex('selectedNode', n.metadata?.name ?? '')) enqueueClaim(c);
+  pods.addEventHandler({ onAdd: onPod, onUpdate: (_, p) => onPod(p), onDelete: onPod });
+  /** Claims that wait on a node: selected for them, or where a hand-placed pod of theirs runs. */
+  const enqueueNodeClaims = (n: Node): void => {
+    const name = n.metadata?.name ?? '';
+    for (const c of pvcs.cache.byIndex('selectedNode', name)) enqueueClaim(c);
+    for (const p of pods.cache.byIndex('nodeName', name)) onPod(p);
   };
   const sameLabels = (a: Node, b: Node): boolean => JSON.stringify(a.metadata?.labels ?? {}) === JSON.stringify(b.metadata?.labels ?? {});
   nodes.addEventHandler({
-    onAdd: (n) => index.upsertNode(n),
+    onAdd: (n) => {
+      index.upsertNode(n);
+      enqueueNodeClaims(n);
+    },
     onDelete: (n) => {
       index.deleteNode(n.metadata?.name ?? '');
-      enqueueSelecting(n);
+      enqueueNodeClaims(n);
     },
     onUpdate: (old, n) => {
-      if (!sameLabels(old, n)) index.upsertNode(n);
-      enqueueSelecting(n);
+      if (sameLabels(old, n)) return;
+      index.upsertNode(n);
+      enqueueNodeClaims(n);
     },
   });
   provisioningEvents.addEventHandler({
     onAdd: (e) => {
       const o = e.involvedObject;
-      if (o?.namespace && o.name) controller.enqueue(`${CLAIM}${o.namespace}/${o.name}`);
+      if (o?.namespace && o.name) enqueueClaimKey(`${o.namespace}/${o.name}`);
     },
   });
   return controller;

@@ -1,5 +1,6 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import type { VolumeCandidates } from './find-matching-volume.js';
+import type { SelectedNodeIssue } from './selected-node-checks.js';
 
 /** The read-only view of the cluster the binder's decisions need (informer caches in production). */
 export interface BinderWorld extends VolumeCandidates {
@@ -8,17 +9,14 @@ export interface BinderWorld extends VolumeCandidates {
   storageClass(name: string): StorageClass | undefined;
   defaultStorageClass(): StorageClass | undefined;
   node(name: string): Node | undefined;
-  /** Pods in the claim's namespace whose volumes reference it. */
+  /** Pods in the claim's namespace whose volumes reference it (generic ephemeral volumes included). */
   podsUsingClaim(namespace: string, name: string): Pod[];
   /** Milliseconds since the epoch (injected so decisions stay pure). */
   now(): number;
   /** How long a selected-node must look stale before it is cleared; negative disables clearing. */
   staleSelectedNodeGraceMs: number;
-  /**
-   * Since when this process has seen the claim without a pod that could use its selected node
-   * (remembered from the first time it is asked; forgotten when such a pod appears).
-   */
-  consumerlessSince(namespace: string, name: string): number;
+  /** The selected-node problem this process last noted for the claim, and since when (see noteSelectedNodeIssue). */
+  selectedNodeIssue(claim: PersistentVolumeClaim): { issue: SelectedNodeIssue; since: number } | undefined;
   /** The latest time the external provisioner reported working on the claim (Provisioning Events), if ever. */
   lastProvisioningActivity(claim: PersistentVolumeClaim): number | undefined;
 }

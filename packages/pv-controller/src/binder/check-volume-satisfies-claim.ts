@@ -2,7 +2,7 @@ import { tryParseQuantity } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { claimClass, claimVolumeMode, volumeClass, volumeVolumeMode } from './claim-helpers.js';
 
-/** Every requested access mode must be offered by the volume. */
+/** Every requested access mode must be offered by the volume (CheckAccessModes). */
 export function accessModesSatisfied(claim: PersistentVolumeClaim, volume: PersistentVolume): boolean {
   const offered = new Set(volume.spec?.accessModes ?? []);
   return (claim.spec?.accessModes ?? []).every((m) => offered.has(m));
@@ -16,17 +16,24 @@ export function capacityBytes(volume: PersistentVolume): number | undefined {
   return tryParseQuantity(volume.spec?.capacity?.storage);
 }
 
+/** VolumeAttributesClass names (KEP-3751), unset and "" alike. */
+export const claimVac = (c: PersistentVolumeClaim): string => c.spec?.volumeAttributesClassName ?? '';
+export const volumeVac = (v: PersistentVolume): string => v.spec?.volumeAttributesClassName ?? '';
+
 /**
- * Why a volume cannot serve a claim that names it (spec.volumeName), or undefined when it can;
- * the messages of upstream's checkVolumeSatisfyClaim, used in VolumeMismatch Events.
+ * Why a volume cannot serve a claim that names it (spec.volumeName), or undefined when it can: the
+ * checks and messages of upstream's checkVolumeSatisfyClaim (pv_controller.go), in its order, so
+ * VolumeMismatch Events read the same.
  */
 export function volumeMismatch(claim: PersistentVolumeClaim, volume: PersistentVolume): string | undefined {
+  if (volume.metadata?.deletionTimestamp) return `the volume is marked for deletion "${volume.metadata.name}"`;
   const want = requestedBytes(claim);
   const have = capacityBytes(volume);
   if (want === undefined) return 'claim has no valid storage request';
   if (have === undefined) return 'volume has no valid capacity';
   if (have < want) return 'requested PV is too small';
   if (volumeClass(volume) !== claimClass(claim)) return 'storageClassName does not match';
+  if (volumeVac(volume) !== claimVac(claim)) return 'volumeAttributesClassName does not match';
   if (volumeVolumeMode(volume) !== claimVolumeMode(claim)) return 'incompatible volumeMode';
   if (!accessModesSatisfied(claim, volume)) return 'incompatible accessMode';
   return undefined;

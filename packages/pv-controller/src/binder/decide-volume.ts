@@ -3,62 +3,48 @@ import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, Reasons } from './annotations.js';
 import type { BinderWorld } from './binder-world.js';
+import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';
+import { reclaim } from './reclaim-volume.js';
+
+const phaseIs = (v: PersistentVolume, phase: string): BinderAction[] => (v.status?.phase === phase ? [] : [{ kind: 'volumePhase', volume: v, phase: phase as 'Available' }]);
 
 /**
- * The binder's decision for one volume, mirroring upstream's syncVolume: phases, release when the
- * claim is gone, and reclaim. Topovol never deletes a volume itself: Delete is left to the external
- * deleter named by pv.kubernetes.io/provisioned-by (seed 003); anything else ends in Failed.
+ * The binder's decision for one volume, mirroring upstream's syncVolume
+ * (pkg/controller/volume/persistentvolume/pv_controller.go). A volume being deleted is synced like
+ * any other, as upstream does: one whose claim is gone must still be released, or a Bound,
+ * Terminating volume would keep its protection finalizer forever and its backend volume would leak.
  */
 export function decideVolume(volume: PersistentVolume, world: BinderWorld): BinderAction[] {
-  if (volume.metadata?.deletionTimestamp) return [];
-  const phase = volume.status?.phase;
   const ref = volume.spec?.claimRef;
-  if (!ref) return phase === 'Available' ? [] : [{ kind: 'volumePhase', volume, phase: 'Available' }];
-  // Pre-bound by name only: available to exactly that claim, which the claim's sync will bind.
-  if (!ref.uid) return phase === 'Available' ? [] : [{ kind: 'volumePhase', volume, phase: 'Available' }];
+  // Unused, or pre-bound by name only (reserved for a claim whose sync will bind it).
+  if (!ref || !ref.uid) return phaseIs(volume, 'Available');
 
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
-  if (!claim || claim.metadata?.uid !== ref.uid) return reclaim(volume);
+  // Gone, or re-created under the same name: the actuator confirms it on the server before Released.
+  if (!claim || claim.metadata?.uid !== ref.uid) return release(volume);
 
   const claimVolume = claim.spec?.volumeName ?? '';
-  if (claimVolume === '' || claimVolume === volume.metadata?.name) {
-    // Either fully bound, or pre-bound by us or the scheduler and the claim side is in progress.
-    return phase === 'Bound' ? [] : [{ kind: 'volumePhase', volume, phase: 'Bound' }];
+  if (claimVolume === '') {
+    // The claim side is in progress (its sync binds it); upstream only reports a volumeMode that
+    // will keep it from ever happening.
+    if (claimVolumeMode(claim) === volumeVolumeMode(volume)) return [];
+    return [
+      event(volume, 'Warning', Reasons.VolumeMismatch, `Cannot bind PersistentVolume to requested PersistentVolumeClaim "${claim.metadata?.name}" due to incompatible volumeMode.`),
+      event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind PersistentVolume "${volume.metadata?.name}" to requested PersistentVolumeClaim due to incompatible volumeMode.`),
+    ];
   }
-  // The claim went to another volume: undo a claimRef we (or the scheduler) made; a user's stays.
-  if (volume.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] !== undefined) return [{ kind: 'unbindVolume', volume }];
-  return [];
+  if (claimVolume === volume.metadata?.name) return phaseIs(volume, 'Bound');
+
+  // The claim is bound to another volume. One provisioned for it with Delete is not needed any more:
+  // released to its deleter. Otherwise undo the binding: a claimRef the controller made goes; a
+  // user's pre-binding keeps the claim's name and loses only the uid.
+  if (volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec?.persistentVolumeReclaimPolicy === 'Delete') return release(volume);
+  return [{ kind: 'unbindVolume', volume, keepClaimRef: volume.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined }];
 }
 
-function reclaim(volume: PersistentVolume): BinderAction[] {
+/** Released (not over Failed: the user should see what went wrong), then the reclaim policy. */
+function release(volume: PersistentVolume): BinderAction[] {
   const phase = volume.status?.phase;
-  if (phase === 'Failed') return [];
-  // Released first: the actuator confirms on the server that the claim is really gone.
-  const actions: BinderAction[] = phase === 'Released' ? [] : [{ kind: 'volumePhase', volume, phase: 'Released' }];
-  const policy = volume.spec?.persistentVolumeReclaimPolicy ?? 'Retain';
-  const name = volume.metadata?.name ?? '';
-  switch (policy) {
-    case 'Retain':
-      return actions;
-    case 'Delete':
-      // Dynamically provisioned: the provisioner that created it deletes it (seed 003).
-      if (volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED]) return actions;
-      return [
-        ...actions,
-        { kind: 'volumePhase', volume, phase: 'Failed', reason: Reasons.VolumeFailedDelete, message: 'no external provisioner owns this volume' },
-        event(volume, 'Warning', Reasons.VolumeFailedDelete, `error getting deleter volume plugin for volume "${name}": no deletable volume plugin matched`),
-      ];
-    case 'Recycle':
-      return [
-        ...actions,
-        { kind: 'volumePhase', volume, phase: 'Failed', reason: Reasons.VolumeFailedRecycle, message: 'No recycler plugin found for the volume!' },
-        event(volume, 'Warning', Reasons.VolumeFailedRecycle, 'No recycler plugin found for the volume!'),
-      ];
-    default:
-      return [
-        ...actions,
-        { kind: 'volumePhase', volume, phase: 'Failed', reason: Reasons.VolumeUnknownReclaimPolicy, message: 'Volume has unrecognized PersistentVolumeReclaimPolicy' },
-        event(volume, 'Warning', Reasons.VolumeUnknownReclaimPolicy, 'Volume has unrecognized PersistentVolumeReclaimPolicy'),
-      ];
-  }
+  const released: BinderAction[] = phase === 'Released' || phase === 'Failed' ? [] : [{ kind: 'volumePhase', volume, phase: 'Released' }];
+  return [...released, ...reclaim(volume)];
 }

@@ -1,9 +1,10 @@
 import { labelSelectorMatches, volumeNodeAffinityMatches } from '@topovol/shared';
 import type { Node, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { accessModesKey, groupsForClaim } from './access-modes.js';
 import { claimClass, claimVolumeMode, volumeClass, volumeVolumeMode } from './claim-helpers.js';
-import { accessModesSatisfied, capacityBytes, requestedBytes } from './check-volume-satisfies-claim.js';
+import { accessModesSatisfied, capacityBytes, claimVac, requestedBytes, volumeVac } from './check-volume-satisfies-claim.js';
 
-/** Whether the volume's claimRef names this claim (by uid when it has one, else by name). */
+/** Whether the volume's claimRef names this claim (by uid when it has one, else by name): IsVolumeBoundToClaim. */
 export function isPreBoundTo(volume: PersistentVolume, claim: PersistentVolumeClaim): boolean {
   const ref = volume.spec?.claimRef;
   if (!ref) return false;
@@ -18,85 +19,101 @@ export interface MatchOptions {
   node?: Node;
 }
 
-/** Whether a volume that is not pre-bound to the claim may be chosen for it (size aside). */
-function acceptableFree(claim: PersistentVolumeClaim, v: PersistentVolume, opts: MatchOptions, cls: string): boolean {
-  if (v.spec?.claimRef) return false;
-  if (v.status?.phase === 'Released' || v.status?.phase === 'Failed') return false;
-  if (!labelSelectorMatches(claim.spec?.selector, v.metadata?.labels)) return false;
-  if (volumeClass(v) !== cls) return false;
-  if (opts.node && !volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node)) return false;
-  return accessModesSatisfied(claim, v);
+/** What any candidate must have, pre-bound or not (the first filters of FindMatchingVolume). */
+function fits(claim: PersistentVolumeClaim, v: PersistentVolume, want: number): boolean {
+  const size = capacityBytes(v);
+  return (
+    size !== undefined &&
+    size >= want &&
+    volumeVolumeMode(v) === claimVolumeMode(claim) &&
+    volumeVac(v) === claimVac(claim) &&
+    !v.metadata?.deletionTimestamp &&
+    accessModesSatisfied(claim, v)
+  );
 }
 
-type Verdict = 'skip' | 'preBound' | 'preBoundUnreachable' | 'free';
+/** What a volume that is not pre-bound to the claim must also have. */
+function freeFor(claim: PersistentVolumeClaim, v: PersistentVolume, opts: MatchOptions): boolean {
+  return (
+    !v.spec?.claimRef &&
+    // Upstream takes only Available volumes: a new one is taken once the binder has made it so.
+    v.status?.phase === 'Available' &&
+    labelSelectorMatches(claim.spec?.selector, v.metadata?.labels) &&
+    volumeClass(v) === claimClass(claim) &&
+    (!opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node))
+  );
+}
 
-function judge(claim: PersistentVolumeClaim, v: PersistentVolume, opts: MatchOptions, want: number, cls: string, mode: string): Verdict {
-  const size = capacityBytes(v);
-  if (size === undefined || size < want) return 'skip';
-  if (volumeVolumeMode(v) !== mode) return 'skip';
-  if (v.metadata?.deletionTimestamp) return 'skip';
-  if (isPreBoundTo(v, claim)) {
-    // Pre-bound (by a user or the scheduler): the claim's, unless the consumer's node cannot
-    // reach it, in which case nothing else may be chosen either.
-    return !opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node) ? 'preBound' : 'preBoundUnreachable';
-  }
-  if (opts.delayBinding && !opts.node) return 'skip';
-  return acceptableFree(claim, v, opts, cls) ? 'free' : 'skip';
+const byName = (a: PersistentVolume, b: PersistentVolume): number => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1);
+
+/**
+ * The pre-bound volume for the claim, if any: the claim's whatever its class, selector or phase,
+ * as upstream. 'none' when no volume names the claim and fits; 'unreachable' when some do but none
+ * can be reached from the consumer's node (then no other volume may be chosen either). Unlike
+ * upstream, an unreachable one does not hide a reachable one.
+ */
+function preBoundChoice(claim: PersistentVolumeClaim, volumes: PersistentVolume[], opts: MatchOptions, want: number): PersistentVolume | 'none' | 'unreachable' {
+  const named = volumes.filter((v) => isPreBoundTo(v, claim) && fits(claim, v, want)).sort(byName);
+  if (named.length === 0) return 'none';
+  return named.find((v) => !opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node)) ?? 'unreachable';
 }
 
 /**
- * The volume a claim should bind to, as upstream's FindMatchingVolume
- * (k8s.io/component-helpers/storage/volume/pv_helpers.go): a volume pre-bound to the claim wins;
- * otherwise the smallest Available volume of the claim's class that satisfies access modes,
- * volumeMode, size and the claim's selector (and, given a node, is reachable from it). Volumes
- * being deleted or claimed by another claim are never chosen. `candidates` may come in any order.
+ * The volume a claim should bind to, by upstream's rules (FindMatchingVolume in
+ * k8s.io/component-helpers/storage/volume/pv_helpers.go over the access-mode groups of
+ * pkg/controller/volume/persistentvolume/index.go): a volume pre-bound to the claim wins; otherwise,
+ * group by group from the fewest access modes, the smallest Available volume of the claim's class
+ * that satisfies volumeMode, VolumeAttributesClass, size and the claim's selector (and, given a node,
+ * is reachable from it). Ties go to the first name. This is the reference over a plain list;
+ * findBestVolume gives the same answer from the binder's indexes.
  */
 export function findMatchingVolume(claim: PersistentVolumeClaim, candidates: Iterable<PersistentVolume>, opts: MatchOptions): PersistentVolume | undefined {
   const want = requestedBytes(claim);
   if (want === undefined) return undefined;
-  const cls = claimClass(claim);
-  const mode = claimVolumeMode(claim);
-  let best: PersistentVolume | undefined;
-  let bestSize = Infinity;
-  for (const v of candidates) {
-    const verdict = judge(claim, v, opts, want, cls, mode);
-    if (verdict === 'preBound') return v;
-    if (verdict === 'preBoundUnreachable') return undefined;
-    if (verdict !== 'free') continue;
-    const size = capacityBytes(v)!;
-    if (size < bestSize || (size === bestSize && (v.metadata?.name ?? '') < (best?.metadata?.name ?? ''))) {
-      best = v;
-      bestSize = size;
+  const volumes = [...candidates];
+  const pre = preBoundChoice(claim, volumes, opts, want);
+  if (pre === 'unreachable') return undefined;
+  if (pre !== 'none') return pre;
+  if (opts.delayBinding && !opts.node) return undefined;
+  for (const group of groupsForClaim(volumes.map((v) => accessModesKey(v.spec?.accessModes)), claim.spec?.accessModes)) {
+    let best: PersistentVolume | undefined;
+    for (const v of volumes) {
+      if (accessModesKey(v.spec?.accessModes) !== group || !fits(claim, v, want) || !freeFor(claim, v, opts)) continue;
+      const size = capacityBytes(v)!;
+      const bestSize = best ? capacityBytes(best)! : Infinity;
+      if (size < bestSize || (size === bestSize && byName(v, best!) < 0)) best = v;
     }
+    if (best) return best;
   }
-  return best;
+  return undefined;
 }
 
 /** Where findBestVolume looks: indexed candidates, never all volumes. */
 export interface VolumeCandidates {
   /** Volumes whose claimRef names the claim (by namespace/name). */
   preBoundVolumes(namespace: string, name: string): PersistentVolume[];
-  /** Free volumes of a class with at least `minBytes`, smallest first (then by name); only those reachable from `nodeName` when given. */
-  freeVolumes(storageClassName: string, minBytes: number, nodeName?: string): Iterable<PersistentVolume>;
+  /** The access-mode groups (accessModesKey) holding free volumes of a class. */
+  accessModeGroups(storageClassName: string): Iterable<string>;
+  /**
+   * Free volumes of a class and access-mode group with at least `minBytes`, smallest first (then by
+   * name); only those reachable from `nodeName` when given.
+   */
+  freeVolumes(storageClassName: string, accessModes: string, minBytes: number, nodeName?: string): Iterable<PersistentVolume>;
 }
 
-/**
- * findMatchingVolume over the binder's indexes: pre-bound volumes first, then the free volumes of
- * the class in ascending size, stopping at the first acceptable one (which is the smallest).
- */
+/** findMatchingVolume over the binder's indexes: within each group, the first acceptable volume is the smallest. */
 export function findBestVolume(claim: PersistentVolumeClaim, world: VolumeCandidates, opts: MatchOptions): PersistentVolume | undefined {
   const want = requestedBytes(claim);
   if (want === undefined) return undefined;
-  const cls = claimClass(claim);
-  const mode = claimVolumeMode(claim);
-  for (const v of world.preBoundVolumes(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '')) {
-    const verdict = judge(claim, v, opts, want, cls, mode);
-    if (verdict === 'preBound') return v;
-    if (verdict === 'preBoundUnreachable') return undefined;
-  }
+  const pre = preBoundChoice(claim, world.preBoundVolumes(claim.metadata?.namespace ?? '', claim.metadata?.name ?? ''), opts, want);
+  if (pre === 'unreachable') return undefined;
+  if (pre !== 'none') return pre;
   if (opts.delayBinding && !opts.node) return undefined;
-  for (const v of world.freeVolumes(cls, want, opts.node?.metadata?.name)) {
-    if (judge(claim, v, opts, want, cls, mode) === 'free') return v;
+  const cls = claimClass(claim);
+  for (const group of groupsForClaim(world.accessModeGroups(cls), claim.spec?.accessModes)) {
+    for (const v of world.freeVolumes(cls, group, want, opts.node?.metadata?.name)) {
+      if (fits(claim, v, want) && freeFor(claim, v, opts)) return v;
+    }
   }
   return undefined;
 }

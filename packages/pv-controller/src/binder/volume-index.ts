@@ -1,28 +1,34 @@
 import { volumeNodeAffinityMatches } from '@topovol/shared';
 import type { Node, PersistentVolume } from '@topovol/shared';
+import { accessModesKey } from './access-modes.js';
 import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { volumeClass } from './claim-helpers.js';
 import { SortedVolumes } from './sorted-volumes.js';
 
 interface FreeEntry {
+  /** Class and access-mode group: the lists a volume is filed in. */
+  list: string;
   cls: string;
+  group: string;
   bytes: number;
   affine: boolean;
 }
 
-/** Free = could be chosen for a new claim: no claimRef, not being deleted, not Released/Failed. */
+/** Free = could be chosen for a new claim: no claimRef, not being deleted, Available (as upstream). */
 function isFree(v: PersistentVolume): boolean {
-  const phase = v.status?.phase;
-  return !v.spec?.claimRef && !v.metadata?.deletionTimestamp && phase !== 'Released' && phase !== 'Failed';
+  return !v.spec?.claimRef && !v.metadata?.deletionTimestamp && v.status?.phase === 'Available';
 }
+
+const listKey = (cls: string, group: string): string => `${cls}\n${group}`;
 
 const hasAffinity = (v: PersistentVolume): boolean => (v.spec?.nodeAffinity?.required?.nodeSelectorTerms?.length ?? 0) > 0;
 
 /**
  * The binder's candidate indexes, so that matching never scans every volume:
- * - free volumes per class, sorted by capacity (then name), split into node-affine and not;
- * - per node, the free node-affine volumes it can reach, by class (seed 001 "Performance and
- *   Optimizations": evaluate a PV's node affinity once per node when it changes, not per claim);
+ * - free volumes per class and access-mode group, sorted by capacity (then name), split into
+ *   node-affine and not;
+ * - per node, the free node-affine volumes it can reach, by class and group (KEP-490 "Performance
+ *   and Optimizations": evaluate a PV's node affinity once per node when it changes, not per claim);
  * - volumes by the claim their claimRef names (pre-bound by a user or the scheduler).
  * Fed from the informers' event handlers; it holds names and sizes only, the objects stay in the
  * informer caches.
@@ -38,6 +44,8 @@ export class VolumeIndex {
   private readonly byClaim = new Map<string, Set<string>>();
   private readonly claimOfVolume = new Map<string, string>();
   private readonly nodes = new Map<string, Node>();
+  /** class → access-mode group → how many free volumes it holds. */
+  private readonly groups = new Map<string, Map<string, number>>();
 
   upsertVolume(v: PersistentVolume): void {
     const name = v.metadata?.name ?? '';
@@ -52,9 +60,13 @@ export class VolumeIndex {
     }
     const bytes = capacityBytes(v);
     if (!isFree(v) || bytes === undefined) return;
-    const entry: FreeEntry = { cls: volumeClass(v), bytes, affine: hasAffinity(v) };
+    const cls = volumeClass(v);
+    const group = accessModesKey(v.spec?.accessModes);
+    const entry: FreeEntry = { list: listKey(cls, group), cls, group, bytes, affine: hasAffinity(v) };
     this.free.set(name, entry);
-    listOf(entry.affine ? this.freeAffine : this.freeGlobal, entry.cls).insert(bytes, name);
+    const counts = mapOf(this.groups, cls);
+    counts.set(group, (counts.get(group) ?? 0) + 1);
+    listOf(entry.affine ? this.freeAffine : this.freeGlobal, entry.list).insert(bytes, name);
     if (!entry.affine) return;
     this.affineVolumes.set(name, v);
     const reach = new Set<string>();
@@ -62,7 +74,7 @@ export class VolumeIndex {
       if (!volumeNodeAffinityMatches(v.spec?.nodeAffinity, node)) continue;
       const nodeName = node.metadata?.name ?? '';
       reach.add(nodeName);
-      listOf(mapOf(this.perNode, nodeName), entry.cls).insert(bytes, name);
+      listOf(mapOf(this.perNode, nodeName), entry.list).insert(bytes, name);
     }
     this.nodesOfVolume.set(name, reach);
   }
@@ -78,10 +90,14 @@ export class VolumeIndex {
     const entry = this.free.get(name);
     if (!entry) return;
     this.free.delete(name);
-    (entry.affine ? this.freeAffine : this.freeGlobal).get(entry.cls)?.remove(entry.bytes, name);
+    const counts = this.groups.get(entry.cls);
+    const left = (counts?.get(entry.group) ?? 1) - 1;
+    if (left > 0) counts?.set(entry.group, left);
+    else counts?.delete(entry.group);
+    (entry.affine ? this.freeAffine : this.freeGlobal).get(entry.list)?.remove(entry.bytes, name);
     if (!entry.affine) return;
     this.affineVolumes.delete(name);
-    for (const nodeName of this.nodesOfVolume.get(name) ?? []) this.perNode.get(nodeName)?.get(entry.cls)?.remove(entry.bytes, name);
+    for (const nodeName of this.nodesOfVolume.get(name) ?? []) this.perNode.get(nodeName)?.get(entry.list)?.remove(entry.bytes, name);
     this.nodesOfVolume.delete(name);
   }
 
@@ -90,11 +106,11 @@ export class VolumeIndex {
     const nodeName = node.metadata?.name ?? '';
     this.deleteNode(nodeName);
     this.nodes.set(nodeName, node);
-    const byClass = mapOf(this.perNode, nodeName);
+    const byList = mapOf(this.perNode, nodeName);
     for (const [name, v] of this.affineVolumes) {
       if (!volumeNodeAffinityMatches(v.spec?.nodeAffinity, node)) continue;
       const entry = this.free.get(name)!;
-      listOf(byClass, entry.cls).insert(entry.bytes, name);
+      listOf(byList, entry.list).insert(entry.bytes, name);
       this.nodesOfVolume.get(name)?.add(nodeName);
     }
   }
@@ -110,14 +126,21 @@ export class VolumeIndex {
     return [...(this.byClaim.get(`${namespace}/${name}`) ?? [])];
   }
 
-  /** Free volumes of a class with at least `minBytes`, smallest first (node-affine or not). */
-  *freeVolumes(cls: string, minBytes: number): Generator<string> {
-    yield* mergeAscending(this.freeGlobal.get(cls)?.from(minBytes), this.freeAffine.get(cls)?.from(minBytes));
+  /** The access-mode groups that hold free volumes of a class. */
+  accessModeGroups(cls: string): string[] {
+    return [...(this.groups.get(cls)?.keys() ?? [])];
   }
 
-  /** Free volumes of a class reachable from a node (no affinity, or affinity matching it), smallest first. */
-  *freeVolumesForNode(cls: string, nodeName: string, minBytes: number): Generator<string> {
-    yield* mergeAscending(this.freeGlobal.get(cls)?.from(minBytes), this.perNode.get(nodeName)?.get(cls)?.from(minBytes));
+  /** Free volumes of a class and access-mode group with at least `minBytes`, smallest first (node-affine or not). */
+  *freeVolumes(cls: string, group: string, minBytes: number): Generator<string> {
+    const list = listKey(cls, group);
+    yield* mergeAscending(this.freeGlobal.get(list)?.from(minBytes), this.freeAffine.get(list)?.from(minBytes));
+  }
+
+  /** Free volumes of a class and group reachable from a node (no affinity, or affinity matching it), smallest first. */
+  *freeVolumesForNode(cls: string, group: string, nodeName: string, minBytes: number): Generator<string> {
+    const list = listKey(cls, group);
+    yield* mergeAscending(this.freeGlobal.get(list)?.from(minBytes), this.perNode.get(nodeName)?.get(list)?.from(minBytes));
   }
 
   /** For tests and metrics: how many free volumes are indexed. */
@@ -132,9 +155,9 @@ function mapOf<V>(m: Map<string, Map<string, V>>, key: string): Map<string, V> {
   return inner;
 }
 
-function listOf(m: Map<string, SortedVolumes>, cls: string): SortedVolumes {
-  let list = m.get(cls);
-  if (!list) m.set(cls, (list = new SortedVolumes()));
+function listOf(m: Map<string, SortedVolumes>, key: string): SortedVolumes {
+  let list = m.get(key);
+  if (!list) m.set(key, (list = new SortedVolumes()));
   return list;
 }
 

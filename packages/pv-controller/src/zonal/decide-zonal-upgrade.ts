@@ -1,4 +1,6 @@
 import type { PersistentVolume } from '@topovol/shared';
+import { describeVolumeZone, volumeZoneTerms } from './volume-zone-affinity.js';
+import type { ZonalConstraint } from './volume-zone-affinity.js';
 import { parseZonalLabel, ZONAL_LABELS } from './zonal-labels.js';
 
 export type VolumeNodeAffinity = NonNullable<NonNullable<PersistentVolume['spec']>['nodeAffinity']>;
@@ -13,9 +15,9 @@ export type ZonalUpgradeDecision =
   | { kind: 'malformed'; reason: string };
 
 /**
- * Seed 001, "Zonal PV Upgrade": a PV scheduled by its zone/region labels gets the equivalent
- * required node affinity (one In requirement per label, in a single term, as the PV label
- * admission plugin builds it), keeping the labels for components that still read them.
+ * KEP-490 (Topology-aware volume scheduling), "Zonal PV Upgrade": a PV scheduled by its zone/region
+ * labels gets a required node affinity accepting the same nodes as the kube-scheduler's VolumeZone
+ * filter does today (see volumeZoneTerms), keeping the labels for components that still read them.
  */
 export function decideZonalUpgrade(pv: PersistentVolume): ZonalUpgradeDecision {
   // The API server lets nodeAffinity be set only while it is unset; one that exists (even empty)
@@ -25,21 +27,22 @@ export function decideZonalUpgrade(pv: PersistentVolume): ZonalUpgradeDecision {
   if (pv.metadata?.deletionTimestamp) return { kind: 'none', why: 'terminating' };
 
   const labels = pv.metadata?.labels ?? {};
-  const matchExpressions: { key: string; operator: string; values: string[] }[] = [];
+  const constraints: ZonalConstraint[] = [];
   const problems: string[] = [];
   for (const label of ZONAL_LABELS) {
     const value = labels[label.key];
     if (value === undefined) continue;
     const parsed = parseZonalLabel(label, value);
-    if (parsed.ok) matchExpressions.push({ key: label.key, operator: 'In', values: parsed.values });
+    if (parsed.ok) constraints.push({ label, values: parsed.values });
     else problems.push(parsed.reason);
   }
   // All or nothing: half an affinity would let the volume be used where the other label forbids.
   if (problems.length) return { kind: 'malformed', reason: problems.join('; ') };
-  if (!matchExpressions.length) return { kind: 'none', why: 'noZonalLabels' };
+  if (!constraints.length) return { kind: 'none', why: 'noZonalLabels' };
+  const nodeSelectorTerms = volumeZoneTerms(constraints);
   return {
     kind: 'upgrade',
-    nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions }] } },
-    summary: matchExpressions.map((r) => `${r.key} in (${r.values.join(', ')})`).join(', '),
+    nodeAffinity: { required: { nodeSelectorTerms } },
+    summary: describeVolumeZone(constraints, nodeSelectorTerms.length),
   };
 }

@@ -12,8 +12,9 @@ function zonalInput(v: PersistentVolume): string {
 }
 
 /**
- * The zonal-pv-upgrade loop (seed 001, "Zonal PV Upgrade"): keys are PV names; each reconcile
- * decides on the cached PV and converts its zone/region labels to spec.nodeAffinity.
+ * The zonal-pv-upgrade loop (KEP-490 "Topology-aware volume scheduling", "Zonal PV Upgrade"): keys
+ * are PV names; each reconcile decides on the cached PV and converts its zone/region labels to
+ * spec.nodeAffinity.
  */
 export function setupZonalPvUpgrade(env: ControllerEnv): Controller {
   const { informers, client, events, options, log } = env;

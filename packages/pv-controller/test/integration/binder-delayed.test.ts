@@ -1,15 +1,17 @@
 import { expect } from 'chai';
-import { Resources, retryOnConflict } from '@topovol/shared';
-import type { KubeClient, Node, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
+import { projectPod, Resources, retryOnConflict } from '@topovol/shared';
+import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
+const GRACE_S = 2;
 const zone = (z: string): NonNullable<PersistentVolume['spec']>['nodeAffinity'] => ({
   required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: [z] }] }] },
 });
 
-// Seed 001 "PV Controller Changes" on the real API server, plus the stuck cases of issue #4.
+// KEP-490 "PV Controller Changes" on the real API server, plus the cases upstream leaves stuck
+// (docs/divergences.md): selected nodes nobody will provision on, pods placed with spec.nodeName.
 describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
   this.timeout(60_000);
   let admin: KubeClient;
@@ -20,7 +22,7 @@ describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
 
   before(async function () {
     admin = (await sharedControlPlane()).adminClient();
-    binder = await RunningBinder.start();
+    binder = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`]);
   });
   after(async function () {
     await binder?.stop();
@@ -41,17 +43,26 @@ describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
     }
   });
   afterEach(async function () {
+    // Nothing left for other suites' cluster-wide loops to act on.
+    for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+    for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) await deleteNow(admin, Resources.persistentVolumeClaims, c.metadata!.name!, ns);
     await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
     const all = await admin.list<PersistentVolume>(Resources.persistentVolumes);
     await Promise.all(all.items.filter((v) => v.metadata!.name!.startsWith(`${ns}-`)).map((v) => deleteNow(admin, Resources.persistentVolumes, v.metadata!.name!)));
     for (const n of ['node-a', 'node-b', 'node-c']) await admin.delete(Resources.nodes, name(n)).catch(() => undefined);
   });
 
-  const pod = (podName: string, claim: string, nodeName?: string): Pod => ({
+  /** A pod using the claim; `unschedulable` keeps it waiting for a scheduler (none runs here anyway). */
+  const pod = (podName: string, claim: string, nodeName?: string, opts: { unschedulable?: boolean } = {}): Pod => ({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: podName, namespace: ns },
-    spec: { nodeName, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: claim } }] },
+    spec: {
+      nodeName,
+      nodeSelector: opts.unschedulable ? { 'topovol.dev/nowhere': 'true' } : undefined,
+      containers: [{ name: 'c', image: 'busybox' }],
+      volumes: [{ name: 'v', persistentVolumeClaim: { claimName: claim } }],
+    },
   });
 
   it('does nothing before a consumer exists, then says it waits for the pod to be scheduled', async function () {
@@ -89,17 +100,59 @@ describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('example.com/csi'));
   });
 
-  it('refuses a selected node outside allowedTopologies and removes the annotation', async function () {
+  it('removes a selected node outside allowedTopologies once the grace has passed', async function () {
+    await admin.create(Resources.pods, pod('p', 'c', undefined, { unschedulable: true }));
     const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls, annotations: { [SEL]: name('node-c') } }));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined));
-    expect((await eventFor(admin, claim, 'SelectedNodeNotAllowed')).type).to.equal('Warning');
-    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal(undefined);
+    const warning = await eventFor(admin, claim, 'SelectedNodeNotAllowed');
+    expect(warning.type).to.equal('Warning');
+    // Not before the grace: the first sync saw the problem, the removal came a grace later.
+    expect(Date.parse(warning.lastTimestamp ?? '') - Date.parse(claim.metadata?.creationTimestamp ?? '')).to.be.at.least(GRACE_S * 1000 - 1000);
   });
 
-  it('removes a selected-node whose node no longer exists', async function () {
+  it('removes a selected-node whose node no longer exists once the grace has passed', async function () {
+    await admin.create(Resources.pods, pod('p', 'c', undefined, { unschedulable: true }));
     const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls, annotations: { [SEL]: name('vanished') } }));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined));
     expect((await eventFor(admin, claim, 'SelectedNodeGone')).type).to.equal('Warning');
+  });
+
+  it('warns once, and selects nothing, for a pod placed with spec.nodeName on a node outside allowedTopologies', async function () {
+    const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls }));
+    await admin.create(Resources.pods, pod('p', 'c', name('node-c')));
+    const warning = await eventFor(admin, claim, 'NodeNotAllowedByStorageClass');
+    expect(warning.type).to.equal('Warning');
+    // Through several syncs (the grace, a pod update): still one Event, and never a selected node.
+    await admin.patch(Resources.pods, 'p', ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
+    await new Promise((r) => setTimeout(r, GRACE_S * 1000 + 1000));
+    const c = await getPVC(admin, ns, 'c');
+    expect(c.metadata?.annotations?.[SEL]).to.equal(undefined);
+    const warnings = (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=c,type=Warning` })).items;
+    expect(warnings.map((e) => e.reason)).to.deep.equal(['NodeNotAllowedByStorageClass']);
+  });
+
+  it('ignores a Succeeded pod placed with spec.nodeName: it will never use the volume', async function () {
+    // The pod finished before its claim exists, so no sync can see it running.
+    const done = await admin.create<Pod>(Resources.pods, pod('done', 'c', name('node-a')));
+    await admin.replaceStatus(Resources.pods, { ...done, status: { phase: 'Succeeded' } });
+    const seen = binder.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+    await eventually(() => expect(seen.cache.get(`${ns}/done`)?.status?.phase).to.equal('Succeeded'));
+    const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls }));
+    await eventFor(admin, claim, 'WaitForFirstConsumer');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined);
+  });
+
+  it('acts for a pod placed with spec.nodeName on a node that joins later', async function () {
+    const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls }));
+    await admin.create(Resources.pods, pod('p', 'c', name('late-node')));
+    await eventFor(admin, claim, 'WaitForFirstConsumer');
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: name('late-node'), labels: { 'topology.kubernetes.io/zone': 'a' } } });
+    try {
+      await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(name('late-node')));
+    } finally {
+      await admin.delete(Resources.nodes, name('late-node')).catch(() => undefined);
+    }
   });
 
   it('binds the PV of the node a pod was placed on without the scheduler', async function () {

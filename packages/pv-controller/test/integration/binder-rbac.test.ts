@@ -14,8 +14,9 @@ const GRACE_S = 4;
  * static pair bound (PV and claim writes, both statuses), a claim of a provisioned class signalled
  * (claim patch) with its ExternalProvisioning Event aggregated on a repeat (event create and
  * patch), the bound claim deleted so that the volume is released (the live read of the claim); a
- * selected node deleted and a pod placed without the scheduler after the start (node and pod
- * watches: a refused watch leaves the informer with its first list). Informers cover list/watch of
+ * selected node deleted (the node watch, then the live read of the node that confirms it is gone)
+ * and a pod placed without the scheduler after the start (node and pod watches: a refused watch
+ * leaves the informer with its first list). Informers cover list/watch of
  * volumes, claims, classes, nodes, pods and events; the events watch has its own scenario below.
  */
 const binderScenario: NecessityScenario = async (client, admin) => {
@@ -26,9 +27,11 @@ const binderScenario: NecessityScenario = async (client, admin) => {
   await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `${ns}-late` }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'WaitForFirstConsumer' } as never);
   for (const n of ['x', 'y']) await admin.create(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: `${ns}-${n}` } } as never);
   await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'sel', '1Gi', { class: `${ns}-late`, annotations: { [SEL]: `${ns}-x` } }));
+  // The pod the scheduler selected node x for, still waiting: only the node's going makes x stale.
+  await admin.create(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'waiting', namespace: ns }, spec: { nodeSelector: { 'rbac.test.topovol.io/nowhere': 'true' }, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'sel' } }] } } as never);
   await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'free', '1Gi', { class: `${ns}-late` }));
   // Started after the setup below it could fail in, so that a failed setup leaves no loop running.
-  const loop = await RunningBinder.start([], { client, waitForSync: false });
+  const loop = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`], { client, waitForSync: false });
   const claim = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
   const signals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=dynamic,reason=ExternalProvisioning' })).items;
   const reached = (async () => {
@@ -45,8 +48,9 @@ const binderScenario: NecessityScenario = async (client, admin) => {
       expect(await signals()).to.have.length(1);
       expect((await claim('sel')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('rbac.test.topovol.io');
     }, ac.signal);
-    // Changes after the start reach the loop only through its watches: the node goes, and a pod
-    // placed on node y without the scheduler uses the free claim.
+    // Changes after the start reach the loop only through its watches: the node goes (removed from
+    // the claim after the grace, once a live read of the node confirms it), and a pod placed on node
+    // y without the scheduler uses the free claim.
     await admin.delete(Resources.nodes, `${ns}-x`);
     await pollUntil(async () => expect((await claim('sel')).metadata?.annotations?.[SEL]).to.equal(undefined), ac.signal);
     await admin.create(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'placed', namespace: ns }, spec: { nodeName: `${ns}-y`, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'free' } }] } } as never);
@@ -68,7 +72,7 @@ const binderScenario: NecessityScenario = async (client, admin) => {
       ac.abort();
       await loop.stop(2_000);
       // Nothing left for other suites' loops (they watch the whole cluster) to act on.
-      await admin.delete(Resources.pods, 'placed', ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      for (const p of ['placed', 'waiting']) await admin.delete(Resources.pods, p, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
       for (const c of ['static', 'dynamic', 'sel', 'free']) await deleteNow(admin, Resources.persistentVolumeClaims, c, ns).catch(() => undefined);
       await deleteNow(admin, Resources.persistentVolumes, `${ns}-pv`).catch(() => undefined);
       await admin.delete(Resources.storageClasses, `${ns}-dyn`).catch(() => undefined);

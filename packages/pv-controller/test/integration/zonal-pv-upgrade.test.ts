@@ -1,13 +1,15 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { EventRecorder, isConflict, logger, metricsRegistry, Resources } from '@topovol/shared';
-import type { Event, KubeClient, PersistentVolume } from '@topovol/shared';
-import { createTestNamespace, eventually, InProcessLoop, sharedControlPlane } from '@topovol/shared/testing';
-import type { InProcessLoopOptions } from '@topovol/shared/testing';
+import type { Event, KubeClient, PersistentVolume, Pod } from '@topovol/shared';
+import { createReadyNode, createTestNamespace, eventually, InProcessLoop, sharedControlPlane, startKubeScheduler } from '@topovol/shared/testing';
+import type { ControlPlane, InProcessLoopOptions, ManagedProcess } from '@topovol/shared/testing';
 import { zonalPvUpgradeDescriptor } from '../../src/zonal-pv-upgrade-descriptor.js';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
 import type { VolumeNodeAffinity } from '../../src/zonal/decide-zonal-upgrade.js';
 import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED } from '../../src/zonal/zonal-actuator.js';
-import { deleteNow, eventFor, getPV, pv } from './binder-harness.js';
+import { deleteNow, eventFor, getPV, pv, pvc } from './binder-harness.js';
 
 const BZ = 'failure-domain.beta.kubernetes.io/zone';
 const BR = 'failure-domain.beta.kubernetes.io/region';
@@ -34,16 +36,26 @@ async function metricValue(name: string, labels: Record<string, string>): Promis
 const upgrades = (result: string): Promise<number> => metricValue('topovol_zonal_pv_upgrades_total', { result });
 
 type Reqs = [string, string[]][];
+/** One term, each key In its values: someone else's affinity, or the first term of ours. */
 const affinity = (reqs: Reqs): VolumeNodeAffinity => ({
   required: { nodeSelectorTerms: [{ matchExpressions: reqs.map(([key, values]) => ({ key, operator: 'In', values })) }] },
 });
+/**
+ * What the loop writes for these labels. Its exact shape is pinned by the unit tests
+ * (decide-zonal-upgrade.test.ts); here it must reach the server as decided and be accepted.
+ */
+function upgraded(labels: Record<string, string>): VolumeNodeAffinity {
+  const d = decideZonalUpgrade({ metadata: { labels }, spec: {} });
+  if (d.kind !== 'upgrade') throw new Error(`no upgrade for ${JSON.stringify(labels)}: ${d.kind}`);
+  return d.nodeAffinity;
+}
 
 async function eventsOf(client: KubeClient, name: string): Promise<Event[]> {
   const list = await client.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${name}` });
   return list.items.filter((e) => e.involvedObject.kind === 'PersistentVolume');
 }
 
-// Seed 001 "Zonal PV Upgrade and Downgrade" on the real API server (acceptance 5).
+// KEP-490 "Topology-aware volume scheduling", "Zonal PV Upgrade and Downgrade", on the real API server.
 describe('zonal-pv-upgrade (real API server)', function () {
   this.timeout(60_000);
   let admin: KubeClient;
@@ -74,11 +86,11 @@ describe('zonal-pv-upgrade (real API server)', function () {
       await loop?.stop();
     });
 
-    // Each: the labels the PV is created with and the single required term expected from them.
+    // Each: the labels the PV is created with and the first required term expected from them.
     const examples: { what: string; pv: string; labels: Record<string, string>; want: Reqs }[] = [
-      { what: "the seed's zonal-volume-1 (beta zone + region)", pv: 'zonal-volume-1', labels: { [BZ]: 'us-central1-a', [BR]: 'us-central1' }, want: [[BZ, ['us-central1-a']], [BR, ['us-central1']]] },
+      { what: "KEP-490's zonal-volume-1 (beta zone + region)", pv: 'zonal-volume-1', labels: { [BZ]: 'us-central1-a', [BR]: 'us-central1' }, want: [[BZ, ['us-central1-a']], [BR, ['us-central1']]] },
       {
-        what: "the seed's multi-zonal-volume-1 (beta a__b + region)",
+        what: "KEP-490's multi-zonal-volume-1 (beta a__b + region)",
         pv: 'multi-zonal-volume-1',
         labels: { [BZ]: 'us-central1-a__us-central1-b', [BR]: 'us-central1' },
         want: [[BZ, ['us-central1-a', 'us-central1-b']], [BR, ['us-central1']]],
@@ -94,7 +106,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
       },
     ];
 
-    it("converts the seed's examples and both label families, keeping the labels, with an Event each and the counter", async function () {
+    it("converts KEP-490's examples and both label families, keeping the labels, with an Event each and the counter", async function () {
       const before = await upgrades('upgraded');
       for (const ex of examples) await admin.create(Resources.persistentVolumes, zonalPV(ex.pv, ex.labels));
       for (const ex of examples) {
@@ -103,7 +115,8 @@ describe('zonal-pv-upgrade (real API server)', function () {
           expect(v.spec?.nodeAffinity, ex.what).to.not.equal(undefined);
           return v;
         });
-        expect(got.spec?.nodeAffinity, ex.what).to.deep.equal(affinity(ex.want));
+        expect(got.spec?.nodeAffinity, ex.what).to.deep.equal(upgraded(ex.labels));
+        expect(got.spec?.nodeAffinity?.required?.nodeSelectorTerms[0], ex.what).to.deep.equal(affinity(ex.want).required?.nodeSelectorTerms[0]);
         expect(got.metadata?.labels, ex.what).to.deep.equal(ex.labels);
         // Only nodeAffinity was added: the rest of the spec is as created.
         expect(got.spec?.hostPath?.path).to.equal(`/tmp/${name(ex.pv)}`);
@@ -127,7 +140,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
       const empty = await admin.create(Resources.persistentVolumes, zonalPV('empty', { [Z]: '' }));
       // Created last; with one FIFO worker, once it is converted every earlier PV was decided on.
       await admin.create(Resources.persistentVolumes, zonalPV('sentinel', { [Z]: 'z1' }));
-      await eventually(async () => expect((await getPV(admin, name('sentinel'))).spec?.nodeAffinity).to.deep.equal(affinity([[Z, ['z1']]])));
+      await eventually(async () => expect((await getPV(admin, name('sentinel'))).spec?.nodeAffinity).to.deep.equal(upgraded({ [Z]: 'z1' })));
 
       const pinnedNow = await getPV(admin, name('pinned'));
       expect(pinnedNow.metadata?.resourceVersion).to.equal(pinned.metadata?.resourceVersion);
@@ -163,7 +176,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
       await relabel('a');
       const done = await eventually(async () => {
         const v = await getPV(admin, name('fixed-later'));
-        expect(v.spec?.nodeAffinity).to.deep.equal(affinity([[Z, ['a']]]));
+        expect(v.spec?.nodeAffinity).to.deep.equal(upgraded({ [Z]: 'a' }));
         return v;
       });
       // A later label change reaches the loop again, which has nothing more to do.
@@ -213,8 +226,110 @@ describe('zonal-pv-upgrade (real API server)', function () {
       const fresh = await getPV(admin, name('bumped'));
       await applyZonalDecision(deps(admin), fresh, decideZonalUpgrade(fresh));
       const now = await getPV(admin, name('bumped'));
-      expect(now.spec?.nodeAffinity).to.deep.equal(affinity([[BZ, ['z1']]]));
+      expect(now.spec?.nodeAffinity).to.deep.equal(upgraded({ [BZ]: 'z1' }));
       expect(now.metadata?.annotations).to.include({ touched: 'yes' });
+    });
+  });
+
+  // The kube-scheduler's VolumeBinding filter checks the written nodeAffinity and its VolumeZone
+  // filter still checks the labels: the upgrade must not refuse a node VolumeZone accepts
+  // (pkg/scheduler/framework/plugins/volumezone/volume_zone.go falls back from a beta label to the
+  // node's GA label, and passes nodes without any zone/region label).
+  describe('with the real kube-scheduler', function () {
+    this.timeout(180_000);
+    const SCHEDULER = 'topovol-zonal-interop';
+    let cp: ControlPlane;
+    let config: string;
+    let loop: RunningZonal | undefined;
+    let scheduler: ManagedProcess | undefined;
+    let node: string | undefined;
+
+    before(async function () {
+      cp = await sharedControlPlane();
+      // A profile of our own name: the default plugins, scheduling only this suite's pods.
+      config = path.join(cp.dir, 'zonal-interop-scheduler.yaml');
+      writeFileSync(
+        config,
+        [
+          'apiVersion: kubescheduler.config.k8s.io/v1',
+          'kind: KubeSchedulerConfiguration',
+          'leaderElection: { leaderElect: false }',
+          `clientConnection: { kubeconfig: ${JSON.stringify(cp.kubeconfigPath)} }`,
+          `profiles: [{ schedulerName: ${SCHEDULER} }]`,
+          '',
+        ].join('\n'),
+      );
+      loop = await RunningZonal.start();
+    });
+    after(async function () {
+      await loop?.stop();
+    });
+    // Runs before the suite's afterEach, which deletes the volumes.
+    afterEach(async function () {
+      await scheduler?.stop();
+      scheduler = undefined;
+      // No kubelet runs: only a zero grace period removes a pod bound to a node.
+      await admin.delete(Resources.pods, 'app', ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      await deleteNow(admin, Resources.persistentVolumeClaims, 'data', ns).catch(() => undefined);
+      if (node) await admin.delete(Resources.nodes, node).catch(() => undefined);
+      node = undefined;
+    });
+
+    /**
+     * A PV with these labels, bound to claim "data" by name on both sides (no binder needed), is
+     * upgraded by the loop; a pod using the claim, pinned to one new Ready node by its hostname
+     * (other suites' nodes cannot take it), is then scheduled. Returns the PV as upgraded and the
+     * node the scheduler bound the pod to.
+     */
+    async function scheduleAfterUpgrade(pvLabels: Record<string, string>, nodeLabels: Record<string, string>): Promise<{ volume: PersistentVolume; nodeName: string }> {
+      node = name('node');
+      await createReadyNode(admin, node, nodeLabels);
+      await admin.create(Resources.persistentVolumes, pv(name('vol'), '1Gi', { class: 'my-class', labels: pvLabels, claimRef: { namespace: ns, name: 'data' } }));
+      // bind-completed makes the claim fully bound for the scheduler: it checks the PV, binds nothing.
+      await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'data', '1Gi', { class: 'my-class', volumeName: name('vol'), annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }));
+      const volume = await eventually(async () => {
+        const v = await getPV(admin, name('vol'));
+        expect(v.spec?.nodeAffinity).to.not.equal(undefined);
+        return v;
+      });
+      await admin.create<Pod>(Resources.pods, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'app', namespace: ns },
+        spec: {
+          schedulerName: SCHEDULER,
+          nodeSelector: { 'kubernetes.io/hostname': node },
+          containers: [{ name: 'c', image: 'busybox' }],
+          volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }],
+        },
+      });
+      // Started only now, so its first list already holds the upgraded PV: it cannot schedule
+      // from a copy without the affinity.
+      scheduler = await startKubeScheduler(cp, [`--config=${config}`]);
+      const nodeName = await eventually(
+        async () => {
+          const p = await admin.get<Pod>(Resources.pods, 'app', ns);
+          if (p.spec?.nodeName) return p.spec.nodeName;
+          const why = p.status?.conditions?.find((c) => c.type === 'PodScheduled')?.message ?? 'not scheduled yet';
+          throw new Error(`pod app: ${why}\n${scheduler?.logTail(5) ?? ''}`);
+        },
+        90_000,
+        250,
+      );
+      return { volume, nodeName };
+    }
+
+    it('a PV with the beta zone label stays schedulable on a node with only the GA zone label after the upgrade', async function () {
+      const { volume, nodeName } = await scheduleAfterUpgrade({ [BZ]: 'zone-x' }, { [Z]: 'zone-x' });
+      expect(nodeName).to.equal(node);
+      // KEP-490's term alone (beta zone In) would have refused this node.
+      expect(volume.spec?.nodeAffinity?.required?.nodeSelectorTerms[0]).to.deep.equal({ matchExpressions: [{ key: BZ, operator: 'In', values: ['zone-x'] }] });
+      expect(volume.spec?.nodeAffinity).to.deep.equal(upgraded({ [BZ]: 'zone-x' }));
+    });
+
+    it('a PV with zone and region labels stays schedulable on a node without any zone/region label after the upgrade', async function () {
+      const { nodeName } = await scheduleAfterUpgrade({ [BZ]: 'zone-x', [BR]: 'region-x' }, {});
+      expect(nodeName).to.equal(node);
     });
   });
 

@@ -3,10 +3,11 @@ import type { BinderAction } from '../../src/binder/actions.js';
 import { decideClaim } from '../../src/binder/decide-claim.js';
 import { decideVolume } from '../../src/binder/decide-volume.js';
 import { claim, node, pod, sc, vol, world } from './world-fixture.js';
+import type { WorldInput } from './world-fixture.js';
 
 /** A compact, order-preserving summary of planned actions. */
-function summary(actions: BinderAction[]): string[] {
-  return actions.map((a) => {
+export function summary(actions: BinderAction[]): string[] {
+  return actions.map((a): string => {
     switch (a.kind) {
       case 'bindVolume':
       case 'bindClaim':
@@ -15,15 +16,17 @@ function summary(actions: BinderAction[]): string[] {
       case 'claimPhase':
         return `${a.kind} ${a.phase}`;
       case 'annotateClaim':
-        return `annotate ${Object.keys(a.set ?? {}).join(',')}${a.remove?.length ? ` -${a.remove.join(',')}` : ''}`;
+        return `annotate ${Object.keys(a.set ?? {}).join(',')}${a.remove?.length ? ` -${a.remove.join(',')}` : ''}${a.confirm ? ` (confirm ${a.confirm.issue})` : ''}`;
       case 'setClaimClass':
         return `setClass ${a.storageClassName}`;
       case 'event':
         return `event ${a.type} ${a.reason}`;
       case 'unbindVolume':
-        return 'unbindVolume';
+        return a.keepClaimRef ? 'unbindVolume (clear uid)' : 'unbindVolume';
       case 'requeueAfter':
         return `requeueAfter ${a.ms}`;
+      case 'noteSelectedNodeIssue':
+        return `note ${a.issue ?? 'none'}`;
     }
   });
 }
@@ -32,98 +35,146 @@ const WFFC = { volumeBindingMode: 'WaitForFirstConsumer' };
 const SEL = 'volume.kubernetes.io/selected-node';
 const PROV = 'volume.kubernetes.io/storage-provisioner,volume.beta.kubernetes.io/storage-provisioner';
 const bound = { 'pv.kubernetes.io/bind-completed': 'yes' };
+const signal = [`annotate ${PROV}`, 'event Normal ExternalProvisioning'];
+const defaultClass = sc('d', { metadata: { name: 'd', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } } });
+const zoneA = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } };
+const zoneB = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }] } };
 
-function staleCases(): { name: string; claim: ReturnType<typeof claim>; w: Parameters<typeof world>[0]; want: string[] }[] {
+interface ClaimCase {
+  name: string;
+  claim: ReturnType<typeof claim>;
+  w: WorldInput;
+  want: string[];
+}
+
+// kubernetes #112347 and its kin: a selected node nobody will provision on is removed, but only after
+// the grace period, with no provisioner activity, and confirmed on the server by the actuator.
+function selectedNodeCases(): ClaimCase[] {
   const selected = claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'n1' } });
-  const base = { classes: [sc('late', WFFC)], nodes: [node('n1'), node('n2')], now: 1_000_000, graceMs: 60_000 };
-  const signal = [`annotate ${PROV}`, 'event Normal ExternalProvisioning'];
-  const terminated = { ...pod('done', 'c', 'n1'), status: { phase: 'Succeeded' } };
+  const base: WorldInput = { classes: [sc('late', WFFC)], nodes: [node('n1'), node('n2')], now: 1_000_000, graceMs: 60_000 };
+  const terminated = pod('done', 'c', 'n1', 'Succeeded');
   const deleting = { ...pod('going', 'c', 'n1'), metadata: { name: 'going', namespace: 'ns', deletionTimestamp: '2026-01-01T00:00:00Z' } };
+  const noted = (issue: 'gone' | 'notAllowed' | 'noConsumer', since: number): WorldInput['noted'] => ({ issue, since });
+  const limited = sc('late', { ...WFFC, allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['a'] }] }] });
   return [
-    { name: 'stale selected-node: no pod, just noticed → wait out the grace', claim: selected, w: { ...base }, want: [...signal, 'requeueAfter 60000'] },
-    { name: 'stale selected-node: no pod for 30s of 60s → wait the rest', claim: selected, w: { ...base, consumerlessSince: 970_000 }, want: [...signal, 'requeueAfter 30000'] },
-    { name: 'stale selected-node: no pod for the grace → cleared', claim: selected, w: { ...base, consumerlessSince: 900_000 }, want: [`annotate  -${SEL}`, 'event Normal SelectedNodeStale'] },
-    { name: 'stale selected-node: pod rescheduled to another node → cleared', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [pod('p2', 'c', 'n2')] }, want: [`annotate  -${SEL}`, 'event Normal SelectedNodeStale'] },
-    { name: 'stale selected-node: only terminated or deleting pods count as none', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [terminated, deleting] }, want: [`annotate  -${SEL}`, 'event Normal SelectedNodeStale'] },
-    { name: 'stale selected-node: provisioner active 10s ago → not cleared, look again when its grace ends', claim: selected, w: { ...base, consumerlessSince: 900_000, provisioningActivity: 990_000 }, want: [...signal, 'requeueAfter 50000'] },
-    { name: 'stale selected-node: an unscheduled pod (the scheduler may be binding it) → kept', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [pod('p', 'c')] }, want: signal },
-    { name: 'stale selected-node: a pod on the selected node → kept', claim: selected, w: { ...base, consumerlessSince: 900_000, pods: [pod('p', 'c', 'n1')] }, want: signal },
-    { name: 'stale selected-node: a negative grace disables clearing', claim: selected, w: { ...base, consumerlessSince: 0, graceMs: -1 }, want: signal },
+    { name: 'no pod, first seen → note it and wait out the grace', claim: selected, w: base, want: [...signal, 'note noConsumer', 'requeueAfter 60000'] },
+    { name: 'no pod for 30s of 60s → wait the rest', claim: selected, w: { ...base, noted: noted('noConsumer', 970_000) }, want: [...signal, 'requeueAfter 30000'] },
+    { name: 'no pod for the grace → removed, confirmed on the server', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000) }, want: [`annotate  -${SEL} (confirm noConsumer)`, 'event Normal SelectedNodeStale'] },
+    { name: 'pod placed on another node for the grace → removed', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), pods: [pod('p2', 'c', 'n2')] }, want: [`annotate  -${SEL} (confirm noConsumer)`, 'event Normal SelectedNodeStale'] },
+    { name: 'terminated or deleting pods count as none', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), pods: [terminated, deleting] }, want: [`annotate  -${SEL} (confirm noConsumer)`, 'event Normal SelectedNodeStale'] },
+    { name: 'provisioner active 10s ago → kept, look again when its grace ends', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), provisioningActivity: 990_000 }, want: [...signal, 'requeueAfter 50000'] },
+    { name: 'an unscheduled pod (the scheduler may be binding it) → kept, problem forgotten', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), pods: [pod('p', 'c')] }, want: [...signal, 'note none'] },
+    { name: 'a pod on the selected node → kept', claim: selected, w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: signal },
+    { name: 'a negative grace disables removal', claim: selected, w: { ...base, noted: noted('noConsumer', 0), graceMs: -1 }, want: signal },
     {
-      name: 'stale selected-node: a provisioned volume pre-bound to the claim is bound, not cleared',
+      name: 'a provisioned volume pre-bound to the claim is bound, nothing removed',
       claim: selected,
-      w: { ...base, consumerlessSince: 0, volumes: [vol('pv', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })] },
+      w: { ...base, noted: noted('noConsumer', 0), volumes: [vol('pv', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })] },
       want: ['bindVolume pv', 'bindClaim pv'],
     },
-  ];
+    { name: 'node missing from the cache, first seen → kept (a lagging cache is no evidence)', claim: selected, w: { ...base, nodes: [], pods: [pod('p', 'c')] }, want: [...signal, 'note gone', 'requeueAfter 60000'] },
+    { name: 'node missing for the grace → removed, confirmed on the server', claim: selected, w: { ...base, nodes: [], pods: [pod('p', 'c')], noted: noted('gone', 900_000) }, want: [`annotate  -${SEL} (confirm gone)`, 'event Warning SelectedNodeGone'] },
+    { name: 'node missing for the grace but the provisioner is working → kept', claim: selected, w: { ...base, nodes: [], noted: noted('gone', 900_000), provisioningActivity: 999_000 }, want: [...signal, 'requeueAfter 59000'] },
+    { name: 'node outside allowedTopologies, first seen → kept', claim: selected, w: { ...base, classes: [limited], nodes: [node('n1', { zone: 'b' })], pods: [pod('p', 'c')] }, want: [...signal, 'note notAllowed', 'requeueAfter 60000'] },
+    { name: 'node outside allowedTopologies for the grace → removed, confirmed on the server', claim: selected, w: { ...base, classes: [limited], nodes: [node('n1', { zone: 'b' })], pods: [pod('p', 'c')], noted: noted('notAllowed', 0) }, want: [`annotate  -${SEL} (confirm notAllowed)`, 'event Warning SelectedNodeNotAllowed'] },
+    { name: 'the problem changed (node gone → no consumer): its clock restarts', claim: selected, w: { ...base, noted: noted('gone', 0) }, want: [...signal, 'note noConsumer', 'requeueAfter 60000'] },
+    { name: 'with a selected node, a free volume is never bound (the scheduler chose provisioning)', claim: selected, w: { ...base, pods: [pod('p', 'c')], volumes: [vol('free', '1Gi', { storageClassName: 'late' })] }, want: signal },
+  ].map((c) => ({ ...c, name: `selected node: ${c.name}` }));
+}
+
+// kubernetes #95767: pods placed with spec.nodeName, which no scheduler pre-binds for.
+function nodeNameCases(): ClaimCase[] {
+  const c = claim('c', '1Gi', { storageClassName: 'late' });
+  const base: WorldInput = { classes: [sc('late', WFFC)], nodes: [node('n1', { zone: 'a' })] };
+  const limited = sc('late', { ...WFFC, allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['b'] }] }] });
+  return [
+    { name: 'binds a volume reachable from that node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB }), vol('near', '2Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['bindVolume near', 'bindClaim near'] },
+    { name: 'no volume: selects its node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: [`annotate ${SEL}`, 'event Normal ScheduledWithoutScheduler'] },
+    { name: 'a Succeeded pod does not pin the claim', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1', 'Succeeded')] }, want: ['event Normal WaitForFirstConsumer'] },
+    { name: 'a Failed pod does not pin the claim', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1', 'Failed')] }, want: ['event Normal WaitForFirstConsumer'] },
+    { name: 'node outside allowedTopologies: one Warning, nothing selected', claim: c, w: { ...base, classes: [limited], pods: [pod('p', 'c', 'n1')] }, want: ['event Warning NodeNotAllowedByStorageClass'] },
+    { name: 'node not seen yet: wait as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
+    {
+      name: 'an unreachable pre-bound volume does not hide a reachable one',
+      claim: c,
+      w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('a-far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB, claimRef: { namespace: 'ns', name: 'c' } }), vol('b-near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA, claimRef: { namespace: 'ns', name: 'c' } })] },
+      want: ['bindVolume b-near', 'bindClaim b-near'],
+    },
+  ].map((x) => ({ ...x, name: `spec.nodeName: ${x.name}` }));
 }
 
 describe('decideClaim', function () {
-  const cases: { name: string; claim: ReturnType<typeof claim>; w: Parameters<typeof world>[0]; want: string[] }[] = [
+  const cases: ClaimCase[] = [
     { name: 'binds the best volume', claim: claim('c', '1Gi'), w: { volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'bindClaim v'] },
-    { name: 'class-less with no volume: FailedBinding', claim: claim('c', '1Gi'), w: {}, want: ['event Normal FailedBinding'] },
-    { name: 'class with no volume: provisioning signal', claim: claim('c', '1Gi', { storageClassName: 'fast' }), w: { classes: [sc('fast')] }, want: [`annotate ${PROV}`, 'event Normal ExternalProvisioning'] },
+    { name: 'class "" with no volume: FailedBinding', claim: claim('c', '1Gi'), w: {}, want: ['event Normal FailedBinding'] },
+    { name: 'class with no volume: provisioning signal, status untouched', claim: claim('c', '1Gi', { storageClassName: 'fast' }), w: { classes: [sc('fast')] }, want: signal },
     { name: 'already signalled: only the Event', claim: claim('c', '1Gi', { storageClassName: 'fast', annotations: { 'volume.kubernetes.io/storage-provisioner': 'example.com/csi', 'volume.beta.kubernetes.io/storage-provisioner': 'example.com/csi' } }), w: { classes: [sc('fast')] }, want: ['event Normal ExternalProvisioning'] },
-    { name: 'selector does not stop the signal', claim: claim('c', '1Gi', { storageClassName: 'fast', selector: { matchLabels: { a: 'b' } } }), w: { classes: [sc('fast')] }, want: [`annotate ${PROV}`, 'event Normal ExternalProvisioning'] },
+    { name: 'GA annotation set, beta missing: not rewritten (upstream reads the GA one)', claim: claim('c', '1Gi', { storageClassName: 'fast', annotations: { 'volume.kubernetes.io/storage-provisioner': 'example.com/csi' } }), w: { classes: [sc('fast')] }, want: ['event Normal ExternalProvisioning'] },
+    { name: 'selector does not stop the signal', claim: claim('c', '1Gi', { storageClassName: 'fast', selector: { matchLabels: { a: 'b' } } }), w: { classes: [sc('fast')] }, want: signal },
     { name: 'missing class object: ProvisioningFailed', claim: claim('c', '1Gi', { storageClassName: 'nope' }), w: {}, want: ['event Warning ProvisioningFailed'] },
-    { name: 'nil class gets the default class', claim: claim('c', '1Gi', { storageClassName: undefined }), w: { classes: [sc('d', { metadata: { name: 'd', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } } })] }, want: ['setClass d'] },
-    { name: '"" class never gets the default class', claim: claim('c', '1Gi', { storageClassName: '' }), w: { classes: [sc('d', { metadata: { name: 'd', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } } })] }, want: ['event Normal FailedBinding'] },
+    { name: 'kubernetes.io/no-provisioner: ProvisioningFailed, as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { classes: [sc('local', { provisioner: 'kubernetes.io/no-provisioner' })] }, want: ['event Warning ProvisioningFailed'] },
+    { name: 'unset class gets the default class when no volume matches', claim: claim('c', '1Gi', { storageClassName: undefined }), w: { classes: [defaultClass] }, want: ['setClass d'] },
+    { name: 'unset class binds a class-less volume before any default class is assigned', claim: claim('c', '1Gi', { storageClassName: undefined }), w: { classes: [defaultClass], volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'bindClaim v'] },
+    { name: '"" class never gets the default class', claim: claim('c', '1Gi', { storageClassName: '' }), w: { classes: [defaultClass] }, want: ['event Normal FailedBinding'] },
+    { name: 'Pending claim that still shows capacity: status cleared', claim: { ...claim('c', '1Gi'), status: { phase: 'Pending', capacity: { storage: '1Gi' } } }, w: {}, want: ['event Normal FailedBinding', 'claimPhase Pending'] },
     { name: 'WFFC without consumer: wait', claim: claim('c', '1Gi', { storageClassName: 'late' }), w: { classes: [sc('late', WFFC)], volumes: [vol('v', '1Gi', { storageClassName: 'late' })] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'WFFC with an unscheduled pod: WaitForPodScheduled', claim: claim('c', '1Gi', { storageClassName: 'late' }), w: { classes: [sc('late', WFFC)], pods: [pod('p', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
+    {
+      name: 'WFFC with a generic ephemeral volume pod: WaitForPodScheduled',
+      claim: claim('p-scratch', '1Gi', { storageClassName: 'late' }),
+      w: { classes: [sc('late', WFFC)], pods: [{ metadata: { name: 'p', namespace: 'ns' }, spec: { containers: [], volumes: [{ name: 'scratch', ephemeral: {} }] }, status: { phase: 'Pending' } }] },
+      want: ['event Normal WaitForPodScheduled'],
+    },
     { name: 'WFFC pre-bound by the scheduler: completed', claim: claim('c', '1Gi', { storageClassName: 'late' }), w: { classes: [sc('late', WFFC)], volumes: [vol('v', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, phase: 'Bound' })] }, want: ['bindVolume v', 'bindClaim v'] },
-    { name: 'WFFC with selected-node: provisioning signal', claim: claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'n1' } }), w: { classes: [sc('late', WFFC)], nodes: [node('n1')], pods: [pod('p', 'c')] }, want: [`annotate ${PROV}`, 'event Normal ExternalProvisioning'] },
-    // kubernetes #112347: a selected-node nobody will use any more is cleared, but only after the
-    // grace period, and never while the external provisioner shows activity on the claim.
-    ...staleCases(),
-    { name: 'WFFC selected node gone: annotation removed', claim: claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'gone' } }), w: { classes: [sc('late', WFFC)] }, want: [`annotate  -${SEL}`, 'event Warning SelectedNodeGone'] },
-    {
-      name: 'WFFC selected node outside allowedTopologies: refused',
-      claim: claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'n1' } }),
-      w: { classes: [sc('late', { ...WFFC, allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['a'] }] }] })], nodes: [node('n1', { zone: 'b' })] },
-      want: [`annotate  -${SEL}`, 'event Warning SelectedNodeNotAllowed'],
-    },
-    {
-      name: 'WFFC pod with spec.nodeName: binds a volume reachable from that node',
-      claim: claim('c', '1Gi', { storageClassName: 'late' }),
-      w: {
-        classes: [sc('late', WFFC)],
-        nodes: [node('n1', { zone: 'a' })],
-        pods: [pod('p', 'c', 'n1')],
-        volumes: [
-          vol('far', '1Gi', { storageClassName: 'late', nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }] } } }),
-          vol('near', '2Gi', { storageClassName: 'late', nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } }),
-        ],
-      },
-      want: ['bindVolume near', 'bindClaim near'],
-    },
-    { name: 'WFFC pod with spec.nodeName and no volume: selects its node', claim: claim('c', '1Gi', { storageClassName: 'late' }), w: { classes: [sc('late', WFFC)], nodes: [node('n1')], pods: [pod('p', 'c', 'n1')] }, want: [`annotate ${SEL}`, 'event Normal ScheduledWithoutScheduler'] },
+    { name: 'WFFC with selected-node: provisioning signal', claim: claim('c', '1Gi', { storageClassName: 'late', annotations: { [SEL]: 'n1' } }), w: { classes: [sc('late', WFFC)], nodes: [node('n1')], pods: [pod('p', 'c')] }, want: signal },
+    ...selectedNodeCases(),
+    ...nodeNameCases(),
     { name: 'named volume missing: wait', claim: claim('c', '1Gi', { volumeName: 'later' }), w: {}, want: [] },
     { name: 'named volume too small: VolumeMismatch', claim: claim('c', '5Gi', { volumeName: 'v' }), w: { volumes: [vol('v', '1Gi')] }, want: ['event Warning VolumeMismatch'] },
+    { name: 'named volume being deleted: VolumeMismatch', claim: claim('c', '1Gi', { volumeName: 'v' }), w: { volumes: [vol('v', '1Gi', { deleting: true })] }, want: ['event Warning VolumeMismatch'] },
+    { name: 'named volume of another VolumeAttributesClass: VolumeMismatch', claim: claim('c', '1Gi', { volumeName: 'v' }), w: { volumes: [vol('v', '1Gi', { volumeAttributesClassName: 'gold' })] }, want: ['event Warning VolumeMismatch'] },
+    { name: 'named volume, free and fitting: bound', claim: claim('c', '1Gi', { volumeName: 'v' }), w: { volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'bindClaim v'] },
+    { name: 'named volume that names the claim back: bound without checks', claim: claim('c', '5Gi', { volumeName: 'v' }), w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c' } })] }, want: ['bindVolume v', 'bindClaim v'] },
     { name: 'named volume of another claim: FailedBinding', claim: claim('c', '1Gi', { volumeName: 'v' }), w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'x', uid: 'u' } })] }, want: ['event Warning FailedBinding'] },
     { name: 'bound claim whose volume is gone: Lost', claim: claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' }), w: {}, want: ['claimPhase Lost', 'event Warning ClaimLost'] },
+    { name: 'Lost stays Lost without a second Event', claim: claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Lost' }), w: {}, want: [] },
     { name: 'bound claim, volume bound to another uid: Lost (misbound)', claim: claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' }), w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'other' }, phase: 'Bound' })] }, want: ['claimPhase Lost', 'event Warning ClaimMisbound'] },
-    { name: 'bound claim, consistent: nothing', claim: { ...claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' }), status: { phase: 'Bound', capacity: { storage: '1Gi' } } }, w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, phase: 'Bound' })] }, want: [] },
-    { name: 'bound claim whose volume lost its claimRef: rebinds', claim: claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' }), w: { volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'bindClaim v'] },
+    { name: 'bound claim, consistent: nothing', claim: { ...claim('c', '1Gi', { volumeName: 'v', annotations: bound }), status: { phase: 'Bound', capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'] } }, w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, phase: 'Bound' })] }, want: [] },
+    { name: 'bound claim with a capacity other than its volume: not rewritten', claim: { ...claim('c', '1Gi', { volumeName: 'v', annotations: bound }), status: { phase: 'Bound', capacity: { storage: '900Mi' }, accessModes: ['ReadWriteOnce'] } }, w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, phase: 'Bound' })] }, want: [] },
+    { name: 'bound claim whose volume lost its claimRef: rebinds', claim: claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' }), w: { volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'claimPhase Bound'] },
+    { name: 'claim being deleted: nothing', claim: { ...claim('c', '1Gi'), metadata: { ...claim('c', '1Gi').metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }, w: { volumes: [vol('v', '1Gi')] }, want: [] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideClaim(c.claim, world(c.w)))).to.deep.equal(c.want));
 });
 
 describe('decideVolume', function () {
   const ref = { namespace: 'ns', name: 'c', uid: 'uid-c' };
-  const cases: { name: string; v: ReturnType<typeof vol>; w: Parameters<typeof world>[0]; want: string[] }[] = [
+  const provisioned = { 'pv.kubernetes.io/provisioned-by': 'example.com/csi' };
+  const byController = { 'pv.kubernetes.io/bound-by-controller': 'yes' };
+  const csi = { csi: { driver: 'example.com/csi', volumeHandle: 'h' } };
+  const cases: { name: string; v: ReturnType<typeof vol>; w: WorldInput; want: string[] }[] = [
     { name: 'new volume becomes Available', v: vol('v', '1Gi', { phase: 'Pending' }), w: {}, want: ['volumePhase Available'] },
     { name: 'pre-bound by name stays Available', v: vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c' }, phase: 'Pending' }), w: {}, want: ['volumePhase Available'] },
-    { name: 'bound to an existing claim becomes Bound', v: vol('v', '1Gi', { claimRef: ref }), w: { claims: [claim('c', '1Gi', { volumeName: 'v' })] }, want: ['volumePhase Bound'] },
+    { name: 'bound to a claim that names it: Bound', v: vol('v', '1Gi', { claimRef: ref }), w: { claims: [claim('c', '1Gi', { volumeName: 'v' })] }, want: ['volumePhase Bound'] },
+    { name: 'bound to a claim still Pending: left for the claim sync (not Bound yet)', v: vol('v', '1Gi', { claimRef: ref }), w: { claims: [claim('c', '1Gi')] }, want: [] },
+    { name: 'bound to a claim of another volumeMode: VolumeMismatch on both', v: vol('v', '1Gi', { claimRef: ref, volumeMode: 'Block' }), w: { claims: [claim('c', '1Gi')] }, want: ['event Warning VolumeMismatch', 'event Warning VolumeMismatch'] },
     { name: 'claim gone, Retain: Released', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Retain' }), w: {}, want: ['volumePhase Released'] },
-    { name: 'claim recreated with a new uid: Released', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound' }), w: { claims: [claim('c', '1Gi', { uid: 'new' })] }, want: ['volumePhase Released'] },
-    { name: 'claim gone, Delete, provisioned: Released, left to the deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'x' } }), w: {}, want: ['volumePhase Released'] },
-    { name: 'claim gone, Delete, not provisioned: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete' }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
+    { name: 'claim gone while the volume is being deleted: Released all the same', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', deleting: true }), w: {}, want: ['volumePhase Released'] },
+    { name: 'claim re-created with a new uid: Released', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound' }), w: { claims: [claim('c', '1Gi', { uid: 'new' })] }, want: ['volumePhase Released'] },
+    { name: 'claim gone, Delete, provisioned: Released, left to the deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: provisioned }), w: {}, want: ['volumePhase Released'] },
+    { name: 'claim gone, Delete, static CSI volume: Released, left to the CSI deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi }), w: {}, want: ['volumePhase Released'] },
+    { name: 'claim gone, Delete, migrated volume: Released, left to CSI', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/migrated-to': 'pd.csi.storage.gke.io' } }), w: {}, want: ['volumePhase Released'] },
+    { name: 'claim gone, Delete, no deleter: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete' }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
+    { name: 'claim gone, Delete, in-tree provisioner: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/gce-pd' } }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
     { name: 'claim gone, Recycle: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Released', persistentVolumeReclaimPolicy: 'Recycle' }), w: {}, want: ['volumePhase Failed', 'event Warning VolumeFailedRecycle'] },
     { name: 'claim gone, unknown policy: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Released', persistentVolumeReclaimPolicy: 'Shred' }), w: {}, want: ['volumePhase Failed', 'event Warning VolumeUnknownReclaimPolicy'] },
-    { name: 'Failed stays Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Failed', persistentVolumeReclaimPolicy: 'Recycle' }), w: {}, want: [] },
-    { name: 'claim went elsewhere, we bound it: unbind', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', annotations: { 'pv.kubernetes.io/bound-by-controller': 'yes' } }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: ['unbindVolume'] },
-    { name: 'claim went elsewhere, user bound it: left alone', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound' }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: [] },
-    { name: 'being deleted: nothing', v: vol('v', '1Gi', { claimRef: ref, deleting: true }), w: {}, want: [] },
+    { name: 'Failed is re-evaluated and stays Failed (no repeat Event)', v: vol('v', '1Gi', { claimRef: ref, phase: 'Failed', persistentVolumeReclaimPolicy: 'Recycle' }), w: {}, want: [] },
+    { name: 'Failed, claim back with the same uid: Bound', v: vol('v', '1Gi', { claimRef: ref, phase: 'Failed' }), w: { claims: [claim('c', '1Gi', { volumeName: 'v' })] }, want: ['volumePhase Bound'] },
+    { name: 'claim went elsewhere, we bound it: unbound', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', annotations: byController }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: ['unbindVolume'] },
+    { name: 'claim went elsewhere, a user pre-bound it: uid cleared, stays pre-bound', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound' }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: ['unbindVolume (clear uid)'] },
+    { name: 'claim went elsewhere, provisioned with Delete: Released to its deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { ...provisioned, ...byController } }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: ['volumePhase Released'] },
+    { name: 'claim went elsewhere, provisioned with Retain: unbound', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Retain', annotations: { ...provisioned, ...byController } }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: ['unbindVolume'] },
+    { name: 'being deleted without a claim: synced like any other', v: vol('v', '1Gi', { deleting: true, phase: 'Pending' }), w: {}, want: ['volumePhase Available'] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideVolume(c.v, world(c.w)))).to.deep.equal(c.want));
 });

@@ -35,6 +35,24 @@ describe('findMatchingVolume', function () {
     { name: 'with a node: volumes without affinity are reachable', claim: claim('c', '1Gi'), volumes: [vol('any', '1Gi')], opts: { delayBinding: true, node: node('n') }, want: 'any' },
     { name: 'pre-bound but unreachable from the node: nothing', claim: claim('c', '1Gi'), volumes: [vol('pre', '1Gi', { claimRef: { namespace: 'ns', name: 'c' }, nodeAffinity: zoneAffinity('a') }), vol('b', '1Gi')], opts: { delayBinding: true, node: node('n', { 'topology.kubernetes.io/zone': 'b' }) }, want: undefined },
     { name: 'claim with an invalid request matches nothing', claim: claim('c', 'lots'), volumes: [vol('a', '1Gi')], want: undefined },
+    // index.go: groups by access modes, fewest modes first, before size.
+    { name: 'fewest access modes wins over smaller size', claim: claim('c', '1Gi'), volumes: [vol('rwo', '5Gi'), vol('rwo-rwx', '1Gi', { accessModes: ['ReadWriteOnce', 'ReadWriteMany'] })], want: 'rwo' },
+    { name: 'a more capable volume when no exact group fits', claim: claim('c', '3Gi'), volumes: [vol('rwo', '1Gi'), vol('rwo-rwx', '5Gi', { accessModes: ['ReadWriteMany', 'ReadWriteOnce'] })], want: 'rwo-rwx' },
+    { name: 'pre-bound volume whose access modes do not cover the claim is not used', claim: claim('c', '1Gi', { accessModes: ['ReadWriteMany'] }), volumes: [vol('mine', '1Gi', { claimRef: { namespace: 'ns', name: 'c' } })], want: undefined },
+    { name: 'pre-bound wins even from a larger access-mode group (upstream takes a free one from a smaller group first)', claim: claim('c', '1Gi'), volumes: [vol('free', '1Gi'), vol('mine', '1Gi', { accessModes: ['ReadWriteOnce', 'ReadWriteMany'], claimRef: { namespace: 'ns', name: 'c' } })], want: 'mine' },
+    { name: 'pre-bound ignores class, selector and phase', claim: claim('c', '1Gi', { storageClassName: 'gold', selector: { matchLabels: { a: 'b' } } }), volumes: [vol('mine', '1Gi', { storageClassName: 'other', phase: 'Pending', claimRef: { namespace: 'ns', name: 'c' } })], want: 'mine' },
+    { name: 'pre-bound volume being deleted is not used', claim: claim('c', '1Gi'), volumes: [vol('mine', '1Gi', { deleting: true, claimRef: { namespace: 'ns', name: 'c' } }), vol('free', '2Gi')], want: 'free' },
+    { name: 'volumeAttributesClassName must match (free)', claim: claim('c', '1Gi', { volumeAttributesClassName: 'gold' }), volumes: [vol('plain', '1Gi'), vol('gold', '2Gi', { volumeAttributesClassName: 'gold' })], want: 'gold' },
+    { name: 'volumeAttributesClassName must match (pre-bound)', claim: claim('c', '1Gi'), volumes: [vol('mine', '1Gi', { volumeAttributesClassName: 'gold', claimRef: { namespace: 'ns', name: 'c' } })], want: undefined },
+    { name: 'free volumes must be Available (a new one is still Pending)', claim: claim('c', '1Gi'), volumes: [vol('new', '1Gi', { phase: 'Pending' }), vol('ok', '2Gi')], want: 'ok' },
+    { name: 'skips Failed volumes without a claimRef until they are Available', claim: claim('c', '1Gi'), volumes: [vol('failed', '1Gi', { phase: 'Failed' })], want: undefined },
+    {
+      name: 'an unreachable pre-bound volume does not hide a reachable one',
+      claim: claim('c', '1Gi'),
+      volumes: [vol('a-pre', '1Gi', { claimRef: { namespace: 'ns', name: 'c' }, nodeAffinity: zoneAffinity('a') }), vol('b-pre', '1Gi', { claimRef: { namespace: 'ns', name: 'c' }, nodeAffinity: zoneAffinity('b') })],
+      opts: { delayBinding: true, node: node('n', { 'topology.kubernetes.io/zone': 'b' }) },
+      want: 'b-pre',
+    },
   ];
   for (const c of cases) {
     it(c.name, function () {
@@ -55,12 +73,14 @@ function indexed(volumes: PersistentVolume[], nodes: Node[]): { index: VolumeInd
   for (const v of volumes) index.upsertVolume(v);
   const candidates: VolumeCandidates = {
     preBoundVolumes: (ns, name) => index.preBoundTo(ns, name).map((n) => byName.get(n)!),
-    freeVolumes: (cls, minBytes, nodeName) => [...(nodeName === undefined ? index.freeVolumes(cls, minBytes) : index.freeVolumesForNode(cls, nodeName, minBytes))].map((n) => byName.get(n)!),
+    accessModeGroups: (cls) => index.accessModeGroups(cls),
+    freeVolumes: (cls, group, minBytes, nodeName) =>
+      [...(nodeName === undefined ? index.freeVolumes(cls, group, minBytes) : index.freeVolumesForNode(cls, group, nodeName, minBytes))].map((n) => byName.get(n)!),
   };
   return { index, candidates, byName };
 }
 
-// Seed 001 "Performance and Optimizations": per-node candidate maps kept up to date as volumes and
+// KEP-490 "Performance and Optimizations": per-node candidate maps kept up to date as volumes and
 // node labels change. Checked against the brute-force findMatchingVolume on random clusters.
 describe('VolumeIndex agrees with a full scan', function () {
   const zones = ['a', 'b', 'c'];
@@ -77,8 +97,10 @@ describe('VolumeIndex agrees with a full scan', function () {
       for (let i = 0; i < 40; i++) {
         const cls = rnd(3) === 0 ? 'gold' : '';
         const affinity = rnd(2) === 0 ? { nodeAffinity: zoneAffinity(zones[rnd(3)]!) } : {};
-        const taken = rnd(5) === 0 ? { claimRef: { namespace: 'ns', name: `other-${i}`, uid: 'x' } } : {};
-        volumes.push(vol(`v${i}`, sizes[rnd(4)]!, { storageClassName: cls, ...affinity, ...taken, phase: rnd(8) === 0 ? 'Released' : 'Available' }));
+        const ref = [{ claimRef: { namespace: 'ns', name: `other-${i}`, uid: 'x' } }, { claimRef: { namespace: 'ns', name: 'c' } }, {}, {}, {}, {}][rnd(6)]!;
+        const accessModes = [['ReadWriteOnce'], ['ReadWriteOnce'], ['ReadWriteMany', 'ReadWriteOnce'], ['ReadOnlyMany'], ['ReadWriteMany']][rnd(5)]!;
+        const phase = ['Available', 'Available', 'Available', 'Released', 'Pending'][rnd(5)]!;
+        volumes.push(vol(`v${i}`, sizes[rnd(4)]!, { storageClassName: cls, ...affinity, ...ref, accessModes, phase }));
       }
       const { index, candidates, byName } = indexed(volumes, nodes);
       // Churn: relabel a node, delete some volumes, bind one.
@@ -97,8 +119,8 @@ describe('VolumeIndex agrees with a full scan', function () {
       }
       const live = [...byName.values()];
       for (const cls of ['', 'gold']) {
-        for (const size of sizes) {
-          const c = claim('c', size, { storageClassName: cls });
+        for (const [size, accessModes] of sizes.flatMap((sz) => [['ReadWriteOnce'], ['ReadWriteMany'], ['ReadOnlyMany', 'ReadWriteOnce']].map((m) => [sz, m] as const))) {
+          const c = claim('c', size, { storageClassName: cls, accessModes: [...accessModes] });
           for (const opts of [{ delayBinding: false } as MatchOptions, ...nodes.map((n): MatchOptions => ({ delayBinding: true, node: n }))]) {
             expect(findBestVolume(c, candidates, opts)?.metadata?.name, `${cls}/${size}/${opts.node?.metadata?.name ?? '-'}`).to.equal(findMatchingVolume(c, live, opts)?.metadata?.name);
           }

@@ -1,7 +1,9 @@
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import type { BinderWorld } from '../../src/binder/binder-world.js';
-import { volumeNodeAffinityMatches } from '@topovol/shared';
+import { claimNamesOfPod, volumeNodeAffinityMatches } from '@topovol/shared';
+import { accessModesKey } from '../../src/binder/access-modes.js';
 import { capacityBytes } from '../../src/binder/check-volume-satisfies-claim.js';
+import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js';
 import { claimClass, pickDefaultClass, volumeClass } from '../../src/binder/claim-helpers.js';
 
 /** An in-memory BinderWorld for decision tests (decisions are pure: objects in, actions out). */
@@ -14,8 +16,8 @@ export interface WorldInput {
   /** Fixed clock (ms); default 1,000,000. */
   now?: number;
   graceMs?: number;
-  /** consumerlessSince for every claim; default: now (just noticed). */
-  consumerlessSince?: number;
+  /** The selected-node problem noted earlier for every claim, and since when; default: none noted. */
+  noted?: { issue: SelectedNodeIssue; since: number };
   /** lastProvisioningActivity for every claim; default: none. */
   provisioningActivity?: number;
 }
@@ -24,10 +26,10 @@ export interface WorldInput {
  * Free volumes as the binder's VolumeIndex yields them: sorted by size then name, and reachable
  * from the node when one is given (the index's job in production; done by brute force here).
  */
-function freeVolumes(o: WorldInput, cls: string, minBytes: number, nodeName?: string): PersistentVolume[] {
+function freeVolumes(o: WorldInput, cls: string, group: string, minBytes: number, nodeName?: string): PersistentVolume[] {
   const node = nodeName === undefined ? undefined : o.nodes?.find((n) => n.metadata?.name === nodeName);
   return (o.volumes ?? [])
-    .filter((v) => volumeClass(v) === cls && !v.spec?.claimRef && (capacityBytes(v) ?? -1) >= minBytes)
+    .filter((v) => volumeClass(v) === cls && accessModesKey(v.spec?.accessModes) === group && !v.spec?.claimRef && (capacityBytes(v) ?? -1) >= minBytes)
     .filter((v) => nodeName === undefined || (node !== undefined && volumeNodeAffinityMatches(v.spec?.nodeAffinity, node)))
     .sort((a, b) => capacityBytes(a)! - capacityBytes(b)! || (a.metadata!.name! < b.metadata!.name! ? -1 : 1));
 }
@@ -37,16 +39,17 @@ export function world(o: WorldInput = {}): BinderWorld {
   return {
     volume: (n) => o.volumes?.find((v) => v.metadata?.name === n),
     preBoundVolumes: (ns, n) => (o.volumes ?? []).filter((v) => v.spec?.claimRef?.name === n && (v.spec.claimRef.namespace ?? '') === ns),
-    freeVolumes: (cls, minBytes, nodeName) => freeVolumes(o, cls, minBytes, nodeName),
+    accessModeGroups: (cls) => [...new Set((o.volumes ?? []).filter((v) => volumeClass(v) === cls).map((v) => accessModesKey(v.spec?.accessModes)))],
+    freeVolumes: (cls, group, minBytes, nodeName) => freeVolumes(o, cls, group, minBytes, nodeName),
     now: () => now,
     staleSelectedNodeGraceMs: o.graceMs ?? 60_000,
-    consumerlessSince: () => o.consumerlessSince ?? now,
+    selectedNodeIssue: () => o.noted,
     lastProvisioningActivity: () => o.provisioningActivity,
     claim: (ns, n) => o.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
     storageClass: (n) => o.classes?.find((c) => c.metadata?.name === n),
     defaultStorageClass: () => pickDefaultClass(o.classes ?? []),
     node: (n) => o.nodes?.find((x) => x.metadata?.name === n),
-    podsUsingClaim: (ns, n) => (o.pods ?? []).filter((p) => p.metadata?.namespace === ns && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === n)),
+    podsUsingClaim: (ns, n) => (o.pods ?? []).filter((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(n)),
   };
 }
 
@@ -71,9 +74,9 @@ export function claim(name: string, size: string, extra: Partial<NonNullable<Per
 
 export const sc = (name: string, extra: Partial<StorageClass> = {}): StorageClass => ({ metadata: { name }, provisioner: 'example.com/csi', ...extra });
 export const node = (name: string, labels: Record<string, string> = {}): Node => ({ metadata: { name, labels } });
-export const pod = (name: string, claimName: string, nodeName?: string): Pod => ({
+export const pod = (name: string, claimName: string, nodeName?: string, phase = 'Pending'): Pod => ({
   metadata: { name, namespace: 'ns' },
   spec: { nodeName, containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName } }] },
-  status: { phase: 'Pending' },
+  status: { phase },
 });
 export const classOf = claimClass;

@@ -88,7 +88,7 @@ describe('zonal actuator: write outcomes', function () {
     await applyZonalDecision(deps(), volume, decision);
     expect(scope.isDone()).to.equal(true);
     expect(await count('upgraded')).to.equal(before + 1);
-    expect(events.captured).to.deep.equal([{ type: 'Normal', reason: REASON_CONVERTED, message: 'set spec.nodeAffinity from zone/region labels: topology.kubernetes.io/zone in (z1)' }]);
+    expect(events.captured).to.deep.equal([{ type: 'Normal', reason: REASON_CONVERTED, message: 'set spec.nodeAffinity from zone/region labels: topology.kubernetes.io/zone in (z1); nodes without zone/region labels too (2 terms)' }]);
   });
 
   it('Conflict: rethrown for a retry, not counted as an error, no Event', async function () {

@@ -1,4 +1,4 @@
-import { Controller, objectKey, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, Controller, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { RollbackActuator } from './actuator.js';
 import { decideMark } from './decide-mark.js';
@@ -10,8 +10,6 @@ import { volumesInUseMentions } from './usage-evidence.js';
 
 const POD = 'pod/';
 const PV = 'pv/';
-
-const claimsOfPod = (p: Pod): string[] => (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [`${p.metadata?.namespace}/${v.persistentVolumeClaim.claimName}`] : []));
 
 function numberFlag(v: unknown, fallback: number): number {
   return typeof v === 'number' ? v : fallback;
@@ -27,7 +25,7 @@ export function setupRollback(env: ControllerEnv): Controller {
   const attachments = informers.forResource<VolumeAttachment>(Resources.volumeAttachments);
   const failures = informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed' });
 
-  pods.addIndex('claim', claimsOfPod);
+  pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
   pvs.addIndex('claim', (v) => (v.spec?.claimRef?.name ? [`${v.spec.claimRef.namespace}/${v.spec.claimRef.name}`] : []));
   pvs.addIndex('forNode', (v) => {
     const n = v.metadata?.annotations?.[ANN_PROVISIONED_FOR_NODE];
@@ -50,7 +48,7 @@ export function setupRollback(env: ControllerEnv): Controller {
     volume: (name) => withDryMarks(pvs.cache.get(name)),
     claim: (ns, name) => pvcs.cache.get(`${ns}/${name}`),
     node: (name) => nodes.cache.get(name),
-    podsUsingClaim: (ns, name) => pods.cache.byIndex('claim', `${ns}/${name}`),
+    podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),
     attachmentsOf: (name) => attachments.cache.byIndex('pv', name),
     provisioningFailures: (c) => failures.cache.byIndex('claimUid', c.metadata?.uid ?? ''),
@@ -100,18 +98,18 @@ export function setupRollback(env: ControllerEnv): Controller {
   const enqueuePod = (p: Pod): void => controller.enqueue(POD + objectKey(p));
   const enqueueVolume = (v: PersistentVolume): void => controller.enqueue(PV + objectKey(v));
   const enqueueClaimUsers = (claimKey: string): void => {
-    for (const p of pods.cache.byIndex('claim', claimKey)) enqueuePod(p);
+    for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, claimKey)) enqueuePod(p);
     for (const v of pvs.cache.byIndex('claim', claimKey)) enqueueVolume(v);
   };
   const onPod = (p: Pod): void => {
     enqueuePod(p);
-    for (const k of claimsOfPod(p)) for (const v of pvs.cache.byIndex('claim', k)) enqueueVolume(v);
+    for (const k of claimKeysOfPod(p)) for (const v of pvs.cache.byIndex('claim', k)) enqueueVolume(v);
   };
   pods.addEventHandler({ onAdd: onPod, onUpdate: (_, p) => onPod(p), onDelete: onPod });
   const onVolume = (v: PersistentVolume): void => {
     enqueueVolume(v);
     const ref = v.spec?.claimRef;
-    if (ref?.name) for (const p of pods.cache.byIndex('claim', `${ref.namespace}/${ref.name}`)) enqueuePod(p);
+    if (ref?.name) for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, `${ref.namespace}/${ref.name}`)) enqueuePod(p);
   };
   pvs.addEventHandler({ onAdd: onVolume, onUpdate: (_, v) => onVolume(v) });
   pvcs.addEventHandler({ onAdd: (c) => enqueueClaimUsers(objectKey(c)), onUpdate: (_, c) => enqueueClaimUsers(objectKey(c)), onDelete: (c) => enqueueClaimUsers(objectKey(c)) });

@@ -5,7 +5,8 @@ import type { Logger } from '../logging/logger.js';
 import { counter, exponentialBuckets, gauge, histogram } from '../metrics/registry.js';
 import { WorkQueue } from '../workqueue/work-queue.js';
 import type { RateLimiter } from '../ratelimit/item-backoff.js';
-import type { Clock } from '../ratelimit/clock.js';
+import { realClock } from '../ratelimit/clock.js';
+import type { Cancel, Clock } from '../ratelimit/clock.js';
 import { isTerminalError } from './terminal-error.js';
 
 export interface ReconcileContext {
@@ -72,7 +73,10 @@ export class Controller {
   readonly log: Logger;
   private readonly workers: number;
   private readonly abort = new AbortController();
+  private readonly clock: Clock;
   private running?: Promise<void>;
+  private resync?: { periodMs: number; keys: () => Iterable<string> };
+  private cancelResync?: Cancel;
 
   constructor(
     readonly name: string,
@@ -80,6 +84,7 @@ export class Controller {
     opts: ControllerOptions = {},
   ) {
     this.workers = Math.max(1, opts.workers ?? 1);
+    this.clock = opts.clock ?? realClock;
     this.queue = new WorkQueue<string>(name, { rateLimiter: opts.rateLimiter, clock: opts.clock });
     this.log = logger().child({ controller: name });
     maxConcurrent.set({ controller: name }, this.workers);
@@ -94,10 +99,32 @@ export class Controller {
     this.queue.addAfter(key, ms);
   }
 
+  /**
+   * While the workers run, add every key of `keys()` to the queue every `periodMs` (a non-positive
+   * period: never). Level-triggered loops need it where the world changes without an event they
+   * watch, as upstream's binder re-syncs every claim and volume (--pvclaimbinder-sync-period).
+   * Keys already queued are not added twice.
+   */
+  resyncEvery(periodMs: number, keys: () => Iterable<string>): void {
+    this.resync = periodMs > 0 ? { periodMs, keys } : undefined;
+  }
+
+  private scheduleResync(): void {
+    const r = this.resync;
+    if (!r || this.queue.shuttingDown()) return;
+    this.cancelResync = this.clock.setTimeout(() => {
+      for (const k of r.keys()) this.queue.add(k);
+      this.scheduleResync();
+    }, r.periodMs);
+  }
+
   /** Starts the workers; resolves once they all stopped (after shutdown). */
   start(): Promise<void> {
-    this.running ??= Promise.all(Array.from({ length: this.workers }, () => this.worker())).then(() => undefined);
-    this.log.info('workers started', { workers: this.workers });
+    if (!this.running) {
+      this.running = Promise.all(Array.from({ length: this.workers }, () => this.worker())).then(() => undefined);
+      this.scheduleResync();
+      this.log.info('workers started', { workers: this.workers, resyncPeriodMs: this.resync?.periodMs });
+    }
     return this.running;
   }
 
@@ -110,6 +137,7 @@ export class Controller {
    * aborted and we stop waiting (a reconcile that ignores its signal is abandoned).
    */
   async shutdown(timeoutMs: number): Promise<boolean> {
+    this.cancelResync?.();
     const drained = this.queue.shutDownWithDrain().then(() => this.running);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {

@@ -23,6 +23,8 @@ export function projectNode(o: KubeObject): Node {
  * and whether they ran (phase, container states, PodScheduled). Containers are dropped: the biggest
  * part of a pod and read by no loop.
  */
+type PodVolume = NonNullable<NonNullable<Pod['spec']>['volumes']>[number];
+
 export function projectPod(o: KubeObject): Pod {
   const p = o as Pod;
   const md = p.metadata ?? {};
@@ -36,7 +38,11 @@ export function projectPod(o: KubeObject): Pod {
       nodeName: p.spec?.nodeName,
       containers: [],
       tolerations: p.spec?.tolerations,
-      volumes: (p.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim).map((v) => ({ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim })),
+      // Claims only: a generic ephemeral volume's claim is named after the pod and the volume, so
+      // its presence is all that is kept of it.
+      volumes: (p.spec?.volumes ?? []).flatMap((v): PodVolume[] =>
+        v.persistentVolumeClaim ? [{ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim }] : v.ephemeral ? [{ name: v.name, ephemeral: {} }] : [],
+      ),
     },
     status: {
       phase: p.status?.phase,

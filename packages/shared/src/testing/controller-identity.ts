@@ -1,25 +1,28 @@
 import path from 'node:path';
 import type { KubeClient } from '../client/kube-client.js';
+import type { ControlPlane } from './control-plane.js';
 import { INSTALL_NAMESPACE } from '../manifests/manifest.js';
 import { applyManifestsServerSide, yamlFiles } from './apply-manifests.js';
 import { repoRoot } from './repo-root.js';
 import { sharedControlPlane } from './shared-control-plane.js';
 
-let installed: Promise<void> | undefined;
+const installed = new WeakMap<ControlPlane, Promise<void>>();
 
 /**
  * Applies the install namespace and the generated RBAC of config/rbac (every loop's
- * ServiceAccount, ClusterRole and leader-election Role, and the all-in-one variant) to the shared
- * control plane, once per test process.
+ * ServiceAccount, ClusterRole and leader-election Role, and the all-in-one variant) to a control
+ * plane (the shared one by default), once per control plane and test process.
  */
-export function installGeneratedRbac(): Promise<void> {
-  installed ??= (async () => {
-    const admin = (await sharedControlPlane()).adminClient();
+export async function installGeneratedRbac(controlPlane?: ControlPlane): Promise<void> {
+  const cp = controlPlane ?? (await sharedControlPlane());
+  let done = installed.get(cp);
+  if (!done) {
     const root = repoRoot();
     const files = [path.join(root, 'config', 'manager', 'namespace.yaml'), ...yamlFiles(path.join(root, 'config', 'rbac'))];
-    await applyManifestsServerSide(admin, files, 'topovol-tests');
-  })();
-  return installed;
+    done = applyManifestsServerSide(cp.adminClient(), files, 'topovol-tests').then(() => undefined);
+    installed.set(cp, done);
+  }
+  return done;
 }
 
 /**
@@ -28,7 +31,8 @@ export function installGeneratedRbac(): Promise<void> {
  * acceptance 2). Any permission the loop uses but does not declare fails its suite with Forbidden,
  * and the audit log records what it did use (see mocha-rbac-coverage.ts).
  */
-export async function controllerClient(controller: string): Promise<KubeClient> {
-  await installGeneratedRbac();
-  return (await sharedControlPlane()).serviceAccountClient(INSTALL_NAMESPACE, `topovol-${controller}`);
+export async function controllerClient(controller: string, controlPlane?: ControlPlane): Promise<KubeClient> {
+  const cp = controlPlane ?? (await sharedControlPlane());
+  await installGeneratedRbac(cp);
+  return cp.serviceAccountClient(INSTALL_NAMESPACE, `topovol-${controller}`);
 }

@@ -147,4 +147,50 @@ describe('Controller runner', function () {
     expect(await c.shutdown(5000)).to.equal(true);
     expect(finished).to.equal(true);
   });
+  it('re-syncs every key of the list once per period while running, and stops at shutdown', async function () {
+    const clock = new FakeClock();
+    const seen: string[] = [];
+    const c = new Controller(
+      unique('resync'),
+      (_ctx, key) => {
+        seen.push(`${clock.now()}:${key}`);
+        return Promise.resolve();
+      },
+      { clock },
+    );
+    let keys = ['a', 'b'];
+    c.resyncEvery(1_000, () => keys);
+    void c.start();
+    await settle();
+    expect(seen, 'nothing before the first period').to.deep.equal([]);
+    clock.advance(1_000);
+    await settle();
+    keys = ['b', 'c'];
+    clock.advance(1_000);
+    await settle();
+    expect(seen).to.deep.equal(['1000:a', '1000:b', '2000:b', '2000:c']);
+    await c.shutdown(1_000);
+    clock.advance(5_000);
+    await settle();
+    expect(seen, 'no re-sync after shutdown').to.have.length(4);
+  });
+
+  it('never re-syncs with a period of 0', async function () {
+    const clock = new FakeClock();
+    let calls = 0;
+    const c = new Controller(
+      unique('no-resync'),
+      () => {
+        calls++;
+        return Promise.resolve();
+      },
+      { clock },
+    );
+    c.resyncEvery(0, () => ['a']);
+    void c.start();
+    clock.advance(60_000);
+    await settle();
+    expect(calls).to.equal(0);
+    await c.shutdown(1_000);
+  });
 });

@@ -1,0 +1,34 @@
+import type { PersistentVolumeClaim } from '@topovol/shared';
+import { event } from './actions.js';
+import type { BinderAction } from './actions.js';
+import { Reasons } from './annotations.js';
+import type { BinderWorld } from './binder-world.js';
+import { claimStatusFor } from './claim-status.js';
+
+/**
+ * A claim whose binding completed once (pv.kubernetes.io/bind-completed), as upstream's
+ * syncBoundClaim: keep it Bound (re-binding a volume that lost its claimRef), or declare it Lost,
+ * once, with a Warning, when its volume is gone or belongs to another claim. Lost clears the
+ * volume's access modes and capacity from the claim's status.
+ */
+export function decideBoundClaim(claim: PersistentVolumeClaim, world: BinderWorld): BinderAction[] {
+  const lost = (reason: string, message: string): BinderAction[] =>
+    claim.status?.phase === 'Lost' ? [] : [{ kind: 'claimPhase', claim, phase: 'Lost' }, event(claim, 'Warning', reason, message)];
+  const volumeName = claim.spec?.volumeName;
+  if (!volumeName) return lost(Reasons.ClaimLost, 'Bound claim has lost reference to PersistentVolume. Data on the volume is lost!');
+  const volume = world.volume(volumeName);
+  if (!volume) return lost(Reasons.ClaimLost, 'Bound claim has lost its PersistentVolume. Data on the volume is lost!');
+  const ref = volume.spec?.claimRef;
+  if (!ref || ref.uid === claim.metadata?.uid) {
+    // Unbound volume (our PV write was lost or undone), or all well: bind() writes only what differs.
+    const actions: BinderAction[] = [];
+    if (!ref || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace) {
+      actions.push({ kind: 'bindVolume', volume, claim, boundByController: true });
+    } else if (volume.status?.phase !== 'Bound') {
+      actions.push({ kind: 'volumePhase', volume, phase: 'Bound' });
+    }
+    if (claimStatusFor(claim, 'Bound', volume)) actions.push({ kind: 'claimPhase', claim, phase: 'Bound', volume });
+    return actions;
+  }
+  return lost(Reasons.ClaimMisbound, 'Two claims are bound to the same volume, this one is bound incorrectly');
+}

@@ -1,0 +1,34 @@
+import type { PersistentVolumeClaim } from '@topovol/shared';
+import { event } from './actions.js';
+import type { BinderAction } from './actions.js';
+import { ANN_BOUND_BY_CONTROLLER, Reasons } from './annotations.js';
+import type { BinderWorld } from './binder-world.js';
+import { pendingStatus } from './claim-pending.js';
+import { volumeMismatch } from './check-volume-satisfies-claim.js';
+import { isPreBoundTo } from './find-matching-volume.js';
+
+/**
+ * A claim naming its volume (spec.volumeName, by a user or a bind that did not finish), as the
+ * volumeName branch of upstream's syncUnboundClaim: wait for a volume that does not exist yet; bind
+ * a free one that satisfies the claim (checkVolumeSatisfyClaim) or say why not; finish a binding
+ * the volume already points back to; refuse a volume bound to another claim.
+ */
+export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderWorld): BinderAction[] {
+  const volumeName = claim.spec!.volumeName!;
+  const volume = world.volume(volumeName);
+  if (!volume) return pendingStatus(claim);
+  const claimBoundByController = claim.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] !== undefined;
+  const bind: BinderAction[] = [
+    { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef },
+    { kind: 'bindClaim', claim, volume, boundByController: claimBoundByController },
+  ];
+  if (!volume.spec?.claimRef) {
+    const why = volumeMismatch(claim, volume);
+    return why ? [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)] : bind;
+  }
+  if (isPreBoundTo(volume, claim)) return bind;
+  const refused = event(claim, 'Warning', Reasons.FailedBinding, `volume "${volumeName}" already bound to a different claim.`);
+  // A claim the controller bound that lost its bind-completed mark: upstream reports it and retries
+  // without touching the status.
+  return claimBoundByController ? [refused] : [refused, ...pendingStatus(claim)];
+}

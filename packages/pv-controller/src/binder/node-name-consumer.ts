@@ -1,0 +1,55 @@
+import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { event } from './actions.js';
+import type { BinderAction } from './actions.js';
+import { ANN_SELECTED_NODE, Reasons } from './annotations.js';
+import type { BinderWorld } from './binder-world.js';
+import { pendingStatus } from './claim-pending.js';
+import { allowedTopologiesMatch, isLivePod } from './selected-node-checks.js';
+
+export interface NodeNameConsumer {
+  pod: Pod;
+  nodeName: string;
+  /** The node from the cache; undefined while it has not been seen (yet). */
+  node?: Node;
+}
+
+/**
+ * A live pod using the delayed-binding claim that was placed with spec.nodeName, bypassing the
+ * scheduler (kubernetes #95767, #86262): nobody will pre-bind or select a node for it, so upstream's
+ * binder leaves the claim waiting forever while the kubelet waits for the volume. Topovol acts for
+ * that pod's node. Pods that terminated (Succeeded, Failed) or are being deleted do not count: they
+ * will never use the volume and must not pin it to their old node. With several, the first by name.
+ */
+export function nodeNameConsumer(claim: PersistentVolumeClaim, world: BinderWorld): NodeNameConsumer | undefined {
+  const pod = world
+    .podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '')
+    .filter((p) => p.spec?.nodeName && isLivePod(p))
+    .sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1))[0];
+  if (!pod) return undefined;
+  const nodeName = pod.spec!.nodeName!;
+  return { pod, nodeName, node: world.node(nodeName) };
+}
+
+/**
+ * No volume on the hand-placed pod's node: select that node for provisioning, as the scheduler
+ * would have. A node outside the class's allowedTopologies can never get a volume: say so once
+ * (the Event recorder aggregates repeats) and select nothing, instead of selecting a node that the
+ * selected-node check would later remove again. A node not seen yet: wait as upstream does.
+ */
+export function provisionForNodeName(claim: PersistentVolumeClaim, sc: StorageClass, placed: NodeNameConsumer): BinderAction[] {
+  const pod = placed.pod.metadata?.name;
+  if (!placed.node) {
+    return [event(claim, 'Normal', Reasons.WaitForFirstConsumer, 'waiting for first consumer to be created before binding'), ...pendingStatus(claim)];
+  }
+  if (!allowedTopologiesMatch(sc.allowedTopologies, placed.node)) {
+    return [
+      event(claim, 'Warning', Reasons.NodeNameNotAllowed, `pod ${pod} was placed on node "${placed.nodeName}" with spec.nodeName, outside the allowedTopologies of StorageClass "${sc.metadata?.name}": no volume of this class can be provisioned there`),
+      ...pendingStatus(claim),
+    ];
+  }
+  return [
+    { kind: 'annotateClaim', claim, set: { [ANN_SELECTED_NODE]: placed.nodeName } },
+    event(claim, 'Normal', Reasons.NodeNameBypassedScheduler, `pod ${pod} runs on node "${placed.nodeName}" without the scheduler (spec.nodeName); selected that node for provisioning`),
+    ...pendingStatus(claim),
+  ];
+}

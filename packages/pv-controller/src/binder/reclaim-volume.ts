@@ -1,0 +1,48 @@
+import type { PersistentVolume } from '@topovol/shared';
+import { event } from './actions.js';
+import type { BinderAction } from './actions.js';
+import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, Reasons } from './annotations.js';
+
+/** Failed with a Warning, only when the phase changes (upstream's updateVolumePhaseWithEvent). */
+function failed(volume: PersistentVolume, reason: string, message: string): BinderAction[] {
+  if (volume.status?.phase === 'Failed') return [];
+  return [{ kind: 'volumePhase', volume, phase: 'Failed', message }, event(volume, 'Warning', reason, message)];
+}
+
+/**
+ * Who deletes a released Delete volume (upstream's findDeletablePlugin): nobody in this process.
+ * A volume provisioned by an external provisioner, migrated to CSI, or of a CSI source is left to
+ * the external deleter (external-provisioner; for static CSI volumes with KEP-2644's finalizer);
+ * kubernetes.io/ provisioners and other volume sources would need an in-tree plugin, which Topovol
+ * does not carry, so the volume goes Failed with upstream's message.
+ */
+function deleterProblem(volume: PersistentVolume): string | undefined {
+  const name = volume.metadata?.name ?? '';
+  const provisionedBy = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
+  if (provisionedBy) return provisionedBy.startsWith('kubernetes.io/') ? `no volume plugin matched name: ${provisionedBy}` : undefined;
+  if (volume.metadata?.annotations?.[ANN_MIGRATED_TO] !== undefined || volume.spec?.csi) return undefined;
+  return `error getting deleter volume plugin for volume "${name}": no deletable volume plugin matched`;
+}
+
+/**
+ * The reclaim policy of a released volume (upstream's reclaimVolume). Topovol never deletes or
+ * recycles data itself: Retain keeps the volume Released; Delete is left to the external deleter or
+ * ends in Failed (see deleterProblem); Recycle, deprecated upstream and needing a recycler pod,
+ * ends in Failed. Re-run on every sync, Failed included, as upstream; the writes only happen on a
+ * phase change, so a Failed volume stays as it is.
+ */
+export function reclaim(volume: PersistentVolume): BinderAction[] {
+  if (volume.metadata?.annotations?.[ANN_MIGRATED_TO]) return [];
+  switch (volume.spec?.persistentVolumeReclaimPolicy ?? 'Retain') {
+    case 'Retain':
+      return [];
+    case 'Delete': {
+      const problem = deleterProblem(volume);
+      return problem ? failed(volume, Reasons.VolumeFailedDelete, problem) : [];
+    }
+    case 'Recycle':
+      return failed(volume, Reasons.VolumeFailedRecycle, 'No recycler plugin found for the volume!');
+    default:
+      return failed(volume, Reasons.VolumeUnknownReclaimPolicy, 'Volume has unrecognized PersistentVolumeReclaimPolicy');
+  }
+}

@@ -1,0 +1,84 @@
+import { claimNamesOfPod, isPodTerminated, nodeSelectorMatches } from '@topovol/shared';
+import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { event } from './actions.js';
+import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
+import { ANN_SELECTED_NODE, Reasons } from './annotations.js';
+import type { BinderWorld } from './binder-world.js';
+
+/** Why a claim's volume.kubernetes.io/selected-node may be stale. */
+export type SelectedNodeIssue = 'gone' | 'notAllowed' | 'noConsumer';
+
+/** allowedTopologies of a class as a node selector (each term ORed, as the scheduler reads it). */
+export function allowedTopologiesMatch(allowed: StorageClass['allowedTopologies'], node: Node): boolean {
+  const terms = allowed ?? [];
+  if (terms.length === 0) return true;
+  return nodeSelectorMatches(
+    { nodeSelectorTerms: terms.map((t) => ({ matchExpressions: (t.matchLabelExpressions ?? []).map((e) => ({ key: e.key, operator: 'In', values: e.values })) })) },
+    node,
+  );
+}
+
+/** A pod that still counts: not terminated and not being deleted. */
+export const isLivePod = (p: Pod): boolean => !isPodTerminated(p) && !p.metadata?.deletionTimestamp;
+
+/**
+ * Whether some live pod using the claim could still want provisioning on `selected`: one not yet
+ * scheduled (it may be the scheduler's current attempt) or one placed there.
+ */
+export function someConsumerFits(pods: Pod[], claim: PersistentVolumeClaim, selected: string): boolean {
+  const name = claim.metadata?.name ?? '';
+  return pods.some((p) => p.metadata?.namespace === claim.metadata?.namespace && claimNamesOfPod(p).includes(name) && isLivePod(p) && (!p.spec?.nodeName || p.spec.nodeName === selected));
+}
+
+function findIssue(claim: PersistentVolumeClaim, selected: string, sc: StorageClass | undefined, world: BinderWorld): SelectedNodeConfirmation | undefined {
+  const node = world.node(selected);
+  if (!node) return { issue: 'gone', node: selected };
+  if (sc?.allowedTopologies?.length && !allowedTopologiesMatch(sc.allowedTopologies, node)) return { issue: 'notAllowed', node: selected, allowedTopologies: sc.allowedTopologies };
+  const pods = world.podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '');
+  if (!someConsumerFits(pods, claim, selected)) return { issue: 'noConsumer', node: selected };
+  return undefined;
+}
+
+function stripEvent(claim: PersistentVolumeClaim, found: SelectedNodeConfirmation, cls: string, world: BinderWorld): BinderAction {
+  const node = found.node;
+  switch (found.issue) {
+    case 'gone':
+      return event(claim, 'Warning', Reasons.SelectedNodeGone, `selected node "${node}" no longer exists; removed the annotation so that the pod can be scheduled again`);
+    case 'notAllowed':
+      return event(claim, 'Warning', Reasons.SelectedNodeNotAllowed, `selected node "${node}" is not in the allowedTopologies of StorageClass "${cls}"; removed the annotation so that the pod can be scheduled again`);
+    case 'noConsumer': {
+      const elsewhere = world
+        .podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '')
+        .filter(isLivePod)
+        .map((p) => `${p.metadata?.name} on ${p.spec?.nodeName}`);
+      const why = elsewhere.length > 0 ? `its pods run elsewhere (${elsewhere.join(', ')})` : 'no pod uses the claim any more';
+      return event(claim, 'Normal', Reasons.SelectedNodeStale, `selected node "${node}" is stale: ${why}, and no provisioning is under way; removed the annotation so that the next pod is scheduled afresh`);
+    }
+  }
+}
+
+/**
+ * A delayed-binding claim's selected node that nobody will provision on: the node is gone
+ * (sig-storage-lib-external-provisioner #121), outside the class's allowedTopologies, or no pod that
+ * could use it is left (kubernetes #112347: the pod was deleted or placed elsewhere). Upstream's
+ * binder leaves such a claim stuck. Topovol removes the annotation, but only when the same problem
+ * has been seen for the whole grace period, the external provisioner has shown no activity on the
+ * claim (its per-attempt `Provisioning` Event) for the grace period either, and the actuator has
+ * re-read the node (or the namespace's pods) from the server: a cache that lags is never enough.
+ * The caller has already ruled out a volume pre-bound to the claim (provisioning that finished).
+ * Returns the actions to take now: remember the problem, wait, or remove the annotation.
+ */
+export function checkSelectedNode(claim: PersistentVolumeClaim, selected: string, sc: StorageClass | undefined, world: BinderWorld): BinderAction[] {
+  const found = findIssue(claim, selected, sc, world);
+  const remembered = world.selectedNodeIssue(claim);
+  const now = world.now();
+  const actions: BinderAction[] = [];
+  const same = found !== undefined && remembered?.issue === found.issue;
+  if (!same && (found || remembered)) actions.push({ kind: 'noteSelectedNodeIssue', claim, issue: found?.issue, at: now });
+  const grace = world.staleSelectedNodeGraceMs;
+  if (!found || !(grace >= 0)) return actions;
+  const since = Math.max(same ? remembered.since : now, world.lastProvisioningActivity(claim) ?? -Infinity);
+  const left = since + grace - now;
+  if (left > 0) return [...actions, { kind: 'requeueAfter', ms: left }];
+  return [...actions, { kind: 'annotateClaim', claim, remove: [ANN_SELECTED_NODE], confirm: found }, stripEvent(claim, found, sc?.metadata?.name ?? '', world)];
+}

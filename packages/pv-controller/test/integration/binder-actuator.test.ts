@@ -1,0 +1,98 @@
+import { expect } from 'chai';
+import { classifyError, EventRecorder, logger, Resources } from '@topovol/shared';
+import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { controllerClient, createTestNamespace, sharedControlPlane } from '@topovol/shared/testing';
+import type { BinderAction } from '../../src/binder/actions.js';
+import { BinderActuator } from '../../src/binder/actuator.js';
+import { AssumeCache } from '../../src/binder/assume-cache.js';
+import { deleteNow, getPV, getPVC, pv, pvc } from './binder-harness.js';
+
+const SEL = 'volume.kubernetes.io/selected-node';
+
+/**
+ * The binder's actuator against the real API server, as the loop's ServiceAccount: the live reads
+ * that guard its two dangerous writes. A decision made on a cache that lags (a node not seen yet,
+ * labels or pods not updated, a claim not yet seen) is refused by the server's view, whatever the
+ * decision says.
+ */
+describe('pv-binder actuator: live preconditions on the real API server', function () {
+  this.timeout(60_000);
+  let admin: KubeClient;
+  let actuator: BinderActuator;
+  let ns: string;
+  const nodeName = (s: string): string => `${ns}-${s}`;
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    const client = await controllerClient('pv-binder');
+    const events = new EventRecorder(client, 'persistentvolume-controller', 'test');
+    actuator = new BinderActuator({ client, events, volumes: new AssumeCache(), claims: new AssumeCache(), log: logger(), dryRun: false });
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'actuator-');
+  });
+  afterEach(async function () {
+    for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+    for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) await deleteNow(admin, Resources.persistentVolumeClaims, c.metadata!.name!, ns);
+    for (const n of ['here', 'zoned']) await admin.delete(Resources.nodes, nodeName(n)).catch(() => undefined);
+    for (const v of (await admin.list<PersistentVolume>(Resources.persistentVolumes)).items) if (v.metadata!.name!.startsWith(`${ns}-`)) await deleteNow(admin, Resources.persistentVolumes, v.metadata!.name!);
+  });
+
+  const selectedClaim = async (node: string): Promise<PersistentVolumeClaim> =>
+    admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: 'late', annotations: { [SEL]: node } }));
+  const strip = (claim: PersistentVolumeClaim, confirm: NonNullable<Extract<BinderAction, { kind: 'annotateClaim' }>['confirm']>): BinderAction[] => [{ kind: 'annotateClaim', claim, remove: [SEL], confirm }];
+  const refused = async (actions: BinderAction[]): Promise<string> => {
+    const err = await actuator.run(actions).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err, 'the write should have been refused').to.not.equal(undefined);
+    return classifyError(err).kind;
+  };
+
+  it('keeps a selected node that the cache does not know but the server has', async function () {
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName('here') } });
+    const claim = await selectedClaim(nodeName('here'));
+    expect(await refused(strip(claim, { issue: 'gone', node: nodeName('here') }))).to.equal('Conflict');
+    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('here'));
+  });
+
+  it('removes a selected node the server does not have either', async function () {
+    const claim = await selectedClaim(nodeName('nowhere'));
+    await actuator.run(strip(claim, { issue: 'gone', node: nodeName('nowhere') }));
+    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined);
+  });
+
+  it('keeps a selected node whose labels on the server satisfy allowedTopologies (the cache had old labels)', async function () {
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName('zoned'), labels: { zone: 'a' } } });
+    const claim = await selectedClaim(nodeName('zoned'));
+    const allowedTopologies = [{ matchLabelExpressions: [{ key: 'zone', values: ['a'] }] }];
+    expect(await refused(strip(claim, { issue: 'notAllowed', node: nodeName('zoned'), allowedTopologies }))).to.equal('Conflict');
+    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('zoned'));
+    // Not allowed on the server too: removed.
+    await actuator.run(strip(claim, { issue: 'notAllowed', node: nodeName('zoned'), allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['b'] }] }] }));
+    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined);
+  });
+
+  it('keeps a selected node a pod on the server may still use (the cache had not seen the pod)', async function () {
+    const claim = await selectedClaim(nodeName('here'));
+    await admin.create(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: ns },
+      spec: { nodeSelector: { 'topovol.dev/nowhere': 'true' }, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'c' } }] },
+    });
+    expect(await refused(strip(claim, { issue: 'noConsumer', node: nodeName('here') }))).to.equal('Conflict');
+    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('here'));
+  });
+
+  it('never releases a volume whose claim the server still has, bound to it', async function () {
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { volumeName: `${ns}-v` }));
+    const volume = await admin.create<PersistentVolume>(
+      Resources.persistentVolumes,
+      pv(`${ns}-v`, '1Gi', { claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: claim.metadata?.uid } }),
+    );
+    expect(await refused([{ kind: 'volumePhase', volume, phase: 'Released' }])).to.equal('Conflict');
+    expect((await getPV(admin, `${ns}-v`)).status?.phase).to.not.equal('Released');
+  });
+});

@@ -1,0 +1,251 @@
+import { Resources, retryOnConflict } from '@topovol/shared';
+import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { createReadyNode, eventually } from '@topovol/shared/testing';
+import type { DiffCluster, SideName } from './diff-cluster.js';
+import { QUIET_MS } from './diff-cluster.js';
+import { scenarioState } from './diff-state.js';
+import type { ScenarioState } from './diff-state.js';
+
+export const CSI_DRIVER = 'diff.csi.topovol.dev';
+export const PROVISIONER = 'diff.csi.topovol.dev';
+/** Nodes and pods of a scenario carry this label, so the scheduler places a scenario's pods on its own nodes only. */
+export const SCENARIO_LABEL = 'diff.topovol.dev/scenario';
+
+type PVSpec = NonNullable<PersistentVolume['spec']>;
+type ClaimSpec = NonNullable<PersistentVolumeClaim['spec']>;
+
+export interface VolumeOptions {
+  class?: string;
+  /** claimRef to a claim of the scenario: by name only, or with the uid of the claim as it is now. */
+  claimRef?: { claim: string; withUid: boolean };
+  policy?: 'Retain' | 'Delete' | 'Recycle';
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  accessModes?: string[];
+  volumeMode?: 'Block' | 'Filesystem';
+  volumeAttributesClassName?: string;
+  nodeAffinity?: PVSpec['nodeAffinity'];
+  /** A local volume (needs nodeAffinity) instead of the default CSI volume. */
+  local?: boolean;
+  finalizers?: string[];
+}
+
+export interface ClaimOptions {
+  /** null: unset (nil); the default is "". */
+  class?: string | null;
+  volumeName?: string;
+  selector?: ClaimSpec['selector'];
+  annotations?: Record<string, string>;
+  accessModes?: string[];
+  volumeMode?: 'Block' | 'Filesystem';
+  volumeAttributesClassName?: string;
+}
+
+export interface PodOptions {
+  nodeName?: string;
+  /** Generic ephemeral volumes: name → class of the claim template. */
+  ephemeral?: Record<string, string>;
+  /** Keep it away from every node (it then waits for the scheduler forever). */
+  unschedulable?: boolean;
+}
+
+/** A volume node affinity requiring one label to have one of these values. */
+export const affinity = (key: string, values: string[]): NonNullable<PVSpec['nodeAffinity']> => ({ required: { nodeSelectorTerms: [{ matchExpressions: [{ key, operator: 'In', values }] }] } });
+
+/**
+ * What a scenario runs with on one side: the same names on both (its namespace, and a prefix for
+ * cluster-scoped objects), helpers that create objects the way a user or another component would,
+ * and settle(), which waits until the scenario's state stopped changing.
+ */
+export class ScenarioContext {
+  constructor(
+    readonly cluster: DiffCluster,
+    readonly id: string,
+  ) {}
+
+  get side(): SideName {
+    return this.cluster.side;
+  }
+
+  get admin(): KubeClient {
+    return this.cluster.admin;
+  }
+
+  get ns(): string {
+    return `diff-${this.id}`;
+  }
+
+  /** A cluster-scoped name of this scenario (volumes, classes, nodes). */
+  name(s: string): string {
+    return `${this.id}-${s}`;
+  }
+
+  async setup(): Promise<void> {
+    await this.admin.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: this.ns } });
+  }
+
+  async storageClass(short: string, opts: { provisioner?: string; delayed?: boolean; allowedTopologies?: StorageClass['allowedTopologies']; isDefault?: boolean } = {}): Promise<string> {
+    const name = this.name(short);
+    await this.admin.create<StorageClass>(Resources.storageClasses, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name, annotations: opts.isDefault ? { 'storageclass.kubernetes.io/is-default-class': 'true' } : undefined },
+      provisioner: opts.provisioner ?? PROVISIONER,
+      volumeBindingMode: opts.delayed ? 'WaitForFirstConsumer' : 'Immediate',
+      allowedTopologies: opts.allowedTopologies,
+    });
+    return name;
+  }
+
+  async claimUid(claim: string): Promise<string> {
+    return (await this.admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim, this.ns)).metadata!.uid!;
+  }
+
+  async pv(short: string, size: string, o: VolumeOptions = {}): Promise<string> {
+    const name = this.name(short);
+    const claimRef = o.claimRef
+      ? { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: this.ns, name: o.claimRef.claim, uid: o.claimRef.withUid ? await this.claimUid(o.claimRef.claim) : undefined }
+      : undefined;
+    await this.admin.create<PersistentVolume>(Resources.persistentVolumes, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name, annotations: o.annotations, labels: { [SCENARIO_LABEL]: this.id, ...o.labels }, finalizers: o.finalizers },
+      spec: {
+        capacity: { storage: size },
+        accessModes: o.accessModes ?? ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: o.policy ?? 'Retain',
+        storageClassName: o.class ?? '',
+        volumeMode: o.volumeMode,
+        volumeAttributesClassName: o.volumeAttributesClassName,
+        claimRef,
+        nodeAffinity: o.nodeAffinity,
+        ...(o.local ? { local: { path: `/mnt/${name}` } } : { csi: { driver: CSI_DRIVER, volumeHandle: name } }),
+      },
+    });
+    return name;
+  }
+
+  /**
+   * A claim. Class-less ones ("" or unset) draw from one cluster-wide pool of class-less volumes,
+   * so unless they name their volume they carry a selector of this scenario's label (which every
+   * volume of the scenario has): scenarios run side by side and must not take each other's volumes.
+   */
+  async pvc(name: string, size: string, o: ClaimOptions = {}): Promise<void> {
+    const own = (o.class === '' || o.class === null || o.class === undefined) && !o.volumeName;
+    const selector = own ? { ...o.selector, matchLabels: { ...o.selector?.matchLabels, [SCENARIO_LABEL]: this.id } } : o.selector;
+    await this.admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name, namespace: this.ns, annotations: o.annotations },
+      spec: {
+        accessModes: o.accessModes ?? ['ReadWriteOnce'],
+        resources: { requests: { storage: size } },
+        storageClassName: o.class === null ? undefined : (o.class ?? ''),
+        volumeName: o.volumeName,
+        selector,
+        volumeMode: o.volumeMode,
+        volumeAttributesClassName: o.volumeAttributesClassName,
+      },
+    });
+  }
+
+  /** A Node object; `ready`: Ready and untainted, so that the real scheduler places pods on it. */
+  async node(short: string, labels: Record<string, string> = {}, ready = true): Promise<string> {
+    const name = this.name(short);
+    if (ready) await createReadyNode(this.admin, name, { [SCENARIO_LABEL]: this.id, ...labels });
+    else await this.admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [SCENARIO_LABEL]: this.id, ...labels } } });
+    return name;
+  }
+
+  async pod(name: string, claims: string[], o: PodOptions = {}): Promise<void> {
+    await this.admin.create<Pod>(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: this.ns },
+      spec: {
+        nodeName: o.nodeName,
+        nodeSelector: o.unschedulable ? { 'diff.topovol.dev/nowhere': 'true' } : o.nodeName ? undefined : { [SCENARIO_LABEL]: this.id },
+        containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }],
+        volumes: [
+          ...claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })),
+          ...Object.entries(o.ephemeral ?? {}).map(([vol, cls]) => ({
+            name: vol,
+            ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } } } },
+          })),
+        ],
+      },
+    });
+  }
+
+  async podPhase(name: string, phase: 'Running' | 'Succeeded' | 'Failed'): Promise<void> {
+    await retryOnConflict(async () => {
+      const p = await this.admin.get<Pod>(Resources.pods, name, this.ns);
+      await this.admin.replaceStatus(Resources.pods, { ...p, status: { ...p.status, phase } });
+    });
+  }
+
+  async patchClaim(name: string, patch: object): Promise<void> {
+    await this.admin.patch(Resources.persistentVolumeClaims, name, this.ns, 'merge', patch);
+  }
+
+  async patchVolume(short: string, patch: object): Promise<void> {
+    await this.admin.patch(Resources.persistentVolumes, this.name(short), undefined, 'merge', patch);
+  }
+
+  /** Replaces a volume after `edit`, re-reading on a conflict (the binder writes it too). */
+  async editVolume(short: string, edit: (v: PersistentVolume) => void): Promise<void> {
+    await retryOnConflict(async () => {
+      const v = await this.admin.get<PersistentVolume>(Resources.persistentVolumes, this.name(short));
+      edit(v);
+      await this.admin.replace(Resources.persistentVolumes, v);
+    });
+  }
+
+  async deleteClaim(name: string, opts: { force?: boolean } = {}): Promise<void> {
+    await this.admin.delete(Resources.persistentVolumeClaims, name, this.ns);
+    if (opts.force) await this.admin.patch<KubeObject>(Resources.persistentVolumeClaims, name, this.ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+  }
+
+  /** Deletes a volume; `force` also removes its finalizers, as an administrator bypassing protection would. */
+  async deleteVolume(short: string, opts: { force?: boolean } = {}): Promise<void> {
+    await this.admin.delete(Resources.persistentVolumes, this.name(short));
+    if (opts.force) await this.admin.patch<KubeObject>(Resources.persistentVolumes, this.name(short), undefined, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+  }
+
+  async deletePod(name: string): Promise<void> {
+    await this.admin.delete(Resources.pods, name, this.ns, { gracePeriodSeconds: 0 });
+  }
+
+  async claim(name: string): Promise<PersistentVolumeClaim> {
+    return this.admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, this.ns);
+  }
+
+  /** Waits for a condition on the server (a step that must follow another component's write). */
+  async until(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+    await eventually(async () => {
+      if (!(await check())) throw new Error(`${this.side} ${this.id}: still waiting for ${what}`);
+    }, timeoutMs, 250);
+  }
+
+  /**
+   * Waits until this scenario's normalised state has not changed for QUIET_MS (two re-sync periods
+   * of either binder), and returns it. A state that keeps changing for `timeoutMs` is an error: a
+   * binder that never settles is a finding in itself.
+   */
+  async settle(timeoutMs = 120_000): Promise<ScenarioState> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    let since = Date.now();
+    for (;;) {
+      const state = scenarioState(await this.cluster.freshView(), this.ns, `${this.id}-`);
+      const text = JSON.stringify(state);
+      if (text !== last) {
+        last = text;
+        since = Date.now();
+      } else if (Date.now() - since >= QUIET_MS) {
+        return state;
+      }
+      if (Date.now() > deadline) throw new Error(`${this.side} ${this.id}: the state kept changing for ${timeoutMs} ms; last: ${text}`);
+    }
+  }
+}

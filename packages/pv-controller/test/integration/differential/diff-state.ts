@@ -1,0 +1,141 @@
+import type { Event, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+
+/** The annotations the binder (upstream's or ours) and the provisioning protocol write. */
+export const COMPARED_ANNOTATIONS = [
+  'pv.kubernetes.io/bind-completed',
+  'pv.kubernetes.io/bound-by-controller',
+  'pv.kubernetes.io/provisioned-by',
+  'volume.kubernetes.io/selected-node',
+  'volume.kubernetes.io/storage-provisioner',
+  'volume.beta.kubernetes.io/storage-provisioner',
+] as const;
+
+/** How a claimRef to the scenario's own namespace is shown (the namespace name itself is per run). */
+export const SCENARIO_NAMESPACE = '(scenario)';
+
+/** The Event source both binders report as (kube-controller-manager's, and ours on purpose). */
+export const BINDER_COMPONENT = 'persistentvolume-controller';
+
+export interface ClaimState {
+  phase?: string;
+  volumeName?: string;
+  /** null: unset (nil), as distinct from "". */
+  storageClassName: string | null;
+  annotations: Record<string, string>;
+  capacity?: string;
+  accessModes?: string[];
+  currentVolumeAttributesClassName?: string;
+  terminating: boolean;
+  /** Reasons of the binder's Events on the claim, sorted, each once. */
+  events: string[];
+}
+
+export interface VolumeState {
+  phase?: string;
+  /** Whom the volume points at, and whether the uid is that of the claim now under that name. */
+  claimRef: { namespace?: string; name?: string; uid: 'current claim' | 'another claim' | 'none' } | null;
+  annotations: Record<string, string>;
+  terminating: boolean;
+  events: string[];
+}
+
+export interface PodState {
+  nodeName?: string;
+}
+
+/** A scenario's normalised end state: everything in it that cannot differ between two clusters except through the binder. */
+export interface ScenarioState {
+  claims: Record<string, ClaimState>;
+  volumes: Record<string, VolumeState>;
+  pods: Record<string, PodState>;
+}
+
+/** One side's objects, as listed from its API server. */
+export interface ClusterView {
+  claims: PersistentVolumeClaim[];
+  volumes: PersistentVolume[];
+  pods: Pod[];
+  events: Event[];
+}
+
+const pick = (ann: Record<string, string> | undefined): Record<string, string> => {
+  const out: Record<string, string> = {};
+  for (const k of COMPARED_ANNOTATIONS) if (ann?.[k] !== undefined) out[k] = ann[k];
+  return out;
+};
+
+function reasonsFor(events: Event[], kind: string, namespace: string, name: string): string[] {
+  const reasons = events
+    .filter((e) => (e.source?.component ?? e.reportingComponent) === BINDER_COMPONENT)
+    .filter((e) => e.involvedObject?.name === name && (e.involvedObject.namespace ?? '') === namespace && (e.involvedObject.kind ?? kind) === kind)
+    .map((e) => e.reason ?? '');
+  return [...new Set(reasons)].sort();
+}
+
+/**
+ * The state of one scenario: the claims and pods of its namespace and the volumes whose names
+ * start with its prefix. Uids differ between clusters, so a claimRef's uid is reduced to whether it
+ * is the uid of the claim now bearing that name. Cluster-scoped names (volumes, nodes) are shown
+ * without the scenario's prefix.
+ */
+export function scenarioState(view: ClusterView, namespace: string, prefix: string): ScenarioState {
+  const short = (n: string | undefined): string | undefined => (n?.startsWith(prefix) ? n.slice(prefix.length) : n || undefined);
+  const pickShort = (ann: Record<string, string> | undefined): Record<string, string> => {
+    const out = pick(ann);
+    const sel = 'volume.kubernetes.io/selected-node';
+    if (out[sel] !== undefined) out[sel] = short(out[sel]) ?? '';
+    return out;
+  };
+  const claims: Record<string, ClaimState> = {};
+  const uidOf = new Map<string, string>();
+  for (const c of view.claims) {
+    if (c.metadata?.namespace !== namespace) continue;
+    const name = c.metadata.name ?? '';
+    uidOf.set(name, c.metadata.uid ?? '');
+    claims[name] = {
+      phase: c.status?.phase,
+      volumeName: short(c.spec?.volumeName),
+      storageClassName: c.spec?.storageClassName ?? null,
+      annotations: pickShort(c.metadata.annotations),
+      capacity: c.status?.capacity?.storage,
+      accessModes: c.status?.accessModes?.length ? [...c.status.accessModes] : undefined,
+      currentVolumeAttributesClassName: c.status?.currentVolumeAttributesClassName ?? undefined,
+      terminating: !!c.metadata.deletionTimestamp,
+      events: reasonsFor(view.events, 'PersistentVolumeClaim', namespace, name),
+    };
+  }
+  const volumes: Record<string, VolumeState> = {};
+  for (const v of view.volumes) {
+    const name = v.metadata?.name ?? '';
+    if (!name.startsWith(prefix)) continue;
+    const ref = v.spec?.claimRef;
+    volumes[short(name)!] = {
+      phase: v.status?.phase,
+      claimRef: ref
+        ? {
+            namespace: ref.namespace === namespace ? SCENARIO_NAMESPACE : ref.namespace,
+            name: ref.name,
+            uid: !ref.uid ? 'none' : ref.namespace === namespace && uidOf.get(ref.name ?? '') === ref.uid ? 'current claim' : 'another claim',
+          }
+        : null,
+      annotations: pick(v.metadata?.annotations),
+      terminating: !!v.metadata?.deletionTimestamp,
+      events: reasonsFor(view.events, 'PersistentVolume', '', name),
+    };
+  }
+  const pods: Record<string, PodState> = {};
+  for (const p of view.pods) if (p.metadata?.namespace === namespace) pods[p.metadata.name ?? ''] = { nodeName: short(p.spec?.nodeName) };
+  return { claims, volumes, pods };
+}
+
+/** Every leaf that differs, as "path: upstream → topovol" lines; empty when the states are equal. */
+export function stateDiff(upstream: unknown, topovol: unknown, path = ''): string[] {
+  if (JSON.stringify(upstream) === JSON.stringify(topovol)) return [];
+  const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+  if (isObj(upstream) && isObj(topovol)) {
+    const keys = [...new Set([...Object.keys(upstream), ...Object.keys(topovol)])].sort();
+    return keys.flatMap((k) => stateDiff(upstream[k], topovol[k], path ? `${path}.${k}` : k));
+  }
+  const show = (x: unknown): string => (x === undefined ? '(absent)' : JSON.stringify(x));
+  return [`${path}: ${show(upstream)} → ${show(topovol)}`];
+}

@@ -1,0 +1,138 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { StorageClass } from '@topovol/shared';
+import { DiffCluster } from './diff-cluster.js';
+import { PROVISIONER, ScenarioContext } from './diff-scenario.js';
+import { stateDiff } from './diff-state.js';
+import type { ScenarioState } from './diff-state.js';
+import { DIVERGENCES_DOC, divergenceRows } from './divergences-doc.js';
+import { withoutEvents } from './scenario.js';
+import type { Scenario } from './scenario.js';
+import { delayedScenarios, nodeNameScenarios } from './scenarios-delayed.js';
+import { deletionScenarios } from './scenarios-deletion.js';
+import { classScenarios, provisioningScenarios } from './scenarios-provisioning.js';
+import { reclaimScenarios } from './scenarios-reclaim.js';
+import { namedVolumeScenarios, staticScenarios } from './scenarios-static.js';
+import { boundClaimScenarios, claimElsewhereScenarios, preBoundVolumeScenarios } from './scenarios-volume-side.js';
+
+const ALL_SCENARIOS: Scenario[] = [
+  ...staticScenarios,
+  ...namedVolumeScenarios,
+  ...preBoundVolumeScenarios,
+  ...boundClaimScenarios,
+  ...claimElsewhereScenarios,
+  ...reclaimScenarios,
+  ...provisioningScenarios,
+  ...classScenarios,
+  ...delayedScenarios,
+  ...nodeNameScenarios,
+  ...deletionScenarios,
+];
+
+/** TOPOVOL_DIFF_ONLY=<text>: run only the scenarios whose name contains it (while working on one). */
+const only = process.env.TOPOVOL_DIFF_ONLY;
+export const SCENARIOS = only ? ALL_SCENARIOS.filter((s) => s.name.includes(only)) : ALL_SCENARIOS;
+
+/** How many scenarios run at once (each on both sides). */
+const PARALLEL = 24;
+
+interface Outcome {
+  upstream?: ScenarioState;
+  topovol?: ScenarioState;
+  error?: unknown;
+}
+
+async function runBoth(sc: Scenario, id: string, sides: DiffCluster[]): Promise<Outcome> {
+  try {
+    const [upstream, topovol] = await Promise.all(
+      sides.map(async (cluster) => {
+        const ctx = new ScenarioContext(cluster, id);
+        await ctx.setup();
+        await sc.run(ctx);
+        return ctx.settle();
+      }),
+    );
+    return { upstream, topovol };
+  } catch (error) {
+    return { error };
+  }
+}
+
+async function inBatches<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(
+    Array.from({ length: Math.min(limit, queue.length) }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
+    }),
+  );
+}
+
+/**
+ * The differential suite: every binding scenario on two real control planes, one with
+ * kube-controller-manager's persistentvolume-binder-controller as the binder, one with Topovol's
+ * pv-binder (kube-controller-manager running only the protection controllers on both), and the
+ * normalised end states compared. A difference fails unless docs/divergences.md lists the
+ * scenario and the scenario pins both end states.
+ */
+describe('differential: pv-binder against kube-controller-manager\'s binder', function () {
+  this.timeout(30 * 60_000);
+  const outcomes = new Map<Scenario, Outcome>();
+  const ids = new Map(ALL_SCENARIOS.map((sc, i) => [sc, `d${String(i + 1).padStart(2, '0')}`]));
+  let sides: DiffCluster[] = [];
+
+  before(async function () {
+    sides = await Promise.all([DiffCluster.start('upstream'), DiffCluster.start('topovol')]);
+    for (const phase of [1, 2] as const) {
+      if (phase === 2) {
+        // One default class per side for the scenarios that need one, after those that need none.
+        for (const c of sides) {
+          await c.admin.create<StorageClass>(Resources.storageClasses, {
+            apiVersion: 'storage.k8s.io/v1',
+            kind: 'StorageClass',
+            metadata: { name: 'diff-default', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+            provisioner: PROVISIONER,
+            volumeBindingMode: 'Immediate',
+          });
+        }
+      }
+      await inBatches(
+        SCENARIOS.filter((sc) => (sc.phase ?? 1) === phase),
+        PARALLEL,
+        async (sc) => void outcomes.set(sc, await runBoth(sc, ids.get(sc)!, sides)),
+      );
+    }
+  });
+
+  after(async function () {
+    const failed = this.test?.parent?.tests.some((t) => t.state === 'failed');
+    if (failed) for (const s of sides) console.log(`differential: ${s.side} logs in ${s.logDir} (kept with TOPOVOL_KEEP_TEST_DIRS=1)`);
+    await Promise.all(sides.map((s) => s.stop()));
+  });
+
+  it(`${DIVERGENCES_DOC} names only scenarios of this suite, each once, each declared divergent`, function () {
+    const rows = divergenceRows();
+    const names = rows.map((r) => r.scenario);
+    expect(names.length, 'rows').to.be.greaterThan(0);
+    expect(new Set(names).size, 'each scenario once').to.equal(names.length);
+    const divergent = ALL_SCENARIOS.filter((s) => s.divergence).map((s) => s.name);
+    expect([...names].sort()).to.deep.equal([...divergent].sort());
+    for (const r of rows) expect(r.why, `${r.scenario}: why Topovol's end state is better`).to.not.equal('');
+  });
+
+  for (const sc of SCENARIOS) {
+    it(sc.name, function () {
+      const o = outcomes.get(sc);
+      if (!o) throw new Error('not run (the setup failed)');
+      if (o.error) throw o.error instanceof Error ? o.error : new Error(JSON.stringify(o.error));
+      const diff = stateDiff(withoutEvents(o.upstream!, sc.ignoreEvents), withoutEvents(o.topovol!, sc.ignoreEvents));
+      if (!sc.divergence) {
+        expect(diff, `upstream → topovol differences (not listed in ${DIVERGENCES_DOC})`).to.deep.equal([]);
+        sc.expect?.(o.topovol!);
+        return;
+      }
+      sc.divergence.upstream(o.upstream!);
+      sc.divergence.topovol(o.topovol!);
+      if (!sc.divergence.upstreamMayAgree) expect(diff, `listed in ${DIVERGENCES_DOC} but both ended the same`).to.not.deep.equal([]);
+    });
+  }
+});

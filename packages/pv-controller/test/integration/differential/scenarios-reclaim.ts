@@ -1,0 +1,90 @@
+import { affinity, PROVISIONER } from './diff-scenario.js';
+import type { ScenarioContext } from './diff-scenario.js';
+import { BOUND_BY_CONTROLLER, boundRef, claimIs, PROVISIONED_BY, volumeIs } from './scenario.js';
+import type { Scenario } from './scenario.js';
+import type { VolumeOptions } from './diff-scenario.js';
+
+/** A claim bound to volume `v` (made with these options), then deleted; waits until the claim is gone. */
+async function releaseAfterBinding(s: ScenarioContext, opts: VolumeOptions): Promise<void> {
+  await s.pv('v', '1Gi', opts);
+  await s.settle();
+  await s.pvc('c', '1Gi');
+  await s.settle();
+  await s.deleteClaim('c');
+}
+
+const local = (s: ScenarioContext): VolumeOptions => ({ local: true, nodeAffinity: affinity('kubernetes.io/hostname', [s.name('n1')]) });
+
+/** syncVolume for a volume whose claim is gone: Released, then the reclaim policy. */
+export const reclaimScenarios: Scenario[] = [
+  {
+    name: 'claim deleted, Retain: the volume is Released and kept',
+    run: (s) => releaseAfterBinding(s, { policy: 'Retain' }),
+    expect: (st) => volumeIs(st, 'v', { phase: 'Released', claimRef: boundRef('c', 'another claim'), events: [] }),
+  },
+  {
+    name: 'claim deleted, Delete, provisioned by an external provisioner: Released, left to it',
+    async run(s) {
+      await s.storageClass('fast');
+      await s.pvc('c', '1Gi', { class: s.name('fast') });
+      await s.settle();
+      // What external-provisioner writes for the claim.
+      await s.pv('v', '1Gi', { class: s.name('fast'), policy: 'Delete', claimRef: { claim: 'c', withUid: true }, annotations: { [PROVISIONED_BY]: PROVISIONER } });
+      await s.settle();
+      await s.deleteClaim('c');
+    },
+    expect: (st) => volumeIs(st, 'v', { phase: 'Released', claimRef: boundRef('c', 'another claim'), events: [] }),
+  },
+  {
+    name: 'claim deleted, Delete, static CSI volume: Released, left to the CSI deleter',
+    run: (s) => releaseAfterBinding(s, { policy: 'Delete' }),
+    expect: (st) => volumeIs(st, 'v', { phase: 'Released', events: [] }),
+  },
+  {
+    name: 'claim deleted, Delete, static local volume: Failed with VolumeFailedDelete',
+    run: (s) => releaseAfterBinding(s, { policy: 'Delete', ...local(s) }),
+    expect: (st) => volumeIs(st, 'v', { phase: 'Failed', events: ['VolumeFailedDelete'] }),
+  },
+  {
+    name: 'claim deleted, Recycle, CSI volume: Failed with VolumeFailedRecycle',
+    run: (s) => releaseAfterBinding(s, { policy: 'Recycle' }),
+    expect: (st) => volumeIs(st, 'v', { phase: 'Failed', events: ['VolumeFailedRecycle'] }),
+  },
+  {
+    name: 'Failed volume stays Failed after its policy is changed to Retain',
+    async run(s) {
+      await releaseAfterBinding(s, { policy: 'Delete', ...local(s) });
+      await s.settle();
+      await s.patchVolume('v', { spec: { persistentVolumeReclaimPolicy: 'Retain' } });
+    },
+    expect: (st) => volumeIs(st, 'v', { phase: 'Failed', events: ['VolumeFailedDelete'] }),
+  },
+  {
+    name: 'claim re-created under the same name: the old volume is Released, the new claim waits',
+    async run(s) {
+      await releaseAfterBinding(s, { policy: 'Retain' });
+      await s.until('the claim to be gone', async () => !(await s.claim('c').catch(() => undefined)));
+      await s.pvc('c', '1Gi');
+    },
+    expect(st) {
+      volumeIs(st, 'v', { phase: 'Released', claimRef: boundRef('c', 'another claim') });
+      claimIs(st, 'c', { phase: 'Pending', events: ['FailedBinding'] });
+    },
+  },
+  {
+    name: 'Released volume made Available again by its administrator binds a new claim',
+    async run(s) {
+      await releaseAfterBinding(s, { policy: 'Retain' });
+      await s.settle();
+      await s.editVolume('v', (v) => {
+        delete v.spec!.claimRef;
+      });
+      await s.settle();
+      await s.pvc('next', '1Gi');
+    },
+    expect(st) {
+      claimIs(st, 'next', { phase: 'Bound', volumeName: 'v' });
+      volumeIs(st, 'v', { phase: 'Bound', claimRef: boundRef('next'), annotations: { [BOUND_BY_CONTROLLER]: 'yes' } });
+    },
+  },
+];

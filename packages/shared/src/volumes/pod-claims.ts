@@ -1,0 +1,36 @@
+import type { Pod } from '../types/wire.js';
+
+/**
+ * The claims a pod uses, by name: `persistentVolumeClaim` volumes, and generic ephemeral volumes,
+ * whose claim is always named `<pod>-<volume>` (KEP-1698; upstream's ephemeral.VolumeClaimName, and
+ * the pod → claim index of pkg/controller/volume/common, which covers both).
+ */
+export function claimNamesOfPod(p: Pod): string[] {
+  const names: string[] = [];
+  for (const v of p.spec?.volumes ?? []) {
+    if (v.persistentVolumeClaim?.claimName) names.push(v.persistentVolumeClaim.claimName);
+    else if (v.ephemeral) names.push(`${p.metadata?.name}-${v.name}`);
+  }
+  return names;
+}
+
+/** claimNamesOfPod as `namespace/name` keys: the shared pod → claim index of every loop. */
+export function claimKeysOfPod(p: Pod): string[] {
+  return claimNamesOfPod(p).map((n) => `${p.metadata?.namespace}/${n}`);
+}
+
+/** Name of the pod informer's index by claimKeysOfPod (one definition, shared by every loop). */
+export const POD_CLAIM_INDEX = 'claim';
+
+/**
+ * Whether a pod will never run (again): Succeeded or Failed, or deleted with no container still
+ * running (upstream's pkg/volume/util IsPodTerminated). Such pods no longer hold their claims.
+ */
+export function isPodTerminated(p: Pod): boolean {
+  const phase = p.status?.phase;
+  if (phase === 'Succeeded' || phase === 'Failed') return true;
+  if (!p.metadata?.deletionTimestamp) return false;
+  // A container counts as running unless its state says terminated or waiting (upstream's notRunning).
+  const statuses = [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? []), ...(p.status?.ephemeralContainerStatuses ?? [])];
+  return statuses.every((s) => s.state?.terminated !== undefined || s.state?.waiting !== undefined);
+}

@@ -1,0 +1,44 @@
+import { expect } from 'chai';
+import { projectPod } from '../../src/informer/projections.js';
+import type { Pod } from '../../src/types/wire.js';
+import { claimKeysOfPod, claimNamesOfPod, isPodTerminated } from '../../src/volumes/pod-claims.js';
+
+const pod = (extra: Partial<Pod> = {}): Pod => ({
+  metadata: { name: 'web-0', namespace: 'ns' },
+  spec: {
+    containers: [{ name: 'c' }],
+    volumes: [
+      { name: 'data', persistentVolumeClaim: { claimName: 'data-web-0' } },
+      { name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } } },
+      { name: 'config', configMap: { name: 'cm' } },
+    ],
+  },
+  ...extra,
+});
+
+describe('the claims a pod uses', function () {
+  it('names persistentVolumeClaim volumes and generic ephemeral volumes (<pod>-<volume>), nothing else', function () {
+    expect(claimNamesOfPod(pod())).to.deep.equal(['data-web-0', 'web-0-scratch']);
+    expect(claimKeysOfPod(pod())).to.deep.equal(['ns/data-web-0', 'ns/web-0-scratch']);
+  });
+
+  it('survives the shared pod projection, which keeps only what names a claim', function () {
+    const slim = projectPod(pod());
+    expect(claimNamesOfPod(slim)).to.deep.equal(['data-web-0', 'web-0-scratch']);
+    expect(slim.spec?.volumes?.map((v) => v.name)).to.deep.equal(['data', 'scratch']);
+  });
+});
+
+describe('isPodTerminated (pkg/volume/util IsPodTerminated)', function () {
+  const deleting = { name: 'p', namespace: 'ns', deletionTimestamp: '2026-01-01T00:00:00Z' };
+  const cases: { name: string; pod: Pod; want: boolean }[] = [
+    { name: 'Pending', pod: pod({ status: { phase: 'Pending' } }), want: false },
+    { name: 'Running', pod: pod({ status: { phase: 'Running' } }), want: false },
+    { name: 'Succeeded', pod: pod({ status: { phase: 'Succeeded' } }), want: true },
+    { name: 'Failed', pod: pod({ status: { phase: 'Failed' } }), want: true },
+    { name: 'deleted, never ran (no container statuses)', pod: pod({ metadata: deleting, status: { phase: 'Pending' } }), want: true },
+    { name: 'deleted, a container still running', pod: pod({ metadata: deleting, status: { phase: 'Running', containerStatuses: [{ name: 'c', image: '', imageID: '', ready: true, restartCount: 0, state: { running: {} } }] } }), want: false },
+    { name: 'deleted, containers terminated', pod: pod({ metadata: deleting, status: { phase: 'Running', containerStatuses: [{ name: 'c', image: '', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0 } } }] } }), want: true },
+  ];
+  for (const c of cases) it(c.name, () => expect(isPodTerminated(c.pod)).to.equal(c.want));
+});
