@@ -31,7 +31,7 @@ const binderScenario: NecessityScenario = async (client, admin) => {
   await admin.create(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'waiting', namespace: ns }, spec: { nodeSelector: { 'rbac.test.topovol.io/nowhere': 'true' }, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'sel' } }] } } as never);
   await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'free', '1Gi', { class: `${ns}-late` }));
   // Started after the setup below it could fail in, so that a failed setup leaves no loop running.
-  const loop = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`], { client, waitForSync: false });
+  const loop = await RunningBinder.start(['--stale-selected-node-grace=1s'], { client, waitForSync: false });
   const claim = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
   const signals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=dynamic,reason=ExternalProvisioning' })).items;
   const reached = (async () => {

@@ -38,6 +38,9 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
     await admin.create(Resources.persistentVolumes, pv(name('small'), '1Gi'));
     await admin.create(Resources.persistentVolumes, pv(name('tiny'), '100Mi'));
     await admin.create(Resources.persistentVolumes, pv(name('rwx-only'), '1Gi', { accessModes: ['ReadWriteMany'] }));
+    // As upstream, only Available volumes are candidates: a claim racing new volumes could take any
+    // of those the binder has already made Available.
+    for (const v of ['big', 'small', 'tiny', 'rwx-only']) await eventually(async () => expect((await getPV(admin, name(v))).status?.phase).to.equal('Available'));
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi'));
     await bound('c');
     const claim = await getPVC(admin, ns, 'c');

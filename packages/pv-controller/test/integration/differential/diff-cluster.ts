@@ -3,6 +3,7 @@ import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } 
 import { ControlPlane, controllerClient, eventually, InProcessLoop, startKubeControllerManager, startKubeScheduler } from '@topovol/shared/testing';
 import type { ManagedProcess } from '@topovol/shared/testing';
 import { pvBinderDescriptor } from '../../../src/pv-binder-descriptor.js';
+import { zonalPvUpgradeDescriptor } from '../../../src/zonal-pv-upgrade-descriptor.js';
 import type { ClusterView } from './diff-state.js';
 
 export type SideName = 'upstream' | 'topovol';
@@ -22,8 +23,8 @@ const PROTECTION = ['persistentvolumeclaim-protection-controller', 'persistentvo
 /**
  * One side of the differential suite: its own etcd and kube-apiserver, kube-controller-manager
  * with the two protection controllers (and, on the upstream side, its persistentvolume binder), the
- * real kube-scheduler, and on the Topovol side the pv-binder loop as its own ServiceAccount with the
- * generated RBAC. The DefaultStorageClass admission plugin is off on both, so that a claim created
+ * real kube-scheduler, and on the Topovol side the pv-binder loop (and zonal-pv-upgrade, which must
+ * never change where a volume can be used) each as its own ServiceAccount with the generated RBAC. The DefaultStorageClass admission plugin is off on both, so that a claim created
  * without a class keeps it unset and only the binder's retroactive assignment can fill it in.
  * Every second, one list of each kind feeds every scenario's view of this side.
  */
@@ -39,7 +40,7 @@ export class DiffCluster {
     readonly cp: ControlPlane,
     readonly admin: KubeClient,
     private readonly processes: ManagedProcess[],
-    private readonly loop?: InProcessLoop,
+    private readonly loops: InProcessLoop[],
   ) {}
 
   static async start(side: SideName): Promise<DiffCluster> {
@@ -48,13 +49,16 @@ export class DiffCluster {
     const admin = cp.adminClient();
     const controllers = side === 'upstream' ? ['persistentvolume-binder-controller', ...PROTECTION] : PROTECTION;
     const processes = [await startKubeControllerManager(cp, controllers, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`]), await startKubeScheduler(cp)];
-    const loop =
+    const loops =
       side === 'topovol'
-        ? await InProcessLoop.start(pvBinderDescriptor, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`, `--stale-selected-node-grace=${TOPOVOL_GRACE_S}s`, '--concurrent-workers=4'], {
-            client: await controllerClient('pv-binder', cp),
-          })
-        : undefined;
-    const cluster = new DiffCluster(side, cp, admin, processes, loop);
+        ? [
+            await InProcessLoop.start(pvBinderDescriptor, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`, `--stale-selected-node-grace=${TOPOVOL_GRACE_S}s`, '--concurrent-workers=4'], {
+              client: await controllerClient('pv-binder', cp),
+            }),
+            await InProcessLoop.start(zonalPvUpgradeDescriptor, [], { client: await controllerClient('zonal-pv-upgrade', cp) }),
+          ]
+        : [];
+    const cluster = new DiffCluster(side, cp, admin, processes, loops);
     cluster.poller = cluster.poll();
     await cluster.binderReady();
     return cluster;
@@ -109,7 +113,7 @@ export class DiffCluster {
     this.polling = false;
     for (const w of this.waiters.splice(0)) w();
     await this.poller;
-    await this.loop?.stop();
+    for (const l of this.loops) await l.stop();
     for (const p of this.processes) await p.stop();
     await this.cp.stop();
   }

@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { StorageClass } from '@topovol/shared';
+import { repoRoot } from '@topovol/shared/testing';
 import { DiffCluster } from './diff-cluster.js';
 import { PROVISIONER, ScenarioContext } from './diff-scenario.js';
 import { stateDiff } from './diff-state.js';
@@ -13,13 +16,15 @@ import { deletionScenarios } from './scenarios-deletion.js';
 import { classScenarios, provisioningScenarios } from './scenarios-provisioning.js';
 import { reclaimScenarios } from './scenarios-reclaim.js';
 import { namedVolumeScenarios, staticScenarios } from './scenarios-static.js';
-import { boundClaimScenarios, claimElsewhereScenarios, preBoundVolumeScenarios } from './scenarios-volume-side.js';
+import { boundClaimScenarios, claimElsewhereScenarios, claimStatusScenarios, preBoundVolumeScenarios } from './scenarios-volume-side.js';
+import { zonalScenarios } from './scenarios-zonal.js';
 
 const ALL_SCENARIOS: Scenario[] = [
   ...staticScenarios,
   ...namedVolumeScenarios,
   ...preBoundVolumeScenarios,
   ...boundClaimScenarios,
+  ...claimStatusScenarios,
   ...claimElsewhereScenarios,
   ...reclaimScenarios,
   ...provisioningScenarios,
@@ -27,6 +32,7 @@ const ALL_SCENARIOS: Scenario[] = [
   ...delayedScenarios,
   ...nodeNameScenarios,
   ...deletionScenarios,
+  ...zonalScenarios,
 ];
 
 /** TOPOVOL_DIFF_ONLY=<text>: run only the scenarios whose name contains it (while working on one). */
@@ -117,6 +123,7 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
     const divergent = ALL_SCENARIOS.filter((s) => s.divergence).map((s) => s.name);
     expect([...names].sort()).to.deep.equal([...divergent].sort());
     for (const r of rows) expect(r.why, `${r.scenario}: why Topovol's end state is better`).to.not.equal('');
+    expect(readFileSync(path.join(repoRoot(), DIVERGENCES_DOC), 'utf8'), 'the scenario count it states').to.include(`covers ${ALL_SCENARIOS.length} scenarios`);
   });
 
   for (const sc of SCENARIOS) {

@@ -1,3 +1,4 @@
+import { Resources } from '@topovol/shared';
 import { BIND_COMPLETED, BOUND_BY_CONTROLLER, boundRef, claimIs, PROVISIONED_BY, volumeIs } from './scenario.js';
 import type { Scenario } from './scenario.js';
 import { PROVISIONER } from './diff-scenario.js';
@@ -142,6 +143,32 @@ export const boundClaimScenarios: Scenario[] = [
       claimIs(st, 'c', { phase: 'Bound', volumeName: 'v' });
       volumeIs(st, 'v', { phase: 'Bound', claimRef: boundRef('c') });
     },
+  },
+];
+
+/** updateClaimStatus: what a claim's status shows of its volume. */
+export const claimStatusScenarios: Scenario[] = [
+  {
+    name: 'claim status: a volume with a pending resize gives the claim its pre-resize capacity',
+    async run(s) {
+      await s.pv('v', '2Gi', { annotations: { 'volume.alpha.kubernetes.io/pre-resize-capacity': '1Gi' } });
+      await s.settle();
+      await s.pvc('c', '1Gi');
+    },
+    expect: (st) => claimIs(st, 'c', { phase: 'Bound', volumeName: 'v', capacity: '1Gi' }),
+  },
+  {
+    name: 'claim status: the capacity of a Bound claim is never rewritten to its volume\'s',
+    async run(s) {
+      await s.pv('v', '2Gi');
+      await s.settle();
+      await s.pvc('c', '1Gi');
+      await s.settle();
+      // What a resizer or an administrator may leave there.
+      const c = await s.claim('c');
+      await s.admin.replaceStatus(Resources.persistentVolumeClaims, { ...c, status: { ...c.status, capacity: { storage: '1536Mi' } } });
+    },
+    expect: (st) => claimIs(st, 'c', { phase: 'Bound', capacity: '1536Mi' }),
   },
 ];
 
