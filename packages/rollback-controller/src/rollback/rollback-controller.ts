@@ -15,7 +15,7 @@ function numberFlag(v: unknown, fallback: number): number {
   return typeof v === 'number' ? v : fallback;
 }
 
-/** The rollback loop (seed 004): marks volumes on pv/ keys, rolls back stuck pods on pod/ keys. */
+/** The rollback loop (kubernetes #94217): marks volumes on pv/ keys, rolls back stuck pods on pod/ keys. */
 export function setupRollback(env: ControllerEnv): Controller {
   const { informers, client, events, options, log } = env;
   const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);

@@ -5,6 +5,9 @@ import { Resources } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import { counter } from '../metrics/registry.js';
+import { realClock } from '../ratelimit/clock.js';
+import type { Clock } from '../ratelimit/clock.js';
+import { TokenBucket } from '../ratelimit/token-bucket.js';
 import type { Event } from '../types/wire.js';
 
 export type EventType = 'Normal' | 'Warning';
@@ -19,6 +22,16 @@ const eventErrors = counter<'component'>({
   help: 'Events that could not be written to the API server, by component.',
   labelNames: ['component'],
 });
+
+const eventsDropped = counter<'component' | 'reason'>({
+  name: 'topovol_events_dropped_total',
+  help: 'Events not written because their object had too many recently (client-go\'s spam filter: a burst of 25 per object, then one per 5 minutes), by component and reason.',
+  labelNames: ['component', 'reason'],
+});
+
+/** client-go's EventSourceObjectSpamFilter defaults (tools/record/events_cache.go). */
+const SPAM_BURST = 25;
+const SPAM_QPS = 1 / 300;
 
 interface Seen {
   namespace: string;
@@ -36,6 +49,7 @@ const MAX_REMEMBERED = 4096;
  */
 export class EventRecorder {
   private readonly seen = new Map<string, Seen>();
+  private readonly perObject = new Map<string, TokenBucket>();
   private chain: Promise<void> = Promise.resolve();
   private readonly log = logger().child({ component: 'event-recorder' });
 
@@ -44,11 +58,18 @@ export class EventRecorder {
     readonly component: string,
     private readonly host = process.env.HOSTNAME ?? '',
     private readonly dryRun = false,
+    private readonly clock: Clock = realClock,
   ) {}
 
   event(obj: KubeObject, type: EventType, reason: string, message: string): void {
-    eventsTotal.inc({ component: this.component, type, reason });
     const md = obj.metadata ?? {};
+    // Loops that re-sync say the same things again and again: like client-go, a burst per object,
+    // then one Event per 5 minutes, so that a waiting object costs the API server almost nothing.
+    if (!this.admit([obj.apiVersion, obj.kind, md.namespace, md.name, md.uid].join('\u0000'))) {
+      eventsDropped.inc({ component: this.component, reason });
+      return;
+    }
+    eventsTotal.inc({ component: this.component, type, reason });
     this.log.debug('event', { object: `${obj.kind}/${md.namespace ? `${md.namespace}/` : ''}${md.name}`, type, reason, message });
     if (this.dryRun) return;
     // Serialised so that aggregation sees its own earlier writes.
@@ -113,6 +134,15 @@ export class EventRecorder {
       eventErrors.inc({ component: this.component });
       this.log.warn('cannot write event', { reason, error: errorMessage(err) });
     }
+  }
+
+  private admit(objectKey: string): boolean {
+    let bucket = this.perObject.get(objectKey);
+    if (bucket) this.perObject.delete(objectKey);
+    else bucket = new TokenBucket(SPAM_QPS, SPAM_BURST, this.clock);
+    this.perObject.set(objectKey, bucket);
+    if (this.perObject.size > MAX_REMEMBERED) this.perObject.delete(this.perObject.keys().next().value!);
+    return bucket.tryAccept();
   }
 
   private remember(key: string, s: Seen): void {

@@ -27,9 +27,10 @@ export async function installGeneratedRbac(controlPlane?: ControlPlane): Promise
 
 /**
  * The client a loop under test runs with: authenticated as its own ServiceAccount
- * (`topovol-<controller>`) with a real token and only the generated RBAC, as in a cluster (issue 7,
- * acceptance 2). Any permission the loop uses but does not declare fails its suite with Forbidden,
- * and the audit log records what it did use (see mocha-rbac-coverage.ts).
+ * (`topovol-<controller>`) with a real token and only the generated RBAC, as in a cluster (ADR
+ * 0007), on the shared control plane or the one given. Any permission the loop uses but does not
+ * declare fails its suite with Forbidden, and the audit log records what it did use (see
+ * mocha-rbac-coverage.ts).
  */
 export async function controllerClient(controller: string, controlPlane?: ControlPlane): Promise<KubeClient> {
   const cp = controlPlane ?? (await sharedControlPlane());
