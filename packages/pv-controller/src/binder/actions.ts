@@ -32,6 +32,8 @@ export type BinderAction =
   | { kind: 'unbindVolume'; volume: PersistentVolume; keepClaimRef: boolean }
   | { kind: 'annotateClaim'; claim: PersistentVolumeClaim; set?: Record<string, string>; remove?: string[]; confirm?: SelectedNodeConfirmation }
   | { kind: 'setClaimClass'; claim: PersistentVolumeClaim; storageClassName: string }
+  /** Annotations and finalizers of a volume (CSI migration bookkeeping). */
+  | { kind: 'updateVolumeMeta'; volume: PersistentVolume; set?: Record<string, string>; remove?: string[]; removeFinalizers?: string[] }
   /** Nothing to write now; look at the claim again after this long (a grace period running). */
   | { kind: 'requeueAfter'; ms: number }
   /** Remember in memory (no write) since when a selected-node problem has been seen; undefined forgets. */

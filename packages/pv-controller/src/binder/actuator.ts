@@ -54,7 +54,8 @@ export class BinderActuator {
           const claim = clm(a.claim);
           let next = v;
           const ref = v.spec?.claimRef;
-          if (!ref || ref.uid !== claim.metadata?.uid || ref.name !== claim.metadata?.name || (a.boundByController && !v.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER])) {
+          const missingMark = a.boundByController && v.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined;
+          if (!ref || ref.uid !== claim.metadata?.uid || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace || missingMark) {
             next = clone(v);
             next.spec!.claimRef = {
               kind: 'PersistentVolumeClaim',
@@ -64,13 +65,13 @@ export class BinderActuator {
               uid: claim.metadata?.uid,
               resourceVersion: claim.metadata?.resourceVersion,
             };
-            if (a.boundByController) next.metadata!.annotations = { ...next.metadata!.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' };
+            if (missingMark) next.metadata!.annotations = { ...next.metadata!.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' };
             next = await this.d.client.replace(Resources.persistentVolumes, next);
             wroteVolume(next);
           }
           if (next.status?.phase !== 'Bound') {
             const s = clone(next);
-            s.status = { ...s.status, phase: 'Bound', message: undefined, reason: undefined };
+            s.status = { ...s.status, phase: 'Bound', message: undefined };
             wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
           }
           break;
@@ -83,7 +84,8 @@ export class BinderActuator {
           if (c.spec?.volumeName !== v.metadata?.name || ann[ANN_BIND_COMPLETED] === undefined || (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined)) {
             next = clone(c);
             next.spec!.volumeName = v.metadata?.name;
-            next.metadata!.annotations = { ...ann, [ANN_BIND_COMPLETED]: 'yes', ...(a.boundByController ? { [ANN_BOUND_BY_CONTROLLER]: 'yes' } : {}) };
+            // Existing values stay as they are (upstream sets a mark only when it is absent).
+            next.metadata!.annotations = { [ANN_BIND_COMPLETED]: 'yes', ...(a.boundByController ? { [ANN_BOUND_BY_CONTROLLER]: 'yes' } : {}), ...ann };
             next = await this.d.client.replace(Resources.persistentVolumeClaims, next);
             wroteClaim(next);
           }
@@ -129,6 +131,14 @@ export class BinderActuator {
               metadata: { resourceVersion: c.metadata?.resourceVersion, annotations },
             }),
           );
+          break;
+        }
+        case 'updateVolumeMeta': {
+          const v = clone(vol(a.volume));
+          const annotations = { ...v.metadata?.annotations, ...a.set };
+          for (const k of a.remove ?? []) delete annotations[k];
+          v.metadata = { ...v.metadata, annotations, finalizers: (v.metadata?.finalizers ?? []).filter((f) => !(a.removeFinalizers ?? []).includes(f)) };
+          wroteVolume(await this.d.client.replace(Resources.persistentVolumes, v));
           break;
         }
         case 'setClaimClass': {
@@ -209,6 +219,8 @@ function describe(a: BinderAction): Record<string, string | undefined> {
       return { volume: a.volume.metadata?.name, phase: a.phase };
     case 'unbindVolume':
       return { volume: a.volume.metadata?.name };
+    case 'updateVolumeMeta':
+      return { volume: a.volume.metadata?.name, set: JSON.stringify(a.set ?? {}), remove: (a.remove ?? []).join(','), removeFinalizers: (a.removeFinalizers ?? []).join(',') };
     case 'claimPhase':
       return { claim: claimKeyOf(a.claim), phase: a.phase };
     case 'annotateClaim':

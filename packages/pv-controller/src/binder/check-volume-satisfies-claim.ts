@@ -31,7 +31,8 @@ export function volumeMismatch(claim: PersistentVolumeClaim, volume: PersistentV
   const have = capacityBytes(volume);
   if (want === undefined) return 'claim has no valid storage request';
   if (have === undefined) return 'volume has no valid capacity';
-  if (have < want) return 'requested PV is too small';
+  // Upstream compares Quantity.Value() here, rounded up to whole bytes (matching compares exactly).
+  if (Math.ceil(have) < Math.ceil(want)) return 'requested PV is too small';
   if (volumeClass(volume) !== claimClass(claim)) return 'storageClassName does not match';
   if (volumeVac(volume) !== claimVac(claim)) return 'volumeAttributesClassName does not match';
   if (volumeVolumeMode(volume) !== claimVolumeMode(claim)) return 'incompatible volumeMode';

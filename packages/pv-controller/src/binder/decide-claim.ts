@@ -1,10 +1,10 @@
-import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { isPodTerminated } from '@topovol/shared';
+import type { PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import { ANN_BIND_COMPLETED, ANN_SELECTED_NODE, Reasons } from './annotations.js';
 import type { BinderWorld } from './binder-world.js';
 import { claimClass, claimClassUnset, isDelayedBinding } from './claim-helpers.js';
+import { claimMigrationChange } from './csi-migration.js';
 import { pendingStatus } from './claim-pending.js';
 import { provisionClaim } from './claim-provisioning.js';
 import { decideBoundClaim } from './decide-bound-claim.js';
@@ -12,9 +12,7 @@ import { decidePreBoundClaim } from './decide-pre-bound-claim.js';
 import { findBestVolume } from './find-matching-volume.js';
 import { nodeNameConsumer, provisionForNodeName } from './node-name-consumer.js';
 import { checkSelectedNode } from './selected-node-checks.js';
-
-/** Pods that use the claim and wait for the scheduler (upstream's findNonScheduledPodsByPVC). */
-const unscheduled = (pods: Pod[]): string[] => pods.filter((p) => !isPodTerminated(p) && !p.spec?.nodeName).map((p) => p.metadata?.name ?? '');
+import { waitForConsumer } from './wait-for-consumer.js';
 
 /**
  * The binder's decision for one claim, mirroring upstream's syncClaim in
@@ -23,9 +21,10 @@ const unscheduled = (pods: Pod[]): string[] => pods.filter((p) => !isPodTerminat
  * spec.nodeName (kubernetes #95767) and stale selected nodes (kubernetes #112347).
  */
 export function decideClaim(claim: PersistentVolumeClaim, world: BinderWorld): BinderAction[] {
-  // Upstream syncs a claim being deleted like any other; nothing it would write matters any more,
-  // and writing only races the protection controller's removal of the finalizer.
-  if (claim.metadata?.deletionTimestamp) return [];
+  // A claim being deleted is synced like any other, as upstream does: a pod may still use it (the
+  // protection controller keeps it), and its volume must stay bound to it meanwhile.
+  const migration = claimMigrationChange(claim);
+  if (migration) return [{ kind: 'annotateClaim', claim, ...migration }];
   if (claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined) return decideBoundClaim(claim, world);
   if (claim.spec?.volumeName) return decidePreBoundClaim(claim, world);
   return decideUnboundClaim(claim, world);
@@ -56,13 +55,8 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
     if (def?.metadata?.name) return [{ kind: 'setClaimClass', claim, storageClassName: def.metadata.name }];
   }
   if (delay && selected === undefined) {
-    if (placed) return provisionForNodeName(claim, sc!, placed);
-    const waiting = unscheduled(world.podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? ''));
-    const wait =
-      waiting.length === 0
-        ? event(claim, 'Normal', Reasons.WaitForFirstConsumer, 'waiting for first consumer to be created before binding')
-        : event(claim, 'Normal', Reasons.WaitForPodScheduled, waiting.length === 1 ? `waiting for pod ${waiting[0]} to be scheduled` : `waiting for pods ${waiting.join(',')} to be scheduled`);
-    return [wait, ...pendingStatus(claim)];
+    if (placed) return provisionForNodeName(claim, sc!, placed, world);
+    return waitForConsumer(claim, world);
   }
   if (cls !== '') {
     const check = delay && selected !== undefined ? checkSelectedNode(claim, selected, sc, world) : [];

@@ -4,6 +4,7 @@ import type { BinderAction } from './actions.js';
 import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, Reasons } from './annotations.js';
 import type { BinderWorld } from './binder-world.js';
 import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';
+import { volumeMigrationChange } from './csi-migration.js';
 import { reclaim } from './reclaim-volume.js';
 
 const phaseIs = (v: PersistentVolume, phase: string): BinderAction[] => (v.status?.phase === phase ? [] : [{ kind: 'volumePhase', volume: v, phase: phase as 'Available' }]);
@@ -15,13 +16,15 @@ const phaseIs = (v: PersistentVolume, phase: string): BinderAction[] => (v.statu
  * Terminating volume would keep its protection finalizer forever and its backend volume would leak.
  */
 export function decideVolume(volume: PersistentVolume, world: BinderWorld): BinderAction[] {
+  const migration = volumeMigrationChange(volume);
+  if (migration) return [{ kind: 'updateVolumeMeta', volume, ...migration }];
   const ref = volume.spec?.claimRef;
   // Unused, or pre-bound by name only (reserved for a claim whose sync will bind it).
   if (!ref || !ref.uid) return phaseIs(volume, 'Available');
 
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
   // Gone, or re-created under the same name: the actuator confirms it on the server before Released.
-  if (!claim || claim.metadata?.uid !== ref.uid) return release(volume);
+  if (!claim || claim.metadata?.uid !== ref.uid) return release(volume, world, !claim);
 
   const claimVolume = claim.spec?.volumeName ?? '';
   if (claimVolume === '') {
@@ -38,13 +41,13 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   // The claim is bound to another volume. One provisioned for it with Delete is not needed any more:
   // released to its deleter. Otherwise undo the binding: a claimRef the controller made goes; a
   // user's pre-binding keeps the claim's name and loses only the uid.
-  if (volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec?.persistentVolumeReclaimPolicy === 'Delete') return release(volume);
+  if (volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec?.persistentVolumeReclaimPolicy === 'Delete') return release(volume, world, false);
   return [{ kind: 'unbindVolume', volume, keepClaimRef: volume.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined }];
 }
 
 /** Released (not over Failed: the user should see what went wrong), then the reclaim policy. */
-function release(volume: PersistentVolume): BinderAction[] {
+function release(volume: PersistentVolume, world: BinderWorld, claimGone: boolean): BinderAction[] {
   const phase = volume.status?.phase;
   const released: BinderAction[] = phase === 'Released' || phase === 'Failed' ? [] : [{ kind: 'volumePhase', volume, phase: 'Released' }];
-  return [...released, ...reclaim(volume)];
+  return [...released, ...reclaim(volume, world, claimGone)];
 }

@@ -47,15 +47,14 @@ function freeFor(claim: PersistentVolumeClaim, v: PersistentVolume, opts: MatchO
 const byName = (a: PersistentVolume, b: PersistentVolume): number => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1);
 
 /**
- * The pre-bound volume for the claim, if any: the claim's whatever its class, selector or phase,
- * as upstream. 'none' when no volume names the claim and fits; 'unreachable' when some do but none
- * can be reached from the consumer's node (then no other volume may be chosen either). Unlike
- * upstream, an unreachable one does not hide a reachable one.
+ * The pre-bound volume for the claim, if any: the claim's whatever its class, selector, phase or
+ * node affinity, as upstream. With several, the first the consumer's node can reach (upstream takes
+ * whichever it meets first); if it can reach none, still the first by name: a pre-binding is an
+ * instruction, and neither another volume nor a new one may take its place.
  */
-function preBoundChoice(claim: PersistentVolumeClaim, volumes: PersistentVolume[], opts: MatchOptions, want: number): PersistentVolume | 'none' | 'unreachable' {
+function preBoundChoice(claim: PersistentVolumeClaim, volumes: PersistentVolume[], opts: MatchOptions, want: number): PersistentVolume | undefined {
   const named = volumes.filter((v) => isPreBoundTo(v, claim) && fits(claim, v, want)).sort(byName);
-  if (named.length === 0) return 'none';
-  return named.find((v) => !opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node)) ?? 'unreachable';
+  return named.find((v) => !opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node)) ?? named[0];
 }
 
 /**
@@ -72,8 +71,7 @@ export function findMatchingVolume(claim: PersistentVolumeClaim, candidates: Ite
   if (want === undefined) return undefined;
   const volumes = [...candidates];
   const pre = preBoundChoice(claim, volumes, opts, want);
-  if (pre === 'unreachable') return undefined;
-  if (pre !== 'none') return pre;
+  if (pre) return pre;
   if (opts.delayBinding && !opts.node) return undefined;
   for (const group of groupsForClaim(volumes.map((v) => accessModesKey(v.spec?.accessModes)), claim.spec?.accessModes)) {
     let best: PersistentVolume | undefined;
@@ -106,8 +104,7 @@ export function findBestVolume(claim: PersistentVolumeClaim, world: VolumeCandid
   const want = requestedBytes(claim);
   if (want === undefined) return undefined;
   const pre = preBoundChoice(claim, world.preBoundVolumes(claim.metadata?.namespace ?? '', claim.metadata?.name ?? ''), opts, want);
-  if (pre === 'unreachable') return undefined;
-  if (pre !== 'none') return pre;
+  if (pre) return pre;
   if (opts.delayBinding && !opts.node) return undefined;
   const cls = claimClass(claim);
   for (const group of groupsForClaim(world.accessModeGroups(cls), claim.spec?.accessModes)) {

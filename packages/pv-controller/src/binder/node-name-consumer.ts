@@ -1,10 +1,11 @@
 import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { ANN_SELECTED_NODE, Reasons } from './annotations.js';
+import { ANN_SELECTED_NODE, NO_PROVISIONER, Reasons } from './annotations.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
 import { allowedTopologiesMatch, isLivePod } from './selected-node-checks.js';
+import { waitForConsumer } from './wait-for-consumer.js';
 
 export interface NodeNameConsumer {
   pod: Pod;
@@ -34,13 +35,14 @@ export function nodeNameConsumer(claim: PersistentVolumeClaim, world: BinderWorl
  * No volume on the hand-placed pod's node: select that node for provisioning, as the scheduler
  * would have. A node outside the class's allowedTopologies can never get a volume: say so once
  * (the Event recorder aggregates repeats) and select nothing, instead of selecting a node that the
- * selected-node check would later remove again. A node not seen yet: wait as upstream does.
+ * selected-node check would later remove again. A class that does not provision
+ * (kubernetes.io/no-provisioner, local volumes) gets no selected node either: the claim keeps
+ * waiting, as upstream, and a volume on that node is bound when it appears. A node not seen yet:
+ * wait as upstream does.
  */
-export function provisionForNodeName(claim: PersistentVolumeClaim, sc: StorageClass, placed: NodeNameConsumer): BinderAction[] {
+export function provisionForNodeName(claim: PersistentVolumeClaim, sc: StorageClass, placed: NodeNameConsumer, world: BinderWorld): BinderAction[] {
   const pod = placed.pod.metadata?.name;
-  if (!placed.node) {
-    return [event(claim, 'Normal', Reasons.WaitForFirstConsumer, 'waiting for first consumer to be created before binding'), ...pendingStatus(claim)];
-  }
+  if (!placed.node || sc.provisioner === NO_PROVISIONER) return waitForConsumer(claim, world);
   if (!allowedTopologiesMatch(sc.allowedTopologies, placed.node)) {
     return [
       event(claim, 'Warning', Reasons.NodeNameNotAllowed, `pod ${pod} was placed on node "${placed.nodeName}" with spec.nodeName, outside the allowedTopologies of StorageClass "${sc.metadata?.name}": no volume of this class can be provisioned there`),

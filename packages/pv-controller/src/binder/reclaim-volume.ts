@@ -1,7 +1,9 @@
+import { isPodTerminated } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, Reasons } from './annotations.js';
+import type { BinderWorld } from './binder-world.js';
 
 /** Failed with a Warning, only when the phase changes (upstream's updateVolumePhaseWithEvent). */
 function failed(volume: PersistentVolume, reason: string, message: string): BinderAction[] {
@@ -31,7 +33,7 @@ function deleterProblem(volume: PersistentVolume): string | undefined {
  * ends in Failed. Re-run on every sync, Failed included, as upstream; the writes only happen on a
  * phase change, so a Failed volume stays as it is.
  */
-export function reclaim(volume: PersistentVolume): BinderAction[] {
+export function reclaim(volume: PersistentVolume, world: BinderWorld, claimGone: boolean): BinderAction[] {
   if (volume.metadata?.annotations?.[ANN_MIGRATED_TO]) return [];
   switch (volume.spec?.persistentVolumeReclaimPolicy ?? 'Retain') {
     case 'Retain':
@@ -40,8 +42,16 @@ export function reclaim(volume: PersistentVolume): BinderAction[] {
       const problem = deleterProblem(volume);
       return problem ? failed(volume, Reasons.VolumeFailedDelete, problem) : [];
     }
-    case 'Recycle':
+    case 'Recycle': {
+      // Upstream's recycleVolumeOperation first refuses while a pod still names the (gone) claim.
+      const ref = volume.spec?.claimRef;
+      const users = claimGone ? world.podsUsingClaim(ref?.namespace ?? '', ref?.name ?? '').filter((p) => !isPodTerminated(p)) : [];
+      if (users.length > 0) {
+        const names = users.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).sort();
+        return [event(volume, 'Normal', Reasons.VolumeFailedRecycle, `Volume is used by pods: ${names.join(',')}`)];
+      }
       return failed(volume, Reasons.VolumeFailedRecycle, 'No recycler plugin found for the volume!');
+    }
     default:
       return failed(volume, Reasons.VolumeUnknownReclaimPolicy, 'Volume has unrecognized PersistentVolumeReclaimPolicy');
   }

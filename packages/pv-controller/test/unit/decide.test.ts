@@ -27,6 +27,8 @@ export function summary(actions: BinderAction[]): string[] {
         return `requeueAfter ${a.ms}`;
       case 'noteSelectedNodeIssue':
         return `note ${a.issue ?? 'none'}`;
+      case 'updateVolumeMeta':
+        return `volumeMeta ${Object.entries(a.set ?? {}).map(([k, v]) => `${k}=${v}`).join(',')}${a.remove?.length ? ` -${a.remove.join(',')}` : ''}${a.removeFinalizers?.length ? ` -finalizer ${a.removeFinalizers.join(',')}` : ''}`;
     }
   });
 }
@@ -94,6 +96,20 @@ function nodeNameCases(): ClaimCase[] {
     { name: 'a Failed pod does not pin the claim', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1', 'Failed')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'node outside allowedTopologies: one Warning, nothing selected', claim: c, w: { ...base, classes: [limited], pods: [pod('p', 'c', 'n1')] }, want: ['event Warning NodeNotAllowedByStorageClass'] },
     { name: 'node not seen yet: wait as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
+    { name: 'node not seen yet, another pod unscheduled: WaitForPodScheduled as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1'), pod('q', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
+    { name: 'a class that does not provision: no selected node, wait as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
+    {
+      name: 'a class that does not provision: the volume on that node is bound when it appears',
+      claim: claim('c', '1Gi', { storageClassName: 'local' }),
+      w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')], volumes: [vol('on-a', '1Gi', { storageClassName: 'local', nodeAffinity: zoneA })] },
+      want: ['bindVolume on-a', 'bindClaim on-a'],
+    },
+    {
+      name: 'a single pre-bound volume its node cannot reach is still the claim\'s (upstream binds it; nothing else may take its place)',
+      claim: c,
+      w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB, claimRef: { namespace: 'ns', name: 'c' } })] },
+      want: ['bindVolume far', 'bindClaim far'],
+    },
     {
       name: 'an unreachable pre-bound volume does not hide a reachable one',
       claim: c,
@@ -142,10 +158,17 @@ describe('decideClaim', function () {
     { name: 'bound claim, consistent: nothing', claim: { ...claim('c', '1Gi', { volumeName: 'v', annotations: bound }), status: { phase: 'Bound', capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'] } }, w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, phase: 'Bound' })] }, want: [] },
     { name: 'bound claim with a capacity other than its volume: not rewritten', claim: { ...claim('c', '1Gi', { volumeName: 'v', annotations: bound }), status: { phase: 'Bound', capacity: { storage: '900Mi' }, accessModes: ['ReadWriteOnce'] } }, w: { volumes: [vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, phase: 'Bound' })] }, want: [] },
     { name: 'bound claim whose volume lost its claimRef: rebinds', claim: claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' }), w: { volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'claimPhase Bound'] },
-    { name: 'claim being deleted: nothing', claim: { ...claim('c', '1Gi'), metadata: { ...claim('c', '1Gi').metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }, w: { volumes: [vol('v', '1Gi')] }, want: [] },
+    { name: 'claim being deleted is synced like any other (a pod may still hold it)', claim: { ...claim('c', '1Gi'), metadata: { ...claim('c', '1Gi').metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }, w: { volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'bindClaim v'] },
+    { name: 'bound claim being deleted whose volume lost its claimRef: bound again, not left for another claim', claim: { ...claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' }), metadata: { ...claim('c', '1Gi').metadata, annotations: bound, deletionTimestamp: '2026-01-01T00:00:00Z' } }, w: { volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'claimPhase Bound'] },
+    // CSI migration (KEP-625): a migrated in-tree provisioner is asked for by its CSI driver's name.
+    { name: 'class of a migrated in-tree provisioner: provisioning asked of its CSI driver', claim: claim('c', '1Gi', { storageClassName: 'gp2' }), w: { classes: [sc('gp2', { provisioner: 'kubernetes.io/aws-ebs' })] }, want: ['annotate volume.kubernetes.io/storage-provisioner,volume.beta.kubernetes.io/storage-provisioner', 'event Normal ExternalProvisioning'] },
+    { name: 'claim annotated for a migrated in-tree provisioner gets migrated-to first', claim: claim('c', '1Gi', { storageClassName: 'gp2', annotations: { 'volume.kubernetes.io/storage-provisioner': 'kubernetes.io/aws-ebs' } }), w: { classes: [sc('gp2', { provisioner: 'kubernetes.io/aws-ebs' })] }, want: ['annotate pv.kubernetes.io/migrated-to'] },
+    { name: 'claim with a stale migrated-to for a CSI provisioner: removed', claim: claim('c', '1Gi', { storageClassName: 'fast', annotations: { 'volume.kubernetes.io/storage-provisioner': 'example.com/csi', 'pv.kubernetes.io/migrated-to': 'x' } }), w: { classes: [sc('fast')] }, want: ['annotate  -pv.kubernetes.io/migrated-to'] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideClaim(c.claim, world(c.w)))).to.deep.equal(c.want));
 });
+
+const withFinalizers = (v: ReturnType<typeof vol>, finalizers: string[]): ReturnType<typeof vol> => ({ ...v, metadata: { ...v.metadata, finalizers } });
 
 describe('decideVolume', function () {
   const ref = { namespace: 'ns', name: 'c', uid: 'uid-c' };
@@ -165,7 +188,7 @@ describe('decideVolume', function () {
     { name: 'claim gone, Delete, static CSI volume: Released, left to the CSI deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi }), w: {}, want: ['volumePhase Released'] },
     { name: 'claim gone, Delete, migrated volume: Released, left to CSI', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/migrated-to': 'pd.csi.storage.gke.io' } }), w: {}, want: ['volumePhase Released'] },
     { name: 'claim gone, Delete, no deleter: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete' }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
-    { name: 'claim gone, Delete, in-tree provisioner: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/gce-pd' } }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
+    { name: 'claim gone, Delete, an in-tree provisioner that was not migrated: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/host-path' } }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
     { name: 'claim gone, Recycle: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Released', persistentVolumeReclaimPolicy: 'Recycle' }), w: {}, want: ['volumePhase Failed', 'event Warning VolumeFailedRecycle'] },
     { name: 'claim gone, unknown policy: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Released', persistentVolumeReclaimPolicy: 'Shred' }), w: {}, want: ['volumePhase Failed', 'event Warning VolumeUnknownReclaimPolicy'] },
     { name: 'Failed is re-evaluated and stays Failed (no repeat Event)', v: vol('v', '1Gi', { claimRef: ref, phase: 'Failed', persistentVolumeReclaimPolicy: 'Recycle' }), w: {}, want: [] },
@@ -175,6 +198,15 @@ describe('decideVolume', function () {
     { name: 'claim went elsewhere, provisioned with Delete: Released to its deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { ...provisioned, ...byController } }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: ['volumePhase Released'] },
     { name: 'claim went elsewhere, provisioned with Retain: unbound', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Retain', annotations: { ...provisioned, ...byController } }), w: { claims: [claim('c', '1Gi', { volumeName: 'other' })] }, want: ['unbindVolume'] },
     { name: 'being deleted without a claim: synced like any other', v: vol('v', '1Gi', { deleting: true, phase: 'Pending' }), w: {}, want: ['volumePhase Available'] },
+    { name: 'claim gone, Recycle, a pod still names the claim: Normal event, stays Released', v: vol('v', '1Gi', { claimRef: ref, phase: 'Released', persistentVolumeReclaimPolicy: 'Recycle' }), w: { pods: [pod('p', 'c', 'n1', 'Running')] }, want: ['event Normal VolumeFailedRecycle'] },
+    {
+      name: 'provisioned by a migrated in-tree plugin: migrated-to set and the in-tree finalizer removed, first',
+      v: withFinalizers(vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/gce-pd' } }), ['kubernetes.io/pv-controller', 'kubernetes.io/pv-protection']),
+      w: {},
+      want: ['volumeMeta pv.kubernetes.io/migrated-to=pd.csi.storage.gke.io -finalizer kubernetes.io/pv-controller'],
+    },
+    { name: 'migrated volume, claim gone, Delete: Released and left to the CSI driver', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/aws-ebs', 'pv.kubernetes.io/migrated-to': 'ebs.csi.aws.com' } }), w: {}, want: ['volumePhase Released'] },
+    { name: 'stale migrated-to on a CSI-provisioned volume: removed', v: vol('v', '1Gi', { annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/csi', 'pv.kubernetes.io/migrated-to': 'x' } }), w: {}, want: ['volumeMeta  -pv.kubernetes.io/migrated-to'] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideVolume(c.v, world(c.w)))).to.deep.equal(c.want));
 });

@@ -153,7 +153,7 @@ export class ScenarioContext {
   async node(short: string, labels: Record<string, string> = {}, ready = true): Promise<string> {
     const name = this.name(short);
     if (ready) await createReadyNode(this.admin, name, { [SCENARIO_LABEL]: this.id, ...labels });
-    else await this.admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [SCENARIO_LABEL]: this.id, ...labels } } });
+    else await this.admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name, [SCENARIO_LABEL]: this.id, ...labels } } });
     return name;
   }
 

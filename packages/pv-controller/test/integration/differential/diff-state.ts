@@ -8,6 +8,7 @@ export const COMPARED_ANNOTATIONS = [
   'volume.kubernetes.io/selected-node',
   'volume.kubernetes.io/storage-provisioner',
   'volume.beta.kubernetes.io/storage-provisioner',
+  'pv.kubernetes.io/migrated-to',
 ] as const;
 
 /** How a claimRef to the scenario's own namespace is shown (the namespace name itself is per run). */
@@ -35,6 +36,8 @@ export interface VolumeState {
   /** Whom the volume points at, and whether the uid is that of the claim now under that name. */
   claimRef: { namespace?: string; name?: string; uid: 'current claim' | 'another claim' | 'none' } | null;
   annotations: Record<string, string>;
+  /** Sorted; the protection and CSI-migration finalizers are part of what the binders keep. */
+  finalizers: string[];
   terminating: boolean;
   events: string[];
 }
@@ -119,6 +122,7 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
           }
         : null,
       annotations: pick(v.metadata?.annotations),
+      finalizers: [...(v.metadata?.finalizers ?? [])].sort(),
       terminating: !!v.metadata?.deletionTimestamp,
       events: reasonsFor(view.events, 'PersistentVolume', '', name),
     };

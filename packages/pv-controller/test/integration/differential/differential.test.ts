@@ -13,7 +13,7 @@ import { withoutEvents } from './scenario.js';
 import type { Scenario } from './scenario.js';
 import { delayedScenarios, nodeNameScenarios } from './scenarios-delayed.js';
 import { deletionScenarios } from './scenarios-deletion.js';
-import { classScenarios, provisioningScenarios } from './scenarios-provisioning.js';
+import { classScenarios, migrationScenarios, provisioningScenarios } from './scenarios-provisioning.js';
 import { reclaimScenarios } from './scenarios-reclaim.js';
 import { namedVolumeScenarios, staticScenarios } from './scenarios-static.js';
 import { boundClaimScenarios, claimElsewhereScenarios, claimStatusScenarios, preBoundVolumeScenarios } from './scenarios-volume-side.js';
@@ -28,6 +28,7 @@ const ALL_SCENARIOS: Scenario[] = [
   ...claimElsewhereScenarios,
   ...reclaimScenarios,
   ...provisioningScenarios,
+  ...migrationScenarios,
   ...classScenarios,
   ...delayedScenarios,
   ...nodeNameScenarios,

@@ -197,6 +197,34 @@ export const nodeNameScenarios: Scenario[] = [
     },
   },
   {
+    name: 'spec.nodeName: a single volume pre-bound to the claim that the pod\'s node cannot reach is bound all the same',
+    async run(s) {
+      const late = await s.storageClass('late', { delayed: true });
+      const n1 = await s.node('n1', { 'topology.kubernetes.io/zone': 'a' }, false);
+      await s.pv('far', '1Gi', { class: late, claimRef: { claim: 'c', withUid: false }, nodeAffinity: affinity('topology.kubernetes.io/zone', ['b']) });
+      await s.pod('p', ['c'], { nodeName: n1 });
+      await s.settle();
+      await s.pvc('c', '1Gi', { class: late });
+    },
+    expect: (st) => claimIs(st, 'c', { phase: 'Bound', volumeName: 'far', annotations: { 'pv.kubernetes.io/bind-completed': 'yes', 'pv.kubernetes.io/bound-by-controller': 'yes' } }),
+  },
+  {
+    name: 'spec.nodeName: a pod on a node, a class that does not provision, and a volume created on that node later',
+    async run(s) {
+      const local = await s.storageClass('local', { delayed: true, provisioner: 'kubernetes.io/no-provisioner' });
+      const n1 = await s.node('n1', {}, false);
+      await s.pod('p', ['c'], { nodeName: n1 });
+      await s.settle();
+      await s.pvc('c', '1Gi', { class: local });
+      await s.settle();
+      await s.pv('on-n1', '1Gi', { class: local, local: true, nodeAffinity: affinity(HOSTNAME, [n1]) });
+    },
+    divergence: {
+      upstream: (st) => claimIs(st, 'c', { phase: 'Pending', annotations: {}, events: ['WaitForFirstConsumer'] }),
+      topovol: (st) => claimIs(st, 'c', { phase: 'Bound', volumeName: 'on-n1', annotations: { 'pv.kubernetes.io/bind-completed': 'yes', 'pv.kubernetes.io/bound-by-controller': 'yes' }, events: ['WaitForFirstConsumer'] }),
+    },
+  },
+  {
     name: 'spec.nodeName: a pod placed on a node that joins later',
     async run(s) {
       const late = await s.storageClass('late', { delayed: true });

@@ -39,6 +39,24 @@ export const deletionScenarios: Scenario[] = [
     },
   },
   {
+    name: 'deletion: a Terminating claim a pod still uses gets its volume back when the volume loses its claimRef',
+    async run(s) {
+      const n1 = await s.node('n1', {}, false);
+      await bound(s);
+      await s.pod('p', ['c'], { nodeName: n1 });
+      await s.settle();
+      await s.deleteClaim('c');
+      await s.settle();
+      await s.editVolume('v', (v) => {
+        delete v.spec!.claimRef;
+      });
+    },
+    expect(st) {
+      claimIs(st, 'c', { phase: 'Bound', terminating: true, volumeName: 'v' });
+      volumeIs(st, 'v', { phase: 'Bound', claimRef: boundRef('c') });
+    },
+  },
+  {
     name: 'deletion: a bound volume stays Terminating and Bound while its claim exists',
     async run(s) {
       await bound(s);

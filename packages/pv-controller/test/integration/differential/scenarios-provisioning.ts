@@ -54,6 +54,38 @@ export const provisioningScenarios: Scenario[] = [
   },
 ];
 
+/** CSI migration (KEP-625): in-tree provisioner names are served by CSI drivers. */
+export const migrationScenarios: Scenario[] = [
+  {
+    name: 'CSI migration: a class of a migrated in-tree provisioner asks its CSI driver',
+    async run(s) {
+      await s.storageClass('gp2', { provisioner: 'kubernetes.io/aws-ebs' });
+      await s.pvc('c', '1Gi', { class: s.name('gp2') });
+    },
+    expect: (st) => claimIs(st, 'c', { annotations: { [STORAGE_PROVISIONER]: 'ebs.csi.aws.com', [BETA_STORAGE_PROVISIONER]: 'ebs.csi.aws.com' }, events: ['ExternalProvisioning'] }),
+  },
+  {
+    name: 'CSI migration: a claim annotated with the in-tree provisioner ends with its CSI driver',
+    async run(s) {
+      await s.storageClass('gp2', { provisioner: 'kubernetes.io/aws-ebs' });
+      await s.pvc('c', '1Gi', { class: s.name('gp2'), annotations: { [STORAGE_PROVISIONER]: 'kubernetes.io/aws-ebs', [BETA_STORAGE_PROVISIONER]: 'kubernetes.io/aws-ebs' } });
+    },
+    expect: (st) => claimIs(st, 'c', { annotations: { [STORAGE_PROVISIONER]: 'ebs.csi.aws.com', [BETA_STORAGE_PROVISIONER]: 'ebs.csi.aws.com' } }),
+  },
+  {
+    name: 'CSI migration: a released volume of a migrated in-tree provisioner is left to its CSI driver',
+    async run(s) {
+      await s.storageClass('gp2', { provisioner: 'kubernetes.io/aws-ebs' });
+      await s.pvc('c', '1Gi', { class: s.name('gp2') });
+      await s.settle();
+      await s.pv('v', '1Gi', { class: s.name('gp2'), policy: 'Delete', claimRef: { claim: 'c', withUid: true }, annotations: { [PROVISIONED_BY]: 'kubernetes.io/aws-ebs' }, finalizers: ['kubernetes.io/pv-controller'] });
+      await s.settle();
+      await s.deleteClaim('c');
+    },
+    expect: (st) => volumeIs(st, 'v', { phase: 'Released', annotations: { [PROVISIONED_BY]: 'kubernetes.io/aws-ebs', 'pv.kubernetes.io/migrated-to': 'ebs.csi.aws.com' }, events: [] }),
+  },
+];
+
 /** StorageClass "" against unset, and the default class (KEP-3333, retroactive assignment). */
 export const classScenarios: Scenario[] = [
   {

@@ -51,6 +51,21 @@ export const reclaimScenarios: Scenario[] = [
     expect: (st) => volumeIs(st, 'v', { phase: 'Failed', events: ['VolumeFailedRecycle'] }),
   },
   {
+    name: 'claim removed, Recycle, while a pod still names the claim: Released, the recycle waits',
+    async run(s) {
+      const n1 = await s.node('n1', {}, false);
+      await s.pv('v', '1Gi', { policy: 'Recycle' });
+      await s.settle();
+      await s.pvc('c', '1Gi');
+      await s.settle();
+      await s.pod('p', ['c'], { nodeName: n1 });
+      await s.settle();
+      // Past the claim's protection, as an administrator forcing it would.
+      await s.deleteClaim('c', { force: true });
+    },
+    expect: (st) => volumeIs(st, 'v', { phase: 'Released', events: ['VolumeFailedRecycle'] }),
+  },
+  {
     name: 'Failed volume stays Failed after its policy is changed to Retain',
     async run(s) {
       await releaseAfterBinding(s, { policy: 'Delete', ...local(s) });

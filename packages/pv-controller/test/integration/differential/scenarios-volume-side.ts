@@ -129,6 +129,22 @@ export const boundClaimScenarios: Scenario[] = [
     },
   },
   {
+    name: 'bound claim whose volume\'s claimRef names another namespace: repaired',
+    async run(s) {
+      await s.pv('v', '1Gi');
+      await s.settle();
+      await s.pvc('c', '1Gi');
+      await s.settle();
+      await s.editVolume('v', (v) => {
+        v.spec!.claimRef!.namespace = 'elsewhere';
+      });
+    },
+    expect(st) {
+      claimIs(st, 'c', { phase: 'Bound', volumeName: 'v' });
+      volumeIs(st, 'v', { phase: 'Bound', claimRef: boundRef('c') });
+    },
+  },
+  {
     name: 'bound claim whose volume lost its claimRef: bound again',
     async run(s) {
       await s.pv('v', '1Gi');
