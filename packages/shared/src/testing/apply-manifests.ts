@@ -41,9 +41,10 @@ function* manifestObjects(files: string[], purpose: string): Generator<{ doc: Ku
 }
 
 /** Creates every object in the YAML files of the well-known kinds (as `kubectl create`), skipping existing ones. */
-export async function applyManifests(client: KubeClient, files: string[]): Promise<KubeObject[]> {
+export async function applyManifests(client: KubeClient, files: string[], only: (doc: KubeObject) => boolean = () => true): Promise<KubeObject[]> {
   const created: KubeObject[] = [];
   for (const { doc, r } of manifestObjects(files, 'demo knows how to create')) {
+    if (!only(doc)) continue;
     if (r.namespaced) doc.metadata = { namespace: 'default', ...doc.metadata };
     try {
       created.push(await client.create(r, doc));

@@ -10,6 +10,7 @@ import { installCrds } from './install-crds.js';
 import { ManagedProcess } from './managed-process.js';
 import { repoRoot } from './repo-root.js';
 import { createReadyNode } from './ready-node.js';
+import { eventually } from './eventually.js';
 import { CsiTestDriver } from './csi-test-driver/csi-test-driver.js';
 import type { CSIDriver, CSINode, StorageClass } from '../types/wire.js';
 import type { KubeObject } from '../informer/object-key.js';
@@ -81,7 +82,12 @@ async function main(): Promise<void> {
   await cp.start();
   const admin = cp.adminClient();
   await installCrds(admin);
-  const samples = await applyManifests(admin, yamlFiles(path.join(root, 'config', 'samples')));
+  const sampleFiles = yamlFiles(path.join(root, 'config', 'samples'));
+  const isClaim = (o: KubeObject): boolean => o.kind === 'PersistentVolumeClaim';
+  // Claims come once the binder has made the sample volumes Available: as with
+  // kube-controller-manager, only Available volumes are candidates, so a claim created with brand
+  // new volumes could take whichever one happened to be ready first, not the smallest.
+  const samples = await applyManifests(admin, sampleFiles, (o) => !isClaim(o));
   const driver = await demoDriver(admin, cp.dir);
   // The README's ports; a test running the demo next to other suites moves them.
   const metricsAddr = process.env.TOPOVOL_DEMO_METRICS_ADDRESS ?? '127.0.0.1:8080';
@@ -94,6 +100,11 @@ async function main(): Promise<void> {
       '--controllers=*,zonal-pv-upgrade,capacity,rollback', `--csi-address=${driver.endpoint}`, '--capacity-namespace=default', '--capacity-ownerref-level=-1', '--capacity-poll-interval=30s'],
     logFile: path.join(cp.dir, 'manager.log'),
   });
+  await eventually(async () => {
+    const free = (await admin.list<PersistentVolume>(Resources.persistentVolumes)).items.filter((v) => !v.spec?.claimRef);
+    if (free.some((v) => v.status?.phase !== 'Available')) throw new Error('sample volumes not Available yet');
+  }, 120_000);
+  samples.push(...(await applyManifests(admin, sampleFiles, isClaim)));
   process.stdout.write(
     [
       '',
