@@ -2,20 +2,25 @@ import type { ControllerDescriptor } from '@topovol/shared';
 import { setupRollback } from './rollback/rollback-controller.js';
 import { rollbackFlags } from './rollback/rollback-flags.js';
 
-/** Volume provisioning rollback (seed 004), issue #6. */
+/** Volume provisioning rollback (kubernetes #94217): see docs/rollback.md. */
 export const rollbackDescriptor: ControllerDescriptor = {
   name: 'rollback',
   description: 'undoes still-unused volumes when a pod has to move to another node',
-  // Opt-in: it deletes and recreates claims, which an operator should choose knowingly.
+  // Opt-in: it deletes and re-creates claims, which an operator should choose knowingly.
   disabledByDefault: true,
   flags: rollbackFlags,
   rbac: [
-    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['list', 'watch', 'patch'] },
+    // get: the volume's mark re-read from the server right before a claim is deleted.
+    { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
-    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'patch'] },
+    // get: the pod re-read right before a claim is deleted (not once it is scheduled).
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
     { apiGroups: ['storage.k8s.io'], resources: ['volumeattachments'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
+    // The rollbacks it records, advances, and forgets after --rollback-history-ttl.
+    { apiGroups: ['topovol.io'], resources: ['provisioningrollbacks'], verbs: ['list', 'watch', 'create', 'delete'] },
+    { apiGroups: ['topovol.io'], resources: ['provisioningrollbacks/status'], verbs: ['update'] },
   ],
   setup: setupRollback,
 };

@@ -1,19 +1,14 @@
 import type { PersistentVolumeClaim } from '@topovol/shared';
+import type { ClaimTemplate } from './intent/provisioning-rollback.js';
 import { ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER } from './marks.js';
 
-/** A claim to recreate after its deletion, and the uid of the one it replaces. */
-export interface ClaimTemplate {
-  replacesUid: string;
-  claim: PersistentVolumeClaim;
-}
-
-/** Binding and scheduling state that must not survive into the recreated claim. */
-const DROPPED_ANNOTATIONS = [ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER];
+/** Binding and scheduling state that must not survive into the re-created claim. */
+const DROPPED_ANNOTATIONS = [ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER, 'pv.kubernetes.io/migrated-to'];
 
 /**
- * The claim as it will be recreated: same name, labels, annotations (minus binding and
- * selected-node), owner references and spec minus volumeName; no status. The spec is immutable,
- * so recreation is the only way back to Pending.
+ * The claim as it will be re-created, taken from the claim itself: labels, annotations (minus
+ * binding and selected-node), owner references and spec minus volumeName. No name or namespace:
+ * those come from the rollback's own record of the claim and the pod, never from the template.
  */
 export function claimTemplate(c: PersistentVolumeClaim): ClaimTemplate {
   const annotations = { ...c.metadata?.annotations };
@@ -21,33 +16,21 @@ export function claimTemplate(c: PersistentVolumeClaim): ClaimTemplate {
   const spec = structuredClone(c.spec ?? {});
   delete spec.volumeName;
   return {
-    replacesUid: c.metadata?.uid ?? '',
-    claim: {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: {
-        name: c.metadata?.name,
-        namespace: c.metadata?.namespace,
-        labels: c.metadata?.labels,
-        annotations: Object.keys(annotations).length > 0 ? annotations : undefined,
-        ownerReferences: c.metadata?.ownerReferences,
-      },
-      spec,
+    metadata: {
+      labels: c.metadata?.labels,
+      annotations: Object.keys(annotations).length > 0 ? annotations : undefined,
+      ownerReferences: c.metadata?.ownerReferences,
     },
+    spec,
   };
 }
 
-export function encodeTemplates(t: ClaimTemplate[]): string {
-  return JSON.stringify(t);
-}
-
-/** Tolerates a damaged annotation (someone edited it): nothing to recreate rather than a crash. */
-export function decodeTemplates(s: string | undefined): ClaimTemplate[] {
-  if (!s) return [];
-  try {
-    const v = JSON.parse(s) as unknown;
-    return Array.isArray(v) ? (v as ClaimTemplate[]).filter((t) => typeof t?.replacesUid === 'string' && typeof t.claim?.metadata?.name === 'string') : [];
-  } catch {
-    return [];
-  }
+/** The claim to create: the template under its recorded name, in the pod's namespace. */
+export function claimFromTemplate(t: ClaimTemplate, namespace: string, name: string): PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace, labels: t.metadata.labels, annotations: t.metadata.annotations, ownerReferences: t.metadata.ownerReferences },
+    spec: structuredClone(t.spec),
+  };
 }

@@ -1,8 +1,10 @@
+import { claimNamesOfPod } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_SELECTED_NODE, ANN_USED_BECAUSE, usageOf } from './marks.js';
-import { nodeRejectsPod } from './node-rejects-pod.js';
+import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
+import { cannotRunOn } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { podMayHaveRun, usedEvidence } from './usage-evidence.js';
+import { workloadOf } from './workload.js';
 
 export interface PinnedClaim {
   claim: PersistentVolumeClaim;
@@ -12,89 +14,103 @@ export interface PinnedClaim {
 
 export type RollbackDecision =
   | { kind: 'none' }
-  /** Stuck, but within the grace period: look again later. */
-  | { kind: 'wait'; ms: number; why: string }
+  /** Stuck, but not yet decided (or backing off): look again later. `firstSeen` is a fact to remember. */
+  | { kind: 'wait'; ms: number; why: string; firstSeen?: number }
   /** Stuck, but a rollback cannot be justified: say why, touch nothing. */
-  | { kind: 'refuse'; why: string; pinned: PinnedClaim[] }
-  | { kind: 'rollback'; why: string; pinned: PinnedClaim[] };
+  | { kind: 'refuse'; why: string }
+  /** Stuck, and this workload has had its share of rollbacks. */
+  | { kind: 'limit'; why: string }
+  | { kind: 'rollback'; why: string; pinned: PinnedClaim[]; attempt: number; evidenceTime: number };
 
-const claimsOf = (p: Pod): string[] => (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : []));
-
-/** The claims of the pod bound to volumes we marked unused, with the node each was provisioned for. */
+/** The claims of the pod bound to volumes we marked, with the node each was provisioned for. */
 function pinnedClaims(pod: Pod, world: RollbackWorld): PinnedClaim[] {
   const ns = pod.metadata?.namespace ?? '';
-  return claimsOf(pod).flatMap((name) => {
+  return claimNamesOfPod(pod).flatMap((name) => {
     const claim = world.claim(ns, name);
     const volume = claim?.spec?.volumeName ? world.volume(claim.spec.volumeName) : undefined;
     const node = volume?.metadata?.annotations?.[ANN_PROVISIONED_FOR_NODE];
     // Our provisioned-for annotation means we saw it provisioned; used ones are kept so that a refusal can say why.
     if (!claim || !volume || !node || usageOf(volume) === undefined) return [];
-    if (volume.spec?.claimRef?.uid && volume.spec.claimRef.uid !== claim.metadata?.uid) return [];
+    if (volume.spec?.claimRef?.uid !== claim.metadata?.uid) return [];
     return [{ claim, volume, node }];
   });
 }
 
-/** Evidence that the pod cannot run on the node its pinned volumes were provisioned for. */
-function cannotRunOn(node: string, pod: Pod, world: RollbackWorld): string | undefined {
-  const rejected = nodeRejectsPod(node, world.node(node), pod);
-  if (rejected) return rejected;
-  const ns = pod.metadata?.namespace ?? '';
-  for (const name of claimsOf(pod)) {
-    const sibling = world.claim(ns, name);
-    if (!sibling || sibling.spec?.volumeName) continue;
-    const failures = world.provisioningFailures(sibling);
-    if (failures.length === 0) continue;
-    const selected = sibling.metadata?.annotations?.[ANN_SELECTED_NODE];
-    // The external-provisioner's reschedule signal: selected-node removed after a failed attempt.
-    if (!selected) return `claim ${name} failed to provision and its selected node was removed (${failures[0]!.message ?? 'ProvisioningFailed'})`;
-    if (selected === node && failures.some((e) => /ResourceExhausted/i.test(e.message ?? ''))) return `claim ${name} cannot be provisioned on node ${node}: ${failures[0]!.message}`;
-  }
-  const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && /volume node affinity conflict/i.test(cond.message ?? '')) {
-    return `the scheduler reports: ${cond.message}`;
-  }
-  return undefined;
+/**
+ * Whether the volume was provisioned for this pod: its uid, or (a pod re-created by its
+ * controller) the same workload once the pod it was provisioned for is gone.
+ */
+function provisionedFor(v: PersistentVolume, pod: Pod, world: RollbackWorld): boolean {
+  const forPod = v.metadata?.annotations?.[ANN_PROVISIONED_FOR_POD];
+  if (forPod === pod.metadata?.uid) return true;
+  const workload = workloadOf(pod);
+  return workload.kind !== 'Pod' && v.metadata?.annotations?.[ANN_PROVISIONED_FOR_WORKLOAD] === workload.uid && !!forPod && !world.podExists(forPod);
 }
 
-/** Another claim of the pod is still being provisioned (selected node set, no volume, no failure yet). */
-function siblingStillProvisioning(pod: Pod, world: RollbackWorld): string | undefined {
-  const ns = pod.metadata?.namespace ?? '';
-  for (const name of claimsOf(pod)) {
-    const c = world.claim(ns, name);
-    if (c && !c.spec?.volumeName && c.metadata?.annotations?.[ANN_SELECTED_NODE] && world.provisioningFailures(c).length === 0) return name;
+/** Why this rollback cannot be justified, or undefined: every pinned volume must be provably unused and this pod's. */
+function refusal(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld): string | undefined {
+  if (podMayHaveRun(pod)) return `pod ${pod.metadata?.name} has run (phase ${pod.status?.phase ?? 'unknown'}), so its volumes may hold data`;
+  for (const p of pinned) {
+    const name = p.volume.metadata?.name;
+    if (usageOf(p.volume) === 'used') return `volume ${name} is marked used (${p.volume.metadata?.annotations?.[ANN_USED_BECAUSE] ?? 'evidence of use seen earlier'})`;
+    if (!provisionedFor(p.volume, pod, world)) return `volume ${name} was provisioned for another pod (uid ${p.volume.metadata?.annotations?.[ANN_PROVISIONED_FOR_POD] ?? 'unknown'})`;
+    const others = world.podsUsingClaim(pod.metadata?.namespace ?? '', p.claim.metadata?.name ?? '').filter((x) => x.metadata?.uid !== pod.metadata?.uid);
+    if (others.length > 0) return `claim ${p.claim.metadata?.name} is also used by pod ${others[0]!.metadata?.name}`;
+    const evidence = usedEvidence(p.volume, world);
+    if (evidence) return `volume ${name} may hold data: ${evidence}`;
   }
   return undefined;
 }
 
 /**
- * Seed 004 for one pod: is it stuck on volumes provisioned for a node it can no longer run on, and
- * can undoing them be justified? Justified only when every pinning volume still carries our unused
- * mark with no evidence of use, was provisioned for this very pod (uid), the pod was never bound to
- * a node, and no other pod references the claim.
+ * Is the pod stuck on volumes provisioned for a node it can no longer run on, and can undoing them
+ * be justified (kubernetes #94217)? Evidence of the node's refusal counts only if newer than the
+ * workload's last rollback. No rollback while another claim of the pod is undecided (it may still
+ * be provisioning) unless the grace period ran out; none beyond the workload's cap; none sooner
+ * than its backoff. Justified only when every pinning volume is provably unused and this pod's.
  */
 export function decideRollback(pod: Pod, world: RollbackWorld): RollbackDecision {
   if (pod.spec?.nodeName || pod.metadata?.deletionTimestamp) return { kind: 'none' };
   const pinned = pinnedClaims(pod, world);
   if (pinned.length === 0) return { kind: 'none' };
-  const reasons = [...new Set(pinned.map((p) => p.node))].flatMap((n) => cannotRunOn(n, pod, world) ?? []);
-  if (reasons.length === 0) return { kind: 'none' };
-  const why = reasons.join('; ');
-  const busy = siblingStillProvisioning(pod, world);
-  const since = world.stuckSince(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
-  const left = since + world.graceMs - world.now();
-  if (left > 0) return { kind: 'wait', ms: left, why: busy ? `${why}; claim ${busy} is still being provisioned` : why };
-  if (busy && !reasons.some((r) => r.startsWith('node '))) return { kind: 'wait', ms: world.graceMs, why: `claim ${busy} is still being provisioned` };
-  if (podMayHaveRun(pod)) return { kind: 'refuse', why: `pod ${pod.metadata?.name} has run (phase ${pod.status?.phase ?? 'unknown'}), so its volumes may hold data`, pinned };
-  for (const p of pinned) {
-    if (usageOf(p.volume) === 'used') {
-      return { kind: 'refuse', why: `volume ${p.volume.metadata?.name} is marked used (${p.volume.metadata?.annotations?.[ANN_USED_BECAUSE] ?? 'evidence of use seen earlier'})`, pinned };
-    }
-    const podUid = p.volume.metadata?.annotations?.[ANN_PROVISIONED_FOR_POD];
-    if (podUid !== pod.metadata?.uid) return { kind: 'refuse', why: `volume ${p.volume.metadata?.name} was provisioned for another pod (uid ${podUid ?? 'unknown'})`, pinned };
-    const others = world.podsUsingClaim(pod.metadata?.namespace ?? '', p.claim.metadata?.name ?? '').filter((x) => x.metadata?.uid !== pod.metadata?.uid);
-    if (others.length > 0) return { kind: 'refuse', why: `claim ${p.claim.metadata?.name} is also used by pod ${others[0]!.metadata?.name}`, pinned };
-    const evidence = usedEvidence(p.volume, world);
-    if (evidence) return { kind: 'refuse', why: `volume ${p.volume.metadata?.name} may hold data: ${evidence}`, pinned };
+  const workload = workloadOf(pod);
+  const history = world.rollbacksOf(workload.uid);
+  const last = history[0];
+  const notBefore = last ? Date.parse(last.spec.evidenceTime ?? last.metadata?.creationTimestamp ?? '') || 0 : 0;
+  const verdicts = [...new Set(pinned.map((p) => p.node))].flatMap((n) => cannotRunOn(n, pod, world, notBefore) ?? []);
+  if (verdicts.length === 0) return { kind: 'none' };
+  const why = verdicts.map((v) => v.why).join('; ');
+  if (history.length >= world.maxRollbacks) {
+    return { kind: 'limit', why: `${why}; but workload ${workload.kind}/${workload.name} has had ${history.length} rollbacks (the limit is ${world.maxRollbacks}): not rolling back again` };
   }
-  return { kind: 'rollback', why, pinned };
+  const now = world.now();
+  if (last) {
+    const next = Date.parse(last.metadata?.creationTimestamp ?? '') + world.backoffBaseMs * 2 ** (history.length - 1);
+    if (next > now) return { kind: 'wait', ms: next - now, why: `${why}; backing off after rollback ${history.length}` };
+  }
+  const undecided = undecidedClaims(pod, pinned, world);
+  if (undecided.length > 0) {
+    const since = world.stuckSince(pod.metadata?.uid ?? '');
+    const left = (since ?? now) + world.graceMs - now;
+    if (left > 0) return { kind: 'wait', ms: left, why: `${why}; claim(s) ${undecided.join(', ')} still undecided`, firstSeen: since === undefined ? now : undefined };
+  }
+  const refused = refusal(pod, pinned, world);
+  if (refused) return { kind: 'refuse', why: refused };
+  return { kind: 'rollback', why, pinned, attempt: history.length + 1, evidenceTime: Math.max(...verdicts.map((v) => v.at)) };
+}
+
+/**
+ * Claims of the pod whose fate is not known yet: neither pinned to the failed node by an unused
+ * volume, nor failed to provision there. While one may still be provisioning, a rollback could
+ * undo work in progress; once none is, nothing is gained by waiting.
+ */
+function undecidedClaims(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld): string[] {
+  const ns = pod.metadata?.namespace ?? '';
+  const pinnedNames = new Set(pinned.map((p) => p.claim.metadata?.name));
+  return claimNamesOfPod(pod).filter((name) => {
+    if (pinnedNames.has(name)) return false;
+    const c = world.claim(ns, name);
+    // Failed (and not bound since): decided.
+    return !(c && !c.spec?.volumeName && world.provisioningFailures(c).length > 0);
+  });
 }

@@ -1,23 +1,24 @@
 import type { PersistentVolume } from '@topovol/shared';
 
 /**
- * Topovol's rollback marks on PersistentVolumes (seed 004; the KEP's open question "label PV or
- * PVC?" settled: the PV, which outlives a recreated claim). Documented in docs/rollback.md and
- * protected by the ValidatingAdmissionPolicy in config/admission.
+ * Topovol's rollback marks on PersistentVolumes (the volume-provisioning-rollback proposal's open
+ * question "label PV or PVC?" settled: the PV, which outlives a recreated claim). Documented in
+ * docs/rollback.md and protected by the ValidatingAdmissionPolicy in config/admission.
  *
  * - label `rollback.topovol.io/usage`: `unused` when the controller saw the volume provisioned for
  *   a pod that never ran; `used` (permanent) once there is any evidence a pod may have written it.
  * - annotation `rollback.topovol.io/provisioned-for-node`: the selected node it was provisioned for.
  * - annotation `rollback.topovol.io/provisioned-for-pod`: uid of the pod whose scheduling
- *   triggered the provisioning (the only pod for which a rollback can be justified).
+ *   triggered the provisioning.
+ * - annotation `rollback.topovol.io/provisioned-for-workload`: uid of that pod's controller (or of
+ *   the pod itself), so that a replacement pod of the same workload can be helped too.
  */
 export const LABEL_USAGE = 'rollback.topovol.io/usage';
 export const ANN_PROVISIONED_FOR_NODE = 'rollback.topovol.io/provisioned-for-node';
 export const ANN_PROVISIONED_FOR_POD = 'rollback.topovol.io/provisioned-for-pod';
+export const ANN_PROVISIONED_FOR_WORKLOAD = 'rollback.topovol.io/provisioned-for-workload';
 /** Set by the bind to the usage evidence, for `kubectl describe`. */
 export const ANN_USED_BECAUSE = 'rollback.topovol.io/used-because';
-/** On a pod: the claims being recreated by a rollback that has started (JSON), so a crash between delete and create loses nothing. */
-export const ANN_RECREATE_CLAIMS = 'rollback.topovol.io/recreate-claims';
 
 export type Usage = 'unused' | 'used' | undefined;
 
@@ -41,4 +42,7 @@ export const Reasons = {
   ClaimRecreated: 'ClaimRecreated',
   RollbackRefused: 'ProvisioningRollbackRefused',
   RollbackAborted: 'ProvisioningRollbackAborted',
+  RollbackLimit: 'ProvisioningRollbackLimit',
+  RollbackRaced: 'ProvisioningRollbackRaced',
+  RollbackCompleted: 'ProvisioningRollbackCompleted',
 } as const;

@@ -2,18 +2,39 @@ import type { FlagSpec } from '@topovol/shared';
 
 export const GRACE_FLAG = 'rollback-grace-period';
 export const MARK_WINDOW_FLAG = 'rollback-mark-window';
+export const MAX_ROLLBACKS_FLAG = 'rollback-max-per-workload';
+export const BACKOFF_FLAG = 'rollback-backoff';
+export const HISTORY_TTL_FLAG = 'rollback-history-ttl';
 
 export const rollbackFlags: FlagSpec[] = [
   {
     name: GRACE_FLAG,
     type: 'duration',
     default: 2 * 60_000,
-    help: 'How long a pod must be seen stuck on volumes provisioned for a node it cannot run on before they are rolled back (its other claims may still be provisioning).',
+    help: "How long a stuck pod waits while another of its claims is undecided (neither pinned to the node nor failed there: it may still be provisioning). With every claim decided, the rollback starts at once.",
   },
   {
     name: MARK_WINDOW_FLAG,
     type: 'duration',
     default: 10 * 60_000,
-    help: 'Only dynamically provisioned PVs younger than this are marked unused; older ones were not seen provisioned and are never rolled back.',
+    help: 'Only dynamically provisioned PVs younger than this are marked; older ones were not seen provisioned and are never rolled back.',
+  },
+  {
+    name: MAX_ROLLBACKS_FLAG,
+    type: 'int',
+    default: 3,
+    help: 'At most this many rollbacks per workload (a pod, or the controller that re-creates it) within --rollback-history-ttl; then a ProvisioningRollbackLimit Warning and no more.',
+  },
+  {
+    name: BACKOFF_FLAG,
+    type: 'duration',
+    default: 30_000,
+    help: "After a workload's n-th rollback, wait this long times 2^(n-1) before another.",
+  },
+  {
+    name: HISTORY_TTL_FLAG,
+    type: 'duration',
+    default: 7 * 24 * 3_600_000,
+    help: 'Finished ProvisioningRollback records are kept this long (they count towards --rollback-max-per-workload), then deleted.',
   },
 ];

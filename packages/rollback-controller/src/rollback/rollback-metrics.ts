@@ -2,7 +2,7 @@ import { counter } from '@topovol/shared';
 
 const rollbacks = counter<'result'>({
   name: 'topovol_rollback_rollbacks_total',
-  help: 'Provisioning rollbacks by result: rolled_back (claims deleted for recreation), refused (not justifiable), aborted (a precondition failed: something changed), dry_run, error.',
+  help: 'Provisioning rollbacks by result: rolled_back (started: recorded, its claims to be deleted and re-created), refused (not justifiable), limited (the workload had its share), aborted (stopped before a claim was deleted: something changed), raced (the pod was scheduled while its claim was being deleted), dry_run, error (a step failed; retried).',
   labelNames: ['result'],
 });
 
@@ -17,10 +17,10 @@ const recreated = counter({
   help: 'Claims recreated (Pending again) after a rollback deleted them.',
 });
 
-for (const result of ['rolled_back', 'refused', 'aborted', 'dry_run', 'error']) rollbacks.inc({ result }, 0);
+for (const result of ['rolled_back', 'refused', 'limited', 'aborted', 'raced', 'dry_run', 'error']) rollbacks.inc({ result }, 0);
 for (const mark of ['unused', 'used']) marks.inc({ mark }, 0);
 
-export type RollbackResult = 'rolled_back' | 'refused' | 'aborted' | 'dry_run' | 'error';
+export type RollbackResult = 'rolled_back' | 'refused' | 'limited' | 'aborted' | 'raced' | 'dry_run' | 'error';
 export const countRollback = (result: RollbackResult): void => rollbacks.inc({ result });
 export const countMark = (mark: 'unused' | 'used'): void => marks.inc({ mark });
 export const countRecreated = (): void => recreated.inc();

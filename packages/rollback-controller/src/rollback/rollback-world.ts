@@ -1,22 +1,47 @@
 import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
+import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
+
+/** What this process saw of a claim while it was being provisioned (see provisioning-observation.ts). */
+export interface ProvisioningObservation {
+  /** The claim's selected node at the time. */
+  node: string;
+  /** The one pod using the claim, unscheduled, whose scheduling asked for the volume. */
+  podUid: string;
+  /** Its workload (controller, or the pod itself). */
+  workloadUid: string;
+  /** When it was seen (ms). */
+  at: number;
+}
 
 /** The read-only view of the cluster the rollback decisions need (informer caches in production). */
 export interface RollbackWorld {
   volume(name: string): PersistentVolume | undefined;
+  /** Volumes whose claimRef names the claim (by namespace/name). */
+  volumesNaming(namespace: string, claim: string): PersistentVolume[];
   claim(namespace: string, name: string): PersistentVolumeClaim | undefined;
   node(name: string): Node | undefined;
-  /** Pods in the claim's namespace whose volumes reference it by name (any phase). */
+  /** Pods in the claim's namespace whose volumes reference it by name (any phase; ephemeral volumes included). */
   podsUsingClaim(namespace: string, name: string): Pod[];
+  /** Whether a pod with this uid still exists. */
+  podExists(uid: string): boolean;
   /** Names of nodes whose status.volumesInUse mentions the volume. */
   nodesUsingVolume(volume: PersistentVolume): string[];
   attachmentsOf(volumeName: string): VolumeAttachment[];
   /** ProvisioningFailed Events recorded on the claim (by its uid). */
   provisioningFailures(claim: PersistentVolumeClaim): Event[];
+  /** What this process saw of the claim's provisioning (by claim uid), if anything. */
+  provisioningObserved(claimUid: string): ProvisioningObservation | undefined;
+  /** The workload's rollbacks (ProvisioningRollback objects), newest first. */
+  rollbacksOf(workloadUid: string): ProvisioningRollback[];
   now(): number;
-  /** Wait this long after a pod is first seen stuck before rolling back (other claims may still be provisioning). */
+  /** Since when this process has seen the pod stuck with a claim still undecided, if it has. */
+  stuckSince(podUid: string): number | undefined;
+  /** How long to wait for claims still undecided (perhaps still provisioning) before rolling back anyway. */
   graceMs: number;
-  /** Since when this process has seen the pod stuck (remembered from the first ask). */
-  stuckSince(podKey: string): number;
   /** Only volumes created this recently are marked unused: older ones were not seen provisioned. */
   markWindowMs: number;
+  /** At most this many rollbacks per workload. */
+  maxRollbacks: number;
+  /** After the n-th rollback of a workload, wait backoffBaseMs × 2^(n-1) before another. */
+  backoffBaseMs: number;
 }

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { classifyError, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume } from '@topovol/shared';
 import { applyManifests, createTestNamespace, eventually, repoRoot, sharedControlPlane } from '@topovol/shared/testing';
-import { ANN_PROVISIONED_FOR_NODE, LABEL_USAGE } from '../../src/rollback/marks.js';
+import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_WORKLOAD, LABEL_USAGE } from '../../src/rollback/marks.js';
 
 const CONTROLLER = 'system:serviceaccount:topovol-system:topovol-rollback';
 
@@ -88,6 +88,8 @@ describe('admission policy protecting the rollback marks', function () {
     await controller.create(Resources.persistentVolumes, pv('used', { [LABEL_USAGE]: 'used' }, { [ANN_PROVISIONED_FOR_NODE]: 'n1' }));
     expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { labels: { [LABEL_USAGE]: null } } }))).to.match(/permanent/);
     expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { annotations: { [ANN_PROVISIONED_FOR_NODE]: 'n2' } } }))).to.match(/provisioned-for/);
+    // The workload a volume was provisioned for decides which replacement pod a rollback may help.
+    expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { annotations: { [ANN_PROVISIONED_FOR_WORKLOAD]: 'someone-else' } } }))).to.match(/provisioned-for/);
     expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { labels: { team: 'storage' } } }))).to.equal('accepted');
     expect(await rejection(alice.create(Resources.persistentVolumes, pv('plain')))).to.equal('accepted');
   });

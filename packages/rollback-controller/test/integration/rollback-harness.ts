@@ -1,14 +1,40 @@
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
-import { Resources, retryOnConflict } from '@topovol/shared';
+import { claimNamesOfPod, projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createReadyNode, eventually, InProcessLoop } from '@topovol/shared/testing';
+import { createReadyNode, eventually, InProcessLoop, installCrds, sharedControlPlane } from '@topovol/shared/testing';
 import type { InProcessLoopOptions } from '@topovol/shared/testing';
+import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
+import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 
-/** The rollback loop running in-process against the test API server. */
+/** The rollback loop running in-process against the test API server (its CRD installed first). */
 export type RunningRollback = InProcessLoop;
 export const RunningRollback = {
-  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(rollbackDescriptor, ['--concurrent-workers=4', ...args], opts),
+  start: async (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => {
+    await installCrds((await sharedControlPlane()).adminClient());
+    return InProcessLoop.start(rollbackDescriptor, ['--concurrent-workers=4', ...args], opts);
+  },
 };
+
+/**
+ * Waits until the loop's own cache shows the claim with its selected node and the pod unscheduled,
+ * i.e. until the loop has seen the provisioning being asked for: a volume it did not see being
+ * provisioned is never marked unused. (A real provisioner takes far longer than the watch.)
+ */
+export async function seenByLoop(loop: RunningRollback, ns: string, claimName: string): Promise<void> {
+  const claims = loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
+  const pods = loop.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+  await eventually(() => {
+    if (!claims.cache.get(`${ns}/${claimName}`)?.metadata?.annotations?.[SEL]) throw new Error(`the loop has not seen ${claimName}'s selected node yet`);
+    if (!pods.cache.list().some((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(claimName))) throw new Error('the loop has not seen the pod yet');
+  });
+  // The handlers run right after the cache is updated.
+  await new Promise((r) => setImmediate(r));
+}
+
+/** The ProvisioningRollback records of a pod's workload (by pod uid label). */
+export async function recordsOf(client: KubeClient, podUid: string): Promise<ProvisioningRollback[]> {
+  return (await client.list<ProvisioningRollback>(ProvisioningRollbacks, { labelSelector: `rollback.topovol.io/pod-uid=${podUid}` })).items;
+}
 
 export const SEL = 'volume.kubernetes.io/selected-node';
 export const HOSTNAME = 'kubernetes.io/hostname';
@@ -47,7 +73,7 @@ export async function selectNode(client: KubeClient, ns: string, name: string, n
  * A PV as the external provisioner creates it, pre-bound to the claim. `administrator: true` makes
  * it a statically created PV instead (no provisioned-by annotation from the first write on).
  */
-export async function provision(client: KubeClient, ns: string, claimName: string, node: string, pvName: string, opts: { administrator?: boolean } = {}): Promise<PersistentVolume> {
+export async function provision(client: KubeClient, ns: string, claimName: string, node: string, pvName: string, opts: { administrator?: boolean; policy?: 'Delete' | 'Retain' } = {}): Promise<PersistentVolume> {
   const c = await client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claimName, ns);
   return client.create<PersistentVolume>(Resources.persistentVolumes, {
     apiVersion: 'v1',
@@ -56,7 +82,7 @@ export async function provision(client: KubeClient, ns: string, claimName: strin
     spec: {
       capacity: { storage: '1Gi' },
       accessModes: ['ReadWriteOnce'],
-      persistentVolumeReclaimPolicy: 'Delete',
+      persistentVolumeReclaimPolicy: opts.policy ?? 'Delete',
       storageClassName: c.spec?.storageClassName,
       claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claimName, uid: c.metadata?.uid, resourceVersion: c.metadata?.resourceVersion },
       csi: { driver: PROVISIONER, volumeHandle: `handle-${pvName}` },
@@ -68,6 +94,11 @@ export async function provision(client: KubeClient, ns: string, claimName: strin
 /** What the external provisioner records when CreateVolume fails, and its reschedule signal. */
 export async function failProvisioning(client: KubeClient, ns: string, claimName: string, message: string): Promise<void> {
   const c = await client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claimName, ns);
+  // Event times have whole seconds: a new failure must not share its second with the last one, or
+  // it could not be told apart from it (the loop acts only on failures newer than its last rollback).
+  const earlier = (await client.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${claimName},reason=ProvisioningFailed` })).items;
+  const last = Math.max(0, ...earlier.map((e) => Date.parse(e.lastTimestamp ?? '') || 0));
+  while (Math.floor(Date.now() / 1000) * 1000 <= last) await new Promise((r) => setTimeout(r, 100));
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   await client.create<Event>(Resources.events, {
     apiVersion: 'v1',
@@ -109,5 +140,12 @@ export async function eventFor(client: KubeClient, obj: KubeObject, reason: stri
     const e = list.items.find((x) => x.involvedObject.kind === obj.kind);
     if (!e) throw new Error(`no ${reason} event for ${obj.kind} ${obj.metadata?.name}`);
     return e;
+  });
+}
+
+/** What kube-scheduler's bind does: POST pods/binding. */
+export async function bindPod(client: KubeClient, ns: string, podName: string, node: string): Promise<void> {
+  await client.request('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(podName)}/binding`, {
+    body: { apiVersion: 'v1', kind: 'Binding', metadata: { name: podName, namespace: ns }, target: { apiVersion: 'v1', kind: 'Node', name: node } },
   });
 }

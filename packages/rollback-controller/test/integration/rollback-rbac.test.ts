@@ -5,17 +5,19 @@ import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPla
 import type { ManagedProcess, NecessityScenario } from '@topovol/shared/testing';
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
-import { claim, createNode, failProvisioning, pod, PROVISIONER, provision, RunningRollback, selectNode } from './rollback-harness.js';
+import { claim, createNode, failProvisioning, pod, PROVISIONER, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
 
 /**
  * The rollback loop's ClusterRole exercised in one scenario (kube-controller-manager's binder binds
  * and releases, as in rollback.test.ts). Pod p: c1 provisioned on node a (PV patch: the unused
- * mark), c2 fails there (ProvisioningFailed Event: the event informer), so c1 is rolled back (pod
- * patch: the recreate annotation; claim get, delete, create; Events). Pod q's volume is attached
- * (a VolumeAttachment): marked used and the rollback refused, and refused again after a change to
- * q (event patch).
- * Pod s: e1 provisioned on node b, which is cordoned after the start (node watch): rolled back.
- * Informers cover volumes, claims, pods, nodes, classes, VolumeAttachments and events.
+ * mark), c2 fails there (ProvisioningFailed Event: the event informer), so c1 is rolled back (a
+ * ProvisioningRollback created and its status updated; the pod, the volume and the claim re-read
+ * live before the delete; claim delete and create; Events), and the finished record is forgotten
+ * after --rollback-history-ttl (its delete). Pod q's volume is attached (a VolumeAttachment):
+ * marked used and the rollback refused, and refused again after a change to q (event patch).
+ * Pod s, created after the loop's first list (pod watch): e1 provisioned on node b, which is
+ * cordoned after the start (node watch): rolled back.
+ * Informers cover volumes, claims, pods, nodes, VolumeAttachments, events and ProvisioningRollbacks.
  */
 const rollbackScenario: NecessityScenario = async (client, admin) => {
   const ns = await createTestNamespace(admin, 'rbac-rb-');
@@ -27,17 +29,21 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   const nodeA = `${ns}-a`;
   const nodeB = `${ns}-b`;
   for (const c of ['c1', 'c2', 'd1', 'd2', 'e1']) await admin.create(Resources.persistentVolumeClaims, claim(ns, c, cls));
-  await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
+  const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
   await admin.create<Pod>(Resources.pods, pod(ns, 'q', ['d1', 'd2']));
-  await admin.create<Pod>(Resources.pods, pod(ns, 's', ['e1']));
   for (const c of ['c1', 'c2', 'd1', 'd2']) await selectNode(admin, ns, c, nodeA);
-  await selectNode(admin, ns, 'e1', nodeB);
-  const loop = await RunningRollback.start(['--rollback-grace-period=1s'], { client, waitForSync: false });
+  const loop = await RunningRollback.start(['--rollback-history-ttl=2s'], { client, waitForSync: false });
+  let sPod: Pod | undefined;
   const get = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
   const usage = async (pv: string): Promise<string | undefined> => (await admin.get<PersistentVolume>(Resources.persistentVolumes, pv)).metadata?.labels?.[LABEL_USAGE];
   const refusals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=q,reason=ProvisioningRollbackRefused' })).items;
   const reached = (async () => {
     await loop.listed();
+    // Pod s only exists after the initial list: only the pod watch shows it (so that e1 is seen
+    // being provisioned for it).
+    sPod = await admin.create<Pod>(Resources.pods, pod(ns, 's', ['e1']));
+    await selectNode(admin, ns, 'e1', nodeB);
+    await seenByLoop(loop, ns, 'e1');
     await provision(admin, ns, 'c1', nodeA, `${ns}-v1`);
     await provision(admin, ns, 'd1', nodeA, `${ns}-w1`);
     await provision(admin, ns, 'e1', nodeB, `${ns}-x1`);
@@ -75,6 +81,10 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
       const r = await refusals();
       expect(r).to.have.length(1);
       expect(r[0]?.count).to.be.at.least(2);
+    }, ac.signal);
+    // Both rollbacks finished and, past the history TTL, their records are gone.
+    await pollUntil(async () => {
+      for (const x of [p, sPod!]) expect(await recordsOf(admin, x.metadata!.uid!), `records of ${x.metadata?.name}`).to.deep.equal([]);
     }, ac.signal);
   })();
   return {

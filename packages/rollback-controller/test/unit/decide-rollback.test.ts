@@ -1,11 +1,14 @@
 import { expect } from 'chai';
 import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
+import { claimNamesOfPod } from '@topovol/shared';
 import { decideMark } from '../../src/rollback/decide-mark.js';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
-import type { RollbackWorld } from '../../src/rollback/rollback-world.js';
+import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+import type { ProvisioningObservation, RollbackWorld } from '../../src/rollback/rollback-world.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const SEL = 'volume.kubernetes.io/selected-node';
+const iso = (ms: number): string => new Date(ms).toISOString();
 
 interface W {
   pvs?: PersistentVolume[];
@@ -15,22 +18,30 @@ interface W {
   inUse?: Record<string, string[]>;
   attachments?: VolumeAttachment[];
   failures?: Record<string, Event[]>;
+  observed?: Record<string, ProvisioningObservation>;
+  rollbacks?: ProvisioningRollback[];
   stuckSince?: number;
 }
 
 function world(w: W): RollbackWorld {
   return {
     volume: (n) => w.pvs?.find((v) => v.metadata?.name === n),
+    volumesNaming: (ns, n) => (w.pvs ?? []).filter((v) => v.spec?.claimRef?.namespace === ns && v.spec.claimRef.name === n),
     claim: (ns, n) => w.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
     node: (n) => w.nodes?.find((x) => x.metadata?.name === n),
-    podsUsingClaim: (ns, n) => (w.pods ?? []).filter((p) => p.metadata?.namespace === ns && p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === n)),
+    podsUsingClaim: (ns, n) => (w.pods ?? []).filter((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(n)),
+    podExists: (uid) => (w.pods ?? []).some((p) => p.metadata?.uid === uid),
     nodesUsingVolume: (v) => Object.entries(w.inUse ?? {}).flatMap(([node, names]) => (names.includes(v.metadata?.name ?? '') ? [node] : [])),
     attachmentsOf: (n) => (w.attachments ?? []).filter((a) => a.spec?.source?.persistentVolumeName === n),
     provisioningFailures: (c) => w.failures?.[c.metadata?.name ?? ''] ?? [],
+    provisioningObserved: (uid) => w.observed?.[uid],
+    rollbacksOf: (uid) => (w.rollbacks ?? []).filter((r) => r.spec.workload.uid === uid),
     now: () => NOW,
+    stuckSince: () => w.stuckSince,
     graceMs: 60_000,
-    stuckSince: () => w.stuckSince ?? NOW - 120_000,
     markWindowMs: 600_000,
+    maxRollbacks: 3,
+    backoffBaseMs: 30_000,
   };
 }
 
@@ -39,36 +50,63 @@ const claim = (name: string, extra: { volume?: string; selected?: string } = {})
   spec: { volumeName: extra.volume },
   status: { phase: extra.volume ? 'Bound' : 'Pending' },
 });
-const pv = (name: string, claimName: string, extra: { usage?: string; forNode?: string; forPod?: string; provisioned?: boolean; ageMs?: number } = {}): PersistentVolume => ({
+const pv = (name: string, claimName: string, extra: { usage?: string; forNode?: string; forPod?: string; forWorkload?: string; provisioned?: boolean; ageMs?: number } = {}): PersistentVolume => ({
   metadata: {
     name,
-    creationTimestamp: new Date(NOW - (extra.ageMs ?? 1000)).toISOString(),
+    creationTimestamp: iso(NOW - (extra.ageMs ?? 1000)),
     labels: extra.usage ? { 'rollback.topovol.io/usage': extra.usage } : {},
     annotations: {
       ...(extra.provisioned === false ? {} : { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' }),
-      ...(extra.forNode ? { 'rollback.topovol.io/provisioned-for-node': extra.forNode, 'rollback.topovol.io/provisioned-for-pod': extra.forPod ?? 'uid-p' } : {}),
+      ...(extra.forNode
+        ? { 'rollback.topovol.io/provisioned-for-node': extra.forNode, 'rollback.topovol.io/provisioned-for-pod': extra.forPod ?? 'uid-p', 'rollback.topovol.io/provisioned-for-workload': extra.forWorkload ?? extra.forPod ?? 'uid-p' }
+        : {}),
     },
   },
   spec: { claimRef: { namespace: 'ns', name: claimName, uid: `uid-${claimName}` } },
   status: { phase: 'Bound' },
 });
-const pod = (name: string, claims: string[], extra: { nodeName?: string; phase?: string; uid?: string; tolerations?: NonNullable<Pod['spec']>['tolerations'] } = {}): Pod => ({
-  metadata: { name, namespace: 'ns', uid: extra.uid ?? `uid-${name}` },
-  spec: { nodeName: extra.nodeName, tolerations: extra.tolerations, containers: [], volumes: claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })) },
+type PodExtra = { nodeName?: string; phase?: string; uid?: string; tolerations?: NonNullable<Pod['spec']>['tolerations']; createdMsAgo?: number; owner?: string; ephemeral?: string[] };
+const pod = (name: string, claims: string[], extra: PodExtra = {}): Pod => ({
+  metadata: {
+    name,
+    namespace: 'ns',
+    uid: extra.uid ?? `uid-${name}`,
+    creationTimestamp: iso(NOW - (extra.createdMsAgo ?? 60_000)),
+    ownerReferences: extra.owner ? [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: extra.owner, controller: true }] : undefined,
+  },
+  spec: {
+    nodeName: extra.nodeName,
+    tolerations: extra.tolerations,
+    containers: [],
+    volumes: [...claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })), ...(extra.ephemeral ?? []).map((v) => ({ name: v, ephemeral: {} }))],
+  },
   status: { phase: extra.phase ?? 'Pending' },
 });
 const node = (name: string, spec: Node['spec'] = {}): Node => ({ metadata: { name }, spec });
-const failed = (msg: string): Event => ({ metadata: { name: 'e' }, involvedObject: {}, reason: 'ProvisioningFailed', message: msg });
+const failed = (msg: string, at = NOW - 5_000): Event => ({ metadata: { name: 'e' }, involvedObject: {}, reason: 'ProvisioningFailed', message: msg, lastTimestamp: iso(at) });
+const seen = (podUid = 'uid-p', node = 'a', workloadUid = podUid): ProvisioningObservation => ({ node, podUid, workloadUid, at: NOW - 30_000 });
+const record = (workloadUid: string, attempt: number, createdAt: number, phase: 'Completed' | 'Aborted' = 'Completed'): ProvisioningRollback => ({
+  metadata: { name: `${workloadUid}-${attempt}`, creationTimestamp: iso(createdAt) },
+  spec: { pod: { namespace: 'ns', name: 'p', uid: 'uid-p' }, workload: { kind: 'Pod', name: 'p', uid: workloadUid }, node: 'a', reason: 'x', attempt, evidenceTime: iso(createdAt - 1000), claims: [] },
+  status: { phase },
+});
 
-// Seed 004: the marks.
+// The marks: unused only with the evidence that the volume was provisioned for the pod waiting for it.
 describe('decideMark', function () {
+  const fresh = { claims: [claim('c', { volume: 'v', selected: 'a' })], pods: [pod('p', ['c'])], observed: { 'uid-c': seen() } };
   const cases: { name: string; v: PersistentVolume; w: W; want: string }[] = [
-    { name: 'fresh provisioned volume of a waiting pod → unused', v: pv('v', 'c'), w: { claims: [claim('c', { volume: 'v', selected: 'a' })], pods: [pod('p', ['c'])] }, want: 'markUnused a' },
-    { name: 'not dynamically provisioned → untouched', v: pv('v', 'c', { provisioned: false }), w: { claims: [claim('c', { volume: 'v', selected: 'a' })], pods: [pod('p', ['c'])] }, want: 'none' },
-    { name: 'older than the mark window → untouched (not seen provisioned)', v: pv('v', 'c', { ageMs: 3_600_000 }), w: { claims: [claim('c', { volume: 'v', selected: 'a' })], pods: [pod('p', ['c'])] }, want: 'none' },
-    { name: 'no selected-node → untouched', v: pv('v', 'c'), w: { claims: [claim('c', { volume: 'v' })], pods: [pod('p', ['c'])] }, want: 'none' },
-    { name: 'a pod of the claim is bound to a node → untouched', v: pv('v', 'c'), w: { claims: [claim('c', { volume: 'v', selected: 'a' })], pods: [pod('p', ['c'], { nodeName: 'a' })] }, want: 'none' },
-    { name: 'two pods share the claim → untouched', v: pv('v', 'c'), w: { claims: [claim('c', { volume: 'v', selected: 'a' })], pods: [pod('p', ['c']), pod('q', ['c'])] }, want: 'none' },
+    { name: 'provisioned for the waiting pod, seen provisioning, pod older than the volume → unused', v: pv('v', 'c'), w: fresh, want: 'markUnused a' },
+    { name: 'provisioning not seen by this process → used (when in doubt, never roll back)', v: pv('v', 'c'), w: { ...fresh, observed: {} }, want: 'markUsed' },
+    { name: 'not seen yet, and the cached claim is not bound yet (its watch lags) → undecided', v: pv('v', 'c'), w: { ...fresh, claims: [claim('c', { selected: 'a' })], observed: {} }, want: 'none' },
+    { name: 'not seen yet, claim not bound in the cache, but the volume is in use → used', v: pv('v', 'c'), w: { ...fresh, claims: [claim('c', { selected: 'a' })], observed: {}, inUse: { a: ['v'] } }, want: 'markUsed' },
+    { name: 'seen provisioning for another pod (a replacement came since) → used', v: pv('v', 'c'), w: { ...fresh, pods: [pod('p2', ['c'])] }, want: 'markUsed' },
+    { name: 'the waiting pod was created after the volume → used', v: pv('v', 'c', { ageMs: 1000 }), w: { ...fresh, pods: [pod('p', ['c'], { createdMsAgo: 500 })] }, want: 'markUsed' },
+    { name: 'seen provisioning for another node → used', v: pv('v', 'c'), w: { ...fresh, observed: { 'uid-c': seen('uid-p', 'b') } }, want: 'markUsed' },
+    { name: 'a pod of the claim is already scheduled → used', v: pv('v', 'c'), w: { ...fresh, pods: [pod('p', ['c'], { nodeName: 'a' })] }, want: 'markUsed' },
+    { name: 'two pods share the claim → used', v: pv('v', 'c'), w: { ...fresh, pods: [pod('p', ['c']), pod('q', ['c'])] }, want: 'markUsed' },
+    { name: 'not dynamically provisioned → untouched', v: pv('v', 'c', { provisioned: false }), w: fresh, want: 'none' },
+    { name: 'older than the mark window → untouched', v: pv('v', 'c', { ageMs: 3_600_000 }), w: fresh, want: 'none' },
+    { name: 'no selected-node → untouched', v: pv('v', 'c'), w: { ...fresh, claims: [claim('c', { volume: 'v' })] }, want: 'none' },
     { name: 'unused and its pod runs → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], pods: [pod('p', ['c'], { phase: 'Running' })] }, want: 'markUsed' },
     { name: 'unused and a node has it in use → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], inUse: { a: ['v'] } }, want: 'markUsed' },
     { name: 'unused and a VolumeAttachment exists → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], attachments: [{ metadata: { name: 'va' }, spec: { attacher: 'x', nodeName: 'a', source: { persistentVolumeName: 'v' } } }] }, want: 'markUsed' },
@@ -82,20 +120,18 @@ describe('decideMark', function () {
   }
 });
 
-// Seed 004 "Detection" and the justification rules of issue #6.
+// Detection, justification, evidence, pacing (kubernetes #94217).
 describe('decideRollback', function () {
   const unusedOnA = pv('v1', 'c1', { usage: 'unused', forNode: 'a' });
   const base: W = { pvs: [unusedOnA], claims: [claim('c1', { volume: 'v1' }), claim('c2')], nodes: [node('a'), node('b')], failures: { c2: [failed('rpc error: code = ResourceExhausted')] } };
   const P = pod('p', ['c1', 'c2']);
   const cases: { name: string; p?: Pod; w: W; want: string }[] = [
-    { name: 'sibling failed and lost its selected node → rollback', w: base, want: 'rollback' },
-    { name: 'within the grace period → wait', w: { ...base, stuckSince: NOW - 10_000 }, want: 'wait' },
+    { name: 'sibling failed and lost its selected node: every claim decided → rollback at once', w: base, want: 'rollback' },
+    { name: 'node a cordoned while a sibling is undecided (still provisioning) → wait the grace', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })] }, want: 'wait' },
+    { name: 'node a cordoned, a sibling undecided past the grace → rollback', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })], stuckSince: NOW - 120_000 }, want: 'rollback' },
     { name: 'no evidence the pod cannot run on a → none', w: { ...base, failures: {} }, want: 'none' },
-    { name: 'node a deleted → rollback', w: { ...base, failures: {}, nodes: [node('b')] }, want: 'rollback' },
-    { name: 'node a cordoned → rollback', w: { ...base, failures: {}, nodes: [node('a', { unschedulable: true })] }, want: 'rollback' },
-    { name: 'node a tainted, not tolerated → rollback', w: { ...base, failures: {}, nodes: [node('a', { taints: [{ key: 'k', effect: 'NoSchedule' }] })] }, want: 'rollback' },
+    { name: 'node a deleted (only claim pinned) → rollback', p: pod('p', ['c1']), w: { ...base, failures: {}, nodes: [node('b')] }, want: 'rollback' },
     { name: 'node a tainted, tolerated → none', p: pod('p', ['c1', 'c2'], { tolerations: [{ key: 'k', operator: 'Exists' }] }), w: { ...base, failures: {}, nodes: [node('a', { taints: [{ key: 'k', effect: 'NoSchedule' }] })] }, want: 'none' },
-    { name: 'node a cordoned while a sibling still provisions there → rollback (the node rules a out anyway)', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'a' })], failures: {}, nodes: [node('a', { unschedulable: true })] }, want: 'rollback' },
     { name: 'pod bound to a node → none', p: pod('p', ['c1', 'c2'], { nodeName: 'a' }), w: base, want: 'none' },
     { name: 'pod has run → refuse', p: pod('p', ['c1', 'c2'], { phase: 'Running' }), w: base, want: 'refuse' },
     { name: 'volume provisioned for another pod → refuse', w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-other' })] }, want: 'refuse' },
@@ -103,11 +139,34 @@ describe('decideRollback', function () {
     { name: 'volume marked used → refuse', w: { ...base, pvs: [pv('v1', 'c1', { usage: 'used', forNode: 'a' })] }, want: 'refuse' },
     { name: 'evidence of use seen now → refuse', w: { ...base, inUse: { b: ['v1'] } }, want: 'refuse' },
     { name: 'volume without our marks → none', w: { ...base, pvs: [pv('v1', 'c1')] }, want: 'none' },
+    // Replaced pods: the same workload, once the pod it was provisioned for is gone.
+    { name: 'a replacement pod of the same workload, the original gone → rollback', p: pod('p2', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'rollback' },
+    { name: 'a replacement pod while the original still exists → refuse', p: pod('p2', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pods: [pod('p', [], { owner: 'rs-uid' })], pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'refuse' },
+    { name: 'a pod of another workload → refuse', p: pod('p2', ['c1', 'c2'], { owner: 'other-rs' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'refuse' },
+    // Generic ephemeral volumes are the pod's claims too.
+    { name: 'an ephemeral volume\'s claim pinned, sibling failed → rollback', p: pod('p', ['c2'], { ephemeral: ['scratch'] }), w: { ...base, pvs: [pv('v1', 'p-scratch', { usage: 'unused', forNode: 'a' })], claims: [claim('p-scratch', { volume: 'v1' }), claim('c2')] }, want: 'rollback' },
+    // Pacing: a cap, a backoff, and only evidence newer than the last rollback.
+    { name: 'a failure older than the last rollback → none', w: { ...base, failures: { c2: [failed('ResourceExhausted', NOW - 600_000)] }, rollbacks: [record('uid-p', 1, NOW - 300_000)] }, want: 'none' },
+    { name: 'a new failure after the last rollback, within its backoff → wait', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 10_000)] }, want: 'wait' },
+    { name: 'a new failure after the last rollback, backoff over → rollback (attempt 2)', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 60_000)] }, want: 'rollback 2' },
+    { name: 'the workload had 3 rollbacks → limit', w: { ...base, rollbacks: [record('uid-p', 3, NOW - 3_600_000), record('uid-p', 2, NOW - 7_200_000), record('uid-p', 1, NOW - 9_000_000)] }, want: 'limit' },
   ];
   for (const c of cases) {
     it(c.name, function () {
       const w = world({ ...c.w, pods: [c.p ?? P, ...(c.w.pods ?? [])] });
-      expect(decideRollback(c.p ?? P, w).kind).to.equal(c.want);
+      const d = decideRollback(c.p ?? P, w);
+      expect(d.kind === 'rollback' && c.want.startsWith('rollback ') ? `rollback ${d.attempt}` : d.kind).to.equal(c.want);
     });
   }
+
+  it('notes when it first saw the pod stuck and undecided, and waits from then', function () {
+    const w: W = { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })] };
+    const d = decideRollback(P, world({ ...w, pods: [P] }));
+    expect(d).to.deep.include({ kind: 'wait', ms: 60_000, firstSeen: NOW });
+  });
+
+  it('records the newest evidence it rests on, so a later rollback needs newer evidence', function () {
+    const d = decideRollback(P, world({ ...base, failures: { c2: [failed('ResourceExhausted', NOW - 7_000), failed('ResourceExhausted', NOW - 3_000)] }, pods: [P] }));
+    expect(d.kind === 'rollback' ? d.evidenceTime : undefined).to.equal(NOW - 3_000);
+  });
 });

@@ -19,7 +19,7 @@ export function projectNode(o: KubeObject): Node {
 }
 
 /**
- * Pods: identity, annotations (rollback's own), the claims they use, where they run, tolerations,
+ * Pods: identity (with creation time and controller), annotations, the claims they use, where they run, tolerations,
  * and whether they ran (phase, container states, PodScheduled). Containers are dropped: the biggest
  * part of a pod and read by no loop.
  */
@@ -33,7 +33,18 @@ export function projectPod(o: KubeObject): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: md.name, namespace: md.namespace, uid: md.uid, resourceVersion: md.resourceVersion, deletionTimestamp: md.deletionTimestamp, annotations: md.annotations },
+    metadata: {
+      name: md.name,
+      namespace: md.namespace,
+      uid: md.uid,
+      resourceVersion: md.resourceVersion,
+      // When it was created and which workload made it: the rollback loop's evidence of which pod a
+      // volume was provisioned for.
+      creationTimestamp: md.creationTimestamp,
+      ownerReferences: md.ownerReferences?.filter((o) => o.controller),
+      deletionTimestamp: md.deletionTimestamp,
+      annotations: md.annotations,
+    },
     spec: {
       nodeName: p.spec?.nodeName,
       containers: [],

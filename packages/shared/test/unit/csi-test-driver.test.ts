@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client, credentials } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { CsiClient } from '../../src/csi/csi-client.js';
 import { GrpcStatus } from '../../src/csi/csi-error.js';
@@ -11,6 +13,8 @@ import { GiB, parseByteSize } from '../../src/testing/csi-test-driver/byte-size.
 import { CapacityModel } from '../../src/testing/csi-test-driver/capacity-model.js';
 import { CsiTestDriver } from '../../src/testing/csi-test-driver/csi-test-driver.js';
 import { FailureInjector } from '../../src/testing/csi-test-driver/failure-injector.js';
+import { csiNodeService } from '../../src/testing/csi-test-driver/node-service.js';
+import type { NodeGetInfoResponse } from '../../src/testing/csi-test-driver/node-service.js';
 import { parseDriverArgs } from '../../src/testing/csi-test-driver/main.js';
 import { eventually } from '../../src/testing/eventually.js';
 import { ManagedProcess } from '../../src/testing/managed-process.js';
@@ -158,6 +162,35 @@ describe('CSI test driver: controller service over a unix socket', function () {
     await client.createVolume({ name: 'after', requiredBytes: 1n * GiB });
     expect(driver.volumes().map((v) => v.name)).to.deep.equal(['after']);
     expect(driver.calls('CreateVolume')).to.equal(2);
+  });
+});
+
+/** NodeGetInfo as external-provisioner --node-deployment asks it at start. */
+function nodeGetInfo(endpoint: string): Promise<NodeGetInfoResponse> {
+  const m = csiNodeService().NodeGetInfo;
+  const client = new Client(endpoint, credentials.createInsecure());
+  return new Promise<NodeGetInfoResponse>((resolve, reject) => {
+    client.makeUnaryRequest(m.path, m.requestSerialize, m.responseDeserialize, {}, (err: ServiceError | null, res?: NodeGetInfoResponse) => (err || !res ? reject(err ?? new Error('no response')) : resolve(res)));
+  }).finally(() => client.close());
+}
+
+describe('CSI test driver: Node service of a per-node driver', function () {
+  it('answers NodeGetInfo with its node id and topology, and only when it is a node driver', async function () {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'topovol-csi-'));
+    const perNode = new CsiTestDriver({ node: { nodeId: 'node-a', accessibleTopology: z('a') }, capacity: [{ segment: z('a'), capacity: GiB }] });
+    const central = new CsiTestDriver();
+    try {
+      await perNode.start(path.join(dir, 'node.sock'));
+      await central.start(path.join(dir, 'central.sock'));
+      expect(await nodeGetInfo(perNode.endpoint)).to.deep.equal({ nodeId: 'node-a', maxVolumesPerNode: '0', accessibleTopology: { segments: z('a') } });
+      expect(perNode.calls('NodeGetInfo')).to.equal(1);
+      const err = (await nodeGetInfo(central.endpoint).catch((e: unknown) => e)) as ServiceError;
+      expect(err.code).to.equal(GrpcStatus.UNIMPLEMENTED);
+    } finally {
+      await perNode.stop();
+      await central.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

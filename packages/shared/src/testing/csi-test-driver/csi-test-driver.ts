@@ -14,6 +14,8 @@ import { CapacityModel } from './capacity-model.js';
 import type { CapacityEntry } from './capacity-model.js';
 import { CSI_METHODS, FailureInjector } from './failure-injector.js';
 import type { CsiMethodName, InjectedFailure } from './failure-injector.js';
+import { csiNodeService, nodeGetInfoResponse } from './node-service.js';
+import type { CsiTestDriverNode, NodeGetInfoRequest, NodeGetInfoResponse } from './node-service.js';
 
 /** The StorageClass / GetCapacity parameter that picks a pool (absent: the default pool ''). */
 export const POOL_PARAMETER = 'pool';
@@ -36,6 +38,12 @@ export interface CsiTestDriverOptions {
   capacity?: CsiTestDriverCapacity[];
   /** Size of a volume whose request gives no capacity range (default 1 GiB). */
   defaultVolumeSize?: bigint;
+  /**
+   * Set for a driver deployed per node (one instance per node, serving that node's storage): it
+   * then also answers the Node service's NodeGetInfo, which external-provisioner calls at start
+   * with --node-deployment. Without it the Node service is not served (UNIMPLEMENTED).
+   */
+  node?: CsiTestDriverNode;
 }
 
 export interface TestDriverVolume {
@@ -66,6 +74,7 @@ export class CsiTestDriver {
   private readonly pluginCaps: PluginServiceType[];
   private readonly controllerCaps: ControllerRpcType[];
   private readonly defaultVolumeSize: bigint;
+  private readonly node?: CsiTestDriverNode;
   private readonly volumesByName = new Map<string, TestDriverVolume>();
   private readonly callCounts = new Map<CsiMethodName, number>();
   private readonly recorded = { GetCapacity: [] as GetCapacityParams[], CreateVolume: [] as CreateVolumeParams[], DeleteVolume: [] as string[] };
@@ -80,6 +89,7 @@ export class CsiTestDriver {
     this.pluginCaps = opts.pluginCapabilities ?? ['CONTROLLER_SERVICE', 'VOLUME_ACCESSIBILITY_CONSTRAINTS'];
     this.controllerCaps = opts.controllerCapabilities ?? ['CREATE_DELETE_VOLUME', 'GET_CAPACITY'];
     this.defaultVolumeSize = opts.defaultVolumeSize ?? GiB;
+    if (opts.node) this.node = { ...opts.node };
     for (const c of opts.capacity ?? []) this.capacity.set(c.segment, c.capacity, c);
   }
 
@@ -99,6 +109,7 @@ export class CsiTestDriver {
     const server = new Server();
     server.addService(identity, this.identityHandlers());
     server.addService(controller, this.controllerHandlers());
+    if (this.node) server.addService(csiNodeService(), this.nodeHandlers(this.node));
     await new Promise<void>((resolve, reject) => {
       server.bindAsync(csiGrpcTarget(socketPath), ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
     });
@@ -203,6 +214,12 @@ export class CsiTestDriver {
       GetCapacity: this.unary<W.GetCapacityRequest, W.GetCapacityResponse>('GetCapacity', (req) => this.getCapacity(req)),
       CreateVolume: this.unary<W.CreateVolumeRequest, W.CreateVolumeResponse>('CreateVolume', (req) => this.createVolume(req)),
       DeleteVolume: this.unary<W.DeleteVolumeRequest, W.DeleteVolumeResponse>('DeleteVolume', (req) => this.deleteVolume(req)),
+    };
+  }
+
+  private nodeHandlers(node: CsiTestDriverNode): UntypedServiceImplementation {
+    return {
+      NodeGetInfo: this.unary<NodeGetInfoRequest, NodeGetInfoResponse>('NodeGetInfo', () => nodeGetInfoResponse(node)),
     };
   }
 

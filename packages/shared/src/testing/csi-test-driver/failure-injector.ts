@@ -8,6 +8,7 @@ export const CSI_METHODS = [
   'CreateVolume',
   'DeleteVolume',
   'GetCapacity',
+  'NodeGetInfo',
 ] as const;
 
 export type CsiMethodName = (typeof CSI_METHODS)[number];

@@ -6,6 +6,8 @@ export type { CapacityEntry } from './capacity-model.js';
 export { CSI_METHODS, FailureInjector } from './failure-injector.js';
 export type { CsiMethodName, InjectedFailure } from './failure-injector.js';
 export { GiB, parseByteSize } from './byte-size.js';
+export { csiNodeService } from './node-service.js';
+export type { CsiTestDriverNode, NodeGetInfoResponse } from './node-service.js';
 export { parseDriverArgs } from './main.js';
 export { csiBinaries } from '../csi-binaries.js';
 export type { CsiComponent } from '../csi-binaries.js';

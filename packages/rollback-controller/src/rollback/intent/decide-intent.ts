@@ -1,0 +1,58 @@
+import type { PersistentVolumeClaim } from '@topovol/shared';
+import { claimState } from './provisioning-rollback.js';
+import type { ProvisioningRollback, RollbackClaim } from './provisioning-rollback.js';
+
+/** The next writes of a rollback in progress; the actuator stops at the first that does not succeed. */
+export type IntentStep =
+  /** Written before the delete is sent: after a crash, a missing claim in this state was ours to re-create. */
+  | { kind: 'markDeleting'; claim: RollbackClaim }
+  /** Re-check the pod and the volume on the server, then delete with uid + resourceVersion preconditions. */
+  | { kind: 'deleteClaim'; claim: RollbackClaim }
+  /** The rollback stopped before this claim was deleted: it stays as it is. */
+  | { kind: 'keep'; claim: RollbackClaim; why: string }
+  | { kind: 'createClaim'; claim: RollbackClaim }
+  /** A claim of that name exists again (ours, created before a crash): record it. */
+  | { kind: 'noteRecreated'; claim: RollbackClaim; uid: string }
+  /** The old claim is still terminating (a protection finalizer): look again later. */
+  | { kind: 'waitTerminating'; claim: RollbackClaim }
+  | { kind: 'finish'; phase: 'Completed' | 'Aborted' };
+
+/**
+ * What to do next for a rollback in progress, from its record and the claims as cached. Claims are
+ * handled in order; once one was kept (the pod got scheduled, the volume was used, the claim
+ * changed), the ones not yet deleted are kept too. Deleted ones are always re-created, exactly once:
+ * a claim of that name with another uid is taken as the re-created one.
+ */
+export function decideIntent(r: ProvisioningRollback, claim: (namespace: string, name: string) => PersistentVolumeClaim | undefined): IntentStep[] {
+  const ns = r.spec.pod.namespace;
+  const stopped = r.spec.claims.some((c) => claimState(r, c.name) === 'Kept');
+  const steps: IntentStep[] = [];
+  let open = false;
+  for (const c of r.spec.claims) {
+    switch (claimState(r, c.name)) {
+      case undefined:
+        if (stopped) steps.push({ kind: 'keep', claim: c, why: 'the rollback stopped before this claim was deleted' });
+        else steps.push({ kind: 'markDeleting', claim: c }, { kind: 'deleteClaim', claim: c });
+        open = true;
+        break;
+      case 'Deleting':
+        steps.push({ kind: 'deleteClaim', claim: c });
+        open = true;
+        break;
+      case 'Deleted': {
+        const live = claim(ns, c.name);
+        if (!live) steps.push({ kind: 'createClaim', claim: c });
+        else if (live.metadata?.uid === c.uid) steps.push({ kind: 'waitTerminating', claim: c });
+        else steps.push({ kind: 'noteRecreated', claim: c, uid: live.metadata?.uid ?? '' });
+        open = true;
+        break;
+      }
+      case 'Kept':
+      case 'Recreated':
+        break;
+    }
+  }
+  if (open) return steps;
+  const recreated = r.spec.claims.some((c) => claimState(r, c.name) === 'Recreated');
+  return [{ kind: 'finish', phase: recreated ? 'Completed' : 'Aborted' }];
+}

@@ -1,0 +1,78 @@
+import type { KubeObject, PersistentVolumeClaim, ResourceType } from '@topovol/shared';
+
+/** config/crd/topovol.io_provisioningrollbacks.yaml: cluster-scoped, written only by the rollback loop. */
+export const ProvisioningRollbacks: ResourceType = { group: 'topovol.io', version: 'v1alpha1', plural: 'provisioningrollbacks', kind: 'ProvisioningRollback', namespaced: false };
+
+export interface ObjectRef {
+  kind: string;
+  name: string;
+  uid: string;
+}
+
+/** One claim a rollback deletes and re-creates. */
+export interface RollbackClaim {
+  name: string;
+  /** Only a claim with this uid is ever deleted. */
+  uid: string;
+  /** The claim as decided on: the delete is conditional on it. */
+  resourceVersion: string;
+  volume: string;
+  reclaimPolicy?: string;
+  /** What is re-created, in spec.pod.namespace under `name`: labels, annotations, owner references, spec. */
+  template: ClaimTemplate;
+}
+
+export interface ClaimTemplate {
+  metadata: { labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: NonNullable<PersistentVolumeClaim['metadata']>['ownerReferences'] };
+  spec: NonNullable<PersistentVolumeClaim['spec']>;
+}
+
+export type ClaimState = 'Deleting' | 'Deleted' | 'Kept' | 'Recreated';
+export type RollbackPhase = 'Deleting' | 'Recreating' | 'Completed' | 'Aborted';
+
+export interface RollbackClaimStatus {
+  name: string;
+  state: ClaimState;
+  uid?: string;
+  message?: string;
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+}
+
+export interface ProvisioningRollbackSpec {
+  pod: { namespace: string; name: string; uid: string };
+  workload: ObjectRef;
+  node: string;
+  reason: string;
+  attempt: number;
+  evidenceTime?: string;
+  claims: RollbackClaim[];
+}
+
+export interface ProvisioningRollbackStatus {
+  phase?: RollbackPhase;
+  message?: string;
+  claims?: RollbackClaimStatus[];
+  completionTime?: string;
+  conditions?: Condition[];
+}
+
+export interface ProvisioningRollback extends KubeObject {
+  spec: ProvisioningRollbackSpec;
+  status?: ProvisioningRollbackStatus;
+}
+
+/** Finished one way or the other: nothing left to do but keep the record. */
+export const isFinished = (r: ProvisioningRollback): boolean => r.status?.phase === 'Completed' || r.status?.phase === 'Aborted';
+
+export const claimState = (r: ProvisioningRollback, name: string): ClaimState | undefined => r.status?.claims?.find((c) => c.name === name)?.state;
+
+/** Deterministic per workload and attempt, so a crash-and-retry creates the same object, not a second one. */
+export const rollbackName = (workloadUid: string, attempt: number): string => `${workloadUid}-${attempt}`;

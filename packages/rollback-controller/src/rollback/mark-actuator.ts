@@ -1,0 +1,33 @@
+import { Resources } from '@topovol/shared';
+import type { EventRecorder, KubeClient, Logger } from '@topovol/shared';
+import type { MarkDecision } from './decide-mark.js';
+import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, LABEL_USAGE, Reasons } from './marks.js';
+import { countMark } from './rollback-metrics.js';
+
+export interface MarkActuatorDeps {
+  client: KubeClient;
+  events: EventRecorder;
+  log: Logger;
+  dryRun: boolean;
+  /** In dry-run, marks are not written; they are handed here so later decisions can build on them. */
+  rememberDryRunMark?: (volumeName: string, labels: Record<string, string>, annotations: Record<string, string>) => void;
+}
+
+/** Writes a volume's marks with the resourceVersion decided on; the Event follows the write. */
+export async function writeMark(d: MarkActuatorDeps, m: MarkDecision): Promise<void> {
+  if (m.kind === 'none') return;
+  const v = m.volume;
+  const labels: Record<string, string> = { [LABEL_USAGE]: m.kind === 'markUnused' ? 'unused' : 'used' };
+  const annotations: Record<string, string> =
+    m.kind === 'markUnused'
+      ? { [ANN_PROVISIONED_FOR_NODE]: m.node, [ANN_PROVISIONED_FOR_POD]: m.podUid, [ANN_PROVISIONED_FOR_WORKLOAD]: m.workloadUid }
+      : { [ANN_USED_BECAUSE]: m.because, ...(m.node && !m.volume.metadata?.annotations?.[ANN_PROVISIONED_FOR_NODE] ? { [ANN_PROVISIONED_FOR_NODE]: m.node } : {}) };
+  const message = m.kind === 'markUnused' ? `provisioned for node ${m.node} for pod ${m.podName}, which has not run: can be rolled back while unused` : `marked used for good: ${m.because}`;
+  d.log.info(m.kind === 'markUnused' ? 'marking volume unused' : 'marking volume used', { volume: v.metadata?.name, dryRun: d.dryRun, message });
+  if (d.dryRun) d.rememberDryRunMark?.(v.metadata!.name!, labels, annotations);
+  else {
+    await d.client.patch(Resources.persistentVolumes, v.metadata!.name!, undefined, 'merge', { metadata: { resourceVersion: v.metadata?.resourceVersion, labels, annotations } });
+    countMark(m.kind === 'markUnused' ? 'unused' : 'used');
+  }
+  d.events.event(v, 'Normal', m.kind === 'markUnused' ? Reasons.MarkedUnused : Reasons.MarkedUsed, message);
+}

@@ -1,0 +1,44 @@
+import { claimNamesOfPod } from '@topovol/shared';
+import type { Event, Pod } from '@topovol/shared';
+import { ANN_SELECTED_NODE } from './marks.js';
+import { nodeRejectsPod } from './node-rejects-pod.js';
+import type { RollbackWorld } from './rollback-world.js';
+
+export interface StuckVerdict {
+  why: string;
+  /** When the evidence was recorded (ms): the node's state counts as now. */
+  at: number;
+}
+
+const eventTime = (e: Event): number => Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '') || 0;
+
+/**
+ * Evidence that the pod cannot run on the node its pinned volumes were provisioned for: the node is
+ * gone, cordoned or tainted; a sibling claim failed to provision there (ResourceExhausted on that
+ * node, or the external provisioner's reschedule signal: selected-node removed after a failure);
+ * or the scheduler reports a volume node affinity conflict. Records (Events, the pod's condition)
+ * count only when newer than `notBefore`, the evidence of the workload's last rollback: the same
+ * failure never triggers a second rollback.
+ */
+export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBefore: number): StuckVerdict | undefined {
+  const rejected = nodeRejectsPod(node, world.node(node), pod);
+  if (rejected) return { why: rejected, at: world.now() };
+  const ns = pod.metadata?.namespace ?? '';
+  for (const name of claimNamesOfPod(pod)) {
+    const sibling = world.claim(ns, name);
+    if (!sibling || sibling.spec?.volumeName) continue;
+    const failures = world.provisioningFailures(sibling).filter((e) => eventTime(e) > notBefore);
+    if (failures.length === 0) continue;
+    const newest = failures.reduce((a, b) => (eventTime(b) > eventTime(a) ? b : a));
+    const selected = sibling.metadata?.annotations?.[ANN_SELECTED_NODE];
+    if (!selected) return { why: `claim ${name} failed to provision and its selected node was removed (${newest.message ?? 'ProvisioningFailed'})`, at: eventTime(newest) };
+    const exhausted = failures.filter((e) => /ResourceExhausted/i.test(e.message ?? '')).sort((a, b) => eventTime(b) - eventTime(a))[0];
+    if (selected === node && exhausted) return { why: `claim ${name} cannot be provisioned on node ${node}: ${exhausted.message}`, at: eventTime(exhausted) };
+  }
+  const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  const condTime = Date.parse(cond?.lastTransitionTime ?? cond?.lastProbeTime ?? '') || 0;
+  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && /volume node affinity conflict/i.test(cond.message ?? '') && condTime > notBefore) {
+    return { why: `the scheduler reports: ${cond.message}`, at: condTime };
+  }
+  return undefined;
+}

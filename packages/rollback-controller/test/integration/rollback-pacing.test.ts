@@ -1,0 +1,166 @@
+import { expect } from 'chai';
+import { metricsRegistry, Resources } from '@topovol/shared';
+import type { KubeObject, Pod } from '@topovol/shared';
+import { eventually } from '@topovol/shared/testing';
+import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
+import type { RunningRollback as Loop } from './rollback-harness.js';
+import { RollbackFixture } from './rollback-fixture.js';
+
+async function counter(result: string): Promise<number> {
+  const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
+  return all.find((m) => m.name === 'topovol_rollback_rollbacks_total')?.values.find((v) => v.labels.result === result)?.value ?? 0;
+}
+
+/**
+ * Rollbacks that do not loop, pods that are replaced, generic ephemeral volumes, and a failed
+ * re-create: the rollback loop with its default flags except a 1 s backoff, against the real API
+ * server and kube-controller-manager's binder and protection controllers.
+ */
+describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pods, ephemeral volumes', function () {
+  this.timeout(180_000);
+  const f = new RollbackFixture();
+  let loop: Loop;
+  before(async () => {
+    await f.startSuite();
+    loop = await RunningRollback.start(['--rollback-backoff=1s']);
+  });
+  after(async () => {
+    await loop?.stop();
+    await f.stopSuite();
+  });
+  beforeEach(() => f.startTest('rbp-'));
+  afterEach(() => f.stopTest());
+
+  /** The scheduler picks node a again for both claims, c1 is provisioned there (a new volume), c2 fails there. */
+  const stuckAgainOnA = async (round: number): Promise<void> => {
+    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
+    await selectNode(f.admin, f.ns, 'c2', f.name('a'));
+    await f.provisionC1OnA(loop, { pv: `v1-${round}` });
+    await eventually(async () => expect(await f.usage(`v1-${round}`)).to.equal('unused'));
+  };
+  const rollbacksOf = async (p: Pod): Promise<number> => (await recordsOf(f.admin, p.metadata!.uid!)).length;
+  /** Waits for the pod's n-th rollback to be done (its claim re-created), before the scheduler acts again. */
+  const rolledBack = async (p: Pod, n: number): Promise<void> => {
+    await eventually(async () => {
+      const rs = await recordsOf(f.admin, p.metadata!.uid!);
+      expect(rs.map((r) => r.status?.phase)).to.deep.equal(Array.from({ length: n }, () => 'Completed'));
+    }, 60_000);
+  };
+
+  it('acts only on evidence newer than its last rollback, backs off, and stops at 3 with a Warning', async function () {
+    const limited = await counter('limited');
+    const p = await f.podWithClaims('p');
+    await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    await rolledBack(p, 1);
+    // Stuck on a again, with only the old failure on record: no second rollback.
+    await stuckAgainOnA(2);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await rollbacksOf(p), 'the old failure does not count again').to.equal(1);
+    // A new failure: rollback 2, then 3; a fourth is refused with a Warning.
+    for (const round of [2, 3]) {
+      if (round === 3) await stuckAgainOnA(3);
+      await failProvisioning(f.admin, f.ns, 'c2', `rpc error: code = ResourceExhausted desc = node a is full (${round})`);
+      await rolledBack(p, round);
+    }
+    await stuckAgainOnA(4);
+    await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full (4)');
+    expect((await eventFor(f.admin, p, 'ProvisioningRollbackLimit')).message).to.match(/3 rollbacks \(the limit is 3\)/);
+    expect(await rollbacksOf(p)).to.equal(3);
+    expect(await counter('limited')).to.be.greaterThan(limited);
+    // The backoff spaced them: 1 s after the first, 2 s after the second.
+    const starts = (await recordsOf(f.admin, p.metadata!.uid!)).map((r) => Date.parse(r.metadata!.creationTimestamp!)).sort();
+    expect(starts[2]! - starts[1]!).to.be.at.least(2_000 - 1_000);
+  });
+
+  it('helps a pod re-created by its controller (a new uid, the same workload) once the original is gone', async function () {
+    const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: `${f.ns}-rs-uid`, controller: true };
+    const p1 = await f.podWithClaims('web-1', { metadata: { ownerReferences: [owner] } });
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    expect((await f.volume('v1')).metadata?.annotations?.['rollback.topovol.io/provisioned-for-workload']).to.equal(owner.uid);
+    // Evicted before it ran; its ReplicaSet makes another.
+    await f.admin.delete(Resources.pods, 'web-1', f.ns, { gracePeriodSeconds: 0 });
+    const p2 = await f.admin.create<Pod>(Resources.pods, { ...p1, metadata: { name: 'web-2', namespace: f.ns, ownerReferences: [owner] } });
+    await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+    await eventFor(f.admin, p2, 'ProvisioningRollback');
+  });
+
+  it('rolls back the claim of a generic ephemeral volume, and re-creates it owned by its pod', async function () {
+    const p = await f.admin.create<Pod>(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: f.ns },
+      spec: {
+        schedulerName: 'nobody',
+        containers: [{ name: 'c', image: 'busybox' }],
+        volumes: [
+          { name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], storageClassName: f.cls, resources: { requests: { storage: '1Gi' } } } } } },
+          { name: 'c2', persistentVolumeClaim: { claimName: 'c2' } },
+        ],
+      },
+    });
+    // What the ephemeral volume controller creates: <pod>-<volume>, owned by the pod.
+    const owned = { apiVersion: 'v1', kind: 'Pod', name: 'p', uid: p.metadata!.uid!, controller: true, blockOwnerDeletion: true };
+    await f.admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'p-scratch', namespace: f.ns, ownerReferences: [owned] }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: f.cls, resources: { requests: { storage: '1Gi' } } } });
+    await f.admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'c2', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: f.cls, resources: { requests: { storage: '1Gi' } } } });
+    for (const c of ['p-scratch', 'c2']) await selectNode(f.admin, f.ns, c, f.name('a'));
+    const old = await f.provisionC1OnA(loop, { claimName: 'p-scratch' });
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    const back = await eventually(async () => {
+      const c = await f.claim('p-scratch');
+      expect(c.metadata?.uid).to.not.equal(old.metadata?.uid);
+      return c;
+    }, 60_000);
+    expect(back.metadata?.ownerReferences).to.deep.equal([owned]);
+  });
+
+  it('a re-create that fails counts as an error (the alert\'s metric) and is retried until the claim is back', async function () {
+    const errors = await counter('error');
+    const p = await f.podWithClaims('p');
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    // From the moment the claim is deleted, the namespace refuses new claims (an admission policy).
+    const policy = `${f.ns}-refuse-claims`;
+    await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: policy },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['persistentvolumeclaims'] }] },
+        validations: [{ expression: 'false', message: 'this namespace takes no new claims for now' }],
+      },
+    } as KubeObject);
+    const binding = await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: policy },
+      spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } },
+    } as KubeObject);
+    // Policies take effect within a second or so: wait until a claim is really refused.
+    await eventually(async () => {
+      const probe = await f.admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject).then(
+        () => true,
+        () => false,
+      );
+      if (probe) {
+        await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns);
+        throw new Error('claims are not refused yet');
+      }
+    });
+    try {
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      await eventually(async () => expect(await counter('error')).to.be.greaterThan(errors), 60_000);
+      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+      expect(r!.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Deleted');
+    } finally {
+      await f.admin.delete(Resources.validatingAdmissionPolicyBindings, binding.metadata!.name!);
+      await f.admin.delete(Resources.validatingAdmissionPolicies, policy);
+    }
+    await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+  });
+});

@@ -1,0 +1,200 @@
+import { expect } from 'chai';
+import { EventRecorder, logger, metricsRegistry, Resources } from '@topovol/shared';
+import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { eventually } from '@topovol/shared/testing';
+import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
+import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
+import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
+import type { RollbackActuatorDeps } from '../../src/rollback/rollback-actuator.js';
+import { bindPod, eventFor, failProvisioning, recordsOf, RunningRollback } from './rollback-harness.js';
+import { RollbackFixture } from './rollback-fixture.js';
+
+async function counter(result: string): Promise<number> {
+  const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
+  return all.find((m) => m.name === 'topovol_rollback_rollbacks_total')?.values.find((v) => v.labels.result === result)?.value ?? 0;
+}
+
+const HOLD = 'topovol.dev/test-hold';
+
+/**
+ * The paths by which a rollback could lose a claim or touch a volume that may hold data, each
+ * closed by design and shown here against the real API server, kube-controller-manager's binder
+ * and protection controllers (docs/rollback.md, "Invariants").
+ */
+describe('rollback safety: what no crash, race or stale view can make it do', function () {
+  this.timeout(120_000);
+  const f = new RollbackFixture();
+  before(() => f.startSuite());
+  after(() => f.stopSuite());
+  beforeEach(() => f.startTest('rbs-'));
+  afterEach(() => f.stopTest());
+
+  /** The actuator alone, as the loop's ServiceAccount would drive it, to put a race exactly where a test wants it. */
+  const actuator = (extra: Partial<RollbackActuatorDeps> = {}): RollbackActuator =>
+    new RollbackActuator({ client: f.admin, events: new EventRecorder(f.admin, 'topovol-rollback', 'test'), log: logger(), dryRun: false, volumeUse: () => Promise.resolve(undefined), ...extra });
+  /** Advances a record until it finishes or stalls, as the loop would on each change. */
+  const advance = async (a: RollbackActuator, name: string, rounds = 20): Promise<ProvisioningRollback> => {
+    let r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
+    for (let i = 0; i < rounds && r.status?.phase !== 'Completed' && r.status?.phase !== 'Aborted'; i++) {
+      const wait = await a.advance(r, decideIntent(r, () => undefined));
+      if (wait) await new Promise((res) => setTimeout(res, wait));
+      r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
+    }
+    return r;
+  };
+  /** A rollback of c1 for `pod`, decided on `c1` as given (perhaps stale). */
+  const decision = async (c1: PersistentVolumeClaim): Promise<{ kind: 'rollback'; why: string; pinned: { claim: PersistentVolumeClaim; volume: never; node: string }[]; attempt: number; evidenceTime: number }> => ({
+    kind: 'rollback',
+    why: 'test',
+    pinned: [{ claim: c1, volume: (await f.volume('v1')) as never, node: f.name('a') }],
+    attempt: 1,
+    evidenceTime: Date.now(),
+  });
+
+  it('a pod that came after the volume was provisioned is never taken for the one it was provisioned for', async function () {
+    // Provisioned while no rollback loop watched, for pod p1; p1 goes, p2 takes its claims.
+    const p1 = await f.podWithClaims('p1');
+    await f.provisionC1OnA();
+    await f.admin.delete(Resources.pods, 'p1', f.ns, { gracePeriodSeconds: 0 });
+    const p2 = await f.admin.create<Pod>(Resources.pods, { ...p1, metadata: { name: 'p2', namespace: f.ns } });
+    const loop = await RunningRollback.start();
+    try {
+      // It did not see the provisioning happen: when in doubt, used, for good.
+      await eventually(async () => expect(await f.usage()).to.equal('used'));
+      expect((await f.volume('v1')).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/not provably unused/);
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      const refused = await eventFor(f.admin, p2, 'ProvisioningRollbackRefused');
+      expect(refused.message).to.match(/marked used/);
+      expect(await recordsOf(f.admin, p2.metadata!.uid!)).to.deep.equal([]);
+    } finally {
+      await loop.stop();
+    }
+  });
+
+  it('the claims to re-create outlive the pod: a pod deleted while its old claim still terminates still gets it back', async function () {
+    const loop = await RunningRollback.start();
+    try {
+      const p = await f.podWithClaims('p');
+      const c1 = await f.provisionC1OnA(loop, { policy: 'Retain' });
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+      // Something else holds the claim for a while after its delete.
+      await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: [HOLD] } });
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      await eventually(async () => expect((await f.claim('c1')).metadata?.deletionTimestamp).to.not.equal(undefined));
+      // With Retain, the volume's Event says it is kept and who must remove it.
+      expect((await eventFor(f.admin, await f.volume('v1'), 'ProvisioningRollback')).message).to.match(/reclaim policy is Retain/);
+      await f.admin.delete(Resources.pods, 'p', f.ns, { gracePeriodSeconds: 0 });
+      await f.admin.patch<KubeObject>(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: null } });
+      const back = await eventually(async () => {
+        const c = await f.claim('c1');
+        expect(c.metadata?.uid).to.not.equal(c1.metadata?.uid);
+        return c;
+      }, 60_000);
+      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+      await eventually(async () => expect((await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, r!.metadata!.name!)).status?.phase).to.equal('Completed'));
+      expect(back.metadata?.namespace).to.equal(f.ns);
+    } finally {
+      await loop.stop();
+    }
+  });
+
+  it('a pod scheduled after the rollback was recorded stops it before any delete: the claim is kept', async function () {
+    const loop = await RunningRollback.start();
+    let p: Pod;
+    let c1: PersistentVolumeClaim;
+    try {
+      p = await f.podWithClaims('p', {}, ['c1']);
+      c1 = await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    } finally {
+      await loop.stop();
+    }
+    const a = actuator();
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    await bindPod(f.admin, f.ns, 'p', f.name('a'));
+    const done = await advance(a, r!.metadata!.name!);
+    expect(done.status?.phase).to.equal('Aborted');
+    expect(done.status?.claims?.find((c) => c.name === 'c1')).to.deep.include({ state: 'Kept', message: `pod p was scheduled to node ${f.name('a')}` });
+    const after = await f.claim('c1');
+    expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+  });
+
+  it('the pod scheduled between the last check and the delete: a Warning says so, and the claim comes back once the pod goes', async function () {
+    const loop = await RunningRollback.start();
+    let p: Pod;
+    let c1: PersistentVolumeClaim;
+    try {
+      p = await f.podWithClaims('p', {}, ['c1']);
+      c1 = await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    } finally {
+      await loop.stop();
+    }
+    const raced = await counter('raced');
+    // The window no precondition closes, opened on purpose: the scheduler binds the pod in it.
+    const a = actuator({ beforeClaimDelete: () => bindPod(f.admin, f.ns, 'p', f.name('a')) });
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    await a.advance(r!, decideIntent(r!, () => undefined));
+    expect((await eventFor(f.admin, await f.admin.get<Pod>(Resources.pods, 'p', f.ns), 'ProvisioningRollbackRaced')).type).to.equal('Warning');
+    expect(await counter('raced')).to.equal(raced + 1);
+    // The scheduled pod holds the claim (pvc-protection): it stays, Terminating, and its volume bound.
+    await new Promise((res) => setTimeout(res, 3_000));
+    const held = await f.claim('c1');
+    expect([held.metadata?.uid, held.status?.phase]).to.deep.equal([c1.metadata?.uid, 'Bound']);
+    expect(held.metadata?.deletionTimestamp).to.not.equal(undefined);
+    // The pod goes (its owner replaces it): the rollback finishes.
+    await f.admin.delete(Resources.pods, 'p', f.ns, { gracePeriodSeconds: 0 });
+    const done = await advance(a, r!.metadata!.name!, 60);
+    expect(done.status?.phase).to.equal('Completed');
+    expect((await f.claim('c1')).metadata?.uid).to.equal(done.status?.claims?.find((c) => c.name === 'c1')?.uid);
+  });
+
+  it('a claim changed after the decision is kept (uid + resourceVersion precondition), and the rollback ends Aborted', async function () {
+    const loop = await RunningRollback.start();
+    let p: Pod;
+    let c1: PersistentVolumeClaim;
+    try {
+      p = await f.podWithClaims('p', {}, ['c1']);
+      c1 = await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    } finally {
+      await loop.stop();
+    }
+    const aborted = await counter('aborted');
+    await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
+    const a = actuator();
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    const done = await advance(a, r!.metadata!.name!);
+    expect(done.status?.phase).to.equal('Aborted');
+    expect(await counter('aborted')).to.equal(aborted + 1);
+    const after = await f.claim('c1');
+    expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+  });
+
+  it('a decision made on a cache one write behind still goes ahead when that write changes nothing it re-creates', async function () {
+    const loop = await RunningRollback.start();
+    let p: Pod;
+    let c1: PersistentVolumeClaim;
+    try {
+      p = await f.podWithClaims('p', {}, ['c1']);
+      c1 = await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    } finally {
+      await loop.stop();
+    }
+    // A binder's write the decision did not see: a new resourceVersion, nothing the template keeps.
+    await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { annotations: { 'volume.kubernetes.io/storage-provisioner': 'rollback.test.topovol.io' } } });
+    const a = actuator();
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    const done = await advance(a, r!.metadata!.name!);
+    expect(done.status?.phase).to.equal('Completed');
+    const after = await f.claim('c1');
+    expect(after.metadata?.uid).to.not.equal(c1.metadata?.uid);
+    expect(after.metadata?.annotations?.['example.com/keep']).to.equal('me');
+  });
+});

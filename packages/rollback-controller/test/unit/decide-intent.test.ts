@@ -1,0 +1,35 @@
+import { expect } from 'chai';
+import type { PersistentVolumeClaim } from '@topovol/shared';
+import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
+import type { ClaimState, ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+
+const rb = (states: Record<string, ClaimState>): ProvisioningRollback => ({
+  metadata: { name: 'w-1' },
+  spec: {
+    pod: { namespace: 'ns', name: 'p', uid: 'uid-p' },
+    workload: { kind: 'Pod', name: 'p', uid: 'uid-p' },
+    node: 'a',
+    reason: 'x',
+    attempt: 1,
+    claims: ['c1', 'c2'].map((name) => ({ name, uid: `old-${name}`, resourceVersion: '1', volume: `v-${name}`, template: { metadata: {}, spec: {} } })),
+  },
+  status: { claims: Object.entries(states).map(([name, state]) => ({ name, state })) },
+});
+const live = (uids: Record<string, string>) => (_ns: string, name: string): PersistentVolumeClaim | undefined => (uids[name] ? { metadata: { name, uid: uids[name] } } : undefined);
+const summary = (steps: ReturnType<typeof decideIntent>): string[] => steps.map((s) => (s.kind === 'finish' ? `finish ${s.phase}` : `${s.kind} ${s.claim.name}`));
+
+// A recorded rollback advanced from its record: each claim deleted once, re-created once.
+describe('decideIntent', function () {
+  const cases: { name: string; r: ProvisioningRollback; live: Record<string, string>; want: string[] }[] = [
+    { name: 'just recorded: mark each claim Deleting, then delete it', r: rb({}), live: { c1: 'old-c1', c2: 'old-c2' }, want: ['markDeleting c1', 'deleteClaim c1', 'markDeleting c2', 'deleteClaim c2'] },
+    { name: 'crashed after marking Deleting: delete (the actuator sees whether it went)', r: rb({ c1: 'Deleting' }), live: { c1: 'old-c1', c2: 'old-c2' }, want: ['deleteClaim c1', 'markDeleting c2', 'deleteClaim c2'] },
+    { name: 'deleted and gone: re-create', r: rb({ c1: 'Deleted', c2: 'Deleted' }), live: {}, want: ['createClaim c1', 'createClaim c2'] },
+    { name: 'deleted but still terminating: wait', r: rb({ c1: 'Deleted', c2: 'Recreated' }), live: { c1: 'old-c1', c2: 'new' }, want: ['waitTerminating c1'] },
+    { name: 'crashed after re-creating: record it, never create twice', r: rb({ c1: 'Deleted', c2: 'Recreated' }), live: { c1: 'new-c1', c2: 'new' }, want: ['noteRecreated c1'] },
+    { name: 'one claim kept (the pod got scheduled): the others not yet deleted are kept too', r: rb({ c1: 'Kept' }), live: { c1: 'old-c1', c2: 'old-c2' }, want: ['keep c2'] },
+    { name: 'all re-created: Completed', r: rb({ c1: 'Recreated', c2: 'Recreated' }), live: {}, want: ['finish Completed'] },
+    { name: 'one re-created, one kept: Completed', r: rb({ c1: 'Recreated', c2: 'Kept' }), live: {}, want: ['finish Completed'] },
+    { name: 'all kept: Aborted', r: rb({ c1: 'Kept', c2: 'Kept' }), live: {}, want: ['finish Aborted'] },
+  ];
+  for (const c of cases) it(c.name, () => expect(summary(decideIntent(c.r, live(c.live)))).to.deep.equal(c.want));
+});
