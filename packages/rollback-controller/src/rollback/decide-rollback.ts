@@ -4,7 +4,7 @@ import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_
 import { cannotRunOn } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { podMayHaveRun, usedEvidence } from './usage-evidence.js';
-import { workloadOf } from './workload.js';
+import { historyKeyOfPod, workloadOf } from './workload.js';
 
 export interface PinnedClaim {
   claim: PersistentVolumeClaim;
@@ -74,7 +74,7 @@ export function decideRollback(pod: Pod, world: RollbackWorld): RollbackDecision
   const pinned = pinnedClaims(pod, world);
   if (pinned.length === 0) return { kind: 'none' };
   const workload = workloadOf(pod);
-  const history = world.rollbacksOf(workload.uid);
+  const history = world.rollbacksOf(historyKeyOfPod(pod));
   const last = history[0];
   const notBefore = last ? Date.parse(last.spec.evidenceTime ?? last.metadata?.creationTimestamp ?? '') || 0 : 0;
   const verdicts = [...new Set(pinned.map((p) => p.node))].flatMap((n) => cannotRunOn(n, pod, world, notBefore) ?? []);

@@ -13,7 +13,7 @@ import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLB
 import { countRollback } from './rollback-metrics.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { usedEvidence, volumesInUseMentions } from './usage-evidence.js';
-import { workloadOf } from './workload.js';
+import { historyKeyOfPod, historyKeyOfRecord } from './workload.js';
 
 const POD = 'pod/';
 const PV = 'pv/';
@@ -46,7 +46,7 @@ export function setupRollback(env: ControllerEnv): Controller {
   pvs.addIndex('unused', (v) => (usageOf(v) === 'unused' ? ['unused'] : []));
   attachments.addIndex('pv', (a) => (a.spec?.source?.persistentVolumeName ? [a.spec.source.persistentVolumeName] : []));
   failures.addIndex('claimUid', (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []));
-  records.addIndex('workload', (r) => [r.spec?.workload?.uid ?? '']);
+  records.addIndex('history', (r) => (r.spec ? [historyKeyOfRecord(r)] : []));
 
   /** Facts this process saw (memory only: a restart sees afresh, and never marks what it did not see). */
   const observed = new Map<string, ProvisioningObservation>();
@@ -68,9 +68,12 @@ export function setupRollback(env: ControllerEnv): Controller {
     podExists: (uid) => pods.cache.byIndex('uid', uid).length > 0,
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),
     attachmentsOf: (name) => attachments.cache.byIndex('pv', name),
-    provisioningFailures: (c) => failures.cache.byIndex('claimUid', c.metadata?.uid ?? ''),
+    // An Event's involvedObject is written by whoever creates the Event: in the claim's namespace and
+    // naming it, or it is not about this claim (a uid alone can be copied into any namespace).
+    provisioningFailures: (c) =>
+      failures.cache.byIndex('claimUid', c.metadata?.uid ?? '').filter((e) => e.metadata?.namespace === c.metadata?.namespace && e.involvedObject.namespace === c.metadata?.namespace && e.involvedObject.name === c.metadata?.name),
     provisioningObserved: (uid) => observed.get(uid),
-    rollbacksOf: (uid) => records.cache.byIndex('workload', uid).sort((a, b) => created(b) - created(a)),
+    rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),
     now: () => Date.now(),
     stuckSince: (uid) => stuck.get(uid),
     graceMs: numberFlag(options.extra[GRACE_FLAG], 2 * 60_000),
@@ -111,7 +114,7 @@ export function setupRollback(env: ControllerEnv): Controller {
   });
 
   /** The unfinished rollback of the pod's workload, if any: it is finished before anything new is decided. */
-  const inProgress = (pod: Pod): ProvisioningRollback | undefined => world.rollbacksOf(workloadOf(pod).uid).find((r) => !isFinished(r));
+  const inProgress = (pod: Pod): ProvisioningRollback | undefined => world.rollbacksOf(historyKeyOfPod(pod)).find((r) => !isFinished(r));
 
   const syncPod = async (namespace: string, name: string): Promise<number | void> => {
     const pod = pods.cache.get(`${namespace}/${name}`);

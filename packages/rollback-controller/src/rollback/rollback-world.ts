@@ -32,7 +32,7 @@ export interface RollbackWorld {
   /** What this process saw of the claim's provisioning (by claim uid), if anything. */
   provisioningObserved(claimUid: string): ProvisioningObservation | undefined;
   /** The workload's rollbacks (ProvisioningRollback objects), newest first. */
-  rollbacksOf(workloadUid: string): ProvisioningRollback[];
+  rollbacksOf(historyKey: string): ProvisioningRollback[];
   now(): number;
   /** Since when this process has seen the pod stuck with a claim still undecided, if it has. */
   stuckSince(podUid: string): number | undefined;

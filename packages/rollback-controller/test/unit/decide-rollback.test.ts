@@ -5,6 +5,7 @@ import { decideMark } from '../../src/rollback/decide-mark.js';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningObservation, RollbackWorld } from '../../src/rollback/rollback-world.js';
+import { historyKeyOfRecord } from '../../src/rollback/workload.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const SEL = 'volume.kubernetes.io/selected-node';
@@ -35,7 +36,7 @@ function world(w: W): RollbackWorld {
     attachmentsOf: (n) => (w.attachments ?? []).filter((a) => a.spec?.source?.persistentVolumeName === n),
     provisioningFailures: (c) => w.failures?.[c.metadata?.name ?? ''] ?? [],
     provisioningObserved: (uid) => w.observed?.[uid],
-    rollbacksOf: (uid) => (w.rollbacks ?? []).filter((r) => r.spec.workload.uid === uid),
+    rollbacksOf: (key) => (w.rollbacks ?? []).filter((r) => historyKeyOfRecord(r) === key),
     now: () => NOW,
     stuckSince: () => w.stuckSince,
     graceMs: 60_000,
@@ -65,14 +66,14 @@ const pv = (name: string, claimName: string, extra: { usage?: string; forNode?: 
   spec: { claimRef: { namespace: 'ns', name: claimName, uid: `uid-${claimName}` } },
   status: { phase: 'Bound' },
 });
-type PodExtra = { nodeName?: string; phase?: string; uid?: string; tolerations?: NonNullable<Pod['spec']>['tolerations']; createdMsAgo?: number; owner?: string; ephemeral?: string[] };
+type PodExtra = { nodeName?: string; phase?: string; uid?: string; tolerations?: NonNullable<Pod['spec']>['tolerations']; createdMsAgo?: number; owner?: string; ownerKind?: string; ephemeral?: string[] };
 const pod = (name: string, claims: string[], extra: PodExtra = {}): Pod => ({
   metadata: {
     name,
     namespace: 'ns',
     uid: extra.uid ?? `uid-${name}`,
     creationTimestamp: iso(NOW - (extra.createdMsAgo ?? 60_000)),
-    ownerReferences: extra.owner ? [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: extra.owner, controller: true }] : undefined,
+    ownerReferences: extra.owner ? [{ apiVersion: 'apps/v1', kind: extra.ownerKind ?? 'ReplicaSet', name: 'rs', uid: extra.owner, controller: true }] : undefined,
   },
   spec: {
     nodeName: extra.nodeName,
@@ -85,10 +86,10 @@ const pod = (name: string, claims: string[], extra: PodExtra = {}): Pod => ({
 const node = (name: string, spec: Node['spec'] = {}): Node => ({ metadata: { name }, spec });
 const failed = (msg: string, at = NOW - 5_000): Event => ({ metadata: { name: 'e' }, involvedObject: {}, reason: 'ProvisioningFailed', message: msg, lastTimestamp: iso(at) });
 const seen = (podUid = 'uid-p', node = 'a', workloadUid = podUid): ProvisioningObservation => ({ node, podUid, workloadUid, at: NOW - 30_000 });
-const record = (workloadUid: string, attempt: number, createdAt: number, phase: 'Completed' | 'Aborted' = 'Completed'): ProvisioningRollback => ({
+const record = (workloadUid: string, attempt: number, createdAt: number, at: { namespace?: string; pod?: string; kind?: string } = {}): ProvisioningRollback => ({
   metadata: { name: `${workloadUid}-${attempt}`, creationTimestamp: iso(createdAt) },
-  spec: { pod: { namespace: 'ns', name: 'p', uid: 'uid-p' }, workload: { kind: 'Pod', name: 'p', uid: workloadUid }, node: 'a', reason: 'x', attempt, evidenceTime: iso(createdAt - 1000), claims: [] },
-  status: { phase },
+  spec: { pod: { namespace: at.namespace ?? 'ns', name: at.pod ?? 'p', uid: 'uid-p' }, workload: { kind: at.kind ?? 'Pod', name: 'p', uid: workloadUid }, node: 'a', reason: 'x', attempt, evidenceTime: iso(createdAt - 1000), claims: [] },
+  status: { phase: 'Completed' },
 });
 
 // The marks: unused only with the evidence that the volume was provisioned for the pod waiting for it.
@@ -150,6 +151,10 @@ describe('decideRollback', function () {
     { name: 'a new failure after the last rollback, within its backoff → wait', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 10_000)] }, want: 'wait' },
     { name: 'a new failure after the last rollback, backoff over → rollback (attempt 2)', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 60_000)] }, want: 'rollback 2' },
     { name: 'the workload had 3 rollbacks → limit', w: { ...base, rollbacks: [record('uid-p', 3, NOW - 3_600_000), record('uid-p', 2, NOW - 7_200_000), record('uid-p', 1, NOW - 9_000_000)] }, want: 'limit' },
+    // Histories are per namespace (owner references are namespace-local) and per StatefulSet replica.
+    { name: '3 rollbacks recorded for the same owner uid in another namespace → rollback (attempt 1)', p: pod('p', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })], rollbacks: [1, 2, 3].map((n) => record('rs-uid', n, NOW - n * 3_600_000, { namespace: 'other', kind: 'ReplicaSet' })) }, want: 'rollback 1' },
+    { name: 'a StatefulSet: 3 rollbacks of replica web-1 do not limit web-0 → rollback (attempt 1)', p: pod('web-0', ['c1', 'c2'], { uid: 'uid-p', owner: 'sts-uid', ownerKind: 'StatefulSet' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'sts-uid' })], rollbacks: [1, 2, 3].map((n) => record('sts-uid', n, NOW - n * 3_600_000, { pod: 'web-1', kind: 'StatefulSet' })) }, want: 'rollback 1' },
+    { name: 'a StatefulSet: 3 rollbacks of this replica → limit', p: pod('web-0', ['c1', 'c2'], { uid: 'uid-p', owner: 'sts-uid', ownerKind: 'StatefulSet' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'sts-uid' })], rollbacks: [1, 2, 3].map((n) => record('sts-uid', n, NOW - n * 3_600_000, { pod: 'web-0', kind: 'StatefulSet' })) }, want: 'limit' },
   ];
   for (const c of cases) {
     it(c.name, function () {

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { KubeClient } from '../client/kube-client.js';
 import type { ControlPlane } from './control-plane.js';
 import { INSTALL_NAMESPACE } from '../manifests/manifest.js';
+import { serviceAccountUser } from '../manifests/rbac-objects.js';
 import { applyManifestsServerSide, yamlFiles } from './apply-manifests.js';
 import { repoRoot } from './repo-root.js';
 import { sharedControlPlane } from './shared-control-plane.js';
@@ -37,3 +38,16 @@ export async function controllerClient(controller: string, controlPlane?: Contro
   await installGeneratedRbac(cp);
   return cp.serviceAccountClient(INSTALL_NAMESPACE, `topovol-${controller}`);
 }
+
+/**
+ * A kubeconfig file for a loop's own ServiceAccount (see controllerClient), for running the real
+ * manager binary as that loop would run in a cluster; its requests appear in the audit log.
+ */
+export async function controllerKubeconfig(controller: string, controlPlane?: ControlPlane): Promise<string> {
+  const cp = controlPlane ?? (await sharedControlPlane());
+  await installGeneratedRbac(cp);
+  return cp.writeServiceAccountKubeconfig(INSTALL_NAMESPACE, `topovol-${controller}`, path.join(cp.dir, `topovol-${controller}.kubeconfig`));
+}
+
+/** The user name a loop's ServiceAccount has in the audit log. */
+export const controllerUser = (controller: string): string => serviceAccountUser(`topovol-${controller}`);

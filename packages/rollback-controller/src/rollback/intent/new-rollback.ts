@@ -1,8 +1,8 @@
 import type { Pod } from '@topovol/shared';
 import { claimTemplate } from '../claim-template.js';
 import type { PinnedClaim } from '../decide-rollback.js';
-import { workloadOf } from '../workload.js';
-import { ProvisioningRollbacks, rollbackName } from './provisioning-rollback.js';
+import { historyKeyOfPod, rollbackName, workloadOf } from '../workload.js';
+import { ProvisioningRollbacks } from './provisioning-rollback.js';
 import type { ProvisioningRollback } from './provisioning-rollback.js';
 
 /** The record of a rollback, written before anything is deleted: the claims and their templates, from the claims as decided on. */
@@ -11,7 +11,7 @@ export function newRollback(pod: Pod, pinned: PinnedClaim[], why: string, attemp
   return {
     apiVersion: `${ProvisioningRollbacks.group}/${ProvisioningRollbacks.version}`,
     kind: ProvisioningRollbacks.kind,
-    metadata: { name: rollbackName(workload.uid, attempt), labels: { 'rollback.topovol.io/workload-uid': workload.uid, 'rollback.topovol.io/pod-uid': pod.metadata?.uid ?? '' } },
+    metadata: { name: rollbackName(historyKeyOfPod(pod), attempt), labels: { 'rollback.topovol.io/workload-uid': workload.uid, 'rollback.topovol.io/pod-uid': pod.metadata?.uid ?? '' } },
     spec: {
       pod: { namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' },
       workload,

@@ -75,4 +75,3 @@ export const isFinished = (r: ProvisioningRollback): boolean => r.status?.phase 
 export const claimState = (r: ProvisioningRollback, name: string): ClaimState | undefined => r.status?.claims?.find((c) => c.name === name)?.state;
 
 /** Deterministic per workload and attempt, so a crash-and-retry creates the same object, not a second one. */
-export const rollbackName = (workloadUid: string, attempt: number): string => `${workloadUid}-${attempt}`;

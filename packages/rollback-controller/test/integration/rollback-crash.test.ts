@@ -1,0 +1,128 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { controllerKubeconfig, controllerUser, eventually, freePort, ManagedProcess, readAuditLog, repoRoot, sharedControlPlane } from '@topovol/shared/testing';
+import type { AuditEvent } from '@topovol/shared/testing';
+import { failProvisioning, recordsOf, SEL } from './rollback-harness.js';
+import { RollbackFixture } from './rollback-fixture.js';
+
+/** Each write of a rollback, after which the process can die (packages/shared/src/testing-hooks/failpoint.ts). */
+const FAILPOINTS = ['rollback-intent-recorded', 'rollback-claim-deleted', 'rollback-claim-recreated'] as const;
+
+const readyz = (port: number): Promise<number> =>
+  new Promise((resolve) => {
+    http.get(`http://127.0.0.1:${port}/readyz`, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on('error', () => resolve(0));
+  });
+
+/**
+ * The rollback loop as an operator runs it: the real manager binary, as the loop's own
+ * ServiceAccount with only the generated RBAC. With `failpoint`, it SIGKILLs itself right after
+ * that write.
+ */
+async function startManager(name: string, failpoint?: string): Promise<ManagedProcess> {
+  const cp = await sharedControlPlane();
+  const port = await freePort();
+  const proc = new ManagedProcess({
+    name,
+    command: process.execPath,
+    args: [
+      path.join(repoRoot(), 'bin', 'topovol-controller-manager.js'),
+      `--kubeconfig=${await controllerKubeconfig('rollback')}`,
+      '--controllers=rollback',
+      '--leader-elect=false',
+      '--metrics-bind-address=0',
+      `--health-probe-bind-address=127.0.0.1:${port}`,
+      '--log-level=debug',
+      '--log-format=json',
+    ],
+    logFile: path.join(cp.dir, `${name}.log`),
+    env: { ...process.env, TOPOVOL_FAILPOINTS: failpoint ?? '' },
+  });
+  await eventually(async () => {
+    if (!proc.running) throw new Error(`${name} exited: see ${proc.logFile}`);
+    expect(await readyz(port)).to.equal(200);
+  }, 60_000);
+  return proc;
+}
+
+/** The manager's own word that it saw the claim being provisioned for the pod (it marks nothing unused otherwise). */
+async function observed(proc: ManagedProcess, claimKey: string): Promise<void> {
+  await eventually(() => {
+    const seen = readFileSync(proc.logFile, 'utf8')
+      .split('\n')
+      .some((l) => l.includes('"message":"provisioning observed"') && l.includes(`"claim":"${claimKey}"`));
+    if (!seen) throw new Error(`${proc.name} has not logged seeing ${claimKey} provisioned`);
+  });
+}
+
+/** Successful requests of the rollback loop's ServiceAccount on claims in the namespace, from the API server's audit log. */
+function claimWrites(ns: string, verb: 'create' | 'delete'): AuditEvent[] {
+  return readAuditLog(auditLog).filter(
+    (e) =>
+      e.stage === 'ResponseComplete' &&
+      e.user.username === controllerUser('rollback') &&
+      e.verb === verb &&
+      e.objectRef?.resource === 'persistentvolumeclaims' &&
+      e.objectRef.namespace === ns &&
+      (e.responseStatus?.code ?? 0) < 300,
+  );
+}
+let auditLog = '';
+
+/**
+ * The process killed right after each write of a rollback (the intent recorded, the claim deleted,
+ * the claim re-created), then started again: the rollback finishes, and the claim is deleted once
+ * and re-created once, as the API server's audit log shows (docs/rollback.md, invariant 3).
+ */
+describe('rollback crash safety: killed after each write, the restarted loop finishes exactly once', function () {
+  this.timeout(180_000);
+  const f = new RollbackFixture();
+  before(async () => {
+    await f.startSuite();
+    auditLog = (await sharedControlPlane()).auditLogPath;
+  });
+  after(() => f.stopSuite());
+  beforeEach(() => f.startTest('rbc-'));
+  afterEach(() => f.stopTest());
+
+  for (const fp of FAILPOINTS) {
+    it(`killed at ${fp}`, async function () {
+      const first = await startManager(`${f.ns}-first`, fp);
+      let second: ManagedProcess | undefined;
+      try {
+        const p: Pod = await f.podWithClaims('p');
+        await observed(first, `${f.ns}/c1`);
+        const c1 = await f.provisionC1OnA();
+        await eventually(async () => expect(await f.usage()).to.equal('unused'));
+        await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+        expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
+
+        second = await startManager(`${f.ns}-second`);
+        const done = await eventually(async () => {
+          const records = await recordsOf(f.admin, p.metadata!.uid!);
+          expect(records, 'one rollback recorded').to.have.length(1);
+          expect(records[0]!.status?.phase).to.equal('Completed');
+          return records[0]!;
+        }, 90_000);
+        const now = await f.claim('c1');
+        expect(now.metadata?.uid).to.not.equal(c1.metadata?.uid);
+        expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Recreated', uid: now.metadata?.uid });
+        expect(now.metadata?.annotations?.['example.com/keep'], 'from the recorded template').to.equal('me');
+        expect(now.metadata?.annotations?.[SEL]).to.equal(undefined);
+        // Exactly once, whichever process did it.
+        await eventually(() => {
+          expect(claimWrites(f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+          expect(claimWrites(f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+        });
+        const claims = (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items.map((c) => c.metadata?.name).sort();
+        expect(claims).to.deep.equal(['c1', 'c2']);
+      } finally {
+        await first.stop();
+        await second?.stop();
+      }
+    });
+  }
+});

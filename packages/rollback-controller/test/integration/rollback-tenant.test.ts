@@ -1,0 +1,161 @@
+import { expect } from 'chai';
+import { classifyError, projectPod, Resources } from '@topovol/shared';
+import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
+import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+import { claim, failProvisioning, pod, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
+import { RollbackFixture } from './rollback-fixture.js';
+
+/** What the API server answered: 'ok', or the error kind (Forbidden, Invalid, ...). */
+async function outcome(write: () => Promise<unknown>): Promise<string> {
+  try {
+    await write();
+    return 'ok';
+  } catch (err) {
+    return classifyError(err).kind;
+  }
+}
+
+/** The rollback marks and records of a volume: every key of ours on it. */
+const marksOf = (v: PersistentVolume): Record<string, string> =>
+  Object.fromEntries(Object.entries({ ...v.metadata?.labels, ...v.metadata?.annotations }).filter(([k]) => k.startsWith('rollback.topovol.io/')));
+
+/**
+ * A tenant who can do anything a namespace's edit role allows (pods, claims, Events in its own
+ * namespace) tries every way it has to make the rollback loop's cluster-wide ServiceAccount act for
+ * it elsewhere: the pod annotation older versions trusted, a ProvisioningRollback of its own, the
+ * marks on volumes, failure Events about another namespace's claim. A victim namespace next door
+ * has a pod stuck exactly as a rollback needs. Nothing is created outside the tenant's namespace,
+ * no mark changes, and the victim is not rolled back (docs/rollback.md, invariant 5).
+ */
+describe('rollback and a forging tenant: nothing outside its namespace, no mark changed', function () {
+  this.timeout(180_000);
+  const f = new RollbackFixture();
+  let tenantNs = '';
+  before(() => f.startSuite());
+  after(() => f.stopSuite());
+  beforeEach(() => f.startTest('rbv-'));
+  afterEach(async () => {
+    for (const p of (await f.admin.list<Pod>(Resources.pods, { namespace: tenantNs })).items) await f.admin.delete(Resources.pods, p.metadata!.name!, tenantNs, { gracePeriodSeconds: 0 }).catch(() => undefined);
+    await f.stopTest();
+  });
+
+  async function tenant(ns: string): Promise<KubeClient> {
+    const { admin } = f;
+    await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'tenant', namespace: ns } });
+    await admin.create(Resources.roles, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'tenant', namespace: ns },
+      rules: [
+        { apiGroups: [''], resources: ['pods', 'persistentvolumeclaims', 'events'], verbs: ['*'] },
+        { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['*'] },
+      ],
+    } as never);
+    await admin.create(Resources.roleBindings, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'tenant', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant' },
+      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: ns }],
+    } as never);
+    return (await sharedControlPlane()).serviceAccountClient(ns, 'tenant');
+  }
+
+  it('every forgery is refused by the API server or ignored by the loop', async function () {
+    const { admin } = f;
+    const victim = f.ns;
+    // One worker: the loop handles keys in the order it sees their changes (see the touch below).
+    const loop = await RunningRollback.start(['--concurrent-workers=1', '--rollback-grace-period=10m']);
+    try {
+      // The victim: c1 provisioned on node a and unused, c2 still provisioning there.
+      const vPod = await f.podWithClaims('p');
+      await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+      const victimVolume = await f.volume('v1');
+      const victimClaims = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: victim })).items;
+      const victimC2 = victimClaims.find((c) => c.metadata?.name === 'c2')!;
+
+      // The tenant, with its own pod in the same situation.
+      tenantNs = await createTestNamespace(admin, 'rbt-');
+      const t = await tenant(tenantNs);
+      await eventually(() => t.create(Resources.persistentVolumeClaims, claim(tenantNs, 'c1', f.cls)));
+      await t.create(Resources.persistentVolumeClaims, claim(tenantNs, 'c2', f.cls));
+      const forged = JSON.stringify([{ namespace: victim, name: 'stolen', spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Ti' } }, storageClassName: f.cls } }]);
+      const base = pod(tenantNs, 'p', ['c1', 'c2']);
+      const tPod = await t.create<Pod>(Resources.pods, { ...base, metadata: { ...base.metadata, annotations: { 'rollback.topovol.io/recreate-claims': forged } } });
+      for (const c of ['c1', 'c2']) await selectNode(admin, tenantNs, c, f.name('a'));
+      await seenByLoop(loop, tenantNs, 'c1');
+      await provision(admin, tenantNs, 'c1', f.name('a'), `${tenantNs}-v1`);
+      await eventually(async () => expect(marksOf(await admin.get<PersistentVolume>(Resources.persistentVolumes, `${tenantNs}-v1`))['rollback.topovol.io/usage']).to.equal('unused'));
+
+      // Refused by the API server: a rollback record, the marks, Events about another namespace.
+      const record: ProvisioningRollback = {
+        apiVersion: 'topovol.io/v1alpha1',
+        kind: 'ProvisioningRollback',
+        metadata: { name: 'forged' },
+        spec: {
+          pod: { namespace: victim, name: 'p', uid: vPod.metadata!.uid! },
+          workload: { kind: 'Pod', name: 'p', uid: vPod.metadata!.uid! },
+          node: f.name('a'),
+          reason: 'forged',
+          attempt: 1,
+          evidenceTime: new Date().toISOString(),
+          claims: [{ name: 'c1', uid: victimClaims[0]!.metadata!.uid!, resourceVersion: '1', volume: f.name('v1'), template: { metadata: {}, spec: {} } }],
+        },
+      };
+      expect(await outcome(() => t.create(ProvisioningRollbacks, record)), 'a ProvisioningRollback').to.equal('Forbidden');
+      for (const v of [`${tenantNs}-v1`, f.name('v1')]) {
+        expect(await outcome(() => t.patch(Resources.persistentVolumes, v, undefined, 'merge', { metadata: { labels: { 'rollback.topovol.io/usage': 'unused' } } })), `a mark on ${v}`).to.equal('Forbidden');
+      }
+      const failure = (involved: Event['involvedObject'], name: string): Event => ({
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace: tenantNs },
+        involvedObject: involved,
+        reason: 'ProvisioningFailed',
+        type: 'Warning',
+        message: 'rpc error: code = ResourceExhausted desc = forged',
+        source: { component: 'forger' },
+        firstTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        lastTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        count: 1,
+      });
+      expect(await outcome(() => t.create(Resources.events, failure({ kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: victim, name: 'c2', uid: victimC2.metadata?.uid }, 'cross'))), 'an Event about another namespace').to.equal('Invalid');
+      // Accepted by the API server (its own namespace), but about no claim of the victim: ignored.
+      expect(await outcome(() => t.create(Resources.events, failure({ kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: tenantNs, name: 'c2', uid: victimC2.metadata?.uid }, 'uid')))).to.equal('ok');
+
+      // The victim's pod is looked at again after the loop has the forged Event; then the tenant's
+      // own, legitimate failure. With one worker, the victim's decision is made before the tenant's.
+      const events = loop.informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed' });
+      await eventually(() => expect(events.cache.list().some((e) => e.metadata?.name === 'uid' && e.metadata.namespace === tenantNs)).to.equal(true));
+      await admin.patch(Resources.pods, 'p', victim, 'merge', { metadata: { annotations: { 'topovol.dev/touched': 'after-forgery' } } });
+      const pods = loop.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+      await eventually(() => expect(pods.cache.get(`${victim}/p`)?.metadata?.annotations?.['topovol.dev/touched']).to.equal('after-forgery'));
+      await new Promise((r) => setImmediate(r));
+      await failProvisioning(admin, tenantNs, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      const [done] = await eventually(async () => {
+        const rs = await recordsOf(admin, tPod.metadata!.uid!);
+        expect(rs.map((r) => r.status?.phase)).to.deep.equal(['Completed']);
+        return rs;
+      }, 60_000);
+
+      // The tenant's rollback touched its own claim c1, from the loop's own record of it.
+      expect(done!.spec.claims.map((c) => c.name)).to.deep.equal(['c1']);
+      const tenantClaims = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: tenantNs })).items;
+      expect(tenantClaims.map((c) => c.metadata?.name).sort()).to.deep.equal(['c1', 'c2']);
+      // Nothing outside: no claim "stolen" anywhere, the victim's claims and marks as they were.
+      const everywhere = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims)).items;
+      expect(everywhere.filter((c) => c.metadata?.name === 'stolen')).to.deep.equal([]);
+      const victimNow = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: victim })).items;
+      expect(victimNow.map((c) => `${c.metadata?.name}/${c.metadata?.uid}`).sort()).to.deep.equal(victimClaims.map((c) => `${c.metadata?.name}/${c.metadata?.uid}`).sort());
+      expect(marksOf(await f.volume('v1'))).to.deep.equal(marksOf(victimVolume));
+      expect(await recordsOf(admin, vPod.metadata!.uid!), 'no rollback of the victim').to.deep.equal([]);
+      const all = (await admin.list<ProvisioningRollback>(ProvisioningRollbacks)).items;
+      expect(all.filter((r) => r.spec.pod.namespace === victim || r.metadata?.name === 'forged')).to.deep.equal([]);
+    } finally {
+      await loop.stop();
+    }
+  });
+});
