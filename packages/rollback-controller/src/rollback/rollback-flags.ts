@@ -23,7 +23,7 @@ export const rollbackFlags: FlagSpec[] = [
     name: MAX_ROLLBACKS_FLAG,
     type: 'int',
     default: 3,
-    help: 'At most this many rollbacks per workload (a pod, or the controller that re-creates it) within --rollback-history-ttl; then a ProvisioningRollbackLimit Warning and no more.',
+    help: 'At most this many rollbacks per workload (a pod, the controller that re-creates it, or a StatefulSet replica; within its namespace) within --rollback-history-ttl; then a ProvisioningRollbackLimit Warning and no more.',
   },
   {
     name: BACKOFF_FLAG,
