@@ -1,12 +1,13 @@
 import { Controller, projectNode, Resources } from '@topovol/shared';
-import type { ControllerEnv, CSINode, CSIStorageCapacity, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import type { ControllerEnv, CSINode, CSIStorageCapacity, Node, PersistentVolume, ReconcileContext, StorageClass } from '@topovol/shared';
 import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
 import { F, readCapacityFlags } from './capacity-flags.js';
 import type { CapacityFlags } from './capacity-flags.js';
 import { CapacityLoop, SYNC_KEY } from './capacity-loop.js';
 import { managedSelector } from './objects/capacity-object.js';
 import { resolveOwner } from './objects/resolve-owner.js';
-import { setupPerNode } from './per-node-loop.js';
+import { NODE_STATUS_KEY, perNodeStatus } from './per-node-loop.js';
+import { perNodeManagedBy } from './objects/managed-by.js';
 import { parseSegmentMode } from './segments/segment-mode.js';
 import { CapacitySource } from './source/get-capacity.js';
 import { CapacityStatusWriter } from './status/index.js';
@@ -30,8 +31,9 @@ async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi:
 }
 
 /**
- * The capacity loop (issue #5, seeds 000 and 002): one instance per CSI driver, or with
- * --capacity-node-name one instance per node that owns only that node's pool.
+ * The capacity loop: one instance per CSI driver, or with --capacity-node-name one instance per
+ * node (next to a per-node driver) that publishes only that node's CSIStorageCapacity objects and
+ * its own pool of the aggregated status.
  */
 export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
   const flags = readCapacityFlags(env.options.extra);
@@ -42,10 +44,11 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
   const writeClient = env.client.withRateLimit(flags.qps, flags.burst);
   const source = new CapacitySource(csi, { driverName, timeoutMs: flags.timeoutMs, attempts: flags.attempts });
   const workers = env.options.concurrentWorkers;
-  if (flags.nodeName) return setupPerNode({ env, flags, driverName, source, writeClient });
+  const perNode = flags.nodeName ? perNodeStatus({ env, flags, driverName, source, writeClient }) : undefined;
+  const managedBy = flags.nodeName ? perNodeManagedBy(flags.managedBy, flags.nodeName) : flags.managedBy;
 
   const caps = await csi.controllerGetCapabilities().catch(() => new Set<string>());
-  if (!caps.has('GET_CAPACITY')) env.log.warn('the CSI driver does not announce GET_CAPACITY; GetCapacity is tried anyway and Unimplemented stops the loop', { driver: driverName });
+  if (!caps.has('GET_CAPACITY')) env.log.warn('the CSI driver does not announce GET_CAPACITY; GetCapacity is tried anyway, and after Unimplemented again every --capacity-unimplemented-retry', { driver: driverName });
   const owner = await resolveOwner(env.client, flags.ownerLevel, flags.namespace, env.log);
   const { informers } = env;
   const inf = {
@@ -55,7 +58,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
     volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
     objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
       namespace: flags.namespace,
-      labelSelector: managedSelector({ driverName, managedBy: flags.managedBy, namespace: flags.namespace }),
+      labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),
     }),
   };
   const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, log: env.log });
@@ -70,20 +73,34 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
     {
       driverName,
       immediateBinding: flags.immediate,
-      ephemeral: flags.ephemeral,
+      // Per node, the <ephemeral> pool is the per-node writer's.
+      ephemeral: flags.ephemeral && !perNode,
       mode,
-      identity: { driverName, managedBy: flags.managedBy, namespace: flags.namespace, ...(owner ? { owner } : {}) },
+      ...(flags.nodeName ? { onlyNode: flags.nodeName } : {}),
+      identity: { driverName, managedBy, namespace: flags.namespace, ...(owner ? { owner } : {}) },
       pollIntervalMs: flags.pollIntervalMs,
       minRefreshMs: flags.minRefreshMs,
       statusRefreshMs: Math.max(1_000, Math.floor(flags.expiryMs / 3)),
+      unimplementedRetryMs: flags.unimplementedRetryMs,
       dryRun: env.options.dryRun,
     },
     env.log,
   );
-  const controller = new Controller(CAPACITY_CONTROLLER, loop.reconcile, { workers });
+  // Per node, one more worker: the status writer's key occupies one for the loop's lifetime.
+  const reconcile = perNode ? (ctx: ReconcileContext, key: string) => (key === NODE_STATUS_KEY ? perNode.run(ctx) : loop.reconcile(ctx, key)) : loop.reconcile;
+  const controller = new Controller(CAPACITY_CONTROLLER, reconcile, { workers: workers + (perNode ? 1 : 0) });
   ref.controller = controller;
   loop.register();
   controller.enqueue(SYNC_KEY);
-  env.log.info('capacity loop set up', { driver: driverName, topology: flags.topology, namespace: flags.namespace, managedBy: flags.managedBy });
+  if (perNode) {
+    controller.enqueue(NODE_STATUS_KEY);
+    // The queue is drained on shutdown; the writer's endless reconcile is stopped then too.
+    const shutdown = controller.shutdown.bind(controller);
+    controller.shutdown = async (timeoutMs: number): Promise<boolean> => {
+      perNode.stop();
+      return shutdown(timeoutMs);
+    };
+  }
+  env.log.info('capacity loop set up', { driver: driverName, topology: flags.topology, namespace: flags.namespace, managedBy, node: flags.nodeName || undefined });
   return controller;
 }

@@ -21,6 +21,7 @@ export const F = {
   burst: 'capacity-api-burst',
   nodeName: 'capacity-node-name',
   expiry: 'capacity-status-expiry',
+  unimplementedRetry: 'capacity-unimplemented-retry',
 } as const;
 
 const positive = (v: FlagValue): string | undefined => (typeof v === 'number' && v > 0 ? undefined : 'must be positive');
@@ -33,6 +34,7 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.domainLabels, type: 'string', default: '', help: 'With --capacity-topology=domains: node label keys, outermost first, separated by ";" (seed 002), e.g. topology.kubernetes.io/region;topology.kubernetes.io/zone;example.com/rack.' },
   { name: F.pollInterval, type: 'duration', default: 60_000, help: 'How often the capacity of every class and segment is asked for again, to notice changes made outside Kubernetes.', validate: positive },
   { name: F.minRefresh, type: 'duration', default: 5_000, help: 'Bursts of volume events are coalesced: one (class, segment) is refreshed at most once per this interval.', validate: positive },
+  { name: F.unimplementedRetry, type: 'duration', default: 10 * 60_000, help: 'After GetCapacity answers Unimplemented, ask again this long later, doubling each time it still does (up to 1h): a driver upgraded in place is tracked without a restart.', validate: positive },
   { name: F.timeout, type: 'duration', default: 10_000, help: 'Deadline of one GetCapacity call.', validate: positive },
   { name: F.retries, type: 'int', default: 3, help: 'Tries of GetCapacity per refresh when the driver is unavailable or slow, with exponential backoff; then the refresh is retried later by the work queue.', validate: positive },
   { name: F.namespace, type: 'string', default: '', help: 'Namespace of the CSIStorageCapacity objects; empty means $NAMESPACE, else topovol-system.' },
@@ -42,7 +44,7 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.ownerLevel, type: 'int', default: 1, help: 'Owner of the CSIStorageCapacity objects, from $POD_NAME/$NAMESPACE: 0 the pod, 1 its controller (ReplicaSet or StatefulSet), 2 that one\'s controller (Deployment), -1 none.' },
   { name: F.qps, type: 'float', default: 5, help: 'API requests per second for capacity writes (their own budget, apart from --kube-api-qps); 0 means unthrottled.' },
   { name: F.burst, type: 'int', default: 10, help: 'Burst of --capacity-api-qps.' },
-  { name: F.nodeName, type: 'string', default: '', help: 'Per-node mode (a DaemonSet next to a node plugin): report only this node\'s capacity as one <ephemeral> pool of the aggregated status, under a field manager of its own. Usually $NODE_NAME.' },
+  { name: F.nodeName, type: 'string', default: '', help: 'Per-node mode (a DaemonSet next to a per-node driver, as external-provisioner --node-deployment --enable-capacity): publish CSIStorageCapacity objects for this node\'s segment only, labelled managed-by <--capacity-managed-by>-<node>, and one <ephemeral> pool of the aggregated status under a field manager of its own. Usually $(NODE_NAME); use --capacity-ownerref-level=0 so a node\'s objects go with its pod.' },
   { name: F.expiry, type: 'duration', default: 5 * 60_000, help: 'expiryTime of the entries this instance writes into the aggregated status; expired entries are pruned.', validate: positive },
 ];
 
@@ -65,6 +67,7 @@ export interface CapacityFlags {
   burst: number;
   nodeName: string;
   expiryMs: number;
+  unimplementedRetryMs: number;
 }
 
 export function readCapacityFlags(extra: Record<string, FlagValue>): CapacityFlags {
@@ -89,5 +92,6 @@ export function readCapacityFlags(extra: Record<string, FlagValue>): CapacityFla
     burst: num(F.burst),
     nodeName: s(F.nodeName),
     expiryMs: num(F.expiry),
+    unimplementedRetryMs: num(F.unimplementedRetry),
   };
 }

@@ -40,10 +40,18 @@ export interface CapacityInformers {
 
 export interface CapacityLoopOptions extends DesiredOptions {
   mode: SegmentMode;
+  /**
+   * Per-node mode (--capacity-node-name): only this node's segment is tracked, as external-provisioner's
+   * --node-deployment --enable-capacity does, since a per-node driver can only answer for its own
+   * node; and the aggregated status is left to the per-node writer.
+   */
+  onlyNode?: string;
   identity: ObjectIdentity;
   pollIntervalMs: number;
   minRefreshMs: number;
   statusRefreshMs: number;
+  /** After Unimplemented, ask again this long later, doubling while it lasts (up to an hour). */
+  unimplementedRetryMs?: number;
   /** --dry-run: decide and log, write nothing (no objects, no status). */
   dryRun?: boolean;
   now?: () => number;
@@ -62,7 +70,8 @@ export class CapacityLoop {
   /** Objects we created that the informer has not shown yet, so a quick second pass does not create twice. */
   private readonly expected = new Map<string, CSIStorageCapacity>();
   private readonly reported = new Map<string, string>();
-  private unsupported?: string;
+  /** The driver answered Unimplemented: why, when to ask again, how many times in a row. */
+  private unsupported?: { message: string; retryAt: number; count: number };
   private readonly now: () => number;
 
   constructor(
@@ -85,14 +94,20 @@ export class CapacityLoop {
   /** The informer handlers: which changes lead to which keys. */
   register(): void {
     const sync = (): void => this.enqueue(SYNC_KEY);
+    // Per node: other nodes change nothing this instance publishes.
+    const ours = (o: { metadata?: { name?: string } }): boolean => !this.opts.onlyNode || o.metadata?.name === this.opts.onlyNode;
+    const syncIfOurs = (o: { metadata?: { name?: string } }): void => {
+      if (ours(o)) sync();
+    };
     this.inf.nodes.addEventHandler({
-      onAdd: sync,
-      onDelete: sync,
+      onAdd: syncIfOurs,
+      onDelete: syncIfOurs,
       onUpdate: (a, b) => {
+        if (!ours(b)) return;
         if (JSON.stringify(a.metadata?.labels ?? {}) !== JSON.stringify(b.metadata?.labels ?? {}) || !a.metadata?.deletionTimestamp !== !b.metadata?.deletionTimestamp) sync();
       },
     });
-    this.inf.csiNodes.addEventHandler({ onAdd: sync, onDelete: sync, onUpdate: sync });
+    this.inf.csiNodes.addEventHandler({ onAdd: syncIfOurs, onDelete: syncIfOurs, onUpdate: (_, b) => syncIfOurs(b) });
     this.inf.classes.addEventHandler({ onAdd: sync, onDelete: sync, onUpdate: sync });
     const volumeChanged = (pv: PersistentVolume): void => {
       if (pv.spec?.csi?.driver !== this.opts.driverName) return;
@@ -123,7 +138,9 @@ export class CapacityLoop {
   };
 
   private async sync(ctx: ReconcileContext): Promise<number> {
-    const segments = computeSegments(this.opts.mode, this.inf.nodes.cache.list(), (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
+    const only = this.opts.onlyNode;
+    const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
+    const segments = computeSegments(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
     const before = this.desired;
     this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts);
     for (const [key, d] of this.desired.items) {
@@ -148,7 +165,9 @@ export class CapacityLoop {
 
   private async refreshItem(ctx: ReconcileContext, key: string): Promise<number | void> {
     const d = this.desired.items.get(key);
-    if (!d || this.unsupported) return;
+    if (!d) return;
+    // Unimplemented: one call per backoff period, whichever item comes first.
+    if (this.unsupported && this.now() < this.unsupported.retryAt) return this.unsupported.retryAt - this.now();
     let st = this.state.get(key);
     if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true }));
     const now = this.now();
@@ -165,6 +184,11 @@ export class CapacityLoop {
         st.dirty = true;
         this.enqueue(STATUS_KEY);
         throw err;
+      }
+      if (this.unsupported) {
+        this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after: this.unsupported.count });
+        this.unsupported = undefined;
+        for (const k of this.desired.items.keys()) this.enqueue(ITEM_PREFIX + k);
       }
       const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
       st.measured = measured;
@@ -227,16 +251,20 @@ export class CapacityLoop {
     return { driver: this.opts.driverName, storage_class: item.storageClassName, segment: formatSegment(item.segment), pool: item.pool };
   }
 
-  private driverUnsupported(message: string): void {
-    if (this.unsupported) return;
-    this.unsupported = message;
-    this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it', { driver: this.opts.driverName, error: message });
+  private driverUnsupported(message: string): number {
+    const count = (this.unsupported?.count ?? 0) + 1;
+    const wait = Math.min((this.opts.unimplementedRetryMs ?? 10 * 60_000) * 2 ** (count - 1), 3_600_000);
+    const first = !this.unsupported;
+    this.unsupported = { message, retryAt: this.now() + wait, count };
+    if (!first) return wait;
+    this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it until it does', { driver: this.opts.driverName, error: message, retryInMs: wait });
     // Once, on the CSIDriver object if there is one, where `kubectl describe csidriver` shows it.
     this.writeClient
       .get<CSIDriver>(Resources.csiDrivers, this.opts.driverName)
       .then((d) => this.events.event(d, 'Warning', 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`))
       .catch(() => undefined);
     this.enqueue(STATUS_KEY);
+    return wait;
   }
 
   /** Warning Events on StorageClasses, once per distinct problem (again if it comes back later). */
@@ -267,7 +295,7 @@ export class CapacityLoop {
       planObsolete(keys, this.inf.objects.cache.list(), this.desired.frozen).length,
     );
     const entries = statusEntries(this.desired.items.values(), (d) => this.state.get(itemKey(d.item))?.measured);
-    if (this.opts.dryRun) return this.opts.statusRefreshMs;
+    if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     await this.status.publish(entries, this.conditions());
     await this.status.pruneExpired();
     return this.opts.statusRefreshMs;
@@ -278,7 +306,7 @@ export class CapacityLoop {
     const measured = [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length;
     const failing = [...this.state.values()].find((s) => s.error);
     const ready: StatusCondition = this.unsupported
-      ? { type: 'Ready', status: 'False', reason: 'GetCapacityUnimplemented', message: this.unsupported }
+      ? { type: 'Ready', status: 'False', reason: 'GetCapacityUnimplemented', message: this.unsupported.message }
       : failing
         ? { type: 'Ready', status: 'False', reason: 'GetCapacityFailed', message: failing.error ?? '' }
         : measured < total

@@ -1,11 +1,12 @@
-import { Controller } from '@topovol/shared';
-import type { ControllerEnv, KubeClient } from '@topovol/shared';
+import type { ControllerEnv, KubeClient, ReconcileContext } from '@topovol/shared';
 import type { CapacityFlags } from './capacity-flags.js';
 import { bytesToQuantity } from './objects/quantity-bytes.js';
 import type { CapacitySource } from './source/get-capacity.js';
 import { runPerNodeWriter } from './status/index.js';
 
 export const NODE_FIELD_MANAGER_PREFIX = 'topovol-capacity/';
+/** The key whose reconcile is the per-node status writer's whole lifetime. */
+export const NODE_STATUS_KEY = 'node-status';
 
 export interface PerNodeDeps {
   env: ControllerEnv;
@@ -15,38 +16,37 @@ export interface PerNodeDeps {
   writeClient: KubeClient;
 }
 
+export interface PerNodeStatus {
+  run(ctx: ReconcileContext): Promise<void>;
+  stop(): void;
+}
+
 /**
- * Per-node mode (seed 000 "Only inline ephemeral volumes"): this instance owns one pool entry,
- * `{name: <node>, nodeList: [<node>]}`, and asks the driver with an empty GetCapacity request, as
- * the seed says. Every node runs one (a DaemonSet), so run it with --leader-elect=false: the
- * instances do not compete, and server-side apply under per-node field managers keeps them apart.
- * The runner is a Controller with one key whose reconcile is the writer's whole lifetime.
+ * The per-node instance's share of the aggregated status: one `<ephemeral>` pool entry,
+ * `{name: <node>, nodeList: [<node>]}`, asked of the driver with an empty GetCapacity request.
+ * Every node runs one instance (a DaemonSet, with --leader-elect=false: the instances do not
+ * compete), and server-side apply under per-node field managers keeps them apart. Its
+ * CSIStorageCapacity objects are the capacity loop's, restricted to the node (CapacityLoop onlyNode).
  */
-export function setupPerNode(deps: PerNodeDeps): Controller {
-  const { env, flags, driverName, source, writeClient } = deps;
+export function perNodeStatus(deps: PerNodeDeps): PerNodeStatus {
+  const { flags, driverName, source, writeClient } = deps;
   const abort = new AbortController();
-  const controller: Controller = new Controller('capacity-node', async (ctx) => {
-    ctx.signal.addEventListener('abort', () => abort.abort(), { once: true });
-    await runPerNodeWriter({
-      client: writeClient,
-      driverName,
-      nodeName: flags.nodeName,
-      refreshMs: flags.pollIntervalMs,
-      expiryMs: flags.expiryMs,
-      signal: abort.signal,
-      capacity: async () => {
-        const m = await source.get({}, {}, abort.signal);
-        return { capacity: bytesToQuantity(m.available), ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(m.maximumVolumeSize) } : {}) };
-      },
-    });
-  });
-  // The queue is drained on shutdown; stop the writer then too.
-  const shutdown = controller.shutdown.bind(controller);
-  controller.shutdown = async (timeoutMs: number): Promise<boolean> => {
-    abort.abort();
-    return shutdown(timeoutMs);
+  return {
+    stop: () => abort.abort(),
+    run: async (ctx) => {
+      ctx.signal.addEventListener('abort', () => abort.abort(), { once: true });
+      await runPerNodeWriter({
+        client: writeClient,
+        driverName,
+        nodeName: flags.nodeName,
+        refreshMs: flags.pollIntervalMs,
+        expiryMs: flags.expiryMs,
+        signal: abort.signal,
+        capacity: async () => {
+          const m = await source.get({}, {}, abort.signal);
+          return { capacity: bytesToQuantity(m.available), ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(m.maximumVolumeSize) } : {}) };
+        },
+      });
+    },
   };
-  controller.enqueue('node');
-  env.log.info('per-node capacity writer set up', { driver: driverName, node: flags.nodeName });
-  return controller;
 }

@@ -13,7 +13,8 @@ export type ObjectAction =
 
 /**
  * What one item needs: nothing when an object already says what the driver said (no write for
- * an unchanged world), an update of the oldest matching object when values or the owner differ, a
+ * an unchanged world), an update of the oldest matching object when values or the owner differ (our
+ * owner replacing any other controller reference), a
  * create when there is none (also when someone deleted ours), and deletes of any duplicates.
  */
 export function planItem(id: ObjectIdentity, item: CapacityItem, measured: MeasuredCapacity, objects: readonly CSIStorageCapacity[]): ObjectAction[] {
@@ -32,9 +33,12 @@ export function planItem(id: ObjectIdentity, item: CapacityItem, measured: Measu
     if (measured.maximumVolumeSize === undefined) delete next.maximumVolumeSize;
     else next.maximumVolumeSize = bytesToQuantity(measured.maximumVolumeSize);
   }
-  if (id.owner && !keep!.metadata?.ownerReferences?.some((r) => r.uid === id.owner!.uid)) {
+  const refs = keep!.metadata?.ownerReferences ?? [];
+  if (id.owner && !refs.some((r) => r.uid === id.owner!.uid && r.controller)) {
+    // Our owner replaces any other controller reference (another --capacity-ownerref-level, another
+    // pod): the API server accepts at most one controller: true, so appending would fail every update.
     changed.push('ownerReferences');
-    next.metadata!.ownerReferences = [...(keep!.metadata?.ownerReferences ?? []), { ...id.owner }];
+    next.metadata!.ownerReferences = [...refs.filter((r) => !r.controller && r.uid !== id.owner!.uid), { ...id.owner }];
   }
   if (changed.length > 0) actions.push({ kind: 'update', item, object: next, changed });
   return actions;

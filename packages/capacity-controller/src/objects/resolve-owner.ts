@@ -12,16 +12,15 @@ const APPS: Record<string, ResourceType> = {
 /**
  * The owner of our capacity objects, as external-provisioner's --capacity-ownerref-level: start at
  * our own pod ($POD_NAME in $NAMESPACE) and climb `level` controller references, so the objects are
- * garbage-collected with the deployment that made them. Without $POD_NAME (a local run) there is
- * no owner, said in the log.
+ * garbage-collected with the deployment that made them. Without $POD_NAME it is a start-up error
+ * (level -1 means no owner).
  */
 export async function resolveOwner(client: KubeClient, level: number, namespace: string, log: Logger): Promise<OwnerReference | undefined> {
   if (level < 0) return undefined;
   const podName = process.env.POD_NAME;
-  if (!podName) {
-    log.info('capacity objects get no owner reference: $POD_NAME is not set (local run?)', { ownerLevel: level });
-    return undefined;
-  }
+  // As external-provisioner: objects without the owner asked for would outlive the deployment.
+  if (!podName) throw new Error(`--capacity-ownerref-level=${level} needs $POD_NAME (and $NAMESPACE) to find the owner of the CSIStorageCapacity objects; set them from the downward API, or pass --capacity-ownerref-level=-1 for objects without an owner`);
+  log.debug('resolving the owner of capacity objects', { pod: podName, ownerLevel: level });
   let obj: KubeObject = await client.get<KubeObject>(Resources.pods, podName, namespace);
   for (let i = 0; i < level; i++) {
     const ref = obj.metadata?.ownerReferences?.find((r) => r.controller);

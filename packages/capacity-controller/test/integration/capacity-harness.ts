@@ -12,7 +12,7 @@ import type { InProcessLoopOptions } from '@topovol/shared/testing';
 /** A capacity loop in this process against the real API server, as the manager would run it. */
 export type RunningCapacity = InProcessLoop;
 export const RunningCapacity = {
-  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(capacityDescriptor, ['--concurrent-workers=4', ...args], opts),
+  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(capacityDescriptor, ['--concurrent-workers=4', '--capacity-ownerref-level=-1', ...args], opts),
 };
 
 /** The project's CSI test driver on a fresh unix socket. */

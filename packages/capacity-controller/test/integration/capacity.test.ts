@@ -237,6 +237,19 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     }
   });
 
+  it('Unimplemented does not stop tracking until a restart: asked again after --capacity-unimplemented-retry, then published', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 6n * GiB);
+    // 12 = UNIMPLEMENTED: the driver before an in-place upgrade that adds GetCapacity.
+    driver.injectFailure('GetCapacity', { code: 12, message: 'GetCapacity is not implemented', times: 2 });
+    await addNode('n1', 'z1');
+    await addClass('later');
+    const calls = driver.calls('GetCapacity');
+    await start(['--capacity-unimplemented-retry=1s']);
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.equal([{ storageClassName: name('later'), segment: { [ZONE]: 'z1' }, capacity: '6Gi' }]), 60_000);
+    // Unimplemented twice (1 s, then 2 s of backoff), then an answer: three calls, not a storm.
+    expect(driver.calls('GetCapacity') - calls).to.equal(3);
+  });
+
   it('retries a driver that is briefly unavailable, then publishes', async function () {
     driver.setCapacity({ [ZONE]: 'z1' }, 3n * GiB);
     driver.injectFailure('GetCapacity', { code: 14, message: 'restarting', times: 2 });
@@ -316,6 +329,26 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     const req = driver.getCapacityRequests().at(-1);
     expect(req?.parameters ?? {}, 'an empty GetCapacity request (seed 000)').to.deep.equal({});
     expect(req?.accessibleTopology).to.equal(undefined);
+  });
+
+  it('an owner level without $POD_NAME is a start-up error (as external-provisioner), not objects without owners', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 2n * GiB);
+    await addNode('n1', 'z1');
+    await addClass('unowned');
+    const saved = process.env.POD_NAME;
+    delete process.env.POD_NAME;
+    try {
+      let err: unknown;
+      try {
+        loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-ownerref-level=0']);
+      } catch (e) {
+        err = e;
+      }
+      expect(String(err)).to.match(/--capacity-ownerref-level=0 needs \$POD_NAME/);
+    } finally {
+      if (saved !== undefined) process.env.POD_NAME = saved;
+    }
+    expect((await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items).to.deep.equal([]);
   });
 
   it('--capacity-ownerref-level=1: objects are owned by the ReplicaSet of our pod ($POD_NAME), as external-provisioner does', async function () {

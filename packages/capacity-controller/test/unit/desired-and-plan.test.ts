@@ -123,6 +123,18 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
         expect(acts[0] && 'object' in acts[0] ? acts[0].object.metadata?.resourceVersion : '').to.equal('7');
       }
     });
+    it('a new owner (another level or pod) replaces the controller reference, never a second controller: true', function () {
+      const obj = existing(item, '10Gi');
+      const gc = { apiVersion: 'v1', kind: 'ConfigMap', name: 'keep-me', uid: 'cm-uid' };
+      obj.metadata!.ownerReferences = [{ apiVersion: 'v1', kind: 'Pod', name: 'capacity-5d9-abc', uid: 'old-pod-uid', controller: true }, gc];
+      const [a] = planItem(id, item, { available: 10n * GiB }, [obj]);
+      expect(a && 'changed' in a ? a.changed : []).to.deep.equal(['ownerReferences']);
+      const refs = a && 'object' in a ? (a.object.metadata?.ownerReferences ?? []) : [];
+      expect(refs.filter((r) => r.controller)).to.deep.equal([id.owner]);
+      expect(refs).to.deep.include(gc);
+      // Already ours: nothing to write.
+      expect(planItem(id, item, { available: 10n * GiB }, [{ ...obj, metadata: { ...obj.metadata, ownerReferences: [gc, { ...id.owner! }] } }])).to.deep.equal([]);
+    });
     it('keeps the oldest of duplicates and deletes the others', function () {
       const acts = planItem(id, item, { available: 10n * GiB }, [existing(item, '10Gi', { name: 'csisc-new', created: '2026-11-23T11:00:00Z' }), existing(item, '10Gi', { name: 'csisc-old' })]);
       expect(acts.map((a) => [a.kind, a.object.metadata?.name])).to.deep.equal([['delete', 'csisc-new']]);

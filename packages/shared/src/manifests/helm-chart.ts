@@ -97,7 +97,7 @@ function capacityWorkloads(t: HelmTemplateText, capacity: ControllerDescriptor):
       serviceAccountName: name,
       controllers: capacity.name,
       leaderElect: false,
-      args: [`--csi-address=${csi}`, '--capacity-node-name=$(NODE_NAME)', driverName],
+      args: [`--csi-address=${csi}`, '--capacity-node-name=$(NODE_NAME)', '--capacity-ownerref-level=0', driverName],
       sidecars: [driver('csi-node-driver', ['--mode=node', '--node-id=$(NODE_NAME)'])],
     }),
     chartWorkload(t, {

@@ -115,11 +115,13 @@ export function renderInstallFiles(input: InstallInput): Record<string, string> 
         controllers: capacity.name,
         // Each pod reports its own node only, so there is nothing to elect.
         leaderElect: false,
-        args: ['--csi-address=/csi/csi.sock', '--capacity-node-name=$(NODE_NAME)'],
+        // Owned by the pod: when a node and its pod go, the garbage collector removes the node's
+        // capacity objects (the DaemonSet would keep them, claiming room on a node that is gone).
+        args: ['--csi-address=/csi/csi.sock', '--capacity-node-name=$(NODE_NAME)', '--capacity-ownerref-level=0'],
         sidecars: [csiDriverPlaceholder('csi-node-driver', ['--mode=node', '--node-id=$(NODE_NAME)'])],
       }),
     ],
-    `The ${capacity.name} loop per node, next to a CSI node plugin: each pod reports its node's capacity.\nReplace the csi-node-driver container with the driver's node plugin.`,
+    `The ${capacity.name} loop per node, next to a CSI node plugin: each pod publishes its own node's\nCSIStorageCapacity objects and pool. Replace the csi-node-driver container with the driver's node plugin.`,
   );
   files[`config/manager/${capacity.name}-per-node/kustomization.yaml`] = kustomization(['daemonset.yaml']);
 
