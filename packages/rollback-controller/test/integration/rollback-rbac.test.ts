@@ -70,6 +70,10 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
       spec: { attacher: PROVISIONER, nodeName: nodeA, source: { persistentVolumeName: `${ns}-w1` } },
     } as never);
     await pollUntil(async () => expect(await usage(`${ns}-w1`)).to.equal('used'), ac.signal);
+    // And in the loop's cache, so that q's refusal names the mark (one Event, then patched), not
+    // the attachment it saw before the mark (a second Event with another message).
+    const cached = loop.informers.forResource<PersistentVolume>(Resources.persistentVolumes);
+    await pollUntil(() => Promise.resolve(expect(cached.cache.get(`${ns}-w1`)?.metadata?.labels?.[LABEL_USAGE]).to.equal('used')), ac.signal);
     await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await failProvisioning(admin, ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await pollUntil(async () => {
