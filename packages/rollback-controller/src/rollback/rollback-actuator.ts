@@ -78,13 +78,21 @@ export class RollbackActuator {
       return;
     }
     failpoint('rollback-intent-recorded');
+    // Announced by advance() once its first step is written: also after a crash right here.
+  }
+
+  /** The rollback's Events on the pod, its claims and their volumes, from the record alone. */
+  private announce(r: ProvisioningRollback): void {
     countRollback('rolled_back');
-    this.d.events.event(pod, 'Normal', Reasons.RollbackStarted, `pod cannot run on node ${record.spec.node} (${r.why}); rolling back unused volume(s) of claim(s) ${names} so that it can be scheduled elsewhere (ProvisioningRollback ${record.metadata?.name})`);
-    for (const p of r.pinned) {
-      const policy = p.volume.spec?.persistentVolumeReclaimPolicy ?? 'Delete';
+    const names = r.spec.claims.map((c) => c.name).join(', ');
+    this.d.events.event(podRef(r), 'Normal', Reasons.RollbackStarted, `pod cannot run on node ${r.spec.node} (${r.spec.reason}); rolling back unused volume(s) of claim(s) ${names} so that it can be scheduled elsewhere (ProvisioningRollback ${r.metadata?.name})`);
+    for (const c of r.spec.claims) {
+      const policy = c.reclaimPolicy ?? 'Delete';
       const fate = policy === 'Delete' ? 'deleted by its provisioner' : `kept: its reclaim policy is ${policy}, so an administrator has to remove it`;
-      this.d.events.event(p.claim, 'Normal', Reasons.RollbackStarted, `deleting and re-creating this claim: its volume ${p.volume.metadata?.name} was provisioned for node ${p.node} and never used; ${r.why}`);
-      this.d.events.event(p.volume, 'Normal', Reasons.RollbackStarted, `claim ${p.claim.metadata?.name} is re-created; this unused volume is released and ${fate}`);
+      const claim: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: c.name, namespace: r.spec.pod.namespace, uid: c.uid } };
+      const volume: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: c.volume } };
+      this.d.events.event(claim, 'Normal', Reasons.RollbackStarted, `deleting and re-creating this claim: its volume ${c.volume} was provisioned for node ${r.spec.node} and never used; ${r.spec.reason}`);
+      this.d.events.event(volume, 'Normal', Reasons.RollbackStarted, `claim ${c.name} is re-created; this unused volume is released and ${fate}`);
     }
   }
 
@@ -93,9 +101,12 @@ export class RollbackActuator {
     let current = r;
     for (const s of steps) {
       switch (s.kind) {
-        case 'markDeleting':
+        case 'markDeleting': {
+          const first = (current.status?.claims ?? []).length === 0;
           current = await this.setClaim(current, s.claim.name, 'Deleting');
+          if (first) this.announce(current);
           break;
+        }
         case 'deleteClaim': {
           const outcome = await this.deleteClaim(current, s.claim);
           current = await this.setClaim(current, s.claim.name, outcome.state, undefined, outcome.message);

@@ -6,7 +6,7 @@ import { Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { controllerKubeconfig, controllerUser, eventually, freePort, ManagedProcess, readAuditLog, repoRoot, sharedControlPlane } from '@topovol/shared/testing';
 import type { AuditEvent } from '@topovol/shared/testing';
-import { failProvisioning, recordsOf, SEL } from './rollback-harness.js';
+import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
 /** Each write of a rollback, after which the process can die (packages/shared/src/testing-hooks/failpoint.ts). */
@@ -112,6 +112,8 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
         expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Recreated', uid: now.metadata?.uid });
         expect(now.metadata?.annotations?.['example.com/keep'], 'from the recorded template').to.equal('me');
         expect(now.metadata?.annotations?.[SEL]).to.equal(undefined);
+        // Announced even when the process died right after recording it.
+        expect((await eventFor(f.admin, p, 'ProvisioningRollback')).message).to.match(/rolling back unused volume\(s\) of claim\(s\) c1/);
         // Exactly once, whichever process did it.
         await eventually(() => {
           expect(claimWrites(f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
