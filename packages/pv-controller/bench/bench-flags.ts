@@ -1,5 +1,5 @@
-import { FlagError, formatHelp, parseFlags } from '@topovol/shared';
-import type { FlagSpec, FlagValue } from '@topovol/shared';
+import { atLeast, FlagError, formatHelp, parseFlags } from '@topovol/shared';
+import type { FlagSpec } from '@topovol/shared';
 
 export type ContenderName = 'topovol' | 'upstream';
 
@@ -20,11 +20,6 @@ export interface BenchOptions {
   upstreamFlags: string[];
   help: boolean;
 }
-
-const atLeast =
-  (min: number) =>
-  (v: FlagValue): string | undefined =>
-    Number(v) >= min ? undefined : `must be at least ${min}`;
 
 const SPECS: readonly FlagSpec[] = [
   { name: 'n', type: 'int', default: 10_000, help: 'Static PV/PVC pairs to bind per contender.', validate: atLeast(1) },

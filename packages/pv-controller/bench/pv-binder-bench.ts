@@ -4,29 +4,16 @@
 // control plane in the same run, and prints throughput, latency, memory and CPU side by side.
 // Not a test: nothing here asserts a speed. Run it through hack/bench/pv-binder.sh.
 import path from 'node:path';
-import { configureLogging, FlagError } from '@topovol/shared';
+import { configureLogging, parseCommandLine } from '@topovol/shared';
 import { repoRoot } from '@topovol/shared/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
-import type { BenchOptions } from './bench-flags.js';
 import { formatReport, recordResults } from './bench-report.js';
 import { runContender } from './run-contender.js';
 import type { ContenderResult } from './run-contender.js';
 
 async function main(argv: string[]): Promise<number> {
-  let opts: BenchOptions;
-  try {
-    opts = parseBenchFlags(argv);
-  } catch (err) {
-    if (err instanceof FlagError) {
-      process.stderr.write(`error: ${err.message}\n\n${benchHelp()}\n`);
-      return 2;
-    }
-    throw err;
-  }
-  if (opts.help) {
-    process.stdout.write(`${benchHelp()}\n`);
-    return 0;
-  }
+  const opts = parseCommandLine(argv, (a) => parseBenchFlags(a), benchHelp);
+  if (typeof opts === 'number') return opts;
   // The bench's own informers should not chatter over the report.
   configureLogging('warn', 'text');
   const results: ContenderResult[] = [];

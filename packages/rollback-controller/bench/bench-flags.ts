@@ -1,5 +1,5 @@
-import { FlagError, formatHelp, parseFlags } from '@topovol/shared';
-import type { FlagSpec, FlagValue } from '@topovol/shared';
+import { atLeast, FlagError, formatHelp, parseFlags } from '@topovol/shared';
+import type { FlagSpec } from '@topovol/shared';
 
 /** Extra flags for the manager when --manager-args is not given. */
 export const MANAGER_ARGS_ENV = 'TOPOVOL_BENCH_MANAGER_ARGS';
@@ -19,11 +19,6 @@ export interface RollbackBenchOptions {
   record: boolean;
   help: boolean;
 }
-
-const atLeast =
-  (min: number) =>
-  (v: FlagValue): string | undefined =>
-    Number(v) >= min ? undefined : `must be at least ${min}`;
 
 const SPECS: readonly FlagSpec[] = [
   { name: 'runs', type: 'int', default: 3, help: 'Measured runs of the story, each in a fresh namespace; min/median/max are reported.', validate: atLeast(1) },

@@ -6,7 +6,7 @@
 // non-zero only when the harness itself failed. Run it through hack/bench/rollback.sh.
 import os from 'node:os';
 import path from 'node:path';
-import { configureLogging, FlagError } from '@topovol/shared';
+import { configureLogging, parseCommandLine } from '@topovol/shared';
 import { csiBinaries } from '@topovol/shared/csi-test-driver';
 import { controlPlaneBinaries, repoRoot } from '@topovol/shared/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
@@ -61,20 +61,8 @@ async function runAll(opts: RollbackBenchOptions): Promise<{ stories: StoryResul
 }
 
 async function main(argv: string[]): Promise<number> {
-  let opts: RollbackBenchOptions;
-  try {
-    opts = parseBenchFlags(argv);
-  } catch (err) {
-    if (err instanceof FlagError) {
-      process.stderr.write(`error: ${err.message}\n\n${benchHelp()}\n`);
-      return 2;
-    }
-    throw err;
-  }
-  if (opts.help) {
-    process.stdout.write(`${benchHelp()}\n`);
-    return 0;
-  }
+  const opts = parseCommandLine(argv, (a) => parseBenchFlags(a), benchHelp);
+  if (typeof opts === 'number') return opts;
   // The bench's own informers should not chatter over the report.
   configureLogging('warn', 'text');
   const date = new Date();

@@ -20,5 +20,5 @@ export function observeProvisioning(claim: PersistentVolumeClaim, world: Rollbac
   if (pods.length !== 1) return undefined;
   const pod = pods[0]!;
   if (pod.spec?.nodeName || pod.metadata?.deletionTimestamp || !pod.metadata?.uid) return undefined;
-  return { node, podUid: pod.metadata.uid, workloadUid: workloadOf(pod).uid, at: world.now() };
+  return { node, podUid: pod.metadata.uid, workloadUid: workloadOf(pod).uid };
 }

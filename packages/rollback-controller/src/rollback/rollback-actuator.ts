@@ -5,8 +5,8 @@ import { claimFromTemplate, claimTemplate } from './claim-template.js';
 import type { RollbackDecision } from './decide-rollback.js';
 import type { IntentStep } from './intent/decide-intent.js';
 import { newRollback } from './intent/new-rollback.js';
-import { ProvisioningRollbacks } from './intent/provisioning-rollback.js';
-import type { ClaimState, ClaimTemplate, Condition, ProvisioningRollback, RollbackClaim, RollbackPhase } from './intent/provisioning-rollback.js';
+import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
+import type { ClaimState, ClaimTemplate, Condition, ProvisioningRollback, ProvisioningRollbackStatus, RollbackClaim, RollbackPhase } from './intent/provisioning-rollback.js';
 import { Reasons } from './marks.js';
 import { countRecreated, countRollback } from './rollback-metrics.js';
 
@@ -99,14 +99,18 @@ export class RollbackActuator {
   /** Carries out the next steps of a rollback in progress; stops at the first that changes the plan. */
   async advance(r: ProvisioningRollback, steps: IntentStep[]): Promise<number | undefined> {
     let current = r;
+    // Events first, then the Started condition that says they were sent: a process that dies in
+    // between (or right after creating the record) leaves it to its successor to send them again
+    // (the same Event, counted twice) rather than never.
+    if (!isFinished(current) && !current.status?.conditions?.some((c) => c.type === STARTED)) {
+      this.announce(current);
+      current = await this.writeStatus(current, { conditions: withCondition(current, { type: STARTED, status: 'True', reason: 'Announced', message: current.spec.reason }) });
+    }
     for (const s of steps) {
       switch (s.kind) {
-        case 'markDeleting': {
-          const first = (current.status?.claims ?? []).length === 0;
+        case 'markDeleting':
           current = await this.setClaim(current, s.claim.name, 'Deleting');
-          if (first) this.announce(current);
           break;
-        }
         case 'deleteClaim': {
           const outcome = await this.deleteClaim(current, s.claim);
           current = await this.setClaim(current, s.claim.name, outcome.state, undefined, outcome.message);
@@ -196,8 +200,8 @@ export class RollbackActuator {
 
   private async finish(r: ProvisioningRollback, phase: RollbackPhase): Promise<void> {
     const message = phase === 'Completed' ? 'claims re-created; the pod can be scheduled on another node' : 'stopped before any claim was deleted';
-    const condition: Condition = { type: 'Complete', status: 'True', reason: phase, message, lastTransitionTime: nowRfc3339(), observedGeneration: r.metadata?.generation };
-    await this.d.client.replaceStatus(ProvisioningRollbacks, { ...r, status: { ...r.status, phase, message, completionTime: nowRfc3339(), conditions: [condition] } });
+    const condition = { type: 'Complete', status: 'True' as const, reason: phase, message };
+    await this.writeStatus(r, { phase, message, completionTime: nowRfc3339(), conditions: withCondition(r, condition) });
     if (phase === 'Completed') this.d.events.event(podRef(r), 'Normal', Reasons.RollbackCompleted, `provisioning rollback ${r.metadata?.name}: ${message}`);
   }
 
@@ -205,7 +209,12 @@ export class RollbackActuator {
   private async setClaim(r: ProvisioningRollback, name: string, state: ClaimState, uid?: string, message?: string): Promise<ProvisioningRollback> {
     const claims = [...(r.status?.claims ?? []).filter((c) => c.name !== name), { name, state, uid, message }];
     const phase: RollbackPhase = claims.some((c) => c.state === 'Deleted' || c.state === 'Recreated') ? 'Recreating' : 'Deleting';
-    return this.d.client.replaceStatus(ProvisioningRollbacks, { ...r, status: { ...r.status, phase, claims } });
+    return this.writeStatus(r, { phase, claims });
+  }
+
+  /** The record's status with `changes`, written with its resourceVersion (a stale writer fails). */
+  private writeStatus(r: ProvisioningRollback, changes: Partial<ProvisioningRollbackStatus>): Promise<ProvisioningRollback> {
+    return this.d.client.replaceStatus(ProvisioningRollbacks, { ...r, status: { ...r.status, ...changes } });
   }
 
   private async getOrUndefined<T extends KubeObject>(resource: typeof Resources.pods, name: string, ns: string): Promise<T | undefined> {
@@ -225,6 +234,14 @@ function claimChange(live: PersistentVolumeClaim, c: RollbackClaim): string | un
   const canonical = (t: ClaimTemplate): unknown => JSON.parse(JSON.stringify(t));
   if (!isDeepStrictEqual(canonical(claimTemplate(live)), canonical(c.template))) return 'its labels, annotations, owners or spec';
   return undefined;
+}
+
+const STARTED = 'Started';
+
+/** The record's conditions with `c` set (replacing one of its type), stamped now. */
+function withCondition(r: ProvisioningRollback, c: Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>): Condition[] {
+  const others = (r.status?.conditions ?? []).filter((x) => x.type !== c.type);
+  return [...others, { ...c, lastTransitionTime: nowRfc3339(), observedGeneration: r.metadata?.generation }];
 }
 
 const podKey = (p: Pod): string => `${p.metadata?.namespace}/${p.metadata?.name}`;

@@ -47,6 +47,7 @@ export function setupRollback(env: ControllerEnv): Controller {
   attachments.addIndex('pv', (a) => (a.spec?.source?.persistentVolumeName ? [a.spec.source.persistentVolumeName] : []));
   failures.addIndex('claimUid', (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []));
   records.addIndex('history', (r) => (r.spec ? [historyKeyOfRecord(r)] : []));
+  records.addIndex('claim', (r) => (r.spec ? r.spec.claims.map((c) => `${r.spec.pod.namespace}/${c.name}`) : []));
 
   /** Facts this process saw (memory only: a restart sees afresh, and never marks what it did not see). */
   const observed = new Map<string, ProvisioningObservation>();
@@ -61,7 +62,6 @@ export function setupRollback(env: ControllerEnv): Controller {
   };
   const world: RollbackWorld = {
     volume: (name) => withDryMarks(pvs.cache.get(name)),
-    volumesNaming: (ns, name) => pvs.cache.byIndex('claim', `${ns}/${name}`),
     claim: (ns, name) => pvcs.cache.get(`${ns}/${name}`),
     node: (name) => nodes.cache.get(name),
     podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
@@ -212,7 +212,7 @@ export function setupRollback(env: ControllerEnv): Controller {
       observed.delete(c.metadata?.uid ?? '');
       enqueueClaimUsers(objectKey(c));
       // A rollback waiting for this claim to go can re-create it now.
-      for (const r of records.cache.list()) if (!isFinished(r) && r.spec.pod.namespace === c.metadata?.namespace) controller.enqueue(RB + r.metadata!.name!);
+      for (const r of records.cache.byIndex('claim', objectKey(c))) if (!isFinished(r)) controller.enqueue(RB + r.metadata!.name!);
     },
   });
   const onNode = (n: Node): void => {

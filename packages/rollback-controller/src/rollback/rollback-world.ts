@@ -9,15 +9,11 @@ export interface ProvisioningObservation {
   podUid: string;
   /** Its workload (controller, or the pod itself). */
   workloadUid: string;
-  /** When it was seen (ms). */
-  at: number;
 }
 
 /** The read-only view of the cluster the rollback decisions need (informer caches in production). */
 export interface RollbackWorld {
   volume(name: string): PersistentVolume | undefined;
-  /** Volumes whose claimRef names the claim (by namespace/name). */
-  volumesNaming(namespace: string, claim: string): PersistentVolume[];
   claim(namespace: string, name: string): PersistentVolumeClaim | undefined;
   node(name: string): Node | undefined;
   /** Pods in the claim's namespace whose volumes reference it by name (any phase; ephemeral volumes included). */

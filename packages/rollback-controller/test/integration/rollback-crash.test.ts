@@ -1,21 +1,15 @@
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { controllerKubeconfig, controllerUser, eventually, freePort, ManagedProcess, readAuditLog, repoRoot, sharedControlPlane } from '@topovol/shared/testing';
-import type { AuditEvent } from '@topovol/shared/testing';
+import { controllerKubeconfig, controllerUser, eventually, readAuditLog, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
+import type { AuditEvent, ManagedProcess } from '@topovol/shared/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
 /** Each write of a rollback, after which the process can die (packages/shared/src/testing-hooks/failpoint.ts). */
 const FAILPOINTS = ['rollback-intent-recorded', 'rollback-claim-deleted', 'rollback-claim-recreated'] as const;
-
-const readyz = (port: number): Promise<number> =>
-  new Promise((resolve) => {
-    http.get(`http://127.0.0.1:${port}/readyz`, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on('error', () => resolve(0));
-  });
 
 /**
  * The rollback loop as an operator runs it: the real manager binary, as the loop's own
@@ -23,29 +17,14 @@ const readyz = (port: number): Promise<number> =>
  * that write.
  */
 async function startManager(name: string, failpoint?: string): Promise<ManagedProcess> {
-  const cp = await sharedControlPlane();
-  const port = await freePort();
-  const proc = new ManagedProcess({
+  return startManagerBinary({
     name,
-    command: process.execPath,
-    args: [
-      path.join(repoRoot(), 'bin', 'topovol-controller-manager.js'),
-      `--kubeconfig=${await controllerKubeconfig('rollback')}`,
-      '--controllers=rollback',
-      '--leader-elect=false',
-      '--metrics-bind-address=0',
-      `--health-probe-bind-address=127.0.0.1:${port}`,
-      '--log-level=debug',
-      '--log-format=json',
-    ],
-    logFile: path.join(cp.dir, `${name}.log`),
+    kubeconfig: await controllerKubeconfig('rollback'),
+    args: ['--controllers=rollback', '--leader-elect=false', '--log-level=debug', '--log-format=json'],
+    logFile: path.join((await sharedControlPlane()).dir, `${name}.log`),
     env: { ...process.env, TOPOVOL_FAILPOINTS: failpoint ?? '' },
+    readyTimeoutMs: 60_000,
   });
-  await eventually(async () => {
-    if (!proc.running) throw new Error(`${name} exited: see ${proc.logFile}`);
-    expect(await readyz(port)).to.equal(200);
-  }, 60_000);
-  return proc;
 }
 
 /** The manager's own word that it saw the claim being provisioned for the pod (it marks nothing unused otherwise). */

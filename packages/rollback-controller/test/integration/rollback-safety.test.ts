@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { EventRecorder, logger, metricsRegistry, Resources } from '@topovol/shared';
+import { classifyError, EventRecorder, logger, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { eventually } from '@topovol/shared/testing';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
@@ -33,6 +33,18 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
   /** The actuator alone, as the loop's ServiceAccount would drive it, to put a race exactly where a test wants it. */
   const actuator = (extra: Partial<RollbackActuatorDeps> = {}): RollbackActuator =>
     new RollbackActuator({ client: f.admin, events: new EventRecorder(f.admin, 'topovol-rollback', 'test'), log: logger(), dryRun: false, volumeUse: () => Promise.resolve(undefined), ...extra });
+  /** Pod p whose claim c1 was provisioned on node a and marked unused by a loop, stopped since: the test drives the actuator. */
+  const unusedC1 = async (): Promise<{ p: Pod; c1: PersistentVolumeClaim }> => {
+    const loop = await RunningRollback.start();
+    try {
+      const p = await f.podWithClaims('p', {}, ['c1']);
+      const c1 = await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+      return { p, c1 };
+    } finally {
+      await loop.stop();
+    }
+  };
   /** Advances a record until it finishes or stalls, as the loop would on each change. */
   const advance = async (a: RollbackActuator, name: string, rounds = 20): Promise<ProvisioningRollback> => {
     let r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
@@ -100,16 +112,7 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
   });
 
   it('a pod scheduled after the rollback was recorded stops it before any delete: the claim is kept', async function () {
-    const loop = await RunningRollback.start();
-    let p: Pod;
-    let c1: PersistentVolumeClaim;
-    try {
-      p = await f.podWithClaims('p', {}, ['c1']);
-      c1 = await f.provisionC1OnA(loop);
-      await eventually(async () => expect(await f.usage()).to.equal('unused'));
-    } finally {
-      await loop.stop();
-    }
+    const { p, c1 } = await unusedC1();
     const a = actuator();
     await a.decide(p, await decision(c1));
     const [r] = await recordsOf(f.admin, p.metadata!.uid!);
@@ -122,16 +125,7 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
   });
 
   it('the pod scheduled between the last check and the delete: a Warning says so, and the claim comes back once the pod goes', async function () {
-    const loop = await RunningRollback.start();
-    let p: Pod;
-    let c1: PersistentVolumeClaim;
-    try {
-      p = await f.podWithClaims('p', {}, ['c1']);
-      c1 = await f.provisionC1OnA(loop);
-      await eventually(async () => expect(await f.usage()).to.equal('unused'));
-    } finally {
-      await loop.stop();
-    }
+    const { p, c1 } = await unusedC1();
     const raced = await counter('raced');
     // The window no precondition closes, opened on purpose: the scheduler binds the pod in it.
     const a = actuator({ beforeClaimDelete: () => bindPod(f.admin, f.ns, 'p', f.name('a')) });
@@ -152,17 +146,23 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect((await f.claim('c1')).metadata?.uid).to.equal(done.status?.claims?.find((c) => c.name === 'c1')?.uid);
   });
 
+  it('a stale copy of the record cannot write (resourceVersion precondition): an old leader waking up changes nothing', async function () {
+    const { p, c1 } = await unusedC1();
+    const a = actuator();
+    await a.decide(p, await decision(c1));
+    const [stale] = await recordsOf(f.admin, p.metadata!.uid!);
+    const done = await advance(a, stale!.metadata!.name!);
+    expect(done.status?.phase).to.equal('Completed');
+    const recreated = await f.claim('c1');
+    // The record as it first was: its first step is a status write, refused before anything else.
+    const err = await a.advance(stale!, decideIntent(stale!, () => undefined)).then(() => undefined, (e: unknown) => e);
+    expect(classifyError(err).kind).to.equal('Conflict');
+    expect((await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, stale!.metadata!.name!)).status).to.deep.equal(done.status);
+    expect((await f.claim('c1')).metadata?.uid).to.equal(recreated.metadata?.uid);
+  });
+
   it('a claim changed after the decision is kept (uid + resourceVersion precondition), and the rollback ends Aborted', async function () {
-    const loop = await RunningRollback.start();
-    let p: Pod;
-    let c1: PersistentVolumeClaim;
-    try {
-      p = await f.podWithClaims('p', {}, ['c1']);
-      c1 = await f.provisionC1OnA(loop);
-      await eventually(async () => expect(await f.usage()).to.equal('unused'));
-    } finally {
-      await loop.stop();
-    }
+    const { p, c1 } = await unusedC1();
     const aborted = await counter('aborted');
     await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
     const a = actuator();
@@ -176,16 +176,7 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
   });
 
   it('a decision made on a cache one write behind still goes ahead when that write changes nothing it re-creates', async function () {
-    const loop = await RunningRollback.start();
-    let p: Pod;
-    let c1: PersistentVolumeClaim;
-    try {
-      p = await f.podWithClaims('p', {}, ['c1']);
-      c1 = await f.provisionC1OnA(loop);
-      await eventually(async () => expect(await f.usage()).to.equal('unused'));
-    } finally {
-      await loop.stop();
-    }
+    const { p, c1 } = await unusedC1();
     // A binder's write the decision did not see: a new resourceVersion, nothing the template keeps.
     await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { annotations: { 'volume.kubernetes.io/storage-provisioner': 'rollback.test.topovol.io' } } });
     const a = actuator();

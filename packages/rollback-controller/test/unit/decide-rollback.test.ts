@@ -27,7 +27,6 @@ interface W {
 function world(w: W): RollbackWorld {
   return {
     volume: (n) => w.pvs?.find((v) => v.metadata?.name === n),
-    volumesNaming: (ns, n) => (w.pvs ?? []).filter((v) => v.spec?.claimRef?.namespace === ns && v.spec.claimRef.name === n),
     claim: (ns, n) => w.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
     node: (n) => w.nodes?.find((x) => x.metadata?.name === n),
     podsUsingClaim: (ns, n) => (w.pods ?? []).filter((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(n)),
@@ -85,7 +84,7 @@ const pod = (name: string, claims: string[], extra: PodExtra = {}): Pod => ({
 });
 const node = (name: string, spec: Node['spec'] = {}): Node => ({ metadata: { name }, spec });
 const failed = (msg: string, at = NOW - 5_000): Event => ({ metadata: { name: 'e' }, involvedObject: {}, reason: 'ProvisioningFailed', message: msg, lastTimestamp: iso(at) });
-const seen = (podUid = 'uid-p', node = 'a', workloadUid = podUid): ProvisioningObservation => ({ node, podUid, workloadUid, at: NOW - 30_000 });
+const seen = (podUid = 'uid-p', node = 'a', workloadUid = podUid): ProvisioningObservation => ({ node, podUid, workloadUid });
 const record = (workloadUid: string, attempt: number, createdAt: number, at: { namespace?: string; pod?: string; kind?: string } = {}): ProvisioningRollback => ({
   metadata: { name: `${workloadUid}-${attempt}`, creationTimestamp: iso(createdAt) },
   spec: { pod: { namespace: at.namespace ?? 'ns', name: at.pod ?? 'p', uid: 'uid-p' }, workload: { kind: at.kind ?? 'Pod', name: 'p', uid: workloadUid }, node: 'a', reason: 'x', attempt, evidenceTime: iso(createdAt - 1000), claims: [] },

@@ -46,25 +46,33 @@ export interface ControllerMethods {
   ControllerGetCapabilities: Method<W.ControllerGetCapabilitiesRequest, W.ControllerGetCapabilitiesResponse>;
 }
 
+export interface NodeMethods {
+  NodeGetInfo: Method<W.NodeGetInfoRequest, W.NodeGetInfoResponse>;
+}
+
 export interface CsiServices {
   identity: IdentityMethods & ServiceDefinition;
   controller: ControllerMethods & ServiceDefinition;
+  /** Served by the CSI test driver of a per-node deployment only. */
+  node: NodeMethods & ServiceDefinition;
 }
 
 let loaded: CsiServices | undefined;
 
-/** The csi.v1 Identity and Controller service definitions, loaded once per process. */
+/** The csi.v1 Identity, Controller and Node service definitions, loaded once per process. */
 export function csiServices(): CsiServices {
   if (loaded) return loaded;
   const def = loadSync(csiProtoPath(), CSI_PROTO_LOADER_OPTIONS);
   const identity = def['csi.v1.Identity'];
   const controller = def['csi.v1.Controller'];
-  if (!identity || !controller || 'format' in identity || 'format' in controller) {
-    throw new Error('csi.proto does not define the csi.v1 Identity and Controller services');
+  const node = def['csi.v1.Node'];
+  if (!identity || !controller || !node || 'format' in identity || 'format' in controller || 'format' in node) {
+    throw new Error('csi.proto does not define the csi.v1 Identity, Controller and Node services');
   }
   loaded = {
     identity: identity as unknown as CsiServices['identity'],
     controller: controller as unknown as CsiServices['controller'],
+    node: node as unknown as CsiServices['node'],
   };
   return loaded;
 }

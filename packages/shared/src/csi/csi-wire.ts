@@ -134,3 +134,12 @@ export interface ControllerServiceCapability {
 export interface ControllerGetCapabilitiesResponse {
   capabilities?: ControllerServiceCapability[];
 }
+
+// Node service (NodeGetInfo only: served by the CSI test driver of a per-node deployment).
+export type NodeGetInfoRequest = Record<string, never>;
+
+export interface NodeGetInfoResponse {
+  nodeId: string;
+  maxVolumesPerNode: Int64;
+  accessibleTopology: Topology | null;
+}

@@ -223,3 +223,27 @@ export function formatHelp(specs: readonly FlagSpec[]): string {
   const width = Math.max(...rows.map((r) => r.left.length)) + 3;
   return rows.map((r) => r.left.padEnd(width) + r.right).join('\n');
 }
+
+/** A validator: numbers below `min` are refused. */
+export const atLeast =
+  (min: number) =>
+  (v: FlagValue): string | undefined =>
+    typeof v === 'number' && v < min ? `must be at least ${min}` : undefined;
+
+/**
+ * For the small command lines around the manager (the benchmarks): the parsed options, or the exit
+ * code once help (0) or a flag error with the help (2) has been printed.
+ */
+export function parseCommandLine<T extends { help: boolean }>(argv: readonly string[], parse: (argv: readonly string[]) => T, help: () => string): T | number {
+  let opts: T;
+  try {
+    opts = parse(argv);
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`error: ${err.message}\n\n${help()}\n`);
+    return 2;
+  }
+  if (!opts.help) return opts;
+  process.stdout.write(`${help()}\n`);
+  return 0;
+}

@@ -4,7 +4,7 @@
  */
 import { BindAddressError, parseBindAddress } from './bind-address.js';
 import { formatDuration } from './duration.js';
-import { FlagError, parseFlags } from './flag-parser.js';
+import { atLeast, FlagError, parseFlags } from './flag-parser.js';
 import type { FlagSpec, FlagValue } from './flag-parser.js';
 
 /** The controllers this manager ships, as --controllers knows them (the manager resolves against its registered descriptors). */
@@ -13,11 +13,6 @@ export const KNOWN_CONTROLLERS_HELP = KNOWN_CONTROLLERS.join(', ');
 
 /** client-go's leaderelection.JitterFactor: renew deadline must exceed it × the retry period. */
 export const LEADER_ELECTION_JITTER = 1.2;
-
-const atLeast =
-  (min: number) =>
-  (v: FlagValue): string | undefined =>
-    typeof v === 'number' && v < min ? `must be at least ${min}` : undefined;
 
 const oneOf =
   (...allowed: string[]) =>

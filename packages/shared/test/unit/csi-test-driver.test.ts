@@ -13,8 +13,8 @@ import { GiB, parseByteSize } from '../../src/testing/csi-test-driver/byte-size.
 import { CapacityModel } from '../../src/testing/csi-test-driver/capacity-model.js';
 import { CsiTestDriver } from '../../src/testing/csi-test-driver/csi-test-driver.js';
 import { FailureInjector } from '../../src/testing/csi-test-driver/failure-injector.js';
-import { csiNodeService } from '../../src/testing/csi-test-driver/node-service.js';
-import type { NodeGetInfoResponse } from '../../src/testing/csi-test-driver/node-service.js';
+import { csiServices } from '../../src/csi/csi-proto.js';
+import type { NodeGetInfoResponse } from '../../src/csi/csi-wire.js';
 import { parseDriverArgs } from '../../src/testing/csi-test-driver/main.js';
 import { eventually } from '../../src/testing/eventually.js';
 import { ManagedProcess } from '../../src/testing/managed-process.js';
@@ -167,7 +167,7 @@ describe('CSI test driver: controller service over a unix socket', function () {
 
 /** NodeGetInfo as external-provisioner --node-deployment asks it at start. */
 function nodeGetInfo(endpoint: string): Promise<NodeGetInfoResponse> {
-  const m = csiNodeService().NodeGetInfo;
+  const m = csiServices().node.NodeGetInfo;
   const client = new Client(endpoint, credentials.createInsecure());
   return new Promise<NodeGetInfoResponse>((resolve, reject) => {
     client.makeUnaryRequest(m.path, m.requestSerialize, m.responseDeserialize, {}, (err: ServiceError | null, res?: NodeGetInfoResponse) => (err || !res ? reject(err ?? new Error('no response')) : resolve(res)));

@@ -73,5 +73,3 @@ export interface ProvisioningRollback extends KubeObject {
 export const isFinished = (r: ProvisioningRollback): boolean => r.status?.phase === 'Completed' || r.status?.phase === 'Aborted';
 
 export const claimState = (r: ProvisioningRollback, name: string): ClaimState | undefined => r.status?.claims?.find((c) => c.name === name)?.state;
-
-/** Deterministic per workload and attempt, so a crash-and-retry creates the same object, not a second one. */

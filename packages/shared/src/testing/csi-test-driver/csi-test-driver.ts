@@ -14,8 +14,8 @@ import { CapacityModel } from './capacity-model.js';
 import type { CapacityEntry } from './capacity-model.js';
 import { CSI_METHODS, FailureInjector } from './failure-injector.js';
 import type { CsiMethodName, InjectedFailure } from './failure-injector.js';
-import { csiNodeService, nodeGetInfoResponse } from './node-service.js';
-import type { CsiTestDriverNode, NodeGetInfoRequest, NodeGetInfoResponse } from './node-service.js';
+import { nodeGetInfoResponse } from './node-service.js';
+import type { CsiTestDriverNode } from './node-service.js';
 
 /** The StorageClass / GetCapacity parameter that picks a pool (absent: the default pool ''). */
 export const POOL_PARAMETER = 'pool';
@@ -105,11 +105,11 @@ export class CsiTestDriver {
     const socketPath = path.resolve(csiSocketPath(endpoint));
     mkdirSync(path.dirname(socketPath), { recursive: true });
     rmSync(socketPath, { force: true });
-    const { identity, controller } = csiServices();
+    const { identity, controller, node } = csiServices();
     const server = new Server();
     server.addService(identity, this.identityHandlers());
     server.addService(controller, this.controllerHandlers());
-    if (this.node) server.addService(csiNodeService(), this.nodeHandlers(this.node));
+    if (this.node) server.addService(node, this.nodeHandlers(this.node));
     await new Promise<void>((resolve, reject) => {
       server.bindAsync(csiGrpcTarget(socketPath), ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
     });
@@ -219,7 +219,7 @@ export class CsiTestDriver {
 
   private nodeHandlers(node: CsiTestDriverNode): UntypedServiceImplementation {
     return {
-      NodeGetInfo: this.unary<NodeGetInfoRequest, NodeGetInfoResponse>('NodeGetInfo', () => nodeGetInfoResponse(node)),
+      NodeGetInfo: this.unary<W.NodeGetInfoRequest, W.NodeGetInfoResponse>('NodeGetInfo', () => nodeGetInfoResponse(node)),
     };
   }
 

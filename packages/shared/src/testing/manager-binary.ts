@@ -1,0 +1,49 @@
+import path from 'node:path';
+import { eventually } from './eventually.js';
+import { freePort } from './free-port.js';
+import { ManagedProcess } from './managed-process.js';
+import { repoRoot } from './repo-root.js';
+
+export interface ManagerBinaryOptions {
+  name: string;
+  kubeconfig: string;
+  /** Flags after --kubeconfig (--controllers and the loops' own); metrics are off, probes on loopback. */
+  args: readonly string[];
+  logFile: string;
+  env?: NodeJS.ProcessEnv;
+  readyTimeoutMs?: number;
+}
+
+/**
+ * The real topovol-controller-manager binary as an operator runs it, as a child process that dies
+ * with the test; resolves once /readyz answers 200 (its informers synced), and fails with the log's
+ * tail if it exits or never gets ready.
+ */
+export async function startManagerBinary(o: ManagerBinaryOptions): Promise<ManagedProcess> {
+  const root = repoRoot();
+  const probePort = await freePort();
+  const proc = new ManagedProcess({
+    name: o.name,
+    command: process.execPath,
+    args: [path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${o.kubeconfig}`, '--metrics-bind-address=0', `--health-probe-bind-address=127.0.0.1:${probePort}`, ...o.args],
+    logFile: o.logFile,
+    cwd: root,
+    ...(o.env ? { env: o.env } : {}),
+  });
+  try {
+    await eventually(
+      async () => {
+        if (!proc.running) throw new Error(`exited with code ${String(await proc.waitForExit())}`);
+        const res = await fetch(`http://127.0.0.1:${probePort}/readyz`, { signal: AbortSignal.timeout(2_000) });
+        await res.body?.cancel();
+        if (res.status !== 200) throw new Error(`/readyz answered ${res.status}`);
+      },
+      o.readyTimeoutMs ?? 120_000,
+      200,
+    );
+  } catch (err) {
+    await proc.stop();
+    throw new Error(`${o.name} did not become ready (${err instanceof Error ? err.message : String(err)}):\n${proc.logTail(40)}`);
+  }
+  return proc;
+}
