@@ -38,7 +38,7 @@ async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi:
 export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
   const flags = readCapacityFlags(env.options.extra);
   if (!flags.csiAddress) throw new Error(`the capacity controller needs --${F.csiAddress} (the CSI driver's controller socket)`);
-  const mode = parseSegmentMode(flags.topology, flags.topologyPrefix, flags.domainLabels);
+  const mode = parseSegmentMode(flags.topology, flags.topologyPrefix, flags.domainLabels, flags.anyNode);
   if (typeof mode === 'string') throw new Error(mode);
   const { csi, driverName } = await connect(flags, env);
   const writeClient = env.client.withRateLimit(flags.qps, flags.burst);
@@ -82,6 +82,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
       minRefreshMs: flags.minRefreshMs,
       statusRefreshMs: Math.max(1_000, Math.floor(flags.expiryMs / 3)),
       unimplementedRetryMs: flags.unimplementedRetryMs,
+      callSlots: workers,
       dryRun: env.options.dryRun,
     },
     env.log,
@@ -92,15 +93,15 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
   ref.controller = controller;
   loop.register();
   controller.enqueue(SYNC_KEY);
-  if (perNode) {
-    controller.enqueue(NODE_STATUS_KEY);
-    // The queue is drained on shutdown; the writer's endless reconcile is stopped then too.
-    const shutdown = controller.shutdown.bind(controller);
-    controller.shutdown = async (timeoutMs: number): Promise<boolean> => {
-      perNode.stop();
-      return shutdown(timeoutMs);
-    };
-  }
+  if (perNode) controller.enqueue(NODE_STATUS_KEY);
+  // The queue is drained on shutdown; the per-node writer's endless reconcile and the driver calls
+  // running outside the workers are stopped then too.
+  const shutdown = controller.shutdown.bind(controller);
+  controller.shutdown = async (timeoutMs: number): Promise<boolean> => {
+    loop.stop();
+    perNode?.stop();
+    return shutdown(timeoutMs);
+  };
   env.log.info('capacity loop set up', { driver: driverName, topology: flags.topology, namespace: flags.namespace, managedBy, node: flags.nodeName || undefined });
   return controller;
 }

@@ -22,6 +22,7 @@ export const F = {
   nodeName: 'capacity-node-name',
   expiry: 'capacity-status-expiry',
   unimplementedRetry: 'capacity-unimplemented-retry',
+  anyNode: 'capacity-count-unregistered-nodes',
 } as const;
 
 const positive = (v: FlagValue): string | undefined => (typeof v === 'number' && v > 0 ? undefined : 'must be positive');
@@ -30,8 +31,9 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.csiAddress, type: 'string', default: '', help: 'The CSI driver\'s controller endpoint (unix socket path or unix:// URL). Required for the capacity loop.' },
   { name: F.driverName, type: 'string', default: '', help: 'The CSI driver served; empty means the name the driver reports in GetPluginInfo.' },
   { name: F.topology, type: 'string', default: 'csinode', help: 'Where topology segments come from: csinode (the driver\'s topology keys in CSINode objects), prefix (node labels under --capacity-topology-prefix) or domains (the ordered --domain-labels).' },
-  { name: F.topologyPrefix, type: 'string', default: '', help: 'With --capacity-topology=prefix: the label prefix, e.g. example.com/ (seed 000 central provisioning).' },
-  { name: F.domainLabels, type: 'string', default: '', help: 'With --capacity-topology=domains: node label keys, outermost first, separated by ";" (seed 002), e.g. topology.kubernetes.io/region;topology.kubernetes.io/zone;example.com/rack.' },
+  { name: F.topologyPrefix, type: 'string', default: '', help: 'With --capacity-topology=prefix: the label prefix, e.g. example.com/ (KEP-1472 central provisioning).' },
+  { name: F.domainLabels, type: 'string', default: '', help: 'With --capacity-topology=domains: node label keys, outermost first, separated by ";" (as Ceph-CSI\'s --domain-labels), e.g. topology.kubernetes.io/region;topology.kubernetes.io/zone;example.com/rack.' },
+  { name: F.anyNode, type: 'bool', default: false, help: 'With --capacity-topology=prefix or domains: also count nodes whose CSINode does not list the driver (a driver without a node plugin). By default, as in csinode mode, only nodes where the driver is registered get capacity.' },
   { name: F.pollInterval, type: 'duration', default: 60_000, help: 'How often the capacity of every class and segment is asked for again, to notice changes made outside Kubernetes.', validate: positive },
   { name: F.minRefresh, type: 'duration', default: 5_000, help: 'Bursts of volume events are coalesced: one (class, segment) is refreshed at most once per this interval.', validate: positive },
   { name: F.unimplementedRetry, type: 'duration', default: 10 * 60_000, help: 'After GetCapacity answers Unimplemented, ask again this long later, doubling each time it still does (up to 1h): a driver upgraded in place is tracked without a restart.', validate: positive },
@@ -40,7 +42,7 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.namespace, type: 'string', default: '', help: 'Namespace of the CSIStorageCapacity objects; empty means $NAMESPACE, else topovol-system.' },
   { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: 'Value of the csi.storage.k8s.io/managed-by label on our CSIStorageCapacity objects; one value per instance.' },
   { name: F.immediate, type: 'bool', default: false, help: 'Also track StorageClasses with volumeBindingMode Immediate (the scheduler only uses capacity for WaitForFirstConsumer).' },
-  { name: F.ephemeral, type: 'bool', default: false, help: 'Also ask for capacity without parameters and report it as <ephemeral> in the aggregated status (seed 000).' },
+  { name: F.ephemeral, type: 'bool', default: false, help: 'Also ask for capacity without parameters and report it as <ephemeral> in the aggregated status (the capacity for inline ephemeral volumes).' },
   { name: F.ownerLevel, type: 'int', default: 1, help: 'Owner of the CSIStorageCapacity objects, from $POD_NAME/$NAMESPACE: 0 the pod, 1 its controller (ReplicaSet or StatefulSet), 2 that one\'s controller (Deployment), -1 none.' },
   { name: F.qps, type: 'float', default: 5, help: 'API requests per second for capacity writes (their own budget, apart from --kube-api-qps); 0 means unthrottled.' },
   { name: F.burst, type: 'int', default: 10, help: 'Burst of --capacity-api-qps.' },
@@ -68,6 +70,7 @@ export interface CapacityFlags {
   nodeName: string;
   expiryMs: number;
   unimplementedRetryMs: number;
+  anyNode: boolean;
 }
 
 export function readCapacityFlags(extra: Record<string, FlagValue>): CapacityFlags {
@@ -93,5 +96,6 @@ export function readCapacityFlags(extra: Record<string, FlagValue>): CapacityFla
     nodeName: s(F.nodeName),
     expiryMs: num(F.expiry),
     unimplementedRetryMs: num(F.unimplementedRetry),
+    anyNode: extra[F.anyNode] === true,
   };
 }

@@ -7,7 +7,7 @@ import type { CapacityItem } from './objects/capacity-item.js';
 import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
 import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object.js';
 import { itemOfObject } from './objects/capacity-object.js';
-import type { DesiredOptions, DesiredState } from './objects/desired-items.js';
+import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
 import type { ObjectAction } from './objects/plan-capacity-objects.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
@@ -15,6 +15,7 @@ import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
 import { computeSegments } from './segments/compute-segments.js';
 import type { SegmentMode } from './segments/segment-mode.js';
+import { CallSlots } from './source/call-slots.js';
 import type { CapacitySource } from './source/get-capacity.js';
 import type { CapacityStatusWriter, StatusCondition } from './status/index.js';
 
@@ -27,8 +28,16 @@ interface ItemState {
   refreshedAt: number;
   /** A volume event since the last refresh: ask the driver again (after the coalescing interval). */
   dirty: boolean;
+  /** A GetCapacity call for this item is running or waiting for a slot. */
+  inflight?: boolean;
   error?: string;
+  /** Failed calls in a row, and when to ask again. */
+  failures: number;
+  retryAt?: number;
 }
+
+/** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
+export const FAILURE_BACKOFF_MS = 1_000;
 
 export interface CapacityInformers {
   nodes: Informer<Node>;
@@ -52,6 +61,8 @@ export interface CapacityLoopOptions extends DesiredOptions {
   statusRefreshMs: number;
   /** After Unimplemented, ask again this long later, doubling while it lasts (up to an hour). */
   unimplementedRetryMs?: number;
+  /** GetCapacity calls at once (default 4); they never hold a worker. */
+  callSlots?: number;
   /** --dry-run: decide and log, write nothing (no objects, no status). */
   dryRun?: boolean;
   now?: () => number;
@@ -73,6 +84,9 @@ export class CapacityLoop {
   /** The driver answered Unimplemented: why, when to ask again, how many times in a row. */
   private unsupported?: { message: string; retryAt: number; count: number };
   private readonly now: () => number;
+  private readonly calls: CallSlots;
+  /** Cancels the GetCapacity calls still running when the loop stops (they outlive their reconcile). */
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly inf: CapacityInformers,
@@ -85,6 +99,7 @@ export class CapacityLoop {
     private readonly log: Logger,
   ) {
     this.now = opts.now ?? Date.now;
+    this.calls = new CallSlots(opts.callSlots ?? 4);
     inf.objects.addIndex('item', (o) => {
       const item = itemOfObject(o);
       return item ? [itemKey(item)] : [];
@@ -169,36 +184,74 @@ export class CapacityLoop {
     // Unimplemented: one call per backoff period, whichever item comes first.
     if (this.unsupported && this.now() < this.unsupported.retryAt) return this.unsupported.retryAt - this.now();
     let st = this.state.get(key);
-    if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true }));
+    if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0 }));
+    // Its completion enqueues the key again.
+    if (st.inflight) return;
     const now = this.now();
     if (!st.measured || st.dirty || now >= st.refreshedAt + this.opts.pollIntervalMs) {
-      const earliest = st.refreshedAt + this.opts.minRefreshMs;
-      if (st.measured && now < earliest) return earliest - now;
-      st.dirty = false;
-      let measured: MeasuredCapacity;
-      try {
-        measured = await this.source.get(d.parameters, d.item.segment, ctx.signal);
-      } catch (err) {
-        if (isUnimplemented(err)) return this.driverUnsupported(errorMessage(err));
-        st.error = errorMessage(err);
-        st.dirty = true;
-        this.enqueue(STATUS_KEY);
-        throw err;
-      }
-      if (this.unsupported) {
-        this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after: this.unsupported.count });
-        this.unsupported = undefined;
-        for (const k of this.desired.items.keys()) this.enqueue(ITEM_PREFIX + k);
-      }
-      const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
-      st.measured = measured;
-      st.refreshedAt = this.now();
-      capacityMetrics.measured(this.metricLabels(d.item), measured.available);
-      st.error = undefined;
-      if (changed) this.enqueue(STATUS_KEY);
+      const earliest = Math.max(st.measured ? st.refreshedAt + this.opts.minRefreshMs : 0, st.retryAt ?? 0);
+      if (now < earliest) return earliest - now;
+      this.measure(ctx, key, d, st);
+      return;
     }
     if (d.item.storageClassName !== EPHEMERAL_CLASS) await this.ensureObjects(ctx, key, d.item, st.measured);
-    return Math.max(1, st.refreshedAt + this.opts.pollIntervalMs - this.now());
+    return Math.max(1, st.refreshedAt + this.opts.pollIntervalMs - now);
+  }
+
+  /**
+   * Asks the driver without holding a worker (see CallSlots); the answer lands in the item's state
+   * and the item is enqueued again to publish it.
+   */
+  private measure(ctx: ReconcileContext, key: string, d: DesiredItem, st: ItemState): void {
+    st.dirty = false;
+    st.inflight = true;
+    this.calls
+      .run(() => this.source.get(d.parameters, d.item.segment, AbortSignal.any([ctx.signal, this.stopping.signal])))
+      .then(
+        (measured) => this.measured(d, st, measured),
+        (err: unknown) => this.measureFailed(d, st, err),
+      )
+      .finally(() => {
+        st.inflight = false;
+        if (!this.stopping.signal.aborted) this.enqueue(ITEM_PREFIX + key);
+      });
+  }
+
+  /** Cancels running GetCapacity calls; the controller's shutdown calls it. */
+  stop(): void {
+    this.stopping.abort();
+  }
+
+  private measured(d: DesiredItem, st: ItemState, measured: MeasuredCapacity): void {
+    if (this.unsupported) {
+      this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after: this.unsupported.count });
+      this.unsupported = undefined;
+      for (const k of this.desired.items.keys()) this.enqueue(ITEM_PREFIX + k);
+    }
+    const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
+    st.measured = measured;
+    st.refreshedAt = this.now();
+    st.error = undefined;
+    st.failures = 0;
+    st.retryAt = undefined;
+    capacityMetrics.measured(this.metricLabels(d.item), measured.available);
+    if (changed) this.enqueue(STATUS_KEY);
+  }
+
+  private measureFailed(d: DesiredItem, st: ItemState, err: unknown): void {
+    st.dirty = true;
+    if (this.stopping.signal.aborted) return;
+    if (isUnimplemented(err)) {
+      this.driverUnsupported(errorMessage(err));
+      return;
+    }
+    st.error = errorMessage(err);
+    st.failures++;
+    // Per item, doubling from 1 s up to the poll interval, as a failed reconcile would back off.
+    const wait = Math.min(FAILURE_BACKOFF_MS * 2 ** (st.failures - 1), this.opts.pollIntervalMs);
+    st.retryAt = this.now() + wait;
+    this.log.warn('GetCapacity failed', { driver: this.opts.driverName, storageClass: d.item.storageClassName, segment: d.item.segment, pool: d.item.pool || undefined, error: st.error, retryInMs: wait });
+    this.enqueue(STATUS_KEY);
   }
 
   private async ensureObjects(ctx: ReconcileContext, key: string, item: CapacityItem, measured: MeasuredCapacity): Promise<void> {
@@ -294,7 +347,10 @@ export class CapacityLoop {
       [...keys].filter((k) => this.inf.objects.cache.byIndex('item', k).length > 0).length,
       planObsolete(keys, this.inf.objects.cache.list(), this.desired.frozen).length,
     );
-    const entries = statusEntries(this.desired.items.values(), (d) => this.state.get(itemKey(d.item))?.measured);
+    const entries = statusEntries(this.desired.items.values(), (d) => {
+      const st = this.state.get(itemKey(d.item));
+      return st?.measured && { ...st.measured, atMs: st.refreshedAt };
+    });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     await this.status.publish(entries, this.conditions());
     await this.status.pruneExpired();

@@ -1,6 +1,7 @@
 import type { DesiredItem } from '../objects/desired-items.js';
 import type { MeasuredCapacity } from '../objects/capacity-object.js';
 import { bytesToQuantity } from '../objects/quantity-bytes.js';
+import { itemSelector } from '../objects/capacity-item.js';
 import { formatSegment } from '../pools/pool-coverage.js';
 import type { CapacityEntry } from '../status/index.js';
 
@@ -8,9 +9,9 @@ import type { CapacityEntry } from '../status/index.js';
  * The central instance's entries of the aggregated status: one pool per tracked item that has
  * been measured. Pool names are the constrained pool's name, else the segment spelled out
  * (`zone=z1,rack=r1`), which is unique within a class. A whole-cluster segment has no nodeTopology
- * (seed 000: neither set means the entire cluster).
+ * (neither nodeTopology nor nodeList means the entire cluster).
  */
-export function statusEntries(items: Iterable<DesiredItem>, measured: (key: DesiredItem) => MeasuredCapacity | undefined): CapacityEntry[] {
+export function statusEntries(items: Iterable<DesiredItem>, measured: (key: DesiredItem) => (MeasuredCapacity & { atMs?: number }) | undefined): CapacityEntry[] {
   const out: CapacityEntry[] = [];
   for (const d of items) {
     const m = measured(d);
@@ -20,9 +21,11 @@ export function statusEntries(items: Iterable<DesiredItem>, measured: (key: Desi
     out.push({
       storageClassName: item.storageClassName,
       pool: item.pool || formatSegment(item.segment),
-      ...(hasTopology ? { nodeTopology: { matchLabels: { ...item.segment } } } : {}),
+      ...(hasTopology ? { nodeTopology: itemSelector(item) } : {}),
       capacity: bytesToQuantity(m.available),
       ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(m.maximumVolumeSize) } : {}),
+      // The figure's age, not the publish time, sets its expiry (a failing driver's figure lapses).
+      ...(m.atMs !== undefined ? { measuredAtMs: m.atMs } : {}),
     });
   }
   return out.sort((a, b) => (a.storageClassName + '\u0000' + a.pool < b.storageClassName + '\u0000' + b.pool ? -1 : 1));

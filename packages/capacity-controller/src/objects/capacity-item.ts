@@ -11,17 +11,31 @@ export interface CapacityItem {
   segment: Segment;
   /** '' unless the class lists topology-constrained pools. */
   pool: string;
+  /**
+   * Label keys the segment's nodes lack and deeper overlapping segments have (see deeperKeys):
+   * published as `DoesNotExist`, so the selector matches this segment's nodes only. Sorted.
+   */
+  absent?: readonly string[];
 }
 
 /** The pseudo class of the seed for inline ephemeral volumes: GetCapacity with no parameters. */
 export const EPHEMERAL_CLASS = '<ephemeral>';
 
 export function itemKey(item: CapacityItem): string {
-  return JSON.stringify([item.storageClassName, item.pool, segmentKey(item.segment)]);
+  const base = [item.storageClassName, item.pool, segmentKey(item.segment)];
+  return JSON.stringify(item.absent?.length ? [...base, [...item.absent]] : base);
 }
 
 export function parseItemKey(key: string): CapacityItem {
-  const [storageClassName, pool, seg] = JSON.parse(key) as [string, string, string];
+  const [storageClassName, pool, seg, absent] = JSON.parse(key) as [string, string, string, string[] | undefined];
   const segment = Object.fromEntries(JSON.parse(seg) as [string, string][]);
-  return { storageClassName, pool, segment };
+  return { storageClassName, pool, segment, ...(absent?.length ? { absent } : {}) };
+}
+
+/** The selector that matches exactly the item's nodes: its labels, and none of the deeper keys. */
+export function itemSelector(item: CapacityItem): { matchLabels: Record<string, string>; matchExpressions?: { key: string; operator: 'DoesNotExist' }[] } {
+  return {
+    matchLabels: { ...item.segment },
+    ...(item.absent?.length ? { matchExpressions: item.absent.map((key) => ({ key, operator: 'DoesNotExist' as const })) } : {}),
+  };
 }

@@ -1,5 +1,6 @@
 import type { CSIStorageCapacity } from '@topovol/shared';
 import type { CapacityItem } from './capacity-item.js';
+import { itemSelector } from './capacity-item.js';
 import { bytesToQuantity } from './quantity-bytes.js';
 
 // The labels of external-provisioner's capacity objects, so tools that look for them find ours.
@@ -37,8 +38,13 @@ export function managedSelector(id: ObjectIdentity): string {
 /** The item an object of ours reports, or undefined when its shape is not one we write. */
 export function itemOfObject(o: CSIStorageCapacity): CapacityItem | undefined {
   const topo = o.nodeTopology;
-  if (!o.storageClassName || !topo || (topo.matchExpressions?.length ?? 0) > 0) return undefined;
-  return { storageClassName: o.storageClassName, segment: { ...(topo.matchLabels ?? {}) }, pool: o.metadata?.labels?.[LABEL_POOL] ?? '' };
+  if (!o.storageClassName || !topo) return undefined;
+  const exprs = topo.matchExpressions ?? [];
+  // We only ever write DoesNotExist expressions (deeper keys), in key order.
+  if (exprs.some((e) => e.operator !== 'DoesNotExist' || (e.values?.length ?? 0) > 0)) return undefined;
+  const absent = exprs.map((e) => e.key);
+  if (absent.some((k, i) => i > 0 && absent[i - 1]! >= k)) return undefined;
+  return { storageClassName: o.storageClassName, segment: { ...(topo.matchLabels ?? {}) }, pool: o.metadata?.labels?.[LABEL_POOL] ?? '', ...(absent.length ? { absent } : {}) };
 }
 
 /** A new object for an item (generateName as upstream: the name carries no meaning). */
@@ -53,7 +59,7 @@ export function newCapacityObject(id: ObjectIdentity, item: CapacityItem, c: Mea
       ...(id.owner ? { ownerReferences: [{ ...id.owner }] } : {}),
     },
     storageClassName: item.storageClassName,
-    nodeTopology: { matchLabels: { ...item.segment } },
+    nodeTopology: itemSelector(item),
     capacity: bytesToQuantity(c.available),
     ...(c.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(c.maximumVolumeSize) } : {}),
   };

@@ -1,7 +1,9 @@
 import type { StorageClass } from '@topovol/shared';
 import { formatSegment, domainsWithoutPool, poolsWithNodes } from '../pools/pool-coverage.js';
 import { parseConstrainedPools, POOL_NAME_PARAMETER, POOLS_PARAMETER } from '../pools/topology-constrained-pools.js';
+import { deeperKeys } from '../segments/deeper-keys.js';
 import type { Segment } from '../segments/segment.js';
+import { segmentKey } from '../segments/segment.js';
 import type { CapacityItem } from './capacity-item.js';
 import { EPHEMERAL_CLASS, itemKey } from './capacity-item.js';
 
@@ -40,7 +42,7 @@ export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
 
 /**
  * Every (class, segment[, pool]) to track, as external-provisioner's capacity controller does for
- * classes × segments, with seed 002's pools: a class listing topology-constrained pools is tracked
+ * classes × segments, with Ceph-CSI's topology-constrained pools: a class listing topology-constrained pools is tracked
  * per pool, in the pool's domain, and segments no pool serves are reported as problems.
  */
 export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], opts: DesiredOptions): DesiredState {
@@ -50,13 +52,19 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
   const add = (item: CapacityItem, parameters: Record<string, string>): void => {
     items.set(itemKey(item), { item, parameters });
   };
+  // A segment overlapped by deeper ones excludes their nodes; a pool's domain deliberately does not.
+  const deeper = deeperKeys(segments);
+  const exclusive = (segment: Segment): Pick<CapacityItem, 'segment' | 'absent'> => {
+    const absent = deeper.get(segmentKey(segment));
+    return { segment, ...(absent ? { absent } : {}) };
+  };
   for (const c of classes) {
     const name = c.metadata?.name;
     if (!name || !isTrackedClass(c, opts)) continue;
     const params = { ...(c.parameters ?? {}) };
     const pools = parseConstrainedPools(params);
     if (pools === undefined) {
-      for (const segment of segments) add({ storageClassName: name, segment, pool: '' }, params);
+      for (const segment of segments) add({ storageClassName: name, ...exclusive(segment), pool: '' }, params);
       continue;
     }
     if ('error' in pools) {
@@ -75,6 +83,6 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
       });
     }
   }
-  if (opts.ephemeral) for (const segment of segments) add({ storageClassName: EPHEMERAL_CLASS, segment, pool: '' }, {});
+  if (opts.ephemeral) for (const segment of segments) add({ storageClassName: EPHEMERAL_CLASS, ...exclusive(segment), pool: '' }, {});
   return { items, frozen, problems };
 }

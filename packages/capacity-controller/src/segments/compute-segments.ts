@@ -13,9 +13,12 @@ import type { SegmentMode } from './segment-mode.js';
  * prefix: every label under the prefix; a node with none contributes nothing.
  * domains: the longest leading run of the ordered labels that the node has, so a node labelled with
  * region and zone but no rack is in the (region, zone) domain.
+ * In prefix and domains modes too, a node where the driver is not registered counts only with
+ * `anyNode`: capacity for nodes the driver cannot serve would steer pods to them.
  */
 export function segmentOfNode(mode: SegmentMode, node: Node, csiNode: CSINode | undefined, driverName: string): Segment | undefined {
   const labels = node.metadata?.labels ?? {};
+  if (mode.kind !== 'csinode' && !mode.anyNode && !csiNode?.spec?.drivers?.some((d) => d.name === driverName)) return undefined;
   switch (mode.kind) {
     case 'csinode': {
       const driver = csiNode?.spec?.drivers?.find((d) => d.name === driverName);
@@ -57,7 +60,8 @@ export function computeSegments(mode: SegmentMode, nodes: readonly Node[], csiNo
 
 /**
  * The hierarchy of `domains` mode: every ancestor domain of each segment (region, then region+zone,
- * ...), deduplicated. Pools may serve any level of it (seed 002 "hierarchical domain").
+ * ...), deduplicated. Pools may serve any level of it (a Ceph-CSI topology-constrained pool's
+ * domainSegments may name any prefix of the domain labels).
  */
 export function domainAncestors(mode: SegmentMode, segments: readonly Segment[]): Segment[] {
   if (mode.kind !== 'domains') return [];

@@ -1,5 +1,5 @@
 import type { CapacityEntry } from './capacity-entry.js';
-import type { StoragePool, StorageStatus } from './capacity-status-types.js';
+import type { NodeTopology, StoragePool, StorageStatus } from './capacity-status-types.js';
 import { isQuantity } from './quantity.js';
 
 const CLASS_NAME = /^(<ephemeral>|<fallback>|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/;
@@ -9,6 +9,8 @@ export interface BuiltStorageStatus {
   storage: StorageStatus[];
   /** Entries left out, with why: the CRD would reject the whole write for one bad pool. */
   rejected: { entry: CapacityEntry; reason: string }[];
+  /** Entries whose figure is older than the expiry: left out, so the pruner's removal sticks. */
+  expired: CapacityEntry[];
 }
 
 /** Why the API server would refuse this entry (mirrors the CRD's validation), or undefined. */
@@ -24,13 +26,20 @@ export function entryProblem(e: CapacityEntry): string | undefined {
 
 /**
  * The desired status.storage[] for a list of capacity entries: grouped by class, one pool per
- * (class, pool name), each expiring at expiryTime. Invalid entries and duplicates are rejected
- * (the first of a duplicate wins) rather than failing the whole write.
+ * (class, pool name), each expiring expiryMs after its figure was measured (default now). Invalid
+ * entries and duplicates are rejected (the first of a duplicate wins) rather than failing the whole
+ * write; entries already expired are left out.
  */
-export function buildStorageStatus(entries: readonly CapacityEntry[], expiryTime: string): BuiltStorageStatus {
+export function buildStorageStatus(entries: readonly CapacityEntry[], nowMs: number, expiryMs: number): BuiltStorageStatus {
   const rejected: BuiltStorageStatus['rejected'] = [];
+  const expired: CapacityEntry[] = [];
   const byClass = new Map<string, Map<string, StoragePool>>();
   for (const entry of entries) {
+    const expiresAt = (entry.measuredAtMs ?? nowMs) + expiryMs;
+    if (rfc3339(expiresAt) <= rfc3339(nowMs)) {
+      expired.push(entry);
+      continue;
+    }
     const problem = entryProblem(entry);
     if (problem) {
       rejected.push({ entry, reason: problem });
@@ -43,17 +52,24 @@ export function buildStorageStatus(entries: readonly CapacityEntry[], expiryTime
       continue;
     }
     const pool: StoragePool = { name: entry.pool };
-    if (entry.nodeTopology) pool.nodeTopology = { matchLabels: { ...entry.nodeTopology.matchLabels } };
+    if (entry.nodeTopology) pool.nodeTopology = copyTopology(entry.nodeTopology);
     if (entry.nodeList) pool.nodeList = [...new Set(entry.nodeList)].sort();
     pool.capacity = entry.capacity;
     if (entry.maximumVolumeSize !== undefined) pool.maximumVolumeSize = entry.maximumVolumeSize;
-    pool.expiryTime = expiryTime;
+    pool.expiryTime = rfc3339(expiresAt);
     pools.set(entry.pool, pool);
   }
   const storage = [...byClass.entries()]
     .sort(([a], [b]) => compare(a, b))
     .map(([storageClassName, pools]) => ({ storageClassName, pools: [...pools.values()].sort((a, b) => compare(a.name, b.name)) }));
-  return { storage, rejected };
+  return { storage, rejected, expired };
+}
+
+function copyTopology(t: NodeTopology): NodeTopology {
+  const out: NodeTopology = {};
+  if (t.matchLabels) out.matchLabels = { ...t.matchLabels };
+  if (t.matchExpressions?.length) out.matchExpressions = t.matchExpressions.map((e) => ({ ...e, ...(e.values ? { values: [...e.values] } : {}) }));
+  return out;
 }
 
 export function compare(a: string, b: string): number {

@@ -12,6 +12,11 @@ export interface CapacityEntry {
   /** A Kubernetes quantity. */
   capacity: string;
   maximumVolumeSize?: string;
+  /**
+   * When the driver last gave this figure (ms since epoch); the entry expires expiryMs after it.
+   * Default: now. A figure the driver cannot confirm is then not kept alive by republishing it.
+   */
+  measuredAtMs?: number;
 }
 
 /** A condition the caller wants on the status; the writer fills lastTransitionTime and observedGeneration. */

@@ -15,8 +15,10 @@ export const EPHEMERAL_STORAGE_CLASS = '<ephemeral>';
 export const FALLBACK_STORAGE_CLASS = '<fallback>';
 
 /** As CSIStorageCapacity.nodeTopology: matchLabels of a segment (an atomic LabelSelector). */
+/** A label selector over Node labels (CSIStorageCapacity.nodeTopology's shape). */
 export interface NodeTopology {
-  matchLabels: Record<string, string>;
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[];
 }
 
 /** One pool in status.storage[].pools[] (seed 000 CSIStoragePool). */

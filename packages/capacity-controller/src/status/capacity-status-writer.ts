@@ -67,7 +67,7 @@ export class CapacityStatusWriter {
 
   async publish(entries: CapacityEntry[], conditions: StatusCondition[]): Promise<{ wrote: boolean }> {
     const nowMs = this.now();
-    const { storage, rejected } = buildStorageStatus(entries, rfc3339(nowMs + this.expiryMs));
+    const { storage, rejected } = buildStorageStatus(entries, nowMs, this.expiryMs);
     for (const r of rejected) this.log.warn('capacity entry not published', { storageClassName: r.entry.storageClassName, pool: r.entry.pool, reason: r.reason });
     let live = await this.getOrCreate();
     await this.ensureOwnerReference(live);

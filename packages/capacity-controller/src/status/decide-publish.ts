@@ -46,19 +46,24 @@ export function stableJson(v: unknown): string {
  * Whether applying desired would change anything this manager owns. The comparison is against
  * the manager's own fields on the server (from managedFields), so an entry deleted or taken over
  * by someone else, or a deleted object, is rewritten, while unchanged content is not. expiryTime
- * alone is refreshed only once the earliest owned expiry is within half of expiryMs: an idle
- * cluster then costs one write per expiryMs/2, not one per poll.
+ * alone is refreshed only once the earliest owned expiry is within half of expiryMs, and only to a
+ * later one: an idle cluster then costs one write per expiryMs/2, not one per poll, and a figure
+ * the driver has not confirmed again is not renewed.
  */
 export function decidePublish(input: PublishInput): PublishDecision {
   const mine = statusApplier(input.live, input.fieldManager);
   const owned = (extractOwned(input.live.status, mine?.fieldsV1?.['f:status']) ?? {}) as CSIDriverCapacityStatus;
   if (canonicalStorage(owned.storage) !== canonicalStorage(input.desired.storage)) return { write: true, reason: 'changed' };
   if (stableJson(owned.conditions ?? []) !== stableJson(input.desired.conditions)) return { write: true, reason: 'changed' };
+  // Only a later expiry is worth a write: a figure the driver did not confirm again keeps its own.
   const refreshBefore = input.nowMs + input.expiryMs / 2;
+  const wanted = new Map<string, number>();
+  for (const s of input.desired.storage) for (const p of s.pools ?? []) wanted.set(JSON.stringify([s.storageClassName, p.name]), p.expiryTime === undefined ? Infinity : Date.parse(p.expiryTime));
   for (const s of owned.storage ?? []) {
     for (const p of s.pools ?? []) {
       const t = p.expiryTime === undefined ? NaN : Date.parse(p.expiryTime);
-      if (Number.isNaN(t) || t < refreshBefore) return { write: true, reason: 'refresh' };
+      const next = wanted.get(JSON.stringify([s.storageClassName, p.name])) ?? -Infinity;
+      if ((Number.isNaN(t) || t < refreshBefore) && !(next <= t)) return { write: true, reason: 'refresh' };
     }
   }
   return { write: false };

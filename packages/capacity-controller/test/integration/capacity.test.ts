@@ -260,13 +260,15 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     expect(await metricValue('topovol_capacity_getcapacity_total', { driver: driverName, result: 'UNAVAILABLE' })).to.equal(2);
   });
 
-  it('pools constrained to domains (seed 002): capacity per pool in its domain, and NoPoolForDomain for a domain no pool serves', async function () {
+  it('pools constrained to domains (Ceph-CSI topology-constrained pools): capacity per pool in its domain, and NoPoolForDomain for a domain no pool serves', async function () {
     const region = `${ns}.test/region`;
     const zone = `${ns}.test/zone`;
     const rack = `${ns}.test/rack`;
     const place = async (n: string, labels: Record<string, string>): Promise<void> => {
       await createNode(admin, name(n), labels);
-      created.push({ kind: 'node', name: name(n) });
+      // Registered (no topology keys: the domains come from labels); unregistered nodes do not count.
+      await registerDriverOnNode(admin, name(n), driverName, []);
+      created.push({ kind: 'node', name: name(n) }, { kind: 'csinode', name: name(n) });
     };
     await place('e1', { [region]: 'east', [zone]: 'z1', [rack]: 'r1' });
     await place('e2', { [region]: 'east', [zone]: 'z2', [rack]: 'r5' });
@@ -327,7 +329,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       expect(agg.metadata?.managedFields?.some((m) => m.manager === 'topovol-capacity/worker-7' && m.subresource === 'status')).to.equal(true);
     });
     const req = driver.getCapacityRequests().at(-1);
-    expect(req?.parameters ?? {}, 'an empty GetCapacity request (seed 000)').to.deep.equal({});
+    expect(req?.parameters ?? {}, 'an empty GetCapacity request (capacity for inline ephemeral volumes)').to.deep.equal({});
     expect(req?.accessibleTopology).to.equal(undefined);
   });
 

@@ -12,7 +12,7 @@ import { capacityObjects, registerDriverOnNode, RunningCapacity, startDriver } f
 const ZONE = 'topology.kubernetes.io/zone';
 const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
 
-// Seed 000 end to end: the real kube-scheduler v1.37.2 reads Topovol's CSIStorageCapacity objects
+// KEP-1472 (storage capacity tracking) end to end: the real kube-scheduler v1.37.2 reads Topovol's CSIStorageCapacity objects
 // (its VolumeBinding plugin checks them for CSIDrivers with storageCapacity: true) and only picks a
 // node whose segment has room for the claim.
 describe('capacity with the real kube-scheduler: pods go where the storage is', function () {
@@ -54,7 +54,7 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
     await scheduler?.stop();
     await loop?.stop();
     await stopDriver?.();
-    for (const n of ['a', 'b']) {
+    for (const n of ['a', 'b', 'c', 'd']) {
       await admin.delete(Resources.nodes, name(n)).catch(() => undefined);
       await admin.delete(Resources.csiNodes, name(n)).catch(() => undefined);
     }
@@ -62,7 +62,7 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
     await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
   });
 
-  async function podWithClaim(p: string, size: string): Promise<void> {
+  async function podWithClaim(p: string, size: string, nodeSelector?: Record<string, string>): Promise<void> {
     await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
@@ -73,7 +73,7 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: p, namespace: ns },
-      spec: { schedulerName: SCHEDULER, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: p } }] },
+      spec: { schedulerName: SCHEDULER, ...(nodeSelector ? { nodeSelector } : {}), containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: p } }] },
     });
   }
 
@@ -112,5 +112,35 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
     );
     const p3 = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'p3', ns);
     expect(p3.metadata?.annotations?.[SELECTED_NODE]).to.equal(undefined);
+  });
+
+  const failedScheduling = (pod: string): Promise<void> =>
+    eventually(
+      async () => {
+        const evs = (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${pod},reason=FailedScheduling` })).items;
+        expect(evs.map((e) => e.message).join('\n')).to.match(/did not have enough free storage/);
+      },
+      60_000,
+      250,
+    );
+
+  it('nodes labelled to different depths: a region\'s figure does not make room on a node of a full zone', async function () {
+    // The driver reports region and zone on c, region only on d: two overlapping segments.
+    const REGION = 'topology.kubernetes.io/region';
+    await createReadyNode(admin, name('c'), { [REGION]: 'r9', [ZONE]: 'z3', 'topovol.test/pin': name('c') });
+    await registerDriverOnNode(admin, name('c'), driverName, [REGION, ZONE]);
+    await createReadyNode(admin, name('d'), { [REGION]: 'r9' });
+    await registerDriverOnNode(admin, name('d'), driverName, [REGION]);
+    driver.setCapacity({ [REGION]: 'r9', [ZONE]: 'z3' }, 1n * GiB);
+    driver.setCapacity({ [REGION]: 'r9' }, 100n * GiB);
+    await eventually(async () => expect((await capacityObjects(admin, ns)).map((o) => o.capacity)).to.include.members(['1Gi', '100Gi']));
+    // In the region, a pod goes to d, where the region's room is (and the scheduler has both objects).
+    await podWithClaim('p4', '10Gi', { [REGION]: 'r9' });
+    expect(await selectedNode('p4')).to.equal(name('d'));
+    // Pinned to c, whose zone has 1Gi: without the region object's exclusion, its 100Gi would match c too.
+    await podWithClaim('p5', '10Gi', { 'topovol.test/pin': name('c') });
+    await failedScheduling('p5');
+    const p5 = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'p5', ns);
+    expect(p5.metadata?.annotations?.[SELECTED_NODE]).to.equal(undefined);
   });
 });

@@ -61,7 +61,7 @@ describe('capacity status: buildStorageStatus', function () {
   ];
   for (const c of cases) {
     it(c.name, function () {
-      const out = buildStorageStatus(c.entries, EXP);
+      const out = buildStorageStatus(c.entries, T0, 60_000);
       expect(out.storage.map((s) => s.storageClassName)).to.deep.equal(c.classes);
       expect(out.storage.map((s) => (s.pools ?? []).map((p) => p.name))).to.deep.equal(c.pools);
       expect(out.rejected.map((r) => r.reason)).to.have.length(c.rejected.length);
@@ -70,11 +70,24 @@ describe('capacity status: buildStorageStatus', function () {
     });
   }
   it('keeps topology, sorts and dedupes nodeList, copies sizes', function () {
-    const out = buildStorageStatus([entry({ nodeList: ['n2', 'n1', 'n2'], maximumVolumeSize: '1Gi' }), entry({ pool: 'p2', nodeTopology: { matchLabels: { zone: 'a' } } })], EXP);
+    const out = buildStorageStatus([entry({ nodeList: ['n2', 'n1', 'n2'], maximumVolumeSize: '1Gi' }), entry({ pool: 'p2', nodeTopology: { matchLabels: { zone: 'a' } } })], T0, 60_000);
     expect(out.storage[0]!.pools).to.deep.equal([
       { name: 'p1', nodeList: ['n1', 'n2'], capacity: '10Gi', maximumVolumeSize: '1Gi', expiryTime: EXP },
       { name: 'p2', nodeTopology: { matchLabels: { zone: 'a' } }, capacity: '10Gi', expiryTime: EXP },
     ]);
+  });
+  it('a figure expires expiryMs after it was measured, not after it is published; an expired one is left out', function () {
+    const out = buildStorageStatus([entry({ measuredAtMs: T0 - 20_000 }), entry({ pool: 'old', measuredAtMs: T0 - 60_000 }), entry({ pool: 'new' })], T0, 60_000);
+    expect(out.storage[0]!.pools!.map((p) => [p.name, p.expiryTime])).to.deep.equal([
+      ['new', EXP],
+      ['p1', iso(T0 + 40_000)],
+    ]);
+    expect(out.expired.map((e) => e.pool)).to.deep.equal(['old']);
+  });
+  it('keeps DoesNotExist expressions of a segment that excludes deeper nodes', function () {
+    const nodeTopology = { matchLabels: { region: 'r1' }, matchExpressions: [{ key: 'zone', operator: 'DoesNotExist' as const }] };
+    const out = buildStorageStatus([entry({ nodeTopology })], T0, 60_000);
+    expect(out.storage[0]!.pools![0]!.nodeTopology).to.deep.equal(nodeTopology);
   });
 });
 
@@ -137,6 +150,11 @@ describe('capacity status: decidePublish', function () {
       expect(d.write ? d.reason : 'none').to.equal(c.want);
     });
   }
+  it('a figure the driver did not confirm again (same expiry as on the server) is not renewed, however close its expiry', function () {
+    const stale: StorageStatus[] = [{ storageClassName: '<ephemeral>', pools: [pool('n1', T0 + 60_000)] }];
+    const d = decidePublish({ live: live(T0 + 60_000), fieldManager: 'topovol-capacity/n1', desired: { storage: stale, conditions: [] }, nowMs: T0 + 50_000, expiryMs: 60_000 });
+    expect(d).to.deep.equal({ write: false });
+  });
   it('a pool we own but no longer want: write (it must be released)', function () {
     const d = decidePublish({ live: live(T0 + 60_000), fieldManager: 'topovol-capacity/n1', desired: { storage: [], conditions: [] }, nowMs: T0, expiryMs: 60_000 });
     expect(d).to.deep.equal({ write: true, reason: 'changed' });

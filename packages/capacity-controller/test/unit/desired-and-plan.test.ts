@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { CSIStorageCapacity, PersistentVolume, StorageClass } from '@topovol/shared';
 import { EPHEMERAL_CLASS, itemKey, parseItemKey } from '../../src/objects/capacity-item.js';
 import type { CapacityItem } from '../../src/objects/capacity-item.js';
-import { LABEL_POOL, newCapacityObject } from '../../src/objects/capacity-object.js';
+import { itemOfObject, LABEL_POOL, newCapacityObject } from '../../src/objects/capacity-object.js';
 import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
 import { desiredItems } from '../../src/objects/desired-items.js';
 import { planItem, planObsolete } from '../../src/objects/plan-capacity-objects.js';
@@ -43,6 +43,24 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       const got = desiredItems([sc('now', { volumeBindingMode: 'Immediate', parameters: { a: 'b' } })], segs, { ...opts, immediateBinding: true, ephemeral: true });
       const names = [...got.items.values()].map((d) => `${d.item.storageClassName}:${d.item.segment[ZONE]}:${JSON.stringify(d.parameters)}`);
       expect(names).to.deep.equal(['now:z1:{"a":"b"}', 'now:z2:{"a":"b"}', `${EPHEMERAL_CLASS}:z1:{}`, `${EPHEMERAL_CLASS}:z2:{}`]);
+    });
+
+    it('a segment overlapped by a deeper one excludes the deeper nodes (DoesNotExist); its object round-trips to the same item; pools do not', function () {
+      const mixed: Record<string, string>[] = [{ [REGION]: 'east' }, { [REGION]: 'east', [ZONE]: 'z1' }];
+      const got = desiredItems([sc('fast')], mixed, opts);
+      const shallow = [...got.items.values()].find((d) => !d.item.segment[ZONE])!.item;
+      expect(shallow.absent).to.deep.equal([ZONE]);
+      const o = newCapacityObject(id, shallow, { available: GiB });
+      expect(o.nodeTopology).to.deep.equal({ matchLabels: { [REGION]: 'east' }, matchExpressions: [{ key: ZONE, operator: 'DoesNotExist' }] });
+      expect(itemOfObject(o)).to.deep.equal(shallow);
+      expect(got.items.has(itemKey(itemOfObject(o)!))).to.equal(true);
+      // The same labels without the exclusion (an object written before it existed) is a different, obsolete item.
+      const legacy = existing({ ...shallow, absent: undefined }, '1Gi', { name: 'old' });
+      expect(planObsolete(new Set(got.items.keys()), [legacy], new Set()).map((a) => a.object.metadata?.name)).to.deep.equal(['old']);
+      // Foreign expressions are not ours.
+      expect(itemOfObject({ ...o, nodeTopology: { matchLabels: {}, matchExpressions: [{ key: ZONE, operator: 'In', values: ['z1'] }] } })).to.equal(undefined);
+      const pooled = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: REGION, value: 'east' }] }]) })], mixed, opts);
+      expect([...pooled.items.values()].map((d) => d.item.absent)).to.deep.equal([undefined]);
     });
 
     it('pools constrained to domains: one item per pool in its domain, asked with pool=<name>, the list parameter removed', function () {
@@ -182,6 +200,9 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       const b: CapacityItem = { storageClassName: 'fast', pool: 'p', segment: { [REGION]: 'east', [ZONE]: 'z1' } };
       expect(itemKey(a)).to.equal(itemKey(b));
       expect(parseItemKey(itemKey(a))).to.deep.equal(b);
+      const c: CapacityItem = { ...b, absent: [ZONE] };
+      expect(itemKey(c)).to.not.equal(itemKey(b));
+      expect(parseItemKey(itemKey(c))).to.deep.equal(c);
     });
   });
 });

@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import type { CSINode, Node } from '@topovol/shared';
 import { computeSegments, domainAncestors, segmentOfNode } from '../../src/segments/compute-segments.js';
+import fc from 'fast-check';
+import { deeperKeys } from '../../src/segments/deeper-keys.js';
+import { segmentKey } from '../../src/segments/segment.js';
 import { parseSegmentMode } from '../../src/segments/segment-mode.js';
 import type { SegmentMode } from '../../src/segments/segment-mode.js';
 
@@ -16,8 +19,10 @@ const csiNode = (name: string, drivers: { name: string; topologyKeys?: string[] 
 });
 
 const csinode: SegmentMode = { kind: 'csinode' };
-const prefix: SegmentMode = { kind: 'prefix', prefix: 'example.com/' };
-const domains: SegmentMode = { kind: 'domains', labels: [REGION, ZONE, RACK] };
+// anyNode: these cases are about labels; registration has its own cases below.
+const prefix: SegmentMode = { kind: 'prefix', prefix: 'example.com/', anyNode: true };
+const domains: SegmentMode = { kind: 'domains', labels: [REGION, ZONE, RACK], anyNode: true };
+const registered = csiNode('n1', [{ name: DRIVER }]);
 
 describe('capacity segments (external-provisioner pkg/capacity/topology, seeds 000 and 002)', function () {
   describe('segmentOfNode', function () {
@@ -33,6 +38,11 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, seeds 0
       { name: 'domains: the longest leading run (no rack label)', mode: domains, node: node('n1', { [REGION]: 'east', [ZONE]: 'z1' }), want: { [REGION]: 'east', [ZONE]: 'z1' } },
       { name: 'domains: a gap stops the run (rack without zone)', mode: domains, node: node('n1', { [REGION]: 'east', [RACK]: 'r1' }), want: { [REGION]: 'east' } },
       { name: 'domains: no outermost label, no domain', mode: domains, node: node('n1', { [ZONE]: 'z1' }), want: undefined },
+      // Registration: by default prefix and domains modes count only nodes whose CSINode lists the driver.
+      { name: 'prefix: a node without the driver registered does not count', mode: { ...prefix, anyNode: false }, node: node('n1', { 'example.com/zone': 'z1' }), csi: csiNode('n1', [{ name: 'other.csi' }]), want: undefined },
+      { name: 'prefix: a registered node counts', mode: { kind: 'prefix', prefix: 'example.com/' }, node: node('n1', { 'example.com/zone': 'z1' }), csi: registered, want: { 'example.com/zone': 'z1' } },
+      { name: 'domains: no CSINode, not counted', mode: { kind: 'domains', labels: [REGION, ZONE] }, node: node('n1', { [REGION]: 'east' }), want: undefined },
+      { name: 'domains: registered, counted (its topology keys do not matter)', mode: { kind: 'domains', labels: [REGION, ZONE] }, node: node('n1', { [REGION]: 'east' }), csi: registered, want: { [REGION]: 'east' } },
     ];
     for (const c of cases) {
       it(c.name, function () {
@@ -93,13 +103,39 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, seeds 0
     });
   });
 
+  describe('deeperKeys (nodes labelled to different depths)', function () {
+    it('a shallower segment overlapped by deeper ones excludes their extra keys; others get nothing', function () {
+      const segs: Record<string, string>[] = [{ [REGION]: 'east' }, { [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' }, { [REGION]: 'west' }, { [REGION]: 'north', [ZONE]: 'z7' }];
+      const got = deeperKeys(segs);
+      expect(Object.fromEntries([...got].map(([k, v]) => [k, v]))).to.deep.equal({
+        [segmentKey({ [REGION]: 'east' })]: [RACK, ZONE].sort(),
+        [segmentKey({ [REGION]: 'east', [ZONE]: 'z1' })]: [RACK],
+      });
+    });
+    it('property: with the exclusions, every node matches exactly one segment, the one it belongs to', function () {
+      fc.assert(
+        fc.property(fc.array(fc.record({ r: fc.constantFrom('a', 'b'), z: fc.option(fc.constantFrom('1', '2')), k: fc.option(fc.constantFrom('x', 'y')) }), { minLength: 1, maxLength: 12 }), (specs) => {
+          const nodes = specs.map((sp, i) => node(`n${i}`, { [REGION]: sp.r, ...(sp.z ? { [ZONE]: sp.z } : {}), ...(sp.k && sp.z ? { [RACK]: sp.k } : {}) }));
+          const segs = computeSegments(domains, nodes, () => undefined, DRIVER);
+          const deeper = deeperKeys(segs);
+          for (const n of nodes) {
+            const labels = n.metadata!.labels!;
+            const matching = segs.filter((s) => Object.entries(s).every(([k, v]) => labels[k] === v) && (deeper.get(segmentKey(s)) ?? []).every((k) => labels[k] === undefined));
+            expect(matching).to.deep.equal([segmentOfNode(domains, n, undefined, DRIVER)]);
+          }
+        }),
+      );
+    });
+  });
+
   describe('parseSegmentMode (flags)', function () {
-    const cases: { args: [string, string, string]; want: SegmentMode | RegExp }[] = [
+    const cases: { args: [string, string, string, boolean?]; want: SegmentMode | RegExp }[] = [
       { args: ['csinode', '', ''], want: { kind: 'csinode' } },
       { args: ['prefix', 'example.com/', ''], want: { kind: 'prefix', prefix: 'example.com/' } },
       { args: ['prefix', '', ''], want: /needs --capacity-topology-prefix/ },
       { args: ['domains', '', `${REGION};${ZONE};${RACK}`], want: { kind: 'domains', labels: [REGION, ZONE, RACK] } },
       { args: ['domains', '', ''], want: /needs --domain-labels/ },
+      { args: ['domains', '', `${REGION}`, true], want: { kind: 'domains', labels: [REGION], anyNode: true } },
       { args: ['domains', '', `${ZONE};${ZONE}`], want: /twice/ },
       { args: ['zones', '', ''], want: /unknown --capacity-topology "zones"/ },
     ];

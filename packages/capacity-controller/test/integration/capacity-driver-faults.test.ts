@@ -1,0 +1,161 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { CSIStorageCapacity, KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
+import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
+import { GiB } from '@topovol/shared/csi-test-driver';
+import { CSIDriverCapacities } from '../../src/status/index.js';
+import type { CSIDriverCapacity } from '../../src/status/index.js';
+import { capacityObjects, createNode, deleteVolume, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+
+const ZONE = 'topology.kubernetes.io/zone';
+const REGION = 'topology.kubernetes.io/region';
+
+// What a misbehaving driver or cluster must not do to capacity tracking: a hung driver must not
+// stop node and class changes, a failing one must not keep its last figure alive, and nodes where
+// the driver is not registered must not get capacity.
+describe('capacity: a hung or failing driver, unregistered nodes (real API server, CSI over gRPC)', function () {
+  this.timeout(180_000);
+  let admin: KubeClient;
+  let ns: string;
+  let driverName: string;
+  let driver: CsiTestDriver;
+  let cleanup: () => Promise<void>;
+  let loop: RunningCapacity | undefined;
+  const created: { kind: 'node' | 'csinode' | 'class' | 'pv'; name: string }[] = [];
+  const name = (s: string): string => `${ns}-${s}`;
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    await installCrds(admin);
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'capf-');
+    driverName = `${ns}.csi.topovol.test`;
+    ({ driver, cleanup } = await startDriver({ name: driverName }));
+  });
+  afterEach(async function () {
+    await loop?.stop();
+    loop = undefined;
+    await cleanup();
+    await admin.delete(CSIDriverCapacities, driverName).catch(() => undefined);
+    const res = { node: Resources.nodes, csinode: Resources.csiNodes, class: Resources.storageClasses, pv: Resources.persistentVolumes };
+    await Promise.all(created.splice(0).map((c) => (c.kind === 'pv' ? deleteVolume(admin, c.name) : admin.delete(res[c.kind], c.name).catch(() => undefined))));
+  });
+
+  /** keys: the driver's topology keys in the node's CSINode, or 'unregistered' for no CSINode. */
+  async function addNode(n: string, labels: Record<string, string>, keys: string[] | 'unregistered' = Object.keys(labels)): Promise<void> {
+    await createNode(admin, name(n), labels);
+    created.push({ kind: 'node', name: name(n) });
+    if (keys !== 'unregistered') await register(n, keys);
+  }
+  async function register(n: string, keys: string[]): Promise<void> {
+    await registerDriverOnNode(admin, name(n), driverName, keys);
+    created.push({ kind: 'csinode', name: name(n) });
+  }
+  async function addClass(c: string): Promise<void> {
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name(c) }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer' });
+    created.push({ kind: 'class', name: name(c) });
+  }
+  async function addVolume(v: string, cls: string, zone: string): Promise<void> {
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: name(v) },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: name(cls),
+        csi: { driver: driverName, volumeHandle: name(v) },
+        nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: [zone] }] }] } },
+      },
+    });
+    created.push({ kind: 'pv', name: name(v) });
+  }
+  const start = async (extra: string[]): Promise<void> => {
+    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, ...extra]);
+  };
+  const status = (): Promise<CSIDriverCapacity | undefined> => admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName).catch(() => undefined);
+
+  it('a hung driver holds no worker: class and node removals still delete their objects while every GetCapacity call hangs', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 10n * GiB);
+    driver.setCapacity({ [ZONE]: 'z2' }, 20n * GiB);
+    await addNode('n1', { [ZONE]: 'z1' });
+    await addNode('n2', { [ZONE]: 'z2' });
+    await addClass('fast');
+    await addClass('slow');
+    // As many items as workers (the harness runs 4): on a worker, four hung calls would stall the loop.
+    await start(['--capacity-timeout=10m', '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.have.length(4));
+
+    driver.injectFailure('GetCapacity', { delayMs: 3_600_000 });
+    for (const cls of ['fast', 'slow']) for (const zone of ['z1', 'z2']) await addVolume(`${cls}-${zone}`, cls, zone);
+    await eventually(() => expect(driver.stalledCalls, 'every item is being asked again, and hangs').to.equal(4));
+
+    await admin.delete(Resources.storageClasses, name('slow'));
+    await eventually(async () => expect((await capacityObjects(admin, ns)).map((o) => o.storageClassName)).to.deep.equal([name('fast'), name('fast')]));
+    await admin.delete(Resources.nodes, name('n2'));
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.equal([{ storageClassName: name('fast'), segment: { [ZONE]: 'z1' }, capacity: '10Gi' }]));
+    expect(driver.stalledCalls, 'the calls still hang: the deletes did not wait for them').to.be.greaterThan(0);
+  });
+
+  it('a failing driver: Ready=False, the last figure\'s expiry is not renewed and its entry goes; the CSIStorageCapacity object keeps the last figure', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 7n * GiB);
+    await addNode('n1', { [ZONE]: 'z1' });
+    await addClass('fast');
+    await start(['--capacity-status-expiry=6s', '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    const pools = async (): Promise<string[]> => ((await status())?.status?.storage ?? []).flatMap((s) => (s.pools ?? []).map((p) => `${s.storageClassName}/${p.name}`));
+    await eventually(async () => expect(await pools()).to.deep.equal([`${name('fast')}/${ZONE}=z1`]));
+
+    driver.injectFailure('GetCapacity', { code: 14, message: 'backend unreachable' });
+    await eventually(async () => {
+      const ready = (await status())?.status?.conditions?.find((c) => c.type === 'Ready');
+      expect([ready?.status, ready?.reason]).to.deep.equal(['False', 'GetCapacityFailed']);
+      expect(ready?.message).to.contain('backend unreachable');
+    });
+    // Renewing would keep it forever; it lapses one expiry after the last answer.
+    await eventually(async () => expect(await pools()).to.deep.equal([]), 60_000, 250);
+    expect(await capacityObjects(admin, ns), 'as external-provisioner: the object keeps the last figure').to.deep.equal([{ storageClassName: name('fast'), segment: { [ZONE]: 'z1' }, capacity: '7Gi' }]);
+
+    driver.clearFailures('GetCapacity');
+    await eventually(async () => expect(await pools()).to.deep.equal([`${name('fast')}/${ZONE}=z1`]), 60_000, 250);
+  });
+
+  it('prefix and domains modes count only nodes where the driver is registered, unless told otherwise', async function () {
+    driver.setCapacity({ [REGION]: 'east' }, 5n * GiB);
+    driver.setCapacity({ [REGION]: 'west' }, 6n * GiB);
+    await addNode('e1', { [REGION]: 'east' }, []);
+    await addNode('w1', { [REGION]: 'west' }, 'unregistered');
+    await addClass('fast');
+    await start(['--capacity-topology=domains', `--domain-labels=${REGION}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
+    await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.equal([{ storageClassName: name('fast'), segment: { [REGION]: 'east' }, capacity: '5Gi' }]));
+    await register('w1', []);
+    await eventually(async () => expect((await capacityObjects(admin, ns)).map((o) => o.segment[REGION])).to.deep.equal(['east', 'west']));
+
+    await loop!.stop();
+    await addNode('s1', { [REGION]: 'south' }, 'unregistered');
+    driver.setCapacity({ [REGION]: 'south' }, 1n * GiB);
+    await start(['--capacity-topology=domains', `--domain-labels=${REGION}`, '--capacity-count-unregistered-nodes', '--capacity-poll-interval=10m']);
+    await eventually(async () => expect((await capacityObjects(admin, ns)).map((o) => o.segment[REGION])).to.deep.equal(['east', 'south', 'west']));
+  });
+
+  it('nodes labelled to different depths: the shallower segment\'s object excludes the deeper nodes', async function () {
+    driver.setCapacity({ [REGION]: 'east' }, 100n * GiB);
+    driver.setCapacity({ [REGION]: 'east', [ZONE]: 'z1' }, 1n * GiB);
+    await addNode('deep', { [REGION]: 'east', [ZONE]: 'z1' }, []);
+    await addNode('shallow', { [REGION]: 'east' }, []);
+    await addClass('fast');
+    await start(['--capacity-topology=domains', `--domain-labels=${REGION};${ZONE}`, '--capacity-poll-interval=10m']);
+    const selectors = async (): Promise<CSIStorageCapacity['nodeTopology'][]> =>
+      (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items.map((o) => o.nodeTopology).sort((a, b) => Object.keys(a?.matchLabels ?? {}).length - Object.keys(b?.matchLabels ?? {}).length);
+    await eventually(async () =>
+      expect(await selectors()).to.deep.equal([
+        { matchLabels: { [REGION]: 'east' }, matchExpressions: [{ key: ZONE, operator: 'DoesNotExist' }] },
+        { matchLabels: { [REGION]: 'east', [ZONE]: 'z1' } },
+      ]),
+    );
+    // The deeper node goes: the region's nodes are all alike again, and its object is replaced by one without the exclusion.
+    await admin.delete(Resources.nodes, name('deep'));
+    await eventually(async () => expect(await selectors()).to.deep.equal([{ matchLabels: { [REGION]: 'east' } }]));
+  });
+});
