@@ -1,5 +1,5 @@
 import { Controller, projectNode, Resources } from '@topovol/shared';
-import type { ControllerEnv, CSINode, CSIStorageCapacity, Node, PersistentVolume, ReconcileContext, StorageClass } from '@topovol/shared';
+import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, StorageClass } from '@topovol/shared';
 import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
 import { F, readCapacityFlags } from './capacity-flags.js';
 import type { CapacityFlags } from './capacity-flags.js';
@@ -14,6 +14,7 @@ import { CapacityStatusWriter } from './status/index.js';
 
 export const CAPACITY_CONTROLLER = 'capacity';
 export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
+export const PROVISIONING_FAILED_EVENTS = 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed';
 
 /** Connects to the driver, waiting for it (a sidecar may start first), and learns its name. */
 async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi: CsiClient; driverName: string }> {
@@ -56,6 +57,9 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
     csiNodes: informers.forResource<CSINode>(Resources.csiNodes),
     classes: informers.forResource<StorageClass>(Resources.storageClasses),
     volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
+    claims: informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),
+    // The same selector as the rollback loop's, so one process shares one watch.
+    failures: informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS }),
     objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
       namespace: flags.namespace,
       labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),

@@ -2,7 +2,7 @@ import type { ControllerDescriptor } from '@topovol/shared';
 import { setupCapacity } from './capacity-controller.js';
 import { capacityFlags } from './capacity-flags.js';
 
-/** Storage capacity tracking (seed 000, seed 002 pools), issue #5. */
+/** Storage capacity tracking (KEP-1472), with Ceph-CSI's topology-constrained pools. */
 export const capacityDescriptor: ControllerDescriptor = {
   name: 'capacity',
   description: 'CSIStorageCapacity objects and the aggregated CSIDriverCapacity status for one CSI driver',
@@ -12,7 +12,8 @@ export const capacityDescriptor: ControllerDescriptor = {
   flags: capacityFlags,
   rbac: [
     // Informers only: no get.
-    { apiGroups: [''], resources: ['nodes', 'persistentvolumes'], verbs: ['list', 'watch'] },
+    // Claims: a failed provisioning (selected-node removed) refreshes the capacity it relied on.
+    { apiGroups: [''], resources: ['nodes', 'persistentvolumes', 'persistentvolumeclaims'], verbs: ['list', 'watch'] },
     { apiGroups: ['storage.k8s.io'], resources: ['storageclasses', 'csinodes'], verbs: ['list', 'watch'] },
     { apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
     // The CSIDriver, read as the owner of its CSIDriverCapacity.
@@ -24,7 +25,8 @@ export const capacityDescriptor: ControllerDescriptor = {
     // --capacity-ownerref-level: our pod and its owners.
     { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
     { apiGroups: ['apps'], resources: ['replicasets', 'statefulsets', 'deployments', 'daemonsets'], verbs: ['get'] },
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    // list/watch: ProvisioningFailed Events refresh the capacity the claim relied on.
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
   ],
   setup: setupCapacity,
 };

@@ -1,5 +1,5 @@
 import { errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
-import type { CSIDriver, CSINode, CSIStorageCapacity, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, ReconcileContext, StorageClass } from '@topovol/shared';
+import type { CSIDriver, CSINode, CSIStorageCapacity, Event, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, StorageClass } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
 import { statusEntries } from './aggregate/status-entries.js';
 import { capacityMetrics } from './capacity-metrics.js';
@@ -9,6 +9,7 @@ import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object
 import { itemOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
+import { itemsToRefreshAfterFailure, SELECTED_NODE_ANNOTATION } from './objects/failure-refresh.js';
 import type { ObjectAction } from './objects/plan-capacity-objects.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
@@ -45,6 +46,9 @@ export interface CapacityInformers {
   classes: Informer<StorageClass>;
   volumes: Informer<PersistentVolume>;
   objects: Informer<CSIStorageCapacity>;
+  /** Claims and ProvisioningFailed Events: a failed provisioning refreshes the figure it trusted. */
+  claims: Informer<PersistentVolumeClaim>;
+  failures: Informer<Event>;
 }
 
 export interface CapacityLoopOptions extends DesiredOptions {
@@ -143,6 +147,35 @@ export class CapacityLoop {
       else this.enqueue(SYNC_KEY);
     };
     this.inf.objects.addEventHandler({ onAdd: objectChanged, onUpdate: (_, b) => objectChanged(b), onDelete: objectChanged });
+    // The provisioner gave up on the node the scheduler picked (it removes the selected-node
+    // annotation to reschedule, e.g. after ResourceExhausted), or reported a failure.
+    this.inf.claims.addEventHandler({
+      onUpdate: (a, b) => {
+        const node = a.metadata?.annotations?.[SELECTED_NODE_ANNOTATION];
+        if (node && !b.metadata?.annotations?.[SELECTED_NODE_ANNOTATION] && !b.spec?.volumeName) this.provisioningFailed(b, node);
+      },
+    });
+    const failed = (ev: Event): void => {
+      const o = ev.involvedObject;
+      const claim = o?.namespace && o.name ? this.inf.claims.cache.get(`${o.namespace}/${o.name}`) : undefined;
+      if (claim && (!o?.uid || o.uid === claim.metadata?.uid)) this.provisioningFailed(claim, claim.metadata?.annotations?.[SELECTED_NODE_ANNOTATION]);
+    };
+    this.inf.failures.addEventHandler({ onAdd: failed, onUpdate: (a, b) => (a.count !== b.count || a.lastTimestamp !== b.lastTimestamp || a.series?.count !== b.series?.count ? failed(b) : undefined) });
+  }
+
+  /** Marks the items the failed claim's figure came from for a refresh (coalesced as volume events are). */
+  private provisioningFailed(claim: PersistentVolumeClaim, node: string | undefined): void {
+    const cls = claim.spec?.storageClassName;
+    if (!cls) return;
+    const labels = node ? this.inf.nodes.cache.get(node)?.metadata?.labels ?? {} : undefined;
+    const keys = itemsToRefreshAfterFailure(this.desired.items, cls, labels);
+    if (keys.length === 0) return;
+    this.log.debug('provisioning failed: refreshing its capacity', { claim: `${claim.metadata?.namespace}/${claim.metadata?.name}`, node, items: keys.length });
+    for (const key of keys) {
+      const st = this.state.get(key);
+      if (st) st.dirty = true;
+      this.enqueue(ITEM_PREFIX + key);
+    }
   }
 
   reconcile = async (ctx: ReconcileContext, key: string): Promise<number | void> => {
@@ -347,9 +380,12 @@ export class CapacityLoop {
       [...keys].filter((k) => this.inf.objects.cache.byIndex('item', k).length > 0).length,
       planObsolete(keys, this.inf.objects.cache.list(), this.desired.frozen).length,
     );
+    // A figure is renewed while its last call succeeded; once the driver cannot be asked, it keeps
+    // the expiry of its last answer and lapses.
     const entries = statusEntries(this.desired.items.values(), (d) => {
       const st = this.state.get(itemKey(d.item));
-      return st?.measured && { ...st.measured, atMs: st.refreshedAt };
+      if (!st?.measured) return undefined;
+      return st.error !== undefined || this.unsupported ? { ...st.measured, atMs: st.refreshedAt } : st.measured;
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     await this.status.publish(entries, this.conditions());

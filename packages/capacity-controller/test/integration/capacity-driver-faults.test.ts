@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
+import type { CSIStorageCapacity, Event, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { GiB } from '@topovol/shared/csi-test-driver';
@@ -12,9 +12,10 @@ const ZONE = 'topology.kubernetes.io/zone';
 const REGION = 'topology.kubernetes.io/region';
 
 // What a misbehaving driver or cluster must not do to capacity tracking: a hung driver must not
-// stop node and class changes, a failing one must not keep its last figure alive, and nodes where
-// the driver is not registered must not get capacity.
-describe('capacity: a hung or failing driver, unregistered nodes (real API server, CSI over gRPC)', function () {
+// stop node and class changes, a failing one must not keep its last figure alive, a failed
+// provisioning must not leave the figure that misled the scheduler until the next poll, and nodes
+// where the driver is not registered (or overlapped by deeper ones) must not get its capacity.
+describe('capacity: a hung or failing driver, failed provisioning, unregistered and overlapping nodes (real API server, CSI over gRPC)', function () {
   this.timeout(180_000);
   let admin: KubeClient;
   let ns: string;
@@ -75,6 +76,8 @@ describe('capacity: a hung or failing driver, unregistered nodes (real API serve
   const start = async (extra: string[]): Promise<void> => {
     loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, ...extra]);
   };
+  /** Whether the running loop's claim cache has the claim (so the next change is seen as an update). */
+  const loopHasClaim = (c: string): boolean => loop!.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims).cache.get(`${ns}/${c}`) !== undefined;
   const status = (): Promise<CSIDriverCapacity | undefined> => admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName).catch(() => undefined);
 
   it('a hung driver holds no worker: class and node removals still delete their objects while every GetCapacity call hangs', async function () {
@@ -119,6 +122,52 @@ describe('capacity: a hung or failing driver, unregistered nodes (real API serve
 
     driver.clearFailures('GetCapacity');
     await eventually(async () => expect(await pools()).to.deep.equal([`${name('fast')}/${ZONE}=z1`]), 60_000, 250);
+  });
+
+  it('a failed provisioning refreshes the capacity it relied on: selected-node removed, or a ProvisioningFailed Event', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 10n * GiB);
+    driver.setCapacity({ [ZONE]: 'z2' }, 20n * GiB);
+    await addNode('n1', { [ZONE]: 'z1' });
+    await addNode('n2', { [ZONE]: 'z2' });
+    await addClass('fast');
+    // The periodic poll is 10 minutes away: only the failure can cause a refresh here.
+    await start(['--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
+    const figures = async (): Promise<string[]> => (await capacityObjects(admin, ns)).map((o) => `${o.segment[ZONE]}=${o.capacity}`);
+    await eventually(async () => expect(await figures()).to.deep.equal(['z1=10Gi', 'z2=20Gi']));
+    const claim = async (c: string, node: string): Promise<PersistentVolumeClaim> =>
+      admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: c, namespace: ns, annotations: { 'volume.kubernetes.io/selected-node': name(node) } },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '15Gi' } }, storageClassName: name('fast') },
+      });
+    // The backend filled up outside Kubernetes, in both zones.
+    driver.setCapacity({ [ZONE]: 'z1' }, 1n * GiB);
+    driver.setCapacity({ [ZONE]: 'z2' }, 2n * GiB);
+
+    // The provisioner reschedules: it removes selected-node (as after ResourceExhausted). Only z1 is asked again.
+    await claim('c1', 'n1');
+    await eventually(() => expect(loopHasClaim('c1')).to.equal(true));
+    await admin.patch(Resources.persistentVolumeClaims, 'c1', ns, 'merge', { metadata: { annotations: { 'volume.kubernetes.io/selected-node': null } } });
+    await eventually(async () => expect(await figures()).to.deep.equal(['z1=1Gi', 'z2=20Gi']));
+
+    // A ProvisioningFailed Event on a claim meant for n2, as external-provisioner records it.
+    const c2 = await claim('c2', 'n2');
+    await eventually(() => expect(loopHasClaim('c2')).to.equal(true));
+    await admin.create<Event>(Resources.events, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: `c2.${Date.now()}`, namespace: ns },
+      involvedObject: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name: 'c2', uid: c2.metadata!.uid! },
+      reason: 'ProvisioningFailed',
+      type: 'Warning',
+      message: 'failed to provision volume with StorageClass: rpc error: code = ResourceExhausted desc = no space',
+      source: { component: `${driverName}_external-provisioner` },
+      count: 1,
+      firstTimestamp: new Date().toISOString(),
+      lastTimestamp: new Date().toISOString(),
+    });
+    await eventually(async () => expect(await figures()).to.deep.equal(['z1=1Gi', 'z2=2Gi']));
   });
 
   it('prefix and domains modes count only nodes where the driver is registered, unless told otherwise', async function () {

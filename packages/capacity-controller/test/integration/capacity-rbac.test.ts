@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, Event, KubeClient, KubeObject } from '@topovol/shared';
+import type { CSIStorageCapacity, Event, KubeClient, KubeObject, PersistentVolumeClaim } from '@topovol/shared';
 import { createTestNamespace, describeRuleNecessity, installCrds, pollUntil, sharedControlPlane } from '@topovol/shared/testing';
 import type { NecessityScenario } from '@topovol/shared/testing';
 import { GiB } from '@topovol/shared/csi-test-driver';
@@ -11,6 +11,7 @@ import type { CSIDriverCapacity } from '../../src/status/index.js';
 import { createNode, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
+const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
 type OwnerKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
 
 /** The pod the loop runs in ($POD_NAME) and its owners, as the workload controllers would make them. */
@@ -32,8 +33,9 @@ async function ownerChain(admin: KubeClient, ns: string, kind: OwnerKind): Promi
  * The capacity loop's ClusterRole exercised in one scenario: objects owned through
  * --capacity-ownerref-level (pod and owner gets), created, updated when a new volume shows the
  * driver has more, deleted with their class; the CSIDriverCapacity created, its status applied, and its owner set by
- * a patch when the CSIDriver appears; a NoPoolForDomain Warning repeated when a node without a pool
- * comes back (event patch). Informers cover nodes, volumes, classes, CSINodes and the objects.
+ * a patch when the CSIDriver appears; refreshed after a failed provisioning (claim and
+ * ProvisioningFailed Event watches); a NoPoolForDomain Warning repeated when a node without a pool
+ * comes back (event patch). Informers cover nodes, volumes, claims, Events, classes, CSINodes and the objects.
  */
 function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
   return async (client, admin) => {
@@ -99,6 +101,34 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
         expect((await objects()).map((o) => o.capacity)).to.deep.equal(['3Gi']);
         expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).metadata?.ownerReferences?.[0]).to.include({ kind: 'CSIDriver', name: driverName });
       }, ac.signal);
+      // A failed provisioning refreshes p1 (claim and Event watches): the provisioner removes the
+      // claim's selected-node, and later records ProvisioningFailed.
+      const claims = loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
+      driver.setCapacity({ [ZONE]: 'z1' }, 4n * GiB, { pool: 'p1' });
+      const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'c1', namespace: ns, annotations: { [SELECTED_NODE]: node('n1') } },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: cls },
+      });
+      await pollUntil(() => Promise.resolve(expect(claims.cache.get(`${ns}/c1`)).to.not.equal(undefined)), ac.signal);
+      await admin.patch(Resources.persistentVolumeClaims, 'c1', ns, 'merge', { metadata: { annotations: { [SELECTED_NODE]: null } } });
+      await pollUntil(async () => expect((await objects()).map((o) => o.capacity)).to.deep.equal(['4Gi']), ac.signal);
+      driver.setCapacity({ [ZONE]: 'z1' }, 5n * GiB, { pool: 'p1' });
+      const now = new Date().toISOString();
+      await admin.create<Event>(Resources.events, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: 'c1.failed', namespace: ns },
+        involvedObject: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name: 'c1', uid: claim.metadata!.uid! },
+        reason: 'ProvisioningFailed',
+        type: 'Warning',
+        message: 'rpc error: code = ResourceExhausted desc = no space',
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+      });
+      await pollUntil(async () => expect((await objects()).map((o) => o.capacity)).to.deep.equal(['5Gi']), ac.signal);
       // A zone without a pool, gone, and back: the same Warning twice (count 2).
       await addNode('n2', 'z2');
       await pollUntil(async () => expect(await warnings()).to.have.length(1), ac.signal);

@@ -5,6 +5,7 @@ import type { CapacityItem } from '../../src/objects/capacity-item.js';
 import { itemOfObject, LABEL_POOL, newCapacityObject } from '../../src/objects/capacity-object.js';
 import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
 import { desiredItems } from '../../src/objects/desired-items.js';
+import { itemsToRefreshAfterFailure } from '../../src/objects/failure-refresh.js';
 import { planItem, planObsolete } from '../../src/objects/plan-capacity-objects.js';
 import { bytesToQuantity, quantityToBytes } from '../../src/objects/quantity-bytes.js';
 import { volumeAffectsItem } from '../../src/objects/volume-affects-item.js';
@@ -184,6 +185,23 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       ['other class', pv('slow', ['z1']), false],
     ];
     for (const [name, v, want] of cases) it(name, () => expect(volumeAffectsItem(v, item)).to.equal(want));
+  });
+
+  describe('itemsToRefreshAfterFailure (a failed provisioning refreshes what the scheduler trusted)', function () {
+    const d = (item: CapacityItem): [string, { item: CapacityItem }] => [itemKey(item), { item }];
+    const z1 = { storageClassName: 'fast', segment: { [ZONE]: 'z1' }, pool: '' };
+    const z2 = { storageClassName: 'fast', segment: { [ZONE]: 'z2' }, pool: '' };
+    const slow = { storageClassName: 'slow', segment: { [ZONE]: 'z1' }, pool: '' };
+    const region = { storageClassName: 'fast', segment: { [REGION]: 'east' }, pool: '', absent: [ZONE] };
+    const pool = { storageClassName: 'fast', segment: { [REGION]: 'east' }, pool: 'p1' };
+    const items = [d(z1), d(z2), d(slow), d(region), d(pool)];
+    const cases: [string, string, Record<string, string> | undefined, CapacityItem[]][] = [
+      ['the node\'s segment of the claim\'s class, and a pool whose domain holds the node', 'fast', { [REGION]: 'east', [ZONE]: 'z1' }, [z1, pool]],
+      ['a region-only node: the region segment, not the zones', 'fast', { [REGION]: 'east' }, [region, pool]],
+      ['no node known: every item of the class', 'fast', undefined, [z1, z2, region, pool]],
+      ['another class: nothing of this one', 'other', { [ZONE]: 'z1' }, []],
+    ];
+    for (const [name, cls, labels, want] of cases) it(name, () => expect(itemsToRefreshAfterFailure(items, cls, labels)).to.deep.equal(want.map(itemKey)));
   });
 
   describe('quantities and keys', function () {
