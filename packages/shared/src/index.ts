@@ -8,6 +8,7 @@ export * from './http/http-endpoints.js';
 export * from './informer/indexed-cache.js';
 export * from './informer/informer.js';
 export * from './informer/informer-factory.js';
+export * from './informer/informer-scope.js';
 export * from './informer/object-key.js';
 export * from './informer/resources.js';
 export * from './leaderelection/leader-elector.js';

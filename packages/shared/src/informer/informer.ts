@@ -27,6 +27,8 @@ export interface InformerOptions<T> {
   transform?: (obj: KubeObject) => T;
   /** Page size of list calls. */
   pageSize?: number;
+  /** Retry backoff after a failed list or watch: first wait (jittered up to 2×) and cap. */
+  backoff?: { startMs: number; maxMs: number };
 }
 
 interface ListResponse {
@@ -111,8 +113,13 @@ export class Informer<T extends KubeObject = KubeObject> {
   waitForSync(signal?: AbortSignal): Promise<void> {
     if (this.synced) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      this.syncWaiters.push(resolve);
-      signal?.addEventListener('abort', () => reject(new Error(`${this.label} informer: sync aborted`)));
+      // The abort listener goes once the sync comes, so repeated waits on one signal do not pile up.
+      const onAbort = (): void => reject(new Error(`${this.label} informer: sync aborted`));
+      this.syncWaiters.push(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -129,7 +136,9 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private async run(signal: AbortSignal): Promise<void> {
-    let backoff = BACKOFF_START_MS;
+    const start = this.opts.backoff?.startMs ?? BACKOFF_START_MS;
+    const max = this.opts.backoff?.maxMs ?? BACKOFF_MAX_MS;
+    let backoff = start;
     let needList = true;
     while (!signal.aborted) {
       try {
@@ -139,14 +148,14 @@ export class Informer<T extends KubeObject = KubeObject> {
         }
         const started = Date.now();
         const outcome = await this.watchOnce(signal);
-        if (Date.now() - started > 30_000) backoff = BACKOFF_START_MS;
+        if (Date.now() - started > 30_000) backoff = start;
         if (outcome === 'gone') {
           needList = true;
           watchRestarts.inc({ resource: this.label, reason: 'gone' });
           continue;
         }
         watchRestarts.inc({ resource: this.label, reason: 'timeout' });
-        backoff = BACKOFF_START_MS;
+        backoff = start;
       } catch (err) {
         if (signal.aborted) break;
         const c = classifyError(err);
@@ -155,7 +164,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         const wait = Math.max(backoff * (1 + Math.random()), (c.retryAfterSeconds ?? 0) * 1000);
         this.log.warn('list/watch failed; retrying', { error: c.message, kind: c.kind, retryInMs: Math.round(wait) });
         await sleep(wait, signal);
-        backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+        backoff = Math.min(backoff * 2, max);
       }
     }
   }
@@ -296,12 +305,17 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 }
 
+/** Resolves after ms or on abort; its abort listener is removed either way (one per retry would leak). */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
+    const onAbort = (): void => {
       clearTimeout(t);
       resolve();
-    });
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -1,7 +1,7 @@
 import type { KubeClient } from '../client/kube-client.js';
 import type { Controller } from '../controller/controller.js';
 import type { EventRecorder } from '../events/event-recorder.js';
-import type { InformerFactory } from '../informer/informer-factory.js';
+import type { InformerSource } from '../informer/informer-scope.js';
 import type { Logger } from '../logging/logger.js';
 import type { FlagSpec } from './flag-parser.js';
 import type { ManagerOptions } from './flags.js';
@@ -16,7 +16,8 @@ export interface PolicyRule {
 
 export interface ControllerEnv {
   client: KubeClient;
-  informers: InformerFactory;
+  /** Shared informers; the manager gives each loop a scope that records which ones it uses. */
+  informers: InformerSource;
   /** Events are reported as this controller's component name. */
   events: EventRecorder;
   options: ManagerOptions;

@@ -123,6 +123,12 @@ export const MANAGER_FLAGS: readonly FlagSpec[] = [
     validate: atLeast(1),
   },
   {
+    name: 'cache-sync-timeout',
+    type: 'duration',
+    default: 120_000,
+    help: "How long a loop waits for its informers' first list before its readiness check says which resources have not synced (it keeps waiting; other loops are not held up).",
+  },
+  {
     name: 'shutdown-timeout',
     type: 'duration',
     default: 30_000,
@@ -160,6 +166,7 @@ export interface ManagerOptions {
   logFormat: LogFormat;
   concurrentWorkers: number;
   shutdownTimeoutMs: number;
+  cacheSyncTimeoutMs: number;
   dryRun: boolean;
   help: boolean;
   /** Values of the controller-specific (extra) flags, by flag name. */
@@ -218,6 +225,7 @@ export function parseManagerFlags(argv: readonly string[], extraSpecs: readonly 
     logFormat: str('log-format') as LogFormat,
     concurrentWorkers: num('concurrent-workers'),
     shutdownTimeoutMs: num('shutdown-timeout'),
+    cacheSyncTimeoutMs: num('cache-sync-timeout'),
     dryRun: bool('dry-run'),
     help,
     extra: Object.fromEntries(extraSpecs.map((s) => [s.name, get(s.name)])),

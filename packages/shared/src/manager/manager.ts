@@ -6,6 +6,7 @@ import type { Controller } from '../controller/controller.js';
 import { EventRecorder } from '../events/event-recorder.js';
 import { HttpEndpoints } from '../http/http-endpoints.js';
 import { InformerFactory } from '../informer/informer-factory.js';
+import { InformerScope } from '../informer/informer-scope.js';
 import { LeaderElector } from '../leaderelection/leader-elector.js';
 import { configureLogging, errorMessage, logger } from '../logging/logger.js';
 import type { ControllerDescriptor } from './controller-descriptor.js';
@@ -43,13 +44,16 @@ interface Loop {
   descriptor: ControllerDescriptor;
   controller: Controller;
   events: EventRecorder;
+  /** The informers this loop asked for: it starts once these have synced. */
+  scope: InformerScope;
   elector?: LeaderElector;
 }
 
 /**
- * The controller-manager: parses flags, builds the shared client and informers, starts the HTTP
- * endpoints and informers at once, and each loop's workers only once this process leads that
- * loop's Lease. SIGTERM/SIGINT drain in-flight reconciles, release the leases and exit 0.
+ * The controller-manager: parses flags, builds the shared client and informers, serves the HTTP
+ * endpoints first, then sets each loop up on its own and starts its workers once its own caches
+ * have synced and this process leads that loop's Lease. SIGTERM/SIGINT drain in-flight reconciles,
+ * release the leases and exit 0.
  */
 export async function runManager(argv: string[], descriptors: ControllerDescriptor[], io: ManagerIo = defaultIo): Promise<void> {
   const extraFlags = descriptors.flatMap((d) => d.flags ?? []);
@@ -121,23 +125,9 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     io.exit(code);
   };
 
-  try {
-    for (const name of enabled) {
-      const descriptor = descriptors.find((d) => d.name === name)!;
-      const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, os.hostname(), opts.dryRun);
-      const controller = await descriptor.setup({ client, informers, events, options: opts, log: logger().child({ controller: name }) });
-      loops.push({ descriptor, controller, events });
-    }
-  } catch (err) {
-    io.stderr(`Error: controller setup failed: ${errorMessage(err)}\n`);
-    return io.exit(1);
-  }
-
+  // Probes first (controller-runtime's order): a setup that waits for its CSI driver must not
+  // outlast the liveness probe. Each loop reports its own readiness.
   http.addHealthzCheck('ping', () => undefined);
-  http.addReadyzCheck('informer-sync', () => {
-    const waiting = informers.unsynced();
-    return waiting.length ? `waiting for caches: ${waiting.join(', ')}` : undefined;
-  });
   try {
     const metricsAddr = parseBindAddress(opts.metricsBindAddress);
     if (metricsAddr) log.info('serving metrics', { port: await http.serveMetrics(metricsAddr) });
@@ -150,12 +140,10 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
 
   process.once('SIGTERM', () => void shutdown(0, 'SIGTERM'));
   process.once('SIGINT', () => void shutdown(0, 'SIGINT'));
-
   informers.start();
-  log.info('controller-manager started', { controllers: enabled, identity, leaderElect: opts.leaderElect, dryRun: opts.dryRun });
 
   const startWorkers = (l: Loop): void => {
-    void informers
+    void l.scope
       .waitForSync()
       .then(() => {
         if (exiting) return;
@@ -164,11 +152,8 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
       .catch((err: unknown) => log.error('controller stopped with an error', { controller: l.descriptor.name, error: errorMessage(err) }));
   };
 
-  for (const l of loops) {
-    if (!opts.leaderElect) {
-      startWorkers(l);
-      continue;
-    }
+  const elect = (l: Loop): void => {
+    if (!opts.leaderElect) return startWorkers(l);
     const name = `topovol-${l.descriptor.name}`;
     l.elector = new LeaderElector(
       client,
@@ -193,7 +178,44 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     http.addHealthzCheck(`leader-election-${l.descriptor.name}`, check);
     http.addReadyzCheck(`leader-election-${l.descriptor.name}`, check);
     void elector.run();
-  }
+  };
+
+  /** Sets one loop up (its own pace: one waiting for a CSI socket holds up no other) and starts it. */
+  const launch = async (descriptor: ControllerDescriptor): Promise<void> => {
+    const name = descriptor.name;
+    const started = Date.now();
+    const own = new InformerScope(informers);
+    let setUp = false;
+    http.addReadyzCheck(`loop-${name}`, () => {
+      if (!setUp) return 'setting up';
+      const waiting = own.unsynced();
+      if (waiting.length === 0) return undefined;
+      const late = Date.now() - started > opts.cacheSyncTimeoutMs;
+      return late ? `caches not synced after ${Math.round(opts.cacheSyncTimeoutMs / 1000)}s: ${waiting.join(', ')}` : `waiting for caches: ${waiting.join(', ')}`;
+    });
+    const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, os.hostname(), opts.dryRun);
+    const controller = await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }) });
+    setUp = true;
+    const l: Loop = { descriptor, controller, events, scope: own };
+    loops.push(l);
+    const timer = setTimeout(() => {
+      const waiting = own.unsynced();
+      if (waiting.length > 0) log.error('caches not synced in time; the loop waits on and is not ready', { controller: name, resources: waiting, timeoutMs: opts.cacheSyncTimeoutMs });
+    }, Math.max(0, opts.cacheSyncTimeoutMs - (Date.now() - started)));
+    timer.unref();
+    if (exiting) return;
+    elect(l);
+  };
+
+  log.info('controller-manager starting', { controllers: enabled, identity, leaderElect: opts.leaderElect, dryRun: opts.dryRun });
+  const setups = enabled.map((name) =>
+    launch(descriptors.find((d) => d.name === name)!).catch((err: unknown) => {
+      io.stderr(`Error: controller ${name} setup failed: ${errorMessage(err)}\n`);
+      void shutdown(1, `${name} setup failed`);
+    }),
+  );
+  await Promise.all(setups);
+  if (!exiting) log.info('controller-manager started', { controllers: enabled });
 }
 
 function sleep(ms: number): Promise<void> {

@@ -58,10 +58,35 @@ describe('manager HTTP endpoints: /metrics and /readyz', function () {
       expect(r.status).to.equal(500);
       return r.body;
     });
-    expect(notReady).to.match(/\[-\]informer-sync failed: waiting for caches: .*widgets/);
+    expect(notReady).to.match(/\[-\]loop-echo failed: waiting for caches: .*widgets/);
     expect((await httpGet(m.probePort, '/healthz')).status).to.equal(200);
     await admin.create(Resources.customResourceDefinitions, WIDGET_CRD);
     await eventually(async () => expect((await httpGet(m.probePort, '/readyz')).status).to.equal(200), 60_000);
+  });
+
+  it('a loop whose informer cannot sync holds up only itself; its readiness names the resource, after --cache-sync-timeout too', async function () {
+    mgr = await startEchoManager(cp, `own-sync-${ns}`, ['--leader-elect=false', '--controllers=echo,widgets', '--cache-sync-timeout=1s']);
+    const m = mgr;
+    await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
+    // The echo loop works although the widgets loop's cache never syncs.
+    await eventually(async () => expect((await admin.get<KubeObject>(Resources.configMaps, 'cm', ns)).metadata?.annotations?.['test.topovol.dev/reconciled-by']).to.be.a('string'), 60_000);
+    const body = await eventually(async () => {
+      const r = await httpGet(m.probePort, '/readyz?verbose');
+      expect(r.body).to.match(/\[-\]loop-widgets failed: caches not synced after 1s: widgets\.test\.topovol\.dev/);
+      return r.body;
+    });
+    expect(body).to.match(/\[\+\]loop-echo ok/);
+  });
+
+  it('probes are served while a loop is still being set up; that loop is not ready, the others work', async function () {
+    mgr = await startEchoManager(cp, `setup-${ns}`, ['--leader-elect=false', '--controllers=echo,stuck']);
+    const m = mgr;
+    await eventually(async () => expect((await httpGet(m.probePort, '/healthz')).status).to.equal(200), 60_000);
+    const r = await httpGet(m.probePort, '/readyz?verbose');
+    expect(r.status).to.equal(500);
+    expect(r.body).to.match(/\[-\]loop-stuck failed: setting up/);
+    await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
+    await eventually(async () => expect((await admin.get<KubeObject>(Resources.configMaps, 'cm', ns)).metadata?.annotations?.['test.topovol.dev/reconciled-by']).to.be.a('string'), 60_000);
   });
 
   it('/metrics shows work-queue and reconcile metrics with client-go and controller-runtime names', async function () {

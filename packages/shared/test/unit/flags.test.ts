@@ -40,6 +40,7 @@ describe('manager flags', function () {
       ['log-level', 'string', 'info'],
       ['log-format', 'string', 'json'],
       ['concurrent-workers', 'int', 4],
+      ['cache-sync-timeout', 'duration', 120_000],
       ['shutdown-timeout', 'duration', 30_000],
       ['dry-run', 'bool', false],
     ];
@@ -77,6 +78,7 @@ describe('manager flags', function () {
         logFormat: 'json',
         concurrentWorkers: 4,
         shutdownTimeoutMs: 30_000,
+        cacheSyncTimeoutMs: 120_000,
         dryRun: false,
         help: false,
         extra: {},
@@ -341,6 +343,7 @@ describe('manager flags', function () {
       ['log-level', '(default "info")'],
       ['log-format', '(default "json")'],
       ['concurrent-workers', '(default 4)'],
+      ['cache-sync-timeout', '(default 2m0s)'],
       ['shutdown-timeout', '(default 30s)'],
       ['dry-run', '(default false)'],
     ];
