@@ -77,7 +77,7 @@ export interface CapacityLoopOptions extends DesiredOptions {
  * objects; `item:<key>` refreshes one (class, segment[, pool]) through GetCapacity and makes its
  * CSIStorageCapacity object say so; `status` publishes the aggregated status. Volume events only
  * mark items dirty: the work queue merges repeated keys, and an item is asked again at most once
- * per --capacity-min-refresh-interval, so bursts cost one call per item (issue #5 "Triggers and cost").
+ * per --capacity-min-refresh-interval, so bursts cost one call per item (external-provisioner coalesces the same way in pkg/capacity).
  */
 export class CapacityLoop {
   private desired: DesiredState = { items: new Map(), frozen: new Set(), problems: [] };

@@ -1,7 +1,7 @@
 import type { ControllerDescriptor } from '@topovol/shared';
 import { setupZonalPvUpgrade } from './zonal/zonal-pv-upgrade-controller.js';
 
-/** The zonal-label upgrade loop (seed 001, "Zonal PV Upgrade", issue #4). */
+/** The zonal-label upgrade loop (KEP-490 "Topology-aware volume scheduling", "Zonal PV Upgrade"). */
 export const zonalPvUpgradeDescriptor: ControllerDescriptor = {
   name: 'zonal-pv-upgrade',
   description: 'turns legacy zone/region labels on PVs into spec.nodeAffinity',

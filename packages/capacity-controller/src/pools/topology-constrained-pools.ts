@@ -1,8 +1,8 @@
 import type { Segment } from '../segments/segment.js';
 
 /**
- * The StorageClass parameter listing pools and the domain each serves (seed 002, "StorageClass
- * changes to denote pools with domain affinity"). Named and shaped as Ceph-CSI's parameter, so one
+ * The StorageClass parameter listing pools and the domain each serves (Ceph-CSI's topology-aware
+ * provisioning design, "StorageClass changes to denote pools with domain affinity"). Named and shaped as Ceph-CSI's parameter, so one
  * StorageClass serves both:
  *
  *   topologyConstrainedPools: '[{"poolName":"east-z1","domainSegments":[

@@ -8,7 +8,7 @@ async function inBatches<T>(items: T[], size: number, fn: (t: T) => Promise<unkn
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-// Issue #4 acceptance 4: no PV is ever bound to two claims, with 8 workers racing.
+// No PV is ever bound to two claims, with 8 workers racing.
 describe('pv-binder: 1,000 claims racing for 500 volumes (8 workers)', function () {
   this.timeout(600_000);
   let admin: KubeClient;

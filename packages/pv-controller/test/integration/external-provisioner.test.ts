@@ -9,7 +9,7 @@ import { createTestNamespace, eventually, ManagedProcess, sharedControlPlane } f
 import type { ControlPlane } from '@topovol/shared/testing';
 import { deleteNow, getPVC, pvc, RunningBinder } from './binder-harness.js';
 
-// Interop (issue 5, acceptance 2): the real CSI external-provisioner (kubernetes-csi
+// Interop: the real CSI external-provisioner (kubernetes-csi
 // external-provisioner v6.3.0, built from the Go module proxy by hack/csi-binaries.sh) provisions
 // and deletes volumes through Topovol's CSI test driver against the real API server. No
 // kube-controller-manager runs here, so Topovol's own pv-binder plays its part: it asks for

@@ -25,7 +25,7 @@ function localPV(name: string, size: string, cls: string, node: string): Persist
   };
 }
 
-// Seed 001 end to end with the real kube-scheduler v1.37.2: its VolumeBinding plugin picks a node
+// KEP-490 (topology-aware volume scheduling) end to end with the real kube-scheduler v1.37.2: its VolumeBinding plugin picks a node
 // and pre-binds a node-local PV; Topovol's binder completes the binding, which the scheduler's
 // PreBind waits for before it binds the pod.
 describe('pv-binder with the real kube-scheduler (delayed binding)', function () {

@@ -10,8 +10,9 @@ export function podMayHaveRun(p: Pod): boolean {
 }
 
 /**
- * Any evidence that a pod may have written to the volume (seed 004 "used"): a pod using its claim
- * ran; a node reports it in volumesInUse; a VolumeAttachment exists for it. Undefined when none.
+ * Any evidence that a pod may have written to the volume, i.e. that it may hold data and must never
+ * be rolled back: a pod using its claim ran; a node reports it in volumesInUse; a VolumeAttachment
+ * exists for it. Undefined when none.
  */
 export function usedEvidence(v: PersistentVolume, world: RollbackWorld): string | undefined {
   const name = v.metadata?.name ?? '';

@@ -7,7 +7,7 @@ import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_WORKLOAD, LABEL_USAGE } f
 
 const CONTROLLER = 'system:serviceaccount:topovol-system:topovol-rollback';
 
-// config/admission/rollback-marks-policy.yaml on the real API server (issue #6 acceptance 4).
+// config/admission/rollback-marks-policy.yaml on the real API server.
 describe('admission policy protecting the rollback marks', function () {
   this.timeout(90_000);
   let admin: KubeClient;

@@ -1,7 +1,7 @@
 // Loaded with mocha's --require by the full integration run (TOPOVOL_RBAC_COVERAGE=1, set by the
 // test:integration script): after every suite ran its loop as its own ServiceAccount, the audit log
 // must show each rule of the generated config/rbac used by some request, and no request of those
-// ServiceAccounts refused. Issue 7, acceptance 2. Partial runs (one file) skip it.
+// ServiceAccounts refused. Partial runs (one file) skip it.
 import path from 'node:path';
 import { INSTALL_NAMESPACE } from '../manifests/manifest.js';
 import { serviceAccountUser } from '../manifests/rbac-objects.js';

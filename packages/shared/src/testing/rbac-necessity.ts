@@ -80,7 +80,7 @@ async function identityWith(admin: KubeClient, rules: PolicyRule[], probe: RuleA
 }
 
 /**
- * Issue 7, acceptance 2 ("removing any one rule makes some test fail with Forbidden"): runs the
+ * Least privilege, proven ("removing any one rule makes some test fail with Forbidden"): runs the
  * scenario as an identity holding the loop's rules minus `atom`. The rule is needed when the
  * scenario's end state is not reached and the audit log shows requests refused for want of exactly
  * that atom. Waiting stops `settleMs` after the first refusal, but not before `minWaitMs` (the
@@ -132,7 +132,7 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
 }
 
 /**
- * Mocha suite for one loop (issue 7, acceptance 2): a control run of the scenario as the loop's own
+ * Mocha suite for one loop (least privilege, proven): a control run of the scenario as the loop's own
  * ServiceAccount, then one test per atom of its generated ClusterRole, each failing unless the
  * scenario fails with Forbidden without that atom.
  */

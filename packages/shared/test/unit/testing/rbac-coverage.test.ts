@@ -22,7 +22,7 @@ function event(verb: string, resource: string, extra: { group?: string; sub?: st
   };
 }
 
-describe('testing: the audit log as RBAC evidence (issue 7, acceptance 2)', function () {
+describe('testing: the audit log as RBAC evidence (least privilege, proven)', function () {
   it('reads one record per request, with the role RBAC cited (ClusterRole or namespaced Role)', function () {
     const records = authorizationRecords([
       event('update', 'persistentvolumes', { sub: 'status', name: 'pv-1', auditID: 'a' }),
