@@ -4,14 +4,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { isAlreadyExists, objectKey, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
-import { ControlPlane } from '@topovol/shared/testing';
+import { childPids, ControlPlane, cpuSeconds, machineCpuSeconds, ProcSampler, summarize } from '@topovol/shared/testing';
+import type { LatencySummary } from '@topovol/shared/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { startContender } from './contenders.js';
 import { createAll } from './create-all.js';
-import { summarize } from './latency-stats.js';
-import type { LatencySummary } from './latency-stats.js';
 import { PhaseWatch } from './phase-watch.js';
-import { childPids, cpuSeconds, machineCpuSeconds, ProcSampler } from './proc-sampler.js';
 import { benchClaim, benchNamespace, benchVolume, WARMUP_NAMESPACE, warmupClaim, warmupVolume } from './static-pairs.js';
 
 export interface ContenderResult {

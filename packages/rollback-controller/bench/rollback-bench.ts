@@ -8,12 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { configureLogging, parseCommandLine } from '@topovol/shared';
 import { csiBinaries } from '@topovol/shared/csi-test-driver';
-import { controlPlaneBinaries, repoRoot } from '@topovol/shared/testing';
+import { binaryVersion, childCommandLines, controlPlaneBinaries, machineLine, repoRoot, topovolVersion } from '@topovol/shared/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import type { RollbackBenchOptions } from './bench-flags.js';
 import { startCluster } from './bench-cluster.js';
 import { formatReport, recordReport } from './bench-report.js';
-import { binaryVersion, childCommandLines, machineLine, topovolVersion } from './environment.js';
 import { runStory } from './story.js';
 import type { StoryResult } from './story.js';
 

@@ -24,3 +24,9 @@ export { InProcessLoop } from './in-process-loop.js';
 export type { InProcessLoopOptions } from './in-process-loop.js';
 export { checkRuleNeeded, describeRuleNecessity } from './rbac-necessity.js';
 export type { NecessityResult, NecessityScenario, ScenarioRun } from './rbac-necessity.js';
+// For the benchmarks (hack/bench): the machine and versions a figure was measured on, latency
+// percentiles, and a process's CPU and memory from /proc.
+export { binaryVersion, childCommandLines, machineLine, topovolVersion } from './bench-environment.js';
+export { percentile, summarize } from './latency-stats.js';
+export type { LatencySummary } from './latency-stats.js';
+export { childPids, cpuSeconds, machineCpuSeconds, ProcSampler } from './proc-sampler.js';

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
-import { repoRoot } from '@topovol/shared/testing';
+import { repoRoot } from './repo-root.js';
 
 /** The machine, once: the figures mean little without it. */
 export function machineLine(): string {
