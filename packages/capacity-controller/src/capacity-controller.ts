@@ -65,7 +65,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
       labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),
     }),
   };
-  const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, log: env.log });
+  const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, log: env.log });
   const ref: { controller?: Controller } = {};
   const loop = new CapacityLoop(
     inf,

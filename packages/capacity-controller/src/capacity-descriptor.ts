@@ -20,8 +20,13 @@ export const capacityDescriptor: ControllerDescriptor = {
     { apiGroups: ['storage.k8s.io'], resources: ['csidrivers'], verbs: ['get'] },
     // get/create the object, patch: the ownerReference added by apply once the CSIDriver appears.
     { apiGroups: ['topovol.io'], resources: ['csidrivercapacities'], verbs: ['get', 'create', 'patch'] },
-    // Server-side apply of pools and the summary, JSON patch when pruning.
+    // Server-side apply of conditions and the summary, JSON patch when pruning entries from before sharding.
     { apiGroups: ['topovol.io'], resources: ['csidrivercapacities/status'], verbs: ['patch'] },
+    // The pools, spread over shard objects (docs/adr/0010): get (a per-node writer reads only its
+    // own), list (the central writer reads a driver's shards in one request), create, patch (owner).
+    { apiGroups: ['topovol.io'], resources: ['csidrivercapacityshards'], verbs: ['get', 'list', 'create', 'patch'] },
+    // Server-side apply of pools, JSON patch when pruning.
+    { apiGroups: ['topovol.io'], resources: ['csidrivercapacityshards/status'], verbs: ['patch'] },
     // --capacity-ownerref-level: our pod and its owners.
     { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
     { apiGroups: ['apps'], resources: ['replicasets', 'statefulsets', 'deployments', 'daemonsets'], verbs: ['get'] },

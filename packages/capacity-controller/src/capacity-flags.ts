@@ -1,4 +1,5 @@
 import type { FlagSpec, FlagValue } from '@topovol/shared';
+import { DEFAULT_STATUS_SHARDS, shardCountProblem } from './status/status-shards.js';
 
 // Names follow external-provisioner's where one exists (--capacity-poll-interval,
 // --capacity-for-immediate-binding, --capacity-ownerref-level), so its users find them.
@@ -21,6 +22,7 @@ export const F = {
   burst: 'capacity-api-burst',
   nodeName: 'capacity-node-name',
   expiry: 'capacity-status-expiry',
+  statusShards: 'capacity-status-shards',
   unimplementedRetry: 'capacity-unimplemented-retry',
   anyNode: 'capacity-count-unregistered-nodes',
 } as const;
@@ -48,6 +50,13 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.burst, type: 'int', default: 10, help: 'Burst of --capacity-api-qps.' },
   { name: F.nodeName, type: 'string', default: '', help: 'Per-node mode (a DaemonSet next to a per-node driver, as external-provisioner --node-deployment --enable-capacity): publish CSIStorageCapacity objects for this node\'s segment only, labelled managed-by <--capacity-managed-by>-<node>, and one <ephemeral> pool of the aggregated status under a field manager of its own. Usually $(NODE_NAME); use --capacity-ownerref-level=0 so a node\'s objects go with its pod.' },
   { name: F.expiry, type: 'duration', default: 5 * 60_000, help: 'expiryTime of the entries this instance writes into the aggregated status; expired entries are pruned.', validate: positive },
+  {
+    name: F.statusShards,
+    type: 'int',
+    default: DEFAULT_STATUS_SHARDS,
+    help: 'How many CSIDriverCapacityShard objects the aggregated status\'s pools are spread over (by a hash of the pool name), so that no object nears the API server\'s request size limit; about 400 bytes per pool with its managedFields, so 64 keep 55,000 pools near 350 KB each. Use the same value in every instance of a driver; after a change, pools at their old place expire and are pruned (docs/adr/0010).',
+    validate: (v) => (typeof v === 'number' ? shardCountProblem(v) : 'must be a number'),
+  },
 ];
 
 export interface CapacityFlags {
@@ -69,6 +78,7 @@ export interface CapacityFlags {
   burst: number;
   nodeName: string;
   expiryMs: number;
+  statusShards: number;
   unimplementedRetryMs: number;
   anyNode: boolean;
 }
@@ -95,6 +105,7 @@ export function readCapacityFlags(extra: Record<string, FlagValue>): CapacityFla
     burst: num(F.burst),
     nodeName: s(F.nodeName),
     expiryMs: num(F.expiry),
+    statusShards: num(F.statusShards),
     unimplementedRetryMs: num(F.unimplementedRetry),
     anyNode: extra[F.anyNode] === true,
   };

@@ -23,7 +23,8 @@ export interface PerNodeStatus {
 
 /**
  * The per-node instance's share of the aggregated status: one `<ephemeral>` pool entry,
- * `{name: <node>, nodeList: [<node>]}`, asked of the driver with an empty GetCapacity request.
+ * `{name: <node>, nodeList: [<node>]}` in the shard its node name hashes to, asked of the driver
+ * with an empty GetCapacity request.
  * Every node runs one instance (a DaemonSet, with --leader-elect=false: the instances do not
  * compete), and server-side apply under per-node field managers keeps them apart. Its
  * CSIStorageCapacity objects are the capacity loop's, restricted to the node (CapacityLoop onlyNode).
@@ -41,6 +42,7 @@ export function perNodeStatus(deps: PerNodeDeps): PerNodeStatus {
         nodeName: flags.nodeName,
         refreshMs: flags.pollIntervalMs,
         expiryMs: flags.expiryMs,
+        shards: flags.statusShards,
         signal: abort.signal,
         capacity: async () => {
           const m = await source.get({}, {}, abort.signal);

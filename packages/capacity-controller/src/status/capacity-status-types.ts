@@ -1,11 +1,22 @@
 import type { KubeObject, ResourceType } from '@topovol/shared';
 
-/** config/crd/topovol.io_csidrivercapacities.yaml, cluster-scoped, one object per CSI driver. */
+/**
+ * config/crd/topovol.io_csidrivercapacities.yaml, cluster-scoped, one object per CSI driver (the
+ * head): conditions, one summary entry per shard and the totals behind the printer columns.
+ */
 export const CSIDriverCapacities: ResourceType = {
   group: 'topovol.io',
   version: 'v1alpha1',
   plural: 'csidrivercapacities',
   kind: 'CSIDriverCapacity',
+  namespaced: false,
+};
+/** config/crd/topovol.io_csidrivercapacityshards.yaml: the pools, spread by status-shards.ts. */
+export const CSIDriverCapacityShards: ResourceType = {
+  group: 'topovol.io',
+  version: 'v1alpha1',
+  plural: 'csidrivercapacityshards',
+  kind: 'CSIDriverCapacityShard',
   namespaced: false,
 };
 export const CSI_DRIVER_CAPACITY_API_VERSION = 'topovol.io/v1alpha1';
@@ -14,7 +25,6 @@ export const CSI_DRIVER_CAPACITY_API_VERSION = 'topovol.io/v1alpha1';
 export const EPHEMERAL_STORAGE_CLASS = '<ephemeral>';
 export const FALLBACK_STORAGE_CLASS = '<fallback>';
 
-/** As CSIStorageCapacity.nodeTopology: matchLabels of a segment (an atomic LabelSelector). */
 /** A label selector over Node labels (CSIStorageCapacity.nodeTopology's shape). */
 export interface NodeTopology {
   matchLabels?: Record<string, string>;
@@ -48,9 +58,27 @@ export interface Condition {
   message: string;
 }
 
+/** One class's live pools in one shard. */
+export interface ClassSummary {
+  storageClassName: string;
+  poolCount: number;
+  /** The sum of their capacities (a quantity). */
+  capacity: string;
+}
+
+/** status.shards[] of the head: what one shard holds, kept by whoever prunes that shard. */
+export interface ShardSummary {
+  shard: number;
+  classes?: ClassSummary[];
+  /** The latest expiry of the pools counted: after it the entry says nothing; unset = forever. */
+  expiryTime?: string;
+}
+
 export interface CSIDriverCapacityStatus {
+  /** On the head only entries written before sharding (docs/adr/0010); they expire and are pruned. */
   storage?: StorageStatus[];
   conditions?: Condition[];
+  shards?: ShardSummary[];
   classCount?: number;
   poolCount?: number;
   totalCapacity?: string;
@@ -60,3 +88,11 @@ export interface CSIDriverCapacity extends KubeObject {
   spec?: { driverName: string };
   status?: CSIDriverCapacityStatus;
 }
+
+export interface CSIDriverCapacityShard extends KubeObject {
+  spec?: { driverName: string; shard: number };
+  status?: { storage?: StorageStatus[] };
+}
+
+/** What the status writers read and apply: the head or a shard. */
+export type CapacityStatusObject = CSIDriverCapacity | CSIDriverCapacityShard;

@@ -1,10 +1,10 @@
 import { compare } from './build-storage-status.js';
-import type { CSIDriverCapacity, CSIDriverCapacityStatus, Condition, StorageStatus } from './capacity-status-types.js';
+import type { CapacityStatusObject, CSIDriverCapacityStatus, Condition, StorageStatus } from './capacity-status-types.js';
 import { extractOwned, statusApplier } from './managed-fields.js';
 
 export interface PublishInput {
   /** The object as it is on the server. */
-  live: CSIDriverCapacity;
+  live: CapacityStatusObject;
   fieldManager: string;
   /** What this manager wants to own: storage entries with fresh expiry times, merged conditions. */
   desired: { storage: StorageStatus[]; conditions: Condition[] };

@@ -1,4 +1,4 @@
-import type { CSIDriverCapacity } from './capacity-status-types.js';
+import type { KubeObject } from '@topovol/shared';
 
 /** A metav1.FieldsV1 set: "f:<field>", "k:<key json>", "v:<value json>", "i:<index>", "." keys. */
 export interface FieldSet {
@@ -15,12 +15,12 @@ export interface ManagedFieldsEntry {
   fieldsV1?: FieldSet;
 }
 
-export function managedFieldsOf(obj: CSIDriverCapacity): ManagedFieldsEntry[] {
+export function managedFieldsOf(obj: KubeObject): ManagedFieldsEntry[] {
   return obj.metadata?.managedFields ?? [];
 }
 
 /** The managedFields entry of a server-side apply manager on the status subresource. */
-export function statusApplier(obj: CSIDriverCapacity, manager: string): ManagedFieldsEntry | undefined {
+export function statusApplier(obj: KubeObject, manager: string): ManagedFieldsEntry | undefined {
   return managedFieldsOf(obj).find((m) => m.manager === manager && m.operation === 'Apply' && m.subresource === 'status');
 }
 

@@ -1,26 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage, logger } from '@topovol/shared';
 import type { KubeClient, Logger } from '@topovol/shared';
-import { CapacityStatusWriter } from './capacity-status-writer.js';
+import { buildStorageStatus } from './build-storage-status.js';
 import { EPHEMERAL_STORAGE_CLASS } from './capacity-status-types.js';
-import type { CSIDriverCapacity } from './capacity-status-types.js';
+import type { CapacityStatusObject, CSIDriverCapacityShard } from './capacity-status-types.js';
+import { CSIDriverOwner } from './csidriver-owner.js';
 import { isExpired } from './expiry.js';
-
-export interface PerNodeWriterOptions {
-  client: KubeClient;
-  driverName: string;
-  nodeName: string;
-  /** How often to ask for capacity; keep it at most half of expiryMs so the entry never lapses while the writer runs. */
-  refreshMs: number;
-  expiryMs: number;
-  /** The driver's answer for this node (GetCapacity with empty parameters, seed 000). */
-  capacity: () => Promise<{ capacity: string; maximumVolumeSize?: string }>;
-  signal: AbortSignal;
-  /** Default '<ephemeral>' (seed 000 "Only inline ephemeral volumes"). */
-  storageClassName?: string;
-  now?: () => number;
-  log?: Logger;
-}
+import { headWriter, shardWriter } from './status-object-targets.js';
+import type { StatusObjectWriter } from './status-object-writer.js';
+import { DEFAULT_STATUS_SHARDS, shardCountProblem, shardOf } from './status-shards.js';
+import { StatusSummarizer } from './status-summarizer.js';
 
 /** A per-node writer's field manager; field manager names are limited to 128 characters. */
 export function perNodeFieldManager(nodeName: string, prefix = 'topovol-capacity/'): string {
@@ -33,45 +22,123 @@ export function perNodeFieldManager(nodeName: string, prefix = 'topovol-capacity
 }
 
 /**
- * Whether this node's writer is the one that prunes: the live pool with the smallest name in its
- * storage entry (or anyone, when no pool is live). Decided from the object each writer already
- * read, so pruning needs neither an election nor extra reads, and 1,000 writers do not all
- * prune at once; if that writer dies, its own entry expires and the next one takes over.
+ * Whether this node's writer is the one that prunes its shard: the live pool with the smallest name
+ * in its storage entry of that shard (or anyone, when no pool is live). Decided from the shard as
+ * the writer last saw it, so pruning needs neither an election nor extra reads, and the writers of
+ * a shard do not all prune at once; if that writer dies, its own entry expires and the next one
+ * takes over.
  */
-export function isPruner(obj: CSIDriverCapacity | undefined, storageClassName: string, nodeName: string, nowMs: number): boolean {
+export function isPruner(obj: CapacityStatusObject | undefined, storageClassName: string, nodeName: string, nowMs: number): boolean {
   const entry = obj?.status?.storage?.find((s) => s.storageClassName === storageClassName);
   const live = (entry?.pools ?? []).filter((p) => !isExpired(p, nowMs)).map((p) => p.name);
   if (live.length === 0) return true;
   return live.reduce((a, b) => (b < a ? b : a)) === nodeName;
 }
 
+export interface NodeShardWriterOptions {
+  driverName: string;
+  nodeName: string;
+  expiryMs: number;
+  /** --capacity-status-shards, the same for every writer of the driver. */
+  shards?: number;
+  /** Default '<ephemeral>' (the capacity for inline ephemeral volumes). */
+  storageClassName?: string;
+  now?: () => number;
+  log?: Logger;
+}
+
 /**
- * The per-node mode (one instance per node, e.g. a DaemonSet with --node-name): owns exactly one
- * pool { name: node, nodeList: [node] } in one storage entry, applied under its own field manager
- * and refreshed before it expires. Stopping does not remove the entry: a restarting pod must not
- * make the node's capacity flap; if the writer does not come back the entry expires and is pruned.
- * Resolves when the signal aborts.
+ * One node's pool { name: node, nodeList: [node] } in the shard its name hashes to, applied under
+ * the node's own field manager. It reads and writes that shard only: a poll with nothing to write
+ * decides against the shard as its last write returned it and costs no request (a pool removed by
+ * hand comes back at the next refresh, within expiryMs/2). The shard's pruner reads its shard
+ * once per poll, prunes it and keeps the shard's entry on the head (the only writer of a shard
+ * that touches the head).
+ */
+export class NodeShardWriter {
+  readonly shard: number;
+  private readonly storageClassName: string;
+  private readonly now: () => number;
+  private readonly writer: StatusObjectWriter<CSIDriverCapacityShard>;
+  private readonly summarizer: StatusSummarizer;
+  private cached?: CSIDriverCapacityShard;
+
+  constructor(
+    client: KubeClient,
+    private readonly opts: NodeShardWriterOptions,
+  ) {
+    const shards = opts.shards ?? DEFAULT_STATUS_SHARDS;
+    const problem = shardCountProblem(shards);
+    if (problem) throw new Error(`shard count ${shards}: ${problem}`);
+    this.shard = shardOf(opts.nodeName, shards);
+    this.storageClassName = opts.storageClassName ?? EPHEMERAL_STORAGE_CLASS;
+    this.now = opts.now ?? Date.now;
+    const log = (opts.log ?? logger()).child({ component: 'capacity-status', driver: opts.driverName, node: opts.nodeName, shard: this.shard });
+    const common = { fieldManager: perNodeFieldManager(opts.nodeName), expiryMs: opts.expiryMs, owner: new CSIDriverOwner(client, opts.driverName, opts.expiryMs, this.now), now: this.now, log };
+    this.writer = shardWriter(client, opts.driverName, this.shard, common);
+    const shard = (i: number): StatusObjectWriter<CSIDriverCapacityShard> => (i === this.shard ? this.writer : shardWriter(client, opts.driverName, i, common));
+    this.summarizer = new StatusSummarizer({ head: headWriter(client, opts.driverName, common), shard, expiryMs: opts.expiryMs, now: this.now, log });
+  }
+
+  /** Applies the node's figure when it differs from what the shard holds for it, or needs a refresh. */
+  async publish(figure: { capacity: string; maximumVolumeSize?: string }): Promise<{ wrote: boolean }> {
+    const entry = { storageClassName: this.storageClassName, pool: this.opts.nodeName, nodeList: [this.opts.nodeName], ...figure };
+    const { storage, rejected } = buildStorageStatus([entry], this.now(), this.opts.expiryMs);
+    if (rejected.length > 0) throw new Error(`capacity entry not published: ${rejected[0]!.reason}`);
+    try {
+      const r = await this.writer.publish({ storage, conditions: [] }, this.cached);
+      this.cached = r.obj;
+      return { wrote: r.wrote };
+    } catch (err) {
+      // Read again next time: the shard may have changed in a way the cached copy hides.
+      this.cached = undefined;
+      throw err;
+    }
+  }
+
+  /** When this node prunes its shard: removes expired pools there and updates the head. Returns the pools removed. */
+  async maintain(): Promise<number> {
+    if (!isPruner(this.cached, this.storageClassName, this.opts.nodeName, this.now())) return 0;
+    let obj = await this.writer.read();
+    let pruned = 0;
+    if (obj) ({ pruned, obj } = await this.writer.prune(obj));
+    this.cached = obj;
+    pruned += await this.summarizer.summarize(new Map([[this.shard, obj]]), { complete: false });
+    return pruned;
+  }
+}
+
+export interface PerNodeWriterOptions extends NodeShardWriterOptions {
+  client: KubeClient;
+  /** How often to ask for capacity; keep it at most half of expiryMs so the entry never lapses while the writer runs. */
+  refreshMs: number;
+  /** The driver's answer for this node (GetCapacity with empty parameters). */
+  capacity: () => Promise<{ capacity: string; maximumVolumeSize?: string }>;
+  signal: AbortSignal;
+}
+
+/**
+ * The per-node mode (one instance per node, e.g. a DaemonSet with --capacity-node-name): asks for
+ * the node's capacity every refreshMs and publishes it through a NodeShardWriter. Stopping does not
+ * remove the entry: a restarting pod must not make the node's capacity flap; if the writer does
+ * not come back the entry expires and is pruned. Resolves when the signal aborts.
  */
 export async function runPerNodeWriter(opts: PerNodeWriterOptions): Promise<void> {
-  const storageClassName = opts.storageClassName ?? EPHEMERAL_STORAGE_CLASS;
-  const now = opts.now ?? Date.now;
   const log = (opts.log ?? logger()).child({ component: 'capacity-status', driver: opts.driverName, node: opts.nodeName });
   if (opts.refreshMs > opts.expiryMs / 2) log.warn('refresh interval above half the expiry: the entry may lapse between refreshes', { refreshMs: opts.refreshMs, expiryMs: opts.expiryMs });
-  const common = { driverName: opts.driverName, expiryMs: opts.expiryMs, now, log };
-  const writer = new CapacityStatusWriter(opts.client, { ...common, fieldManager: perNodeFieldManager(opts.nodeName), summarizeOnPublish: false });
-  const pruner = new CapacityStatusWriter(opts.client, { ...common, fieldManager: perNodeFieldManager(opts.nodeName) });
+  const writer = new NodeShardWriter(opts.client, opts);
   while (!opts.signal.aborted) {
     try {
       const c = await opts.capacity();
       if (opts.signal.aborted) break;
-      await writer.publish([{ storageClassName, pool: opts.nodeName, nodeList: [opts.nodeName], ...c }], []);
+      await writer.publish(c);
     } catch (err) {
       // The entry stays until it expires: stale capacity for one expiry period beats none.
       if (opts.signal.aborted) break;
       log.warn('cannot publish node capacity', { error: errorMessage(err) });
     }
     try {
-      if (!opts.signal.aborted && isPruner(writer.lastObserved, storageClassName, opts.nodeName, now())) await pruner.pruneExpired();
+      if (!opts.signal.aborted) await writer.maintain();
     } catch (err) {
       if (opts.signal.aborted) break;
       log.warn('cannot prune expired capacity entries', { error: errorMessage(err) });

@@ -1,5 +1,5 @@
 import { CSI_DRIVER_CAPACITY_API_VERSION } from './capacity-status-types.js';
-import type { CSIDriverCapacity, CSIDriverCapacityStatus } from './capacity-status-types.js';
+import type { CapacityStatusObject, CSIDriverCapacityStatus } from './capacity-status-types.js';
 import { expiredPools, withoutPools } from './expiry.js';
 import type { PoolRef } from './expiry.js';
 import { extractOwned, managedFieldsOf, ownsPool } from './managed-fields.js';
@@ -20,12 +20,13 @@ import { extractOwned, managedFieldsOf, ownsPool } from './managed-fields.js';
  *   with a test on resourceVersion.
  */
 export type PruneStep =
-  | { kind: 'applyAs'; manager: string; config: CSIDriverCapacity; pools: PoolRef[] }
+  | { kind: 'applyAs'; manager: string; config: CapacityStatusObject; pools: PoolRef[] }
   | { kind: 'remove'; patch: JsonPatchOp[]; pools: PoolRef[] };
 
 export type JsonPatchOp = { op: 'test'; path: string; value: string } | { op: 'remove'; path: string };
 
-export function planPrune(obj: CSIDriverCapacity, nowMs: number): PruneStep | undefined {
+/** kind: of obj (a listed item may not carry it): CSIDriverCapacityShard, or the head's legacy pools. */
+export function planPrune(obj: CapacityStatusObject, nowMs: number, kind = 'CSIDriverCapacity'): PruneStep | undefined {
   const expired = expiredPools(obj.status, nowMs);
   if (expired.length === 0) return undefined;
   const name = obj.metadata?.name ?? '';
@@ -42,7 +43,7 @@ export function planPrune(obj: CSIDriverCapacity, nowMs: number): PruneStep | un
       pools: mine,
       config: {
         apiVersion: CSI_DRIVER_CAPACITY_API_VERSION,
-        kind: 'CSIDriverCapacity',
+        kind,
         metadata: { name, resourceVersion: rv },
         // Nothing left: no status at all, not `status: {}`, which would still own f:status and keep
         // the dead manager listed in managedFields.

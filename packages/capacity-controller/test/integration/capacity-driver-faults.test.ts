@@ -7,6 +7,7 @@ import { GiB } from '@topovol/shared/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
 import { capacityObjects, createNode, deleteVolume, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+import { deleteDriverStatus, poolKeys } from './status-helpers.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const REGION = 'topology.kubernetes.io/region';
@@ -39,7 +40,7 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
     await loop?.stop();
     loop = undefined;
     await cleanup();
-    await admin.delete(CSIDriverCapacities, driverName).catch(() => undefined);
+    await deleteDriverStatus(admin, driverName);
     const res = { node: Resources.nodes, csinode: Resources.csiNodes, class: Resources.storageClasses, pv: Resources.persistentVolumes };
     await Promise.all(created.splice(0).map((c) => (c.kind === 'pv' ? deleteVolume(admin, c.name) : admin.delete(res[c.kind], c.name).catch(() => undefined))));
   });
@@ -107,7 +108,7 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
     await addNode('n1', { [ZONE]: 'z1' });
     await addClass('fast');
     await start(['--capacity-status-expiry=6s', '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
-    const pools = async (): Promise<string[]> => ((await status())?.status?.storage ?? []).flatMap((s) => (s.pools ?? []).map((p) => `${s.storageClassName}/${p.name}`));
+    const pools = (): Promise<string[]> => poolKeys(admin, driverName);
     await eventually(async () => expect(await pools()).to.deep.equal([`${name('fast')}/${ZONE}=z1`]));
 
     driver.injectFailure('GetCapacity', { code: 14, message: 'backend unreachable' });

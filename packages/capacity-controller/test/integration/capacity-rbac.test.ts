@@ -9,6 +9,7 @@ import { capacityDescriptor } from '../../src/capacity-descriptor.js';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
 import { createNode, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+import { deleteDriverStatus, driverStatus, poolsOf } from './status-helpers.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
@@ -32,8 +33,8 @@ async function ownerChain(admin: KubeClient, ns: string, kind: OwnerKind): Promi
 /**
  * The capacity loop's ClusterRole exercised in one scenario: objects owned through
  * --capacity-ownerref-level (pod and owner gets), created, updated when a new volume shows the
- * driver has more, deleted with their class; the CSIDriverCapacity created, its status applied, and its owner set by
- * a patch when the CSIDriver appears; refreshed after a failed provisioning (claim and
+ * driver has more, deleted with their class; the CSIDriverCapacity head and a shard listed, created, their status
+ * applied, and their owner set by a patch when the CSIDriver appears; refreshed after a failed provisioning (claim and
  * ProvisioningFailed Event watches); a NoPoolForDomain Warning repeated when a node without a pool
  * comes back (event patch). Informers cover nodes, volumes, claims, Events, classes, CSINodes and the objects.
  */
@@ -77,7 +78,7 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
         const [o] = await objects();
         expect(o?.capacity).to.equal('2Gi');
         expect(o?.metadata?.ownerReferences?.[0]).to.include(chain.owner);
-        expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.storage).to.have.length(1);
+        expect((await driverStatus(admin, driverName)).storage).to.have.length(1);
       }, ac.signal);
       // The CSIDriver appears after its CSIDriverCapacity: it becomes the owner.
       await admin.create(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: {} } as never);
@@ -99,7 +100,8 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
       } as KubeObject);
       await pollUntil(async () => {
         expect((await objects()).map((o) => o.capacity)).to.deep.equal(['3Gi']);
-        expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).metadata?.ownerReferences?.[0]).to.include({ kind: 'CSIDriver', name: driverName });
+        const { head, shards } = await driverStatus(admin, driverName);
+        for (const o of [head, ...shards]) expect(o?.metadata?.ownerReferences?.[0]).to.include({ kind: 'CSIDriver', name: driverName });
       }, ac.signal);
       // A failed provisioning refreshes p1 (claim and Event watches): the provisioner removes the
       // claim's selected-node, and later records ProvisioningFailed.
@@ -148,8 +150,42 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
         for (const n of ['n1', 'n2']) await removeNode(n);
         await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
         await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
-        await admin.delete(CSIDriverCapacities, driverName).catch(() => undefined);
+        await deleteDriverStatus(admin, driverName);
         await admin.delete(Resources.persistentVolumes, `${ns}-vol`).catch(() => undefined);
+      },
+    };
+  };
+}
+
+/**
+ * The per-node mode (--capacity-node-name): its writer reads its own shard by name (get), where the
+ * central writer lists a driver's shards, and keeps that shard's summary on the head.
+ */
+function perNodeScenario(): NecessityScenario {
+  return async (client, admin) => {
+    await installCrds(admin);
+    const ns = await createTestNamespace(admin, 'rbac-capnode-');
+    const driverName = `${ns}-${randomBytes(2).toString('hex')}.csi.topovol.test`;
+    const { driver, cleanup } = await startDriver({ name: driverName });
+    driver.setCapacity({}, 5n * GiB);
+    const node = `${ns}-n1`;
+    const loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, `--capacity-node-name=${node}`, '--capacity-poll-interval=1s', '--capacity-status-expiry=1m'], { client, waitForSync: false });
+    const ac = new AbortController();
+    const reached = (async () => {
+      await loop.listed();
+      await pollUntil(async () => {
+        const { head, storage } = await driverStatus(admin, driverName);
+        expect(poolsOf(storage, '<ephemeral>')).to.deep.equal([node]);
+        expect(head?.status).to.deep.include({ poolCount: 1, totalCapacity: '5Gi' });
+      }, ac.signal);
+    })();
+    return {
+      reached,
+      stop: async () => {
+        ac.abort();
+        await loop.stop(2_000);
+        await cleanup();
+        await deleteDriverStatus(admin, driverName);
       },
     };
   };
@@ -159,9 +195,12 @@ describeRuleNecessity(capacityDescriptor, capacityScenario('Deployment'), {
   before: async () => {
     await installCrds((await sharedControlPlane()).adminClient());
   },
-  variants: (['StatefulSet', 'DaemonSet'] as const).map((kind) => ({
-    name: `${kind}-owned`,
-    scenario: capacityScenario(kind),
-    covers: (atom) => atom.group === 'apps' && atom.resource === `${kind.toLowerCase()}s`,
-  })),
+  variants: [
+    ...(['StatefulSet', 'DaemonSet'] as const).map((kind) => ({
+      name: `${kind}-owned`,
+      scenario: capacityScenario(kind),
+      covers: (atom: { group: string; resource: string }) => atom.group === 'apps' && atom.resource === `${kind.toLowerCase()}s`,
+    })),
+    { name: 'per-node', scenario: perNodeScenario(), covers: (atom) => atom.group === 'topovol.io' && atom.resource === 'csidrivercapacityshards' && atom.verb === 'get' },
+  ],
 });

@@ -1,11 +1,23 @@
-import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { isInvalid, metricsRegistry, Resources } from '@topovol/shared';
+import { isInvalid, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
 import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
-import { CapacityStatusWriter, CSIDriverCapacities, OBJECT_FIELD_MANAGER, perNodeFieldManager, runPerNodeWriter, SUMMARY_FIELD_MANAGER } from '../../src/status/index.js';
-import type { CapacityEntry, CSIDriverCapacity } from '../../src/status/index.js';
+import {
+  CapacityStatusWriter,
+  CSIDriverCapacities,
+  CSIDriverCapacityShards,
+  DEFAULT_STATUS_SHARDS,
+  LABEL_CAPACITY_DRIVER,
+  OBJECT_FIELD_MANAGER,
+  perNodeFieldManager,
+  runPerNodeWriter,
+  shardName,
+  shardOf,
+  SUMMARY_FIELD_MANAGER,
+} from '../../src/status/index.js';
+import type { CapacityEntry, CSIDriverCapacity, CSIDriverCapacityShard } from '../../src/status/index.js';
 import { managedFieldsOf, ownsPool } from '../../src/status/managed-fields.js';
+import { createCSIDriver, deleteDriverStatus, driverStatus, poolsOf, statusWrites as writes, uniqueDriver } from './status-helpers.js';
 
 /** The parts of a CustomResourceDefinition the test reads back. */
 interface Schema {
@@ -23,25 +35,7 @@ interface Crd extends KubeObject {
   status?: { conditions?: { type: string; status: string }[] };
 }
 
-async function writes(operation: string, result: string): Promise<number> {
-  const m = metricsRegistry.getSingleMetric('topovol_capacity_status_writes_total');
-  if (!m) return 0;
-  const { values } = await m.get();
-  return values.filter((v) => v.labels.operation === operation && v.labels.result === result).reduce((s, v) => s + v.value, 0);
-}
-
-const uniqueDriver = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}.csi.topovol.test`;
-
-async function createCSIDriver(client: KubeClient, name: string): Promise<string> {
-  const d = await client.create<KubeObject>(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name }, spec: {} } as KubeObject);
-  return d.metadata!.uid!;
-}
-
 const getCdc = (client: KubeClient, name: string): Promise<CSIDriverCapacity> => client.get<CSIDriverCapacity>(CSIDriverCapacities, name);
-
-function poolsOf(obj: CSIDriverCapacity, cls: string): string[] {
-  return (obj.status?.storage?.find((s) => s.storageClassName === cls)?.pools ?? []).map((p) => p.name).sort();
-}
 
 // Issue 5 "Outputs 2" and "Per-node mode" on the real kube-apiserver: the CSIDriverCapacity CRD from
 // config/crd and the server-side-apply writers of src/status.
@@ -59,7 +53,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
   });
 
   describe('the CRD', function () {
-    it('is cluster-scoped with short name, categories, status subresource, list-map markers and printer columns', async function () {
+    it('head and shard kinds are cluster-scoped with short names, categories, status subresource, list-map markers and printer columns', async function () {
       const crd = await admin.get<Crd>(Resources.customResourceDefinitions, 'csidrivercapacities.topovol.io');
       expect(crd.spec.scope).to.equal('Cluster');
       expect(crd.spec.names.shortNames).to.deep.equal(['cdc']);
@@ -79,6 +73,24 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       const pools = storage.items!.properties!.pools!;
       expect(pools['x-kubernetes-list-type']).to.equal('map');
       expect(pools['x-kubernetes-list-map-keys']).to.deep.equal(['name']);
+      const shards = v.schema!.openAPIV3Schema!.properties!.status!.properties!.shards!;
+      expect([shards['x-kubernetes-list-type'], shards['x-kubernetes-list-map-keys']]).to.deep.equal(['map', ['shard']]);
+
+      const shardCrd = await admin.get<Crd>(Resources.customResourceDefinitions, 'csidrivercapacityshards.topovol.io');
+      expect(shardCrd.spec.scope).to.equal('Cluster');
+      expect(shardCrd.spec.names.shortNames).to.deep.equal(['cdcs']);
+      expect(shardCrd.spec.names.categories).to.deep.equal(['topovol', 'storage']);
+      const sv = shardCrd.spec.versions.find((x) => x.name === 'v1alpha1')!;
+      expect(sv.subresources?.status).to.deep.equal({});
+      expect((sv.additionalPrinterColumns ?? []).map((c) => [c.name, c.jsonPath])).to.deep.equal([
+        ['Driver', '.spec.driverName'],
+        ['Shard', '.spec.shard'],
+        ['Age', '.metadata.creationTimestamp'],
+      ]);
+      const shardStorage = sv.schema!.openAPIV3Schema!.properties!.status!.properties!.storage!;
+      expect([shardStorage['x-kubernetes-list-type'], shardStorage['x-kubernetes-list-map-keys']]).to.deep.equal(['map', ['storageClassName']]);
+      const shardPools = shardStorage.items!.properties!.pools!;
+      expect([shardPools['x-kubernetes-list-type'], shardPools['x-kubernetes-list-map-keys']]).to.deep.equal(['map', ['name']]);
     });
 
     it('rejects invalid objects at the API server', async function () {
@@ -107,6 +119,22 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       // The control: integer and string quantities, either selector alone.
       await apply(status({ nodeList: ['n1'], capacity: 1024, maximumVolumeSize: '1.5Gi', expiryTime: '2030-01-01T00:00:00Z' }))();
       await admin.delete(CSIDriverCapacities, name);
+
+      // A shard is named <driver>-<shard>; the same pool rules hold in it.
+      const shard = { apiVersion: 'topovol.io/v1alpha1', kind: 'CSIDriverCapacityShard' };
+      for (const [what, metaName, shardIndex] of [
+        ['another shard index', `${name}-3`, 2],
+        ['another driver', `x${name}-2`, 2],
+        ['a padded index', `${name}-02`, 2],
+      ] as const) {
+        await expectInvalid(`shard named after ${what}`, () => admin.create(CSIDriverCapacityShards, { ...shard, metadata: { name: metaName }, spec: { driverName: name, shard: shardIndex } }), /<spec.driverName>-<spec.shard>/);
+      }
+      await admin.create(CSIDriverCapacityShards, { ...shard, metadata: { name: `${name}-2` }, spec: { driverName: name, shard: 2 } });
+      const shardStatus = (pool: Record<string, unknown>): CSIDriverCapacityShard => ({ ...shard, metadata: { name: `${name}-2` }, status: { storage: [{ storageClassName: 'fast', pools: [{ name: 'p', ...pool }] }] } });
+      await expectInvalid('shard pool with both selectors', () => admin.apply(CSIDriverCapacityShards, shardStatus({ nodeTopology: { matchLabels: { zone: 'a' } }, nodeList: ['n1'], capacity: '1Gi' }), 'test', { subresource: 'status', force: true }), /nodeTopology or nodeList, not both/);
+      await expectInvalid('shard index changed', () => admin.patch(CSIDriverCapacityShards, `${name}-2`, undefined, 'merge', { spec: { shard: 3 } }), /immutable/);
+      await admin.apply(CSIDriverCapacityShards, shardStatus({ nodeList: ['n1'], capacity: '1Gi' }), 'test', { subresource: 'status', force: true });
+      await admin.delete(CSIDriverCapacityShards, `${name}-2`);
     });
   });
 
@@ -118,34 +146,54 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
     ];
     const ready = [{ type: 'Ready', status: 'True' as const, reason: 'CapacityKnown', message: 'all segments answered' }];
 
-    it('creates the object owned by the CSIDriver, writes only on change, keeps condition times, fills the printer columns', async function () {
+    /** resourceVersion of the head and of every shard: unchanged means nothing was written. */
+    const versions = async (name: string): Promise<string[]> => {
+      const { head, shards } = await driverStatus(admin, name);
+      return [head, ...shards].map((o) => `${o?.metadata?.name}@${o?.metadata?.resourceVersion}`);
+    };
+    const classes = (storage: { storageClassName: string; pools?: { name: string }[] }[]): [string, string[]][] => storage.map((s) => [s.storageClassName, (s.pools ?? []).map((p) => p.name)]);
+
+    it('creates head and shards owned by the CSIDriver, writes only on change, keeps condition times, fills the printer columns', async function () {
       const name = uniqueDriver('central');
       const uid = await createCSIDriver(admin, name);
       let t = Date.now();
       const writer = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 600_000, now: () => t });
       expect(await writer.publish(entries('2Gi'), ready)).to.deep.equal({ wrote: true });
-      const first = await getCdc(admin, name);
-      expect(first.metadata!.ownerReferences).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }]);
-      expect(first.spec).to.deep.equal({ driverName: name });
-      expect(first.status!.storage!.map((s) => [s.storageClassName, s.pools!.map((p) => p.name)])).to.deep.equal([
+      const first = await driverStatus(admin, name);
+      const owner = [{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }];
+      expect(first.head!.metadata!.ownerReferences).to.deep.equal(owner);
+      expect(first.head!.spec).to.deep.equal({ driverName: name });
+      expect(classes(first.storage)).to.deep.equal([
         ['<ephemeral>', ['everywhere']],
         ['fast', ['zone-a', 'zone-b']],
       ]);
-      expect(first.status).to.deep.include({ classCount: 2, poolCount: 3, totalCapacity: '5Gi' });
-      const cond = first.status!.conditions![0]!;
+      // Each pool in the shard its name hashes to, and each shard named, labelled and owned alike.
+      const wantShards = [...new Set(['everywhere', 'zone-a', 'zone-b'].map((p) => shardOf(p, DEFAULT_STATUS_SHARDS)))].sort((a, b) => a - b);
+      expect(first.shards.map((o) => o.spec)).to.deep.equal(wantShards.map((i) => ({ driverName: name, shard: i })));
+      for (const o of first.shards) {
+        expect(o.metadata).to.deep.include({ name: shardName(name, o.spec!.shard), ownerReferences: owner });
+        expect(o.metadata!.labels).to.deep.equal({ [LABEL_CAPACITY_DRIVER]: name });
+        for (const p of (o.status?.storage ?? []).flatMap((c) => c.pools ?? [])) expect(shardOf(p.name, DEFAULT_STATUS_SHARDS), p.name).to.equal(o.spec!.shard);
+      }
+      expect(first.head!.status!.storage ?? [], 'no pool on the head').to.deep.equal([]);
+      expect(first.head!.status!.shards!.map((e) => e.shard)).to.deep.equal(wantShards);
+      expect(first.head!.status).to.deep.include({ classCount: 2, poolCount: 3, totalCapacity: '5Gi' });
+      const cond = first.head!.status!.conditions![0]!;
 
-      // Nothing changed (and expiry far away): no write at all.
+      // Nothing changed (and expiry far away): no write at all, to any object.
       t += 60_000;
+      const before = await versions(name);
       expect(await writer.publish(entries('2Gi'), ready)).to.deep.equal({ wrote: false });
-      expect((await getCdc(admin, name)).metadata!.resourceVersion).to.equal(first.metadata!.resourceVersion);
+      expect(await writer.pruneExpired()).to.equal(0);
+      expect(await versions(name)).to.deep.equal(before);
 
       // A capacity change is written; the unchanged condition keeps its transition time.
       t += 60_000;
       expect(await writer.publish(entries('4Gi'), [{ ...ready[0]!, message: 'still fine' }])).to.deep.equal({ wrote: true });
-      const second = await getCdc(admin, name);
-      expect(second.status!.storage!.find((s) => s.storageClassName === 'fast')!.pools![0]!.capacity).to.equal('4Gi');
-      expect(second.status!.conditions![0]).to.deep.include({ message: 'still fine', lastTransitionTime: cond.lastTransitionTime });
-      expect(second.status!.totalCapacity).to.equal('7Gi');
+      const second = await driverStatus(admin, name);
+      expect(second.storage.find((s) => s.storageClassName === 'fast')!.pools![0]!.capacity).to.equal('4Gi');
+      expect(second.head!.status!.conditions![0]).to.deep.include({ message: 'still fine', lastTransitionTime: cond.lastTransitionTime });
+      expect(second.head!.status!.totalCapacity).to.equal('7Gi');
 
       // Within half of expiryMs of the expiry: refreshed although unchanged.
       t += 300_001;
@@ -158,34 +206,37 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       expect(table.columnDefinitions.map((c) => c.name)).to.deep.equal(['Name', 'Driver', 'Classes', 'Pools', 'Total', 'Age']);
       expect(table.rows[0]!.cells.slice(0, 5)).to.deep.equal([name, name, 2, 3, '7Gi']);
 
-      // A dropped class is released (SSA removes what the manager no longer applies).
+      // A dropped class is released (SSA removes what the manager no longer applies), and so are
+      // the shard entries of shards left empty.
       expect(await writer.publish(entries('4Gi').filter((e) => e.storageClassName === 'fast'), [])).to.deep.equal({ wrote: true });
-      const third = await getCdc(admin, name);
-      expect(third.status!.storage!.map((s) => s.storageClassName)).to.deep.equal(['fast']);
-      expect(third.status!.conditions ?? []).to.deep.equal([]);
-      expect(third.status).to.deep.include({ classCount: 1, poolCount: 2 });
-      await admin.delete(CSIDriverCapacities, name);
+      const third = await driverStatus(admin, name);
+      expect(classes(third.storage)).to.deep.equal([['fast', ['zone-a', 'zone-b']]]);
+      expect(third.head!.status!.conditions ?? []).to.deep.equal([]);
+      expect(third.head!.status).to.deep.include({ classCount: 1, poolCount: 2 });
+      expect(third.head!.status!.shards!.map((e) => e.shard)).to.deep.equal([...new Set(['zone-a', 'zone-b'].map((p) => shardOf(p, DEFAULT_STATUS_SHARDS)))].sort((a, b) => a - b));
+      await deleteDriverStatus(admin, name);
       await admin.delete(Resources.csiDrivers, name);
     });
 
-    it('an object deleted by hand is recreated; a CSIDriver appearing later becomes the owner', async function () {
+    it('objects deleted by hand are recreated; a CSIDriver appearing later becomes the owner of each', async function () {
       const name = uniqueDriver('late');
       let t = Date.now();
       const writer = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 60_000, now: () => t });
       await writer.publish(entries('1Gi'), []);
       expect((await getCdc(admin, name)).metadata!.ownerReferences ?? []).to.deep.equal([]);
 
-      await admin.delete(CSIDriverCapacities, name);
+      await deleteDriverStatus(admin, name);
       expect(await writer.publish(entries('1Gi'), [])).to.deep.equal({ wrote: true });
-      expect(poolsOf(await getCdc(admin, name), 'fast')).to.deep.equal(['zone-a', 'zone-b']);
+      expect(poolsOf((await driverStatus(admin, name)).storage, 'fast')).to.deep.equal(['zone-a', 'zone-b']);
 
       const uid = await createCSIDriver(admin, name);
       t += 60_000; // the CSIDriver lookup happens at most once per expiry period
       await writer.publish(entries('1Gi'), []);
-      const obj = await getCdc(admin, name);
-      expect(obj.metadata!.ownerReferences).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }]);
-      expect(managedFieldsOf(obj).map((m) => m.manager)).to.include.members([OBJECT_FIELD_MANAGER, 'topovol-capacity', SUMMARY_FIELD_MANAGER]);
-      await admin.delete(CSIDriverCapacities, name);
+      const { head, shards } = await driverStatus(admin, name);
+      for (const o of [head!, ...shards]) expect(o.metadata!.ownerReferences, o.metadata!.name).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }]);
+      expect(managedFieldsOf(head!).map((m) => m.manager)).to.include.members([OBJECT_FIELD_MANAGER, SUMMARY_FIELD_MANAGER]);
+      for (const o of shards) expect(managedFieldsOf(o).map((m) => m.manager)).to.include.members([OBJECT_FIELD_MANAGER, 'topovol-capacity']);
+      await deleteDriverStatus(admin, name);
       await admin.delete(Resources.csiDrivers, name);
     });
   });
@@ -195,21 +246,23 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       const name = uniqueDriver('race');
       const t0 = Date.now();
       let tw = t0;
+      // One shard, so that both pools share an object.
+      const common = { driverName: name, expiryMs: 10_000, shards: 1 };
       const node = { storageClassName: '<ephemeral>', pool: 'n1', nodeList: ['n1'], capacity: '1Gi' };
-      const owner = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: perNodeFieldManager('n1'), expiryMs: 10_000, now: () => tw, summarizeOnPublish: false });
-      const other = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: perNodeFieldManager('n2'), expiryMs: 10_000, now: () => t0 + 100_000, summarizeOnPublish: false });
+      const owner = new CapacityStatusWriter(writerClient, { ...common, fieldManager: perNodeFieldManager('n1'), now: () => tw, summarizeOnPublish: false });
+      const other = new CapacityStatusWriter(writerClient, { ...common, fieldManager: perNodeFieldManager('n2'), now: () => t0 + 100_000, summarizeOnPublish: false });
       await owner.publish([node], []);
       await other.publish([{ ...node, pool: 'n2', nodeList: ['n2'] }], []);
 
-      // The pruner's clock says n1 expired; right after its read, n1's writer refreshes.
+      // The pruner's clock says n1 expired; right after its read (the list of shards), n1's writer refreshes.
       let hooked = false;
       const racing = new Proxy(writerClient, {
         get(target, prop, receiver) {
           const v: unknown = Reflect.get(target, prop, receiver);
-          if (prop !== 'get' || typeof v !== 'function') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-          return async (...args: Parameters<KubeClient['get']>) => {
-            const got = await target.get(...args);
-            if (!hooked && args[0] === CSIDriverCapacities) {
+          if (prop !== 'list' || typeof v !== 'function') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+          return async (...args: Parameters<KubeClient['list']>) => {
+            const got = await target.list(...args);
+            if (!hooked && args[0] === CSIDriverCapacityShards) {
               hooked = true;
               tw = t0 + 30_000;
               expect(await owner.publish([node], [])).to.deep.equal({ wrote: true });
@@ -219,44 +272,55 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
         },
       });
       let tp = t0 + 20_000;
-      const pruner = new CapacityStatusWriter(racing, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 10_000, now: () => tp });
+      const pruner = new CapacityStatusWriter(racing, { ...common, fieldManager: 'topovol-capacity', now: () => tp });
       const conflictsBefore = await writes('prune', 'conflict');
       expect(await pruner.pruneExpired()).to.equal(0);
       expect(hooked).to.equal(true);
       expect(await writes('prune', 'conflict')).to.be.greaterThan(conflictsBefore);
-      let obj = await getCdc(admin, name);
-      expect(poolsOf(obj, '<ephemeral>')).to.deep.equal(['n1', 'n2']);
+      expect(poolsOf((await driverStatus(admin, name)).storage, '<ephemeral>')).to.deep.equal(['n1', 'n2']);
 
       // Now really stale: pruned, and n1's manager no longer listed; n2 untouched.
       tp = t0 + 50_000;
       expect(await pruner.pruneExpired()).to.equal(1);
-      obj = await getCdc(admin, name);
-      expect(poolsOf(obj, '<ephemeral>')).to.deep.equal(['n2']);
-      const managers = managedFieldsOf(obj).map((m) => m.manager);
+      const { head, shards } = await driverStatus(admin, name);
+      expect(shards).to.have.length(1);
+      expect(poolsOf(shards[0]!.status?.storage ?? [], '<ephemeral>')).to.deep.equal(['n2']);
+      const managers = managedFieldsOf(shards[0]!).map((m) => m.manager);
       expect(managers).to.not.include(perNodeFieldManager('n1'));
       expect(managers).to.include(perNodeFieldManager('n2'));
-      expect(obj.status).to.deep.include({ poolCount: 1, classCount: 1 });
-      await admin.delete(CSIDriverCapacities, name);
+      expect(head!.status).to.deep.include({ poolCount: 1, classCount: 1 });
+      await deleteDriverStatus(admin, name);
     });
 
-    it('an expired pool written by a plain update (no applier) is removed by JSON patch', async function () {
+    it('expired pools written by a plain update (no applier) are removed by JSON patch, in a shard and on the head (from before sharding)', async function () {
       const name = uniqueDriver('update');
-      await admin.create(CSIDriverCapacities, { apiVersion: 'topovol.io/v1alpha1', kind: 'CSIDriverCapacity', metadata: { name }, spec: { driverName: name } });
       const expired = new Date(Date.now() - 60_000).toISOString();
       const fresh = new Date(Date.now() + 600_000).toISOString();
-      await admin.patch(CSIDriverCapacities, name, undefined, 'merge', { status: { storage: [{ storageClassName: 'fast', pools: [{ name: 'old', capacity: '1Gi', expiryTime: expired }, { name: 'new', capacity: '1Gi', expiryTime: fresh }] }] } }, { subresource: 'status', fieldManager: 'kubectl-edit' });
+      const storage = [{ storageClassName: 'fast', pools: [{ name: 'old', capacity: '1Gi', expiryTime: expired }, { name: 'new', capacity: '1Gi', expiryTime: fresh }] }];
+      const base = { apiVersion: 'topovol.io/v1alpha1' };
+      await admin.create(CSIDriverCapacities, { ...base, kind: 'CSIDriverCapacity', metadata: { name }, spec: { driverName: name } });
+      await admin.patch(CSIDriverCapacities, name, undefined, 'merge', { status: { storage } }, { subresource: 'status', fieldManager: 'kubectl-edit' });
+      const shard = shardName(name, 5);
+      await admin.create(CSIDriverCapacityShards, { ...base, kind: 'CSIDriverCapacityShard', metadata: { name: shard, labels: { [LABEL_CAPACITY_DRIVER]: name } }, spec: { driverName: name, shard: 5 } });
+      await admin.patch(CSIDriverCapacityShards, shard, undefined, 'merge', { status: { storage } }, { subresource: 'status', fieldManager: 'kubectl-edit' });
       const pruner = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 60_000 });
-      expect(await pruner.pruneExpired()).to.equal(1);
-      expect(poolsOf(await getCdc(admin, name), 'fast')).to.deep.equal(['new']);
-      await admin.delete(CSIDriverCapacities, name);
+      expect(await pruner.pruneExpired()).to.equal(2);
+      const { head, shards } = await driverStatus(admin, name);
+      expect(poolsOf(head!.status?.storage ?? [], 'fast')).to.deep.equal(['new']);
+      expect(poolsOf(shards[0]!.status?.storage ?? [], 'fast')).to.deep.equal(['new']);
+      // The totals count the shard only: the head's own pools are a leftover, not data.
+      expect(head!.status).to.deep.include({ classCount: 1, poolCount: 1, totalCapacity: '1Gi' });
+      await deleteDriverStatus(admin, name);
     });
   });
 
   describe('per-node mode (acceptance 4)', function () {
-    it('50 concurrent writers: no conflicts, one pool per node under its own field manager; a stopped writer\'s pool expires and is pruned', async function () {
+    it('50 concurrent writers: no conflicts, one pool per node under its own field manager in its shard; a stopped writer\'s pool expires and is pruned', async function () {
       this.timeout(200_000);
       const name = uniqueDriver('nodes');
       const uid = await createCSIDriver(admin, name);
+      // Eight shards: several writers share each, so a shard's pruner hands over within a shard.
+      const SHARDS = 8;
       const nodes = Array.from({ length: 50 }, (_, i) => `node-${String(i).padStart(2, '0')}`);
       const before = { conflict: await writes('publish', 'conflict'), error: await writes('publish', 'error'), createError: await writes('create', 'error') };
       const stops = new Map<string, AbortController>();
@@ -271,48 +335,52 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
           // Entries are refreshed once half of this is left: 12 s of slack for a slow API server
           // (2 cores shared with the rest of the suite) before a live writer's pool could lapse.
           expiryMs: 24_000,
+          shards: SHARDS,
           capacity: () => Promise.resolve({ capacity: `${i + 1}Gi`, maximumVolumeSize: '1Gi' }),
           signal: ac.signal,
         });
       });
+      const shardOfNode = (st: { shards: CSIDriverCapacityShard[] }, node: string): CSIDriverCapacityShard => st.shards.find((o) => o.spec!.shard === shardOf(node, SHARDS))!;
       try {
         const full = await eventually(async () => {
-          const obj = await getCdc(admin, name);
-          expect(poolsOf(obj, '<ephemeral>')).to.deep.equal(nodes);
-          expect(obj.status).to.deep.include({ classCount: 1, poolCount: 50, totalCapacity: `${(50 * 51) / 2}Gi` });
-          return obj;
+          const st = await driverStatus(admin, name);
+          expect(poolsOf(st.storage, '<ephemeral>')).to.deep.equal(nodes);
+          expect(st.head?.status).to.deep.include({ classCount: 1, poolCount: 50, totalCapacity: `${(50 * 51) / 2}Gi` });
+          return st;
         }, 60_000);
-        expect(full.metadata!.ownerReferences).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }]);
+        for (const o of [full.head!, ...full.shards]) expect(o.metadata!.ownerReferences, o.metadata!.name).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }]);
         for (const [i, nodeName] of nodes.entries()) {
-          const pool = full.status!.storage![0]!.pools!.find((p) => p.name === nodeName)!;
+          const shard = shardOfNode(full, nodeName);
+          const pool = shard.status!.storage![0]!.pools!.find((p) => p.name === nodeName)!;
           expect(pool).to.deep.include({ nodeList: [nodeName], capacity: `${i + 1}Gi`, maximumVolumeSize: '1Gi' });
-          const mine = managedFieldsOf(full).filter((m) => m.manager === perNodeFieldManager(nodeName));
+          const mine = managedFieldsOf(shard).filter((m) => m.manager === perNodeFieldManager(nodeName));
           expect(mine, nodeName).to.have.length(1);
           expect(mine[0]).to.deep.include({ operation: 'Apply', subresource: 'status' });
-          // Exactly its own pool, nobody else's.
+          // Exactly its own pool, nobody else's; and nowhere else.
           expect(nodes.filter((n) => ownsPool(mine[0]!.fieldsV1, '<ephemeral>', n))).to.deep.equal([nodeName]);
+          expect(full.shards.filter((o) => managedFieldsOf(o).some((m) => m.manager === perNodeFieldManager(nodeName)))).to.have.length(1);
         }
         expect(await writes('publish', 'conflict')).to.equal(before.conflict);
         expect(await writes('publish', 'error')).to.equal(before.error);
         expect(await writes('create', 'error')).to.equal(before.createError);
 
-        // Stop the writer of node-00, which is also the one that prunes: node-01 takes over.
+        // Stop the writer of node-00, which is also the one that prunes its shard: the next one there takes over.
         stops.get('node-00')!.abort();
         await running[0];
         const after = await eventually(async () => {
-          const obj = await getCdc(admin, name);
-          expect(poolsOf(obj, '<ephemeral>')).to.deep.equal(nodes.slice(1));
-          expect(managedFieldsOf(obj).map((m) => m.manager)).to.not.include(perNodeFieldManager('node-00'));
-          expect(obj.status).to.deep.include({ poolCount: 49, totalCapacity: `${(50 * 51) / 2 - 1}Gi` });
-          return obj;
+          const st = await driverStatus(admin, name);
+          expect(poolsOf(st.storage, '<ephemeral>')).to.deep.equal(nodes.slice(1));
+          expect(managedFieldsOf(shardOfNode(st, 'node-00')).map((m) => m.manager)).to.not.include(perNodeFieldManager('node-00'));
+          expect(st.head?.status).to.deep.include({ poolCount: 49, totalCapacity: `${(50 * 51) / 2 - 1}Gi` });
+          return st;
         }, 90_000);
-        for (const nodeName of nodes.slice(1)) expect(managedFieldsOf(after).some((m) => m.manager === perNodeFieldManager(nodeName))).to.equal(true);
+        for (const nodeName of nodes.slice(1)) expect(managedFieldsOf(shardOfNode(after, nodeName)).some((m) => m.manager === perNodeFieldManager(nodeName))).to.equal(true);
         expect(await writes('publish', 'conflict')).to.equal(before.conflict);
       } finally {
         for (const ac of stops.values()) ac.abort();
         await Promise.all(running);
       }
-      await admin.delete(CSIDriverCapacities, name);
+      await deleteDriverStatus(admin, name);
       await admin.delete(Resources.csiDrivers, name);
     });
   });

@@ -21,9 +21,15 @@ import type { ResourceType } from '../informer/resources.js';
 const DEMO_DRIVER = 'demo.csi.topovol.dev';
 const DEMO_ZONE = 'topology.kubernetes.io/zone';
 const DRIVER_CAPACITIES: ResourceType = { group: 'topovol.io', version: 'v1alpha1', plural: 'csidrivercapacities', kind: 'CSIDriverCapacity', namespaced: false };
+// The pools are in shard objects labelled with the driver (docs/adr/0010); the head has the totals.
+const DRIVER_CAPACITY_SHARDS: ResourceType = { group: 'topovol.io', version: 'v1alpha1', plural: 'csidrivercapacityshards', kind: 'CSIDriverCapacityShard', namespaced: false };
 
+type StorageEntries = { storageClassName: string; pools?: { name: string; capacity?: string }[] }[];
 interface DriverCapacity extends KubeObject {
-  status?: { totalCapacity?: string; storage?: { storageClassName: string; pools?: { name: string; capacity?: string }[] }[]; conditions?: { type: string; status: string; reason?: string }[] };
+  status?: { totalCapacity?: string; conditions?: { type: string; status: string; reason?: string }[] };
+}
+interface DriverCapacityShard extends KubeObject {
+  status?: { storage?: StorageEntries };
 }
 
 async function demoDriver(client: KubeClient, dir: string): Promise<CsiTestDriver> {
@@ -70,7 +76,10 @@ async function summary(client: KubeClient): Promise<string> {
   if (agg?.status) {
     const ready = agg.status.conditions?.find((c) => c.type === 'Ready');
     lines.push(`CSIDriverCapacity ${DEMO_DRIVER}: total=${agg.status.totalCapacity ?? '-'}  Ready=${ready?.status ?? '?'}${ready?.reason ? ` (${ready.reason})` : ''}`);
-    for (const s of agg.status.storage ?? []) lines.push(`  ${s.storageClassName}: ${(s.pools ?? []).map((p) => `${p.name}=${p.capacity ?? '-'}`).join('  ')}`);
+    const shards = await client.list<DriverCapacityShard>(DRIVER_CAPACITY_SHARDS, { labelSelector: `capacity.topovol.io/driver=${DEMO_DRIVER}` }).catch(() => ({ items: [] }));
+    const byClass = new Map<string, string[]>();
+    for (const s of shards.items.flatMap((o) => o.status?.storage ?? [])) byClass.set(s.storageClassName, [...(byClass.get(s.storageClassName) ?? []), ...(s.pools ?? []).map((p) => `${p.name}=${p.capacity ?? '-'}`)]);
+    for (const [cls, pools] of [...byClass].sort(([a], [b]) => (a < b ? -1 : 1))) lines.push(`  ${cls}: ${pools.sort().join('  ')}`);
   }
   return lines.join('\n');
 }

@@ -1,0 +1,142 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { KubeClient } from '@topovol/shared';
+import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { runPerNodeWriter, shardName, shardOf } from '../../src/status/index.js';
+import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, recordingClient, uniqueDriver } from './status-helpers.js';
+import type { RecordedRequest } from './status-helpers.js';
+
+const API = '/apis/topovol.io/v1alpha1';
+
+/** Node names grouped by the shard their name hashes to. */
+function byShard(nodes: readonly string[], shards: number): Map<number, string[]> {
+  const out = new Map<number, string[]>();
+  for (const n of nodes) out.set(shardOf(n, shards), [...(out.get(shardOf(n, shards)) ?? []), n]);
+  return out;
+}
+
+/** Per-node writers, each with its own recorded client and poll counter; stop() ends them all. */
+function startWriters(client: KubeClient, driverName: string, nodes: readonly string[], opts: { shards: number; refreshMs: number; expiryMs: number }) {
+  const logs = new Map(nodes.map((n) => [n, [] as RecordedRequest[]]));
+  const polls = new Map(nodes.map((n) => [n, 0]));
+  const figures = new Map(nodes.map((n) => [n, '1Gi']));
+  const stops = new Map(nodes.map((n) => [n, new AbortController()]));
+  const running = new Map(
+    nodes.map((nodeName) => [
+      nodeName,
+      runPerNodeWriter({
+        ...opts,
+        client: recordingClient(client, logs.get(nodeName)!),
+        driverName,
+        nodeName,
+        capacity: () => {
+          polls.set(nodeName, polls.get(nodeName)! + 1);
+          return Promise.resolve({ capacity: figures.get(nodeName)! });
+        },
+        signal: stops.get(nodeName)!.signal,
+      }),
+    ]),
+  );
+  const stop = async (n: string): Promise<void> => {
+    stops.get(n)!.abort();
+    await running.get(n);
+  };
+  return { logs, polls, figures, stop, stopAll: () => Promise.all(nodes.map(stop)) };
+}
+
+// A per-node writer must not read the whole aggregated status every poll (docs/adr/0010): it reads
+// and writes only the shard its node name hashes to, and in steady state not even that.
+describe('capacity status per node: each writer touches only its own shard (real API server)', function () {
+  this.timeout(180_000);
+  let admin: KubeClient;
+  let writerClient: KubeClient;
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    await installCrds(admin);
+    writerClient = await controllerClient('capacity');
+  });
+
+  it('in steady state a poll costs a non-pruner no request and a shard\'s pruner one GET of its shard; a changed figure is one write to its shard', async function () {
+    const driverName = uniqueDriver('reads');
+    await createCSIDriver(admin, driverName);
+    const SHARDS = 4;
+    const nodes = Array.from({ length: 24 }, (_, i) => `node-${String(i).padStart(2, '0')}`);
+    // The pruner of a shard: the smallest live pool name in it.
+    const pruners = new Set([...byShard(nodes, SHARDS).values()].map((ns) => [...ns].sort()[0]!));
+    // expiryMs far beyond the test: no refresh is due, so a poll has nothing to write.
+    const w = startWriters(writerClient, driverName, nodes, { shards: SHARDS, refreshMs: 300, expiryMs: 600_000 });
+    const pollsAtLeast = async (n: number, since: Map<string, number>): Promise<void> =>
+      eventually(() => {
+        for (const node of nodes) expect(w.polls.get(node)! - (since.get(node) ?? 0), node).to.be.at.least(n);
+      }, 60_000);
+    try {
+      await eventually(async () => expect(poolsOf((await driverStatus(admin, driverName)).storage, '<ephemeral>')).to.deep.equal(nodes), 60_000);
+      // Two more polls each: every writer has seen its shard with all pools (a pruner reads it).
+      await pollsAtLeast(2, new Map(w.polls));
+      for (const log of w.logs.values()) log.splice(0);
+      const start = new Map(w.polls);
+      await pollsAtLeast(3, start);
+      const quiet = new Map(w.polls);
+      // One node's figure changes: its next poll writes its own shard.
+      const changed = nodes.find((n) => !pruners.has(n))!;
+      w.figures.set(changed, '7Gi');
+      await eventually(async () => expect((await driverStatus(admin, driverName)).storage[0]!.pools!.find((p) => p.name === changed)?.capacity).to.equal('7Gi'));
+      // Its shard's pruner brings the head's summary in step.
+      await eventually(async () => expect((await headOf(admin, driverName))?.status).to.deep.include({ classCount: 1, poolCount: nodes.length, totalCapacity: `${nodes.length - 1 + 7}Gi` }));
+      await w.stopAll();
+
+      for (const node of nodes) {
+        const own = `${API}/csidrivercapacityshards/${shardName(driverName, shardOf(node, SHARDS))}`;
+        const head = `${API}/csidrivercapacities/${driverName}`;
+        const log = w.logs.get(node)!.map((r) => `${r.method} ${r.path}`);
+        const polls = w.polls.get(node)! - start.get(node)!;
+        const gets = log.filter((r) => r === `GET ${own}`).length;
+        if (pruners.has(node)) {
+          // Its shard once per poll, and the small head for the shard's summary: nothing else.
+          expect(log.filter((r) => !r.endsWith(own) && !r.endsWith(`${own}/status`) && !r.endsWith(head) && !r.endsWith(`${head}/status`)), node).to.deep.equal([]);
+          expect(gets, `${node}: one GET of its shard per poll at most`).to.be.at.most(polls);
+        } else if (node === changed) {
+          expect(log, node).to.deep.equal([`PATCH ${own}/status`]);
+        } else {
+          expect(log, `${node}: polls ${polls}, nothing to write, nothing read`).to.deep.equal([]);
+        }
+      }
+      expect(w.polls.get(changed)! - quiet.get(changed)!).to.be.at.least(1);
+    } finally {
+      await w.stopAll();
+      await deleteDriverStatus(admin, driverName);
+      await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+    }
+  });
+
+  it('a shard whose last writer stopped is cleaned up by another shard\'s pruner once its summary expires', async function () {
+    const driverName = uniqueDriver('orphan');
+    await createCSIDriver(admin, driverName);
+    const SHARDS = 4;
+    // One node alone in shard 0, eleven in the others.
+    const names = Array.from({ length: 100 }, (_, i) => `n-${i}`);
+    const lonely = names.find((n) => shardOf(n, SHARDS) === 0)!;
+    const nodes = [lonely, ...names.filter((n) => shardOf(n, SHARDS) !== 0).slice(0, 11)];
+    expect(byShard(nodes, SHARDS).size, 'every shard has a writer').to.equal(SHARDS);
+    const w = startWriters(writerClient, driverName, nodes, { shards: SHARDS, refreshMs: 500, expiryMs: 4_000 });
+    try {
+      await eventually(async () => expect((await headOf(admin, driverName))?.status).to.deep.include({ poolCount: nodes.length }), 60_000);
+      await w.stop(lonely);
+      const gone = await eventually(async () => {
+        const st = await driverStatus(admin, driverName);
+        expect(poolsOf(st.storage, '<ephemeral>')).to.deep.equal(nodes.filter((n) => n !== lonely).sort());
+        expect(st.head?.status?.shards?.map((s) => s.shard)).to.not.include(shardOf(lonely, SHARDS));
+        expect(st.head?.status).to.deep.include({ classCount: 1, poolCount: nodes.length - 1 });
+        return st;
+      }, 90_000);
+      // The stopped node's manager is gone from its shard too (pruned as that manager).
+      const shard = gone.shards.find((s) => s.spec!.shard === shardOf(lonely, SHARDS));
+      expect((shard?.metadata?.managedFields ?? []).map((m) => m.manager)).to.not.include(`topovol-capacity/${lonely}`);
+    } finally {
+      await w.stopAll();
+      await deleteDriverStatus(admin, driverName);
+      await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+    }
+  });
+});
