@@ -38,6 +38,7 @@ function ratio(a: number | undefined, b: number | undefined, digits = 2): string
   return `${r >= 0.1 ? r.toFixed(digits) : r.toPrecision(2)}x`;
 }
 
+const pct = (v: number | undefined): string => (v === undefined ? '-' : `${(v * 100).toFixed(0)}%`);
 const perMinute = (n: number, windowMs: number): number => (n * 60_000) / windowMs;
 const median = (xs: readonly number[]): number => (xs.length === 0 ? NaN : summarize(xs).p50);
 const user = (r: ContenderRun): UserRequests | undefined => r.rest?.users.find((u) => u.user === r.publisherUser);
@@ -56,6 +57,7 @@ const ROWS: Row[] = [
   { label: 'API requests per minute at rest (all instances)', value: (r) => (r.rest && user(r) ? perMinute(user(r)!.requests, r.rest.windowMs).toFixed(1) : '-'), num: (r) => (r.rest && user(r) ? perMinute(user(r)!.requests, r.rest.windowMs) : undefined) },
   { label: 'CPU per instance at rest, ms per minute', value: (r) => cpuCell(r.rest?.publishers, r.rest?.windowMs), num: (r) => cpuPerMin(r.rest?.publishers, r.rest?.windowMs) },
   { label: 'peak RSS per instance, MiB (median)', value: (r) => (r.rest ? median(r.rest.publishers.peakRssMiB).toFixed(1) : '-'), num: (r) => (r.rest ? median(r.rest.publishers.peakRssMiB) : undefined) },
+  { label: 'machine busy (all cores): during the changes / at rest', value: (r) => `${pct(r.changesMachineBusy)} / ${pct(r.rest?.machineBusy)}` },
   { label: 'first capacity instance started → all objects published, s', value: (r) => (r.publishedAllMs !== undefined ? (r.publishedAllMs / 1000).toFixed(1) : '-'), num: (r) => r.publishedAllMs },
 ];
 

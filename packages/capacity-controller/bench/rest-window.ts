@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cpuSeconds, ProcSampler, readAuditLog } from '@topovol/shared/testing';
+import { cpuSeconds, machineCpuSeconds, ProcSampler, readAuditLog } from '@topovol/shared/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/shared/testing';
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
@@ -22,6 +22,8 @@ export interface ProcessesAtRest {
 
 export interface RestResult {
   windowMs: number;
+  /** Busy share of the whole machine (all cores) over the window: other work shares the cores. */
+  machineBusy: number;
   users: UserRequests[];
   publishers: ProcessesAtRest;
   companions: ProcessesAtRest;
@@ -71,13 +73,16 @@ function peakRss(procs: readonly ManagedProcess[]): number[] {
 export async function measureRest(auditLog: string, users: readonly string[], publishers: readonly ManagedProcess[], companions: readonly ManagedProcess[], windowMs: number): Promise<RestResult> {
   const from = Date.now();
   const cpu0 = [cpuOf(publishers), cpuOf(companions)];
+  const m0 = machineCpuSeconds();
   await sleep(windowMs);
   const to = Date.now();
   const cpu1 = [cpuOf(publishers), cpuOf(companions)];
+  const m1 = machineCpuSeconds();
   // The audit log backend writes as requests complete; give the last ones a moment to land.
   await sleep(3_000);
   return {
     windowMs: to - from,
+    machineBusy: (m1.busy - m0.busy) / Math.max(1e-9, m1.total - m0.total),
     users: requestsInWindow(auditLog, users, from, to),
     publishers: { count: publishers.length, cpuSeconds: cpu1[0]! - cpu0[0]!, peakRssMiB: peakRss(publishers) },
     companions: { count: companions.length, cpuSeconds: cpu1[1]! - cpu0[1]!, peakRssMiB: peakRss(companions) },

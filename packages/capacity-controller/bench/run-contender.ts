@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { machineCpuSeconds } from '@topovol/shared/testing';
 import type { ManagedProcess } from '@topovol/shared/testing';
 import { startBenchCluster } from './bench-cluster.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
@@ -25,6 +26,8 @@ export interface ContenderRun {
   companionUser?: string;
   /** The command lines of one node's processes, from /proc (what really ran). */
   commandLines: string[];
+  /** Busy share of the whole machine from the first change to the last (other work shares the cores). */
+  changesMachineBusy?: number;
   /** Why the run stopped early, if it did. */
   failure?: string;
 }
@@ -71,10 +74,13 @@ export async function runContender(name: ContenderName, o: BenchOptions, provisi
     await sleep(o.settleMs);
 
     const random = seededRandom(o.seed);
+    const m0 = machineCpuSeconds();
     for (const kind of o.outside ? (['provisioned', 'outside'] as const) : (['provisioned'] as const)) {
       requireRunning(procs);
       run.changes.push(...(await runChanges(o, c, watch, kind, random)));
     }
+    const m1 = machineCpuSeconds();
+    run.changesMachineBusy = (m1.busy - m0.busy) / Math.max(1e-9, m1.total - m0.total);
     requireRunning(procs);
     // runChanges ended with a rest of --settle.
     say(`${name}: counting requests at rest for ${o.quietMs / 1000} s`);
