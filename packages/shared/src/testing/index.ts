@@ -30,3 +30,6 @@ export { binaryVersion, childCommandLines, machineLine, topovolVersion } from '.
 export { percentile, summarize } from './latency-stats.js';
 export type { LatencySummary } from './latency-stats.js';
 export { childPids, cpuSeconds, machineCpuSeconds, ProcSampler } from './proc-sampler.js';
+export { bindingViolations } from './binding-invariants.js';
+export { FaultProxy } from './fault-proxy.js';
+export type { FaultKind, FaultRates } from './fault-proxy.js';
