@@ -182,7 +182,8 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       ['same class, same zone', pv('fast', ['z1']), true],
       ['same class, other zone', pv('fast', ['z2']), false],
       ['same class, no affinity', pv('fast'), true],
-      ['other class', pv('slow', ['z1']), false],
+      ['other class, same zone (classes may share the storage)', pv('slow', ['z1']), true],
+      ['other class, other zone', pv('slow', ['z2']), false],
     ];
     for (const [name, v, want] of cases) it(name, () => expect(volumeAffectsItem(v, item)).to.equal(want));
   });
