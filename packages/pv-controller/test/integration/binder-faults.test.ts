@@ -11,7 +11,7 @@ import { deleteNow, pv, pvc, RunningBinder } from './binder-harness.js';
 // same claims and volumes (a conflict storm). Afterwards the binding invariants must hold and every
 // claim must be Bound: faults may slow the binder, never make it bind wrongly or lose a binding.
 describe('pv-binder under API faults and a conflict storm (fault proxy in front of the real API server)', function () {
-  this.timeout(300_000);
+  this.timeout(480_000);
   let cp: ControlPlane;
   let proxy: FaultProxy;
   let binder: RunningBinder | undefined;
@@ -52,9 +52,11 @@ describe('pv-binder under API faults and a conflict storm (fault proxy in front 
     })();
     await Promise.all([...Array(40).keys()].map((i) => pair(10 + i)));
     await storm;
-    // Faults stay on until every kind has happened a few times, whatever the machine's speed.
+    // Faults stay on until every kind has happened, whatever the machine's speed (every watch open
+    // when they were turned on was cut; later watches are few, so one cut is enough).
     await eventually(() => {
-      for (const kind of ['throttle', 'serverError', 'reset', 'delay', 'cutWatch'] as const) expect(proxy.counts[kind], kind).to.be.at.least(3);
+      for (const kind of ['throttle', 'serverError', 'reset', 'delay'] as const) expect(proxy.counts[kind], kind).to.be.at.least(3);
+      expect(proxy.counts.cutWatch, 'cutWatch').to.be.at.least(1);
     }, 120_000, 250);
     proxy.set({});
 

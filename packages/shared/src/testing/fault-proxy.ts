@@ -32,7 +32,7 @@ export class FaultProxy {
   private random: () => number;
   readonly counts: Record<FaultKind, number> = { throttle: 0, serverError: 0, reset: 0, delay: 0, cutWatch: 0, forwarded: 0 };
   private readonly sockets = new Set<Socket>();
-  /** Open watch streams: turning cutWatch on cuts those too, not only watches opened later. */
+  /** Open watch streams: turning cutWatch on cuts all of them, besides a share of later ones. */
   private readonly watches = new Set<{ cut: () => void }>();
 
   private constructor(
@@ -76,7 +76,8 @@ export class FaultProxy {
   /** Replaces the fault rates; `{}` forwards everything. */
   set(rates: FaultRates): void {
     this.rates = { ...rates };
-    for (const w of [...this.watches]) if (this.roll(rates.cutWatch)) w.cut();
+    // Watches opened before the faults would otherwise run on untouched: cut every open one.
+    if ((rates.cutWatch ?? 0) > 0) for (const w of [...this.watches]) w.cut();
   }
 
   /** Total injected faults so far. */
