@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { eventually, ManagedProcess, startManagerBinary } from '@topovol/shared/testing';
+import { eventually, ManagedProcess, perNodeProvisionerArgs, startManagerBinary } from '@topovol/shared/testing';
 import type { BenchCluster } from './bench-cluster.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { installNamespace } from './identities.js';
@@ -20,34 +20,15 @@ export interface RunningContender {
 
 const seconds = (ms: number): string => `${ms / 1000}s`;
 
-/**
- * external-provisioner as a per-node deployment (as csi-driver-host-path or TopoLVM deploy it):
- * it provisions only claims whose selected node is NODE_NAME, with that node's topology only, and
- * with capacity on publishes that node's CSIStorageCapacity objects from a fixed segment taken
- * from NodeGetInfo (cmd/csi-provisioner/csi-provisioner.go, pkg/capacity/capacity.go).
- */
-function provisionerArgs(o: BenchOptions, socket: string, kubeconfig: string, capacity: boolean): string[] {
-  return [
-    `--csi-address=${socket}`,
-    `--kubeconfig=${kubeconfig}`,
-    '--leader-election=false',
-    '--node-deployment=true',
-    '--node-deployment-immediate-binding=false',
-    '--strict-topology=true',
-    '--immediate-topology=false',
-    `--enable-capacity=${capacity}`,
-    ...(capacity ? [`--capacity-poll-interval=${seconds(o.pollIntervalMs)}`, '--capacity-ownerref-level=-1'] : []),
-    '--v=3',
-    ...(capacity ? o.upstreamFlags : []),
-  ];
-}
-
 /** Starts the node's external-provisioner; resolves once it has asked the driver who it is (NodeGetInfo). */
 async function startProvisioner(o: BenchOptions, c: BenchCluster, n: BenchNode, binary: string, capacity: boolean): Promise<ManagedProcess> {
   const proc = new ManagedProcess({
     name: `csi-provisioner-${n.name}`,
     command: binary,
-    args: provisionerArgs(o, n.socket, c.provisioner.kubeconfig, capacity),
+    args: [
+      ...perNodeProvisionerArgs({ socket: n.socket, kubeconfig: c.provisioner.kubeconfig, ...(capacity ? { capacityPollInterval: seconds(o.pollIntervalMs) } : {}) }),
+      ...(capacity ? o.upstreamFlags : []),
+    ],
     logFile: path.join(c.dir, `csi-provisioner-${n.name}.log`),
     // NAMESPACE: where its CSIStorageCapacity objects go, as a DaemonSet's downward API sets it.
     env: { ...process.env, NODE_NAME: n.name, NAMESPACE: installNamespace() },

@@ -1,8 +1,7 @@
 import path from 'node:path';
-import { Resources } from '@topovol/shared';
-import type { CSINode, KubeClient } from '@topovol/shared';
+import type { KubeClient } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import { createReadyNode } from '@topovol/shared/testing';
+import { createReadyNode, registerDriverOnNode } from '@topovol/shared/testing';
 import { DRIVER, INITIAL_BYTES, poolOf, segmentOf, TOPOLOGY_KEY } from './bench-objects.js';
 import type { PoolLayout } from './bench-objects.js';
 
@@ -54,12 +53,7 @@ function observeCapacity(n: BenchNode): void {
 export async function startBenchNode(admin: KubeClient, name: string, dir: string, layout: PoolLayout, classes: readonly string[]): Promise<BenchNode> {
   const segment = segmentOf(name);
   await createReadyNode(admin, name, segment);
-  await admin.create<CSINode>(Resources.csiNodes, {
-    apiVersion: 'storage.k8s.io/v1',
-    kind: 'CSINode',
-    metadata: { name },
-    spec: { drivers: [{ name: DRIVER, nodeID: name, topologyKeys: [TOPOLOGY_KEY] }] },
-  });
+  await registerDriverOnNode(admin, name, DRIVER, [TOPOLOGY_KEY]);
   const pools = [...new Set(classes.map((c) => poolOf(layout, c)))];
   const driver = new CsiTestDriver({
     name: DRIVER,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { machineCpuSeconds } from '@topovol/shared/testing';
+import { machineCpuSeconds, seededRandom } from '@topovol/shared/testing';
 import type { ManagedProcess } from '@topovol/shared/testing';
 import { startBenchCluster } from './bench-cluster.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
@@ -11,7 +11,6 @@ import { startContender } from './contenders.js';
 import { installNamespace } from './identities.js';
 import { measureRest } from './rest-window.js';
 import type { RestResult } from './rest-window.js';
-import { seededRandom } from './seeded-random.js';
 import { runChanges } from './volume-changes.js';
 import type { ChangeResult } from './volume-changes.js';
 

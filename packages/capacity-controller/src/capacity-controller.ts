@@ -1,4 +1,4 @@
-import { Controller, projectNode, Resources } from '@topovol/shared';
+import { Controller, projectNode, PROVISIONING_FAILED_EVENTS, Resources } from '@topovol/shared';
 import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, StorageClass } from '@topovol/shared';
 import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
 import { F, readCapacityFlags } from './capacity-flags.js';
@@ -14,7 +14,6 @@ import { CapacityStatusWriter } from './status/index.js';
 
 export const CAPACITY_CONTROLLER = 'capacity';
 export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
-export const PROVISIONING_FAILED_EVENTS = 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed';
 
 /** Connects to the driver, waiting for it (a sidecar may start first), and learns its name. */
 async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi: CsiClient; driverName: string }> {
@@ -58,7 +57,6 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
     classes: informers.forResource<StorageClass>(Resources.storageClasses),
     volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
     claims: informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),
-    // The same selector as the rollback loop's, so one process shares one watch.
     failures: informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS }),
     objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
       namespace: flags.namespace,

@@ -1,4 +1,4 @@
-import { errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
+import { ANN_SELECTED_NODE, errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
 import type { CSIDriver, CSINode, CSIStorageCapacity, Event, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, StorageClass } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
 import { statusEntries } from './aggregate/status-entries.js';
@@ -9,7 +9,7 @@ import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object
 import { itemOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
-import { itemsToRefreshAfterFailure, SELECTED_NODE_ANNOTATION } from './objects/failure-refresh.js';
+import { itemsToRefreshAfterFailure } from './objects/failure-refresh.js';
 import type { ObjectAction } from './objects/plan-capacity-objects.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
@@ -151,14 +151,14 @@ export class CapacityLoop {
     // annotation to reschedule, e.g. after ResourceExhausted), or reported a failure.
     this.inf.claims.addEventHandler({
       onUpdate: (a, b) => {
-        const node = a.metadata?.annotations?.[SELECTED_NODE_ANNOTATION];
-        if (node && !b.metadata?.annotations?.[SELECTED_NODE_ANNOTATION] && !b.spec?.volumeName) this.provisioningFailed(b, node);
+        const node = a.metadata?.annotations?.[ANN_SELECTED_NODE];
+        if (node && !b.metadata?.annotations?.[ANN_SELECTED_NODE] && !b.spec?.volumeName) this.provisioningFailed(b, node);
       },
     });
     const failed = (ev: Event): void => {
       const o = ev.involvedObject;
       const claim = o?.namespace && o.name ? this.inf.claims.cache.get(`${o.namespace}/${o.name}`) : undefined;
-      if (claim && (!o?.uid || o.uid === claim.metadata?.uid)) this.provisioningFailed(claim, claim.metadata?.annotations?.[SELECTED_NODE_ANNOTATION]);
+      if (claim && (!o?.uid || o.uid === claim.metadata?.uid)) this.provisioningFailed(claim, claim.metadata?.annotations?.[ANN_SELECTED_NODE]);
     };
     this.inf.failures.addEventHandler({ onAdd: failed, onUpdate: (a, b) => (a.count !== b.count || a.lastTimestamp !== b.lastTimestamp || a.series?.count !== b.series?.count ? failed(b) : undefined) });
   }

@@ -23,4 +23,5 @@ export * from './selectors/node-selector.js';
 export * from './selectors/quantity.js';
 export * from './informer/projections.js';
 export * from './volumes/pod-claims.js';
+export * from './volumes/well-known.js';
 export * from './testing-hooks/failpoint.js';

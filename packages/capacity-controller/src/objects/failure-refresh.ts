@@ -1,9 +1,6 @@
 import type { Segment } from '../segments/segment.js';
 import type { CapacityItem } from './capacity-item.js';
 
-/** Set by kube-scheduler on a WaitForFirstConsumer claim; removed by the provisioner to reschedule. */
-export const SELECTED_NODE_ANNOTATION = 'volume.kubernetes.io/selected-node';
-
 /** Whether a node with these labels is one of the item's nodes (its selector matches them). */
 export function itemCoversNode(item: CapacityItem, labels: Segment): boolean {
   return Object.entries(item.segment).every(([k, v]) => labels[k] === v) && (item.absent ?? []).every((k) => labels[k] === undefined);

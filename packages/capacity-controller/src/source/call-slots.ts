@@ -22,9 +22,4 @@ export class CallSlots {
       else this.running--;
     }
   }
-
-  /** Calls running and waiting, for tests and the debug log. */
-  get load(): { running: number; waiting: number } {
-    return { running: this.running, waiting: this.waiting.length };
-  }
 }

@@ -1,13 +1,14 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, Event, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { eventually } from '@topovol/shared/testing';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { GiB } from '@topovol/shared/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
-import { capacityObjects, createNode, deleteVolume, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
-import { deleteDriverStatus, poolKeys } from './status-helpers.js';
+import { capacityObjects, createNode, registerDriverOnNode } from './capacity-harness.js';
+import { useCapacityTestbed } from './capacity-testbed.js';
+import { poolKeys } from './status-helpers.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
 const REGION = 'topology.kubernetes.io/region';
@@ -18,46 +19,27 @@ const REGION = 'topology.kubernetes.io/region';
 // where the driver is not registered (or overlapped by deeper ones) must not get its capacity.
 describe('capacity: a hung or failing driver, failed provisioning, unregistered and overlapping nodes (real API server, CSI over gRPC)', function () {
   this.timeout(180_000);
+  const tb = useCapacityTestbed('capf-');
   let admin: KubeClient;
   let ns: string;
   let driverName: string;
   let driver: CsiTestDriver;
-  let cleanup: () => Promise<void>;
-  let loop: RunningCapacity | undefined;
-  const created: { kind: 'node' | 'csinode' | 'class' | 'pv'; name: string }[] = [];
-  const name = (s: string): string => `${ns}-${s}`;
-
-  before(async function () {
-    admin = (await sharedControlPlane()).adminClient();
-    await installCrds(admin);
-  });
-  beforeEach(async function () {
-    ns = await createTestNamespace(admin, 'capf-');
-    driverName = `${ns}.csi.topovol.test`;
-    ({ driver, cleanup } = await startDriver({ name: driverName }));
-  });
-  afterEach(async function () {
-    await loop?.stop();
-    loop = undefined;
-    await cleanup();
-    await deleteDriverStatus(admin, driverName);
-    const res = { node: Resources.nodes, csinode: Resources.csiNodes, class: Resources.storageClasses, pv: Resources.persistentVolumes };
-    await Promise.all(created.splice(0).map((c) => (c.kind === 'pv' ? deleteVolume(admin, c.name) : admin.delete(res[c.kind], c.name).catch(() => undefined))));
-  });
+  beforeEach(() => ({ admin, ns, driverName, driver } = tb));
+  const name = (s: string): string => tb.name(s);
 
   /** keys: the driver's topology keys in the node's CSINode, or 'unregistered' for no CSINode. */
   async function addNode(n: string, labels: Record<string, string>, keys: string[] | 'unregistered' = Object.keys(labels)): Promise<void> {
     await createNode(admin, name(n), labels);
-    created.push({ kind: 'node', name: name(n) });
+    tb.track('node', name(n));
     if (keys !== 'unregistered') await register(n, keys);
   }
   async function register(n: string, keys: string[]): Promise<void> {
     await registerDriverOnNode(admin, name(n), driverName, keys);
-    created.push({ kind: 'csinode', name: name(n) });
+    tb.track('csinode', name(n));
   }
   async function addClass(c: string): Promise<void> {
     await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name(c) }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer' });
-    created.push({ kind: 'class', name: name(c) });
+    tb.track('class', name(c));
   }
   async function addVolume(v: string, cls: string, zone: string): Promise<void> {
     await admin.create<PersistentVolume>(Resources.persistentVolumes, {
@@ -72,13 +54,11 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
         nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: [zone] }] }] } },
       },
     });
-    created.push({ kind: 'pv', name: name(v) });
+    tb.track('pv', name(v));
   }
-  const start = async (extra: string[]): Promise<void> => {
-    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, ...extra]);
-  };
+  const start = async (extra: string[]): Promise<void> => void (await tb.start(extra));
   /** Whether the running loop's claim cache has the claim (so the next change is seen as an update). */
-  const loopHasClaim = (c: string): boolean => loop!.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims).cache.get(`${ns}/${c}`) !== undefined;
+  const loopHasClaim = (c: string): boolean => tb.loop!.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims).cache.get(`${ns}/${c}`) !== undefined;
   const status = (): Promise<CSIDriverCapacity | undefined> => admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName).catch(() => undefined);
 
   it('a hung driver holds no worker: class and node removals still delete their objects while every GetCapacity call hangs', async function () {
@@ -182,7 +162,7 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
     await register('w1', []);
     await eventually(async () => expect((await capacityObjects(admin, ns)).map((o) => o.segment[REGION])).to.deep.equal(['east', 'west']));
 
-    await loop!.stop();
+    await tb.loop!.stop();
     await addNode('s1', { [REGION]: 'south' }, 'unregistered');
     driver.setCapacity({ [REGION]: 'south' }, 1n * GiB);
     await start(['--capacity-topology=domains', `--domain-labels=${REGION}`, '--capacity-count-unregistered-nodes', '--capacity-poll-interval=10m']);

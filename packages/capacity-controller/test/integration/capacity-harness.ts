@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { metricsRegistry, Resources } from '@topovol/shared';
-import type { CSINode, CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
+import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/shared/csi-test-driver';
 import { InProcessLoop } from '@topovol/shared/testing';
@@ -35,10 +35,7 @@ export async function createNode(client: KubeClient, name: string, labels: Recor
   await client.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels } });
 }
 
-/** What kubelet writes when the driver's node plugin registers: the driver and its topology keys. */
-export async function registerDriverOnNode(client: KubeClient, node: string, driver: string, topologyKeys: string[]): Promise<void> {
-  await client.create<CSINode>(Resources.csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: driver, nodeID: node, topologyKeys }] } });
-}
+export { registerDriverOnNode } from '@topovol/shared/testing';
 
 export interface CapacityView {
   storageClassName: string;

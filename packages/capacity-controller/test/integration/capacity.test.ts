@@ -1,14 +1,15 @@
 import { expect } from 'chai';
 import { logger, metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
-import { controllerClient, createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { controllerClient, eventually } from '@topovol/shared/testing';
 import { resolveOwner } from '../../src/objects/resolve-owner.js';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
-import { deleteDriverStatus, driverStatus } from './status-helpers.js';
+import { driverStatus } from './status-helpers.js';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { GiB } from '@topovol/shared/csi-test-driver';
 import { capacityObjects, createNode, deleteVolume, metricValue, objectWrites, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+import { useCapacityTestbed } from './capacity-testbed.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
 
@@ -36,44 +37,26 @@ function volume(name: string, driver: string, cls: string, zone: string | undefi
 // driver over a real unix socket as the capacity source.
 describe('capacity: CSIStorageCapacity objects follow the driver (real API server, CSI over gRPC)', function () {
   this.timeout(180_000);
+  const tb = useCapacityTestbed('cap-');
   let admin: KubeClient;
   let ns: string;
   let driverName: string;
   let driver: CsiTestDriver;
-  let cleanup: () => Promise<void>;
-  let loop: RunningCapacity | undefined;
-  const created: { kind: 'node' | 'csinode' | 'class' | 'pv'; name: string }[] = [];
-  const name = (s: string): string => `${ns}-${s}`;
-
-  before(async function () {
-    admin = (await sharedControlPlane()).adminClient();
-    await installCrds(admin);
-  });
-  beforeEach(async function () {
-    ns = await createTestNamespace(admin, 'cap-');
-    driverName = `${ns}.csi.topovol.test`;
-    ({ driver, cleanup } = await startDriver({ name: driverName }));
-  });
-  afterEach(async function () {
-    await loop?.stop();
-    loop = undefined;
-    await cleanup();
-    await deleteDriverStatus(admin, driverName);
-    const res = { node: Resources.nodes, csinode: Resources.csiNodes, class: Resources.storageClasses, pv: Resources.persistentVolumes };
-    await Promise.all(created.splice(0).map((c) => (c.kind === 'pv' ? deleteVolume(admin, c.name) : admin.delete(res[c.kind], c.name).catch(() => undefined))));
-  });
+  beforeEach(() => ({ admin, ns, driverName, driver } = tb));
+  const name = (s: string): string => tb.name(s);
 
   async function addNode(n: string, zone: string): Promise<void> {
     await createNode(admin, name(n), { [ZONE]: zone });
     await registerDriverOnNode(admin, name(n), driverName, [ZONE]);
-    created.push({ kind: 'node', name: name(n) }, { kind: 'csinode', name: name(n) });
+    tb.track('node', name(n));
+    tb.track('csinode', name(n));
   }
   async function addClass(c: string, parameters: Record<string, string> = {}): Promise<void> {
     await admin.create(Resources.storageClasses, storageClass(name(c), driverName, parameters));
-    created.push({ kind: 'class', name: name(c) });
+    tb.track('class', name(c));
   }
   const start = async (extra: string[] = []): Promise<void> => {
-    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=300ms', ...extra]);
+    await tb.start(['--capacity-poll-interval=10m', '--capacity-min-refresh-interval=300ms', ...extra]);
   };
 
   it('creates one object per class and segment, then follows nodes, labels, classes, volumes and a hand deletion, writing only on change', async function () {
@@ -103,7 +86,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     const writes = await objectWrites();
     const calls = driver.calls('GetCapacity');
     await admin.create(Resources.persistentVolumes, volume(name('idle'), driverName, fast, 'z1', ns));
-    created.push({ kind: 'pv', name: name('idle') });
+    tb.track('pv', name('idle'));
     await eventually(() => expect(driver.calls('GetCapacity')).to.be.greaterThan(calls));
     await retryOnConflict(async () => {
       const c = await admin.get<StorageClass>(Resources.storageClasses, fast);
@@ -148,7 +131,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     driver.setCapacity({ [ZONE]: 'z1' }, 7n * GiB);
     driver.setCapacity({ [ZONE]: 'z4' }, 1n * GiB); // not refreshed: no volume event there
     await admin.create(Resources.persistentVolumes, volume(name('v1'), driverName, slow, 'z1', ns));
-    created.push({ kind: 'pv', name: name('v1') });
+    tb.track('pv', name('v1'));
     await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.include({ storageClassName: slow, segment: { [ZONE]: 'z1' }, capacity: '7Gi' }));
     driver.setCapacity({ [ZONE]: 'z1' }, 10n * GiB);
     await deleteVolume(admin, name('v1'));
@@ -189,7 +172,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     await addNode('n2', 'z2');
     await addClass('burst');
     const minRefreshMs = 1_000;
-    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', `--capacity-min-refresh-interval=${minRefreshMs}ms`]);
+    tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', `--capacity-min-refresh-interval=${minRefreshMs}ms`]);
     await eventually(async () => expect(await capacityObjects(admin, ns)).to.have.length(2));
     const callsOf = (zone: string): number => driver.getCapacityRequests().filter((r) => r.accessibleTopology?.[ZONE] === zone).length;
     const z1 = callsOf('z1');
@@ -220,7 +203,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     try {
       await addNode('n1', 'z1');
       await addClass('fast');
-      loop = await RunningCapacity.start([`--csi-address=${bare.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
+      tb.loop = await RunningCapacity.start([`--csi-address=${bare.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms']);
       await eventually(() => expect(bare.calls('GetCapacity')).to.equal(1));
       await addNode('n2', 'z2');
       await eventually(async () => expect(await metricValue('csistoragecapacities_desired_goal')).to.equal(2));
@@ -232,8 +215,8 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       });
     } finally {
       await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
-      await loop?.stop();
-      loop = undefined;
+      await tb.loop?.stop();
+      tb.loop = undefined;
       await stopBare();
     }
   });
@@ -269,7 +252,8 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       await createNode(admin, name(n), labels);
       // Registered (no topology keys: the domains come from labels); unregistered nodes do not count.
       await registerDriverOnNode(admin, name(n), driverName, []);
-      created.push({ kind: 'node', name: name(n) }, { kind: 'csinode', name: name(n) });
+      tb.track('node', name(n));
+    tb.track('csinode', name(n));
     };
     await place('e1', { [region]: 'east', [zone]: 'z1', [rack]: 'r1' });
     await place('e2', { [region]: 'east', [zone]: 'z2', [rack]: 'r5' });
@@ -322,7 +306,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
 
   it('per-node mode: owns one <ephemeral> pool for its node under its own field manager', async function () {
     driver.setCapacity({}, 12n * GiB);
-    loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, '--capacity-node-name=worker-7', '--capacity-poll-interval=2s', '--capacity-status-expiry=1m']);
+    tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, '--capacity-node-name=worker-7', '--capacity-poll-interval=2s', '--capacity-status-expiry=1m']);
     await eventually(async () => {
       const { shards, storage } = await driverStatus(admin, driverName);
       const eph = storage.find((s) => s.storageClassName === '<ephemeral>');
@@ -344,7 +328,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     try {
       let err: unknown;
       try {
-        loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-ownerref-level=0']);
+        tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-ownerref-level=0']);
       } catch (e) {
         err = e;
       }

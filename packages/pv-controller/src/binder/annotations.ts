@@ -1,12 +1,9 @@
 // Annotation names of the upstream PV controller and the external-provisioning protocol
 // (k8s.io/component-helpers/storage/volume/helpers.go and pv_helpers.go), so that Topovol can
 // replace kube-controller-manager's binder without anything else noticing.
-export const ANN_BIND_COMPLETED = 'pv.kubernetes.io/bind-completed';
-export const ANN_BOUND_BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
-export const ANN_SELECTED_NODE = 'volume.kubernetes.io/selected-node';
-export const ANN_STORAGE_PROVISIONER = 'volume.kubernetes.io/storage-provisioner';
+export { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER } from '@topovol/shared';
 export const ANN_BETA_STORAGE_PROVISIONER = 'volume.beta.kubernetes.io/storage-provisioner';
-export const ANN_DYNAMICALLY_PROVISIONED = 'pv.kubernetes.io/provisioned-by';
+export { ANN_DYNAMICALLY_PROVISIONED } from '@topovol/shared';
 export const ANN_BETA_STORAGE_CLASS = 'volume.beta.kubernetes.io/storage-class';
 export const ANN_IS_DEFAULT_CLASS = 'storageclass.kubernetes.io/is-default-class';
 export const ANN_BETA_IS_DEFAULT_CLASS = 'storageclass.beta.kubernetes.io/is-default-class';

@@ -28,11 +28,7 @@ export function usageOf(v: PersistentVolume): Usage {
 }
 
 // Upstream names the rollback reads (k8s.io/component-helpers/storage/volume).
-export const ANN_SELECTED_NODE = 'volume.kubernetes.io/selected-node';
-export const ANN_PROVISIONED_BY = 'pv.kubernetes.io/provisioned-by';
-export const ANN_BIND_COMPLETED = 'pv.kubernetes.io/bind-completed';
-export const ANN_BOUND_BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
-export const ANN_STORAGE_PROVISIONER = 'volume.kubernetes.io/storage-provisioner';
+export { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED as ANN_PROVISIONED_BY } from '@topovol/shared';
 export const ANN_BETA_STORAGE_PROVISIONER = 'volume.beta.kubernetes.io/storage-provisioner';
 
 export const Reasons = {

@@ -1,4 +1,4 @@
-import { claimKeysOfPod, classifyError, Controller, isNotFound, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, classifyError, Controller, isNotFound, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
@@ -33,7 +33,7 @@ export function setupRollback(env: ControllerEnv): Controller {
   const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
   const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
   const attachments = informers.forResource<VolumeAttachment>(Resources.volumeAttachments);
-  const failures = informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed' });
+  const failures = informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS });
   const records = informers.forResource<ProvisioningRollback>(ProvisioningRollbacks);
 
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);

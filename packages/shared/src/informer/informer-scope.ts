@@ -31,7 +31,7 @@ export class InformerScope implements InformerSource {
 
   /** The resources of this scope not yet synced, e.g. `widgets.test.topovol.dev`. */
   unsynced(): string[] {
-    return [...this.used].filter((i) => !i.hasSynced()).map((i) => (i.resource.group ? `${i.resource.plural}.${i.resource.group}` : i.resource.plural));
+    return [...this.used].filter((i) => !i.hasSynced()).map((i) => i.label);
   }
 
   async waitForSync(signal?: AbortSignal): Promise<void> {

@@ -70,7 +70,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
   private readonly log: Logger;
-  private readonly label: string;
+  /** `plural` or `plural.group`, as in log lines and readiness messages. */
+  readonly label: string;
   private abort?: AbortController;
   private synced = false;
   private syncWaiters: (() => void)[] = [];

@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../client/kube-client.js';
+import { seededRandom } from './seeded-random.js';
 
 /** Fractions (0..1) of requests that get each fault; the rest are forwarded untouched. */
 export interface FaultRates {
@@ -41,7 +42,7 @@ export class FaultProxy {
     private readonly ca: Buffer,
     seed: number,
   ) {
-    this.random = mulberry32(seed);
+    this.random = seededRandom(seed);
   }
 
   static async start(upstream: string, ca: Buffer, seed = 1): Promise<FaultProxy> {
@@ -163,16 +164,4 @@ function status(res: http.ServerResponse, code: number, reason: string, message:
   const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
   res.writeHead(code, { 'Content-Type': 'application/json', ...extra });
   res.end(body);
-}
-
-/** A small seeded generator, so a run's faults can be replayed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -1,7 +1,7 @@
 import type { KubeClient } from '../client/kube-client.js';
 import { retryOnConflict } from '../client/retry-on-conflict.js';
 import { Resources } from '../informer/resources.js';
-import type { Node } from '../types/wire.js';
+import type { CSINode, Node } from '../types/wire.js';
 
 /**
  * A Node the real kube-scheduler will use: Ready, with allocatable resources, and without the
@@ -26,4 +26,9 @@ export async function createReadyNode(admin: KubeClient, name: string, labels: R
     };
     await admin.replaceStatus(Resources.nodes, n);
   });
+}
+
+/** What kubelet writes when the driver's node plugin registers: the driver and its topology keys. */
+export async function registerDriverOnNode(client: KubeClient, node: string, driver: string, topologyKeys: string[]): Promise<void> {
+  await client.create<CSINode>(Resources.csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: node }, spec: { drivers: [{ name: driver, nodeID: node, topologyKeys }] } });
 }

@@ -1,6 +1,6 @@
 /**
- * A small seeded pseudo-random generator (mulberry32), uniform in [0, 1): the change schedule
- * must be random with respect to the contenders' poll clocks, yet the same for both contenders.
+ * A small seeded pseudo-random generator (mulberry32), uniform in [0, 1): test tooling whose
+ * randomness must be replayable (the fault proxy's faults, a bench's change schedule).
  */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
