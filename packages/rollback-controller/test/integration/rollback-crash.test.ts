@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { controllerKubeconfig, controllerUser, eventually, readAuditLog, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
+import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/shared/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
@@ -38,8 +38,8 @@ async function observed(proc: ManagedProcess, claimKey: string): Promise<void> {
 }
 
 /** Successful requests of the rollback loop's ServiceAccount on claims in the namespace, from the API server's audit log. */
-function claimWrites(ns: string, verb: 'create' | 'delete'): AuditEvent[] {
-  return readAuditLog(auditLog).filter(
+function claimWrites(audit: AuditLogTail, ns: string, verb: 'create' | 'delete'): AuditEvent[] {
+  return audit.events().filter(
     (e) =>
       e.stage === 'ResponseComplete' &&
       e.user.username === controllerUser('rollback') &&
@@ -69,6 +69,7 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
 
   for (const fp of FAILPOINTS) {
     it(`killed at ${fp}`, async function () {
+      const audit = new AuditLogTail(auditLog);
       const first = await startManager(`${f.ns}-first`, fp);
       let second: ManagedProcess | undefined;
       try {
@@ -95,8 +96,8 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
         expect((await eventFor(f.admin, p, 'ProvisioningRollback')).message).to.match(/rolling back unused volume\(s\) of claim\(s\) c1/);
         // Exactly once, whichever process did it.
         await eventually(() => {
-          expect(claimWrites(f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
-          expect(claimWrites(f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+          expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+          expect(claimWrites(audit, f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
         });
         const claims = (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items.map((c) => c.metadata?.name).sort();
         expect(claims).to.deep.equal(['c1', 'c2']);

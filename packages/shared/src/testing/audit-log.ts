@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 
 /** The fields of a kube-apiserver audit event (audit.k8s.io/v1, level Metadata) the tests read. */
 export interface AuditEvent {
@@ -32,8 +32,12 @@ const REASON = 'authorization.k8s.io/reason';
 
 /** The audit log's events, one JSON object per line; a partly written last line is ignored. */
 export function readAuditLog(file: string): AuditEvent[] {
+  return parseLines(readFileSync(file, 'utf8').split('\n'));
+}
+
+function parseLines(lines: readonly string[]): AuditEvent[] {
   const out: AuditEvent[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
+  for (const line of lines) {
     if (!line.trim()) continue;
     try {
       out.push(JSON.parse(line) as AuditEvent);
@@ -42,6 +46,40 @@ export function readAuditLog(file: string): AuditEvent[] {
     }
   }
   return out;
+}
+
+/**
+ * The events appended to the audit log since the tail was opened. Polling code uses this, not
+ * readAuditLog: by the end of the test command the log holds tens of megabytes, and parsing all of it
+ * every few hundred milliseconds starves the loops running in the same process.
+ */
+export class AuditLogTail {
+  private offset: number;
+  private partial = '';
+  private readonly seen: AuditEvent[] = [];
+
+  constructor(private readonly file: string) {
+    this.offset = existsSync(file) ? statSync(file).size : 0;
+  }
+
+  /** Every complete line written since the tail opened; a line still being written waits for the next call. */
+  events(): readonly AuditEvent[] {
+    if (!existsSync(this.file)) return this.seen;
+    const size = statSync(this.file).size;
+    if (size <= this.offset) return this.seen;
+    const buf = Buffer.alloc(size - this.offset);
+    const fd = openSync(this.file, 'r');
+    try {
+      readSync(fd, buf, 0, buf.length, this.offset);
+    } finally {
+      closeSync(fd);
+    }
+    this.offset = size;
+    const lines = (this.partial + buf.toString('utf8')).split('\n');
+    this.partial = lines.pop() ?? '';
+    this.seen.push(...parseLines(lines));
+    return this.seen;
+  }
 }
 
 /**

@@ -20,7 +20,7 @@ export { perNodeProvisionerArgs } from './per-node-provisioner-args.js';
 export type { PerNodeProvisionerOptions } from './per-node-provisioner-args.js';
 export { applyManifestsServerSide } from './apply-manifests.js';
 export { controllerClient, controllerKubeconfig, controllerUser, installGeneratedRbac } from './controller-identity.js';
-export { readAuditLog } from './audit-log.js';
+export { AuditLogTail, readAuditLog } from './audit-log.js';
 export type { AuditEvent } from './audit-log.js';
 export { InProcessLoop } from './in-process-loop.js';
 export type { InProcessLoopOptions } from './in-process-loop.js';
