@@ -1,5 +1,4 @@
-// The pv-binder benchmark (issue #4 acceptance 6; the handbook's performance rule): binds N static
-// PV/PVC pairs with Topovol's pv-binder and with upstream kube-controller-manager's
+// The pv-binder benchmark: binds N static PV/PVC pairs with Topovol's pv-binder and with upstream kube-controller-manager's
 // persistentvolume-binder-controller (pkg/controller/volume/persistentvolume), each on a fresh
 // control plane in the same run, and prints throughput, latency, memory and CPU side by side.
 // Not a test: nothing here asserts a speed. Run it through hack/bench/pv-binder.sh.

@@ -18,7 +18,7 @@ export interface CapacityItem {
   absent?: readonly string[];
 }
 
-/** The pseudo class of the seed for inline ephemeral volumes: GetCapacity with no parameters. */
+/** The pseudo class of the first KEP-1472 draft for inline ephemeral volumes: GetCapacity with no parameters. */
 export const EPHEMERAL_CLASS = '<ephemeral>';
 
 export function itemKey(item: CapacityItem): string {

@@ -3,8 +3,8 @@ import { segmentContains } from '../segments/segment.js';
 import type { ConstrainedPool } from './topology-constrained-pools.js';
 
 /**
- * Segments with nodes that no pool serves: volumes of the class can never be placed there (seed
- * 002 "Limitations": a new domain needs a new pool in the StorageClass).
+ * Segments with nodes that no pool serves: volumes of the class can never be placed there (ceph-csi
+ * docs/design/proposals/topology.md, "Limitations": a new domain needs a new pool in the StorageClass).
  */
 export function domainsWithoutPool(segments: readonly Segment[], pools: readonly ConstrainedPool[]): Segment[] {
   return segments.filter((s) => !pools.some((p) => segmentContains(p.domain, s)));

@@ -21,7 +21,7 @@ export const CSIDriverCapacityShards: ResourceType = {
 };
 export const CSI_DRIVER_CAPACITY_API_VERSION = 'topovol.io/v1alpha1';
 
-/** The seed's special storageClassName values (CSIStorage in seed 000). */
+/** The special storageClassName values (CSIStorage in the first KEP-1472 draft). */
 export const EPHEMERAL_STORAGE_CLASS = '<ephemeral>';
 export const FALLBACK_STORAGE_CLASS = '<fallback>';
 
@@ -31,7 +31,7 @@ export interface NodeTopology {
   matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[];
 }
 
-/** One pool in status.storage[].pools[] (seed 000 CSIStoragePool). */
+/** One pool in status.storage[].pools[] (CSIStoragePool in the first KEP-1472 draft). */
 export interface StoragePool {
   name: string;
   nodeTopology?: NodeTopology;
@@ -42,7 +42,7 @@ export interface StoragePool {
   expiryTime?: string;
 }
 
-/** One entry of status.storage[] (seed 000 CSIStorage). */
+/** One entry of status.storage[] (CSIStorage in the first KEP-1472 draft). */
 export interface StorageStatus {
   storageClassName: string;
   pools?: StoragePool[];

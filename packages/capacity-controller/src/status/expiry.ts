@@ -1,6 +1,6 @@
 import type { CSIDriverCapacityStatus, StoragePool } from './capacity-status-types.js';
 
-/** An entry without expiryTime is valid forever (seed 000); an unparsable one counts as expired. */
+/** An entry without expiryTime is valid forever (as in the first KEP-1472 draft); an unparsable one counts as expired. */
 export function isExpired(pool: StoragePool, nowMs: number): boolean {
   if (pool.expiryTime === undefined) return false;
   const t = Date.parse(pool.expiryTime);

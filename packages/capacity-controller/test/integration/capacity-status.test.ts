@@ -37,7 +37,7 @@ interface Crd extends KubeObject {
 
 const getCdc = (client: KubeClient, name: string): Promise<CSIDriverCapacity> => client.get<CSIDriverCapacity>(CSIDriverCapacities, name);
 
-// Issue 5 "Outputs 2" and "Per-node mode" on the real kube-apiserver: the CSIDriverCapacity CRD from
+// The aggregated status and its per-node mode on the real kube-apiserver: the CSIDriverCapacity CRD from
 // config/crd and the server-side-apply writers of src/status.
 describe('capacity status: CSIDriverCapacity CRD and writers (real API server)', function () {
   this.timeout(120_000);

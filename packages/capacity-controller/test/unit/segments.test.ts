@@ -24,7 +24,7 @@ const prefix: SegmentMode = { kind: 'prefix', prefix: 'example.com/', anyNode: t
 const domains: SegmentMode = { kind: 'domains', labels: [REGION, ZONE, RACK], anyNode: true };
 const registered = csiNode('n1', [{ name: DRIVER }]);
 
-describe('capacity segments (external-provisioner pkg/capacity/topology, seeds 000 and 002)', function () {
+describe('capacity segments (external-provisioner pkg/capacity/topology, KEP-1472 and the ceph-csi topology proposal)', function () {
   describe('segmentOfNode', function () {
     const cases: { name: string; mode: SegmentMode; node: Node; csi?: CSINode; want: Record<string, string> | undefined }[] = [
       { name: 'csinode: the driver\'s keys, values from node labels', mode: csinode, node: node('n1', { [ZONE]: 'z1', other: 'x' }), csi: csiNode('n1', [{ name: DRIVER, topologyKeys: [ZONE] }]), want: { [ZONE]: 'z1' } },

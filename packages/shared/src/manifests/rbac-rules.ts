@@ -19,7 +19,7 @@ export class RbacRuleError extends Error {
   }
 }
 
-/** Rejects '*' anywhere and empty lists: every permission must be named (issue 7: no wildcards). */
+/** Rejects '*' anywhere and empty lists: every permission must be named (no wildcards: least privilege, proved by the RBAC necessity suites). */
 export function checkRule(rule: PolicyRule, owner: string): void {
   const fields: [string, string[] | undefined][] = [
     ['apiGroups', rule.apiGroups],

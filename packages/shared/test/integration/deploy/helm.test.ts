@@ -44,7 +44,7 @@ function expectSameObjects(actual: KubeObject[], expected: KubeObject[], what: s
 const isWorkload = (o: KubeObject): boolean => o.kind === 'Deployment' || o.kind === 'DaemonSet';
 const isRbac = (o: KubeObject): boolean => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? '');
 
-// Issue 7 acceptance 1 and 3 for the Helm chart and dist/install.yaml: both are rendered from
+// The Helm chart and dist/install.yaml: both are rendered from
 // config/ (hack/generate.mjs), helm lint passes, and what they render is accepted by the real API
 // server and is the same set of objects config/ installs.
 describe('charts/topovol and dist/install.yaml against the real kube-apiserver', function () {

@@ -34,7 +34,7 @@ async function canI(client: KubeClient, group: string, resource: string, verb: s
   return review.status?.allowed === true;
 }
 
-// Issue 7 acceptance 1 and 2: the kustomize install is accepted by the real API server (with the
+// The kustomize install is accepted by the real API server (with the
 // pinned kubectl, as users apply it), and the generated RBAC is enough for the manager, run with
 // config/manager's exact args as the ServiceAccount the Deployment names, and not more.
 describe('config/ install against the real kube-apiserver', function () {
