@@ -43,10 +43,10 @@ const JITTER = 1.2;
 
 /**
  * Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics: a held lease is
- * trusted until leaseDuration has passed since *we observed* its last change (local clock, so clock
- * skew between nodes does not matter); the leader renews every retryPeriod and gives up once it
- * could not renew for renewDeadline; a graceful stop releases the lease so a standby takes over at
- * its next retry.
+ * trusted until leaseDuration has passed since *we observed* its last change (on the local monotonic
+ * clock, so neither skew between nodes nor a stepped wall clock matters); the leader renews every
+ * retryPeriod and gives up once it could not renew for renewDeadline; a graceful stop releases the
+ * lease so a standby takes over at its next retry.
  */
 export class LeaderElector {
   private observed?: { spec: NonNullable<Lease['spec']>; resourceVersion?: string; at: number };
@@ -75,7 +75,7 @@ export class LeaderElector {
    * longer than the lease duration plus a grace period (a hung renew loop).
    */
   healthy(graceMs = 20_000): boolean {
-    return !this.leading || Date.now() - this.lastRenew <= this.config.leaseDurationMs + graceMs;
+    return !this.leading || monotonicMs() - this.lastRenew <= this.config.leaseDurationMs + graceMs;
   }
 
   run(): Promise<void> {
@@ -105,14 +105,14 @@ export class LeaderElector {
     while (!signal.aborted) {
       await sleep(this.config.retryPeriodMs, signal);
       if (signal.aborted) return;
-      const deadline = Date.now() + this.config.renewDeadlineMs;
+      const deadline = monotonicMs() + this.config.renewDeadlineMs;
       let renewed = false;
-      while (!signal.aborted && Date.now() < deadline) {
+      while (!signal.aborted && monotonicMs() < deadline) {
         if (await this.tryAcquireOrRenew()) {
           renewed = true;
           break;
         }
-        await sleep(Math.min(this.config.retryPeriodMs, Math.max(0, deadline - Date.now())), signal);
+        await sleep(Math.min(this.config.retryPeriodMs, Math.max(0, deadline - monotonicMs())), signal);
       }
       if (signal.aborted) return;
       if (!renewed) {
@@ -153,7 +153,7 @@ export class LeaderElector {
           spec: { holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 },
         });
         this.observe({ holderIdentity: identity, leaseDurationSeconds: leaseSeconds, renewTime: nowIso }, undefined);
-        this.lastRenew = Date.now();
+        this.lastRenew = monotonicMs();
         this.log.info('acquired lease (created)');
         return true;
       } catch (err) {
@@ -167,7 +167,7 @@ export class LeaderElector {
     const held = holder !== '' && holder !== identity;
     const observedAt = this.observed?.at ?? 0;
     const durationMs = (spec.leaseDurationSeconds ?? leaseSeconds) * 1000;
-    if (held && Date.now() < observedAt + durationMs) return false;
+    if (held && monotonicMs() < observedAt + durationMs) return false;
 
     const takingOver = holder !== identity;
     const next: Lease = {
@@ -184,7 +184,7 @@ export class LeaderElector {
     try {
       const updated = await this.client.replace<Lease>(Resources.leases, next, { signal: this.abort.signal });
       this.observe(updated.spec ?? {}, updated.metadata?.resourceVersion);
-      this.lastRenew = Date.now();
+      this.lastRenew = monotonicMs();
       if (takingOver) {
         if (holder !== '') transitions.inc({ name });
         this.log.info('acquired lease', { previousHolder: holder || undefined });
@@ -203,7 +203,7 @@ export class LeaderElector {
       this.observed.resourceVersion !== resourceVersion ||
       this.observed.spec.holderIdentity !== spec.holderIdentity ||
       this.observed.spec.renewTime !== spec.renewTime;
-    if (changed) this.observed = { spec, resourceVersion, at: Date.now() };
+    if (changed) this.observed = { spec, resourceVersion, at: monotonicMs() };
     const leader = spec.holderIdentity ?? '';
     if (leader && leader !== this.lastLeader) {
       this.lastLeader = leader;
@@ -228,6 +228,15 @@ export class LeaderElector {
       this.log.warn('failed to release lease; a standby will take over after it expires', { error: errorMessage(err) });
     }
   }
+}
+
+/**
+ * Intervals (lease observed, last renewal, renew deadline) on the monotonic clock, as Go's time.Since
+ * does: a wall clock stepped by NTP or a VM resume must not make a standby think a live leader's lease
+ * expired (two leaders) or a leader think it renewed in time. Lease timestamps stay wall time.
+ */
+function monotonicMs(): number {
+  return performance.now();
 }
 
 /** metav1.MicroTime's wire format (RFC 3339 with microseconds). */

@@ -4,8 +4,9 @@ const key = (ns: string | undefined, name: string | undefined): string => `${ns 
 
 /**
  * What must hold after any fault, whatever the binder did (the reliability suite checks it after
- * every scenario): no volume claimed by two Bound claims; every Bound claim's volume exists and
- * points back to it (name and uid); no claim that was Bound before the faults is lost or moved.
+ * every scenario): no claim Lost; no volume claimed by two Bound claims; every Bound claim's volume
+ * exists and points back to it (name and uid); no claim that was Bound before the faults is lost or
+ * moved.
  * Returns one line per violation, empty when all hold.
  */
 export function bindingViolations(claims: readonly PersistentVolumeClaim[], volumes: readonly PersistentVolume[], boundBefore: ReadonlyMap<string, string> = new Map()): string[] {
@@ -16,6 +17,8 @@ export function bindingViolations(claims: readonly PersistentVolumeClaim[], volu
   for (const c of claims) {
     const k = key(c.metadata?.namespace, c.metadata?.name);
     const vn = c.spec?.volumeName;
+    // Lost is what the binder reports when a Bound claim's volume went to someone else: data loss.
+    if (c.status?.phase === 'Lost') out.push(`claim ${k} is Lost (its volume ${vn ?? '-'} was bound elsewhere or deleted)`);
     if (c.status?.phase !== 'Bound') continue;
     if (!vn) {
       out.push(`claim ${k} is Bound without spec.volumeName`);

@@ -28,6 +28,7 @@ export class ControlPlane {
   private etcd?: ManagedProcess;
   private apiServer?: ManagedProcess;
   private etcdPort = 0;
+  private etcdPeerPort = 0;
   private apiPort = 0;
   private binaries?: Record<'etcd' | 'kube-apiserver', string>;
 
@@ -95,9 +96,10 @@ export class ControlPlane {
   }
 
   private async startEtcd(): Promise<void> {
-    this.etcdPort = await freePort();
-    const peerPort = await freePort();
-    const peer = `http://127.0.0.1:${peerPort}`;
+    // A restart keeps the ports, so kube-apiserver reconnects to the same address.
+    if (this.etcdPort === 0) this.etcdPort = await freePort();
+    if (this.etcdPeerPort === 0) this.etcdPeerPort = await freePort();
+    const peer = `http://127.0.0.1:${this.etcdPeerPort}`;
     this.etcd = new ManagedProcess({
       name: 'etcd',
       command: this.binaries!.etcd,
@@ -155,6 +157,17 @@ export class ControlPlane {
 
   async stopApiServer(): Promise<void> {
     await this.apiServer?.stop();
+  }
+
+  /**
+   * Stops etcd (SIGTERM, then SIGKILL after `graceMs`; 0 kills at once) and starts it again on the
+   * same data and ports: kube-apiserver keeps running and reconnects, as in an etcd upgrade.
+   */
+  async restartEtcd(downMs = 0, graceMs = 10_000): Promise<void> {
+    if (graceMs === 0) await this.etcd?.kill();
+    else await this.etcd?.stop(graceMs);
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await this.startEtcd();
   }
 
   /** Kills kube-apiserver and starts a new process on the same etcd and port. */

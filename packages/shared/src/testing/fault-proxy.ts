@@ -32,6 +32,8 @@ export class FaultProxy {
   private rates: FaultRates = {};
   private random: () => number;
   readonly counts: Record<FaultKind, number> = { throttle: 0, serverError: 0, reset: 0, delay: 0, cutWatch: 0, forwarded: 0 };
+  /** "METHOD path" of every delayed request that writes (not GET): the late writes a slow network delivers. */
+  readonly delayedWrites: string[] = [];
   private readonly sockets = new Set<Socket>();
   /** Open watch streams: turning cutWatch on cuts all of them, besides a share of later ones. */
   private readonly watches = new Set<{ cut: () => void }>();
@@ -116,6 +118,7 @@ export class FaultProxy {
     const forward = (): void => this.forward(req, res, cut);
     if (this.roll(r.delay)) {
       this.counts.delay++;
+      if (req.method !== 'GET') this.delayedWrites.push(`${req.method ?? ''} ${(req.url ?? '').split('?')[0]!}`);
       setTimeout(forward, r.delayMs ?? 500);
       return;
     }

@@ -36,3 +36,4 @@ export { bindingViolations } from './binding-invariants.js';
 export { FaultProxy } from './fault-proxy.js';
 export { seededRandom } from './seeded-random.js';
 export type { FaultKind, FaultRates } from './fault-proxy.js';
+export { INSTALL_NAMESPACE } from '../manifests/manifest.js';

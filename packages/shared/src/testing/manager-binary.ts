@@ -11,6 +11,8 @@ export interface ManagerBinaryOptions {
   args: readonly string[];
   logFile: string;
   env?: NodeJS.ProcessEnv;
+  /** Flags for node itself, before the script (e.g. `--import` of a test preload). */
+  nodeArgs?: readonly string[];
   readyTimeoutMs?: number;
 }
 
@@ -25,7 +27,7 @@ export async function startManagerBinary(o: ManagerBinaryOptions): Promise<Manag
   const proc = new ManagedProcess({
     name: o.name,
     command: process.execPath,
-    args: [path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${o.kubeconfig}`, '--metrics-bind-address=0', `--health-probe-bind-address=127.0.0.1:${probePort}`, ...o.args],
+    args: [...(o.nodeArgs ?? []), path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${o.kubeconfig}`, '--metrics-bind-address=0', `--health-probe-bind-address=127.0.0.1:${probePort}`, ...o.args],
     logFile: o.logFile,
     cwd: root,
     ...(o.env ? { env: o.env } : {}),

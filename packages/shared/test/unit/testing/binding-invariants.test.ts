@@ -12,6 +12,7 @@ describe('testing: binding invariants (checked after every fault scenario)', fun
     { name: 'volume points elsewhere', claims: [claim('a', 'v1')], volumes: [volume('v1', 'b')], want: [/whose claimRef is ns\/b/] },
     { name: 'volume points to an older claim of the same name', claims: [claim('a', 'v1')], volumes: [volume('v1', 'a', 'old-uid')], want: [/uid old-uid/] },
     { name: 'volume missing', claims: [claim('a', 'v1')], volumes: [], want: [/does not exist/] },
+    { name: 'a Lost claim', claims: [claim('a', 'v1', 'Lost')], volumes: [volume('v1', 'b')], want: [/ns\/a is Lost/] },
     { name: 'Bound without volumeName', claims: [claim('a', undefined, 'Bound')], volumes: [], want: [/without spec.volumeName/] },
     { name: 'a claim Bound before is gone or moved', claims: [claim('b', 'v9')], volumes: [volume('v9', 'b')], before: [['ns/a', 'v1'], ['ns/b', 'v2']], want: [/ns\/a, Bound to v1 before the faults, is gone/, /ns\/b was Bound to v2/] },
   ];

@@ -1,0 +1,91 @@
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Resources } from '@topovol/shared';
+import type { KubeClient, Lease } from '@topovol/shared';
+import { controllerKubeconfig, INSTALL_NAMESPACE, repoRoot, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
+import type { ManagedProcess } from '@topovol/shared/testing';
+
+/**
+ * How hard the scenarios push: 1 in the test command (a few minutes in all), more from
+ * hack/chaos.sh (TOPOVOL_CHAOS_SCALE=10: ten times the pairs and the fault durations).
+ */
+export const CHAOS_SCALE = Math.max(1, Number(process.env.TOPOVOL_CHAOS_SCALE ?? 1));
+
+/** One row of docs/reliability.md's results table. */
+export interface ChaosResult {
+  scenario: string;
+  fault: string;
+  /** Rate or duration of the fault, as a reader would say it. */
+  intensity: string;
+  operations: number;
+  violations: number;
+  /** Seconds from the end of the fault to every claim Bound. */
+  convergeSeconds: number;
+}
+
+/** Appends a result to $TOPOVOL_CHAOS_RESULTS (JSON lines) when hack/chaos.sh asked for them. */
+export function recordChaosResult(r: ChaosResult): void {
+  const file = process.env.TOPOVOL_CHAOS_RESULTS;
+  if (file) appendFileSync(file, `${JSON.stringify({ ...r, scale: CHAOS_SCALE })}\n`);
+}
+
+export const BINDER_LEASE = 'topovol-pv-binder';
+
+/** Short election timings (lease 4 s, renew deadline 3 s, retry 1 s) keep failover scenarios quick. */
+export const ELECTION_FLAGS = ['--leader-elect=true', `--leader-elect-namespace=${INSTALL_NAMESPACE}`, '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s'];
+
+export interface BinderManagerOptions {
+  /** Defaults to the pv-binder ServiceAccount's kubeconfig (the generated RBAC). */
+  kubeconfig?: string;
+  leaderElect?: boolean;
+  env?: NodeJS.ProcessEnv;
+  nodeArgs?: readonly string[];
+  /** Resolve once started rather than once ready (a standby is ready too, but a cold start takes time). */
+  readyTimeoutMs?: number;
+}
+
+/** The real manager binary running only the pv-binder loop, as its own ServiceAccount. */
+export async function startBinderManager(name: string, o: BinderManagerOptions = {}): Promise<ManagedProcess> {
+  const cp = await sharedControlPlane();
+  return startManagerBinary({
+    name,
+    kubeconfig: o.kubeconfig ?? (await controllerKubeconfig('pv-binder')),
+    args: ['--controllers=pv-binder', '--concurrent-workers=8', '--log-format=json', ...(o.leaderElect === false ? ['--leader-elect=false'] : ELECTION_FLAGS)],
+    logFile: path.join(cp.dir, `${name}.log`),
+    ...(o.env ? { env: o.env } : {}),
+    ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),
+    readyTimeoutMs: o.readyTimeoutMs ?? 60_000,
+  });
+}
+
+/** The leader-election identity a manager logged at start. */
+export function identityOf(proc: ManagedProcess): string {
+  for (const line of readFileSync(proc.logFile, 'utf8').split('\n')) {
+    if (!line.includes('"controller-manager starting"')) continue;
+    const identity = (JSON.parse(line) as { identity?: string }).identity;
+    if (identity) return identity;
+  }
+  throw new Error(`${proc.name} logged no identity:\n${proc.logTail(10)}`);
+}
+
+export async function binderLease(admin: KubeClient): Promise<Lease | undefined> {
+  return admin.get<Lease>(Resources.leases, BINDER_LEASE, INSTALL_NAMESPACE).catch(() => undefined);
+}
+
+/** Removes the lease a killed manager left, so the next scenario does not wait for it to expire. */
+export async function deleteBinderLease(admin: KubeClient): Promise<void> {
+  await admin.delete(Resources.leases, BINDER_LEASE, INSTALL_NAMESPACE).catch(() => undefined);
+}
+
+/** The pv-binder ServiceAccount's kubeconfig, pointed at `server` (a fault proxy on plain HTTP). */
+export async function kubeconfigVia(server: string, name: string): Promise<string> {
+  const text = readFileSync(await controllerKubeconfig('pv-binder'), 'utf8')
+    .replace(/^(\s+server: ).*$/m, `$1${server}`)
+    .replace(/^(\s+)certificate-authority-data: .*$/m, '$1insecure-skip-tls-verify: true');
+  const file = path.join((await sharedControlPlane()).dir, `${name}.kubeconfig`);
+  writeFileSync(file, text, { mode: 0o600 });
+  return file;
+}
+
+/** `node --import` of the clock preload (packages/shared/src/testing/clock-skew-preload.ts). */
+export const CLOCK_PRELOAD = ['--import', path.join(repoRoot(), 'packages', 'shared', 'dist', 'src', 'testing', 'clock-skew-preload.js')];

@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { eventually, FaultProxy, sharedControlPlane } from '@topovol/shared/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
+import { BindingWorkload } from './binding-workload.js';
+import { binderLease, CHAOS_SCALE, deleteBinderLease, identityOf, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
+
+// Two managers campaign for the pv-binder Lease while a burst of bindings runs, and the leader is
+// taken away: SIGKILLed, or cut off by a network so slow that its writes arrive after a standby
+// took over (zombie writes). The standby finishes the work; the binding invariants hold, because
+// every binder write carries the object's resourceVersion (a late write conflicts, it does not
+// clobber), which is the fencing Kubernetes controllers rely on (client-go's leaderelection package
+// says a lease alone does not fence; see its README).
+describe('reliability: leader failover during a burst of bindings', function () {
+  this.timeout(600_000);
+  let cp: ControlPlane;
+  const procs: ManagedProcess[] = [];
+
+  before(async function () {
+    cp = await sharedControlPlane();
+  });
+  afterEach(async function () {
+    await Promise.all(procs.splice(0).map((p) => p.kill()));
+    await deleteBinderLease(cp.adminClient());
+  });
+
+  const holder = async (): Promise<string | undefined> => (await binderLease(cp.adminClient()))?.spec?.holderIdentity;
+
+  it('two managers started at once: one leads; SIGKILL of it mid-burst, the other binds the rest', async function () {
+    const admin = cp.adminClient();
+    const w = await BindingWorkload.create(admin, 'rel-kill-');
+    try {
+      procs.push(...(await Promise.all(['a', 'b'].map((n) => startBinderManager(`${w.ns}-${n}`)))));
+      const leader = await eventually(async () => {
+        const h = await holder();
+        const p = procs.find((x) => identityOf(x) === h);
+        if (!p) throw new Error(`lease held by ${h ?? 'nobody'}`);
+        return p;
+      }, 60_000);
+      const standby = procs.find((p) => p !== leader)!;
+      await w.pairs(10 * CHAOS_SCALE);
+      await w.untilAllBound(120_000);
+      const before = await w.bound();
+      expect(readFileSync(standby.logFile, 'utf8'), 'the standby never led').to.not.include('"acquired lease');
+
+      const burstSize = 40 * CHAOS_SCALE;
+      const burst = w.pairs(burstSize, 4);
+      await eventually(() => expect(w.created).to.be.at.least(before.size + burstSize / 3), 120_000, 100);
+      await leader.kill();
+      const killed = Date.now();
+      await burst;
+      await w.untilAllBound(180_000);
+      const convergeSeconds = (Date.now() - killed) / 1000;
+
+      expect(await holder()).to.equal(identityOf(standby));
+      const violations = await w.violations(before);
+      recordChaosResult({ scenario: 'leader failover', fault: 'leader SIGKILL, standby takes over', intensity: 'once, mid-burst', operations: w.operations, violations: violations.length, convergeSeconds });
+      expect(violations).to.deep.equal([]);
+      expect(standby.running).to.equal(true);
+    } finally {
+      await w.cleanup();
+    }
+  });
+
+  it('a leader whose requests arrive 6 s late loses the lease and exits; its late writes cannot undo the new leader\'s bindings', async function () {
+    const admin = cp.adminClient();
+    const w = await BindingWorkload.create(admin, 'rel-slow-');
+    const proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 7);
+    try {
+      const slow = await startBinderManager(`${w.ns}-slow`, { kubeconfig: await kubeconfigVia(proxy.url, `${w.ns}-slow`) });
+      procs.push(slow);
+      await eventually(async () => expect(await holder()).to.equal(identityOf(slow)), 60_000);
+      const standby = await startBinderManager(`${w.ns}-standby`);
+      procs.push(standby);
+      await w.pairs(10 * CHAOS_SCALE);
+      await w.untilAllBound(120_000);
+      const before = await w.bound();
+
+      const burstSize = 40 * CHAOS_SCALE;
+      const burst = w.pairs(burstSize, 4);
+      const storm = w.storm(2);
+      await eventually(() => expect(w.created).to.be.at.least(before.size + burstSize / 3), 120_000, 100);
+      // Every request of the old leader, its binding writes included, now reaches the API server
+      // 6 s after it was sent: longer than its renew deadline (3 s) and the lease (4 s).
+      proxy.set({ delay: 1, delayMs: 6_000 });
+      const slowed = Date.now();
+      expect(await slow.waitForExit(), 'the old leader exits when it cannot renew (as kube-controller-manager)').to.equal(1);
+      expect(slow.logTail(50)).to.include('leader election lost; exiting');
+      await eventually(async () => expect(await holder()).to.equal(identityOf(standby)), 60_000);
+      await Promise.all([burst, storm]);
+      // The old leader's writes still in the proxy land now, after the takeover.
+      await new Promise((r) => setTimeout(r, 7_000));
+      await w.untilAllBound(180_000);
+      const convergeSeconds = (Date.now() - slowed) / 1000;
+
+      const violations = await w.violations(before);
+      recordChaosResult({ scenario: 'leader failover', fault: 'leader partitioned by a slow network (writes land after takeover) + conflict storm', intensity: 'all requests +6 s', operations: w.operations, violations: violations.length, convergeSeconds });
+      expect(violations).to.deep.equal([]);
+      // Writes, not only lease reads: the binder's in-flight bindings arrived late.
+      const lateBindingWrites = proxy.delayedWrites.filter((w) => /\/(persistentvolumes|persistentvolumeclaims)\//.test(w));
+      expect(lateBindingWrites, 'binding writes of the old leader were delayed').to.not.deep.equal([]);
+      expect(standby.running).to.equal(true);
+    } finally {
+      await proxy.stop();
+      await w.cleanup();
+    }
+  });
+});
