@@ -42,7 +42,7 @@ describe('reliability: two binders acting at once (split brain)', function () {
       } finally {
         await proxy.stop();
       }
-      const { violations, allBound } = settled!;
+      const { violations, allBound } = settled;
       recordChaosResult({ scenario: 'split brain', fault: 'two binders with leader election off + conflict storm', intensity: 'whole run', operations: w.operations, violations: violations.length, convergeSeconds });
       expect(violations).to.deep.equal([]);
       expect(allBound).to.equal(true);
