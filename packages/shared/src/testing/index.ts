@@ -37,3 +37,5 @@ export { FaultProxy } from './fault-proxy.js';
 export { seededRandom } from './seeded-random.js';
 export type { FaultKind, FaultRates } from './fault-proxy.js';
 export { INSTALL_NAMESPACE } from '../manifests/manifest.js';
+export { CHAOS_SCALE, recordChaosResult } from './chaos-results.js';
+export type { ChaosResult } from './chaos-results.js';

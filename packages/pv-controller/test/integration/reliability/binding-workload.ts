@@ -135,7 +135,11 @@ export class BindingWorkload {
 
   /** The binding invariants, one line per violation. */
   async violations(boundBefore: ReadonlyMap<string, string>): Promise<string[]> {
-    return bindingViolations(await this.claims(), await this.volumes(), boundBefore);
+    const volumes = await this.volumes();
+    // Every volume is Retain: nothing but the workload may delete one.
+    const names = new Set(volumes.map((v) => v.metadata?.name));
+    const gone = [...Array(this.next - this.retired).keys()].map((i) => `${this.ns}-pv-${this.retired + i}`).filter((n) => !names.has(n));
+    return [...gone.map((n) => `volume ${n} was deleted`), ...bindingViolations(await this.claims(), volumes, boundBefore)];
   }
 
   async cleanup(): Promise<void> {

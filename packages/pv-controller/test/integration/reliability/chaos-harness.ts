@@ -1,33 +1,11 @@
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, Lease } from '@topovol/shared';
 import { controllerKubeconfig, INSTALL_NAMESPACE, repoRoot, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
 import type { ManagedProcess } from '@topovol/shared/testing';
 
-/**
- * How hard the scenarios push: 1 in the test command (a few minutes in all), more from
- * hack/chaos.sh (TOPOVOL_CHAOS_SCALE=10: ten times the pairs and the fault durations).
- */
-export const CHAOS_SCALE = Math.max(1, Number(process.env.TOPOVOL_CHAOS_SCALE ?? 1));
-
-/** One row of docs/reliability.md's results table. */
-export interface ChaosResult {
-  scenario: string;
-  fault: string;
-  /** Rate or duration of the fault, as a reader would say it. */
-  intensity: string;
-  operations: number;
-  violations: number;
-  /** Seconds from the end of the fault to every claim Bound. */
-  convergeSeconds: number;
-}
-
-/** Appends a result to $TOPOVOL_CHAOS_RESULTS (JSON lines) when hack/chaos.sh asked for them. */
-export function recordChaosResult(r: ChaosResult): void {
-  const file = process.env.TOPOVOL_CHAOS_RESULTS;
-  if (file) appendFileSync(file, `${JSON.stringify({ ...r, scale: CHAOS_SCALE })}\n`);
-}
+export { CHAOS_SCALE, recordChaosResult } from '@topovol/shared/testing';
 
 export const BINDER_LEASE = 'topovol-pv-binder';
 
