@@ -13,8 +13,17 @@ export class IndexedCache<T extends KubeObject> {
   private readonly indexers = new Map<string, IndexFunc<T>>();
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
 
+  /**
+   * Adds a named index. Loops sharing an informer may each add the same index; one that reuses a
+   * name for another function is refused (client-go's AddIndexers refuses a conflicting name too),
+   * since the first definition would silently answer the second loop's questions.
+   */
   addIndex(name: string, fn: IndexFunc<T>): void {
-    if (this.indexers.has(name)) return;
+    const existing = this.indexers.get(name);
+    if (existing) {
+      if (existing !== fn && existing.toString() !== fn.toString()) throw new Error(`index "${name}" is already defined by a different function`);
+      return;
+    }
     this.indexers.set(name, fn);
     const idx = new Map<string, Set<string>>();
     this.indexes.set(name, idx);
