@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The long reliability run (the test command runs the same scenarios at scale 1): every scenario of
-# packages/pv-controller/test/integration/reliability at --scale times the pairs (default 10), then
+# packages/pv-controller/test/integration/reliability at --scale times the pairs (default 10) and
+# the rollback loop under API faults, then
 # the memory soak (packages/pv-controller/test/soak, --soak-minutes, default 10) printing the
 # manager's resident set every 10 s. Writes the results table and the RSS series to
 # hack/chaos-results/<time>.md; with --record, also into docs/reliability.md between its markers.
@@ -39,7 +40,7 @@ node -e '
   require("fs").writeFileSync(process.argv[2], JSON.stringify(c));
 ' "$ROOT/.mocharc.integration.json" "$out/mocharc.json"
 
-specs=(packages/pv-controller/dist/test/integration/reliability/*.test.js)
+specs=(packages/pv-controller/dist/test/integration/reliability/*.test.js packages/rollback-controller/dist/test/integration/rollback-faults.test.js)
 $run_soak && specs+=(packages/pv-controller/dist/test/soak/*.test.js)
 echo "==> reliability scenarios at scale $scale$($run_soak && echo ", soak $soak min")" >&2
 status=0
