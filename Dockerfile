@@ -7,7 +7,8 @@
 # logical line per RUN (backslash continuations are fine), ENV K=V, WORKDIR /src in the build
 # stage, and COPY --from=build /src/<path> <path> in the runtime stage.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24 LTS (supported until April 2028): Node 20 reached end of life in April 2026 (docs/adr/0011).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
