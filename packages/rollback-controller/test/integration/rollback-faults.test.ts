@@ -66,11 +66,12 @@ describe('reliability: rollback under API faults', function () {
     const c1 = await f.claim('c1');
     const d1 = await f.claim('d1');
 
-    proxy.set({ throttle: 0.15, serverError: 0.15, reset: 0.05, delay: 0.15, delayMs: 400, cutWatch: 0.3 });
+    proxy.set({ throttle: 0.15, serverError: 0.15, reset: 0.05, delay: 0.15, delayMs: 400, cutWatch: 0.3, atLeast: 3 });
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await failProvisioning(f.admin, f.ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
-    // The loop asks little once it has decided: touching q keeps it re-deciding (and re-recording
-    // its refusal), so that every kind of fault meets its requests, whatever the machine's speed.
+    // The loop asks little once it has decided: atLeast gives each kind of fault its first three
+    // requests, and touching q keeps it re-deciding (and re-recording its refusal) so that those
+    // requests come.
     let touches = 0;
     const touching = setInterval(() => void f.admin.patch(Resources.pods, 'q', f.ns, 'merge', { metadata: { labels: { touched: String(++touches) } } }).catch(() => undefined), 300);
     try {

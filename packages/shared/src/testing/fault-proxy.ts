@@ -18,6 +18,12 @@ export interface FaultRates {
   delayMs?: number;
   /** A watch stream is cut after its first bytes, usually in the middle of an event. */
   cutWatch?: number;
+  /**
+   * Each kind with a rate above 0 goes, in turn, to the next requests that can take it (watches
+   * for cutWatch) until it has happened this many times since set(); then the rates apply. A
+   * scenario whose loop sends few requests still meets every kind, whatever the machine's speed.
+   */
+  atLeast?: number;
 }
 
 export type FaultKind = 'throttle' | 'serverError' | 'reset' | 'delay' | 'cutWatch' | 'forwarded';
@@ -32,6 +38,8 @@ export class FaultProxy {
   private rates: FaultRates = {};
   private random: () => number;
   readonly counts: Record<FaultKind, number> = { throttle: 0, serverError: 0, reset: 0, delay: 0, cutWatch: 0, forwarded: 0 };
+  /** Injections since the last set(), for atLeast. */
+  private since: Record<FaultKind, number> = { ...this.counts };
   /** "METHOD path" of every delayed request that writes (not GET): the late writes a slow network delivers. */
   readonly delayedWrites: string[] = [];
   private readonly sockets = new Set<Socket>();
@@ -79,6 +87,7 @@ export class FaultProxy {
   /** Replaces the fault rates; `{}` forwards everything. */
   set(rates: FaultRates): void {
     this.rates = { ...rates };
+    this.since = { throttle: 0, serverError: 0, reset: 0, delay: 0, cutWatch: 0, forwarded: 0 };
     // Watches opened before the faults would otherwise run on untouched: cut every open one.
     if ((rates.cutWatch ?? 0) > 0) for (const w of [...this.watches]) w.cut();
   }
@@ -97,27 +106,41 @@ export class FaultProxy {
     return rate !== undefined && rate > 0 && this.random() < rate;
   }
 
+  private count(kind: FaultKind): void {
+    this.counts[kind]++;
+    this.since[kind]++;
+  }
+
+  /** The kind atLeast still owes and this request can take: the least injected one. */
+  private owed(watch: boolean): FaultKind | undefined {
+    const n = this.rates.atLeast ?? 0;
+    const kinds = (['cutWatch', 'reset', 'throttle', 'serverError', 'delay'] as const).filter((k) => (this.rates[k] ?? 0) > 0 && this.since[k] < n && (k !== 'cutWatch' || watch));
+    return kinds.sort((a, b) => this.since[a] - this.since[b])[0];
+  }
+
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const r = this.rates;
     const watch = /[?&]watch=(true|1)/.test(req.url ?? '');
-    if (this.roll(r.reset)) {
-      this.counts.reset++;
+    const owed = this.owed(watch);
+    const hit = (kind: Exclude<FaultKind, 'forwarded'>): boolean => (owed ? owed === kind : this.roll(r[kind]));
+    if (hit('reset')) {
+      this.count('reset');
       req.socket.destroy();
       return;
     }
-    if (this.roll(r.throttle)) {
-      this.counts.throttle++;
+    if (hit('throttle')) {
+      this.count('throttle');
       return status(res, 429, 'TooManyRequests', 'injected: too many requests, please try again later', { 'Retry-After': '1' });
     }
-    if (this.roll(r.serverError)) {
-      this.counts.serverError++;
+    if (hit('serverError')) {
+      this.count('serverError');
       const code = this.random() < 0.5 ? 500 : 503;
       return status(res, code, code === 500 ? 'InternalError' : 'ServiceUnavailable', 'injected: server error');
     }
-    const cut = watch && this.roll(r.cutWatch);
+    const cut = watch && hit('cutWatch');
     const forward = (): void => this.forward(req, res, cut);
-    if (this.roll(r.delay)) {
-      this.counts.delay++;
+    if (hit('delay')) {
+      this.count('delay');
       if (req.method !== 'GET') this.delayedWrites.push(`${req.method ?? ''} ${(req.url ?? '').split('?')[0]!}`);
       setTimeout(forward, r.delayMs ?? 500);
       return;
@@ -136,7 +159,7 @@ export class FaultProxy {
         // event within a second, just the connection).
         watch.cut = (): void => {
           this.watches.delete(watch);
-          this.counts.cutWatch++;
+          this.count('cutWatch');
           upRes.unpipe(res);
           const timer = setTimeout(() => res.socket?.destroy(), 1_000);
           upRes.once('data', (chunk: Buffer) => {
@@ -147,7 +170,7 @@ export class FaultProxy {
           });
         };
         if (cut) return watch.cut();
-        this.counts.forwarded++;
+        this.count('forwarded');
         upRes.pipe(res);
         if (!/[?&]watch=(true|1)/.test(req.url ?? '')) return;
         this.watches.add(watch);

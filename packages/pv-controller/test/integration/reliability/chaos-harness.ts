@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, Lease } from '@topovol/shared';
 import { controllerKubeconfig, INSTALL_NAMESPACE, repoRoot, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
 
 export { CHAOS_SCALE, recordChaosResult } from '@topovol/shared/testing';
 
@@ -20,14 +20,16 @@ export interface BinderManagerOptions {
   nodeArgs?: readonly string[];
   /** Resolve once started rather than once ready (a standby is ready too, but a cold start takes time). */
   readyTimeoutMs?: number;
+  /** Defaults to the shared control plane. */
+  controlPlane?: ControlPlane;
 }
 
 /** The real manager binary running only the pv-binder loop, as its own ServiceAccount. */
 export async function startBinderManager(name: string, o: BinderManagerOptions = {}): Promise<ManagedProcess> {
-  const cp = await sharedControlPlane();
+  const cp = o.controlPlane ?? (await sharedControlPlane());
   return startManagerBinary({
     name,
-    kubeconfig: o.kubeconfig ?? (await controllerKubeconfig('pv-binder')),
+    kubeconfig: o.kubeconfig ?? (await controllerKubeconfig('pv-binder', cp)),
     args: ['--controllers=pv-binder', '--concurrent-workers=8', '--log-format=json', ...(o.leaderElect === false ? ['--leader-elect=false'] : ELECTION_FLAGS)],
     logFile: path.join(cp.dir, `${name}.log`),
     ...(o.env ? { env: o.env } : {}),
