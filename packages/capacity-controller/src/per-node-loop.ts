@@ -1,6 +1,6 @@
 import type { ControllerEnv, KubeClient, ReconcileContext } from '@topovol/shared';
 import type { CapacityFlags } from './capacity-flags.js';
-import { bytesToQuantity } from './objects/quantity-bytes.js';
+import { formatBytes } from '@topovol/shared';
 import type { CapacitySource } from './source/get-capacity.js';
 import { runPerNodeWriter } from './status/index.js';
 
@@ -46,7 +46,7 @@ export function perNodeStatus(deps: PerNodeDeps): PerNodeStatus {
         signal: abort.signal,
         capacity: async () => {
           const m = await source.get({}, {}, abort.signal);
-          return { capacity: bytesToQuantity(m.available), ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(m.maximumVolumeSize) } : {}) };
+          return { capacity: formatBytes(m.available), ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: formatBytes(m.maximumVolumeSize) } : {}) };
         },
       });
     },

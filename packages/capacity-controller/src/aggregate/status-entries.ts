@@ -1,6 +1,6 @@
 import type { DesiredItem } from '../objects/desired-items.js';
 import type { MeasuredCapacity } from '../objects/capacity-object.js';
-import { bytesToQuantity } from '../objects/quantity-bytes.js';
+import { formatBytes } from '@topovol/shared';
 import { itemSelector } from '../objects/capacity-item.js';
 import { formatSegment } from '../pools/pool-coverage.js';
 import type { CapacityEntry } from '../status/index.js';
@@ -22,8 +22,8 @@ export function statusEntries(items: Iterable<DesiredItem>, measured: (key: Desi
       storageClassName: item.storageClassName,
       pool: item.pool || formatSegment(item.segment),
       ...(hasTopology ? { nodeTopology: itemSelector(item) } : {}),
-      capacity: bytesToQuantity(m.available),
-      ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(m.maximumVolumeSize) } : {}),
+      capacity: formatBytes(m.available),
+      ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: formatBytes(m.maximumVolumeSize) } : {}),
       // The figure's age, not the publish time, sets its expiry (a failing driver's figure lapses).
       ...(m.atMs !== undefined ? { measuredAtMs: m.atMs } : {}),
     });

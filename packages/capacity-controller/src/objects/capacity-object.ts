@@ -1,7 +1,7 @@
 import type { CSIStorageCapacity } from '@topovol/shared';
 import type { CapacityItem } from './capacity-item.js';
 import { itemSelector } from './capacity-item.js';
-import { bytesToQuantity } from './quantity-bytes.js';
+import { formatBytes } from '@topovol/shared';
 
 // The labels of external-provisioner's capacity objects, so tools that look for them find ours.
 export const LABEL_DRIVER_NAME = 'csi.storage.k8s.io/drivername';
@@ -60,7 +60,7 @@ export function newCapacityObject(id: ObjectIdentity, item: CapacityItem, c: Mea
     },
     storageClassName: item.storageClassName,
     nodeTopology: itemSelector(item),
-    capacity: bytesToQuantity(c.available),
-    ...(c.maximumVolumeSize !== undefined ? { maximumVolumeSize: bytesToQuantity(c.maximumVolumeSize) } : {}),
+    capacity: formatBytes(c.available),
+    ...(c.maximumVolumeSize !== undefined ? { maximumVolumeSize: formatBytes(c.maximumVolumeSize) } : {}),
   };
 }

@@ -3,7 +3,7 @@ import type { CapacityItem } from './capacity-item.js';
 import { itemKey } from './capacity-item.js';
 import type { MeasuredCapacity, ObjectIdentity } from './capacity-object.js';
 import { itemOfObject, newCapacityObject } from './capacity-object.js';
-import { bytesToQuantity, quantityToBytes } from './quantity-bytes.js';
+import { formatBytes, quantityBytes } from '@topovol/shared';
 
 export type ObjectAction =
   | { kind: 'create'; item: CapacityItem; object: CSIStorageCapacity }
@@ -23,15 +23,15 @@ export function planItem(id: ObjectIdentity, item: CapacityItem, measured: Measu
   const actions: ObjectAction[] = dups.map((object) => ({ kind: 'delete', object, why: 'duplicate' }));
   const changed: string[] = [];
   const next: CSIStorageCapacity = { ...keep!, metadata: { ...keep!.metadata } };
-  if (quantityToBytes(keep!.capacity) !== measured.available) {
+  if (quantityBytes(keep!.capacity) !== measured.available) {
     changed.push('capacity');
-    next.capacity = bytesToQuantity(measured.available);
+    next.capacity = formatBytes(measured.available);
   }
-  const max = quantityToBytes(keep!.maximumVolumeSize);
+  const max = quantityBytes(keep!.maximumVolumeSize);
   if (max !== measured.maximumVolumeSize) {
     changed.push('maximumVolumeSize');
     if (measured.maximumVolumeSize === undefined) delete next.maximumVolumeSize;
-    else next.maximumVolumeSize = bytesToQuantity(measured.maximumVolumeSize);
+    else next.maximumVolumeSize = formatBytes(measured.maximumVolumeSize);
   }
   const refs = keep!.metadata?.ownerReferences ?? [];
   if (id.owner && !refs.some((r) => r.uid === id.owner!.uid && r.controller)) {

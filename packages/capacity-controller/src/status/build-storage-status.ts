@@ -1,6 +1,6 @@
 import type { CapacityEntry } from './capacity-entry.js';
 import type { NodeTopology, StoragePool, StorageStatus } from './capacity-status-types.js';
-import { isQuantity } from './quantity.js';
+import { quantityBytes } from '@topovol/shared';
 
 const CLASS_NAME = /^(<ephemeral>|<fallback>|[a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/;
 
@@ -13,14 +13,17 @@ export interface BuiltStorageStatus {
   expired: CapacityEntry[];
 }
 
+/** The CRD's quantity fields take no sign. */
+const nonNegative = (q: string): boolean => !q.trim().startsWith('-') && (quantityBytes(q) ?? -1n) >= 0n;
+
 /** Why the API server would refuse this entry (mirrors the CRD's validation), or undefined. */
 export function entryProblem(e: CapacityEntry): string | undefined {
   if (!CLASS_NAME.test(e.storageClassName) || e.storageClassName.length > 253) return `invalid storageClassName "${e.storageClassName}"`;
   if (!e.pool || e.pool.length > 253) return 'pool name must be 1 to 253 characters';
   if (e.nodeTopology && e.nodeList) return 'a pool has nodeTopology or nodeList, not both';
   if (e.nodeList && (e.nodeList.length === 0 || e.nodeList.some((n) => !n))) return 'nodeList must list node names';
-  if (!isQuantity(e.capacity)) return `invalid capacity "${e.capacity}"`;
-  if (e.maximumVolumeSize !== undefined && !isQuantity(e.maximumVolumeSize)) return `invalid maximumVolumeSize "${e.maximumVolumeSize}"`;
+  if (!nonNegative(e.capacity)) return `invalid capacity "${e.capacity}"`;
+  if (e.maximumVolumeSize !== undefined && !nonNegative(e.maximumVolumeSize)) return `invalid maximumVolumeSize "${e.maximumVolumeSize}"`;
   return undefined;
 }
 

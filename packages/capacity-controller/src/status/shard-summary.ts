@@ -1,7 +1,7 @@
 import { compare, rfc3339 } from './build-storage-status.js';
 import type { ClassSummary, ShardSummary, StorageStatus } from './capacity-status-types.js';
 import { isExpired } from './expiry.js';
-import { formatBytes, quantityBytes } from './quantity.js';
+import { formatBytes, quantityBytes } from '@topovol/shared';
 import type { StatusSummary } from './status-summary.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { CSIDriverCapacityStatus } from './capacity-status-types.js';
 import { isExpired } from './expiry.js';
-import { formatBytes, quantityBytes } from './quantity.js';
+import { formatBytes, quantityBytes } from '@topovol/shared';
 
 /** The fields behind the printer columns (JSONPath can neither count nor sum). */
 export interface StatusSummary {

@@ -1,4 +1,4 @@
-import { tryParseQuantity } from '@topovol/shared';
+import { quantityBytes } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { claimClass, claimVolumeMode, volumeClass, volumeVolumeMode } from './claim-helpers.js';
 
@@ -8,12 +8,22 @@ export function accessModesSatisfied(claim: PersistentVolumeClaim, volume: Persi
   return (claim.spec?.accessModes ?? []).every((m) => offered.has(m));
 }
 
-export function requestedBytes(claim: PersistentVolumeClaim): number | undefined {
-  return tryParseQuantity(claim.spec?.resources?.requests?.storage);
+/**
+ * Sizes in whole bytes, exactly (bigint: a claim of 2^63 bytes must not fit a volume one byte
+ * smaller, as it would with floats). Not positive counts as no size: the API server refuses such
+ * values, so one can only come from an object written before validation or a forged cache entry.
+ */
+const positiveBytes = (q: string | undefined): bigint | undefined => {
+  const b = quantityBytes(q);
+  return b !== undefined && b > 0n ? b : undefined;
+};
+
+export function requestedBytes(claim: PersistentVolumeClaim): bigint | undefined {
+  return positiveBytes(claim.spec?.resources?.requests?.storage);
 }
 
-export function capacityBytes(volume: PersistentVolume): number | undefined {
-  return tryParseQuantity(volume.spec?.capacity?.storage);
+export function capacityBytes(volume: PersistentVolume): bigint | undefined {
+  return positiveBytes(volume.spec?.capacity?.storage);
 }
 
 /** VolumeAttributesClass names (KEP-3751), unset and "" alike. */
@@ -32,7 +42,7 @@ export function volumeMismatch(claim: PersistentVolumeClaim, volume: PersistentV
   if (want === undefined) return 'claim has no valid storage request';
   if (have === undefined) return 'volume has no valid capacity';
   // Upstream compares Quantity.Value() here, rounded up to whole bytes (matching compares exactly).
-  if (Math.ceil(have) < Math.ceil(want)) return 'requested PV is too small';
+  if (have < want) return 'requested PV is too small';
   if (volumeClass(volume) !== claimClass(claim)) return 'storageClassName does not match';
   if (volumeVac(volume) !== claimVac(claim)) return 'volumeAttributesClassName does not match';
   if (volumeVolumeMode(volume) !== claimVolumeMode(claim)) return 'incompatible volumeMode';

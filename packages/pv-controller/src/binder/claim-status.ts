@@ -1,4 +1,4 @@
-import { tryParseQuantity } from '@topovol/shared';
+import { quantityBytes } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { ANN_PRE_RESIZE_CAPACITY } from './annotations.js';
 
@@ -37,8 +37,8 @@ export function claimStatusFor(claim: PersistentVolumeClaim, phase: ClaimPhase, 
     const preResize = volume.metadata?.annotations?.[ANN_PRE_RESIZE_CAPACITY];
     if (preResize !== undefined) {
       // An unreadable annotation falls back to the volume's capacity, as upstream.
-      next.capacity = { ...cur.capacity, storage: tryParseQuantity(preResize) !== undefined ? preResize : (volumeCapacity ?? '0') };
-    } else if (volumeCapacity !== undefined && tryParseQuantity(cur.capacity?.storage) !== tryParseQuantity(volumeCapacity)) {
+      next.capacity = { ...cur.capacity, storage: quantityBytes(preResize) !== undefined ? preResize : (volumeCapacity ?? '0') };
+    } else if (volumeCapacity !== undefined && quantityBytes(cur.capacity?.storage) !== quantityBytes(volumeCapacity)) {
       next.capacity = { ...volume.spec?.capacity };
     }
     if (cur.phase === 'Pending' && phase === 'Bound' && (cur.currentVolumeAttributesClassName ?? undefined) !== (volume.spec?.volumeAttributesClassName ?? undefined)) {

@@ -20,7 +20,7 @@ export interface MatchOptions {
 }
 
 /** What any candidate must have, pre-bound or not (the first filters of FindMatchingVolume). */
-function fits(claim: PersistentVolumeClaim, v: PersistentVolume, want: number): boolean {
+function fits(claim: PersistentVolumeClaim, v: PersistentVolume, want: bigint): boolean {
   const size = capacityBytes(v);
   return (
     size !== undefined &&
@@ -52,7 +52,7 @@ const byName = (a: PersistentVolume, b: PersistentVolume): number => ((a.metadat
  * whichever it meets first); if it can reach none, still the first by name: a pre-binding is an
  * instruction, and neither another volume nor a new one may take its place.
  */
-function preBoundChoice(claim: PersistentVolumeClaim, volumes: PersistentVolume[], opts: MatchOptions, want: number): PersistentVolume | undefined {
+function preBoundChoice(claim: PersistentVolumeClaim, volumes: PersistentVolume[], opts: MatchOptions, want: bigint): PersistentVolume | undefined {
   const named = volumes.filter((v) => isPreBoundTo(v, claim) && fits(claim, v, want)).sort(byName);
   return named.find((v) => !opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node)) ?? named[0];
 }
@@ -78,8 +78,8 @@ export function findMatchingVolume(claim: PersistentVolumeClaim, candidates: Ite
     for (const v of volumes) {
       if (accessModesKey(v.spec?.accessModes) !== group || !fits(claim, v, want) || !freeFor(claim, v, opts)) continue;
       const size = capacityBytes(v)!;
-      const bestSize = best ? capacityBytes(best)! : Infinity;
-      if (size < bestSize || (size === bestSize && byName(v, best!) < 0)) best = v;
+      const bestSize = best ? capacityBytes(best)! : undefined;
+      if (bestSize === undefined || size < bestSize || (size === bestSize && byName(v, best!) < 0)) best = v;
     }
     if (best) return best;
   }
@@ -96,7 +96,7 @@ export interface VolumeCandidates {
    * Free volumes of a class and access-mode group with at least `minBytes`, smallest first (then by
    * name); only those reachable from `nodeName` when given.
    */
-  freeVolumes(storageClassName: string, accessModes: string, minBytes: number, nodeName?: string): Iterable<PersistentVolume>;
+  freeVolumes(storageClassName: string, accessModes: string, minBytes: bigint, nodeName?: string): Iterable<PersistentVolume>;
 }
 
 /** findMatchingVolume over the binder's indexes: within each group, the first acceptable volume is the smallest. */

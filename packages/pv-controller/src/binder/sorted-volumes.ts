@@ -4,21 +4,21 @@
  * Inserts and removals splice an array, which is cheap at the sizes clusters have (10^5).
  */
 export class SortedVolumes {
-  private readonly bytes: number[] = [];
+  private readonly bytes: bigint[] = [];
   private readonly nameAt: string[] = [];
 
   get size(): number {
     return this.nameAt.length;
   }
 
-  insert(bytes: number, name: string): void {
+  insert(bytes: bigint, name: string): void {
     const i = this.lowerBound(bytes, name);
     if (this.nameAt[i] === name && this.bytes[i] === bytes) return;
     this.bytes.splice(i, 0, bytes);
     this.nameAt.splice(i, 0, name);
   }
 
-  remove(bytes: number, name: string): void {
+  remove(bytes: bigint, name: string): void {
     const i = this.lowerBound(bytes, name);
     if (this.nameAt[i] !== name || this.bytes[i] !== bytes) return;
     this.bytes.splice(i, 1);
@@ -26,7 +26,7 @@ export class SortedVolumes {
   }
 
   /** Entries with at least `minBytes`, ascending. Tolerates removals while iterating (it may then skip one entry, never repeat one). */
-  *from(minBytes: number): Generator<[number, string]> {
+  *from(minBytes: bigint): Generator<[bigint, string]> {
     for (let i = this.lowerBound(minBytes, ''); i < this.nameAt.length; i++) yield [this.bytes[i]!, this.nameAt[i]!];
   }
 
@@ -35,7 +35,7 @@ export class SortedVolumes {
   }
 
   /** First index whose (bytes, name) is not less than the given pair. */
-  private lowerBound(bytes: number, name: string): number {
+  private lowerBound(bytes: bigint, name: string): number {
     let lo = 0;
     let hi = this.nameAt.length;
     while (lo < hi) {

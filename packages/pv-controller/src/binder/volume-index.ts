@@ -10,7 +10,7 @@ interface FreeEntry {
   list: string;
   cls: string;
   group: string;
-  bytes: number;
+  bytes: bigint;
   affine: boolean;
 }
 
@@ -132,13 +132,13 @@ export class VolumeIndex {
   }
 
   /** Free volumes of a class and access-mode group with at least `minBytes`, smallest first (node-affine or not). */
-  *freeVolumes(cls: string, group: string, minBytes: number): Generator<string> {
+  *freeVolumes(cls: string, group: string, minBytes: bigint): Generator<string> {
     const list = listKey(cls, group);
     yield* mergeAscending(this.freeGlobal.get(list)?.from(minBytes), this.freeAffine.get(list)?.from(minBytes));
   }
 
   /** Free volumes of a class and group reachable from a node (no affinity, or affinity matching it), smallest first. */
-  *freeVolumesForNode(cls: string, group: string, nodeName: string, minBytes: number): Generator<string> {
+  *freeVolumesForNode(cls: string, group: string, nodeName: string, minBytes: bigint): Generator<string> {
     const list = listKey(cls, group);
     yield* mergeAscending(this.freeGlobal.get(list)?.from(minBytes), this.perNode.get(nodeName)?.get(list)?.from(minBytes));
   }
@@ -161,11 +161,11 @@ function listOf(m: Map<string, SortedVolumes>, key: string): SortedVolumes {
   return list;
 }
 
-type Entries = Iterator<[number, string], void>;
+type Entries = Iterator<[bigint, string], void>;
 
 /** Merges two ascending (bytes, name) streams. */
 function* mergeAscending(a: Entries | undefined, b: Entries | undefined): Generator<string> {
-  const head = (it: Entries | undefined): [number, string] | undefined => {
+  const head = (it: Entries | undefined): [bigint, string] | undefined => {
     const r = it?.next();
     return r && !r.done ? r.value : undefined;
   };
@@ -182,6 +182,7 @@ function* mergeAscending(a: Entries | undefined, b: Entries | undefined): Genera
   }
 }
 
-function compare(p: [number, string], q: [number, string]): number {
-  return p[0] - q[0] || (p[1] < q[1] ? -1 : p[1] > q[1] ? 1 : 0);
+function compare(p: [bigint, string], q: [bigint, string]): number {
+  if (p[0] !== q[0]) return p[0] < q[0] ? -1 : 1;
+  return p[1] < q[1] ? -1 : p[1] > q[1] ? 1 : 0;
 }

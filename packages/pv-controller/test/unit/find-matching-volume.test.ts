@@ -35,6 +35,14 @@ describe('findMatchingVolume', function () {
     { name: 'with a node: volumes without affinity are reachable', claim: claim('c', '1Gi'), volumes: [vol('any', '1Gi')], opts: { delayBinding: true, node: node('n') }, want: 'any' },
     { name: 'pre-bound but unreachable from the node: still the claim\'s, never a free one instead', claim: claim('c', '1Gi'), volumes: [vol('pre', '1Gi', { claimRef: { namespace: 'ns', name: 'c' }, nodeAffinity: zoneAffinity('a') }), vol('b', '1Gi')], opts: { delayBinding: true, node: node('n', { 'topology.kubernetes.io/zone': 'b' }) }, want: 'pre' },
     { name: 'claim with an invalid request matches nothing', claim: claim('c', 'lots'), volumes: [vol('a', '1Gi')], want: undefined },
+    // Absurd sizes the API server accepts: compared exactly, as resource.Quantity.Cmp does. As floats, 2^63 - 1 and 2^63 are equal.
+    { name: '2^63 bytes do not fit a volume one byte smaller', claim: claim('c', '9223372036854775808'), volumes: [vol('short', '9223372036854775807')], want: undefined },
+    { name: '2^63 bytes fit a volume of 8Ei (the same bytes)', claim: claim('c', '9223372036854775808'), volumes: [vol('short', '9223372036854775807'), vol('exact', '8Ei')], want: 'exact' },
+    { name: '1e30 bytes: the smallest volume that holds them', claim: claim('c', '1e30'), volumes: [vol('ei', '8Ei'), vol('huge', '1e31'), vol('just', '1000000000000000000000000000000')], want: 'just' },
+    { name: 'a fraction of a byte rounds up to one byte', claim: claim('c', '0.5m'), volumes: [vol('one', '1'), vol('gi', '1Gi')], want: 'one' },
+    // Negative or zero sizes only come from objects that bypassed validation: never matched.
+    { name: 'a negative request matches nothing', claim: claim('c', '-1Gi'), volumes: [vol('a', '1Gi')], want: undefined },
+    { name: 'a volume of negative capacity is never chosen', claim: claim('c', '1'), volumes: [vol('neg', '-1Gi'), vol('zero', '0'), vol('ok', '1Ki')], want: 'ok' },
     // index.go: groups by access modes, fewest modes first, before size.
     { name: 'fewest access modes wins over smaller size', claim: claim('c', '1Gi'), volumes: [vol('rwo', '5Gi'), vol('rwo-rwx', '1Gi', { accessModes: ['ReadWriteOnce', 'ReadWriteMany'] })], want: 'rwo' },
     { name: 'a more capable volume when no exact group fits', claim: claim('c', '3Gi'), volumes: [vol('rwo', '1Gi'), vol('rwo-rwx', '5Gi', { accessModes: ['ReadWriteMany', 'ReadWriteOnce'] })], want: 'rwo-rwx' },

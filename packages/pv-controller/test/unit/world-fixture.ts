@@ -26,12 +26,12 @@ export interface WorldInput {
  * Free volumes as the binder's VolumeIndex yields them: sorted by size then name, and reachable
  * from the node when one is given (the index's job in production; done by brute force here).
  */
-function freeVolumes(o: WorldInput, cls: string, group: string, minBytes: number, nodeName?: string): PersistentVolume[] {
+function freeVolumes(o: WorldInput, cls: string, group: string, minBytes: bigint, nodeName?: string): PersistentVolume[] {
   const node = nodeName === undefined ? undefined : o.nodes?.find((n) => n.metadata?.name === nodeName);
   return (o.volumes ?? [])
-    .filter((v) => volumeClass(v) === cls && accessModesKey(v.spec?.accessModes) === group && !v.spec?.claimRef && (capacityBytes(v) ?? -1) >= minBytes)
+    .filter((v) => volumeClass(v) === cls && accessModesKey(v.spec?.accessModes) === group && !v.spec?.claimRef && (capacityBytes(v) ?? -1n) >= minBytes)
     .filter((v) => nodeName === undefined || (node !== undefined && volumeNodeAffinityMatches(v.spec?.nodeAffinity, node)))
-    .sort((a, b) => capacityBytes(a)! - capacityBytes(b)! || (a.metadata!.name! < b.metadata!.name! ? -1 : 1));
+    .sort((a, b) => (capacityBytes(a)! !== capacityBytes(b)! ? (capacityBytes(a)! < capacityBytes(b)! ? -1 : 1) : a.metadata!.name! < b.metadata!.name! ? -1 : 1));
 }
 
 export function world(o: WorldInput = {}): BinderWorld {

@@ -207,7 +207,7 @@ describe('CSI test driver: standalone process (main.js)', function () {
       ],
     });
     expect(() => parseDriverArgs([])).to.throw(/--endpoint is required/);
-    expect(() => parseByteSize('1.5Gi')).to.throw(/not a byte size/);
+    expect(() => parseByteSize('1.5Qi')).to.throw(/not a byte size/);
   });
 
   it('serves over its socket until SIGTERM', async function () {

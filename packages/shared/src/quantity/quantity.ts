@@ -1,0 +1,93 @@
+// The one implementation of Kubernetes resource quantities ("10Gi", "500M", "1.5e3", "100m") in
+// Topovol: parsed exactly with bigint, so that sizes beyond 2^53 (a claim of 9223372036854775808
+// against a volume of 9223372036854775807, or "1e30") compare as the API server's
+// resource.Quantity.Cmp does, never as rounded floats. Grammar: k8s.io/apimachinery
+// pkg/api/resource/quantity.go.
+
+const BINARY_SHIFT: Record<string, bigint> = { Ki: 10n, Mi: 20n, Gi: 30n, Ti: 40n, Pi: 50n, Ei: 60n };
+const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, '': 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+const GRAMMAR = /^([+-]?)(\d+\.?\d*|\.\d+)(?:[eE]([+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$/;
+/**
+ * Decimal exponents are clamped to ±1000: far beyond any storage size (10^1000 bytes), small enough
+ * that a forged "1e999999999" cannot make bigint arithmetic run for minutes.
+ */
+const MAX_EXP = 1000;
+
+/** sign × digits × 10^exp10 × 2^shift, exactly. */
+interface Exact {
+  negative: boolean;
+  digits: bigint;
+  exp10: number;
+  shift: bigint;
+}
+
+function parseExact(q: string): Exact | undefined {
+  const m = GRAMMAR.exec(q.trim());
+  if (!m) return undefined;
+  const [whole = '', frac = ''] = m[2]!.split('.');
+  const suffix = m[4] ?? '';
+  const exp10 = -frac.length + (m[3] !== undefined ? Number(m[3]) : (DECIMAL_EXP[suffix] ?? 0));
+  return { negative: m[1] === '-', digits: BigInt(`${whole}${frac}` || '0'), exp10: Math.max(-MAX_EXP, Math.min(MAX_EXP, exp10)), shift: BINARY_SHIFT[suffix] ?? 0n };
+}
+
+/**
+ * Whole bytes of a quantity, rounded up as resource.Quantity.Value() rounds ("0.5m" is 1 byte),
+ * exact at any size; undefined for anything that is not a quantity. Numbers are taken as bytes.
+ */
+export function quantityBytes(q: string | number | undefined): bigint | undefined {
+  if (q === undefined) return undefined;
+  if (typeof q === 'number') return Number.isFinite(q) ? BigInt(Math.ceil(q)) : undefined;
+  const x = parseExact(q);
+  if (!x) return undefined;
+  const scaled = x.digits << x.shift;
+  let magnitude: bigint;
+  if (x.exp10 >= 0) magnitude = scaled * 10n ** BigInt(x.exp10);
+  else {
+    const den = 10n ** BigInt(-x.exp10);
+    // Up for positive values, toward zero for negative ones: both are "up" (ceil).
+    magnitude = x.negative ? scaled / den : (scaled + den - 1n) / den;
+  }
+  return x.negative ? -magnitude : magnitude;
+}
+
+/** Whether the text is a resource.Quantity. */
+export function isQuantity(q: string): boolean {
+  return GRAMMAR.test(q.trim());
+}
+
+/**
+ * A quantity as a number, for metrics and messages only (never for comparisons: it is exact only to
+ * 2^53). Throws on malformed input so that callers can report it instead of guessing.
+ */
+export function parseQuantity(q: string | number): number {
+  if (typeof q === 'number') return q;
+  const x = parseExact(q);
+  if (!x) throw new Error(`invalid quantity "${q}"`);
+  const value = Number(x.digits) * 10 ** x.exp10 * 2 ** Number(x.shift);
+  return x.negative ? -value : value;
+}
+
+export function tryParseQuantity(q: string | number | undefined): number | undefined {
+  if (q === undefined) return undefined;
+  try {
+    return parseQuantity(q);
+  } catch {
+    return undefined;
+  }
+}
+
+const BINARY_UNITS: [string, bigint][] = [
+  ['Ei', 1n << 60n],
+  ['Pi', 1n << 50n],
+  ['Ti', 1n << 40n],
+  ['Gi', 1n << 30n],
+  ['Mi', 1n << 20n],
+  ['Ki', 1n << 10n],
+];
+
+/** Bytes as the shortest exact binary-SI quantity ("3Gi", "1536Mi", "1000"), as resource.NewQuantity(n, BinarySI) prints them. */
+export function formatBytes(bytes: bigint): string {
+  if (bytes === 0n) return '0';
+  for (const [suffix, unit] of BINARY_UNITS) if (bytes % unit === 0n) return `${bytes / unit}${suffix}`;
+  return bytes.toString();
+}
