@@ -14,7 +14,9 @@ import type { ObjectAction } from './objects/plan-capacity-objects.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
+import { ProblemReporter } from './problem-reporter.js';
 import { computeSegments } from './segments/compute-segments.js';
+import { unsegmentedNodes } from './segments/unsegmented-nodes.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacitySource } from './source/get-capacity.js';
@@ -84,7 +86,7 @@ export class CapacityLoop {
   private readonly state = new Map<string, ItemState>();
   /** Objects we created that the informer has not shown yet, so a quick second pass does not create twice. */
   private readonly expected = new Map<string, CSIStorageCapacity>();
-  private readonly reported = new Map<string, string>();
+  private readonly problems: ProblemReporter;
   /** The driver answered Unimplemented: why, when to ask again, how many times in a row. */
   private unsupported?: { message: string; retryAt: number; count: number };
   private readonly now: () => number;
@@ -104,6 +106,7 @@ export class CapacityLoop {
   ) {
     this.now = opts.now ?? Date.now;
     this.calls = new CallSlots(opts.callSlots ?? 4);
+    this.problems = new ProblemReporter(events, log);
     inf.objects.addIndex('item', (o) => {
       const item = itemOfObject(o);
       return item ? [itemKey(item)] : [];
@@ -204,7 +207,7 @@ export class CapacityLoop {
       const gone = before.items.get(key);
       if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
     }
-    this.reportProblems();
+    this.reportProblems(nodes);
     for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen)) await this.execute(ctx, a);
     this.enqueue(STATUS_KEY);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
@@ -353,19 +356,24 @@ export class CapacityLoop {
     return wait;
   }
 
-  /** Warning Events on StorageClasses, once per distinct problem (again if it comes back later). */
-  private reportProblems(): void {
-    const seen = new Set<string>();
-    for (const p of this.desired.problems) {
-      const id = `${p.storageClassName}\u0000${p.reason}`;
-      seen.add(id);
-      if (this.reported.get(id) === p.message) continue;
-      this.reported.set(id, p.message);
-      const cls = this.inf.classes.cache.get(p.storageClassName);
-      if (cls) this.events.event(cls, 'Warning', p.reason, p.message);
-      this.log.warn('storage class problem', { storageClass: p.storageClassName, reason: p.reason, message: p.message });
-    }
-    for (const id of this.reported.keys()) if (!seen.has(id)) this.reported.delete(id);
+  /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
+  private reportProblems(nodes: readonly Node[]): void {
+    this.problems.report([
+      ...this.desired.problems.map((p) => ({
+        target: this.inf.classes.cache.get(p.storageClassName),
+        id: `class\u0000${p.storageClassName}\u0000${p.reason}`,
+        reason: p.reason,
+        message: p.message,
+        fields: { storageClass: p.storageClassName },
+      })),
+      ...unsegmentedNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName).map((u) => ({
+        target: u.node,
+        id: `node\u0000${u.node.metadata?.name ?? ''}`,
+        reason: 'NodeWithoutTopology',
+        message: `capacity of driver ${this.opts.driverName} is not tracked for this node: ${u.why}`,
+        fields: { node: u.node.metadata?.name, driver: this.opts.driverName },
+      })),
+    ]);
   }
 
   /** Keys of the items that have CSIStorageCapacity objects (not `<ephemeral>`). */

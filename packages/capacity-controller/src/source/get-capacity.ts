@@ -16,6 +16,8 @@ const latency = histogram<'driver'>({
   buckets: exponentialBuckets(0.001, 2, 15),
 });
 
+class InvalidAnswer extends Error {}
+
 export interface CapacitySourceOptions {
   driverName: string;
   /** Deadline of one call (--capacity-timeout). */
@@ -39,9 +41,16 @@ export class CapacitySource {
         const end = latency.startTimer({ driver });
         try {
           const c = await this.csi.getCapacity({ parameters, ...(Object.keys(segment).length > 0 ? { accessibleTopology: segment } : {}) }, { timeoutMs: this.opts.timeoutMs, signal });
+          // The CSI spec says these MUST NOT be negative; publishing one would be refused by the API
+          // server (or read as room). A wrong answer is a failed call, not a figure (not retried).
+          if (c.availableCapacity < 0n || (c.maximumVolumeSize ?? 0n) < 0n) {
+            calls.inc({ driver, result: 'InvalidResponse' });
+            throw new InvalidAnswer(`GetCapacity of driver ${driver} answered a negative size (available_capacity ${c.availableCapacity}, maximum_volume_size ${c.maximumVolumeSize ?? 'unset'}), which the CSI spec forbids`);
+          }
           calls.inc({ driver, result: 'OK' });
           return c;
         } catch (err) {
+          if (err instanceof InvalidAnswer) throw err;
           const code = csiErrorCode(err);
           calls.inc({ driver, result: code === undefined ? 'Unknown' : grpcCodeName(code) });
           throw err;

@@ -33,4 +33,6 @@ export const Reasons = {
   SelectedNodeStale: 'SelectedNodeStale',
   NodeNameBypassedScheduler: 'ScheduledWithoutScheduler',
   NodeNameNotAllowed: 'NodeNotAllowedByStorageClass',
+  UnusableVolume: 'UnusableVolume',
+  UnknownBindingMode: 'UnknownVolumeBindingMode',
 } as const;

@@ -34,6 +34,13 @@ export function decideClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
 function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): BinderAction[] {
   const cls = claimClass(claim);
   const sc = cls ? world.storageClass(cls) : undefined;
+  // Topovol: a binding mode it does not know (a newer API's, or an object that skipped validation)
+  // leaves the claim Pending and says so; upstream binds it as Immediate, which may place a volume
+  // where the pod cannot run. Unset is the API's default, Immediate.
+  const mode = sc?.volumeBindingMode ?? 'Immediate';
+  if (mode !== 'Immediate' && mode !== 'WaitForFirstConsumer') {
+    return [event(claim, 'Warning', Reasons.UnknownBindingMode, `StorageClass "${cls}" has volumeBindingMode "${mode}", neither Immediate nor WaitForFirstConsumer: the claim is left Pending`), ...pendingStatus(claim)];
+  }
   const delay = isDelayedBinding(sc);
   const selected = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
   // Topovol: a consumer placed without the scheduler stands in for its selected node.

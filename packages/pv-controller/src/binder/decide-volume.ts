@@ -1,8 +1,10 @@
+import { nodeSelectorNeverMatches } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, Reasons } from './annotations.js';
 import type { BinderWorld } from './binder-world.js';
+import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';
 import { volumeMigrationChange } from './csi-migration.js';
 import { reclaim } from './reclaim-volume.js';
@@ -20,7 +22,7 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   if (migration) return [{ kind: 'updateVolumeMeta', volume, ...migration }];
   const ref = volume.spec?.claimRef;
   // Unused, or pre-bound by name only (reserved for a claim whose sync will bind it).
-  if (!ref || !ref.uid) return phaseIs(volume, 'Available');
+  if (!ref || !ref.uid) return [...phaseIs(volume, 'Available'), ...unusable(volume)];
 
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
   // Gone, or re-created under the same name: the actuator confirms it on the server before Released.
@@ -43,6 +45,18 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   // user's pre-binding keeps the claim's name and loses only the uid.
   if (volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec?.persistentVolumeReclaimPolicy === 'Delete') return release(volume, world, false);
   return [{ kind: 'unbindVolume', volume, keepClaimRef: volume.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined }];
+}
+
+/**
+ * Topovol: a Warning when a volume first becomes Available but no claim can ever bind it (node
+ * affinity that matches no node, or no positive capacity), where upstream leaves it Available in
+ * silence. Only on that transition, so a resync does not repeat it.
+ */
+function unusable(volume: PersistentVolume): BinderAction[] {
+  if (volume.status?.phase === 'Available') return [];
+  const affinity = nodeSelectorNeverMatches(volume.spec?.nodeAffinity?.required);
+  const why = affinity ? `spec.nodeAffinity matches no node: ${affinity}` : capacityBytes(volume) === undefined ? `spec.capacity.storage "${String(volume.spec?.capacity?.storage ?? '')}" is not a positive size` : undefined;
+  return why ? [event(volume, 'Warning', Reasons.UnusableVolume, `no claim can bind this volume: ${why}`)] : [];
 }
 
 /** Released (not over Failed: the user should see what went wrong), then the reclaim policy. */

@@ -128,6 +128,10 @@ describe('decideClaim', function () {
     { name: 'GA annotation set, beta missing: not rewritten (upstream reads the GA one)', claim: claim('c', '1Gi', { storageClassName: 'fast', annotations: { 'volume.kubernetes.io/storage-provisioner': 'example.com/csi' } }), w: { classes: [sc('fast')] }, want: ['event Normal ExternalProvisioning'] },
     { name: 'selector does not stop the signal', claim: claim('c', '1Gi', { storageClassName: 'fast', selector: { matchLabels: { a: 'b' } } }), w: { classes: [sc('fast')] }, want: signal },
     { name: 'missing class object: ProvisioningFailed', claim: claim('c', '1Gi', { storageClassName: 'nope' }), w: {}, want: ['event Warning ProvisioningFailed'] },
+    // Bad input: a binding mode from a newer API (or an object that skipped validation) is not guessed at.
+    { name: 'unknown volumeBindingMode: Warning, left Pending, nothing bound or provisioned', claim: claim('c', '1Gi', { storageClassName: 'odd' }), w: { classes: [sc('odd', { volumeBindingMode: 'Sometimes' })], volumes: [vol('v', '1Gi', { storageClassName: 'odd' })] }, want: ['event Warning UnknownVolumeBindingMode'] },
+    { name: 'absurd request (1e30): FailedBinding, no volume taken', claim: claim('c', '1e30'), w: { volumes: [vol('v', '8Ei')] }, want: ['event Normal FailedBinding'] },
+    { name: 'negative request (only from a forged or pre-validation object): nothing bound', claim: claim('c', '-1Gi'), w: { volumes: [vol('v', '1Gi')] }, want: ['event Normal FailedBinding'] },
     { name: 'kubernetes.io/no-provisioner: ProvisioningFailed, as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { classes: [sc('local', { provisioner: 'kubernetes.io/no-provisioner' })] }, want: ['event Warning ProvisioningFailed'] },
     { name: 'unset class gets the default class when no volume matches', claim: claim('c', '1Gi', { storageClassName: undefined }), w: { classes: [defaultClass] }, want: ['setClass d'] },
     { name: 'unset class binds a class-less volume before any default class is assigned', claim: claim('c', '1Gi', { storageClassName: undefined }), w: { classes: [defaultClass], volumes: [vol('v', '1Gi')] }, want: ['bindVolume v', 'bindClaim v'] },
@@ -177,6 +181,10 @@ describe('decideVolume', function () {
   const csi = { csi: { driver: 'example.com/csi', volumeHandle: 'h' } };
   const cases: { name: string; v: ReturnType<typeof vol>; w: WorldInput; want: string[] }[] = [
     { name: 'new volume becomes Available', v: vol('v', '1Gi', { phase: 'Pending' }), w: {}, want: ['volumePhase Available'] },
+    { name: 'new volume whose node affinity matches no node: Available, with a Warning', v: vol('v', '1Gi', { phase: 'Pending', nodeAffinity: { required: { nodeSelectorTerms: [{}] } } }), w: {}, want: ['volumePhase Available', 'event Warning UnusableVolume'] },
+    { name: 'new volume whose affinity needs an integer (Gt x): Available, with a Warning', v: vol('v', '1Gi', { phase: 'Pending', nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'k', operator: 'Gt', values: ['x'] }] }] } } }), w: {}, want: ['volumePhase Available', 'event Warning UnusableVolume'] },
+    { name: 'new volume with one usable term among bad ones: no Warning', v: vol('v', '1Gi', { phase: 'Pending', nodeAffinity: { required: { nodeSelectorTerms: [{}, { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }] } } }), w: {}, want: ['volumePhase Available'] },
+    { name: 'an Available volume is not warned about again on resync', v: vol('v', '1Gi', { nodeAffinity: { required: { nodeSelectorTerms: [{}] } } }), w: {}, want: [] },
     { name: 'pre-bound by name stays Available', v: vol('v', '1Gi', { claimRef: { namespace: 'ns', name: 'c' }, phase: 'Pending' }), w: {}, want: ['volumePhase Available'] },
     { name: 'bound to a claim that names it: Bound', v: vol('v', '1Gi', { claimRef: ref }), w: { claims: [claim('c', '1Gi', { volumeName: 'v' })] }, want: ['volumePhase Bound'] },
     { name: 'bound to a claim still Pending: left for the claim sync (not Bound yet)', v: vol('v', '1Gi', { claimRef: ref }), w: { claims: [claim('c', '1Gi')] }, want: [] },

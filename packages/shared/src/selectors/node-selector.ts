@@ -59,7 +59,51 @@ export function nodeSelectorTermMatches(term: NodeSelectorTerm, node: NodeLike):
 
 export function nodeSelectorMatches(selector: NodeSelector | undefined, node: NodeLike): boolean {
   if (!selector) return true;
-  return selector.nodeSelectorTerms.some((t) => nodeSelectorTermMatches(t, node));
+  // A selector without terms (refused by validation, so only from a forged or pre-validation object) matches nothing.
+  return (selector.nodeSelectorTerms ?? []).some((t) => nodeSelectorTermMatches(t, node));
+}
+
+const INTEGER = /^-?\d+$/;
+
+/** Why a requirement can match no node whatever its labels, or undefined. */
+function requirementNeverMatches(r: NodeSelectorRequirement, field: boolean): string | undefined {
+  if (field && r.key !== 'metadata.name') return `matchFields supports only metadata.name, not "${r.key}"`;
+  switch (r.operator) {
+    case 'In':
+      return (r.values ?? []).length === 0 ? `"${r.key} In" lists no values` : undefined;
+    case 'NotIn':
+    case 'Exists':
+    case 'DoesNotExist':
+      return undefined;
+    case 'Gt':
+    case 'Lt':
+      return (r.values ?? []).length === 1 && INTEGER.test(r.values![0]!) ? undefined : `"${r.key} ${r.operator}" needs exactly one integer value, not ${JSON.stringify(r.values ?? [])}`;
+    default:
+      return `unknown operator "${r.operator}"`;
+  }
+}
+
+/**
+ * Why a node selector (a PV's spec.nodeAffinity.required) can match no node at all, or undefined
+ * when some node could match: every term is empty or has a requirement that never matches. The
+ * API server accepts such selectors (an empty term, `Gt` with a non-integer value), so a volume
+ * carrying one is valid yet unusable; saying so beats leaving it Available forever in silence.
+ */
+export function nodeSelectorNeverMatches(selector: NodeSelector | undefined): string | undefined {
+  if (!selector) return undefined;
+  const terms = selector.nodeSelectorTerms ?? [];
+  if (terms.length === 0) return 'it has no node selector terms';
+  const why: string[] = [];
+  for (const [i, t] of terms.entries()) {
+    const reqs = [...(t.matchExpressions ?? []).map((r) => requirementNeverMatches(r, false)), ...(t.matchFields ?? []).map((r) => requirementNeverMatches(r, true))];
+    if (reqs.length === 0) why.push(`term ${i + 1} has no requirements`);
+    else {
+      const never = reqs.find((r) => r !== undefined);
+      if (!never) return undefined;
+      why.push(`term ${i + 1}: ${never}`);
+    }
+  }
+  return why.join('; ');
 }
 
 /** A PV's spec.nodeAffinity: no affinity means reachable from every node. */

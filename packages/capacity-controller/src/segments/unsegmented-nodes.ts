@@ -1,0 +1,38 @@
+import type { CSINode, Node } from '@topovol/shared';
+import type { SegmentMode } from './segment-mode.js';
+
+/** A node the driver serves that belongs to no segment, and why: its storage is counted nowhere. */
+export interface UnsegmentedNode {
+  node: Node;
+  why: string;
+}
+
+/**
+ * Nodes where the driver is registered (or any node, in prefix/domains modes with `anyNode`) whose
+ * labels give no segment: a CSINode naming a topology key the node lacks, or a node with none of
+ * the prefix's or domains' labels. segmentOfNode skips them, as external-provisioner does; this says
+ * which and why, so an operator sees why a node gets no capacity (and no pods needing it).
+ */
+export function unsegmentedNodes(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string): UnsegmentedNode[] {
+  const out: UnsegmentedNode[] = [];
+  for (const node of nodes) {
+    if (node.metadata?.deletionTimestamp) continue;
+    const labels = node.metadata?.labels ?? {};
+    const driver = csiNodeOf(node.metadata?.name ?? '')?.spec?.drivers?.find((d) => d.name === driverName);
+    if (!driver && (mode.kind === 'csinode' || !mode.anyNode)) continue;
+    switch (mode.kind) {
+      case 'csinode': {
+        const missing = (driver?.topologyKeys ?? []).filter((k) => labels[k] === undefined);
+        if (missing.length > 0) out.push({ node, why: `its CSINode lists topology key(s) ${missing.join(', ')} for driver ${driverName}, but the node has no such label` });
+        break;
+      }
+      case 'prefix':
+        if (!Object.keys(labels).some((k) => k.startsWith(mode.prefix))) out.push({ node, why: `it has no label under the topology prefix ${mode.prefix}` });
+        break;
+      case 'domains':
+        if (labels[mode.labels[0] ?? ''] === undefined) out.push({ node, why: `it lacks the first domain label ${mode.labels[0] ?? ''}` });
+        break;
+    }
+  }
+  return out;
+}

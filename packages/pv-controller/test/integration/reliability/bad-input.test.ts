@@ -1,0 +1,189 @@
+import { expect } from 'chai';
+import { metricsRegistry, Resources } from '@topovol/shared';
+import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { bindingViolations, createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from '../binder-harness.js';
+
+const SEL = 'volume.kubernetes.io/selected-node';
+const ZONE = 'topology.kubernetes.io/zone';
+
+/** topovol_events_total summed over components, for one type and reason. */
+async function eventsCounted(type: string, reason: string): Promise<number> {
+  const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
+  const family = all.find((m) => m.name === 'topovol_events_total');
+  return (family?.values ?? []).filter((v) => v.labels.type === type && v.labels.reason === reason).reduce((a, v) => a + v.value, 0);
+}
+
+/** The API server's answer to a create: the error text, or undefined when it was accepted. */
+async function refusal(create: () => Promise<unknown>): Promise<string | undefined> {
+  try {
+    await create();
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+// The bad-input corpus of docs/reliability.md, for the binder: objects a user or another controller
+// can write, each of which must be answered (an Event, which topovol_events_total counts) and must
+// not cause a wrong action or stop the loop (a canary pair created afterwards is still bound).
+// What the API server refuses is shown refused here; the decisions' handling of those values (which
+// only a forged cache entry or an older server could deliver) is in the unit tests.
+describe('reliability: bad input to the binder (real API server)', function () {
+  this.timeout(120_000);
+  let admin: KubeClient;
+  let binder: RunningBinder;
+  let ns: string;
+  const name = (s: string): string => `${ns}-${s}`;
+  const created: { kind: 'pv' | 'node' | 'class'; name: string }[] = [];
+
+  before(async function () {
+    admin = (await sharedControlPlane()).adminClient();
+    binder = await RunningBinder.start(['--stale-selected-node-grace=1s']);
+  });
+  after(async function () {
+    await binder?.stop();
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'bad-');
+  });
+  afterEach(async function () {
+    // The loop still reconciles: a canary pair made after the bad input binds.
+    await admin.create(Resources.persistentVolumes, pv(name('canary'), '1Gi', { class: name('canary') }));
+    created.push({ kind: 'pv', name: name('canary') });
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'canary', '1Gi', { class: name('canary') }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'canary')).spec?.volumeName).to.equal(name('canary')), 60_000);
+    for (const c of created.splice(0)) {
+      if (c.kind === 'pv') await deleteNow(admin, Resources.persistentVolumes, c.name).catch(() => undefined);
+      if (c.kind === 'node') await admin.delete(Resources.nodes, c.name).catch(() => undefined);
+      if (c.kind === 'class') await admin.delete(Resources.storageClasses, c.name).catch(() => undefined);
+    }
+  });
+
+  async function volume(v: PersistentVolume): Promise<PersistentVolume> {
+    created.push({ kind: 'pv', name: v.metadata!.name! });
+    return admin.create(Resources.persistentVolumes, v);
+  }
+  async function available(v: string): Promise<void> {
+    await eventually(async () => expect((await getPV(admin, name(v))).status?.phase).to.equal('Available'));
+  }
+  async function answered(obj: KubeObject, type: string, reason: string, before: number): Promise<void> {
+    await eventFor(admin, obj, reason);
+    expect(await eventsCounted(type, reason), `topovol_events_total{type="${type}",reason="${reason}"}`).to.be.above(before);
+  }
+
+  it('what the API server refuses never reaches a loop: negative, zero and malformed sizes, unknown binding modes, empty values, 64-character labels', async function () {
+    const refused: [string, () => Promise<unknown>, RegExp][] = [
+      ['claim of -1Gi', () => admin.create(Resources.persistentVolumeClaims, pvc(ns, 'neg', '-1Gi')), /must be greater than zero/],
+      ['claim of 0', () => admin.create(Resources.persistentVolumeClaims, pvc(ns, 'zero', '0')), /must be greater than zero/],
+      ['claim of 1Qi', () => admin.create(Resources.persistentVolumeClaims, pvc(ns, 'qi', '1Qi')), /quantities must match/],
+      ['volume of -1', () => volume(pv(name('neg'), '-1')), /must be greater than zero/],
+      ['class with volumeBindingMode Sometimes', () => admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name('sometimes') }, provisioner: 'x', volumeBindingMode: 'Sometimes' }), /Unsupported value: "Sometimes"/],
+      ['allowedTopologies with no values', () => admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name('novalues') }, provisioner: 'x', allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE, values: [] }] }] }), /Required value/],
+      ['node affinity In with no values', () => volume(pv(name('in-none'), '1Gi', { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'In', values: [] }] }] } } })), /must be specified when `operator` is 'In'/],
+      ['node affinity without terms', () => volume(pv(name('no-terms'), '1Gi', { nodeAffinity: { required: { nodeSelectorTerms: [] } } })), /at least one node selector term/],
+      ['a 64-character label value', () => volume(pv(name('long-label'), '1Gi', { labels: { [ZONE]: 'z'.repeat(64) } })), /must be no more than 63/],
+    ];
+    for (const [what, create, why] of refused) expect(await refusal(create), what).to.match(why);
+  });
+
+  it('absurd sizes the API server accepts: compared exactly, never bound to a volume that is too small', async function () {
+    const before = await eventsCounted('Normal', 'FailedBinding');
+    await volume(pv(name('short'), '9223372036854775807'));
+    await volume(pv(name('one-byte'), '1'));
+    await available('short');
+    await available('one-byte');
+    const huge = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'huge', '1e30'));
+    const twoTo63 = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'two-to-63', '9223372036854775808'));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'sub-byte', '0.5m'));
+    await answered(huge, 'Normal', 'FailedBinding', before);
+    await eventFor(admin, twoTo63, 'FailedBinding');
+    // 0.5m is one byte, as resource.Quantity.Value() rounds: the one-byte volume, not a larger one.
+    await eventually(async () => expect((await getPVC(admin, ns, 'sub-byte')).spec?.volumeName).to.equal(name('one-byte')));
+    expect((await getPV(admin, name('short'))).spec?.claimRef, 'a 2^63-byte claim took a volume one byte smaller').to.equal(undefined);
+    expect((await getPVC(admin, ns, 'huge')).spec?.volumeName).to.equal(undefined);
+  });
+
+  it('a claim naming a class that does not exist: ProvisioningFailed, nothing bound', async function () {
+    const before = await eventsCounted('Warning', 'ProvisioningFailed');
+    const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: name('missing') }));
+    await answered(c, 'Warning', 'ProvisioningFailed', before);
+    expect((await eventFor(admin, c, 'ProvisioningFailed')).message).to.contain(`"${name('missing')}" not found`);
+    expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Pending');
+  });
+
+  it('volumes whose node affinity matches no node: a Warning each, and a pod placed on a node gets the volume that can reach it', async function () {
+    const cls = name('local');
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'WaitForFirstConsumer' });
+    created.push({ kind: 'class', name: cls });
+    const node = name('n');
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: { [ZONE]: 'z1', 'kubernetes.io/hostname': node } } });
+    created.push({ kind: 'node', name: node });
+    const before = await eventsCounted('Warning', 'UnusableVolume');
+    // Smaller than the good one, so a matcher that let them through would pick them first.
+    const emptyTerm = await volume(pv(name('empty-term'), '1Gi', { class: cls, nodeAffinity: { required: { nodeSelectorTerms: [{}] } } }));
+    const gtText = await volume(pv(name('gt-text'), '1Gi', { class: cls, nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: ZONE, operator: 'Gt', values: ['z0'] }] }] } } }));
+    await volume(pv(name('good'), '2Gi', { class: cls, nodeAffinity: { required: { nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }] }] } } }));
+    await answered(emptyTerm, 'Warning', 'UnusableVolume', before);
+    expect((await eventFor(admin, gtText, 'UnusableVolume')).message).to.contain('needs exactly one integer value');
+    await available('good');
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'data', '1Gi', { class: cls }));
+    await admin.create<Pod>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: ns }, spec: { nodeName: node, containers: [{ name: 'c', image: 'example.invalid/app' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] } });
+    await eventually(async () => expect((await getPVC(admin, ns, 'data')).spec?.volumeName).to.equal(name('good')));
+    for (const v of ['empty-term', 'gt-text']) expect((await getPV(admin, name(v))).spec?.claimRef, v).to.equal(undefined);
+  });
+
+  it('a selected node without the topology labels its class allows: the annotation goes, with a Warning', async function () {
+    const cls = name('zonal');
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/none', volumeBindingMode: 'WaitForFirstConsumer', allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE, values: ['z1'] }] }] });
+    created.push({ kind: 'class', name: cls });
+    const bare = name('bare');
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: bare } });
+    created.push({ kind: 'node', name: bare });
+    const before = await eventsCounted('Warning', 'SelectedNodeNotAllowed');
+    const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls, annotations: { [SEL]: bare } }));
+    await answered(c, 'Warning', 'SelectedNodeNotAllowed', before);
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined));
+  });
+
+  it('huge values: a 100,000-character selected node is answered with a bounded Event; a claim carrying 200 kB of annotations still binds', async function () {
+    const cls = name('wffc');
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/none', volumeBindingMode: 'WaitForFirstConsumer' });
+    created.push({ kind: 'class', name: cls });
+    const before = await eventsCounted('Warning', 'SelectedNodeGone');
+    const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'far', '1Gi', { class: cls, annotations: { [SEL]: 'n'.repeat(100_000) } }));
+    await answered(c, 'Warning', 'SelectedNodeGone', before);
+    expect((await eventFor(admin, c, 'SelectedNodeGone')).message?.length).to.be.at.most(1024);
+    await eventually(async () => expect((await getPVC(admin, ns, 'far')).metadata?.annotations?.[SEL]).to.equal(undefined));
+
+    await volume(pv(name('plain'), '1Gi', { class: name('plain') }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'heavy', '1Gi', { class: name('plain'), annotations: { 'example.com/blob': 'x'.repeat(200_000) } }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'heavy')).status?.phase).to.equal('Bound'));
+  });
+
+  it('objects deleted while being processed: claims and volumes removed mid-binding leave no claim mis-bound or lost', async function () {
+    const cls = name('churn');
+    const n = 30;
+    for (let i = 0; i < n; i++) await volume(pv(name(`v${i}`), '1Gi', { class: cls }));
+    for (let i = 0; i < n; i++) await available(`v${i}`);
+    // Every other claim is deleted right after it is created (its protection finalizer removed, as
+    // the controller does once no pod uses it), and every third volume is deleted while claims
+    // arrive (it stays Terminating under its protection finalizer, as in a cluster): the binder
+    // meets 404s, conflicts and volumes going away between its two writes of a binding.
+    await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        await admin.create(Resources.persistentVolumeClaims, pvc(ns, `c${i}`, '1Gi', { class: cls }));
+        if (i % 2 === 0) await deleteNow(admin, Resources.persistentVolumeClaims, `c${i}`, ns);
+        if (i % 3 === 0) await admin.delete(Resources.persistentVolumes, name(`v${i}`));
+      }),
+    );
+    // Every surviving claim is Bound to a volume that names it back, none is Lost, no volume serves two.
+    await eventually(async () => {
+      const claims = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items.filter((c) => !c.metadata?.deletionTimestamp);
+      for (const c of claims) expect(c.status?.phase, `${c.metadata?.name}`).to.equal('Bound');
+    }, 60_000);
+    const claims = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items;
+    const volumes = (await admin.list<PersistentVolume>(Resources.persistentVolumes)).items.filter((v) => v.metadata?.name?.startsWith(`${ns}-`));
+    expect(bindingViolations(claims, volumes)).to.deep.equal([]);
+  });
+});
