@@ -1,3 +1,4 @@
+import { labelKeyProblem, labelValueProblem } from '@topovol/shared';
 import type { Segment } from '../segments/segment.js';
 
 /**
@@ -44,12 +45,17 @@ export function parseConstrainedPools(parameters: Readonly<Record<string, string
     if (!isRecord(p) || typeof p.poolName !== 'string' || p.poolName === '') return { error: `${POOLS_PARAMETER}[${i}]: poolName must be a non-empty string` };
     if (names.has(p.poolName)) return { error: `${POOLS_PARAMETER}[${i}]: pool "${p.poolName}" is listed twice` };
     names.add(p.poolName);
+    // The pool is carried in a label of its CSIStorageCapacity objects, and domains in their node selector.
+    const badName = labelValueProblem(p.poolName);
+    if (badName) return { error: `${POOLS_PARAMETER}[${i}]: poolName ${badName} (it is carried in the label capacity.topovol.io/pool)` };
     if (!Array.isArray(p.domainSegments) || p.domainSegments.length === 0) return { error: `${POOLS_PARAMETER}[${i}] (${p.poolName}): domainSegments must be a non-empty list` };
     const domain: Record<string, string> = {};
     for (const [j, d] of p.domainSegments.entries()) {
       if (!isRecord(d) || typeof d.domainLabel !== 'string' || d.domainLabel === '' || typeof d.value !== 'string' || d.value === '') {
         return { error: `${POOLS_PARAMETER}[${i}].domainSegments[${j}] (${p.poolName}): needs a non-empty domainLabel and value` };
       }
+      const bad = labelKeyProblem(d.domainLabel) ?? labelValueProblem(d.value);
+      if (bad) return { error: `${POOLS_PARAMETER}[${i}].domainSegments[${j}] (${p.poolName}): ${bad}` };
       if (d.domainLabel in domain) return { error: `${POOLS_PARAMETER}[${i}] (${p.poolName}): domain label ${d.domainLabel} given twice` };
       domain[d.domainLabel] = d.value;
     }

@@ -100,6 +100,11 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       { name: 'empty list', raw: '[]', want: /non-empty JSON list/ },
       { name: 'no poolName', raw: '[{"domainSegments":[{"domainLabel":"z","value":"1"}]}]', want: /poolName/ },
       { name: 'duplicate pool', raw: JSON.stringify([{ poolName: 'a', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }, { poolName: 'a', domainSegments: [{ domainLabel: ZONE, value: 'z2' }] }]), want: /listed twice/ },
+      // Carried in a label and a node selector: what the API server would refuse is refused here, with the reason.
+      { name: 'pool name too long for its label', raw: JSON.stringify([{ poolName: 'p'.repeat(64), domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]), want: /longer than 63 characters/ },
+      { name: 'pool name with a slash', raw: JSON.stringify([{ poolName: 'rbd/pool', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]), want: /alphanumerics/ },
+      { name: 'domain value with a space', raw: JSON.stringify([{ poolName: 'a', domainSegments: [{ domainLabel: ZONE, value: 'z 1' }] }]), want: /alphanumerics/ },
+      { name: 'domain label that is no label key', raw: JSON.stringify([{ poolName: 'a', domainSegments: [{ domainLabel: 'a/b/c', value: 'z1' }] }]), want: /more than one/ },
       { name: 'no domain', raw: '[{"poolName":"a","domainSegments":[]}]', want: /domainSegments/ },
       { name: 'empty value', raw: '[{"poolName":"a","domainSegments":[{"domainLabel":"z","value":""}]}]', want: /non-empty domainLabel and value/ },
       { name: 'label twice', raw: JSON.stringify([{ poolName: 'a', domainSegments: [{ domainLabel: ZONE, value: 'z1' }, { domainLabel: ZONE, value: 'z2' }] }]), want: /given twice/ },

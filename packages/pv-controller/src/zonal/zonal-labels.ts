@@ -1,3 +1,4 @@
+import { labelValueProblem } from '@topovol/shared';
 /**
  * The legacy zone/region labels a PV may carry and how their values are read, as the
  * kube-scheduler's VolumeZone filter reads them
@@ -51,10 +52,7 @@ export function parseZonalLabel(label: ZonalLabel, value: string): ParsedLabel {
   }
   // Node-selector values are validated as label values: "a___b" splits into "a" and "_b", which
   // the API server would refuse, so say so here instead of failing the write.
-  const invalid = parts.find((p) => !LABEL_VALUE.test(p));
+  const invalid = parts.find((p) => labelValueProblem(p) !== undefined);
   if (invalid !== undefined) return { ok: false, reason: `label ${label.key}="${value}": "${invalid}" is not a valid zone (label value) name` };
   return { ok: true, values: [...new Set(parts)].sort() };
 }
-
-/** A non-empty label value (apimachinery's qualified-name value rule; length is bounded by the label itself). */
-const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;

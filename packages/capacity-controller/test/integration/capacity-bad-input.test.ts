@@ -1,0 +1,120 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { Event, KubeClient, StorageClass } from '@topovol/shared';
+import { eventually } from '@topovol/shared/testing';
+import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
+import { GiB } from '@topovol/shared/csi-test-driver';
+import { CSIDriverCapacities } from '../../src/status/index.js';
+import type { CSIDriverCapacity } from '../../src/status/index.js';
+import { capacityObjects, createNode, metricValue, registerDriverOnNode } from './capacity-harness.js';
+import { useCapacityTestbed } from './capacity-testbed.js';
+
+const ZONE = 'topology.kubernetes.io/zone';
+const RACK = 'topology.example.com/rack';
+
+// The bad-input corpus of docs/reliability.md, for the capacity loop: nodes, CSINodes, classes and
+// driver answers a cluster can produce. Each is answered by a Warning Event (counted by
+// topovol_events_total) or a failed-call metric and Ready=False, never publishes a wrong figure,
+// and leaves the loop working: a good node next to the bad input keeps its object and its figure
+// follows the driver (the canary).
+describe('reliability: bad input to the capacity loop (real API server, CSI over gRPC)', function () {
+  this.timeout(120_000);
+  const tb = useCapacityTestbed('capbad-');
+  let admin: KubeClient;
+  let ns: string;
+  let driverName: string;
+  let driver: CsiTestDriver;
+  beforeEach(() => ({ admin, ns, driverName, driver } = tb));
+  const name = (s: string): string => tb.name(s);
+
+  async function addNode(n: string, labels: Record<string, string>, keys: string[]): Promise<void> {
+    await createNode(admin, name(n), labels);
+    tb.track('node', name(n));
+    await registerDriverOnNode(admin, name(n), driverName, keys);
+    tb.track('csinode', name(n));
+  }
+  async function addClass(c: string, parameters: Record<string, string> = {}): Promise<void> {
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name(c) }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer', parameters });
+    tb.track('class', name(c));
+  }
+  const events = async (involved: string, ns = 'default'): Promise<string[]> =>
+    (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${involved}` })).items.map((e) => `${e.type}/${e.reason}: ${e.message}`);
+  const counted = (reason: string): Promise<number> => metricValue('topovol_events_total', { type: 'Warning', reason });
+  const figures = async (): Promise<string[]> => (await capacityObjects(admin, ns)).map((o) => `${o.storageClassName.slice(ns.length + 1)} ${JSON.stringify(o.segment)}${o.pool ? ` ${o.pool}` : ''}=${o.capacity}`);
+  /** The canary: the good zone's figure follows the driver, so the loop still works. */
+  async function canaryFollows(): Promise<void> {
+    driver.setCapacity({ [ZONE]: 'good' }, 9n * GiB);
+    await eventually(async () => expect(await figures()).to.include(`fast {"${ZONE}":"good"}=9Gi`));
+  }
+  const start = (): Promise<unknown> => tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+
+  it('a CSINode naming a topology key its node lacks, and a node without topology labels: a Warning on each node, no object for them', async function () {
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addNode('no-rack', { [ZONE]: 'good' }, [ZONE, RACK]);
+    await addNode('bare', {}, [ZONE]);
+    await addClass('fast');
+    const before = await counted('NodeWithoutTopology');
+    await start();
+    await eventually(async () => expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]));
+    await eventually(async () => {
+      expect((await events(name('no-rack'))).join('\n')).to.match(new RegExp(`Warning/NodeWithoutTopology: .*topology key\\(s\\) ${RACK} .*no such label`));
+      expect((await events(name('bare'))).join('\n')).to.match(new RegExp(`Warning/NodeWithoutTopology: .*topology key\\(s\\) ${ZONE}`));
+    });
+    expect(await counted('NodeWithoutTopology')).to.be.at.least(before + 2);
+    await canaryFollows();
+  });
+
+  it('a node labelled zone "a____b" (a valid label value) is an opaque segment value: published as it is', async function () {
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    driver.setCapacity({ [ZONE]: 'a____b' }, 3n * GiB);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addNode('odd', { [ZONE]: 'a____b' }, [ZONE]);
+    await addClass('fast');
+    await start();
+    await eventually(async () => expect(await figures()).to.deep.equal([`fast {"${ZONE}":"a____b"}=3Gi`, `fast {"${ZONE}":"good"}=5Gi`]));
+    await canaryFollows();
+  });
+
+  it('invalid pools parameters (not JSON, a pool name too long for its label): a Warning on the class, nothing published for it, other classes unaffected', async function () {
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addClass('fast');
+    await addClass('garbled', { topologyConstrainedPools: '[{"poolName": "p1", "domainSegments": [' });
+    await addClass('long', { topologyConstrainedPools: JSON.stringify([{ poolName: 'p'.repeat(100), domainSegments: [{ domainLabel: ZONE, value: 'good' }] }]) });
+    const before = await counted('InvalidTopologyConstrainedPools');
+    await start();
+    await eventually(async () => {
+      expect((await events(name('garbled'))).join('\n')).to.contain('Warning/InvalidTopologyConstrainedPools: parameter topologyConstrainedPools is not JSON');
+      expect((await events(name('long'))).join('\n')).to.contain('longer than 63 characters');
+    });
+    expect(await counted('InvalidTopologyConstrainedPools')).to.be.at.least(before + 2);
+    await eventually(async () => expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]));
+    await canaryFollows();
+  });
+
+  it('a driver answering a negative capacity: a failed call (metric, Ready=False), never a negative or renewed figure; zero (a missing field on the wire) is published as 0', async function () {
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    driver.setCapacity({ [ZONE]: 'neg' }, 4n * GiB);
+    driver.setCapacity({ [ZONE]: 'empty' }, 0n);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addNode('neg', { [ZONE]: 'neg' }, [ZONE]);
+    await addNode('empty', { [ZONE]: 'empty' }, [ZONE]);
+    await addClass('fast');
+    await start();
+    // proto3 sends no field for 0: a reply without available_capacity reads as 0, and 0 is room for nothing.
+    await eventually(async () => expect(await figures()).to.deep.equal([`fast {"${ZONE}":"empty"}=0`, `fast {"${ZONE}":"good"}=5Gi`, `fast {"${ZONE}":"neg"}=4Gi`]));
+    const invalid = await metricValue('topovol_capacity_getcapacity_total', { driver: driverName, result: 'InvalidResponse' });
+    driver.setCapacity({ [ZONE]: 'neg' }, -5n);
+    await eventually(async () => {
+      expect(await metricValue('topovol_capacity_getcapacity_total', { driver: driverName, result: 'InvalidResponse' })).to.be.above(invalid);
+      const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
+      expect([ready?.status, ready?.reason]).to.deep.equal(['False', 'GetCapacityFailed']);
+      expect(ready?.message).to.contain('negative size');
+    });
+    expect(await figures(), 'the last good figure stays, as for any failing call').to.include(`fast {"${ZONE}":"neg"}=4Gi`);
+    await canaryFollows();
+    driver.setCapacity({ [ZONE]: 'neg' }, 2n * GiB);
+    await eventually(async () => expect(await figures()).to.include(`fast {"${ZONE}":"neg"}=2Gi`));
+  });
+});
