@@ -1,95 +1,10 @@
 import { expect } from 'chai';
-import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
-import { claimNamesOfPod } from '@topovol/shared';
+import type { PersistentVolume, Pod } from '@topovol/shared';
 import { decideMark } from '../../src/rollback/decide-mark.js';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
-import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
-import type { ProvisioningObservation, RollbackWorld } from '../../src/rollback/rollback-world.js';
-import { historyKeyOfRecord } from '../../src/rollback/workload.js';
+import { NOW, claim, failed, node, pod, pv, record, seen, world } from './rollback-world-fixture.js';
+import type { W } from './rollback-world-fixture.js';
 
-const NOW = Date.parse('2026-11-22T12:00:00Z');
-const SEL = 'volume.kubernetes.io/selected-node';
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-interface W {
-  pvs?: PersistentVolume[];
-  claims?: PersistentVolumeClaim[];
-  pods?: Pod[];
-  nodes?: Node[];
-  inUse?: Record<string, string[]>;
-  attachments?: VolumeAttachment[];
-  failures?: Record<string, Event[]>;
-  observed?: Record<string, ProvisioningObservation>;
-  rollbacks?: ProvisioningRollback[];
-  stuckSince?: number;
-}
-
-function world(w: W): RollbackWorld {
-  return {
-    volume: (n) => w.pvs?.find((v) => v.metadata?.name === n),
-    claim: (ns, n) => w.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
-    node: (n) => w.nodes?.find((x) => x.metadata?.name === n),
-    podsUsingClaim: (ns, n) => (w.pods ?? []).filter((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(n)),
-    podExists: (uid) => (w.pods ?? []).some((p) => p.metadata?.uid === uid),
-    nodesUsingVolume: (v) => Object.entries(w.inUse ?? {}).flatMap(([node, names]) => (names.includes(v.metadata?.name ?? '') ? [node] : [])),
-    attachmentsOf: (n) => (w.attachments ?? []).filter((a) => a.spec?.source?.persistentVolumeName === n),
-    provisioningFailures: (c) => w.failures?.[c.metadata?.name ?? ''] ?? [],
-    provisioningObserved: (uid) => w.observed?.[uid],
-    rollbacksOf: (key) => (w.rollbacks ?? []).filter((r) => historyKeyOfRecord(r) === key),
-    now: () => NOW,
-    stuckSince: () => w.stuckSince,
-    graceMs: 60_000,
-    markWindowMs: 600_000,
-    maxRollbacks: 3,
-    backoffBaseMs: 30_000,
-  };
-}
-
-const claim = (name: string, extra: { volume?: string; selected?: string } = {}): PersistentVolumeClaim => ({
-  metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '5', annotations: extra.selected ? { [SEL]: extra.selected } : {} },
-  spec: { volumeName: extra.volume },
-  status: { phase: extra.volume ? 'Bound' : 'Pending' },
-});
-const pv = (name: string, claimName: string, extra: { usage?: string; forNode?: string; forPod?: string; forWorkload?: string; provisioned?: boolean; ageMs?: number } = {}): PersistentVolume => ({
-  metadata: {
-    name,
-    creationTimestamp: iso(NOW - (extra.ageMs ?? 1000)),
-    labels: extra.usage ? { 'rollback.topovol.io/usage': extra.usage } : {},
-    annotations: {
-      ...(extra.provisioned === false ? {} : { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' }),
-      ...(extra.forNode
-        ? { 'rollback.topovol.io/provisioned-for-node': extra.forNode, 'rollback.topovol.io/provisioned-for-pod': extra.forPod ?? 'uid-p', 'rollback.topovol.io/provisioned-for-workload': extra.forWorkload ?? extra.forPod ?? 'uid-p' }
-        : {}),
-    },
-  },
-  spec: { claimRef: { namespace: 'ns', name: claimName, uid: `uid-${claimName}` } },
-  status: { phase: 'Bound' },
-});
-type PodExtra = { nodeName?: string; phase?: string; uid?: string; tolerations?: NonNullable<Pod['spec']>['tolerations']; createdMsAgo?: number; owner?: string; ownerKind?: string; ephemeral?: string[] };
-const pod = (name: string, claims: string[], extra: PodExtra = {}): Pod => ({
-  metadata: {
-    name,
-    namespace: 'ns',
-    uid: extra.uid ?? `uid-${name}`,
-    creationTimestamp: iso(NOW - (extra.createdMsAgo ?? 60_000)),
-    ownerReferences: extra.owner ? [{ apiVersion: 'apps/v1', kind: extra.ownerKind ?? 'ReplicaSet', name: 'rs', uid: extra.owner, controller: true }] : undefined,
-  },
-  spec: {
-    nodeName: extra.nodeName,
-    tolerations: extra.tolerations,
-    containers: [],
-    volumes: [...claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })), ...(extra.ephemeral ?? []).map((v) => ({ name: v, ephemeral: {} }))],
-  },
-  status: { phase: extra.phase ?? 'Pending' },
-});
-const node = (name: string, spec: Node['spec'] = {}): Node => ({ metadata: { name }, spec });
-const failed = (msg: string, at = NOW - 5_000): Event => ({ metadata: { name: 'e' }, involvedObject: {}, reason: 'ProvisioningFailed', message: msg, lastTimestamp: iso(at) });
-const seen = (podUid = 'uid-p', node = 'a', workloadUid = podUid): ProvisioningObservation => ({ node, podUid, workloadUid });
-const record = (workloadUid: string, attempt: number, createdAt: number, at: { namespace?: string; pod?: string; kind?: string } = {}): ProvisioningRollback => ({
-  metadata: { name: `${workloadUid}-${attempt}`, creationTimestamp: iso(createdAt) },
-  spec: { pod: { namespace: at.namespace ?? 'ns', name: at.pod ?? 'p', uid: 'uid-p' }, workload: { kind: at.kind ?? 'Pod', name: 'p', uid: workloadUid }, node: 'a', reason: 'x', attempt, evidenceTime: iso(createdAt - 1000), claims: [] },
-  status: { phase: 'Completed' },
-});
 
 // The marks: unused only with the evidence that the volume was provisioned for the pod waiting for it.
 describe('decideMark', function () {

@@ -1,0 +1,103 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type { PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
+import { decideRollback } from '../../src/rollback/decide-rollback.js';
+import { claim, failed, node, pod, pv, world } from './rollback-world-fixture.js';
+import type { W } from './rollback-world-fixture.js';
+
+/** What the generator may make true of one pinned volume; each is evidence it may hold data, or is not this pod's. */
+const volumeFacts = fc.record({
+  usage: fc.constantFrom('unused', 'unused', 'unused', 'used'),
+  forPod: fc.constantFrom('uid-p', 'uid-p', 'uid-p', 'uid-other'),
+  claimRefUid: fc.constantFrom('match', 'match', 'match', 'stale'),
+  attached: fc.constantFrom(false, false, false, true),
+  inUse: fc.constantFrom(false, false, false, true),
+  otherPod: fc.constantFrom<'none' | 'Pending' | 'Running'>('none', 'none', 'none', 'Pending', 'Running'),
+});
+type VolumeFacts = typeof volumeFacts extends fc.Arbitrary<infer T> ? T : never;
+
+const worldFacts = fc.record({
+  volumes: fc.array(volumeFacts, { minLength: 1, maxLength: 3 }),
+  podPhase: fc.constantFrom('Pending', 'Pending', 'Pending', 'Running', 'Succeeded', 'Failed'),
+  containerStarted: fc.constantFrom(false, false, false, true),
+  nodeA: fc.constantFrom<'ready' | 'cordoned' | 'gone'>('ready', 'cordoned', 'gone'),
+  siblingFailed: fc.boolean(),
+});
+type WorldFacts = typeof worldFacts extends fc.Arbitrary<infer T> ? T : never;
+
+/** The pod p, claims c1..cN bound to volumes v1..vN provisioned for node a, and a sibling claim s. */
+function build(f: WorldFacts): { p: Pod; w: W } {
+  const names = f.volumes.map((_, i) => `c${i + 1}`);
+  const p = pod('p', [...names, 's'], { phase: f.podPhase });
+  if (f.containerStarted) p.status = { ...p.status, containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, started: true }] };
+  const pvs: PersistentVolume[] = [];
+  const pods: Pod[] = [p];
+  const attachments: VolumeAttachment[] = [];
+  const inUse: string[] = [];
+  f.volumes.forEach((v: VolumeFacts, i) => {
+    const c = names[i]!;
+    const vol = pv(`v${i + 1}`, c, { usage: v.usage, forNode: 'a', forPod: v.forPod });
+    if (v.claimRefUid === 'stale') vol.spec!.claimRef!.uid = 'uid-of-an-earlier-claim';
+    pvs.push(vol);
+    if (v.attached) attachments.push({ metadata: { name: `va-${i}` }, spec: { attacher: 'x', nodeName: 'a', source: { persistentVolumeName: `v${i + 1}` } } });
+    if (v.inUse) inUse.push(`v${i + 1}`);
+    if (v.otherPod !== 'none') pods.push(pod(`q${i}`, [c], { phase: v.otherPod }));
+  });
+  const w: W = {
+    pvs,
+    pods,
+    attachments,
+    inUse: { a: inUse },
+    claims: [...names.map((c, i) => claim(c, { volume: `v${i + 1}` })), claim('s')],
+    nodes: [...(f.nodeA === 'gone' ? [] : [node('a', f.nodeA === 'cordoned' ? { unschedulable: true } : {})]), node('b')],
+    failures: f.siblingFailed ? { s: [failed('rpc error: code = ResourceExhausted')] } : {},
+  };
+  return { p, w };
+}
+
+/**
+ * Stated from the generated facts, not from the implementation's own checks: a pinned volume may
+ * be rolled back only if nothing suggests it holds data (the pod never ran, no attachment, no node
+ * reports it in use, no other pod uses its claim, not marked used) and it is this pod's (provisioned
+ * for it, bound to the claim that exists now).
+ */
+function mayRollBack(f: WorldFacts, v: VolumeFacts): boolean {
+  const podRan = f.podPhase !== 'Pending' || f.containerStarted;
+  return !podRan && v.usage === 'unused' && v.forPod === 'uid-p' && v.claimRefUid === 'match' && !v.attached && !v.inUse && v.otherPod === 'none';
+}
+
+// Safety of the rollback decisions over random clusters (kubernetes #94217's fix must never undo a
+// volume that may hold data): whatever else holds, a used volume is never rolled back.
+describe('rollback decisions: safety properties', function () {
+  it('a rollback is decided only when every pinned volume is provably unused and this pod\'s', function () {
+    let rollbacks = 0;
+    let refusals = 0;
+    fc.assert(
+      fc.property(worldFacts, (f) => {
+        const { p, w } = build(f);
+        const d = decideRollback(p, world(w));
+        if (d.kind === 'refuse') refusals++;
+        if (d.kind !== 'rollback') return;
+        rollbacks++;
+        f.volumes.forEach((v, i) => expect(mayRollBack(f, v), `v${i + 1} rolled back though ${JSON.stringify({ ...v, podPhase: f.podPhase, containerStarted: f.containerStarted })}`).to.equal(true));
+      }),
+      { numRuns: 3000 },
+    );
+    // Not vacuous: many worlds reach the point where the evidence decides, both ways.
+    expect(rollbacks, 'rollbacks decided').to.be.above(10);
+    expect(refusals, 'rollbacks refused').to.be.above(300);
+  });
+
+  it('and when every pinned volume is provably unused and the node refused the pod, the rollback is decided (the safety check is not "never")', function () {
+    fc.assert(
+      fc.property(worldFacts, (f) => {
+        // Node a is gone and the sibling claim failed there: nothing is left undecided.
+        const safe = f.volumes.every((v) => mayRollBack(f, v)) && f.nodeA === 'gone' && f.siblingFailed;
+        if (!safe) return;
+        const { p, w } = build(f);
+        expect(decideRollback(p, world(w)).kind).to.equal('rollback');
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
