@@ -141,3 +141,45 @@ describe('binder decisions: safety properties', function () {
     );
   });
 });
+
+// Several claims decided one after another, each seeing the bindings planned before it (the
+// binder's assume cache does this between reconciles): never one volume for two claims, never a
+// claim given two volumes; also with the absurd sizes and unusable node affinities users can write.
+describe('binder decisions: no double binding across claims', function () {
+  const absurd = ['1e30', '9223372036854775808', '0.5m', '-1Gi', '1Qi', ...sizes];
+  const unusable = [undefined, undefined, { required: { nodeSelectorTerms: [{}] } }, { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'z', operator: 'Gt', values: ['x'] }] }] } }];
+  const volumes = fc.array(
+    fc.record({ size: fc.constantFrom(...absurd, '9223372036854775807', '8Ei'), cls: fc.constantFrom('', 'fast'), affinity: fc.constantFrom(...unusable), preBoundTo: fc.constantFrom(undefined, undefined, 'c0', 'c1') }),
+    { minLength: 1, maxLength: 6 },
+  );
+  const claims = fc.array(fc.record({ size: fc.constantFrom(...absurd), cls: fc.constantFrom('', 'fast'), volumeName: fc.constantFrom(undefined, undefined, 'v0') }), { minLength: 2, maxLength: 5 });
+
+  it('applying each planned binding before the next decision never binds a volume twice', function () {
+    fc.assert(
+      fc.property(volumes, claims, (vs, cs) => {
+        const w: WorldInput = {
+          volumes: vs.map((v, i) => vol(`v${i}`, v.size, { storageClassName: v.cls, nodeAffinity: v.affinity, claimRef: v.preBoundTo ? { namespace: 'ns', name: v.preBoundTo } : undefined })),
+          claims: cs.map((c, i) => claim(`c${i}`, c.size, { storageClassName: c.cls, volumeName: c.volumeName })),
+          classes: [sc('fast')],
+          nodes: [node('n1')],
+          now: 1_000_000,
+        };
+        const owner = new Map<string, string>();
+        for (const c of w.claims!) {
+          const binds = decideClaim(c, world(w)).filter((a) => a.kind === 'bindVolume');
+          expect(binds.length, `${c.metadata?.name} given several volumes`).to.be.at.most(1);
+          for (const b of binds) {
+            if (b.kind !== 'bindVolume') continue;
+            const name = b.volume.metadata!.name!;
+            const prior = owner.get(name);
+            expect(prior === undefined || prior === c.metadata?.name, `${name} planned for ${prior} and ${c.metadata?.name}`).to.equal(true);
+            owner.set(name, c.metadata!.name!);
+            // As the assume cache: the volume now names the claim, Bound.
+            w.volumes = w.volumes!.map((v) => (v.metadata?.name === name ? { ...v, spec: { ...v.spec, claimRef: { namespace: 'ns', name: c.metadata!.name!, uid: c.metadata!.uid! } }, status: { phase: 'Bound' } } : v));
+          }
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
