@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { Event, KubeClient, StorageClass } from '@topovol/shared';
+import type { Event, KubeClient } from '@topovol/shared';
 import { eventually } from '@topovol/shared/testing';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { GiB } from '@topovol/shared/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
-import { capacityObjects, createNode, metricValue, registerDriverOnNode } from './capacity-harness.js';
+import { capacityObjects, metricValue } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
@@ -27,16 +27,8 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
   beforeEach(() => ({ admin, ns, driverName, driver } = tb));
   const name = (s: string): string => tb.name(s);
 
-  async function addNode(n: string, labels: Record<string, string>, keys: string[]): Promise<void> {
-    await createNode(admin, name(n), labels);
-    tb.track('node', name(n));
-    await registerDriverOnNode(admin, name(n), driverName, keys);
-    tb.track('csinode', name(n));
-  }
-  async function addClass(c: string, parameters: Record<string, string> = {}): Promise<void> {
-    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name(c) }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer', parameters });
-    tb.track('class', name(c));
-  }
+  const addNode = (n: string, labels: Record<string, string>, keys: string[]): Promise<void> => tb.addNode(n, labels, keys);
+  const addClass = (c: string, parameters: Record<string, string> = {}): Promise<void> => tb.addClass(c, parameters);
   const events = async (involved: string, ns = 'default'): Promise<string[]> =>
     (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${involved}` })).items.map((e) => `${e.type}/${e.reason}: ${e.message}`);
   const counted = (reason: string): Promise<number> => metricValue('topovol_events_total', { type: 'Warning', reason });

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, Event, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
+import type { CSIStorageCapacity, Event, KubeClient, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { eventually } from '@topovol/shared/testing';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { GiB } from '@topovol/shared/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
-import { capacityObjects, createNode, registerDriverOnNode } from './capacity-harness.js';
+import { capacityObjects } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 import { poolKeys } from './status-helpers.js';
 
@@ -27,20 +27,9 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
   beforeEach(() => ({ admin, ns, driverName, driver } = tb));
   const name = (s: string): string => tb.name(s);
 
-  /** keys: the driver's topology keys in the node's CSINode, or 'unregistered' for no CSINode. */
-  async function addNode(n: string, labels: Record<string, string>, keys: string[] | 'unregistered' = Object.keys(labels)): Promise<void> {
-    await createNode(admin, name(n), labels);
-    tb.track('node', name(n));
-    if (keys !== 'unregistered') await register(n, keys);
-  }
-  async function register(n: string, keys: string[]): Promise<void> {
-    await registerDriverOnNode(admin, name(n), driverName, keys);
-    tb.track('csinode', name(n));
-  }
-  async function addClass(c: string): Promise<void> {
-    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name(c) }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer' });
-    tb.track('class', name(c));
-  }
+  const addNode = (n: string, labels: Record<string, string>, keys?: string[] | 'unregistered'): Promise<void> => tb.addNode(n, labels, keys);
+  const register = (n: string, keys: string[]): Promise<void> => tb.register(n, keys);
+  const addClass = (c: string): Promise<void> => tb.addClass(c);
   async function addVolume(v: string, cls: string, zone: string): Promise<void> {
     await admin.create<PersistentVolume>(Resources.persistentVolumes, {
       apiVersion: 'v1',

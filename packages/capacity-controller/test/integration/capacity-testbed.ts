@@ -1,8 +1,8 @@
 import { Resources } from '@topovol/shared';
-import type { KubeClient } from '@topovol/shared';
+import type { KubeClient, StorageClass } from '@topovol/shared';
 import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 import { createTestNamespace, installCrds, sharedControlPlane } from '@topovol/shared/testing';
-import { deleteVolume, RunningCapacity, startDriver } from './capacity-harness.js';
+import { createNode, deleteVolume, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
 import { deleteDriverStatus } from './status-helpers.js';
 
 type Kind = 'node' | 'csinode' | 'class' | 'pv';
@@ -30,6 +30,28 @@ export class CapacityTestbed {
   /** Deleted after the test. */
   track(kind: Kind, name: string): void {
     this.created.push({ kind, name });
+  }
+
+  /**
+   * A node of this test (name(n)) with these labels; its CSINode lists the driver with `keys`
+   * (default: the label keys), or no CSINode at all with 'unregistered'.
+   */
+  async addNode(n: string, labels: Record<string, string>, keys: string[] | 'unregistered' = Object.keys(labels)): Promise<void> {
+    await createNode(this.admin, this.name(n), labels);
+    this.track('node', this.name(n));
+    if (keys !== 'unregistered') await this.register(n, keys);
+  }
+
+  /** The driver registers on node name(n) with these topology keys. */
+  async register(n: string, keys: string[]): Promise<void> {
+    await registerDriverOnNode(this.admin, this.name(n), this.driverName, keys);
+    this.track('csinode', this.name(n));
+  }
+
+  /** A WaitForFirstConsumer class name(c) of this test's driver. */
+  async addClass(c: string, parameters: Record<string, string> = {}): Promise<void> {
+    await this.admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: this.name(c) }, provisioner: this.driverName, volumeBindingMode: 'WaitForFirstConsumer', parameters });
+    this.track('class', this.name(c));
   }
 
   /** The capacity loop for this driver, publishing into the test's namespace. */
