@@ -18,6 +18,8 @@ export interface BenchOptions {
   record: boolean;
   topovolFlags: string[];
   upstreamFlags: string[];
+  /** binder-first: start the binder, then create volumes, then claims; objects-first: create all, then start it. */
+  order: 'binder-first' | 'objects-first';
   help: boolean;
 }
 
@@ -38,6 +40,13 @@ const SPECS: readonly FlagSpec[] = [
   { name: 'record', type: 'bool', default: true, help: 'Write the results JSON under hack/bench/results (pv-binder-<date>.json and pv-binder-latest.json).' },
   { name: 'topovol-flag', type: 'stringList', default: [], help: 'Extra flag for topovol-controller-manager (repeatable), e.g. --topovol-flag=--concurrent-workers=8.' },
   { name: 'upstream-flag', type: 'stringList', default: [], help: 'Extra flag for kube-controller-manager (repeatable).' },
+  {
+    name: 'order',
+    type: 'string',
+    default: 'binder-first',
+    help: "'binder-first': the binder runs while volumes, then claims are created; 'objects-first': all N pairs exist before it starts (times from its start).",
+    validate: (v) => (['binder-first', 'objects-first'].includes(String(v)) ? undefined : "must be 'binder-first' or 'objects-first'"),
+  },
 ];
 
 export function benchHelp(): string {
@@ -64,6 +73,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     record: values.record === true,
     topovolFlags: values['topovol-flag'] as string[],
     upstreamFlags: values['upstream-flag'] as string[],
+    order: String(values.order) as BenchOptions['order'],
     help,
   };
 }

@@ -8,6 +8,8 @@ import { repoRoot } from '@topovol/shared/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import { formatReport, recordResults } from './bench-report.js';
 import { runContender } from './run-contender.js';
+import { formatObjectsFirst, runObjectsFirst } from './run-objects-first.js';
+import type { ObjectsFirstResult } from './run-objects-first.js';
 import type { ContenderResult } from './run-contender.js';
 
 async function main(argv: string[]): Promise<number> {
@@ -15,6 +17,12 @@ async function main(argv: string[]): Promise<number> {
   if (typeof opts === 'number') return opts;
   // The bench's own informers should not chatter over the report.
   configureLogging('warn', 'text');
+  if (opts.order === 'objects-first') {
+    const firsts: ObjectsFirstResult[] = [];
+    for (const name of opts.only) firsts.push(await runObjectsFirst(name, opts));
+    process.stdout.write(`\n${formatObjectsFirst(firsts)}\n`);
+    return firsts.every((r) => r.complete) ? 0 : 1;
+  }
   const results: ContenderResult[] = [];
   for (const name of opts.only) results.push(await runContender(name, opts));
   process.stdout.write(`\n${formatReport(results, opts)}\n`);

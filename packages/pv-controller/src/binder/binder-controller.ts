@@ -140,7 +140,10 @@ export function setupBinder(env: ControllerEnv): Controller {
         await actuator.run(actions);
       }
     },
-    { workers: options.concurrentWorkers },
+    // Claims before volume bookkeeping: a claim can take a volume the binder has not yet written
+    // Available (find-matching-volume.ts), so at start-up, with every object queued, bindings
+    // begin at once instead of after one Available write per pre-existing volume.
+    { workers: options.concurrentWorkers, priority: (key) => (key.startsWith(CLAIM) ? 0 : 1) },
   );
   // Upstream's periodic resync of every claim and volume: level-triggered, so whatever changed
   // without an event we watch (a node that joined, a class created later) is seen within a period.
@@ -152,8 +155,19 @@ export function setupBinder(env: ControllerEnv): Controller {
   const enqueueClaimKey = (key: string): void => controller.enqueue(CLAIM + key);
   const enqueueClaim = (c: PersistentVolumeClaim): void => enqueueClaimKey(objectKey(c));
   const enqueueVolume = (v: PersistentVolume): void => controller.enqueue(VOLUME + objectKey(v));
+  // A free volume may be what a waiting claim of its class needs: every such claim is queued again.
+  // That walk is O(claims of the class), so wakes are coalesced per class until the next turn of
+  // the event loop: an informer's initial list of N volumes costs one walk, not N.
+  const wakeClasses = new Set<string>();
   const enqueueWaitingClaims = (cls: string): void => {
-    for (const c of pvcs.cache.byIndex('class', cls)) if (!c.spec?.volumeName) enqueueClaim(c);
+    if (wakeClasses.size === 0) {
+      setImmediate(() => {
+        const classes = [...wakeClasses];
+        wakeClasses.clear();
+        for (const k of classes) for (const c of pvcs.cache.byIndex('class', k)) if (!c.spec?.volumeName) enqueueClaim(c);
+      });
+    }
+    wakeClasses.add(cls);
   };
 
   pvcs.addEventHandler({

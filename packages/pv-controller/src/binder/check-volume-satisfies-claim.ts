@@ -26,6 +26,17 @@ export function capacityBytes(volume: PersistentVolume): bigint | undefined {
   return positiveBytes(volume.spec?.capacity?.storage);
 }
 
+/**
+ * Available, or new (the binder has not written Available yet). Upstream takes only Available
+ * volumes, to spare itself conflicts with its own Available write; Topovol writes both with
+ * resourceVersion preconditions, and the claim that gets a new volume ends as upstream's would,
+ * without waiting for one Available write per pre-existing volume (docs/divergences.md).
+ */
+export function isUnclaimedPhase(v: PersistentVolume): boolean {
+  const phase = v.status?.phase;
+  return phase === 'Available' || phase === 'Pending' || phase === undefined || phase === '';
+}
+
 /** VolumeAttributesClass names (KEP-3751), unset and "" alike. */
 export const claimVac = (c: PersistentVolumeClaim): string => c.spec?.volumeAttributesClassName ?? '';
 export const volumeVac = (v: PersistentVolume): string => v.spec?.volumeAttributesClassName ?? '';

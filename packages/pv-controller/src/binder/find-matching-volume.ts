@@ -2,7 +2,7 @@ import { labelSelectorMatches, volumeNodeAffinityMatches } from '@topovol/shared
 import type { Node, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { accessModesKey, groupsForClaim } from './access-modes.js';
 import { claimClass, claimVolumeMode, volumeClass, volumeVolumeMode } from './claim-helpers.js';
-import { accessModesSatisfied, capacityBytes, claimVac, requestedBytes, volumeVac } from './check-volume-satisfies-claim.js';
+import { accessModesSatisfied, capacityBytes, claimVac, isUnclaimedPhase, requestedBytes, volumeVac } from './check-volume-satisfies-claim.js';
 
 /** Whether the volume's claimRef names this claim (by uid when it has one, else by name): IsVolumeBoundToClaim. */
 export function isPreBoundTo(volume: PersistentVolume, claim: PersistentVolumeClaim): boolean {
@@ -36,8 +36,7 @@ function fits(claim: PersistentVolumeClaim, v: PersistentVolume, want: bigint): 
 function freeFor(claim: PersistentVolumeClaim, v: PersistentVolume, opts: MatchOptions): boolean {
   return (
     !v.spec?.claimRef &&
-    // Upstream takes only Available volumes: a new one is taken once the binder has made it so.
-    v.status?.phase === 'Available' &&
+    isUnclaimedPhase(v) &&
     labelSelectorMatches(claim.spec?.selector, v.metadata?.labels) &&
     volumeClass(v) === claimClass(claim) &&
     (!opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node))

@@ -1,7 +1,7 @@
 import { volumeNodeAffinityMatches } from '@topovol/shared';
 import type { Node, PersistentVolume } from '@topovol/shared';
 import { accessModesKey } from './access-modes.js';
-import { capacityBytes } from './check-volume-satisfies-claim.js';
+import { capacityBytes, isUnclaimedPhase } from './check-volume-satisfies-claim.js';
 import { volumeClass } from './claim-helpers.js';
 import { SortedVolumes } from './sorted-volumes.js';
 
@@ -16,7 +16,7 @@ interface FreeEntry {
 
 /** Free = could be chosen for a new claim: no claimRef, not being deleted, Available (as upstream). */
 function isFree(v: PersistentVolume): boolean {
-  return !v.spec?.claimRef && !v.metadata?.deletionTimestamp && v.status?.phase === 'Available';
+  return !v.spec?.claimRef && !v.metadata?.deletionTimestamp && isUnclaimedPhase(v);
 }
 
 const listKey = (cls: string, group: string): string => `${cls}\n${group}`;

@@ -29,6 +29,8 @@ export interface ControllerOptions {
   rateLimiter?: RateLimiter<string>;
   /** For tests: drive delays with a FakeClock. */
   clock?: Clock;
+  /** Which keys are handed to workers first (WorkQueueOptions.priority). */
+  priority?: (key: string) => number;
 }
 
 // controller-runtime's metric names, so existing dashboards and alerts work unchanged.
@@ -85,7 +87,7 @@ export class Controller {
   ) {
     this.workers = Math.max(1, opts.workers ?? 1);
     this.clock = opts.clock ?? realClock;
-    this.queue = new WorkQueue<string>(name, { rateLimiter: opts.rateLimiter, clock: opts.clock });
+    this.queue = new WorkQueue<string>(name, { rateLimiter: opts.rateLimiter, clock: opts.clock, ...(opts.priority ? { priority: opts.priority } : {}) });
     this.log = logger().child({ controller: name });
     maxConcurrent.set({ controller: name }, this.workers);
     activeWorkers.set({ controller: name }, 0);

@@ -4,6 +4,8 @@ import { realClock } from '../ratelimit/clock.js';
 import type { Cancel, Clock } from '../ratelimit/clock.js';
 import { defaultControllerRateLimiter } from '../ratelimit/item-backoff.js';
 import type { RateLimiter } from '../ratelimit/item-backoff.js';
+import { LeveledFifo } from './fifo.js';
+import { MinHeap } from './min-heap.js';
 
 export interface WorkQueueOptions<K extends string = string> {
   /** Backoff for addRateLimited; defaults to defaultControllerRateLimiter on the queue's clock. */
@@ -12,6 +14,11 @@ export interface WorkQueueOptions<K extends string = string> {
   clock?: Clock;
   /** Publish workqueue_* metrics labelled with the queue's name (default true; off for an empty name). */
   metrics?: boolean;
+  /**
+   * Which keys go first: ready keys are handed out by ascending level (0 first), in FIFO order
+   * within a level. Default: one level, client-go's plain FIFO.
+   */
+  priority?: (key: K) => number;
 }
 
 /**
@@ -26,7 +33,7 @@ export class WorkQueue<K extends string = string> {
   private readonly rateLimiter: RateLimiter<K>;
   private readonly metrics: QueueMetrics<K> | undefined;
 
-  private readonly queue = new Fifo<K>();
+  private readonly queue: LeveledFifo<K>;
   private readonly dirty = new Set<K>();
   private readonly processing = new Set<K>();
   private readonly getters: ((key: K | undefined) => void)[] = [];
@@ -46,6 +53,7 @@ export class WorkQueue<K extends string = string> {
     this.name = name;
     this.clock = opts.clock ?? realClock;
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<K>(this.clock);
+    this.queue = new LeveledFifo<K>(opts.priority ?? (() => 0));
     // As in client-go, an unnamed queue has no metrics: its series could not be told apart.
     this.metrics = opts.metrics !== false && name !== '' ? new QueueMetrics<K>(name, this.clock) : undefined;
   }
@@ -218,74 +226,6 @@ interface DelayedEntry<K> {
   key: K;
   at: number;
   seq: number;
-}
-
-/** Array-backed FIFO with O(1) amortised shift (Array#shift is O(n) on large arrays). */
-class Fifo<T> {
-  private items: T[] = [];
-  private head = 0;
-
-  get length(): number {
-    return this.items.length - this.head;
-  }
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head++];
-    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-}
-
-class MinHeap<T> {
-  private readonly items: T[] = [];
-
-  constructor(private readonly less: (a: T, b: T) => number) {}
-
-  peek(): T | undefined {
-    return this.items[0];
-  }
-
-  clear(): void {
-    this.items.length = 0;
-  }
-
-  push(item: T): void {
-    const a = this.items;
-    a.push(item);
-    for (let i = a.length - 1; i > 0; ) {
-      const p = (i - 1) >> 1;
-      if (this.less(a[i]!, a[p]!) >= 0) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
-      i = p;
-    }
-  }
-
-  pop(): T | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length === 0 || last === undefined) return top;
-    a[0] = last;
-    for (let i = 0; ; ) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < a.length && this.less(a[l]!, a[m]!) < 0) m = l;
-      if (r < a.length && this.less(a[r]!, a[m]!) < 0) m = r;
-      if (m === i) break;
-      [a[i], a[m]] = [a[m]!, a[i]!];
-      i = m;
-    }
-    return top;
-  }
 }
 
 // ---- metrics (client-go's workqueue metric names, k8s.io/client-go/util/workqueue/metrics.go) ----

@@ -75,6 +75,23 @@ describe('WorkQueue', function () {
     }
   });
 
+  describe('priority: lower levels first, FIFO within a level, dedup unchanged', function () {
+    const level = (k: string): number => (k.startsWith('pvc/') ? 0 : 1);
+    const cases = [
+      { adds: ['pv/1', 'pvc/a', 'pv/2', 'pvc/b'], want: ['pvc/a', 'pvc/b', 'pv/1', 'pv/2'] },
+      { adds: ['pv/1', 'pv/1', 'pvc/a', 'pvc/a'], want: ['pvc/a', 'pv/1'] },
+      { adds: ['pv/1', 'pv/2'], want: ['pv/1', 'pv/2'] },
+    ];
+    for (const { adds, want } of cases) {
+      it(`[${adds.join(',')}] → [${want.join(',')}]`, async function () {
+        const q = newQueue({ priority: level });
+        for (const k of adds) q.add(k);
+        expect(q.len()).to.equal(want.length);
+        expect(await drainOrder(q)).to.deep.equal(want);
+      });
+    }
+  });
+
   it('never hands a key to a second worker while the first has it', async function () {
     const q = newQueue();
     q.add('a');

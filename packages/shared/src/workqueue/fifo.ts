@@ -1,0 +1,49 @@
+/** Array-backed FIFO with O(1) amortised shift (Array#shift is O(n) on large arrays). */
+export class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head++];
+    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+/**
+ * FIFOs by priority level: shift() takes from the lowest level that has items, in order within a
+ * level. A queue whose keys are all of one level behaves as a plain FIFO.
+ */
+export class LeveledFifo<T> {
+  private readonly levels: Fifo<T>[] = [];
+
+  constructor(private readonly levelOf: (item: T) => number) {}
+
+  get length(): number {
+    let n = 0;
+    for (const l of this.levels) if (l) n += l.length;
+    return n;
+  }
+
+  push(item: T): void {
+    const i = Math.max(0, Math.floor(this.levelOf(item)));
+    (this.levels[i] ??= new Fifo<T>()).push(item);
+  }
+
+  shift(): T | undefined {
+    for (const l of this.levels) if (l && l.length > 0) return l.shift();
+    return undefined;
+  }
+}
