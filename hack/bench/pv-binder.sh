@@ -19,6 +19,8 @@ for a in "$@"; do
   prev="$a"
 done
 [[ "$only" != "topovol" ]] && components+=(kube-controller-manager)
+# The delayed-binding scenario runs the real kube-scheduler.
+components+=(kube-scheduler)
 
 echo "==> control-plane binaries: ${components[*]}" >&2
 # The last line is the assets directory; passing it on means the bench never builds or waits on a build lock.

@@ -4,7 +4,8 @@ import type { FlagSpec } from '@topovol/shared';
 export type ContenderName = 'topovol' | 'upstream';
 
 export interface BenchOptions {
-  n: number;
+  /** Pair counts to run, each with every order and contender. */
+  ns: number[];
   qps: number;
   burst: number;
   /** Contenders to run, in order. */
@@ -14,17 +15,33 @@ export interface BenchOptions {
   concurrency: number;
   /** Per phase (volumes Available, claims Bound): past it the run is reported as incomplete. */
   timeoutMs: number;
+  /** No claim Bound for this long: the run is reported as incomplete (a binder that stopped making progress). */
+  stallMs: number;
+  /** Merge patches sent to measure the API server's write ceiling after each run. */
+  ceilingWrites: number;
   /** Write hack/bench/results/pv-binder-<date>.json and pv-binder-latest.json. */
   record: boolean;
   topovolFlags: string[];
   upstreamFlags: string[];
   /** binder-first: start the binder, then create volumes, then claims; objects-first: create all, then start it. */
-  order: 'binder-first' | 'objects-first';
+  orders: ('binder-first' | 'objects-first')[];
+  /** static: N pre-provisioned pairs bound by the binder alone; delayed: N WaitForFirstConsumer claims whose pods the real kube-scheduler places. */
+  scenario: 'static' | 'delayed';
+  /** delayed: nodes the local volumes are spread over. */
+  nodes: number;
   help: boolean;
 }
 
 const SPECS: readonly FlagSpec[] = [
-  { name: 'n', type: 'int', default: 10_000, help: 'Static PV/PVC pairs to bind per contender.', validate: atLeast(1) },
+  {
+    name: 'scenario',
+    type: 'string',
+    default: 'static',
+    help: "'static': N pre-provisioned pairs, the binder alone; 'delayed': N WaitForFirstConsumer claims of local volumes whose pods the real kube-scheduler places in a burst (scheduler pre-bind to Bound).",
+    validate: (v) => (['static', 'delayed'].includes(String(v)) ? undefined : "must be 'static' or 'delayed'"),
+  },
+  { name: 'nodes', type: 'int', default: 20, help: "delayed: nodes the local volumes are spread over (each allows 110 pods).", validate: atLeast(1) },
+  { name: 'n', type: 'string', default: '10000', help: 'Static PV/PVC pairs to bind per contender; a comma-separated list runs each (e.g. 1000,3000,10000).' },
   { name: 'qps', type: 'float', default: 1000, help: "Both binders' --kube-api-qps." },
   { name: 'burst', type: 'int', default: 2000, help: "Both binders' --kube-api-burst.", validate: atLeast(1) },
   {
@@ -37,6 +54,8 @@ const SPECS: readonly FlagSpec[] = [
   { name: 'namespaces', type: 'int', default: 4, help: 'Namespaces the claims are spread over.', validate: atLeast(1) },
   { name: 'concurrency', type: 'int', default: 32, help: 'Create requests the bench keeps in flight.', validate: atLeast(1) },
   { name: 'timeout', type: 'duration', default: 30 * 60_000, help: 'Per phase (volumes Available, claims Bound) before giving up on a contender.' },
+  { name: 'stall', type: 'duration', default: 5 * 60_000, help: 'Give up on a contender when no claim became Bound for this long.' },
+  { name: 'ceiling-writes', type: 'int', default: 10_000, help: 'Merge patches sent after each run to measure the API server\'s write ceiling on the same control plane.', validate: atLeast(100) },
   { name: 'record', type: 'bool', default: true, help: 'Write the results JSON under hack/bench/results (pv-binder-<date>.json and pv-binder-latest.json).' },
   { name: 'topovol-flag', type: 'stringList', default: [], help: 'Extra flag for topovol-controller-manager (repeatable), e.g. --topovol-flag=--concurrent-workers=8.' },
   { name: 'upstream-flag', type: 'stringList', default: [], help: 'Extra flag for kube-controller-manager (repeatable).' },
@@ -44,13 +63,13 @@ const SPECS: readonly FlagSpec[] = [
     name: 'order',
     type: 'string',
     default: 'binder-first',
-    help: "'binder-first': the binder runs while volumes, then claims are created; 'objects-first': all N pairs exist before it starts (times from its start).",
-    validate: (v) => (['binder-first', 'objects-first'].includes(String(v)) ? undefined : "must be 'binder-first' or 'objects-first'"),
+    help: "'binder-first': the binder runs while volumes, then claims are created; 'objects-first': all N pairs exist before it starts (times from its start); 'both'.",
+    validate: (v) => (['binder-first', 'objects-first', 'both'].includes(String(v)) ? undefined : "must be 'binder-first', 'objects-first' or 'both'"),
   },
 ];
 
 export function benchHelp(): string {
-  return `usage: hack/bench/pv-binder.sh [N] [flags]\n\nBinds N static PV/PVC pairs with Topovol's pv-binder and upstream kube-controller-manager's\npersistentvolume-binder-controller, each on a fresh etcd + kube-apiserver, and prints the ratios.\n\n${formatHelp(SPECS)}`;
+  return `usage: hack/bench/pv-binder.sh [N] [flags]\n\nBinds N static PV/PVC pairs (in each order asked for) with Topovol's pv-binder and upstream kube-controller-manager's\npersistentvolume-binder-controller, each on a fresh etcd + kube-apiserver, and prints the ratios.\n\n${formatHelp(SPECS)}`;
 }
 
 /** Flags as kube tools take them; one bare number is N, as `pv-binder.sh 2000`. */
@@ -60,20 +79,25 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     throw new FlagError(`unexpected argument "${positional.join(' ')}": the only positional argument is N`);
   }
   const only = String(values.only);
-  const n = positional.length === 1 ? Number(positional[0]) : Number(values.n);
-  if (!(n >= 1)) throw new FlagError('N must be at least 1');
+  const ns = (positional.length === 1 ? positional[0]! : String(values.n)).split(',').map((v) => Number(v.trim()));
+  if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new FlagError(`--n: every N must be a whole number of at least 1, got "${String(values.n)}"`);
+  const order = String(values.order);
   return {
-    n,
+    ns,
     qps: Number(values.qps),
     burst: Number(values.burst),
     only: only === '' ? ['topovol', 'upstream'] : [only as ContenderName],
     namespaces: Number(values.namespaces),
     concurrency: Number(values.concurrency),
     timeoutMs: Number(values.timeout),
+    stallMs: Number(values.stall),
+    ceilingWrites: Number(values['ceiling-writes']),
     record: values.record === true,
     topovolFlags: values['topovol-flag'] as string[],
     upstreamFlags: values['upstream-flag'] as string[],
-    order: String(values.order) as BenchOptions['order'],
+    orders: order === 'both' ? ['binder-first', 'objects-first'] : [order as 'binder-first' | 'objects-first'],
+    scenario: String(values.scenario) as BenchOptions['scenario'],
+    nodes: Number(values.nodes),
     help,
   };
 }

@@ -1,31 +1,41 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { machineLine } from '@topovol/shared/testing';
 import type { BenchOptions } from './bench-flags.js';
-import type { ContenderResult } from './run-contender.js';
+import type { BindingRun, Order } from './binding-run.js';
 
+/** Topovol over upstream for one N and order; undefined when either is missing. */
 export interface Ratios {
-  /** Topovol pairs/s over upstream's: above 1 means Topovol binds faster. */
+  n: number;
+  order: Order;
+  /** Above 1: Topovol binds faster. */
   throughput: number;
-  /** Below 1 means Topovol's slowest claims wait less. */
-  p99: number;
-  p50: number;
-  /** Below 1 means Topovol uses less memory. */
+  /** Below 1: Topovol's first binding comes sooner. */
+  firstBound: number;
+  /** Below 1: Topovol spends less CPU per binding. */
+  cpuPerBinding: number;
+  /** Below 1: Topovol's peak resident set is smaller. */
   peakRss: number;
-  cpu: number;
+  /** binder-first only; below 1: Topovol's slowest claims wait less. */
+  p99?: number;
 }
 
-export function ratios(results: readonly ContenderResult[]): Ratios | undefined {
-  const t = results.find((r) => r.contender === 'topovol');
-  const u = results.find((r) => r.contender === 'upstream');
-  if (!t || !u) return undefined;
-  return {
-    throughput: t.claims.pairsPerSecond / u.claims.pairsPerSecond,
-    p99: t.claims.latencyMs.p99 / u.claims.latencyMs.p99,
-    p50: t.claims.latencyMs.p50 / u.claims.latencyMs.p50,
-    peakRss: t.binder.peakRssMiB / u.binder.peakRssMiB,
-    cpu: t.binder.cpuSeconds / u.binder.cpuSeconds,
-  };
+export function ratios(runs: readonly BindingRun[]): Ratios[] {
+  const out: Ratios[] = [];
+  for (const t of runs.filter((r) => r.contender === 'topovol')) {
+    const u = runs.find((r) => r.contender === 'upstream' && r.n === t.n && r.order === t.order);
+    if (!u) continue;
+    out.push({
+      n: t.n,
+      order: t.order,
+      throughput: t.pairsPerSecond / u.pairsPerSecond,
+      firstBound: t.firstBoundSeconds / u.firstBoundSeconds,
+      cpuPerBinding: t.binder.cpuMsPerBinding / u.binder.cpuMsPerBinding,
+      peakRss: t.binder.peakRssMiB / u.binder.peakRssMiB,
+      p99: t.latencyMs && u.latencyMs ? t.latencyMs.p99 / u.latencyMs.p99 : undefined,
+    });
+  }
+  return out;
 }
 
 function table(rows: string[][]): string {
@@ -33,73 +43,84 @@ function table(rows: string[][]): string {
   return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
 }
 
-const f = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+export const f = (x: number | undefined, digits = 1): string => (x !== undefined && Number.isFinite(x) ? x.toFixed(digits) : '-');
 
-/** The human-readable report: one row per contender, then the ratios and what shaped the run. */
-export function formatReport(results: readonly ContenderResult[], opts: BenchOptions): string {
+/** The human-readable report: one row per run, then the ratios and what shaped the runs. */
+export function formatReport(runs: readonly BindingRun[], opts: BenchOptions): string {
   const rows = [
-    ['contender', 'N', 'bound', 'pairs/s', 'p50 ms', 'p99 ms', 'max ms', 'peak RSS MiB', 'CPU s', 'PVs Available s'],
-    ...results.map((r) => [
+    ['order', 'contender', 'N', 'bound', 'first s', 'all s', 'pairs/s', 'ceiling pairs/s', 'of ceiling', 'writes/binding', 'CPU s', 'CPU ms/binding', 'peak RSS MiB', 'p50 ms', 'p99 ms'],
+    ...runs.map((r) => [
+      r.order,
       r.contender,
       String(r.n),
       String(r.bound) + (r.complete ? '' : '!'),
-      f(r.claims.pairsPerSecond),
-      f(r.claims.latencyMs.p50, 0),
-      f(r.claims.latencyMs.p99, 0),
-      f(r.claims.latencyMs.max, 0),
+      f(r.firstBoundSeconds),
+      f(r.allBoundSeconds),
+      f(r.pairsPerSecond),
+      f(r.ceiling.bindingsPerSecond),
+      `${f(r.fractionOfCeiling * 100, 0)}%`,
+      f(r.writes.perBinding, 2),
+      f(r.binder.cpuSeconds),
+      f(r.binder.cpuMsPerBinding, 2),
       f(r.binder.peakRssMiB),
-      f(r.binder.cpuSeconds, 2),
-      f(r.volumes.allAvailableSeconds, 1),
+      f(r.latencyMs?.p50, 0),
+      f(r.latencyMs?.p99, 0),
     ]),
   ];
   const out = [table(rows), ''];
-  const ra = ratios(results);
-  if (ra) {
+  for (const ra of ratios(runs)) {
     out.push(
-      `Topovol/upstream: throughput ${f(ra.throughput, 2)}x (>1 is faster), p99 ${f(ra.p99, 2)}x, p50 ${f(ra.p50, 2)}x (<1 is lower latency), peak RSS ${f(ra.peakRss, 2)}x, CPU ${f(ra.cpu, 2)}x (<1 is leaner)`,
-      '',
+      `Topovol/upstream, ${ra.order}, N=${ra.n}: throughput ${f(ra.throughput, 2)}x (>1 is faster), first Bound ${f(ra.firstBound, 2)}x, CPU per binding ${f(ra.cpuPerBinding, 2)}x, peak RSS ${f(ra.peakRss, 2)}x${ra.p99 !== undefined ? `, p99 ${f(ra.p99, 2)}x` : ''} (<1 is better)`,
     );
   }
   out.push(
+    '',
     `Both binders: --kube-api-qps=${opts.qps} --kube-api-burst=${opts.burst}; claims over ${opts.namespaces} namespaces, ${opts.concurrency} creates in flight.`,
-    'pairs/s = bound claims / (last Bound - first claim create); latency = claim create response -> first watch event with phase Bound;',
-    'CPU = binder utime+stime from the first volume create to the last Bound; peak RSS = max(VmHWM, sampled VmRSS) over the process life.',
+    'binder-first: clock from the first claim create (volumes already Available); objects-first: clock from the binder process start.',
+    `ceiling: ${opts.ceilingWrites} JSON merge patches of volumes, ${opts.concurrency} in flight, on the run's own control plane after the binder stopped; pairs/s at 4 writes per binding.`,
+    "writes/binding: updates and patches of volumes and claims in kube-apiserver's apiserver_request_total over the window (the bench only creates).",
   );
-  for (const r of results) {
-    const o = r.others;
-    out.push(
-      `${r.contender}: ${r.version}; startup ${f(r.startupMs / 1000)} s; claims created in ${f(r.claims.createSeconds)} s; ${r.notes.join('; ')}; log ${r.logDir}`,
-      `  same window: kube-apiserver ${f(o.apiserverCpuSeconds)} CPU s, etcd ${f(o.etcdCpuSeconds)}, bench ${f(o.benchCpuSeconds)}; machine ${f(o.machineBusyFraction * 100, 0)}% busy (${f(o.ownBusyFraction * 100, 0)}% from these four)`,
-    );
-    if (r.claims.boundBeforeCreateResponse > 0) out.push(`  ${r.claims.boundBeforeCreateResponse} claims were seen Bound before their create response was handled (counted as 0 ms)`);
+  for (const r of runs) {
+    out.push(`${r.order} ${r.contender} N=${r.n}: ${r.version}; machine ${f(r.machineBusyFraction * 100, 0)}% busy (${f(r.ownBusyFraction * 100, 0)}% from the binder, kube-apiserver, etcd and the bench); log ${r.logDir}`);
   }
-  if (results.some((r) => r.others.machineBusyFraction - r.others.ownBusyFraction > 0.2)) {
+  if (runs.some((r) => r.machineBusyFraction - r.ownBusyFraction > 0.2)) {
     out.push('note: other work used over 20% of the machine during a run; the figures (and the ratios) are noisy, so rerun on a quiet machine.');
   }
-  if (results.some((r) => !r.complete)) out.push('!: not every claim was Bound within --timeout; figures cover the bound ones only.');
+  if (runs.some((r) => !r.complete)) out.push('!: not every claim was Bound before --timeout or --stall; figures cover the bound ones only.');
   return out.join('\n');
 }
 
-function machine(): Record<string, unknown> {
-  return {
-    cpus: os.cpus().length,
-    cpuModel: os.cpus()[0]?.model ?? 'unknown',
-    memoryMiB: Math.round(os.totalmem() / 2 ** 20),
-    kernel: os.release(),
-    node: process.version,
-  };
+/** The record docs/benchmarks.md is written from. */
+export interface BindingRecord {
+  benchmark: 'pv-binder';
+  date: string;
+  machine: string;
+  options: Omit<BenchOptions, 'help' | 'record'>;
+  runs: BindingRun[];
+  ratios: Ratios[];
+}
+
+/** The options as recorded: what shaped the run, without the bench's own switches. */
+export function recordedOptions(opts: BenchOptions): Omit<BenchOptions, 'help' | 'record'> {
+  const { help: _help, record: _record, ...options } = opts;
+  return options;
+}
+
+/** Writes results/<prefix>-<date>.json and results/<prefix>-latest.json; returns the dated path. */
+export function writeRecord(dir: string, prefix: string, record: object, now: Date): string {
+  mkdirSync(dir, { recursive: true });
+  // Microseconds are noise at these scales; three decimals keep the record readable.
+  const round = (_k: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
+  const body = JSON.stringify(record, round, 1) + '\n';
+  const stamp = now.toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const dated = path.join(dir, `${prefix}-${stamp}.json`);
+  writeFileSync(dated, body);
+  writeFileSync(path.join(dir, `${prefix}-latest.json`), body);
+  return dated;
 }
 
 /** Writes results/pv-binder-<date>.json and results/pv-binder-latest.json; returns the dated path. */
-export function recordResults(dir: string, results: readonly ContenderResult[], opts: BenchOptions, now = new Date()): string {
-  mkdirSync(dir, { recursive: true });
-  const { help: _help, record: _record, ...options } = opts;
-  // Microseconds are noise at these scales; three decimals keep the record readable.
-  const round = (_k: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
-  const body = JSON.stringify({ benchmark: 'pv-binder', date: now.toISOString(), machine: machine(), options, results, ratios: ratios(results) ?? null }, round, 2) + '\n';
-  const stamp = now.toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z');
-  const dated = path.join(dir, `pv-binder-${stamp}.json`);
-  writeFileSync(dated, body);
-  writeFileSync(path.join(dir, 'pv-binder-latest.json'), body);
-  return dated;
+export function recordResults(dir: string, runs: readonly BindingRun[], opts: BenchOptions, now = new Date()): string {
+  const record: BindingRecord = { benchmark: 'pv-binder', date: now.toISOString(), machine: machineLine(), options: recordedOptions(opts), runs: [...runs], ratios: ratios(runs) };
+  return writeRecord(dir, 'pv-binder', record, now);
 }

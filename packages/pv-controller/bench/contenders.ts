@@ -31,10 +31,12 @@ function startTopovol(cp: ControlPlane, opts: BenchOptions, logDir: string): Sta
     '--health-probe-bind-address=0',
     ...opts.topovolFlags,
   ];
-  const process_ = new ManagedProcess({ name: 'topovol-controller-manager', command: process.execPath, args: argv, logFile: path.join(logDir, 'topovol-controller-manager.log'), cwd: root });
+  // Node's own flags for a profile (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): NODE_OPTIONS refuses --cpu-prof.
+  const nodeFlags = (process.env.TOPOVOL_BENCH_NODE_FLAGS ?? '').split(' ').filter((a) => a !== '');
+  const process_ = new ManagedProcess({ name: 'topovol-controller-manager', command: process.execPath, args: [...nodeFlags, ...argv], logFile: path.join(logDir, 'topovol-controller-manager.log'), cwd: root });
   return {
     process: process_,
-    argv: [process.execPath, ...argv],
+    argv: [process.execPath, ...nodeFlags, ...argv],
     version: topovolVersion(root),
     notes: [`node ${process.version}`, 'defaults: --concurrent-workers=4, JSON wire format'],
   };

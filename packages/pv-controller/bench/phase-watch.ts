@@ -6,28 +6,41 @@ interface Phased extends KubeObject {
   status?: { phase?: string };
 }
 
-/** The bench needs only identity and phase; keeping the rest would grow our own heap with N. */
-function slim(o: KubeObject): Phased {
-  const p = o as Phased;
-  return { metadata: { name: o.metadata?.name, namespace: o.metadata?.namespace, resourceVersion: o.metadata?.resourceVersion }, status: { phase: p.status?.phase } };
+/**
+ * What the bench watches for, per object: the key to record when a watch event shows the state
+ * asked for (undefined otherwise), and the slim copy the informer keeps (keeping whole objects
+ * would grow the bench's own heap with N).
+ */
+export interface Milestone {
+  keyIfReached: (o: KubeObject) => string | undefined;
+  slim: (o: KubeObject) => KubeObject;
 }
 
+const identity = (o: KubeObject): KubeObject['metadata'] => ({ name: o.metadata?.name, namespace: o.metadata?.namespace, resourceVersion: o.metadata?.resourceVersion });
+
+/** An object seen in a phase, recorded under its own key. */
+export const phaseReached = (phase: string): Milestone => ({
+  keyIfReached: (o) => ((o as Phased).status?.phase === phase ? objectKey(o) : undefined),
+  slim: (o) => ({ metadata: identity(o), status: { phase: (o as Phased).status?.phase } }) as Phased,
+});
+
 /**
- * One watch (the shared Informer) recording, per object, when a watch event first showed it in
- * a given phase, on the monotonic clock. Started before the objects exist, so no transition is missed.
+ * One watch (the shared Informer) recording, per key, when a watch event first showed the
+ * milestone (by default an object in a given phase), on the monotonic clock. Started before the
+ * objects exist, so no transition is missed.
  */
 export class PhaseWatch {
   readonly reachedAt = new Map<string, number>();
-  private readonly informer: Informer<Phased>;
+  private readonly informer: Informer<KubeObject>;
+  private readonly milestone: Milestone;
   private waiters: { count: number; resolve: () => void }[] = [];
+  /** Monotonic time of the last object reaching the phase (or of the watch's start). */
+  private lastReachedAt = performance.now();
 
-  constructor(
-    client: KubeClient,
-    resource: ResourceType,
-    private readonly phase: string,
-  ) {
-    this.informer = new Informer<Phased>(client, resource, { transform: slim });
-    const seen = (o: Phased): void => this.seen(o);
+  constructor(client: KubeClient, resource: ResourceType, phaseOrMilestone: string | Milestone) {
+    this.milestone = typeof phaseOrMilestone === 'string' ? phaseReached(phaseOrMilestone) : phaseOrMilestone;
+    this.informer = new Informer<KubeObject>(client, resource, { transform: this.milestone.slim });
+    const seen = (o: KubeObject): void => this.seen(o);
     this.informer.addEventHandler({ onAdd: seen, onUpdate: (_old, o) => seen(o) });
   }
 
@@ -40,11 +53,11 @@ export class PhaseWatch {
     return this.informer.stop();
   }
 
-  private seen(o: Phased): void {
-    if (o.status?.phase !== this.phase) return;
-    const key = objectKey(o);
-    if (this.reachedAt.has(key)) return;
-    this.reachedAt.set(key, performance.now());
+  private seen(o: KubeObject): void {
+    const key = this.milestone.keyIfReached(o);
+    if (key === undefined || this.reachedAt.has(key)) return;
+    this.lastReachedAt = performance.now();
+    this.reachedAt.set(key, this.lastReachedAt);
     if (this.waiters.length === 0) return;
     const n = this.reachedAt.size;
     this.waiters = this.waiters.filter((w) => {
@@ -54,18 +67,28 @@ export class PhaseWatch {
     });
   }
 
-  /** Resolves true once `count` objects reached the phase, false if the timeout passes first. */
-  waitForCount(count: number, timeoutMs: number): Promise<boolean> {
+  /**
+   * Resolves true once `count` objects reached the phase; false if the timeout passes first, or if
+   * `stallMs` pass with no object reaching it (a binder that stopped making progress).
+   */
+  waitForCount(count: number, timeoutMs: number, stallMs = Infinity): Promise<boolean> {
     if (this.reachedAt.size >= count) return Promise.resolve(true);
+    const from = performance.now();
+    this.lastReachedAt = Math.max(this.lastReachedAt, from);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
+      const giveUp = (): void => {
+        clearInterval(timer);
         this.waiters = this.waiters.filter((w) => w !== waiter);
         resolve(false);
-      }, timeoutMs);
+      };
+      const timer = setInterval(() => {
+        const now = performance.now();
+        if (now - from > timeoutMs || now - this.lastReachedAt > stallMs) giveUp();
+      }, Math.min(1000, timeoutMs));
       const waiter = {
         count,
         resolve: () => {
-          clearTimeout(timer);
+          clearInterval(timer);
           resolve(true);
         },
       };

@@ -1,36 +1,47 @@
 // The pv-binder benchmark: binds N static PV/PVC pairs with Topovol's pv-binder and with upstream kube-controller-manager's
 // persistentvolume-binder-controller (pkg/controller/volume/persistentvolume), each on a fresh
-// control plane in the same run, and prints throughput, latency, memory and CPU side by side.
-// Not a test: nothing here asserts a speed. Run it through hack/bench/pv-binder.sh.
+// control plane in the same run, in each order asked for, and prints throughput, the fraction of
+// the API server's write ceiling (measured on each run's control plane), CPU, memory and latency
+// side by side. Not a test: nothing here asserts a speed. Run it through hack/bench/pv-binder.sh.
 import path from 'node:path';
 import { configureLogging, parseCommandLine } from '@topovol/shared';
 import { repoRoot } from '@topovol/shared/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import { formatReport, recordResults } from './bench-report.js';
-import { runContender } from './run-contender.js';
-import { formatObjectsFirst, runObjectsFirst } from './run-objects-first.js';
-import type { ObjectsFirstResult } from './run-objects-first.js';
-import type { ContenderResult } from './run-contender.js';
+import type { BindingRun } from './binding-run.js';
+import { runBinderFirst } from './run-contender.js';
+import { runObjectsFirst } from './run-objects-first.js';
+import { formatDelayed, recordDelayed } from './delayed-report.js';
+import { runDelayed } from './run-delayed.js';
+import type { DelayedRun } from './run-delayed.js';
 
 async function main(argv: string[]): Promise<number> {
   const opts = parseCommandLine(argv, (a) => parseBenchFlags(a), benchHelp);
   if (typeof opts === 'number') return opts;
   // The bench's own informers should not chatter over the report.
   configureLogging('warn', 'text');
-  if (opts.order === 'objects-first') {
-    const firsts: ObjectsFirstResult[] = [];
-    for (const name of opts.only) firsts.push(await runObjectsFirst(name, opts));
-    process.stdout.write(`\n${formatObjectsFirst(firsts)}\n`);
-    return firsts.every((r) => r.complete) ? 0 : 1;
+  if (opts.scenario === 'delayed') {
+    const delayed: DelayedRun[] = [];
+    for (const n of opts.ns) for (const name of opts.only) delayed.push(await runDelayed(name, n, opts.nodes, opts));
+    process.stdout.write(`\n${formatDelayed(delayed)}\n`);
+    if (opts.record) process.stdout.write(`\nresults: ${path.relative(process.cwd(), recordDelayed(path.join(repoRoot(), 'hack', 'bench', 'results'), delayed, opts))}\n`);
+    return delayed.every((r) => r.complete) ? 0 : 1;
   }
-  const results: ContenderResult[] = [];
-  for (const name of opts.only) results.push(await runContender(name, opts));
-  process.stdout.write(`\n${formatReport(results, opts)}\n`);
+  const runs: BindingRun[] = [];
+  for (const n of opts.ns) {
+    for (const order of opts.orders) {
+      for (const name of opts.only) {
+        runs.push(order === 'objects-first' ? await runObjectsFirst(name, n, opts) : await runBinderFirst(name, n, opts));
+        process.stderr.write(`\n${formatReport(runs.slice(-1), opts).split('\n').slice(0, 2).join('\n')}\n\n`);
+      }
+    }
+  }
+  process.stdout.write(`\n${formatReport(runs, opts)}\n`);
   if (opts.record) {
-    const file = recordResults(path.join(repoRoot(), 'hack', 'bench', 'results'), results, opts);
-    process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)} (and pv-binder-latest.json)\n`);
+    const file = recordResults(path.join(repoRoot(), 'hack', 'bench', 'results'), runs, opts);
+    process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)} (and pv-binder-latest.json); docs/benchmarks.md: hack/bench/benchmarks-doc.sh\n`);
   }
-  return results.every((r) => r.complete) ? 0 : 1;
+  return runs.every((r) => r.complete) ? 0 : 1;
 }
 
 main(process.argv.slice(2)).then(

@@ -1,85 +1,25 @@
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { isAlreadyExists, objectKey, Resources } from '@topovol/shared';
-import type { KubeClient, KubeObject } from '@topovol/shared';
-import { childPids, ControlPlane, cpuSeconds, machineCpuSeconds, ProcSampler, summarize } from '@topovol/shared/testing';
-import type { LatencySummary } from '@topovol/shared/testing';
+import { objectKey, Resources } from '@topovol/shared';
+import { ProcSampler, summarize } from '@topovol/shared/testing';
+import { volumeWrites, writesBetween } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
+import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
+import { cdf, timeline } from './binding-run.js';
+import type { BindingRun } from './binding-run.js';
 import { startContender } from './contenders.js';
 import { createAll } from './create-all.js';
 import { PhaseWatch } from './phase-watch.js';
-import { benchClaim, benchNamespace, benchVolume, WARMUP_NAMESPACE, warmupClaim, warmupVolume } from './static-pairs.js';
-
-export interface ContenderResult {
-  contender: ContenderName;
-  version: string;
-  argv: string[];
-  notes: string[];
-  n: number;
-  namespaces: number;
-  /** Every claim reached Bound within the timeout. */
-  complete: boolean;
-  bound: number;
-  /** Binder process start until the warm-up pair was Bound (process start, informer sync, first writes). */
-  startupMs: number;
-  volumes: { createSeconds: number; allAvailableSeconds: number };
-  claims: {
-    createSeconds: number;
-    /** First claim create request until the last claim was seen Bound. */
-    bindWindowSeconds: number;
-    pairsPerSecond: number;
-    /** Create response until the first watch event showing phase Bound, per claim. */
-    latencyMs: LatencySummary;
-    /** Claims whose Bound event we processed before their own create response (latency counted as 0). */
-    boundBeforeCreateResponse: number;
-  };
-  binder: { peakRssMiB: number; cpuSeconds: number; cpuSecondsTotal: number };
-  /**
-   * CPU spent over the same window by the rest of the machine's actors, which share its cores with
-   * the binder: a busy total means the machine, not the binder, set the pace.
-   */
-  others: {
-    apiserverCpuSeconds: number;
-    etcdCpuSeconds: number;
-    benchCpuSeconds: number;
-    /** Share of all cores busy over the window, whoever used them (other work on the machine included). */
-    machineBusyFraction: number;
-    /** The part of that the binder, kube-apiserver, etcd and the bench account for. */
-    ownBusyFraction: number;
-  };
-  /** The binder's log (kept; set TOPOVOL_KEEP_TEST_DIRS=1 to keep the control plane's too). */
-  logDir: string;
-}
-
-const say = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
-
-function cpuOf(comm: string): number {
-  return childPids(comm).reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0);
-}
-
-async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
-  await client.create<KubeObject>(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch((err: unknown) => {
-    if (!isAlreadyExists(err)) throw err;
-  });
-}
+import { benchClaim, benchNamespace, benchVolume, volumeNames, WARMUP_NAMESPACE, warmupClaim, warmupVolume } from './static-pairs.js';
+import { measureWriteCeiling } from './write-ceiling.js';
 
 /**
- * One contender on its own fresh etcd + kube-apiserver: start the binder, prove it is live with a
+ * Binder first: on its own fresh etcd + kube-apiserver, start the binder, prove it is live with a
  * warm-up pair, create N volumes and wait until all are Available, then create N claims and time
  * each one until Bound. Volumes come first so claim latency measures binding, not volume intake.
+ * Then stop the binder and measure the API server's write ceiling on the same control plane.
  */
-export async function runContender(name: ContenderName, opts: BenchOptions): Promise<ContenderResult> {
-  const logDir = mkdtempSync(path.join(os.tmpdir(), `topovol-bench-${name}-`));
-  const cp = new ControlPlane({
-    // Room for the bench's creates and the binder's writes at once; the defaults (400/200) would
-    // make the API server, not the binder, the thing measured.
-    apiServerFlags: ['--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'],
-  });
-  say(`${name}: starting etcd + kube-apiserver in ${cp.dir}`);
-  await cp.start();
-  const admin = cp.adminClient();
+export async function runBinderFirst(name: ContenderName, n: number, opts: BenchOptions): Promise<BindingRun> {
+  const { cp, admin, logDir } = await freshControlPlane(name);
   const volumes = new PhaseWatch(admin, Resources.persistentVolumes, 'Available');
   const claims = new PhaseWatch(admin, Resources.persistentVolumeClaims, 'Bound');
   let binder: Awaited<ReturnType<typeof startContender>> | undefined;
@@ -108,85 +48,69 @@ export async function runContender(name: ContenderName, opts: BenchOptions): Pro
       throw new Error(`${name}: the warm-up claim was not Bound within 180 s; log: ${binder.process.logFile}\n${binder.process.logTail()}`);
     }
     if (!binder.process.running) throw new Error(`${name}: binder exited; log: ${binder.process.logFile}\n${binder.process.logTail()}`);
-    const startupMs = performance.now() - started;
-    say(`${name}: binder live after ${(startupMs / 1000).toFixed(1)} s (pid ${pid}); creating ${opts.n} volumes`);
+    say(`${name}: binder live after ${((performance.now() - started) / 1000).toFixed(1)} s (pid ${pid}); creating ${n} volumes`);
 
-    const cpu0 = sampler.cpuSeconds() ?? 0;
-    const api0 = cpuOf('kube-apiserver');
-    const etcd0 = cpuOf('etcd');
-    const self0 = process.cpuUsage();
-    const machine0 = machineCpuSeconds();
     const volStart = performance.now();
-    await createAll(admin, Resources.persistentVolumes, opts.n, opts.concurrency, (i) => benchVolume(i), () => undefined);
-    const volCreated = performance.now();
+    await createAll(admin, Resources.persistentVolumes, n, opts.concurrency, (i) => benchVolume(i), () => undefined);
     // +1: the warm-up volume is in the same watch.
-    const allAvailable = await volumes.waitForCount(opts.n + 1, opts.timeoutMs);
-    const volDone = performance.now();
-    if (!allAvailable) say(`${name}: only ${volumes.reachedAt.size - 1}/${opts.n} volumes Available after the timeout; creating claims anyway`);
-    say(`${name}: volumes Available in ${((volDone - volStart) / 1000).toFixed(1)} s; creating ${opts.n} claims`);
+    if (!(await volumes.waitForCount(n + 1, opts.timeoutMs, opts.stallMs))) say(`${name}: only ${volumes.reachedAt.size - 1}/${n} volumes Available; creating claims anyway`);
+    say(`${name}: volumes Available in ${((performance.now() - volStart) / 1000).toFixed(1)} s; creating ${n} claims`);
 
     const createdAt = new Map<string, number>();
-    const claimStart = performance.now();
-    const progress = setInterval(() => say(`${name}: ${createdAt.size}/${opts.n} claims created, ${claims.reachedAt.size - 1} Bound`), 10_000);
+    const writes0 = await volumeWrites(admin);
+    const mark0 = cpuMark(sampler.cpuSeconds() ?? 0, performance.now());
+    const claimStart = mark0.at;
+    const progress = setInterval(() => say(`${name}: ${createdAt.size}/${n} claims created, ${claims.reachedAt.size - 1} Bound`), 10_000);
     let allBound: boolean;
-    let claimsCreated: number;
     try {
-      await createAll(admin, Resources.persistentVolumeClaims, opts.n, opts.concurrency, (i) => benchClaim(i, opts.namespaces), (o, at) => createdAt.set(objectKey(o), at));
-      claimsCreated = performance.now();
+      await createAll(admin, Resources.persistentVolumeClaims, n, opts.concurrency, (i) => benchClaim(i, opts.namespaces), (o, at) => createdAt.set(objectKey(o), at));
       // +1: the warm-up claim is in the same watch.
-      allBound = await claims.waitForCount(opts.n + 1, opts.timeoutMs);
+      allBound = await claims.waitForCount(n + 1, opts.timeoutMs, opts.stallMs);
     } finally {
       clearInterval(progress);
     }
-    const cpu1 = sampler.cpuSeconds() ?? NaN;
-    const api1 = cpuOf('kube-apiserver');
-    const etcd1 = cpuOf('etcd');
-    const self1 = process.cpuUsage(self0);
-    const machine1 = machineCpuSeconds();
-    const windowEnd = performance.now();
+    const mark1 = cpuMark(sampler.cpuSeconds() ?? NaN, performance.now());
+    const writes = writesBetween(writes0, await volumeWrites(admin));
     sampler.stop();
+    await binder.process.stop();
 
     const latencies: number[] = [];
-    let early = 0;
-    let lastBound = claimStart;
+    const boundTimes: number[] = [];
     for (const [key, created] of createdAt) {
       const bound = claims.reachedAt.get(key);
       if (bound === undefined) continue;
-      lastBound = Math.max(lastBound, bound);
-      if (bound < created) early++;
+      boundTimes.push(bound);
       latencies.push(Math.max(0, bound - created));
     }
-    const bindWindow = (lastBound - claimStart) / 1000;
-    const result: ContenderResult = {
+    say(`${name}: ${boundTimes.length}/${n} Bound; measuring the write ceiling`);
+    const ceiling = await measureWriteCeiling(admin, Resources.persistentVolumes, volumeNames(n), opts.ceilingWrites, opts.concurrency);
+    const lastBound = boundTimes.reduce((a, b) => Math.max(a, b), claimStart);
+    const window = (lastBound - claimStart) / 1000;
+    const pairsPerSecond = boundTimes.length / window;
+    const cpu = mark1.binder - mark0.binder;
+    return {
       contender: name,
+      order: 'binder-first',
       version: binder.version,
       argv: binder.argv,
       notes: binder.notes,
-      n: opts.n,
-      namespaces: opts.namespaces,
+      n,
       complete: allBound,
-      bound: latencies.length,
-      startupMs,
-      volumes: { createSeconds: (volCreated - volStart) / 1000, allAvailableSeconds: (volDone - volStart) / 1000 },
-      claims: {
-        createSeconds: (claimsCreated - claimStart) / 1000,
-        bindWindowSeconds: bindWindow,
-        pairsPerSecond: latencies.length / bindWindow,
-        latencyMs: summarize(latencies),
-        boundBeforeCreateResponse: early,
-      },
-      binder: { peakRssMiB: sampler.peakRssMiB, cpuSeconds: cpu1 - cpu0, cpuSecondsTotal: cpu1 },
-      others: {
-        apiserverCpuSeconds: api1 - api0,
-        etcdCpuSeconds: etcd1 - etcd0,
-        benchCpuSeconds: (self1.user + self1.system) / 1e6,
-        machineBusyFraction: (machine1.busy - machine0.busy) / (machine1.total - machine0.total),
-        ownBusyFraction: (cpu1 - cpu0 + api1 - api0 + etcd1 - etcd0 + (self1.user + self1.system) / 1e6) / (((windowEnd - volStart) / 1000) * os.cpus().length),
-      },
+      bound: boundTimes.length,
+      clockFrom: 'the first claim create request (every volume already Available)',
+      firstBoundSeconds: (boundTimes.reduce((a, b) => Math.min(a, b), Infinity) - claimStart) / 1000,
+      allBoundSeconds: window,
+      pairsPerSecond,
+      latencyMs: summarize(latencies),
+      latencyCdf: cdf(latencies),
+      binder: { peakRssMiB: sampler.peakRssMiB, cpuSeconds: cpu, cpuMsPerBinding: (cpu * 1000) / boundTimes.length, rssSeries: sampler.rssSeries },
+      writes: { ...writes, perBinding: writes.total / boundTimes.length },
+      ceiling,
+      fractionOfCeiling: pairsPerSecond / ceiling.bindingsPerSecond,
+      boundTimeline: timeline(boundTimes, claimStart),
+      ...busyBetween(mark0, mark1),
       logDir,
     };
-    if (!allBound) say(`${name}: INCOMPLETE: ${latencies.length}/${opts.n} claims Bound within ${opts.timeoutMs / 1000} s`);
-    return result;
   } finally {
     sampler?.stop();
     await binder?.process.stop();

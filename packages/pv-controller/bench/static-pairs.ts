@@ -10,7 +10,13 @@ export const benchNamespace = (i: number): string => `bench-${i}`;
  */
 const sizeOf = (i: number): string => `${1000 + (i % 5) * 100}Mi`;
 
+/** The smallest volume size: a claim asking for it fits every bench volume. */
+export const SMALLEST_SIZE = sizeOf(0);
+
 const pad = (i: number): string => String(i).padStart(6, '0');
+
+/** The names benchVolume gives volumes 0..n-1. */
+export const volumeNames = (n: number): string[] => Array.from({ length: n }, (_, i) => `bench-pv-${pad(i)}`);
 
 /** A class-less, Retain, hostPath volume: the static-provisioning case the binder matches. */
 export function benchVolume(i: number, size = sizeOf(i), name = `bench-pv-${pad(i)}`): PersistentVolume {

@@ -180,6 +180,15 @@ export class KubeClient {
     return (text ? JSON.parse(text) : {}) as T;
   }
 
+  /** A GET of a non-JSON endpoint (the API server's /metrics), rate-limited like every call. */
+  async getText(path: string): Promise<string> {
+    await this.limiter.wait();
+    const res = await fetch(this.url(path), await this.requestInit('GET', AbortSignal.timeout(this.options.timeoutMs ?? 60_000)));
+    const text = await res.text();
+    if (res.status < 200 || res.status >= 300) throw KubeApiError.fromResponse(res.status, text, res.headers.get('retry-after') ?? undefined);
+    return text;
+  }
+
   // Resource helpers: typed by the caller, path built from a ResourceType.
 
   private objectPath(r: ResourceType, name: string, namespace?: string, sub?: string): string {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 
 /** Kernel clock ticks per second, the unit of utime/stime in /proc/<pid>/stat. */
 const CLK_TCK = ((): number => {
@@ -70,6 +71,10 @@ export function childPids(comm: string): number[] {
 export class ProcSampler {
   private peakKiB = 0;
   private timer?: NodeJS.Timeout;
+  private startedAt = 0;
+  private lastSeriesAt = -Infinity;
+  /** Resident set over time, about one point a second: seconds since start(), MiB. */
+  readonly rssSeries: { seconds: number; rssMiB: number }[] = [];
 
   constructor(
     readonly pid: number,
@@ -77,6 +82,7 @@ export class ProcSampler {
   ) {}
 
   start(): void {
+    this.startedAt = performance.now();
     this.sample();
     this.timer = setInterval(() => this.sample(), this.intervalMs);
   }
@@ -85,6 +91,11 @@ export class ProcSampler {
     const rss = statusKiB(this.pid, 'VmRSS') ?? 0;
     const hwm = statusKiB(this.pid, 'VmHWM') ?? 0;
     this.peakKiB = Math.max(this.peakKiB, rss, hwm);
+    const now = performance.now();
+    if (rss > 0 && now - this.lastSeriesAt >= 1000) {
+      this.lastSeriesAt = now;
+      this.rssSeries.push({ seconds: (now - this.startedAt) / 1000, rssMiB: rss / 1024 });
+    }
   }
 
   stop(): void {

@@ -1,0 +1,102 @@
+"""Plots for docs/benchmarks.md from hack/bench/results/pv-binder-latest.json (written by
+hack/bench/pv-binder.sh). Run through hack/bench/benchmarks-doc.sh, which provides matplotlib."""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+record_path, out_dir = sys.argv[1], sys.argv[2]
+with open(record_path) as f:
+    record = json.load(f)
+runs = record["runs"]
+STYLE = {"topovol": "tab:blue", "upstream": "tab:orange"}
+LINE = {"binder-first": "-", "objects-first": "--"}
+FOOT = f"{record['machine']}; {record['date'][:10]}"
+
+
+def label(r):
+    who = "Topovol" if r["contender"] == "topovol" else "kube-controller-manager"
+    return f"{who}, {r['order']}"
+
+
+def finish(fig, ax, name, title):
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.text(0.01, 0.01, FOOT, fontsize=6, color="gray")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(f"{out_dir}/{name}", dpi=110)
+    plt.close(fig)
+
+
+# 1. Time to all Bound against N, with what the API server's write ceiling allows.
+fig, ax = plt.subplots(figsize=(7, 4.2))
+for contender in ("topovol", "upstream"):
+    for order in ("binder-first", "objects-first"):
+        pts = sorted((r["n"], r["allBoundSeconds"]) for r in runs if r["contender"] == contender and r["order"] == order and r["complete"])
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], LINE[order], marker="o", color=STYLE[contender], label=label({"contender": contender, "order": order}))
+ceil = {}
+for r in runs:
+    ceil.setdefault(r["n"], []).append(r["n"] / r["ceiling"]["bindingsPerSecond"])
+if ceil:
+    ns = sorted(ceil)
+    ax.plot(ns, [sum(ceil[n]) / len(ceil[n]) for n in ns], ":", color="gray", label="API server write ceiling (4 writes/binding)")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("pairs (N)")
+ax.set_ylabel("seconds to all Bound")
+finish(fig, ax, "binding-time-vs-n.png", "Static binding: time to bind N pairs")
+
+# 2. Progress over time at the largest N.
+nmax = max(r["n"] for r in runs)
+fig, ax = plt.subplots(figsize=(7, 4.2))
+for r in runs:
+    if r["n"] != nmax:
+        continue
+    t = r["boundTimeline"]
+    ax.plot([p[0] for p in t], [p[1] for p in t], LINE[r["order"]], color=STYLE[r["contender"]], label=label(r))
+ax.set_xlabel("seconds (binder-first: from the first claim create; objects-first: from binder start)")
+ax.set_ylabel("claims Bound")
+finish(fig, ax, "binding-progress.png", f"Claims Bound over time, N = {nmax}")
+
+# 3. Latency CDF (binder-first: claim create to Bound) at the largest N.
+fig, ax = plt.subplots(figsize=(7, 4.2))
+for r in runs:
+    if r["n"] == nmax and r.get("latencyCdf"):
+        c = r["latencyCdf"]
+        ax.plot([p[0] / 1000 for p in c], [p[1] for p in c], color=STYLE[r["contender"]], label=label(r))
+ax.set_xlabel("seconds from claim create to Bound")
+ax.set_ylabel("fraction of claims")
+finish(fig, ax, "binding-latency-cdf.png", f"Claim latency CDF, binder-first, N = {nmax}")
+
+# 4. Resident set over time at the largest N.
+fig, ax = plt.subplots(figsize=(7, 4.2))
+for r in runs:
+    if r["n"] != nmax:
+        continue
+    s = r["binder"]["rssSeries"]
+    ax.plot([p["seconds"] for p in s], [p["rssMiB"] for p in s], LINE[r["order"]], color=STYLE[r["contender"]], label=label(r))
+ax.set_xlabel("seconds since the binder started")
+ax.set_ylabel("resident set, MiB")
+finish(fig, ax, "binding-rss.png", f"Binder memory over its run, N = {nmax}")
+
+# 5. Delayed binding: scheduler pre-bind to Bound, when recorded.
+try:
+    with open(record_path.replace("pv-binder-latest.json", "delayed-binding-latest.json")) as f:
+        delayed = json.load(f)
+except FileNotFoundError:
+    delayed = None
+if delayed:
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for r in delayed["runs"]:
+        c = r["preBindToBoundCdf"]
+        who = "Topovol" if r["contender"] == "topovol" else "kube-controller-manager"
+        ax.plot([p[0] for p in c], [p[1] for p in c], color=STYLE[r["contender"]], label=f"{who}, {r['claims']} claims")
+    ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlabel("milliseconds from kube-scheduler's pre-bind to Bound")
+    ax.set_ylabel("fraction of claims")
+    finish(fig, ax, "delayed-binding-cdf.png", "Delayed binding behind kube-scheduler: pre-bind to Bound")

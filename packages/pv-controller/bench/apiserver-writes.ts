@@ -1,0 +1,46 @@
+import type { KubeClient } from '@topovol/shared';
+
+/** Updates and patches of volumes and claims (status included) the API server answered, by its own counter. */
+export interface VolumeWrites {
+  total: number;
+  /** By "VERB resource[/subresource]". */
+  byKind: Record<string, number>;
+}
+
+const WRITE_VERBS = new Set(['PUT', 'PATCH', 'APPLY']);
+const RESOURCES = new Set(['persistentvolumes', 'persistentvolumeclaims']);
+
+/**
+ * Reads kube-apiserver's apiserver_request_total and sums the updates and patches of volumes and
+ * claims. The bench itself only creates (POST) those, so over a binding window the sum is the
+ * binder's writes; creates are not counted.
+ */
+export async function volumeWrites(admin: KubeClient): Promise<VolumeWrites> {
+  return parseVolumeWrites(await admin.getText('/metrics'));
+}
+
+export function parseVolumeWrites(metricsText: string): VolumeWrites {
+  const byKind: Record<string, number> = {};
+  let total = 0;
+  for (const line of metricsText.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    if (!WRITE_VERBS.has(labels.verb ?? '') || !RESOURCES.has(labels.resource ?? '')) continue;
+    if (!/^2\d\d$/.test(labels.code ?? '')) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    const kind = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    byKind[kind] = (byKind[kind] ?? 0) + value;
+    total += value;
+  }
+  return { total, byKind };
+}
+
+/** after − before, per kind. */
+export function writesBetween(before: VolumeWrites, after: VolumeWrites): VolumeWrites {
+  const byKind: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after.byKind)) {
+    const d = v - (before.byKind[k] ?? 0);
+    if (d > 0) byKind[k] = d;
+  }
+  return { total: after.total - before.total, byKind };
+}

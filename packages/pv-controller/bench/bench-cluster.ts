@@ -1,0 +1,54 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isAlreadyExists, Resources } from '@topovol/shared';
+import type { KubeClient, KubeObject } from '@topovol/shared';
+import { childPids, ControlPlane, cpuSeconds, machineCpuSeconds } from '@topovol/shared/testing';
+import type { ContenderName } from './bench-flags.js';
+
+export const say = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
+
+/**
+ * A fresh etcd + kube-apiserver for one contender. Room for the bench's creates and the binder's
+ * writes at once: the defaults (400/200) would make the API server's limits, not the binder, the
+ * thing measured.
+ */
+export async function freshControlPlane(name: ContenderName): Promise<{ cp: ControlPlane; admin: KubeClient; logDir: string }> {
+  const logDir = mkdtempSync(path.join(os.tmpdir(), `topovol-bench-${name}-`));
+  const cp = new ControlPlane({ apiServerFlags: ['--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'] });
+  say(`${name}: starting etcd + kube-apiserver in ${cp.dir}`);
+  await cp.start();
+  return { cp, admin: cp.adminClient(), logDir };
+}
+
+export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+  await client.create<KubeObject>(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch((err: unknown) => {
+    if (!isAlreadyExists(err)) throw err;
+  });
+}
+
+const cpuOf = (comm: string): number => childPids(comm).reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0);
+
+/** CPU of the machine and of everyone sharing it with the binder, at one instant. */
+export interface CpuMark {
+  at: number;
+  apiserver: number;
+  etcd: number;
+  bench: NodeJS.CpuUsage;
+  machine: { busy: number; total: number };
+  binder: number;
+}
+
+export function cpuMark(binderCpu: number, at: number): CpuMark {
+  return { at, apiserver: cpuOf('kube-apiserver'), etcd: cpuOf('etcd'), bench: process.cpuUsage(), machine: machineCpuSeconds(), binder: binderCpu };
+}
+
+/** Busy share of the machine between two marks, and the part the binder, kube-apiserver, etcd and the bench account for. */
+export function busyBetween(a: CpuMark, b: CpuMark): { machineBusyFraction: number; ownBusyFraction: number } {
+  const bench = (b.bench.user - a.bench.user + b.bench.system - a.bench.system) / 1e6;
+  const own = b.binder - a.binder + b.apiserver - a.apiserver + b.etcd - a.etcd + bench;
+  return {
+    machineBusyFraction: (b.machine.busy - a.machine.busy) / (b.machine.total - a.machine.total),
+    ownBusyFraction: own / (((b.at - a.at) / 1000) * os.cpus().length),
+  };
+}

@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { repoRoot } from '@topovol/shared/testing';
+import { renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
+import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
+import { cdf, timeline } from '../../bench/binding-run.js';
+
+// The bench's figures are only as good as its arithmetic: these pin what it counts.
+describe('pv-binder bench figures', function () {
+  it("counts successful updates and patches of volumes and claims from kube-apiserver's metrics, not creates, other resources or errors", function () {
+    const text = [
+      '# TYPE apiserver_request_total counter',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="persistentvolumes",scope="resource",subresource="",verb="PUT",version="v1"} 10',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="persistentvolumes",scope="resource",subresource="status",verb="PUT",version="v1"} 10',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="persistentvolumeclaims",scope="resource",subresource="",verb="PATCH",version="v1"} 7',
+      'apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="persistentvolumes",scope="resource",subresource="",verb="PUT",version="v1"} 3',
+      'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="persistentvolumeclaims",scope="resource",subresource="",verb="POST",version="v1"} 99',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="PUT",version="v1"} 5',
+    ].join('\n');
+    const w = parseVolumeWrites(text);
+    expect(w.total).to.equal(27);
+    expect(w.byKind).to.deep.equal({ 'PUT persistentvolumes': 10, 'PUT persistentvolumes/status': 10, 'PATCH persistentvolumeclaims': 7 });
+    expect(writesBetween({ total: 5, byKind: { 'PUT persistentvolumes': 5 } }, w)).to.deep.equal({ total: 22, byKind: { 'PUT persistentvolumes': 5, 'PUT persistentvolumes/status': 10, 'PATCH persistentvolumeclaims': 7 } });
+  });
+
+  it('timeline counts claims Bound from the clock start and ends at the last one', function () {
+    const t = timeline([3000, 1000, 2000, 4000], 0, 2);
+    expect(t[0]).to.deep.equal([0, 0]);
+    expect(t[t.length - 1]).to.deep.equal([4, 4]);
+    expect(t.map((p) => p[1])).to.deep.equal([...t.map((p) => p[1])].sort((a, b) => a - b));
+  });
+
+  it('cdf gives 101 nearest-rank percentiles', function () {
+    const c = cdf([1, 2, 3, 4]);
+    expect(c).to.have.length(101);
+    expect(c[0]).to.deep.equal([1, 0]);
+    expect(c[50]).to.deep.equal([2, 0.5]);
+    expect(c[100]).to.deep.equal([4, 1]);
+  });
+});
+
+describe('docs/benchmarks.md', function () {
+  it('is what the recorded bench results make it (every figure comes from hack/bench/results; regenerate with hack/bench/benchmarks-doc.sh)', function () {
+    const root = repoRoot();
+    expect(readFileSync(path.join(root, 'docs', 'benchmarks.md'), 'utf8')).to.equal(renderBenchmarksDoc(root));
+  });
+});
