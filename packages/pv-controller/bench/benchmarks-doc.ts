@@ -69,9 +69,8 @@ the binder's own CPU comes off the API server's share, so the fraction of the ce
 binder's CPU as much as by its concurrency (\`hack/bench/README.md\`, "Profiling", has what the profile showed).`;
 }
 
-function latestCapacityResult(dir: string): string | undefined {
-  const files = existsSync(dir) ? readdirSync(dir).filter((x) => /^capacity-per-node-.*\.md$/.test(x)).sort() : [];
-  return files[files.length - 1];
+function capacityResults(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir).filter((x) => /^capacity-per-node-.*\.md$/.test(x)).sort() : [];
 }
 
 function delayedSection(d: DelayedRecord | undefined): string {
@@ -104,7 +103,7 @@ ${
 `;
 }
 
-export function benchmarksDoc(rec: BindingRecord, capacityFile: string | undefined, delayed?: DelayedRecord): string {
+export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
   const topovolVersion = rec.runs.find((r) => r.contender === 'topovol')?.version ?? 'topovol';
   const upstreamVersion = rec.runs.find((r) => r.contender === 'upstream')?.version ?? 'not run';
@@ -175,8 +174,10 @@ ${delayedSection(delayed)}
 - Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).
 - Binding after a SIGKILL or a new leader (target 5); the reliability scenarios in
   [reliability.md](reliability.md) check correctness after kills, not time.
-- Capacity (target 6): \`hack/bench/capacity.sh\` compares the per-node mode with external-provisioner;
-  ${capacityFile ? `its last record is [${capacityFile}](../hack/bench/results/${capacityFile}), taken before volume events refreshed every class of a node, so its latencies are stale until it is run again.` : 'no record yet.'}
+- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
+  external-provisioner at 50 nodes × 5 classes; its records so far (${capacityFiles.length > 0 ? capacityFiles.map((c) => `[${c}](../hack/bench/results/${c})`).join(', ') : 'none'})
+  predate this page and are read in \`hack/bench/README.md\` ("capacity per node"); the shared-pools
+  record was taken before a volume event refreshed every class of its node, so its latencies are stale.
 `;
 }
 
@@ -187,5 +188,5 @@ export function renderBenchmarksDoc(root: string): string {
   if (rec.benchmark !== 'pv-binder' || !Array.isArray(rec.runs)) throw new Error('pv-binder-latest.json is not a record of this bench version; run hack/bench/pv-binder.sh again');
   const delayedFile = path.join(results, 'delayed-binding-latest.json');
   const delayed = existsSync(delayedFile) ? (JSON.parse(readFileSync(delayedFile, 'utf8')) as DelayedRecord) : undefined;
-  return benchmarksDoc(rec, latestCapacityResult(results), delayed);
+  return benchmarksDoc(rec, capacityResults(results), delayed);
 }
