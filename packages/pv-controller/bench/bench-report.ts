@@ -119,8 +119,9 @@ export function writeRecord(dir: string, prefix: string, record: object, now: Da
   return dated;
 }
 
-/** Writes results/pv-binder-<date>.json and results/pv-binder-latest.json; returns the dated path. */
+/** Writes results/pv-binder[-pods]-<date>.json and results/pv-binder[-pods]-latest.json; returns the dated path. */
 export function recordResults(dir: string, runs: readonly BindingRun[], opts: BenchOptions, now = new Date()): string {
   const record: BindingRecord = { benchmark: 'pv-binder', date: now.toISOString(), machine: machineLine(), options: recordedOptions(opts), runs: [...runs], ratios: ratios(runs) };
-  return writeRecord(dir, 'pv-binder', record, now);
+  // Runs with pods cached are a record of their own, so they never replace the main one.
+  return writeRecord(dir, opts.pods ? 'pv-binder-pods' : 'pv-binder', record, now);
 }

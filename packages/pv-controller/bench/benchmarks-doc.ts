@@ -7,6 +7,7 @@ import { f } from './bench-report.js';
 import type { BindingRecord, Ratios } from './bench-report.js';
 import type { BindingRun } from './binding-run.js';
 import type { DelayedRecord } from './delayed-report.js';
+import type { RestartRecord } from './run-restart.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
 
@@ -45,7 +46,7 @@ function standing(rec: BindingRecord): string[] {
     );
   }
   for (const ra of rec.ratios.filter((x) => x.n === nmax)) {
-    lines.push(`- ${ra.order}, N = ${ra.n}: CPU per binding ${f(ra.cpuPerBinding, 2)}x upstream's (target ≤ 0.20x); peak RSS ${f(ra.peakRss, 2)}x (target ≤ 1x, with pods cached: not measured yet).`);
+    lines.push(`- ${ra.order}, N = ${ra.n}: CPU per binding ${f(ra.cpuPerBinding, 2)}x upstream's (target ≤ 0.20x); peak RSS ${f(ra.peakRss, 2)}x without pods (target ≤ 1x with pods cached: see below).`);
   }
   const ns = [...new Set(t.map((r) => r.n))].sort((a, b) => a - b);
   if (ns.length > 1) {
@@ -103,7 +104,41 @@ ${
 `;
 }
 
-export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord): string {
+function podsSection(p: BindingRecord | undefined): string {
+  if (!p) return '';
+  const rows = p.runs.map((r) => `| ${r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager'} | ${r.n} | ${r.pods ?? 0} | ${f(r.binder.peakRssMiB)} | ${f(r.allBoundSeconds)} | ${f(r.binder.cpuMsPerBinding, 2)} |`);
+  const ra = p.ratios[0];
+  return `## Memory with pods cached (target 3)
+
+\`hack/bench/pv-binder.sh --order objects-first --pods --n ${p.options.ns.join(',')}\`, ${p.date}: as objects-first above, with one pod per claim
+(Pending: no scheduler or kubelet runs) stored before the binder starts, so each binder caches N volumes, N claims and N pods.
+
+| binder | N | pods | peak RSS MiB | all Bound s | CPU ms/binding |
+| --- | --- | --- | --- | --- | --- |
+${rows.join('\n')}
+${ra ? `\nTopovol/upstream peak RSS: ${f(ra.peakRss, 2)}x (target ≤ 1x).\n` : ''}`;
+}
+
+function restartSection(r: RestartRecord | undefined): string {
+  if (!r) return '';
+  const row = (x: RestartRecord['runs'][number]): string =>
+    `| ${x.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager'} | ${x.n} | ${x.killEverySeconds} | ${x.bound}${x.complete ? '' : ' (incomplete)'} | ${x.restarts} | ${f(x.restartToBoundMs.p50, 0)} | ${f(x.restartToBoundMs.max, 0)} | ${x.restartsWithoutBinding} | ${f(x.allBoundSeconds)} |`;
+  return `## Crash and restart while binding (target 5)
+
+\`hack/bench/pv-binder.sh --scenario restart --n ${r.options.ns.join(',')} --kill-every ${r.options.killEveryMs / 1000}s\`, ${r.date}. Each binder on a fresh control
+plane: N volumes made \`Available\`, then N claims created at once while the binder is SIGKILLed every
+${r.options.killEveryMs / 1000} s and started again at once, without leader election, until every claim is \`Bound\`. **restart →
+first Bound** is, per restart, the new process's start to the first claim the bench sees \`Bound\` after it.
+
+| binder | N | kill every s | Bound | restarts | restart → first Bound p50 ms | max ms | killed before binding | all Bound s |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${r.runs.map(row).join('\n')}
+
+A newly elected leader (Lease taken over after the old leader's lease expired) is not measured yet.
+`;
+}
+
+export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
   const topovolVersion = rec.runs.find((r) => r.contender === 'topovol')?.version ?? 'topovol';
   const upstreamVersion = rec.runs.find((r) => r.contender === 'upstream')?.version ?? 'not run';
@@ -167,14 +202,13 @@ ${reading(rec)}
 ![Binder memory over time](benchmarks/binding-rss.png)
 
 ${delayedSection(delayed)}
+${podsSection(pods)}
+${restartSection(restart)}
 ## Not measured yet
 
 - N = 100,000 (each contender needs 200,000 objects created first; upstream at its rate above would need
   most of an hour per order).
-- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).
-- Binding after a SIGKILL or a new leader (target 5); the reliability scenarios in
-  [reliability.md](reliability.md) check correctness after kills, not time.
-- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
+${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL or a new leader (target 5).\n'}- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
   external-provisioner at 50 nodes × 5 classes; its records so far (${capacityFiles.length > 0 ? capacityFiles.map((c) => `[${c}](../hack/bench/results/${c})`).join(', ') : 'none'})
   predate this page and are read in \`hack/bench/README.md\` ("capacity per node"); the shared-pools
   record was taken before a volume event refreshed every class of its node, so its latencies are stale.
@@ -188,5 +222,9 @@ export function renderBenchmarksDoc(root: string): string {
   if (rec.benchmark !== 'pv-binder' || !Array.isArray(rec.runs)) throw new Error('pv-binder-latest.json is not a record of this bench version; run hack/bench/pv-binder.sh again');
   const delayedFile = path.join(results, 'delayed-binding-latest.json');
   const delayed = existsSync(delayedFile) ? (JSON.parse(readFileSync(delayedFile, 'utf8')) as DelayedRecord) : undefined;
-  return benchmarksDoc(rec, capacityResults(results), delayed);
+  const restartFile = path.join(results, 'restart-latest.json');
+  const restart = existsSync(restartFile) ? (JSON.parse(readFileSync(restartFile, 'utf8')) as RestartRecord) : undefined;
+  const podsFile = path.join(results, 'pv-binder-pods-latest.json');
+  const pods = existsSync(podsFile) ? (JSON.parse(readFileSync(podsFile, 'utf8')) as BindingRecord) : undefined;
+  return benchmarksDoc(rec, capacityResults(results), delayed, restart, pods);
 }

@@ -13,6 +13,8 @@ export interface BindingRun {
   argv: string[];
   notes: string[];
   n: number;
+  /** Pods stored before the binder started (objects-first with --pods), one per claim. */
+  pods?: number;
   /** Every claim reached Bound before the timeout or a stall. */
   complete: boolean;
   bound: number;

@@ -14,6 +14,10 @@ import { runObjectsFirst } from './run-objects-first.js';
 import { formatDelayed, recordDelayed } from './delayed-report.js';
 import { runDelayed } from './run-delayed.js';
 import type { DelayedRun } from './run-delayed.js';
+import { formatRestart, runRestart } from './run-restart.js';
+import type { RestartRecord, RestartRun } from './run-restart.js';
+import { writeRecord, recordedOptions } from './bench-report.js';
+import { machineLine } from '@topovol/shared/testing';
 
 async function main(argv: string[]): Promise<number> {
   const opts = parseCommandLine(argv, (a) => parseBenchFlags(a), benchHelp);
@@ -26,6 +30,16 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`\n${formatDelayed(delayed)}\n`);
     if (opts.record) process.stdout.write(`\nresults: ${path.relative(process.cwd(), recordDelayed(path.join(repoRoot(), 'hack', 'bench', 'results'), delayed, opts))}\n`);
     return delayed.every((r) => r.complete) ? 0 : 1;
+  }
+  if (opts.scenario === 'restart') {
+    const restarts: RestartRun[] = [];
+    for (const n of opts.ns) for (const name of opts.only) restarts.push(await runRestart(name, n, opts.killEveryMs, opts));
+    process.stdout.write(`\n${formatRestart(restarts)}\n`);
+    if (opts.record) {
+      const record: RestartRecord = { benchmark: 'pv-binder-restart', date: new Date().toISOString(), machine: machineLine(), options: recordedOptions(opts), runs: restarts };
+      process.stdout.write(`\nresults: ${path.relative(process.cwd(), writeRecord(path.join(repoRoot(), 'hack', 'bench', 'results'), 'restart', record, new Date()))}\n`);
+    }
+    return restarts.every((r) => r.complete) ? 0 : 1;
   }
   const runs: BindingRun[] = [];
   for (const n of opts.ns) {

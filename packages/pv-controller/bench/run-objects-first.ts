@@ -9,7 +9,7 @@ import type { BindingRun } from './binding-run.js';
 import { startContender } from './contenders.js';
 import { createAll } from './create-all.js';
 import { PhaseWatch } from './phase-watch.js';
-import { benchClaim, benchNamespace, benchVolume, SMALLEST_SIZE, volumeNames } from './static-pairs.js';
+import { benchClaim, benchNamespace, benchPod, benchVolume, SMALLEST_SIZE, volumeNames } from './static-pairs.js';
 import { measureWriteCeiling } from './write-ceiling.js';
 
 /**
@@ -29,9 +29,10 @@ export async function runObjectsFirst(name: ContenderName, n: number, opts: Benc
   try {
     for (let i = 0; i < opts.namespaces; i++) await ensureNamespace(admin, benchNamespace(i));
     await claims.start();
-    say(`${name}: creating ${n} volumes and ${n} claims before the binder starts`);
+    say(`${name}: creating ${n} volumes and ${n} claims${opts.pods ? ` and ${n} pods` : ''} before the binder starts`);
     await createAll(admin, Resources.persistentVolumes, n, opts.concurrency, (i) => benchVolume(i), () => undefined);
     await createAll(admin, Resources.persistentVolumeClaims, n, opts.concurrency, (i) => benchClaim(i, opts.namespaces, SMALLEST_SIZE), () => undefined);
+    if (opts.pods) await createAll(admin, Resources.pods, n, opts.concurrency, (i) => benchPod(i, opts.namespaces), () => undefined);
 
     const writes0 = await volumeWrites(admin);
     const started = performance.now();
@@ -61,6 +62,7 @@ export async function runObjectsFirst(name: ContenderName, n: number, opts: Benc
     return {
       contender: name,
       order: 'objects-first',
+      pods: opts.pods ? n : 0,
       version: binder.version,
       argv: binder.argv,
       notes: binder.notes,

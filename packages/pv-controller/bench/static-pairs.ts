@@ -1,4 +1,4 @@
-import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 
 export const WARMUP_NAMESPACE = 'bench-warmup';
 
@@ -51,3 +51,17 @@ export function benchClaim(i: number, namespaces: number, size = sizeOf(i), name
 /** The pair that proves a binder is up and synced before anything is timed; too small for any bench claim. */
 export const warmupVolume = (): PersistentVolume => benchVolume(0, '1Mi', 'bench-warmup-pv');
 export const warmupClaim = (): PersistentVolumeClaim => benchClaim(0, 1, '1Mi', 'bench-warmup-pvc', WARMUP_NAMESPACE);
+
+/** A pod using claim i (no scheduler or kubelet runs: it stays Pending), so binders cache pods as in a cluster. */
+export function benchPod(i: number, namespaces: number): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `bench-pod-${pad(i)}`, namespace: benchNamespace(i % namespaces) },
+    spec: {
+      containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }],
+      terminationGracePeriodSeconds: 0,
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: `bench-pvc-${pad(i)}` } }],
+    },
+  };
+}
