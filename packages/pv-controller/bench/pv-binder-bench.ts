@@ -53,7 +53,7 @@ async function main(argv: string[]): Promise<number> {
   process.stdout.write(`\n${formatReport(runs, opts)}\n`);
   if (opts.record) {
     const file = recordResults(path.join(repoRoot(), 'hack', 'bench', 'results'), runs, opts);
-    process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)} (and pv-binder-latest.json); docs/benchmarks.md: hack/bench/benchmarks-doc.sh\n`);
+    process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)} (and the -latest.json next to it); docs/benchmarks.md: hack/bench/benchmarks-doc.sh\n`);
   }
   return runs.every((r) => r.complete) ? 0 : 1;
 }
