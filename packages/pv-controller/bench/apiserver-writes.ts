@@ -16,7 +16,7 @@ const RESOURCES = new Set(['persistentvolumes', 'persistentvolumeclaims']);
  * binder's writes; creates are not counted.
  */
 export async function volumeWrites(admin: KubeClient): Promise<VolumeWrites> {
-  return parseVolumeWrites(await admin.getText('/metrics'));
+  return parseVolumeWrites(await admin.requestText('GET', '/metrics'));
 }
 
 export function parseVolumeWrites(metricsText: string): VolumeWrites {

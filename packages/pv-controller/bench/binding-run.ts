@@ -1,3 +1,4 @@
+import { percentile } from '@topovol/shared/testing';
 import type { LatencySummary } from '@topovol/shared/testing';
 import type { VolumeWrites } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
@@ -60,7 +61,26 @@ export function timeline(times: Iterable<number>, from: number, points = 200): [
 export function cdf(values: readonly number[]): [number, number][] {
   const sorted = [...values].sort((a, b) => a - b);
   if (sorted.length === 0) return [];
-  // Nearest rank, as latency-stats' percentile: the smallest value with at least p% at or below it.
-  const at = (p: number): number => sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1]!;
-  return Array.from({ length: 101 }, (_, p) => [at(p), p / 100]);
+  return Array.from({ length: 101 }, (_, p) => [percentile(sorted, p), p / 100]);
+}
+
+/** What both orders derive the same way from when each claim was seen Bound, relative to their clock start. */
+export type BoundFigures = Pick<BindingRun, 'bound' | 'firstBoundSeconds' | 'allBoundSeconds' | 'pairsPerSecond' | 'writes' | 'fractionOfCeiling' | 'boundTimeline'> & { cpuMsPerBinding: number };
+
+export function boundFigures(boundTimes: readonly number[], clockStart: number, cpuSeconds: number, writes: VolumeWrites, ceiling: WriteCeiling): BoundFigures {
+  const bound = boundTimes.length;
+  const first = boundTimes.reduce((a, b) => Math.min(a, b), Infinity);
+  const last = boundTimes.reduce((a, b) => Math.max(a, b), clockStart);
+  const allBoundSeconds = (last - clockStart) / 1000;
+  const pairsPerSecond = bound / allBoundSeconds;
+  return {
+    bound,
+    firstBoundSeconds: (first - clockStart) / 1000,
+    allBoundSeconds,
+    pairsPerSecond,
+    cpuMsPerBinding: (cpuSeconds * 1000) / bound,
+    writes: { ...writes, perBinding: writes.total / bound },
+    fractionOfCeiling: pairsPerSecond / ceiling.bindingsPerSecond,
+    boundTimeline: timeline(boundTimes, clockStart),
+  };
 }

@@ -4,7 +4,7 @@ import { ProcSampler, summarize } from '@topovol/shared/testing';
 import { volumeWrites, writesBetween } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
-import { cdf, timeline } from './binding-run.js';
+import { boundFigures, cdf } from './binding-run.js';
 import type { BindingRun } from './binding-run.js';
 import { startContender } from './contenders.js';
 import { createAll } from './create-all.js';
@@ -84,10 +84,8 @@ export async function runBinderFirst(name: ContenderName, n: number, opts: Bench
     }
     say(`${name}: ${boundTimes.length}/${n} Bound; measuring the write ceiling`);
     const ceiling = await measureWriteCeiling(admin, Resources.persistentVolumes, volumeNames(n), opts.ceilingWrites, opts.concurrency);
-    const lastBound = boundTimes.reduce((a, b) => Math.max(a, b), claimStart);
-    const window = (lastBound - claimStart) / 1000;
-    const pairsPerSecond = boundTimes.length / window;
     const cpu = mark1.binder - mark0.binder;
+    const { cpuMsPerBinding, ...figures } = boundFigures(boundTimes, claimStart, cpu, writes, ceiling);
     return {
       contender: name,
       order: 'binder-first',
@@ -96,18 +94,12 @@ export async function runBinderFirst(name: ContenderName, n: number, opts: Bench
       notes: binder.notes,
       n,
       complete: allBound,
-      bound: boundTimes.length,
       clockFrom: 'the first claim create request (every volume already Available)',
-      firstBoundSeconds: (boundTimes.reduce((a, b) => Math.min(a, b), Infinity) - claimStart) / 1000,
-      allBoundSeconds: window,
-      pairsPerSecond,
+      ...figures,
       latencyMs: summarize(latencies),
       latencyCdf: cdf(latencies),
-      binder: { peakRssMiB: sampler.peakRssMiB, cpuSeconds: cpu, cpuMsPerBinding: (cpu * 1000) / boundTimes.length, rssSeries: sampler.rssSeries },
-      writes: { ...writes, perBinding: writes.total / boundTimes.length },
+      binder: { peakRssMiB: sampler.peakRssMiB, cpuSeconds: cpu, cpuMsPerBinding, rssSeries: sampler.rssSeries },
       ceiling,
-      fractionOfCeiling: pairsPerSecond / ceiling.bindingsPerSecond,
-      boundTimeline: timeline(boundTimes, claimStart),
       ...busyBetween(mark0, mark1),
       logDir,
     };

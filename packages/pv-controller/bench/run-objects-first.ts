@@ -4,7 +4,7 @@ import { ProcSampler } from '@topovol/shared/testing';
 import { volumeWrites, writesBetween } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
-import { timeline } from './binding-run.js';
+import { boundFigures } from './binding-run.js';
 import type { BindingRun } from './binding-run.js';
 import { startContender } from './contenders.js';
 import { createAll } from './create-all.js';
@@ -56,9 +56,8 @@ export async function runObjectsFirst(name: ContenderName, n: number, opts: Benc
     const times = [...claims.reachedAt.values()];
     say(`${name}: ${times.length}/${n} Bound; measuring the write ceiling`);
     const ceiling = await measureWriteCeiling(admin, Resources.persistentVolumes, volumeNames(n), opts.ceilingWrites, opts.concurrency);
-    const last = times.reduce((a, b) => Math.max(a, b), started);
-    const pairsPerSecond = times.length / ((last - started) / 1000);
     const cpu = mark1.binder;
+    const { cpuMsPerBinding, ...figures } = boundFigures(times, started, cpu, writes, ceiling);
     return {
       contender: name,
       order: 'objects-first',
@@ -68,16 +67,10 @@ export async function runObjectsFirst(name: ContenderName, n: number, opts: Benc
       notes: binder.notes,
       n,
       complete,
-      bound: times.length,
       clockFrom: "the binder's process start (every volume and claim already stored)",
-      firstBoundSeconds: (times.reduce((a, b) => Math.min(a, b), Infinity) - started) / 1000,
-      allBoundSeconds: (last - started) / 1000,
-      pairsPerSecond,
-      binder: { peakRssMiB: sampler.peakRssMiB, cpuSeconds: cpu, cpuMsPerBinding: (cpu * 1000) / times.length, rssSeries: sampler.rssSeries },
-      writes: { ...writes, perBinding: writes.total / times.length },
+      ...figures,
+      binder: { peakRssMiB: sampler.peakRssMiB, cpuSeconds: cpu, cpuMsPerBinding, rssSeries: sampler.rssSeries },
       ceiling,
-      fractionOfCeiling: pairsPerSecond / ceiling.bindingsPerSecond,
-      boundTimeline: timeline(times, started),
       ...busyBetween(mark0, mark1),
       logDir,
     };

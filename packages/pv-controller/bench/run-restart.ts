@@ -8,6 +8,7 @@ import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
 import { startContender } from './contenders.js';
 import type { StartedBinder } from './contenders.js';
+import { f } from './bench-report.js';
 import { createAll } from './create-all.js';
 import { PhaseWatch } from './phase-watch.js';
 import { benchClaim, benchNamespace, benchVolume } from './static-pairs.js';
@@ -127,10 +128,9 @@ export interface RestartRecord {
 }
 
 export function formatRestart(runs: readonly RestartRun[]): string {
-  const f = (x: number, d = 0): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
   const rows = runs.map(
     (r) =>
-      `${r.contender.padEnd(9)} N ${r.n}, SIGKILL every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'} in ${f(r.allBoundSeconds, 1)} s over ${r.restarts} restarts; restart to first Bound p50 ${f(r.restartToBoundMs.p50)} ms, max ${f(r.restartToBoundMs.max)} ms (${r.restartToBoundMs.count} restarts; ${r.restartsWithoutBinding} killed before binding); CPU ${f(r.cpuSeconds, 1)} s`,
+      `${r.contender.padEnd(9)} N ${r.n}, SIGKILL every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'} in ${f(r.allBoundSeconds, 1)} s over ${r.restarts} restarts; restart to first Bound p50 ${f(r.restartToBoundMs.p50, 0)} ms, max ${f(r.restartToBoundMs.max, 0)} ms (${r.restartToBoundMs.count} restarts; ${r.restartsWithoutBinding} killed before binding); CPU ${f(r.cpuSeconds, 1)} s`,
   );
   const t = runs.find((r) => r.contender === 'topovol');
   const u = runs.find((r) => r.contender === 'upstream');

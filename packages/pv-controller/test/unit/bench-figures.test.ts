@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { repoRoot } from '@topovol/shared/testing';
 import { renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
 import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
-import { cdf, timeline } from '../../bench/binding-run.js';
+import { boundFigures, cdf, timeline } from '../../bench/binding-run.js';
 
 // The bench's figures are only as good as its arithmetic: these pin what it counts.
 describe('pv-binder bench figures', function () {
@@ -29,6 +29,20 @@ describe('pv-binder bench figures', function () {
     expect(t[0]).to.deep.equal([0, 0]);
     expect(t[t.length - 1]).to.deep.equal([4, 4]);
     expect(t.map((p) => p[1])).to.deep.equal([...t.map((p) => p[1])].sort((a, b) => a - b));
+  });
+
+  it('a run\'s figures: pairs/s over the window from its clock start, and that as a fraction of the ceiling at four writes per binding', function () {
+    const ceiling = { writes: 8000, seconds: 10, writesPerSecond: 800, bindingsPerSecond: 200, inFlight: 32, failed: 0 };
+    // Four claims Bound 1, 2, 3 and 4 s after the clock started at t = 10 s.
+    const fig = boundFigures([11_000, 12_000, 13_000, 14_000], 10_000, 2, { total: 16, byKind: { 'PUT persistentvolumes': 16 } }, ceiling);
+    expect(fig.bound).to.equal(4);
+    expect(fig.firstBoundSeconds).to.equal(1);
+    expect(fig.allBoundSeconds).to.equal(4);
+    expect(fig.pairsPerSecond).to.equal(1);
+    expect(fig.fractionOfCeiling).to.equal(1 / 200);
+    expect(fig.cpuMsPerBinding).to.equal(500);
+    expect(fig.writes.perBinding).to.equal(4);
+    expect(fig.boundTimeline[fig.boundTimeline.length - 1]).to.deep.equal([4, 4]);
   });
 
   it('cdf gives 101 nearest-rank percentiles', function () {

@@ -153,6 +153,12 @@ export class KubeClient {
 
   /** One rate-limited API call; non-2xx answers throw KubeApiError. */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const text = await this.requestText(method, path, opts);
+    return (text ? JSON.parse(text) : {}) as T;
+  }
+
+  /** As request, for endpoints that do not answer JSON (the API server's /metrics): the body as text. */
+  async requestText(method: string, path: string, opts: RequestOptions = {}): Promise<string> {
     await this.limiter.wait(opts.signal);
     const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 60_000);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
@@ -177,15 +183,6 @@ export class KubeClient {
     if (res.status < 200 || res.status >= 300) {
       throw KubeApiError.fromResponse(res.status, text, res.headers.get('retry-after') ?? undefined);
     }
-    return (text ? JSON.parse(text) : {}) as T;
-  }
-
-  /** A GET of a non-JSON endpoint (the API server's /metrics), rate-limited like every call. */
-  async getText(path: string): Promise<string> {
-    await this.limiter.wait();
-    const res = await fetch(this.url(path), await this.requestInit('GET', AbortSignal.timeout(this.options.timeoutMs ?? 60_000)));
-    const text = await res.text();
-    if (res.status < 200 || res.status >= 300) throw KubeApiError.fromResponse(res.status, text, res.headers.get('retry-after') ?? undefined);
     return text;
   }
 
