@@ -1,5 +1,8 @@
 export * from './client/errors.js';
 export * from './client/kube-client.js';
+export * from './client/endpoint.js';
+export * from './client/load-endpoint.js';
+export type { StaticEndpointOptions } from './client/static-endpoint.js';
 export * from './client/retry-on-conflict.js';
 export * from './controller/controller.js';
 export * from './controller/terminal-error.js';

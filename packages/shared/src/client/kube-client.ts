@@ -1,13 +1,17 @@
-import https from 'node:https';
-import http from 'node:http';
-import fetch, { Headers } from 'node-fetch';
-import type { RequestInit, Response } from 'node-fetch';
-import { KubeConfig } from '@kubernetes/client-node';
+import type http from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
 import { KubeApiError } from './errors.js';
 import { collectionPath } from '../informer/resources.js';
 import type { ResourceType } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
+import type { ApiEndpoint } from './endpoint.js';
+import { ClientNodeEndpoint } from './client-node-endpoint.js';
+import { loadEndpoint } from './load-endpoint.js';
+import { StaticEndpoint } from './static-endpoint.js';
+import type { StaticEndpointOptions } from './static-endpoint.js';
+import { openStream, send } from './http-transport.js';
+import type { HttpRequest } from './http-transport.js';
 
 export interface ClientOptions {
   /** Client-side rate limit; 0 or negative means unthrottled (as --kube-api-qps). */
@@ -70,48 +74,44 @@ export interface ObjectList<T> {
   items: T[];
 }
 
-const AUTH_CACHE_MS = 10_000;
-
 /**
- * The one client every loop shares: kubeconfig handling and authentication from client-node, one
- * keep-alive connection pool, one client-side token bucket (as client-go's QPS/Burst), and errors
- * thrown as KubeApiError so callers can classify them. Objects are plain JSON as the server sends
- * them (timestamps stay strings), which is also what the informers cache.
+ * The one client every loop shares: one keep-alive connection pool, one client-side token bucket
+ * (as client-go's QPS/Burst), and errors thrown as KubeApiError so callers can classify them.
+ * Objects are plain JSON as the server sends them (timestamps stay strings), which is also what the
+ * informers cache. Where the server is and how to authenticate is an ApiEndpoint (loadEndpoint).
  */
 export class KubeClient {
   readonly limiter: TokenBucket;
+  readonly server: string;
   private agent?: Promise<http.Agent>;
-  private readonly server: string;
-  private authCache?: { at: number; headers: Record<string, string[]> };
 
   private constructor(
-    readonly kubeConfig: KubeConfig,
+    private readonly endpoint: ApiEndpoint,
     readonly options: ClientOptions,
     private readonly impersonate?: { user: string; groups: string[] },
     limiter?: TokenBucket,
   ) {
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    this.server = cluster.server.replace(/\/+$/, '');
+    this.server = endpoint.server;
     this.limiter = limiter ?? new TokenBucket(options.qps, options.burst);
   }
 
   /** --kubeconfig, else $KUBECONFIG, else in-cluster config (as kube-controller-manager). */
   static load(kubeconfig: string | undefined, options: ClientOptions): KubeClient {
-    const kc = new KubeConfig();
-    const file = kubeconfig || process.env.KUBECONFIG;
-    if (file) kc.loadFromFile(file);
-    else kc.loadFromCluster();
-    return new KubeClient(kc, options);
+    return new KubeClient(loadEndpoint(kubeconfig), options);
   }
 
+  static forEndpoint(endpoint: ApiEndpoint | StaticEndpointOptions, options: ClientOptions): KubeClient {
+    return new KubeClient('agent' in endpoint ? endpoint : new StaticEndpoint(endpoint), options);
+  }
+
+  /** A client-node KubeConfig a caller built itself (its credentials are resolved by client-node). */
   static fromKubeConfig(kc: KubeConfig, options: ClientOptions): KubeClient {
-    return new KubeClient(kc, options);
+    return new KubeClient(ClientNodeEndpoint.fromKubeConfig(kc), options);
   }
 
   /** The same credentials impersonating a user (for RBAC tests); has its own rate limit. */
   forUser(user: string, groups: string[] = []): KubeClient {
-    return new KubeClient(this.kubeConfig, this.options, { user, groups });
+    return new KubeClient(this.endpoint, this.options, { user, groups });
   }
 
   /**
@@ -119,36 +119,31 @@ export class KubeClient {
    * (e.g. capacity objects) has its own API budget and cannot starve the others.
    */
   withRateLimit(qps: number, burst: number): KubeClient {
-    return new KubeClient(this.kubeConfig, { ...this.options, qps, burst }, this.impersonate);
+    return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate);
   }
 
-  /** Fetch options with authentication and the shared connection pool, for streaming requests. */
-  async requestInit(method: string, signal?: AbortSignal): Promise<RequestInit> {
-    const now = Date.now();
-    if (!this.authCache || now - this.authCache.at > AUTH_CACHE_MS) {
-      const opts = await this.kubeConfig.applyToFetchOptions({ method: 'GET' });
-      const headers: Record<string, string[]> = {};
-      new Headers(opts.headers).forEach((v, k) => {
-        (headers[k] ??= []).push(v);
-      });
-      this.authCache = { at: now, headers };
-    }
-    const headers = new Headers();
-    for (const [k, vs] of Object.entries(this.authCache.headers)) for (const v of vs) headers.append(k, v);
-    headers.set('Accept', 'application/json');
-    headers.set('User-Agent', this.options.userAgent ?? 'topovol-controller-manager');
+  private async headers(extra?: Record<string, string>): Promise<http.OutgoingHttpHeaders> {
+    const headers: http.OutgoingHttpHeaders = {
+      ...(await this.endpoint.authHeaders()),
+      Accept: 'application/json',
+      'User-Agent': this.options.userAgent ?? 'topovol-controller-manager',
+    };
     if (this.impersonate) {
-      headers.set('Impersonate-User', this.impersonate.user);
-      for (const g of this.impersonate.groups) headers.append('Impersonate-Group', g);
+      headers['Impersonate-User'] = this.impersonate.user;
+      if (this.impersonate.groups.length) headers['Impersonate-Group'] = [...this.impersonate.groups];
     }
-    this.agent ??= sharedAgent(this.kubeConfig, this.server);
-    return { method, headers, agent: await this.agent, signal: signal as RequestInit['signal'] };
+    return extra ? { ...headers, ...extra } : headers;
   }
 
-  url(path: string, query?: Record<string, QueryValue>): string {
+  private connection(): Promise<http.Agent> {
+    this.agent ??= this.endpoint.agent();
+    return this.agent;
+  }
+
+  url(path: string, query?: Record<string, QueryValue>): URL {
     const u = new URL(this.server + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') u.searchParams.set(k, String(v));
-    return u.toString();
+    return u;
   }
 
   /** One rate-limited API call; non-2xx answers throw KubeApiError. */
@@ -160,30 +155,38 @@ export class KubeClient {
   /** As request, for endpoints that do not answer JSON (the API server's /metrics): the body as text. */
   async requestText(method: string, path: string, opts: RequestOptions = {}): Promise<string> {
     await this.limiter.wait(opts.signal);
-    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 60_000);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-    const init = await this.requestInit(method, signal);
-    const headers = init.headers as Headers;
-    for (const [k, v] of Object.entries(opts.headers ?? {})) headers.set(k, v);
+    const extra: Record<string, string> = { 'Accept-Encoding': 'gzip', ...opts.headers };
+    let body: Buffer | undefined;
     if (opts.body !== undefined) {
-      headers.set('Content-Type', opts.contentType ?? 'application/json');
-      init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      extra['Content-Type'] = opts.contentType ?? 'application/json';
+      body = Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
     }
-    let res: Response;
-    try {
-      res = await fetch(this.url(path, opts.query), init);
-    } catch (err) {
-      // Name the request in transport errors; keep the code so classifyError still works.
-      if (timeout.aborted && !opts.signal?.aborted) {
-        throw Object.assign(new Error(`${method} ${path}: timed out`), { code: 'ETIMEDOUT' });
-      }
-      throw err;
+    const answer = await send({
+      method,
+      url: this.url(path, opts.query),
+      headers: await this.headers(extra),
+      agent: await this.connection(),
+      body,
+      timeoutMs: this.options.timeoutMs ?? 60_000,
+      signal: opts.signal,
+    });
+    if (answer.status < 200 || answer.status >= 300) {
+      throw KubeApiError.fromResponse(answer.status, answer.body, headerValue(answer.headers['retry-after']));
     }
-    const text = await res.text();
-    if (res.status < 200 || res.status >= 300) {
-      throw KubeApiError.fromResponse(res.status, text, res.headers.get('retry-after') ?? undefined);
-    }
-    return text;
+    return answer.body;
+  }
+
+  /**
+   * A streaming GET (a watch): resolves with the open response once the server answered 200; any
+   * other answer throws KubeApiError. Not rate limited, as client-go does not limit watches.
+   */
+  async openStream(path: string, query: Record<string, QueryValue>, signal: AbortSignal): Promise<http.IncomingMessage> {
+    const req: HttpRequest = { method: 'GET', url: this.url(path, query), headers: await this.headers(), agent: await this.connection(), signal };
+    const res = await openStream(req);
+    if (res.statusCode === 200) return res;
+    const chunks: Buffer[] = [];
+    for await (const c of res) chunks.push(c as Buffer);
+    throw KubeApiError.fromResponse(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), headerValue(res.headers['retry-after']));
   }
 
   // Resource helpers: typed by the caller, path built from a ResourceType.
@@ -284,20 +287,8 @@ export class KubeClient {
   }
 }
 
+const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+
 function writeQuery(opts: WriteOptions): Record<string, QueryValue> {
   return { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined };
-}
-
-/**
- * One keep-alive agent per client: client-node builds a fresh agent (so a fresh TLS handshake) for
- * every request, which costs more than the request itself on a busy controller.
- */
-async function sharedAgent(kc: KubeConfig, server: string): Promise<http.Agent> {
-  if (!server.startsWith('https:')) return new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const opts: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(opts);
-  const agent = opts.agent;
-  if (agent instanceof https.Agent) return new https.Agent({ ...agent.options, keepAlive: true, maxSockets: 64 });
-  // A proxy agent: use it as client-node would.
-  return agent instanceof http.Agent ? agent : new https.Agent({ keepAlive: true, maxSockets: 64 });
 }

@@ -1,7 +1,4 @@
 import { createInterface } from 'node:readline';
-import fetch from 'node-fetch';
-import type { RequestInit } from 'node-fetch';
-import { KubeApiError } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -24,26 +21,18 @@ export async function streamWatch(
   signal: AbortSignal,
   idleTimeoutMs: number,
 ): Promise<void> {
-  const url = client.url(path, { ...query, watch: 'true' });
   const ac = new AbortController();
   const onAbort = (): void => ac.abort();
   signal.addEventListener('abort', onAbort);
-  const init: RequestInit = await client.requestInit('GET', ac.signal);
   try {
-    const res = await fetch(url, init);
-    if (res.status !== 200) {
-      const text = await res.text();
-      throw KubeApiError.fromResponse(res.status, text, res.headers.get('retry-after') ?? undefined);
-    }
-    const body = res.body;
+    const body = await client.openStream(path, { ...query, watch: 'true' }, ac.signal);
     await new Promise<void>((resolve, reject) => {
       // A silent half-open connection would stall the informer forever: cut it when nothing,
       // not even a bookmark, arrives for a while.
-      let idle = setTimeout(() => ac.abort(), idleTimeoutMs);
+      const idle = setTimeout(() => ac.abort(), idleTimeoutMs);
       const lines = createInterface({ input: body, crlfDelay: Infinity });
       lines.on('line', (line) => {
-        clearTimeout(idle);
-        idle = setTimeout(() => ac.abort(), idleTimeoutMs);
+        idle.refresh();
         if (!line) return;
         let e: WatchEvent;
         try {

@@ -4,7 +4,6 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../client/kube-client.js';
 import { INSTALL_NAMESPACE } from '../manifests/manifest.js';
 import { controlPlaneBinaries } from './control-plane-binaries.js';
@@ -202,15 +201,9 @@ export class ControlPlane {
     );
   }
 
-  kubeConfig(): KubeConfig {
-    const kc = new KubeConfig();
-    kc.loadFromFile(this.kubeconfigPath);
-    return kc;
-  }
-
-  /** An unthrottled admin client (system:masters). */
+  /** An unthrottled admin client (system:masters), from the kubeconfig as the manager loads one. */
   adminClient(): KubeClient {
-    return KubeClient.fromKubeConfig(this.kubeConfig(), { qps: 0, burst: 1 });
+    return KubeClient.load(this.kubeconfigPath, { qps: 0, burst: 1 });
   }
 
   /** A client acting as any user or ServiceAccount, through impersonation by the admin. */
@@ -253,9 +246,7 @@ export class ControlPlane {
   /** An unthrottled client authenticated as a ServiceAccount (see writeServiceAccountKubeconfig). */
   async serviceAccountClient(namespace: string, name: string): Promise<KubeClient> {
     const file = await this.writeServiceAccountKubeconfig(namespace, name, path.join(this.dir, `sa-${namespace}-${name}.kubeconfig`));
-    const kc = new KubeConfig();
-    kc.loadFromFile(file);
-    return KubeClient.fromKubeConfig(kc, { qps: 0, burst: 1 });
+    return KubeClient.load(file, { qps: 0, burst: 1 });
   }
 
   async stop(): Promise<void> {

@@ -1,7 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
 import nock from 'nock';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/client/kube-client.js';
 import { Informer } from '../../src/informer/informer.js';
 import { Resources } from '../../src/informer/resources.js';
@@ -11,14 +10,7 @@ import { eventually } from '../../src/testing/eventually.js';
 const SERVER = 'https://flapping.invalid';
 
 function client(): KubeClient {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: SERVER }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return KubeClient.fromKubeConfig(kc, { qps: 0, burst: 1 });
+  return KubeClient.forEndpoint({ server: SERVER, token: 't' }, { qps: 0, burst: 1 });
 }
 
 describe('informer retries against a flapping API server', function () {

@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import nock from 'nock';
-import { KubeConfig } from '@kubernetes/client-node';
 import { classifyError, isAlreadyExists, isConflict, isGone, isNotFound, isTooManyRequests, KubeApiError, parseRetryAfter } from '../../src/client/errors.js';
 import type { ApiErrorKind } from '../../src/client/errors.js';
 import { KubeClient } from '../../src/client/kube-client.js';
@@ -11,14 +10,7 @@ import { Resources } from '../../src/informer/resources.js';
 const SERVER = 'https://kube.invalid';
 
 function client(timeoutMs?: number): KubeClient {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: SERVER, skipTLSVerify: false }],
-    users: [{ name: 'u', token: 'secret-token' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return KubeClient.fromKubeConfig(kc, { qps: 0, burst: 1, timeoutMs });
+  return KubeClient.forEndpoint({ server: SERVER, token: 'secret-token' }, { qps: 0, burst: 1, timeoutMs });
 }
 
 const status = (code: number, reason: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
@@ -125,9 +117,7 @@ describe('KubeClient error classification', function () {
 
   it('builds its token bucket from qps and burst (0 = unthrottled)', function () {
     expect(client().limiter.unlimited).to.equal(true);
-    const kc = new KubeConfig();
-    kc.loadFromOptions({ clusters: [{ name: 'c', server: SERVER }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
-    const limited = KubeClient.fromKubeConfig(kc, { qps: 20, burst: 30 });
+    const limited = KubeClient.forEndpoint({ server: SERVER }, { qps: 20, burst: 30 });
     expect(limited.limiter.unlimited).to.equal(false);
     let granted = 0;
     while (limited.limiter.tryAccept()) granted++;

@@ -1,0 +1,71 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { ApiEndpoint } from './endpoint.js';
+import { MAX_SOCKETS } from './endpoint.js';
+
+const AUTH_CACHE_MS = 10_000;
+
+/**
+ * An endpoint whose credentials @kubernetes/client-node resolves: exec plugins, auth-provider
+ * plugins and proxies, which Topovol does not reimplement. The library is imported on first use,
+ * so a manager whose kubeconfig needs none of these never pays its start-up cost.
+ */
+export class ClientNodeEndpoint implements ApiEndpoint {
+  private authCache?: { at: number; headers: Record<string, string | string[]> };
+  private config?: Promise<KubeConfig>;
+
+  private constructor(
+    readonly server: string,
+    private readonly load: () => Promise<KubeConfig>,
+  ) {}
+
+  /** A kubeconfig file, loaded by client-node when first needed. */
+  static fromFile(file: string, server: string): ClientNodeEndpoint {
+    return new ClientNodeEndpoint(server.replace(/\/+$/, ''), async () => {
+      const { KubeConfig } = await import('@kubernetes/client-node');
+      const kc = new KubeConfig();
+      kc.loadFromFile(file);
+      return kc;
+    });
+  }
+
+  /** A KubeConfig the caller built (tests that already hold one). */
+  static fromKubeConfig(kc: KubeConfig): ClientNodeEndpoint {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    return new ClientNodeEndpoint(cluster.server.replace(/\/+$/, ''), () => Promise.resolve(kc));
+  }
+
+  private kubeConfig(): Promise<KubeConfig> {
+    this.config ??= this.load();
+    return this.config;
+  }
+
+  async agent(): Promise<http.Agent> {
+    if (!this.server.startsWith('https:')) return new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+    const opts: https.RequestOptions = {};
+    await (await this.kubeConfig()).applyToHTTPSOptions(opts);
+    const agent = opts.agent;
+    // client-node builds a fresh agent per call (a TLS handshake per request): keep one alive.
+    if (agent instanceof https.Agent) return new https.Agent({ ...agent.options, keepAlive: true, maxSockets: MAX_SOCKETS });
+    // A proxy agent: use it as client-node would.
+    return agent instanceof http.Agent ? agent : new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+  }
+
+  async authHeaders(): Promise<Readonly<Record<string, string | string[]>>> {
+    const now = Date.now();
+    if (!this.authCache || now - this.authCache.at > AUTH_CACHE_MS) {
+      const opts: https.RequestOptions = { method: 'GET' };
+      await (await this.kubeConfig()).applyToHTTPSOptions(opts);
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(opts.headers ?? {})) {
+        if (Array.isArray(v)) headers[k] = v.map(String);
+        else if (v !== undefined) headers[k] = String(v);
+      }
+      if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
+      this.authCache = { at: now, headers };
+    }
+    return this.authCache.headers;
+  }
+}

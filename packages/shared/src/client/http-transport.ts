@@ -1,0 +1,81 @@
+import http from 'node:http';
+import https from 'node:https';
+import { createGunzip } from 'node:zlib';
+import type { Readable } from 'node:stream';
+
+/** One request as the transport sends it. */
+export interface HttpRequest {
+  method: string;
+  url: URL;
+  headers: http.OutgoingHttpHeaders;
+  agent: http.Agent;
+  body?: Buffer;
+  /** Whole-request deadline, answer included; the request fails with code ETIMEDOUT. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * Node's own http(s) client with the shared keep-alive agent. The API server's answers are small
+ * JSON documents on a hot path: node-fetch's Headers, streams and one AbortSignal per request
+ * cost more CPU than the request (hack/bench/README.md, "Profiling").
+ */
+export function send(req: HttpRequest): Promise<HttpAnswer> {
+  return new Promise<HttpAnswer>((resolve, reject) => {
+    let settled = false;
+    const fail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      reject(err);
+    };
+    const r = open(req, (res) => {
+      // The API server gzips large answers (lists) when asked, as client-go asks.
+      const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('error', fail);
+      if (stream !== res) res.on('error', fail);
+      stream.on('end', () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    const timer = req.timeoutMs
+      ? setTimeout(() => {
+          const err = Object.assign(new Error(`${req.method} ${req.url.pathname}: timed out`), { code: 'ETIMEDOUT' });
+          fail(err);
+          r.destroy(err);
+        }, req.timeoutMs)
+      : undefined;
+    r.on('error', fail);
+    r.end(req.body);
+  });
+}
+
+/**
+ * Opens a streaming request (a watch) and resolves with the response once its headers arrive;
+ * the caller reads and ends it. Aborting `signal` destroys the request and its response.
+ */
+export function openStream(req: HttpRequest): Promise<http.IncomingMessage> {
+  return new Promise<http.IncomingMessage>((resolve, reject) => {
+    const r = open(req, resolve);
+    r.on('error', reject);
+    r.end(req.body);
+  });
+}
+
+function open(req: HttpRequest, onResponse: (res: http.IncomingMessage) => void): http.ClientRequest {
+  const headers = { ...req.headers };
+  if (req.body) headers['Content-Length'] = req.body.length;
+  const options: http.RequestOptions = { method: req.method, headers, agent: req.agent, signal: req.signal };
+  return req.url.protocol === 'https:' ? https.request(req.url, options, onResponse) : http.request(req.url, options, onResponse);
+}

@@ -1,0 +1,79 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { expect } from 'chai';
+import { repoRoot } from '../../src/testing/repo-root.js';
+
+// Importing @kubernetes/client-node costs a starting manager about 0.4 s and 70 MiB (every generated
+// API model loads; hack/bench/README.md, "Start-up"). The manager's module graph must not load it
+// for an ordinary kubeconfig; an exec plugin still gets it (docs/adr/0012).
+
+const HOOKS = `
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  if (r.url.includes('@kubernetes/client-node') || r.url.includes('@kubernetes+client-node')) console.error('LOADED ' + r.url);
+  return r;
+}
+`;
+
+function child(root: string, user: string): string {
+  const url = (p: string): string => pathToFileURL(path.join(root, p)).href;
+  return `
+import http from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { KubeClient } from ${JSON.stringify(url('packages/shared/dist/src/index.js'))};
+import ${JSON.stringify(url('bin/descriptors.js'))};
+const server = http.createServer((req, res) => {
+  res.setHeader('Content-Type', 'application/json');
+  res.end(JSON.stringify({ authorization: req.headers.authorization ?? null }));
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const file = process.argv[2];
+writeFileSync(file, JSON.stringify({
+  // client-node refuses plain http unless told to skip TLS verification.
+  clusters: [{ name: 'c', cluster: { server: 'http://127.0.0.1:' + server.address().port, 'insecure-skip-tls-verify': true } }],
+  users: [{ name: 'u', user: ${user} }],
+  contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+  'current-context': 'x',
+}));
+const client = KubeClient.load(file, { qps: 0, burst: 1 });
+console.log(JSON.stringify(await client.request('GET', '/version')));
+client.close();
+server.close();
+`;
+}
+
+describe('manager start-up imports', function () {
+  this.timeout(60_000);
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'topovol-imports-'));
+    writeFileSync(path.join(dir, 'hooks.mjs'), HOOKS);
+    writeFileSync(path.join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)});\n`);
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  function run(user: string): { stdout: string; loaded: string[] } {
+    const script = path.join(dir, `child-${Math.random().toString(36).slice(2)}.mjs`);
+    writeFileSync(script, child(repoRoot(), user));
+    const r = spawnSync(process.execPath, ['--import', path.join(dir, 'register.mjs'), script, path.join(dir, 'kubeconfig')], { encoding: 'utf8' });
+    expect(r.status, r.stderr).to.equal(0);
+    return { stdout: r.stdout.trim(), loaded: r.stderr.split('\n').filter((l) => l.startsWith('LOADED ')) };
+  }
+
+  it('every loop and a token kubeconfig: client-node is never loaded', function () {
+    const { stdout, loaded } = run(`{ token: 'plain-token' }`);
+    expect(JSON.parse(stdout)).to.deep.equal({ authorization: 'Bearer plain-token' });
+    expect(loaded).to.deep.equal([]);
+  });
+
+  it('an exec plugin: client-node is loaded and authenticates (the detector works)', function () {
+    const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', status: { token: 'exec-token' } });
+    const exec = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'echo', args: [credential] });
+    const { stdout, loaded } = run(`{ exec: ${exec} }`);
+    expect(JSON.parse(stdout)).to.deep.equal({ authorization: 'Bearer exec-token' });
+    expect(loaded).to.not.deep.equal([]);
+  });
+});
