@@ -26,7 +26,7 @@ export interface BenchOptions {
   /** binder-first: start the binder, then create volumes, then claims; objects-first: create all, then start it. */
   orders: ('binder-first' | 'objects-first')[];
   /** static: N pre-provisioned pairs bound by the binder alone; delayed: N WaitForFirstConsumer claims whose pods the real kube-scheduler places. */
-  scenario: 'static' | 'delayed' | 'restart';
+  scenario: 'static' | 'delayed' | 'restart' | 'failover';
   /** objects-first: also one pod per claim, stored before the binder starts (memory with pods cached). */
   pods: boolean;
   /** restart: SIGKILL the binder this often while it binds. */
@@ -41,11 +41,11 @@ const SPECS: readonly FlagSpec[] = [
     name: 'scenario',
     type: 'string',
     default: 'static',
-    help: "'static': N pre-provisioned pairs, the binder alone; 'delayed': N WaitForFirstConsumer claims of local volumes whose pods the real kube-scheduler places in a burst (scheduler pre-bind to Bound); 'restart': N pairs bound while the binder is SIGKILLed and restarted every --kill-every.",
-    validate: (v) => (['static', 'delayed', 'restart'].includes(String(v)) ? undefined : "must be 'static', 'delayed' or 'restart'"),
+    help: "'static': N pre-provisioned pairs, the binder alone; 'delayed': N WaitForFirstConsumer claims of local volumes whose pods the real kube-scheduler places in a burst (scheduler pre-bind to Bound); 'restart': N pairs bound while the binder is SIGKILLed and restarted every --kill-every; 'failover': the same with leader election, a standby taking over after each SIGKILL of the leader.",
+    validate: (v) => (['static', 'delayed', 'restart', 'failover'].includes(String(v)) ? undefined : "must be 'static', 'delayed', 'restart' or 'failover'"),
   },
   { name: 'pods', type: 'bool', default: false, help: 'objects-first: also create one pod per claim before the binder starts, so its memory includes the pods it caches.' },
-  { name: 'kill-every', type: 'duration', default: 8000, help: 'restart: SIGKILL the binder this often while it binds, and start it again at once.' },
+  { name: 'kill-every', type: 'duration', default: 8000, help: 'restart, failover: SIGKILL the binder (the leader) this often while it binds, and start a new process at once.' },
   { name: 'nodes', type: 'int', default: 20, help: "delayed: nodes the local volumes are spread over (each allows 110 pods).", validate: atLeast(1) },
   { name: 'n', type: 'string', default: '10000', help: 'Static PV/PVC pairs to bind per contender; a comma-separated list runs each (e.g. 1000,3000,10000).' },
   { name: 'qps', type: 'float', default: 1000, help: "Both binders' --kube-api-qps." },

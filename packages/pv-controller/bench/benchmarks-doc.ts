@@ -7,7 +7,9 @@ import { f } from './bench-report.js';
 import type { BindingRecord, Ratios } from './bench-report.js';
 import type { BindingRun } from './binding-run.js';
 import type { DelayedRecord } from './delayed-report.js';
+import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
+import { delayedSection, failoverSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
 
@@ -74,71 +76,7 @@ function capacityResults(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir).filter((x) => /^capacity-per-node-.*\.md$/.test(x)).sort() : [];
 }
 
-function delayedSection(d: DelayedRecord | undefined): string {
-  if (!d) return `## Delayed binding behind kube-scheduler (target 4)
-
-Not recorded yet: \`hack/bench/pv-binder.sh --scenario delayed --n 1000\`, then this script.
-`;
-  const row = (r: DelayedRecord['runs'][number]): string =>
-    `| ${r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager'} | ${r.claims} | ${r.nodes} | ${r.bound}${r.complete ? '' : ' (incomplete)'} | ${f(r.preBindToBoundMs.p50, 0)} | ${f(r.preBindToBoundMs.p99, 0)} | ${f(r.preBindToBoundMs.max, 0)} | ${f(r.podScheduledMs.p50 / 1000)} / ${f(r.podScheduledMs.p99 / 1000)} | ${f(r.windowSeconds)} | ${f(r.binder.cpuMsPerBinding, 2)} | ${f(r.binder.peakRssMiB)} | ${pct(r.machineBusyFraction)} |`;
-  const t = d.runs.find((r) => r.contender === 'topovol');
-  const u = d.runs.find((r) => r.contender === 'upstream');
-  return `## Delayed binding behind kube-scheduler (target 4)
-
-\`hack/bench/pv-binder.sh --scenario delayed --n ${d.options.ns.join(',')} --nodes ${d.options.nodes}\`, ${d.date}, same machine kind. Each binder on
-a fresh control plane with the real kube-scheduler ${d.runs[0]?.version && u ? `(${u.version})` : ''}, its client unthrottled (qps ${d.options.qps}, burst ${d.options.burst});
-${d.options.nodes} Ready nodes (no kubelet), a \`WaitForFirstConsumer\` class of local volumes (1.2 per claim, spread over the
-nodes), N claims, then one pod per claim created in a burst (${d.options.concurrency} in flight). kube-scheduler's VolumeBinding
-plugin pre-binds a volume to each claim (writes its \`claimRef\`) and waits for the binder to finish; **pre-bind → Bound** is,
-per claim, the bench's watch event showing the volume's \`claimRef\` to the one showing the claim \`Bound\`.
-
-| binder | claims | nodes | Bound | pre-bind → Bound p50 ms | p99 ms | max ms | pod create → scheduled p50 / p99 s | first pod → last Bound s | CPU ms/binding | peak RSS MiB | busy |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-${d.runs.map(row).join('\n')}
-${
-    t && u
-      ? `\nTopovol/upstream: pre-bind → Bound p50 ${f(t.preBindToBoundMs.p50 / u.preBindToBoundMs.p50, 2)}x, p99 ${f(t.preBindToBoundMs.p99 / u.preBindToBoundMs.p99, 2)}x (target: p99 < 1 s; Topovol's is ${f(t.preBindToBoundMs.p99 / 1000, 2)} s). The scheduler, not the binder, sets the pace here (pods are scheduled at ${f(t.claims / t.windowSeconds)} and ${f(u.claims / u.windowSeconds)} per second); Topovol's CPU per binding is ${f(t.binder.cpuMsPerBinding / u.binder.cpuMsPerBinding, 2)}x upstream's in this scenario (not profiled yet), and on two cores that CPU comes off kube-scheduler's and kube-apiserver's share: pod create → scheduled p99 is ${f(t.podScheduledMs.p99 / u.podScheduledMs.p99, 2)}x.\n`
-      : ''
-  }
-![Pre-bind to Bound CDF](benchmarks/delayed-binding-cdf.png)
-`;
-}
-
-function podsSection(p: BindingRecord | undefined): string {
-  if (!p) return '';
-  const rows = p.runs.map((r) => `| ${r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager'} | ${r.n} | ${r.pods ?? 0} | ${f(r.binder.peakRssMiB)} | ${f(r.allBoundSeconds)} | ${f(r.binder.cpuMsPerBinding, 2)} |`);
-  const ra = p.ratios[0];
-  return `## Memory with pods cached (target 3)
-
-\`hack/bench/pv-binder.sh --order objects-first --pods --n ${p.options.ns.join(',')}\`, ${p.date}: as objects-first above, with one pod per claim
-(Pending: no scheduler or kubelet runs) stored before the binder starts, so each binder caches N volumes, N claims and N pods.
-
-| binder | N | pods | peak RSS MiB | all Bound s | CPU ms/binding |
-| --- | --- | --- | --- | --- | --- |
-${rows.join('\n')}
-${ra ? `\nTopovol/upstream peak RSS: ${f(ra.peakRss, 2)}x (target ≤ 1x).\n` : ''}`;
-}
-
-function restartSection(r: RestartRecord | undefined): string {
-  if (!r) return '';
-  const row = (x: RestartRecord['runs'][number]): string =>
-    `| ${x.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager'} | ${x.n} | ${x.killEverySeconds} | ${x.bound}${x.complete ? '' : ' (incomplete)'} | ${x.restarts} | ${f(x.restartToBoundMs.p50, 0)} | ${f(x.restartToBoundMs.max, 0)} | ${x.restartsWithoutBinding} | ${f(x.allBoundSeconds)} |`;
-  return `## Crash and restart while binding (target 5)
-
-\`hack/bench/pv-binder.sh --scenario restart --n ${r.options.ns.join(',')} --kill-every ${r.options.killEveryMs / 1000}s\`, ${r.date}. Each binder on a fresh control
-plane: N volumes made \`Available\`, then N claims created at once while the binder is SIGKILLed every
-${r.options.killEveryMs / 1000} s and started again at once, without leader election, until every claim is \`Bound\`. **restart →
-first Bound** is, per restart, the new process's start to the first claim the bench sees \`Bound\` after it.
-
-| binder | N | kill every s | Bound | restarts | restart → first Bound p50 ms | max ms | killed before binding | all Bound s |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- |
-${r.runs.map(row).join('\n')}
-
-A newly elected leader (Lease taken over after the old leader's lease expired) is not measured yet.
-`;
-}
-
-export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord): string {
+export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
   const topovolVersion = rec.runs.find((r) => r.contender === 'topovol')?.version ?? 'topovol';
   const upstreamVersion = rec.runs.find((r) => r.contender === 'upstream')?.version ?? 'not run';
@@ -204,11 +142,12 @@ ${reading(rec)}
 ${delayedSection(delayed)}
 ${podsSection(pods)}
 ${restartSection(restart)}
+${failoverSection(failover)}
 ## Not measured yet
 
 - N = 100,000 (each contender needs 200,000 objects created first; upstream at its rate above would need
   most of an hour per order).
-${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL or a new leader (target 5).\n'}- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
+${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL (target 5).\n'}${failover ? '' : '- Binding by a newly elected leader (target 5).\n'}- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
   external-provisioner at 50 nodes × 5 classes; its records so far (${capacityFiles.length > 0 ? capacityFiles.map((c) => `[${c}](../hack/bench/results/${c})`).join(', ') : 'none'})
   predate this page and are read in \`hack/bench/README.md\` ("capacity per node"); the shared-pools
   record was taken before a volume event refreshed every class of its node, so its latencies are stale.
@@ -226,5 +165,7 @@ export function renderBenchmarksDoc(root: string): string {
   const restart = existsSync(restartFile) ? (JSON.parse(readFileSync(restartFile, 'utf8')) as RestartRecord) : undefined;
   const podsFile = path.join(results, 'pv-binder-pods-latest.json');
   const pods = existsSync(podsFile) ? (JSON.parse(readFileSync(podsFile, 'utf8')) as BindingRecord) : undefined;
-  return benchmarksDoc(rec, capacityResults(results), delayed, restart, pods);
+  const failoverFile = path.join(results, 'failover-latest.json');
+  const failover = existsSync(failoverFile) ? (JSON.parse(readFileSync(failoverFile, 'utf8')) as FailoverRecord) : undefined;
+  return benchmarksDoc(rec, capacityResults(results), delayed, restart, pods, failover);
 }

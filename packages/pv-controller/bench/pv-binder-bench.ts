@@ -17,6 +17,8 @@ import type { DelayedRun } from './run-delayed.js';
 import { formatRestart, runRestart } from './run-restart.js';
 import type { RestartRecord, RestartRun } from './run-restart.js';
 import { writeRecord, recordedOptions } from './bench-report.js';
+import { FAILOVER_LEASE, formatFailover, runFailover } from './run-failover.js';
+import type { FailoverRecord, FailoverRun } from './run-failover.js';
 import { machineLine } from '@topovol/shared/testing';
 
 async function main(argv: string[]): Promise<number> {
@@ -40,6 +42,16 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`\nresults: ${path.relative(process.cwd(), writeRecord(path.join(repoRoot(), 'hack', 'bench', 'results'), 'restart', record, new Date()))}\n`);
     }
     return restarts.every((r) => r.complete) ? 0 : 1;
+  }
+  if (opts.scenario === 'failover') {
+    const failovers: FailoverRun[] = [];
+    for (const n of opts.ns) for (const name of opts.only) failovers.push(await runFailover(name, n, opts.killEveryMs, opts));
+    process.stdout.write(`\n${formatFailover(failovers)}\n`);
+    if (opts.record) {
+      const record: FailoverRecord = { benchmark: 'pv-binder-failover', date: new Date().toISOString(), machine: machineLine(), options: { ...recordedOptions(opts), lease: FAILOVER_LEASE }, runs: failovers };
+      process.stdout.write(`\nresults: ${path.relative(process.cwd(), writeRecord(path.join(repoRoot(), 'hack', 'bench', 'results'), 'failover', record, new Date()))}\n`);
+    }
+    return failovers.every((r) => r.complete) ? 0 : 1;
   }
   const runs: BindingRun[] = [];
   for (const n of opts.ns) {

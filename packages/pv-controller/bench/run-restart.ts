@@ -87,14 +87,7 @@ export async function runRestart(name: ContenderName, n: number, killEveryMs: nu
     const pid = binder.process.pid;
     cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
     const boundTimes = [...claims.reachedAt.values()].sort((a, b) => a - b);
-    const waits: number[] = [];
-    let without = 0;
-    starts.forEach((s, i) => {
-      const next = starts[i + 1] ?? Infinity;
-      const first = boundTimes.find((t) => t >= s);
-      if (first !== undefined && first < next) waits.push(first - s);
-      else if (first !== undefined || i < starts.length - 1) without++;
-    });
+    const { waits, without } = firstAfter(starts, boundTimes);
     return {
       contender: name,
       version: binder.version,
@@ -116,6 +109,22 @@ export async function runRestart(name: ContenderName, n: number, killEveryMs: nu
     admin.close();
     await cp.stop();
   }
+}
+
+/**
+ * Per instant (a process start, a lease taken over), the wait to the first Bound seen after it and
+ * before the next instant; `without` counts instants followed by no binding before the next one.
+ */
+export function firstAfter(instants: readonly number[], sortedBoundTimes: readonly number[]): { waits: number[]; without: number } {
+  const waits: number[] = [];
+  let without = 0;
+  instants.forEach((s, i) => {
+    const next = instants[i + 1] ?? Infinity;
+    const first = sortedBoundTimes.find((t) => t >= s);
+    if (first !== undefined && first < next) waits.push(first - s);
+    else if (first !== undefined || i < instants.length - 1) without++;
+  });
+  return { waits, without };
 }
 
 /** What hack/bench/results/restart-latest.json holds. */
