@@ -16,6 +16,8 @@ export interface ActuatorDeps {
   dryRun: boolean;
 }
 
+// Objects from the caches are shared: writes send new objects that copy what they change (spread
+// copies on the hot path, a deep clone where nested fields are deleted), never mutate them.
 const clone = <T>(o: T): T => structuredClone(o);
 const claimKeyOf = (c: PersistentVolumeClaim): string => `${c.metadata?.namespace}/${c.metadata?.name}`;
 
@@ -56,8 +58,7 @@ export class BinderActuator {
           const ref = v.spec?.claimRef;
           const missingMark = a.boundByController && v.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined;
           if (!ref || ref.uid !== claim.metadata?.uid || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace || missingMark) {
-            next = clone(v);
-            next.spec!.claimRef = {
+            const claimRef = {
               kind: 'PersistentVolumeClaim',
               apiVersion: 'v1',
               namespace: claim.metadata?.namespace,
@@ -65,14 +66,12 @@ export class BinderActuator {
               uid: claim.metadata?.uid,
               resourceVersion: claim.metadata?.resourceVersion,
             };
-            if (missingMark) next.metadata!.annotations = { ...next.metadata!.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' };
-            next = await this.d.client.replace(Resources.persistentVolumes, next);
+            const metadata = missingMark ? { ...v.metadata, annotations: { ...v.metadata?.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' } } : v.metadata;
+            next = await this.d.client.replace(Resources.persistentVolumes, { ...v, metadata, spec: { ...v.spec, claimRef } });
             wroteVolume(next);
           }
           if (next.status?.phase !== 'Bound') {
-            const s = clone(next);
-            s.status = { ...s.status, phase: 'Bound', message: undefined };
-            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }));
           }
           break;
         }
@@ -82,11 +81,9 @@ export class BinderActuator {
           let next = c;
           const ann = c.metadata?.annotations ?? {};
           if (c.spec?.volumeName !== v.metadata?.name || ann[ANN_BIND_COMPLETED] === undefined || (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined)) {
-            next = clone(c);
-            next.spec!.volumeName = v.metadata?.name;
             // Existing values stay as they are (upstream sets a mark only when it is absent).
-            next.metadata!.annotations = { [ANN_BIND_COMPLETED]: 'yes', ...(a.boundByController ? { [ANN_BOUND_BY_CONTROLLER]: 'yes' } : {}), ...ann };
-            next = await this.d.client.replace(Resources.persistentVolumeClaims, next);
+            const annotations = { [ANN_BIND_COMPLETED]: 'yes', ...(a.boundByController ? { [ANN_BOUND_BY_CONTROLLER]: 'yes' } : {}), ...ann };
+            next = await this.d.client.replace(Resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, annotations }, spec: { ...c.spec, volumeName: v.metadata?.name } });
             wroteClaim(next);
           }
           wroteClaim(await this.writeClaimStatus(next, 'Bound', v));
@@ -98,10 +95,8 @@ export class BinderActuator {
         case 'volumePhase': {
           const v = vol(a.volume);
           if (a.phase === 'Released') await this.ensureReleased(v);
-          const s = clone(v);
           // Upstream's updateVolumePhase: the message is the Event's (or cleared); reason is left alone.
-          s.status = { ...s.status, phase: a.phase, message: a.message };
-          wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+          wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...v, status: { ...v.status, phase: a.phase, message: a.message } }));
           break;
         }
         case 'unbindVolume': {
@@ -161,7 +156,7 @@ export class BinderActuator {
   private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume): Promise<PersistentVolumeClaim> {
     const status = claimStatusFor(c, phase, v);
     if (!status) return c;
-    return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...clone(c), status });
+    return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...c, status });
   }
 
   /**

@@ -95,4 +95,30 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
     expect(await refused([{ kind: 'volumePhase', volume, phase: 'Released' }])).to.equal('Conflict');
     expect((await getPV(admin, `${ns}-v`)).status?.phase).to.not.equal('Released');
   });
+
+  it('never mutates the objects it is given: informer caches share them (writes send copies)', async function () {
+    const deepFreeze = <T>(o: T): T => {
+      if (o && typeof o === 'object' && !Object.isFrozen(o)) {
+        Object.freeze(o);
+        for (const v of Object.values(o)) deepFreeze(v);
+      }
+      return o;
+    };
+    const claim = deepFreeze(await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi')));
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-v`, '1Gi'));
+    // One action per run, each on frozen objects as read from the server (within a run, later
+    // actions build on the server's answers, which are not frozen). ES modules run in strict mode:
+    // writing to a frozen object throws instead of passing silently.
+    const volume = async (): Promise<PersistentVolume> => deepFreeze(await getPV(admin, `${ns}-v`));
+    await actuator.run([{ kind: 'volumePhase', volume: await volume(), phase: 'Available' }]);
+    await actuator.run([{ kind: 'bindVolume', volume: await volume(), claim, boundByController: true }]);
+    await actuator.run([{ kind: 'bindClaim', volume: await volume(), claim, boundByController: true }]);
+    expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound');
+    const bound = await volume();
+    expect([bound.status?.phase, bound.spec?.claimRef?.uid]).to.deep.equal(['Bound', claim.metadata?.uid]);
+    await actuator.run([{ kind: 'claimPhase', claim: deepFreeze(await getPVC(admin, ns, 'c')), phase: 'Lost' }]);
+    expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Lost');
+    await actuator.run([{ kind: 'unbindVolume', volume: bound, keepClaimRef: false }]);
+    expect((await getPV(admin, `${ns}-v`)).spec?.claimRef).to.equal(undefined);
+  });
 });

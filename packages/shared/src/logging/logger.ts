@@ -9,11 +9,22 @@ export type Logger = winston.Logger;
 
 let root: Logger = makeLogger('info', 'json');
 
+/**
+ * Drops entries below the logger's level before any other format runs: winston filters by level
+ * only in its transports, after the formats, so every `debug` call on a busy path would otherwise
+ * be timestamped and serialized to JSON for nothing (a tenth of the binder's CPU in a profile).
+ */
+function belowLevel(level: LogLevel): winston.Logform.Format {
+  const max = LOG_LEVELS.indexOf(level);
+  return winston.format((info) => (LOG_LEVELS.indexOf(info.level as LogLevel) <= max ? info : false))();
+}
+
 function makeLogger(level: LogLevel, format: LogFormat): Logger {
   const fmt =
     format === 'json'
-      ? winston.format.combine(winston.format.timestamp(), winston.format.errors({ stack: false }), winston.format.json())
+      ? winston.format.combine(belowLevel(level), winston.format.timestamp(), winston.format.errors({ stack: false }), winston.format.json())
       : winston.format.combine(
+          belowLevel(level),
           winston.format.timestamp(),
           winston.format.errors({ stack: false }),
           winston.format.printf((info) => {
