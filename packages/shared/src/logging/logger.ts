@@ -37,11 +37,15 @@ function makeLogger(level: LogLevel, format: LogFormat): Logger {
           }),
         );
   // stderr, like klog: stdout stays free for a command's own output (e.g. --help).
-  return winston.createLogger({
+  const l = winston.createLogger({
     level,
     format: fmt,
     transports: [new winston.transports.Console({ stderrLevels: [...LOG_LEVELS] })],
   });
+  // Below debug, a debug call returns at once: winston would still push it through its streams.
+  // Child loggers are created from this one with Object.create, so they inherit the no-op.
+  if (level !== 'debug') l.debug = (() => l) as Logger['debug'];
+  return l;
 }
 
 /** Reconfigure the process logger (called once by the manager from its flags). */
