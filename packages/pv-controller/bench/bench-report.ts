@@ -3,6 +3,7 @@ import path from 'node:path';
 import { machineLine } from '@topovol/shared/testing';
 import type { BenchOptions } from './bench-flags.js';
 import type { BindingRun, Order } from './binding-run.js';
+import { CEILING_ROUNDS } from './write-ceiling.js';
 
 /** Topovol over upstream for one N and order; undefined when either is missing. */
 export interface Ratios {
@@ -77,7 +78,7 @@ export function formatReport(runs: readonly BindingRun[], opts: BenchOptions): s
     '',
     `Both binders: --kube-api-qps=${opts.qps} --kube-api-burst=${opts.burst}; claims over ${opts.namespaces} namespaces, ${opts.concurrency} creates in flight.`,
     'binder-first: clock from the first claim create (volumes already Available); objects-first: clock from the binder process start.',
-    `ceiling: ${opts.ceilingWrites} JSON merge patches of volumes, ${opts.concurrency} in flight, on the run's own control plane after the binder stopped; pairs/s at 4 writes per binding.`,
+    `ceiling: ${opts.ceilingWrites} JSON merge patches of volumes in ${CEILING_ROUNDS} rounds (the fastest counts), ${opts.concurrency} in flight, on the run's own control plane after the binder stopped; pairs/s at 4 writes per binding.`,
     "writes/binding: updates and patches of volumes and claims in kube-apiserver's apiserver_request_total over the window (the bench only creates).",
   );
   for (const r of runs) {

@@ -84,7 +84,8 @@ export function failoverSection(r: FailoverRecord | undefined): string {
 \`hack/bench/pv-binder.sh --scenario failover --n ${r.options.ns.join(',')} --kill-every ${r.options.killEveryMs / 1000}s\`, ${r.date}. Each binder on a fresh control
 plane with leader election on (the same timing for both: lease ${leaseMs / 1000} s, renew deadline ${renewMs / 1000} s, retry ${retryMs / 1000} s) and two
 processes, a leader and a standby: N volumes made \`Available\`, then N claims created at once while the leader is
-SIGKILLed every ${r.options.killEveryMs / 1000} s and a new standby started at once (a replica set replacing its pod). **lease taken →
+SIGKILLed every ${r.options.killEveryMs / 1000} s; once the standby has taken the Lease, a new standby is started (a replica set replacing
+its pod; starting it earlier would let two standbys race for the Lease). **lease taken →
 first Bound** is, per handover, the bench's watch seeing the Lease's new holder to the first claim seen \`Bound\` after it;
 **kill → new leader's first Bound** adds the wait for the old lease to expire, which the lease timing sets.
 

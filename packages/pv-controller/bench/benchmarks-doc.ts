@@ -9,6 +9,7 @@ import type { BindingRun } from './binding-run.js';
 import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
+import { CEILING_ROUNDS } from './write-ceiling.js';
 import { delayedSection, failoverSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
@@ -103,7 +104,7 @@ What each column means:
   in \`objects-first\`, the binder's process start (N volumes and N claims stored before it starts, as after a
   restart or an upgrade), to the first and the last claim seen \`Bound\` by the bench's watch.
 - **ceiling writes/s**: ${rec.options.ceilingWrites} JSON merge patches of the stored volumes, ${rec.options.concurrency} in flight on as many
-  connections, sent right after the binder stopped, on the same etcd and kube-apiserver with the N
+  connections, in ${rec.runs.some((r) => r.ceiling.rounds) ? `${CEILING_ROUNDS} rounds of which the fastest counts (other work on the machine can only slow a round)` : 'one round'}, sent right after the binder stopped, on the same etcd and kube-apiserver with the N
   bound pairs stored. **of ceiling** is pairs/s over (ceiling writes/s ÷ 4): a binding is at least
   four writes (volume \`claimRef\`, volume status, claim \`volumeName\`, claim status).
 - **writes/binding**: updates and patches of volumes and claims in kube-apiserver's

@@ -62,8 +62,8 @@ function watchHolders(admin: KubeClient, name: string): { informer: Informer<Hol
 /**
  * Two binder processes with leader election (the same short lease timing for both contenders):
  * N volumes made Available by the first leader, then N claims created at once while the current
- * leader is SIGKILLed every `killEveryMs` and a new standby is started at once (a replica set
- * replacing its pod), until every claim is Bound.
+ * leader is SIGKILLed every `killEveryMs`; once the standby has taken the lease a new standby is
+ * started (a replica set replacing its pod), until every claim is Bound.
  */
 export async function runFailover(name: ContenderName, n: number, killEveryMs: number, opts: BenchOptions): Promise<FailoverRun> {
   const { cp, admin, logDir } = await freshControlPlane(name);
@@ -106,10 +106,13 @@ export async function runFailover(name: ContenderName, n: number, killEveryMs: n
         cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
         kills.push(performance.now());
         await leader.process.kill();
-        // The standby takes over once the lease expires; the next one is started at once.
+        // The standby takes over once the lease expires. Its replacement starts only then: two
+        // standbys would race for the lease, and the next kill must hit the process that leads.
         leader = standby;
-        standby = await start();
+        standby = undefined;
         while (killing && lease.changes.length === before) await new Promise((r) => setTimeout(r, 50));
+        if (!killing) break;
+        standby = await start();
         say(`${name}: handover ${kills.length}; ${claims.reachedAt.size}/${n} Bound`);
       }
     })();
@@ -177,5 +180,5 @@ export function formatFailover(runs: readonly FailoverRun[]): string {
   const u = runs.find((r) => r.contender === 'upstream');
   if (t && u) rows.push(`Topovol/upstream: lease taken → first Bound p50 ${(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50).toFixed(2)}x (<1 is better)`);
   const { leaseMs, renewMs, retryMs } = FAILOVER_LEASE;
-  return [`leader failover while binding (lease ${leaseMs / 1000} s, renew deadline ${renewMs / 1000} s, retry ${retryMs / 1000} s for both; a standby always running)`, ...rows].join('\n');
+  return [`leader failover while binding (lease ${leaseMs / 1000} s, renew deadline ${renewMs / 1000} s, retry ${retryMs / 1000} s for both; a new standby started once the old one took over)`, ...rows].join('\n');
 }

@@ -4,6 +4,7 @@ import type { KubeClient, ResourceType } from '@topovol/shared';
 
 /** What the API server sustains for small writes from many connections: the bound no binder can beat. */
 export interface WriteCeiling {
+  /** Writes and seconds of the fastest round. */
   writes: number;
   seconds: number;
   writesPerSecond: number;
@@ -11,7 +12,12 @@ export interface WriteCeiling {
   bindingsPerSecond: number;
   inFlight: number;
   failed: number;
+  /** writes/s of every round, in order. */
+  rounds?: number[];
 }
+
+/** Rounds per measurement: other work on the machine can only slow a round, so the fastest one is the ceiling. */
+export const CEILING_ROUNDS = 3;
 
 /**
  * A static binding is at least four writes: the volume's claimRef, the volume's status, the claim's
@@ -20,21 +26,29 @@ export interface WriteCeiling {
 export const WRITES_PER_BINDING = 4;
 
 /**
- * Sends `writes` JSON merge patches (an annotation) to the given objects, round-robin, with
- * `inFlight` requests outstanding on as many connections, and times them. Run on the same control
- * plane as the binder, with the same objects stored, so the ceiling and the binder face the same
- * etcd, the same API server flags and the same machine.
+ * Sends `writes` JSON merge patches (an annotation) to the given objects in CEILING_ROUNDS rounds,
+ * round-robin, with `inFlight` requests outstanding on as many connections, and keeps the fastest
+ * round. Run on the same control plane as the binder, with the same objects stored, so the ceiling
+ * and the binder face the same etcd, the same API server flags and the same machine.
  */
 export async function measureWriteCeiling(client: KubeClient, resource: ResourceType, names: readonly string[], writes: number, inFlight: number): Promise<WriteCeiling> {
   if (names.length === 0) throw new Error('the write ceiling needs objects to patch');
+  const perRound = Math.ceil(writes / CEILING_ROUNDS);
+  const rounds: WriteCeiling[] = [];
+  for (let r = 0; r < CEILING_ROUNDS; r++) rounds.push(await oneRound(client, resource, names, perRound, inFlight, r * perRound));
+  const best = rounds.reduce((a, b) => (b.writesPerSecond > a.writesPerSecond ? b : a));
+  return { ...best, rounds: rounds.map((x) => x.writesPerSecond) };
+}
+
+async function oneRound(client: KubeClient, resource: ResourceType, names: readonly string[], writes: number, inFlight: number, offset: number): Promise<WriteCeiling> {
   let next = 0;
   let failed = 0;
   const start = performance.now();
   const worker = async (): Promise<void> => {
     for (let i = next++; i < writes; i = next++) {
-      const name = names[i % names.length]!;
+      const name = names[(offset + i) % names.length]!;
       try {
-        await client.patch(resource, name, undefined, 'merge', { metadata: { annotations: { 'bench.topovol.io/ceiling': String(i) } } });
+        await client.patch(resource, name, undefined, 'merge', { metadata: { annotations: { 'bench.topovol.io/ceiling': String(offset + i) } } });
       } catch (err) {
         // A refused write is not a write the API server sustained; count it and go on.
         if (!classifyError(err).retriable) throw err;
