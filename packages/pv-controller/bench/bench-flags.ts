@@ -21,6 +21,8 @@ export interface BenchOptions {
   ceilingWrites: number;
   /** Write hack/bench/results/pv-binder-<date>.json and pv-binder-latest.json. */
   record: boolean;
+  /** Static runs: record as pv-binder-<label>-*.json instead, beside the main record. */
+  label: string;
   topovolFlags: string[];
   upstreamFlags: string[];
   /** binder-first: start the binder, then create volumes, then claims; objects-first: create all, then start it. */
@@ -62,6 +64,13 @@ const SPECS: readonly FlagSpec[] = [
   { name: 'timeout', type: 'duration', default: 30 * 60_000, help: 'Per phase (volumes Available, claims Bound) before giving up on a contender.' },
   { name: 'stall', type: 'duration', default: 5 * 60_000, help: 'Give up on a contender when no claim became Bound for this long.' },
   { name: 'ceiling-writes', type: 'int', default: 10_000, help: 'Merge patches sent after each run to measure the API server\'s write ceiling on the same control plane.', validate: atLeast(100) },
+  {
+    name: 'label',
+    type: 'string',
+    default: '',
+    help: 'Static runs: record as pv-binder-<label>-latest.json beside the main record (e.g. --label=100k for a run at another N), so it does not replace it.',
+    validate: (v) => (/^[a-z0-9-]*$/.test(String(v)) ? undefined : 'lower-case letters, digits and dashes only'),
+  },
   { name: 'record', type: 'bool', default: true, help: 'Write the results JSON under hack/bench/results (pv-binder-<date>.json and pv-binder-latest.json).' },
   { name: 'topovol-flag', type: 'stringList', default: [], help: 'Extra flag for topovol-controller-manager (repeatable), e.g. --topovol-flag=--concurrent-workers=8.' },
   { name: 'upstream-flag', type: 'stringList', default: [], help: 'Extra flag for kube-controller-manager (repeatable).' },
@@ -99,6 +108,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     stallMs: Number(values.stall),
     ceilingWrites: Number(values['ceiling-writes']),
     record: values.record === true,
+    label: String(values.label),
     topovolFlags: values['topovol-flag'] as string[],
     upstreamFlags: values['upstream-flag'] as string[],
     orders: order === 'both' ? ['binder-first', 'objects-first'] : [order as 'binder-first' | 'objects-first'],

@@ -94,3 +94,26 @@ first Bound** is, per handover, the bench's watch seeing the Lease's new holder 
 ${r.runs.map(row).join('\n')}
 ${t && u ? `\nTopovol/upstream: lease taken → first Bound p50 ${f(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50, 2)}x (target: within 1 s; Topovol's is ${f(t.acquiredToBoundMs.p50 / 1000, 2)} s). Topovol's standby keeps its caches synced while it waits for the Lease (controller-runtime's order); kube-controller-manager starts its informers once it leads.\n` : ''}`;
 }
+
+/** A labelled record of Topovol alone at a large N, read against the main record's largest N. */
+export function largeNSection(big: BindingRecord | undefined, main: BindingRecord): string {
+  if (!big) return '';
+  const runs = big.runs.filter((r) => r.contender === 'topovol');
+  if (runs.length === 0) return '';
+  const n = Math.max(...runs.map((r) => r.n));
+  const row = (r: BindingRecord['runs'][number]): string => {
+    const ref = main.runs.filter((x) => x.contender === 'topovol' && x.order === r.order).sort((a, b) => b.n - a.n)[0];
+    return `| ${r.order} | ${r.n} | ${r.bound}${r.complete ? '' : ' (incomplete)'} | ${f(r.firstBoundSeconds)} | ${f(r.allBoundSeconds)} | ${f(r.pairsPerSecond)} | ${f(r.ceiling.writesPerSecond, 0)} | ${pct(r.fractionOfCeiling)} | ${f(r.binder.cpuMsPerBinding, 2)} | ${f(r.binder.peakRssMiB)} | ${ref ? `${f(r.pairsPerSecond / ref.pairsPerSecond, 2)}x (N = ${ref.n})` : '-'} | ${pct(r.machineBusyFraction)} |`;
+  };
+  return `## Topovol at N = ${n.toLocaleString('en-US')} (targets 1 and 3)
+
+\`hack/bench/pv-binder.sh --n ${big.options.ns.join(',')} --order ${big.options.orders.length > 1 ? 'both' : big.options.orders[0]} --only topovol --label=${big.options.label}\`, ${big.date}, same machine
+kind and flags. Topovol alone: upstream's binder, which searches the volumes for every pending claim on
+each 15 s re-sync, was not run at this N. **pairs/s vs the largest N above** compares with the same order
+in the main record (target: no slowdown with N); the columns are those of the table above.
+
+| order | N | bound | first s | all s | pairs/s | ceiling writes/s | of ceiling | CPU ms/binding | peak RSS MiB | pairs/s vs the largest N above | busy |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${runs.map(row).join('\n')}
+`;
+}

@@ -10,7 +10,7 @@ import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';
-import { delayedSection, failoverSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
+import { delayedSection, failoverSection, largeNSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
 
@@ -77,7 +77,7 @@ function capacityResults(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir).filter((x) => /^capacity-per-node-.*\.md$/.test(x)).sort() : [];
 }
 
-export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord): string {
+export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord, large?: BindingRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
   const topovolVersion = rec.runs.find((r) => r.contender === 'topovol')?.version ?? 'topovol';
   const upstreamVersion = rec.runs.find((r) => r.contender === 'upstream')?.version ?? 'not run';
@@ -140,15 +140,16 @@ ${reading(rec)}
 
 ![Binder memory over time](benchmarks/binding-rss.png)
 
+${largeNSection(large, rec)}
 ${delayedSection(delayed)}
 ${podsSection(pods)}
 ${restartSection(restart)}
 ${failoverSection(failover)}
 ## Not measured yet
 
-- N = 100,000 (each contender needs 200,000 objects created first; upstream at its rate above would need
+${large ? '' : `- N = 100,000 (each contender needs 200,000 objects created first; upstream at its rate above would need
   most of an hour per order).
-${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL (target 5).\n'}${failover ? '' : '- Binding by a newly elected leader (target 5).\n'}- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
+`}${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL (target 5).\n'}${failover ? '' : '- Binding by a newly elected leader (target 5).\n'}- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
   external-provisioner at 50 nodes × 5 classes; its records so far (${capacityFiles.length > 0 ? capacityFiles.map((c) => `[${c}](../hack/bench/results/${c})`).join(', ') : 'none'})
   predate this page and are read in \`hack/bench/README.md\` ("capacity per node"); the shared-pools
   record was taken before a volume event refreshed every class of its node, so its latencies are stale.
@@ -168,5 +169,7 @@ export function renderBenchmarksDoc(root: string): string {
   const pods = existsSync(podsFile) ? (JSON.parse(readFileSync(podsFile, 'utf8')) as BindingRecord) : undefined;
   const failoverFile = path.join(results, 'failover-latest.json');
   const failover = existsSync(failoverFile) ? (JSON.parse(readFileSync(failoverFile, 'utf8')) as FailoverRecord) : undefined;
-  return benchmarksDoc(rec, capacityResults(results), delayed, restart, pods, failover);
+  const largeFile = path.join(results, 'pv-binder-100k-latest.json');
+  const large = existsSync(largeFile) ? (JSON.parse(readFileSync(largeFile, 'utf8')) as BindingRecord) : undefined;
+  return benchmarksDoc(rec, capacityResults(results), delayed, restart, pods, failover, large);
 }
