@@ -31,7 +31,7 @@ per claim, the bench's watch event showing the volume's \`claimRef\` to the one 
 ${d.runs.map(row).join('\n')}
 ${
     t && u
-      ? `\nTopovol/upstream: pre-bind → Bound p50 ${f(t.preBindToBoundMs.p50 / u.preBindToBoundMs.p50, 2)}x, p99 ${f(t.preBindToBoundMs.p99 / u.preBindToBoundMs.p99, 2)}x (target: p99 < 1 s; Topovol's is ${f(t.preBindToBoundMs.p99 / 1000, 2)} s). The scheduler, not the binder, sets the pace here (pods are scheduled at ${f(t.claims / t.windowSeconds)} and ${f(u.claims / u.windowSeconds)} per second); Topovol's CPU per binding is ${f(t.binder.cpuMsPerBinding / u.binder.cpuMsPerBinding, 2)}x upstream's in this scenario (not profiled yet), and on two cores that CPU comes off kube-scheduler's and kube-apiserver's share: pod create → scheduled p99 is ${f(t.podScheduledMs.p99 / u.podScheduledMs.p99, 2)}x.\n`
+      ? `\nTopovol/upstream: pre-bind → Bound p50 ${f(t.preBindToBoundMs.p50 / u.preBindToBoundMs.p50, 2)}x, p99 ${f(t.preBindToBoundMs.p99 / u.preBindToBoundMs.p99, 2)}x (target: p99 < 1 s; Topovol's is ${f(t.preBindToBoundMs.p99 / 1000, 2)} s). The scheduler, not the binder, sets the pace here (pods are scheduled at ${f(t.claims / t.windowSeconds)} and ${f(u.claims / u.windowSeconds)} per second); Topovol's CPU per binding is ${f(t.binder.cpuMsPerBinding / u.binder.cpuMsPerBinding, 2)}x upstream's in this scenario (its profile is in \`hack/bench/README.md\`, "Profiling"), and on two cores that CPU comes off kube-scheduler's and kube-apiserver's share: pod create → scheduled p99 is ${f(t.podScheduledMs.p99 / u.podScheduledMs.p99, 2)}x.\n`
       : ''
   }
 ![Pre-bind to Bound CDF](benchmarks/delayed-binding-cdf.png)
