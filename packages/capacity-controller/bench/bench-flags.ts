@@ -66,7 +66,7 @@ const SPECS: readonly FlagSpec[] = [
   { name: 'start-concurrency', type: 'int', default: 4, help: 'Instances started at once.', validate: atLeast(1) },
   { name: 'topovol-flag', type: 'stringList', default: [], help: 'Extra flag for every topovol-controller-manager (repeatable).' },
   { name: 'upstream-flag', type: 'stringList', default: [], help: 'Extra flag for every external-provisioner with capacity (repeatable).' },
-  { name: 'record', type: 'bool', default: true, help: 'Write hack/bench/results/capacity-per-node-<date>.md.' },
+  { name: 'record', type: 'bool', default: true, help: 'Write hack/bench/results/capacity-per-node-<date>.md and .json, and capacity-per-node-<pools>-latest.json.' },
 ];
 
 export function benchHelp(): string {

@@ -10,6 +10,7 @@ import { configureLogging, parseCommandLine } from '@topovol/shared';
 import { csiBinaries } from '@topovol/shared/csi-test-driver';
 import { binaryVersion, controlPlaneBinaries, machineLine, repoRoot, topovolVersion } from '@topovol/shared/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
+import { benchRecord, writeBenchRecord } from './bench-record.js';
 import { formatReport, recordReport } from './bench-report.js';
 import { runContender } from './run-contender.js';
 import type { ContenderRun } from './run-contender.js';
@@ -30,11 +31,14 @@ async function main(argv: string[]): Promise<number> {
   const { 'csi-provisioner': provisionerBinary } = await csiBinaries(['csi-provisioner']);
   const runs: ContenderRun[] = [];
   for (const name of opts.only) runs.push(await runContender(name, opts, provisionerBinary));
-  const text = formatReport({ date, machine: machineLine(), versions: await versions(), opts, runs });
+  const report = { date, machine: machineLine(), versions: await versions(), opts, runs };
+  const text = formatReport(report);
   process.stdout.write(`\n${text}\n`);
   if (opts.record) {
-    const file = recordReport(path.join(repoRoot(), 'hack', 'bench', 'results'), text, date);
-    process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)}\n`);
+    const dir = path.join(repoRoot(), 'hack', 'bench', 'results');
+    const file = recordReport(dir, text, date);
+    const json = writeBenchRecord(dir, benchRecord(report, file), date);
+    process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)}, ${path.relative(process.cwd(), json)}\n`);
   }
   return runs.some((r) => r.failure) ? 1 : 0;
 }

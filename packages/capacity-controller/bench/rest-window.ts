@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cpuSeconds, machineCpuSeconds, ProcSampler, readAuditLog } from '@topovol/shared/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/shared/testing';
+import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
@@ -20,8 +21,18 @@ export interface ProcessesAtRest {
   peakRssMiB: number[];
 }
 
+/** The GetCapacity calls the nodes' drivers answered over the window, whoever asked. */
+export interface GetCapacityAtRest {
+  calls: number;
+  /** Distinct (node, parameters, topology) asked: one per item of the contender. */
+  items: number;
+  /** The most calls one item got. */
+  maxPerItem: number;
+}
+
 export interface RestResult {
   windowMs: number;
+  getCapacity: GetCapacityAtRest;
   /** Busy share of the whole machine (all cores) over the window: other work shares the cores. */
   machineBusy: number;
   users: UserRequests[];
@@ -70,7 +81,15 @@ function peakRss(procs: readonly ManagedProcess[]): number[] {
  * The quiet window: nothing changes, both kinds of process just run. Counts the audited requests
  * of each user and the processes' CPU over the window; memory is each process's peak so far.
  */
-export async function measureRest(auditLog: string, users: readonly string[], publishers: readonly ManagedProcess[], companions: readonly ManagedProcess[], windowMs: number): Promise<RestResult> {
+export async function measureRest(
+  auditLog: string,
+  users: readonly string[],
+  publishers: readonly ManagedProcess[],
+  companions: readonly ManagedProcess[],
+  drivers: readonly CsiTestDriver[],
+  windowMs: number,
+): Promise<RestResult> {
+  const asked0 = drivers.map((d) => d.getCapacityRequests().length);
   const from = Date.now();
   const cpu0 = [cpuOf(publishers), cpuOf(companions)];
   const m0 = machineCpuSeconds();
@@ -78,10 +97,19 @@ export async function measureRest(auditLog: string, users: readonly string[], pu
   const to = Date.now();
   const cpu1 = [cpuOf(publishers), cpuOf(companions)];
   const m1 = machineCpuSeconds();
+  const perItem = new Map<string, number>();
+  drivers.forEach((d, i) => {
+    for (const r of d.getCapacityRequests().slice(asked0[i])) {
+      const k = JSON.stringify([i, Object.entries(r.parameters ?? {}).sort(), Object.entries(r.accessibleTopology ?? {}).sort()]);
+      perItem.set(k, (perItem.get(k) ?? 0) + 1);
+    }
+  });
+  const counts = [...perItem.values()];
   // The audit log backend writes as requests complete; give the last ones a moment to land.
   await sleep(3_000);
   return {
     windowMs: to - from,
+    getCapacity: { calls: counts.reduce((a, b) => a + b, 0), items: counts.length, maxPerItem: Math.max(0, ...counts) },
     machineBusy: (m1.busy - m0.busy) / Math.max(1e-9, m1.total - m0.total),
     users: requestsInWindow(auditLog, users, from, to),
     publishers: { count: publishers.length, cpuSeconds: cpu1[0]! - cpu0[0]!, peakRssMiB: peakRss(publishers) },

@@ -51,9 +51,13 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
   if (!caps.has('GET_CAPACITY')) env.log.warn('the CSI driver does not announce GET_CAPACITY; GetCapacity is tried anyway, and after Unimplemented again every --capacity-unimplemented-retry', { driver: driverName });
   const owner = await resolveOwner(env.client, flags.ownerLevel, flags.namespace, env.log);
   const { informers } = env;
+  // Per node, only this node's Node and CSINode matter (as external-provisioner's --node-deployment
+  // takes its one segment from NodeGetInfo): watching every node would send each of thousands of
+  // instances every other node's updates.
+  const ownNode = flags.nodeName ? { fieldSelector: `metadata.name=${flags.nodeName}` } : {};
   const inf = {
-    nodes: informers.forResource<Node>(Resources.nodes, { transform: projectNode }),
-    csiNodes: informers.forResource<CSINode>(Resources.csiNodes),
+    nodes: informers.forResource<Node>(Resources.nodes, { transform: projectNode, ...ownNode }),
+    csiNodes: informers.forResource<CSINode>(Resources.csiNodes, ownNode),
     classes: informers.forResource<StorageClass>(Resources.storageClasses),
     volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
     claims: informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),

@@ -1,6 +1,7 @@
-import { ANN_SELECTED_NODE, errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
+import { ANN_SELECTED_NODE, errorMessage, Resources } from '@topovol/shared';
 import type { CSIDriver, CSINode, CSIStorageCapacity, Event, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, StorageClass } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
+import { loopConditions } from './aggregate/loop-conditions.js';
 import { statusEntries } from './aggregate/status-entries.js';
 import { capacityMetrics } from './capacity-metrics.js';
 import type { CapacityItem } from './objects/capacity-item.js';
@@ -10,8 +11,10 @@ import { itemOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
 import { itemsToRefreshAfterFailure } from './objects/failure-refresh.js';
-import type { ObjectAction } from './objects/plan-capacity-objects.js';
+import { ObjectActuator } from './objects/object-actuator.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
+import { refreshDecision } from './objects/refresh-timing.js';
+import type { ItemState } from './objects/refresh-timing.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
 import { ProblemReporter } from './problem-reporter.js';
@@ -25,19 +28,6 @@ import type { CapacityStatusWriter, StatusCondition } from './status/index.js';
 export const SYNC_KEY = 'sync';
 export const STATUS_KEY = 'status';
 export const ITEM_PREFIX = 'item:';
-
-interface ItemState {
-  measured?: MeasuredCapacity;
-  refreshedAt: number;
-  /** A volume event since the last refresh: ask the driver again (after the coalescing interval). */
-  dirty: boolean;
-  /** A GetCapacity call for this item is running or waiting for a slot. */
-  inflight?: boolean;
-  error?: string;
-  /** Failed calls in a row, and when to ask again. */
-  failures: number;
-  retryAt?: number;
-}
 
 /** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
 export const FAILURE_BACKOFF_MS = 1_000;
@@ -78,14 +68,14 @@ export interface CapacityLoopOptions extends DesiredOptions {
  * The central capacity loop. Keys: `sync` recomputes segments × classes and deletes obsolete
  * objects; `item:<key>` refreshes one (class, segment[, pool]) through GetCapacity and makes its
  * CSIStorageCapacity object say so; `status` publishes the aggregated status. Volume events only
- * mark items dirty: the work queue merges repeated keys, and an item is asked again at most once
- * per --capacity-min-refresh-interval, so bursts cost one call per item (external-provisioner coalesces the same way in pkg/capacity).
+ * mark items dirty: the work queue merges repeated keys, and refreshDecision (objects/refresh-timing.ts)
+ * asks the driver at once for the first change and at most once per --capacity-min-refresh-interval
+ * while changes keep coming, so a burst costs a few calls per item and a lone change waits for none.
  */
 export class CapacityLoop {
   private desired: DesiredState = { items: new Map(), frozen: new Set(), problems: [] };
   private readonly state = new Map<string, ItemState>();
-  /** Objects we created that the informer has not shown yet, so a quick second pass does not create twice. */
-  private readonly expected = new Map<string, CSIStorageCapacity>();
+  private readonly objects: ObjectActuator;
   private readonly problems: ProblemReporter;
   /** The driver answered Unimplemented: why, when to ask again, how many times in a row. */
   private unsupported?: { message: string; retryAt: number; count: number };
@@ -107,6 +97,7 @@ export class CapacityLoop {
     this.now = opts.now ?? Date.now;
     this.calls = new CallSlots(opts.callSlots ?? 4);
     this.problems = new ProblemReporter(events, log);
+    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, () => this.enqueue(SYNC_KEY), opts.dryRun);
     inf.objects.addIndex('item', (o) => {
       const item = itemOfObject(o);
       return item ? [itemKey(item)] : [];
@@ -145,7 +136,7 @@ export class CapacityLoop {
       const item = itemOfObject(o);
       if (!item) return this.enqueue(SYNC_KEY);
       const key = itemKey(item);
-      if (this.expected.get(key)?.metadata?.name === o.metadata?.name) this.expected.delete(key);
+      this.objects.seen(key, o.metadata?.name);
       if (this.desired.items.has(key)) this.enqueue(ITEM_PREFIX + key);
       else this.enqueue(SYNC_KEY);
     };
@@ -170,6 +161,8 @@ export class CapacityLoop {
   private provisioningFailed(claim: PersistentVolumeClaim, node: string | undefined): void {
     const cls = claim.spec?.storageClassName;
     if (!cls) return;
+    // Per node, this driver measures this node only: another node's failure is its own instance's.
+    if (this.opts.onlyNode && node && node !== this.opts.onlyNode) return;
     const labels = node ? this.inf.nodes.cache.get(node)?.metadata?.labels ?? {} : undefined;
     const keys = itemsToRefreshAfterFailure(this.desired.items, cls, labels);
     if (keys.length === 0) return;
@@ -208,7 +201,7 @@ export class CapacityLoop {
       if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
     }
     this.reportProblems(nodes);
-    for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen)) await this.execute(ctx, a);
+    for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen)) await this.objects.execute(ctx, a);
     this.enqueue(STATUS_KEY);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
     return this.opts.pollIntervalMs;
@@ -224,14 +217,14 @@ export class CapacityLoop {
     // Its completion enqueues the key again.
     if (st.inflight) return;
     const now = this.now();
-    if (!st.measured || st.dirty || now >= st.refreshedAt + this.opts.pollIntervalMs) {
-      const earliest = Math.max(st.measured ? st.refreshedAt + this.opts.minRefreshMs : 0, st.retryAt ?? 0);
-      if (now < earliest) return earliest - now;
+    const next = refreshDecision(st, now, this.opts);
+    if (next.call) {
+      if (next.cause === 'event') st.eventCallAt = now;
       this.measure(ctx, key, d, st);
       return;
     }
-    if (d.item.storageClassName !== EPHEMERAL_CLASS) await this.ensureObjects(ctx, key, d.item, st.measured);
-    return Math.max(1, st.refreshedAt + this.opts.pollIntervalMs - now);
+    if (next.current && st.measured && d.item.storageClassName !== EPHEMERAL_CLASS) await this.ensureObjects(ctx, key, d.item, st.measured);
+    return next.afterMs;
   }
 
   /**
@@ -292,48 +285,9 @@ export class CapacityLoop {
 
   private async ensureObjects(ctx: ReconcileContext, key: string, item: CapacityItem, measured: MeasuredCapacity): Promise<void> {
     const objects = this.inf.objects.cache.byIndex('item', key).filter((o) => !o.metadata?.deletionTimestamp);
-    const pending = this.expected.get(key);
+    const pending = this.objects.pending(key);
     if (pending && !objects.some((o) => o.metadata?.name === pending.metadata?.name)) objects.push(pending);
-    for (const a of planItem(this.opts.identity, item, measured, objects)) await this.execute(ctx, a);
-  }
-
-  private async execute(ctx: ReconcileContext, a: ObjectAction): Promise<void> {
-    const ns = this.opts.identity.namespace;
-    if (this.opts.dryRun) {
-      ctx.log.info('dry run: would write CSIStorageCapacity', { action: a.kind, name: a.object.metadata?.name, storageClass: a.object.storageClassName, capacity: a.object.capacity });
-      return;
-    }
-    switch (a.kind) {
-      case 'create': {
-        const created = await this.writeClient.create<CSIStorageCapacity>(Resources.csiStorageCapacities, a.object);
-        capacityMetrics.wrote('create');
-        this.expected.set(itemKey(a.item), created);
-        ctx.log.info('created CSIStorageCapacity', { name: created.metadata?.name, storageClass: a.item.storageClassName, segment: a.item.segment, pool: a.item.pool || undefined, capacity: created.capacity });
-        return;
-      }
-      case 'update':
-        try {
-          await this.writeClient.replace(Resources.csiStorageCapacities, a.object);
-          capacityMetrics.wrote('update');
-          ctx.log.info('updated CSIStorageCapacity', { name: a.object.metadata?.name, changed: a.changed, capacity: a.object.capacity });
-        } catch (err) {
-          // Deleted meanwhile: the delete event brings the item back and it is created again.
-          if (!isNotFound(err)) throw err;
-        }
-        return;
-      case 'delete':
-        try {
-          const md = a.object.metadata ?? {};
-          await this.writeClient.delete(Resources.csiStorageCapacities, md.name ?? '', ns, { preconditions: { uid: md.uid, resourceVersion: md.resourceVersion } });
-          capacityMetrics.wrote('delete');
-          ctx.log.info('deleted CSIStorageCapacity', { name: md.name, why: a.why });
-        } catch (err) {
-          if (isNotFound(err)) return;
-          // Changed since we looked: decide again on fresh data.
-          if (isConflict(err)) return this.enqueue(SYNC_KEY);
-          throw err;
-        }
-    }
+    for (const a of planItem(this.opts.identity, item, measured, objects)) await this.objects.execute(ctx, a);
   }
 
   private metricLabels(item: CapacityItem): { driver: string; storage_class: string; segment: string; pool: string } {
@@ -402,21 +356,12 @@ export class CapacityLoop {
   }
 
   private conditions(): StatusCondition[] {
-    const total = this.desired.items.size;
-    const measured = [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length;
-    const failing = [...this.state.values()].find((s) => s.error);
-    const ready: StatusCondition = this.unsupported
-      ? { type: 'Ready', status: 'False', reason: 'GetCapacityUnimplemented', message: this.unsupported.message }
-      : failing
-        ? { type: 'Ready', status: 'False', reason: 'GetCapacityFailed', message: failing.error ?? '' }
-        : measured < total
-          ? { type: 'Ready', status: 'False', reason: 'Measuring', message: `${measured} of ${total} class and segment pairs measured` }
-          : { type: 'Ready', status: 'True', reason: 'AllMeasured', message: `${total} class and segment pairs measured` };
-    const gaps = this.desired.problems;
-    const pools: StatusCondition =
-      gaps.length > 0
-        ? { type: 'PoolsCoverDomains', status: 'False', reason: gaps[0]!.reason, message: gaps.map((p) => `${p.storageClassName}: ${p.message}`).join('\n') }
-        : { type: 'PoolsCoverDomains', status: 'True', reason: 'AllDomainsServed', message: 'every domain with nodes is served by a pool of each pool-constrained class' };
-    return [ready, pools];
+    return loopConditions({
+      total: this.desired.items.size,
+      measured: [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length,
+      failing: [...this.state.values()].find((s) => s.error)?.error,
+      unsupported: this.unsupported?.message,
+      problems: this.desired.problems,
+    });
   }
 }

@@ -26,11 +26,15 @@ export function perNodeFieldManager(nodeName: string, prefix = 'topovol-capacity
  * in its storage entry of that shard (or anyone, when no pool is live). Decided from the shard as
  * the writer last saw it, so pruning needs neither an election nor extra reads, and the writers of
  * a shard do not all prune at once; if that writer dies, its own entry expires and the next one
- * takes over.
+ * takes over. `asOfMs` is when that copy was read or written: a non-pruner's copy comes from its own
+ * last write, up to expiryMs/2 and a poll old, and the pruner renews its pool meanwhile, so judged
+ * as of now its pool would seem to lapse in the copy and every writer of the shard would take a
+ * turn at pruning. A pool that had lapsed when the copy was made was not renewed in time; the next
+ * writer takes over at its next write after that, within expiryMs/2 and a poll.
  */
-export function isPruner(obj: CapacityStatusObject | undefined, storageClassName: string, nodeName: string, nowMs: number): boolean {
+export function isPruner(obj: CapacityStatusObject | undefined, storageClassName: string, nodeName: string, asOfMs: number): boolean {
   const entry = obj?.status?.storage?.find((s) => s.storageClassName === storageClassName);
-  const live = (entry?.pools ?? []).filter((p) => !isExpired(p, nowMs)).map((p) => p.name);
+  const live = (entry?.pools ?? []).filter((p) => !isExpired(p, asOfMs)).map((p) => p.name);
   if (live.length === 0) return true;
   return live.reduce((a, b) => (b < a ? b : a)) === nodeName;
 }
@@ -51,9 +55,10 @@ export interface NodeShardWriterOptions {
  * One node's pool { name: node, nodeList: [node] } in the shard its name hashes to, applied under
  * the node's own field manager. It reads and writes that shard only: a poll with nothing to write
  * decides against the shard as its last write returned it and costs no request (a pool removed by
- * hand comes back at the next refresh, within expiryMs/2). The shard's pruner reads its shard
- * once per poll, prunes it and keeps the shard's entry on the head (the only writer of a shard
- * that touches the head).
+ * hand comes back at the next refresh, within expiryMs/2). The shard's pruner prunes it and keeps
+ * the shard's entry on the head (the only writer of a shard that touches the head): it reads its
+ * shard for that once per poll, except in a poll whose own request (a write, or the first read)
+ * returned the shard as it is; what others write after that is seen at the next poll.
  */
 export class NodeShardWriter {
   readonly shard: number;
@@ -62,6 +67,10 @@ export class NodeShardWriter {
   private readonly writer: StatusObjectWriter<CSIDriverCapacityShard>;
   private readonly summarizer: StatusSummarizer;
   private cached?: CSIDriverCapacityShard;
+  /** When `cached` was read or written. */
+  private cachedAt = 0;
+  /** The cached shard is this poll's answer from the API server (publish read or wrote it). */
+  private fresh = false;
 
   constructor(
     client: KubeClient,
@@ -86,23 +95,30 @@ export class NodeShardWriter {
     const { storage, rejected } = buildStorageStatus([entry], this.now(), this.opts.expiryMs);
     if (rejected.length > 0) throw new Error(`capacity entry not published: ${rejected[0]!.reason}`);
     try {
+      const known = this.cached !== undefined;
       const r = await this.writer.publish({ storage, conditions: [] }, this.cached);
       this.cached = r.obj;
+      this.cachedAt = this.now();
+      this.fresh = r.wrote || !known;
       return { wrote: r.wrote };
     } catch (err) {
       // Read again next time: the shard may have changed in a way the cached copy hides.
       this.cached = undefined;
+      this.fresh = false;
       throw err;
     }
   }
 
   /** When this node prunes its shard: removes expired pools there and updates the head. Returns the pools removed. */
   async maintain(): Promise<number> {
-    if (!isPruner(this.cached, this.storageClassName, this.opts.nodeName, this.now())) return 0;
-    let obj = await this.writer.read();
+    const fresh = this.fresh;
+    this.fresh = false;
+    if (!isPruner(this.cached, this.storageClassName, this.opts.nodeName, this.cachedAt)) return 0;
+    let obj = fresh ? this.cached : await this.writer.read();
     let pruned = 0;
     if (obj) ({ pruned, obj } = await this.writer.prune(obj));
     this.cached = obj;
+    this.cachedAt = this.now();
     pruned += await this.summarizer.summarize(new Map([[this.shard, obj]]), { complete: false });
     return pruned;
   }

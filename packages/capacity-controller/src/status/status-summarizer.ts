@@ -39,10 +39,21 @@ export interface StatusSummarizerOptions {
  * fails, reads again and recomputes: the last totals written are those of the last entries.
  */
 export class StatusSummarizer {
-  /** The head as this summarizer last read or wrote it. */
-  private head?: CSIDriverCapacity;
+  /**
+   * The head as this summarizer last read or wrote it, and when: the view is true as of `at` only.
+   * Entries are judged as of that instant, not now: another shard's pruner renews its entry while
+   * this copy ages, so an entry that has lapsed in an old copy may well be live, and taking it for
+   * abandoned would read that shard and rewrite its entry for nothing, and drop its pools from the
+   * totals. An entry that had already lapsed when the copy was made had no live pruner then.
+   */
+  private view?: { head: CSIDriverCapacity; at: number };
 
   constructor(private readonly opts: StatusSummarizerOptions) {}
+
+  private seen(head: CSIDriverCapacity): CSIDriverCapacity {
+    this.view = { head, at: this.opts.now() };
+    return head;
+  }
 
   /**
    * shards: the shards the caller has just read or written (undefined: it does not exist). complete:
@@ -52,24 +63,24 @@ export class StatusSummarizer {
    * (entries written before sharding).
    */
   async summarize(shards: ReadonlyMap<number, CSIDriverCapacityShard | undefined>, opts: { complete: boolean; head?: CSIDriverCapacity }): Promise<number> {
-    let head = opts.head ?? this.head ?? (await this.opts.head.getOrCreate());
-    this.head = head;
+    if (opts.head) this.seen(opts.head);
+    let head = this.view?.head ?? this.seen(await this.opts.head.getOrCreate());
     for (const [index, obj] of shards) head = await this.writeEntry(head, index, obj);
     const others = (head.status?.shards ?? []).map((s) => s.shard).filter((i) => !shards.has(i));
     if (opts.complete) {
       for (const index of others) head = await this.writeEntry(head, index, undefined);
     } else {
-      const abandoned = (head.status?.shards ?? []).filter((s) => !shards.has(s.shard) && !isLiveSummary(s, this.opts.now()));
+      const asOf = this.view!.at;
+      const abandoned = (head.status?.shards ?? []).filter((s) => !shards.has(s.shard) && !isLiveSummary(s, asOf));
       for (const s of abandoned.slice(0, MAX_ABANDONED_PER_ROUND)) head = await this.cleanUp(head, s.shard);
     }
     let pruned = 0;
     if (expiredPools(head.status, this.opts.now()).length > 0) {
       const r = await this.opts.head.prune(head);
       pruned = r.pruned;
-      if (r.obj) head = r.obj;
+      if (r.obj) head = this.seen(r.obj);
     }
-    this.head = head;
-    await this.writeTotals(head);
+    await this.writeTotals(head, this.view!.at);
     return pruned;
   }
 
@@ -91,17 +102,17 @@ export class StatusSummarizer {
     // Nothing live: release the entry (apply nothing), which also drops the manager from managedFields.
     if ((want.classes?.length ?? 0) === 0 && !statusApplier(head, manager)) return head;
     const status = (want.classes?.length ?? 0) > 0 ? { shards: [want] } : undefined;
-    this.head = await this.opts.head.applyStatus('summary', manager, status, { force: true, recreate: true });
-    return this.head;
+    return this.seen(await this.opts.head.applyStatus('summary', manager, status, { force: true, recreate: true }));
   }
 
-  private async writeTotals(start: CSIDriverCapacity): Promise<void> {
+  /** The totals from the entries as they were at `asOf` (the view's time: see `view`). */
+  private async writeTotals(start: CSIDriverCapacity, asOf: number): Promise<void> {
     let head = start;
     for (let conflicts = 0; ; ) {
-      const want = totalsFromShards(head.status?.shards, this.opts.now());
+      const want = totalsFromShards(head.status?.shards, asOf);
       if (sameSummary(head.status, want)) return;
       try {
-        this.head = await this.opts.head.applyStatus('summary', SUMMARY_FIELD_MANAGER, { ...want }, { force: true, resourceVersion: head.metadata?.resourceVersion });
+        this.seen(await this.opts.head.applyStatus('summary', SUMMARY_FIELD_MANAGER, { ...want }, { force: true, resourceVersion: head.metadata?.resourceVersion }));
         return;
       } catch (err) {
         if (isNotFound(err)) return;
@@ -115,7 +126,8 @@ export class StatusSummarizer {
         }
         const fresh = await this.opts.head.read();
         if (!fresh) return;
-        head = this.head = fresh;
+        head = this.seen(fresh);
+        asOf = this.view!.at;
       }
     }
   }

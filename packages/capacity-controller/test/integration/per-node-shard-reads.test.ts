@@ -57,7 +57,7 @@ describe('capacity status per node: each writer touches only its own shard (real
     writerClient = await controllerClient('capacity');
   });
 
-  it('in steady state a poll costs a non-pruner no request and a shard\'s pruner one GET of its shard; a changed figure is one write to its shard', async function () {
+  it('in steady state a poll costs a non-pruner no request and a shard\'s pruner one GET of its shard; a changed figure is one write to its shard, not followed by a read', async function () {
     const driverName = uniqueDriver('reads');
     await createCSIDriver(admin, driverName);
     const SHARDS = 4;
@@ -78,12 +78,16 @@ describe('capacity status per node: each writer touches only its own shard (real
       const start = new Map(w.polls);
       await pollsAtLeast(3, start);
       const quiet = new Map(w.polls);
-      // One node's figure changes: its next poll writes its own shard.
+      // One node's figure changes: its next poll writes its own shard. So does a pruner's, whose
+      // write returns the shard: it needs no read in that poll.
       const changed = nodes.find((n) => !pruners.has(n))!;
+      const changedPruner = [...pruners].sort()[0]!;
       w.figures.set(changed, '7Gi');
-      await eventually(async () => expect((await driverStatus(admin, driverName)).storage[0]!.pools!.find((p) => p.name === changed)?.capacity).to.equal('7Gi'));
+      w.figures.set(changedPruner, '3Gi');
+      const pools = async (): Promise<Record<string, string>> => Object.fromEntries((await driverStatus(admin, driverName)).storage[0]!.pools!.map((p) => [p.name, String(p.capacity)]));
+      await eventually(async () => expect(await pools()).to.deep.include({ [changed]: '7Gi', [changedPruner]: '3Gi' }));
       // Its shard's pruner brings the head's summary in step.
-      await eventually(async () => expect((await headOf(admin, driverName))?.status).to.deep.include({ classCount: 1, poolCount: nodes.length, totalCapacity: `${nodes.length - 1 + 7}Gi` }));
+      await eventually(async () => expect((await headOf(admin, driverName))?.status).to.deep.include({ classCount: 1, poolCount: nodes.length, totalCapacity: `${nodes.length - 2 + 7 + 3}Gi` }));
       await w.stopAll();
 
       for (const node of nodes) {
@@ -96,6 +100,9 @@ describe('capacity status per node: each writer touches only its own shard (real
           // Its shard once per poll, and the small head for the shard's summary: nothing else.
           expect(log.filter((r) => !r.endsWith(own) && !r.endsWith(`${own}/status`) && !r.endsWith(head) && !r.endsWith(`${head}/status`)), node).to.deep.equal([]);
           expect(gets, `${node}: one GET of its shard per poll at most`).to.be.at.most(polls);
+          const writes = log.filter((r) => r === `PATCH ${own}/status`).length;
+          if (node === changedPruner) expect(writes, node).to.equal(1);
+          expect(gets + writes, `${node}: no GET in a poll whose write returned the shard`).to.be.at.most(polls);
         } else if (node === changed) {
           expect(log, node).to.deep.equal([`PATCH ${own}/status`]);
         } else {

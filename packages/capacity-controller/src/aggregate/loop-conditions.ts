@@ -1,0 +1,31 @@
+import type { ClassProblem } from '../objects/desired-items.js';
+import type { StatusCondition } from '../status/index.js';
+
+export interface LoopHealth {
+  /** Items desired, and how many of them have a figure. */
+  total: number;
+  measured: number;
+  /** The error of some item whose last call failed. */
+  failing?: string;
+  /** Why the driver does not answer GetCapacity, while it does not. */
+  unsupported?: string;
+  problems: readonly ClassProblem[];
+}
+
+/** The conditions of the central loop's aggregated status: Ready, and whether pools cover every domain. */
+export function loopConditions(h: LoopHealth): StatusCondition[] {
+  const ready: StatusCondition =
+    h.unsupported !== undefined
+      ? { type: 'Ready', status: 'False', reason: 'GetCapacityUnimplemented', message: h.unsupported }
+      : h.failing !== undefined
+        ? { type: 'Ready', status: 'False', reason: 'GetCapacityFailed', message: h.failing }
+        : h.measured < h.total
+          ? { type: 'Ready', status: 'False', reason: 'Measuring', message: `${h.measured} of ${h.total} class and segment pairs measured` }
+          : { type: 'Ready', status: 'True', reason: 'AllMeasured', message: `${h.total} class and segment pairs measured` };
+  const gaps = h.problems;
+  const pools: StatusCondition =
+    gaps.length > 0
+      ? { type: 'PoolsCoverDomains', status: 'False', reason: gaps[0]!.reason, message: gaps.map((p) => `${p.storageClassName}: ${p.message}`).join('\n') }
+      : { type: 'PoolsCoverDomains', status: 'True', reason: 'AllDomainsServed', message: 'every domain with nodes is served by a pool of each pool-constrained class' };
+  return [ready, pools];
+}

@@ -1,0 +1,59 @@
+import type { MeasuredCapacity } from './capacity-object.js';
+
+/** What the loop knows of one item between GetCapacity calls. */
+export interface ItemState {
+  measured?: MeasuredCapacity;
+  /** When the last successful call returned: the poll interval counts from here. */
+  refreshedAt: number;
+  /** A volume event (or a failed provisioning, a changed class) since the last call started: ask again. */
+  dirty: boolean;
+  /**
+   * When the last call made because of such an event started. Only these calls open a coalescing
+   * window: a poll or the first measurement just before an event must not delay it.
+   */
+  eventCallAt?: number;
+  /** A GetCapacity call for this item is running or waiting for a slot. */
+  inflight?: boolean;
+  error?: string;
+  /** Failed calls in a row, and when to ask again. */
+  failures: number;
+  retryAt?: number;
+}
+
+export interface RefreshIntervals {
+  pollIntervalMs: number;
+  minRefreshMs: number;
+}
+
+export type RefreshDecision =
+  /**
+   * Ask the driver now. `event`: because of a change, which opens a coalescing window; `retry`: after
+   * failed calls, paced by their backoff (retryAt) alone.
+   */
+  | { call: true; cause: 'first' | 'event' | 'retry' | 'poll' }
+  /** Not now: ask again after `afterMs`; `current`: the figure is good, so its object can be published. */
+  | { call: false; afterMs: number; current: boolean };
+
+/**
+ * When to ask the driver for an item, decided on the leading edge: the first change after a quiet
+ * spell is measured at once, and further changes within --capacity-min-refresh-interval of that
+ * call are merged into one call at the end of the interval. A burst therefore costs one call at its
+ * start and at most one per interval after it, while an isolated change, even one right after a
+ * poll, waits for nothing. external-provisioner refreshes at once on every change
+ * (pkg/capacity/capacity.go, refreshTopology: a work-queue Add) and coalesces only what is still
+ * queued; the interval bounds the calls of a long burst, which the queue alone does not.
+ * A change that arrives while a call is running is not covered by that call's answer (the driver
+ * may have answered before the change): the item stays dirty and is asked again when it returns.
+ */
+export function refreshDecision(st: ItemState, now: number, iv: RefreshIntervals): RefreshDecision {
+  const retryAt = st.retryAt ?? 0;
+  if (!st.measured || st.dirty) {
+    const windowEnd = st.measured && st.eventCallAt !== undefined ? st.eventCallAt + iv.minRefreshMs : 0;
+    const earliest = Math.max(windowEnd, retryAt);
+    if (now < earliest) return { call: false, afterMs: earliest - now, current: false };
+    return { call: true, cause: !st.measured ? 'first' : st.failures > 0 ? 'retry' : 'event' };
+  }
+  const due = st.refreshedAt + iv.pollIntervalMs;
+  if (now >= due) return now < retryAt ? { call: false, afterMs: retryAt - now, current: true } : { call: true, cause: 'poll' };
+  return { call: false, afterMs: Math.max(1, due - now), current: true };
+}

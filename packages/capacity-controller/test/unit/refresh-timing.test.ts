@@ -1,0 +1,41 @@
+import { expect } from 'chai';
+import { refreshDecision } from '../../src/objects/refresh-timing.js';
+import type { ItemState, RefreshDecision } from '../../src/objects/refresh-timing.js';
+
+const POLL = 60_000;
+const MIN = 5_000;
+const T = 1_000_000;
+const measured = { available: 10n };
+const at = (st: Partial<ItemState>, now = T): RefreshDecision => refreshDecision({ refreshedAt: 0, dirty: false, failures: 0, ...st }, now, { pollIntervalMs: POLL, minRefreshMs: MIN });
+
+describe('capacity refresh timing: leading edge, coalesced bursts, polls', function () {
+  it('the first measurement at once', function () {
+    expect(at({ dirty: true })).to.deep.equal({ call: true, cause: 'first' });
+  });
+
+  it('a change right after a poll is measured at once (a poll opens no coalescing window)', function () {
+    expect(at({ measured, refreshedAt: T - 100, dirty: true })).to.deep.equal({ call: true, cause: 'event' });
+  });
+
+  it('a change during a poll\'s call: asked again as soon as that call returns', function () {
+    // The call's answer may predate the change; the item stays dirty, and no event call is recent.
+    expect(at({ measured, refreshedAt: T, dirty: true, eventCallAt: T - 30_000 })).to.deep.equal({ call: true, cause: 'event' });
+  });
+
+  it('changes within the interval of a change\'s call wait for its end, merged into one call', function () {
+    expect(at({ measured, refreshedAt: T - 900, dirty: true, eventCallAt: T - 1_000 })).to.deep.equal({ call: false, afterMs: MIN - 1_000, current: false });
+    expect(at({ measured, refreshedAt: T - 900, dirty: true, eventCallAt: T - MIN })).to.deep.equal({ call: true, cause: 'event' });
+  });
+
+  it('after failures, the backoff alone paces the retries', function () {
+    expect(at({ measured, dirty: true, failures: 2, retryAt: T + 2_000, eventCallAt: T - 10_000 })).to.deep.equal({ call: false, afterMs: 2_000, current: false });
+    expect(at({ measured, dirty: true, failures: 2, retryAt: T, eventCallAt: T - 1_000 })).to.deep.equal({ call: false, afterMs: MIN - 1_000, current: false });
+    expect(at({ measured, dirty: true, failures: 2, retryAt: T - 1 })).to.deep.equal({ call: true, cause: 'retry' });
+    expect(at({ dirty: true, failures: 1, retryAt: T + 500 })).to.deep.equal({ call: false, afterMs: 500, current: false });
+  });
+
+  it('nothing changed: the next poll counts from the last answer; the figure is current meanwhile', function () {
+    expect(at({ measured, refreshedAt: T - 10_000 })).to.deep.equal({ call: false, afterMs: POLL - 10_000, current: true });
+    expect(at({ measured, refreshedAt: T - POLL })).to.deep.equal({ call: true, cause: 'poll' });
+  });
+});
