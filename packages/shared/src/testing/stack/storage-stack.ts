@@ -8,6 +8,7 @@ import { ControlPlane } from '../control-plane.js';
 import { controlPlaneBinaries } from '../control-plane-binaries.js';
 import { installGeneratedRbac } from '../controller-identity.js';
 import { csiBinaries } from '../csi-binaries.js';
+import { freePort } from '../free-port.js';
 import { installCrds } from '../install-crds.js';
 import { startKubeControllerManager } from '../kube-controller-manager.js';
 import { startKubeScheduler } from '../kube-scheduler.js';
@@ -32,6 +33,8 @@ export interface StorageStackOptions {
   extraKcmControllers?: readonly string[];
   /** Extra flags for every per-node capacity instance (e.g. a longer --capacity-poll-interval). */
   perNodeCapacityArgs?: readonly string[];
+  /** Serve each Topovol process's /metrics on a free loopback port (see `metricsUrls`). */
+  metrics?: boolean;
   /** Keep the control plane's directory (logs, etcd data) after stop. */
   keepDir?: boolean;
   /** Progress lines while starting. */
@@ -48,6 +51,8 @@ export interface StorageStackOptions {
  */
 export class StorageStack {
   readonly topovol = new Map<string, ManagedProcess>();
+  /** Each Topovol process's /metrics URL, with the `metrics` option. */
+  readonly metricsUrls = new Map<string, string>();
   private readonly teardown: (() => Promise<void>)[] = [];
   readonly nodes: StackNode[] = [];
   scheduler!: ManagedProcess;
@@ -109,13 +114,21 @@ export class StorageStack {
       if (loop === 'capacity') {
         for (const node of this.nodes) {
           log(`Topovol capacity for ${node.name}`);
-          await this.track(`capacity-${node.name}`, startPerNodeCapacity(cp, admin, node, cp.dir, opts.perNodeCapacityArgs));
+          const name = `capacity-${node.name}`;
+          await this.track(name, startPerNodeCapacity(cp, admin, node, cp.dir, opts.perNodeCapacityArgs, await this.metricsAddress(name)));
         }
       } else {
         log(`Topovol ${loop}`);
-        await this.track(loop, startCentralLoop(cp, loop, cp.dir));
+        await this.track(loop, startCentralLoop(cp, loop, cp.dir, await this.metricsAddress(loop)));
       }
     }
+  }
+
+  private async metricsAddress(name: string): Promise<string | undefined> {
+    if (!this.opts.metrics) return undefined;
+    const address = `127.0.0.1:${await freePort()}`;
+    this.metricsUrls.set(name, `http://${address}/metrics`);
+    return address;
   }
 
   private async track(name: string, started: Promise<ManagedProcess>): Promise<void> {

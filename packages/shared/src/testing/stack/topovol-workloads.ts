@@ -32,16 +32,17 @@ const DAEMON_SETS: ResourceType = { group: 'apps', version: 'v1', plural: 'daemo
  * ServiceAccount with a token of its own and only the generated RBAC, as in a cluster. Resolves once
  * /readyz answers (caches synced, leadership healthy).
  */
-export async function startCentralLoop(cp: ControlPlane, loop: Exclude<TopovolLoop, 'capacity'>, dir: string, extraArgs: readonly string[] = []): Promise<ManagedProcess> {
+export async function startCentralLoop(cp: ControlPlane, loop: Exclude<TopovolLoop, 'capacity'>, dir: string, metricsAddress?: string): Promise<ManagedProcess> {
   const w = workloadFromFile(path.join(repoRoot(), CENTRAL_WORKLOADS[loop]));
   const env = { NAMESPACE: INSTALL_NAMESPACE, POD_NAME: `${w.name}-0` };
   const kubeconfig = await cp.writeServiceAccountKubeconfig(INSTALL_NAMESPACE, w.serviceAccountName, path.join(dir, `${w.name}.kubeconfig`));
   return startManagerBinary({
     name: w.name,
     kubeconfig,
-    args: [...workloadArgsOnTestMachine(w, env), ...extraArgs],
+    args: workloadArgsOnTestMachine(w, env),
     logFile: path.join(dir, `${w.name}.log`),
     env: { ...process.env, ...env },
+    ...(metricsAddress ? { metricsAddress } : {}),
   });
 }
 
@@ -51,7 +52,7 @@ export async function startCentralLoop(cp: ControlPlane, loop: Exclude<TopovolLo
  * owned by the DaemonSet object (no kubelet or DaemonSet controller runs here), so its
  * CSIStorageCapacity objects are owned as in a cluster.
  */
-export async function startPerNodeCapacity(cp: ControlPlane, admin: KubeClient, node: StackNode, dir: string, extraArgs: readonly string[] = []): Promise<ManagedProcess> {
+export async function startPerNodeCapacity(cp: ControlPlane, admin: KubeClient, node: StackNode, dir: string, extraArgs: readonly string[] = [], metricsAddress?: string): Promise<ManagedProcess> {
   const file = path.join(repoRoot(), PER_NODE_WORKLOAD);
   const w = workloadFromFile(file);
   node.capacityPod = await daemonSetPod(admin, file, node.name);
@@ -63,6 +64,7 @@ export async function startPerNodeCapacity(cp: ControlPlane, admin: KubeClient, 
     args: [...workloadArgsOnTestMachine(w, env, node.driver.endpoint), ...extraArgs],
     logFile: path.join(dir, `${w.name}-${node.name}.log`),
     env: { ...process.env, ...env },
+    ...(metricsAddress ? { metricsAddress } : {}),
   });
 }
 
