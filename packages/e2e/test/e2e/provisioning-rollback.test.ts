@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolume, ResourceType } from '@topovol/shared';
-import { createStoryPod, eventsAbout, reportVolumesInUse, staleCapacity, STORY_CLAIMS, STORY_POD, volumeTopology } from '@topovol/shared/testing';
+import { createStoryPod, eventsAbout, reportVolumesInUse, staleCapacity, STORY_CLAIMS, STORY_POD, unschedulable, volumeTopology } from '@topovol/shared/testing';
 import type { StaleCapacityStory } from '@topovol/shared/testing';
 import { NODE_1, NODE_2, NODE_KEY } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
@@ -91,6 +91,13 @@ describe('provisioning rollback (kubernetes #94217) on the real stack', function
       expect(c.metadata?.uid).to.equal(usedClaim.uid);
       expect(c.spec?.volumeName).to.equal(used!.metadata!.name);
       expect((await volumesOn(NODE_1)).map((v) => v.metadata?.name)).to.deep.equal([used!.metadata!.name]);
+      // The pod stays Pending: its volume allows node 1 only, which has no room for the other claim.
+      const why = await s.until('the pod reported unschedulable', async () => {
+        const w = unschedulable(await s.pod(STORY_POD));
+        expect(w?.message).to.contain("2 node(s) didn't match PersistentVolume's node affinity");
+        return w!;
+      });
+      expect(why.reason).to.equal('Unschedulable');
       const pod = await s.pod(STORY_POD);
       expect(pod.spec?.nodeName).to.equal(undefined);
       expect((await s.admin.list<ProvisioningRollback>(PROVISIONING_ROLLBACKS, { labelSelector: `rollback.topovol.io/pod-uid=${pod.metadata!.uid!}` })).items).to.deep.equal([]);

@@ -6,8 +6,11 @@ import type { StorageStack, Unschedulable } from '@topovol/shared/testing';
 import { DRIVER, e2eStack, NODE_KEY } from './e2e-stack.js';
 import { STATEFUL_SETS } from './statefulset.js';
 
-/** Generous: the suite asserts end states, never how fast they come (two cores run everything). */
-export const WAIT_MS = 120_000;
+/**
+ * Generous: the suite asserts end states, never how fast they come (two cores run everything).
+ * TOPOVOL_E2E_WAIT_MS shortens it for runs with loops left out, where the waits are expected to fail.
+ */
+export const WAIT_MS = Number(process.env.TOPOVOL_E2E_WAIT_MS ?? 120_000);
 
 /**
  * One scenario's fixture: the shared stack, a fresh namespace per test, cluster-scoped names
