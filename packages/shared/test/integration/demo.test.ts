@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
@@ -54,5 +56,8 @@ describe('the demo (README run command)', function () {
     }
     expect(await exited, out.slice(-2000)).to.equal(0);
     expect(out).to.contain('Stopping...');
+    // The demo keeps its logs for the user; the test does not need them.
+    const logs = /Logs: (\S+)/.exec(out)?.[1];
+    if (logs?.startsWith(os.tmpdir()) && !process.env.TOPOVOL_KEEP_TEST_DIRS) rmSync(logs, { recursive: true, force: true });
   });
 });
