@@ -34,6 +34,7 @@ describe('fallback to dynamic provisioning when pre-provisioned volumes do not f
   it('the claim no pre-provisioned PV fits is provisioned on the pod\'s node and bound; the one that fits binds its PV there', async function () {
     const cls = await s.driverClass('csi', Object.fromEntries(NODES.map((n) => [n, 10n * GiB])));
     for (const n of NODES) await s.create(Resources.persistentVolumes, preProvisioned(s.name(`static-${n}`), cls, n));
+    await s.available(NODES.map((n) => s.name(`static-${n}`)));
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'small', '1Gi', cls));
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'big', '5Gi', cls));
     await s.create(Resources.pods, podWithClaims(s.ns, 'app', ['small', 'big']));

@@ -28,7 +28,9 @@ describe('a pod placed with spec.nodeName and delayed-binding claims', function 
     expect(pv.metadata?.annotations?.['pv.kubernetes.io/provisioned-by']).to.equal(DRIVER);
     expect(s.stack.node(NODE_3).driver.volumeByName(pv.metadata!.name!)?.capacityBytes).to.equal(2n * GiB);
     expect((await s.claim('data')).metadata?.annotations?.[SELECTED_NODE]).to.equal(NODE_3);
-    const [why] = await eventsAbout(s.admin, s.ns, 'PersistentVolumeClaim', 'data', 'ScheduledWithoutScheduler');
-    expect(why?.message).to.equal(`pod app runs on node "${NODE_3}" without the scheduler (spec.nodeName); selected that node for provisioning`);
+    await s.until('the claim says why its node was selected', async () => {
+      const [why] = await eventsAbout(s.admin, s.ns, 'PersistentVolumeClaim', 'data', 'ScheduledWithoutScheduler');
+      expect(why?.message).to.equal(`pod app runs on node "${NODE_3}" without the scheduler (spec.nodeName); selected that node for provisioning`);
+    });
   });
 });

@@ -39,11 +39,13 @@ describe('provisioning rollback (kubernetes #94217) on the real stack', function
     expect(failed.map((e) => e.message).join('\n')).to.contain('ResourceExhausted');
     const pod = await s.pod(STORY_POD);
     // The Events a user reads with kubectl describe, and the record of the rollback.
-    for (const reason of ['ProvisioningRollback', 'ProvisioningRollbackCompleted']) {
-      expect(await eventsAbout(s.admin, s.ns, 'Pod', STORY_POD, reason), reason).to.not.deep.equal([]);
-    }
-    const recreated = (await Promise.all(STORY_CLAIMS.map((c) => eventsAbout(s.admin, s.ns, 'PersistentVolumeClaim', c, 'ClaimRecreated')))).flat();
-    expect(recreated, 'ClaimRecreated').to.have.length.at.least(1);
+    await s.until('the rollback told in Events', async () => {
+      for (const reason of ['ProvisioningRollback', 'ProvisioningRollbackCompleted']) {
+        expect(await eventsAbout(s.admin, s.ns, 'Pod', STORY_POD, reason), reason).to.not.deep.equal([]);
+      }
+      const recreated = (await Promise.all(STORY_CLAIMS.map((c) => eventsAbout(s.admin, s.ns, 'PersistentVolumeClaim', c, 'ClaimRecreated')))).flat();
+      expect(recreated, 'ClaimRecreated').to.have.length.at.least(1);
+    });
     const records = (await s.admin.list<ProvisioningRollback>(PROVISIONING_ROLLBACKS, { labelSelector: `rollback.topovol.io/pod-uid=${pod.metadata!.uid!}` })).items;
     // Usually one; a second when the scheduler retries before node 1's figure is refreshed (the
     // capacity loop coalesces refreshes of an item within --capacity-min-refresh-interval), under

@@ -47,7 +47,9 @@ describe('rollback when the volume\'s node can no longer take the pod', function
     expect(y).to.not.equal(x);
     const second = await s.boundOn('data-db-0', y);
     expect(second.metadata?.name).to.not.equal(first.metadata?.name);
-    const [rolledBack] = await eventsAbout(s.admin, s.ns, 'Pod', 'db-0', 'ProvisioningRollback');
-    expect(rolledBack?.message).to.contain("didn't match PersistentVolume's node affinity");
+    await s.until('the rollback told in an Event', async () => {
+      const [rolledBack] = await eventsAbout(s.admin, s.ns, 'Pod', 'db-0', 'ProvisioningRollback');
+      expect(rolledBack?.message).to.contain("didn't match PersistentVolume's node affinity");
+    });
   });
 });

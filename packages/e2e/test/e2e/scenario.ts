@@ -74,6 +74,17 @@ export class Scenario {
     }
   }
 
+  /**
+   * Waits until the volumes are Available (Topovol's binder writes that phase): kube-scheduler
+   * matches pre-provisioned volumes only in that phase (FindMatchingVolume in
+   * k8s.io/component-helpers storage/volume/pv_helpers.go) and would provision instead meanwhile.
+   */
+  async available(names: readonly string[]): Promise<void> {
+    await this.until(`volumes ${names.join(', ')} Available`, async () => {
+      for (const n of names) expect((await this.admin.get<PersistentVolume>(Resources.persistentVolumes, n)).status?.phase, n).to.equal('Available');
+    });
+  }
+
   pod(name: string): Promise<Pod> {
     return this.admin.get<Pod>(Resources.pods, name, this.ns);
   }

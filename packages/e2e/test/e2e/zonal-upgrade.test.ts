@@ -37,17 +37,17 @@ describe('zonal upgrade of legacy PVs', function () {
     const cls = await s.localClass('legacy');
     const name = s.name('disk');
     await s.create(Resources.persistentVolumes, legacyZonalVolume(name, cls, 'zone-a'));
-    const upgraded = await s.until('the PV upgraded', async () => {
+    const upgraded = await s.until('the PV upgraded, with its Event', async () => {
       const pv = await s.admin.get<PersistentVolume>(Resources.persistentVolumes, name);
       expect(pv.spec?.nodeAffinity, 'nodeAffinity').to.not.equal(undefined);
+      const [converted] = await eventsAbout(s.admin, 'default', 'PersistentVolume', name, 'ZonalLabelsConverted');
+      expect(converted, 'ZonalLabelsConverted Event').to.not.equal(undefined);
       return pv;
     });
     // The labels stay; the affinity admits zone-a nodes only (by either label generation).
     expect(upgraded.metadata?.labels).to.include({ [BETA_ZONE]: 'zone-a', [BETA_REGION]: REGION_NAME });
     const terms = JSON.stringify(upgraded.spec?.nodeAffinity);
     expect(terms).to.contain('zone-a').and.not.contain('zone-b');
-    const [converted] = await eventsAbout(s.admin, 'default', 'PersistentVolume', name, 'ZonalLabelsConverted');
-    expect(converted, 'ZonalLabelsConverted Event').to.not.equal(undefined);
 
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'data', '10Gi', cls));
     await s.create(Resources.pods, podWithClaims(s.ns, 'app', ['data'], { affinity: preferNodes(ZONE, 'zone-b') }));
