@@ -21,3 +21,5 @@ echo "==> unit tests" >&2
 pnpm run --silent test:unit
 echo "==> integration tests" >&2
 pnpm run --silent test:integration
+echo "==> end-to-end suite (packages/e2e; alone: hack/e2e.sh)" >&2
+pnpm run --silent test:e2e

@@ -13,11 +13,19 @@ export interface StuckVerdict {
 const eventTime = (e: Event): number => Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '') || 0;
 
 /**
+ * The VolumeBinding plugin's reason for nodes that the pod's bound volumes exclude
+ * (ErrReasonNodeConflict, pkg/scheduler/framework/plugins/volumebinding/binder.go): "didn't match
+ * PersistentVolume's node affinity" since kubernetes/kubernetes#129887 (the pinned v1.37 says
+ * this), "had volume node affinity conflict" before it.
+ */
+const VOLUME_NODE_CONFLICT = /didn't match PersistentVolume's node affinity|volume node affinity conflict/i;
+
+/**
  * Evidence that the pod cannot run on the node its pinned volumes were provisioned for: the node is
  * gone, cordoned or tainted; a sibling claim failed to provision there (ResourceExhausted on that
  * node, or the external provisioner's reschedule signal: selected-node removed after a failure);
- * or the scheduler reports a volume node affinity conflict. Records (Events, the pod's condition)
- * count only when newer than `notBefore`, the evidence of the workload's last rollback: the same
+ * or the scheduler reports that the volumes' node affinity excludes the other nodes. Records
+ * (Events, the pod's condition) count only when newer than `notBefore`, the evidence of the workload's last rollback: the same
  * failure never triggers a second rollback.
  */
 export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBefore: number): StuckVerdict | undefined {
@@ -37,7 +45,7 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
   }
   const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
   const condTime = Date.parse(cond?.lastTransitionTime ?? cond?.lastProbeTime ?? '') || 0;
-  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && /volume node affinity conflict/i.test(cond.message ?? '') && condTime > notBefore) {
+  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && VOLUME_NODE_CONFLICT.test(cond.message ?? '') && condTime > notBefore) {
     return { why: `the scheduler reports: ${cond.message}`, at: condTime };
   }
   return undefined;

@@ -186,7 +186,7 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
     });
 
-    it('rolls back when the scheduler reports a volume node affinity conflict for the pod', async function () {
+    it('rolls back when the scheduler reports that the volume\'s node affinity excludes every node that could take the pod', async function () {
       await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
       await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1']));
       await selectNode(admin, ns, 'c1', name('a'));
@@ -198,16 +198,17 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
         return c;
       });
       await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
-      // What kube-scheduler writes when no node can take the pod because of the volume's node affinity.
+      // What kube-scheduler v1.37 writes when no node can take the pod because of the volume's node
+      // affinity (before kubernetes/kubernetes#129887 it said "had volume node affinity conflict").
       await retryOnConflict(async () => {
         const p = await admin.get<Pod>(Resources.pods, 'p', ns);
         const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-        p.status = { ...p.status, phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: now, message: '0/2 nodes are available: 1 Insufficient memory, 1 node(s) had volume node affinity conflict. preemption: 0/2 nodes are available.' }] };
+        p.status = { ...p.status, phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: now, message: "0/2 nodes are available: 1 Insufficient memory, 1 node(s) didn't match PersistentVolume's node affinity. preemption: 0/2 nodes are available." }] };
         await admin.replaceStatus(Resources.pods, p);
       });
       await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
       const [e] = [await eventFor(admin, await admin.get<Pod>(Resources.pods, 'p', ns), 'ProvisioningRollback')];
-      expect(e.message).to.match(/volume node affinity conflict/);
+      expect(e.message).to.contain("didn't match PersistentVolume's node affinity");
     });
 
     it('never touches a statically created PV', async function () {

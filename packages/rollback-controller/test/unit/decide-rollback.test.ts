@@ -35,6 +35,12 @@ describe('decideMark', function () {
   }
 });
 
+/** The pod `p` with one pinned claim, as the scheduler left it: PodScheduled=False, Unschedulable, with this message. */
+function unschedulable(message: string): Pod {
+  const p = pod('p', ['c1']);
+  return { ...p, status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastTransitionTime: new Date(NOW - 1_000).toISOString() }] } };
+}
+
 // Detection, justification, evidence, pacing (kubernetes #94217).
 describe('decideRollback', function () {
   const unusedOnA = pv('v1', 'c1', { usage: 'unused', forNode: 'a' });
@@ -58,6 +64,10 @@ describe('decideRollback', function () {
     { name: 'a replacement pod of the same workload, the original gone → rollback', p: pod('p2', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'rollback' },
     { name: 'a replacement pod while the original still exists → refuse', p: pod('p2', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pods: [pod('p', [], { owner: 'rs-uid' })], pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'refuse' },
     { name: 'a pod of another workload → refuse', p: pod('p2', ['c1', 'c2'], { owner: 'other-rs' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'refuse' },
+    // The scheduler's own report: the pinned volume's node cannot take the pod, the others are excluded by the volume.
+    { name: 'scheduler: "Insufficient memory", others "didn\'t match PersistentVolume\'s node affinity" (kube-scheduler v1.37) → rollback', p: unschedulable("0/2 nodes are available: 1 Insufficient memory, 1 node(s) didn't match PersistentVolume's node affinity."), w: { ...base, failures: {} }, want: 'rollback' },
+    { name: 'scheduler: "had volume node affinity conflict" (before kubernetes #129887) → rollback', p: unschedulable('0/2 nodes are available: 1 Insufficient memory, 1 node(s) had volume node affinity conflict.'), w: { ...base, failures: {} }, want: 'rollback' },
+    { name: 'scheduler: unschedulable for reasons that do not involve the volume → none', p: unschedulable('0/2 nodes are available: 2 Insufficient memory.'), w: { ...base, failures: {} }, want: 'none' },
     // Generic ephemeral volumes are the pod's claims too.
     { name: 'an ephemeral volume\'s claim pinned, sibling failed → rollback', p: pod('p', ['c2'], { ephemeral: ['scratch'] }), w: { ...base, pvs: [pv('v1', 'p-scratch', { usage: 'unused', forNode: 'a' })], claims: [claim('p-scratch', { volume: 'v1' }), claim('c2')] }, want: 'rollback' },
     // Pacing: a cap, a backoff, and only evidence newer than the last rollback.

@@ -39,3 +39,19 @@ export type { FaultKind, FaultRates } from './fault-proxy.js';
 export { INSTALL_NAMESPACE } from '../manifests/manifest.js';
 export { CHAOS_SCALE, recordChaosResult } from './chaos-results.js';
 export type { ChaosResult } from './chaos-results.js';
+export { expandKubeletVars, workloadArgsOnTestMachine, workloadFromFile } from './manager-workload.js';
+export type { ManagerWorkload } from './manager-workload.js';
+// The real storage stack (kube-scheduler, kube-controller-manager, per-node CSI drivers and
+// external-provisioners, Topovol's loops as deployed), for the end-to-end suite and the demo.
+export { StorageStack } from './stack/storage-stack.js';
+export type { StorageStackOptions } from './stack/storage-stack.js';
+export { StackNode } from './stack/stack-node.js';
+export type { StackNodeSpec } from './stack/stack-node.js';
+export { TOPOVOL_LOOPS } from './stack/topovol-workloads.js';
+export type { TopovolLoop } from './stack/topovol-workloads.js';
+export * from './stack/stack-objects.js';
+export { markPodRunning, reportVolumesInUse, volumeInUseEntry } from './stack/simulated-kubelet.js';
+export { eventsAbout, unschedulable } from './stack/scheduling-outcome.js';
+export type { Unschedulable } from './stack/scheduling-outcome.js';
+export { createStoryPod, staleCapacity, STORY_CLAIMS, STORY_POD } from './stack/stale-capacity-story.js';
+export type { StaleCapacityStory } from './stack/stale-capacity-story.js';

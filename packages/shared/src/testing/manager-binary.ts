@@ -14,6 +14,8 @@ export interface ManagerBinaryOptions {
   /** Flags for node itself, before the script (e.g. `--import` of a test preload). */
   nodeArgs?: readonly string[];
   readyTimeoutMs?: number;
+  /** host:port for /metrics; default off. */
+  metricsAddress?: string;
 }
 
 /**
@@ -27,7 +29,7 @@ export async function startManagerBinary(o: ManagerBinaryOptions): Promise<Manag
   const proc = new ManagedProcess({
     name: o.name,
     command: process.execPath,
-    args: [...(o.nodeArgs ?? []), path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${o.kubeconfig}`, '--metrics-bind-address=0', `--health-probe-bind-address=127.0.0.1:${probePort}`, ...o.args],
+    args: [...(o.nodeArgs ?? []), path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${o.kubeconfig}`, `--metrics-bind-address=${o.metricsAddress ?? '0'}`, `--health-probe-bind-address=127.0.0.1:${probePort}`, ...o.args],
     logFile: o.logFile,
     cwd: root,
     ...(o.env ? { env: o.env } : {}),

@@ -163,6 +163,25 @@ describe('CSI test driver: controller service over a unix socket', function () {
     expect(driver.volumes().map((v) => v.name)).to.deep.equal(['after']);
     expect(driver.calls('CreateVolume')).to.equal(2);
   });
+
+  it('a held call is answered once its hold is released, from the state at that moment', async function () {
+    let release = (): void => undefined;
+    driver.injectFailure('CreateVolume', { until: new Promise<void>((r) => (release = r)), times: 1 });
+    const held = client.createVolume({ name: 'held', requiredBytes: 2n * GiB, accessibilityRequirements: { requisite: [z('a')], preferred: [z('a')] } });
+    let answered = false;
+    void held.then(
+      () => (answered = true),
+      () => (answered = true),
+    );
+    await eventually(() => expect(driver.calls('CreateVolume')).to.equal(1), 10_000, 20);
+    // Meanwhile zone a's room is taken: the held call sees that once released.
+    await client.createVolume({ name: 'first', requiredBytes: 2n * GiB, accessibilityRequirements: { requisite: [z('a')], preferred: [z('a')] } });
+    expect(answered).to.equal(false);
+    release();
+    const err = (await held.catch((e: unknown) => e)) as CsiError;
+    expect(err.code).to.equal(GrpcStatus.RESOURCE_EXHAUSTED);
+    expect(driver.volumes().map((v) => v.name)).to.deep.equal(['first']);
+  });
 });
 
 /** NodeGetInfo as external-provisioner --node-deployment asks it at start. */

@@ -323,11 +323,19 @@ export class CsiTestDriver {
           else callback({ code: GrpcStatus.INTERNAL, details: err instanceof Error ? err.message : String(err) });
         }
       };
+      // A stalled or held call that the client gives up on is dropped without side effects.
+      const finishUnlessCancelled = (): void => {
+        if (!call.cancelled) finish();
+      };
+      const until = failure?.until;
+      const afterHold = (): void => {
+        if (until) void until.then(finishUnlessCancelled, finishUnlessCancelled);
+        else finish();
+      };
       if (!failure?.delayMs) {
-        finish();
+        afterHold();
         return;
       }
-      // A stalled call that the client gives up on is dropped without side effects.
       const onCancel = (): void => {
         clearTimeout(timer);
         this.stalled.delete(timer);
@@ -335,7 +343,7 @@ export class CsiTestDriver {
       const timer = setTimeout(() => {
         this.stalled.delete(timer);
         call.removeListener('cancelled', onCancel);
-        if (!call.cancelled) finish();
+        if (!call.cancelled) afterHold();
       }, failure.delayMs);
       this.stalled.add(timer);
       call.once('cancelled', onCancel);

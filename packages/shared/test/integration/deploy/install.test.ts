@@ -9,7 +9,8 @@ import { controlPlaneBinaries, createTestNamespace, installCrds, eventually, fre
 import type { ControlPlane } from '../../../src/testing/index.js';
 import { yamlFiles } from '../../../src/testing/apply-manifests.js';
 import { loadManifests } from '../../../src/testing/load-manifests.js';
-import { expandKubeletVars, impersonatingKubeconfig, kubectl, workloadFromFile } from './kubectl.js';
+import { expandKubeletVars, workloadFromFile } from '../../../src/testing/index.js';
+import { impersonatingKubeconfig, kubectl } from './kubectl.js';
 import { createWorkloadPod, startCsiTestDriver } from './workload-pod.js';
 
 const CSI_DRIVER_CAPACITIES = { group: 'topovol.io', version: 'v1alpha1', plural: 'csidrivercapacities', kind: 'CSIDriverCapacity', namespaced: false };
