@@ -1,7 +1,7 @@
 // docs/benchmarks.md from the recorded pv-binder runs (hack/bench/results/*-latest.json), so every
 // figure in the docs comes from a run of hack/bench/pv-binder.sh. Plots are drawn next to it by
 // hack/bench/plot-binding.py; write-benchmarks-doc.ts writes the file.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { f } from './bench-report.js';
 import type { BindingRecord, Ratios } from './bench-report.js';
@@ -11,6 +11,8 @@ import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';
 import { delayedSection, failoverSection, largeNSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
+import { capacityMissing, capacitySection, readCapacityRecords } from './capacity-doc-section.js';
+import type { CapacityDocRecord } from './capacity-doc-section.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
 
@@ -73,11 +75,7 @@ the binder's own CPU comes off the API server's share, so the fraction of the ce
 binder's CPU as much as by its concurrency (\`hack/bench/README.md\`, "Profiling", has what the profile showed).`;
 }
 
-function capacityResults(dir: string): string[] {
-  return existsSync(dir) ? readdirSync(dir).filter((x) => /^capacity-per-node-.*\.md$/.test(x)).sort() : [];
-}
-
-export function benchmarksDoc(rec: BindingRecord, capacityFiles: readonly string[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord, large?: BindingRecord): string {
+export function benchmarksDoc(rec: BindingRecord, capacity: readonly CapacityDocRecord[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord, large?: BindingRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
   const topovolVersion = rec.runs.find((r) => r.contender === 'topovol')?.version ?? 'topovol';
   const upstreamVersion = rec.runs.find((r) => r.contender === 'upstream')?.version ?? 'not run';
@@ -145,15 +143,12 @@ ${delayedSection(delayed)}
 ${podsSection(pods)}
 ${restartSection(restart)}
 ${failoverSection(failover)}
+${capacitySection(capacity)}
 ## Not measured yet
 
 ${large ? '' : `- N = 100,000 (each contender needs 200,000 objects created first; upstream at its rate above would need
   most of an hour per order).
-`}${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL (target 5).\n'}${failover ? '' : '- Binding by a newly elected leader (target 5).\n'}- Capacity (target 6) on this page: \`hack/bench/capacity.sh\` compares the per-node mode with
-  external-provisioner at 50 nodes × 5 classes; its records so far (${capacityFiles.length > 0 ? capacityFiles.map((c) => `[${c}](../hack/bench/results/${c})`).join(', ') : 'none'})
-  predate this page and are read in \`hack/bench/README.md\` ("capacity per node"); the shared-pools
-  record was taken before a volume event refreshed every class of its node, so its latencies are stale.
-`;
+`}${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL (target 5).\n'}${failover ? '' : '- Binding by a newly elected leader (target 5).\n'}${capacityMissing(capacity)}`;
 }
 
 /** docs/benchmarks.md as the records under hack/bench/results make it. */
@@ -171,5 +166,5 @@ export function renderBenchmarksDoc(root: string): string {
   const failover = existsSync(failoverFile) ? (JSON.parse(readFileSync(failoverFile, 'utf8')) as FailoverRecord) : undefined;
   const largeFile = path.join(results, 'pv-binder-100k-latest.json');
   const large = existsSync(largeFile) ? (JSON.parse(readFileSync(largeFile, 'utf8')) as BindingRecord) : undefined;
-  return benchmarksDoc(rec, capacityResults(results), delayed, restart, pods, failover, large);
+  return benchmarksDoc(rec, readCapacityRecords(results), delayed, restart, pods, failover, large);
 }

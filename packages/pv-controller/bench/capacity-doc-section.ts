@@ -1,0 +1,94 @@
+// The capacity section of docs/benchmarks.md (target 6), rendered from the records that
+// hack/bench/capacity.sh writes: capacity-per-node-<pools>-latest.json, one per pool layout. Only the
+// fields read here are declared; the full shape is CapacityBenchRecord in
+// packages/capacity-controller/bench/bench-record.ts.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export const POOL_LAYOUTS = ['per-class', 'shared'] as const;
+export type PoolLayoutName = (typeof POOL_LAYOUTS)[number];
+
+export interface CapacityDocRecord {
+  benchmark: 'capacity-per-node';
+  date: string;
+  machine: string;
+  versions: string[];
+  report: string;
+  options: { nodes: number; classes: number; changes: number; pollIntervalMs: number; quietMs: number; pools: string };
+  runs: { contender: string; changes: Record<string, { changes: number; seen: number; maxMs: number | null }> }[];
+  summary: { key: string; label: string; cells: Partial<Record<'topovol' | 'upstream', string>>; ratio: number | null; ratioNote?: string }[];
+}
+
+/** The latest record of each pool layout present in `dir`. */
+export function readCapacityRecords(dir: string): CapacityDocRecord[] {
+  const out: CapacityDocRecord[] = [];
+  for (const pools of POOL_LAYOUTS) {
+    const file = path.join(dir, `capacity-per-node-${pools}-latest.json`);
+    if (!existsSync(file)) continue;
+    const rec = JSON.parse(readFileSync(file, 'utf8')) as CapacityDocRecord;
+    if (rec.benchmark !== 'capacity-per-node' || !Array.isArray(rec.summary)) throw new Error(`${path.basename(file)} is not a capacity bench record; run hack/bench/capacity.sh again`);
+    out.push(rec);
+  }
+  return out;
+}
+
+const ratioCell = (r: CapacityDocRecord['summary'][number]): string =>
+  r.ratio !== null ? `${r.ratio < 0.01 ? String(r.ratio) : r.ratio.toFixed(2)}x` : r.ratioNote ? `∞ (${r.ratioNote})` : '';
+
+const POOL_WORDS: Record<string, string> = {
+  'per-class': 'each class has its own pool on every node',
+  shared: 'the classes of a node share one pool, so a volume of one class changes every class of its node',
+};
+
+function table(rec: CapacityDocRecord): string {
+  const rows = rec.summary.map((r) => `| ${r.label} | ${r.cells.topovol ?? ''} | ${r.cells.upstream ?? ''} | ${ratioCell(r)} |`);
+  return `| | Topovol | external-provisioner | Topovol / external-provisioner |
+| --- | --- | --- | --- |
+${rows.join('\n')}`;
+}
+
+/** Where a record stands against target 6: every change within 2 s, no redundant GetCapacity calls. */
+function standing(rec: CapacityDocRecord): string {
+  const cell = (key: string): string => rec.summary.find((r) => r.key === key)?.cells.topovol ?? 'not measured';
+  const changes = Object.values(rec.runs.find((r) => r.contender === 'topovol')?.changes ?? {});
+  const seen = changes.reduce((a, c) => a + c.seen, 0);
+  const total = changes.reduce((a, c) => a + c.changes, 0);
+  const worst = Math.max(0, ...changes.map((c) => c.maxMs ?? Infinity));
+  const verdict = total === 0 ? 'no change was timed' : seen < total ? `${total - seen} of ${total} changes never showed (target missed)` : worst < 2000 ? `all ${total} within 2 s (target met; slowest ${(worst / 1000).toFixed(2)} s)` : `slowest ${(worst / 1000).toFixed(2)} s (target of 2 s missed)`;
+  return `Where Topovol stands against target 6: changes reach the objects ${verdict}; GetCapacity at rest
+${cell('getCapacityPerItemPerPoll')} calls per item and poll interval (1.00: every item once per poll, none in between).`;
+}
+
+export function capacitySection(records: readonly CapacityDocRecord[]): string {
+  if (records.length === 0) return '';
+  const parts = records.map(
+    (rec) => `### ${rec.options.pools} pools: ${rec.options.nodes} nodes × ${rec.options.classes} classes
+
+\`hack/bench/capacity.sh --pools ${rec.options.pools}\`, ${rec.date} (${POOL_WORDS[rec.options.pools] ?? rec.options.pools}); the full report, with
+each change and each request at rest: [${rec.report}](../hack/bench/results/${rec.report}). Versions: ${rec.versions.join('; ')}.
+
+${table(rec)}
+
+${standing(rec)}
+`,
+  );
+  return `## Capacity per node (target 6)
+
+One Topovol capacity instance per node (\`--controllers=capacity --capacity-node-name=<node>\`, KEP-1472's per-node
+deployment) against external-provisioner \`--enable-capacity --node-deployment\` per node, both over the project's CSI test driver on each node,
+each contender on a fresh control plane, one after the other; poll interval ${(records[0]?.options.pollIntervalMs ?? 0) / 1000} s for both. A change's
+latency runs from the driver answering GetCapacity with the new figure to the bench's watch seeing every
+changed CSIStorageCapacity object of that node; requests and writes at rest come from the API server's audit
+log, GetCapacity calls from the drivers. What each row means is in \`hack/bench/README.md\` ("capacity per node").
+Topovol's writes at rest are the per-node status heartbeats of its aggregated capacity status
+(\`CSIDriverCapacity\`, docs/capacity-status.md), which external-provisioner does not have. Not measured here:
+a node label change (a new topology segment), which the integration tests cover for correctness only.
+
+${parts.join('\n')}`;
+}
+
+/** The "not measured yet" line for pool layouts without a record. */
+export function capacityMissing(records: readonly CapacityDocRecord[]): string {
+  const missing = POOL_LAYOUTS.filter((p) => !records.some((r) => r.options.pools === p));
+  return missing.length === 0 ? '' : `- Capacity per node with ${missing.join(' and ')} pools (\`hack/bench/capacity.sh --pools ${missing[0]}\`).\n`;
+}

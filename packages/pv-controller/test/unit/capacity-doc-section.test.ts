@@ -1,0 +1,37 @@
+import { expect } from 'chai';
+import { capacityMissing, capacitySection } from '../../bench/capacity-doc-section.js';
+import type { CapacityDocRecord } from '../../bench/capacity-doc-section.js';
+
+function record(pools: string, changes: Record<string, { changes: number; seen: number; maxMs: number | null }>): CapacityDocRecord {
+  return {
+    benchmark: 'capacity-per-node',
+    date: '2026-11-25T00:00:00.000Z',
+    machine: '2 CPUs',
+    versions: ['kube-apiserver v1.37.2'],
+    report: 'capacity-per-node-x.md',
+    options: { nodes: 2, classes: 1, changes: 1, pollIntervalMs: 60_000, quietMs: 60_000, pools },
+    runs: [{ contender: 'topovol', changes }],
+    summary: [{ key: 'getCapacityPerItemPerPoll', label: 'GetCapacity', cells: { topovol: '1.00 (2)', upstream: '1.00 (2)' }, ratio: 1 }],
+  };
+}
+
+// The verdict on target 6 is computed from the record, never written by hand.
+describe('capacity section of docs/benchmarks.md', function () {
+  const cases: { name: string; changes: Record<string, { changes: number; seen: number; maxMs: number | null }>; verdict: string }[] = [
+    { name: 'every change seen within 2 s', changes: { provisioned: { changes: 2, seen: 2, maxMs: 150 }, outside: { changes: 2, seen: 2, maxMs: 70 } }, verdict: 'all 4 within 2 s (target met; slowest 0.15 s)' },
+    { name: 'one change slower than 2 s', changes: { provisioned: { changes: 2, seen: 2, maxMs: 2500 } }, verdict: 'slowest 2.50 s (target of 2 s missed)' },
+    { name: 'a change never seen', changes: { provisioned: { changes: 2, seen: 1, maxMs: 100 } }, verdict: '1 of 2 changes never showed (target missed)' },
+  ];
+  for (const c of cases) {
+    it(`states the target from the record: ${c.name}`, function () {
+      expect(capacitySection([record('per-class', c.changes)])).to.contain(c.verdict);
+    });
+  }
+
+  it('lists the pool layouts that have no record yet, and none once both are there', function () {
+    const one = [record('per-class', {})];
+    expect(capacityMissing(one)).to.contain('--pools shared');
+    expect(capacityMissing([...one, record('shared', {})])).to.equal('');
+    expect(capacitySection([])).to.equal('');
+  });
+});
