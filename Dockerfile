@@ -26,7 +26,7 @@ RUN rm -rf node_modules packages/*/node_modules \
  && pnpm install --frozen-lockfile --prod --offline \
  && cp packages/shared/src/csi/csi.proto packages/shared/dist/src/csi/ \
  && rm -rf packages/testing packages/manifests packages/e2e \
- && rm -rf packages/*/src packages/*/test packages/*/bench packages/*/dist/test packages/*/dist/.tsbuildinfo
+ && rm -rf packages/*/src packages/*/test packages/*/bench packages/*/dist/test packages/*/dist/bench packages/*/dist/.tsbuildinfo
 
 # Same Node as the build (node_modules must match it); the slim Debian image.
 FROM ${NODE_IMAGE}
