@@ -19,11 +19,14 @@ RUN npm install --global --no-audit --no-fund "pnpm@$(node -p "require('./packag
 RUN pnpm install --frozen-lockfile
 RUN pnpm exec tsc -b tsconfig.build.json
 # Production dependencies only (a fresh install: --prod over a dev install leaves the dev packages in
-# node_modules/.pnpm); tsc does not copy csi.proto, which the capacity loop loads at run time.
+# node_modules/.pnpm); tsc does not copy csi.proto, which the capacity loop loads at run time. The
+# image carries the runtime and the controllers: the test harness, the manifest renderers and the
+# end-to-end suite are workspace packages nothing at run time imports, so they are dropped.
 RUN rm -rf node_modules packages/*/node_modules \
  && pnpm install --frozen-lockfile --prod --offline \
  && cp packages/shared/src/csi/csi.proto packages/shared/dist/src/csi/ \
- && rm -rf packages/*/src packages/*/test packages/*/bench packages/*/dist/test packages/*/dist/.tsbuildinfo
+ && rm -rf packages/testing packages/manifests packages/e2e \
+ && rm -rf packages/*/src packages/*/test packages/*/bench packages/*/dist/test packages/*/dist/bench packages/*/dist/.tsbuildinfo
 
 # Same Node as the build (node_modules must match it); the slim Debian image.
 FROM ${NODE_IMAGE}

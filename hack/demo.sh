@@ -8,4 +8,4 @@ bootstrap
 echo "==> control-plane binaries" >&2
 bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager >&2
 bash hack/csi-binaries.sh >&2
-exec node packages/shared/dist/src/testing/local-demo.js
+exec node packages/testing/dist/src/local-demo.js

@@ -2,8 +2,9 @@
 # Runs the Dockerfile without Docker (there is no engine on the CI machine): copies the build
 # context (what git would commit, which .dockerignore mirrors) into a temporary directory, runs the
 # build stage's ENV and RUN lines there, assembles the runtime stage from its COPY --from=build
-# lines, and checks that `node bin/topovol-controller-manager.js --help` exits 0 there and that the
-# CSI proto the capacity loop needs is found. The pnpm store of this machine is reused, so it is
+# lines, and checks that `node bin/topovol-controller-manager.js --help` exits 0 there, that the
+# CSI proto the capacity loop needs is found, and that the tree holds the runtime and the controllers
+# only: no test harness, manifest renderers or end-to-end suite, and no code importing them. The pnpm store of this machine is reused, so it is
 # quick after the first run. Usage: hack/docker-build-stage.sh [--keep]
 set -euo pipefail
 
@@ -52,6 +53,14 @@ done
 cd "$APP"
 node bin/topovol-controller-manager.js --help >/dev/null
 node --input-type=module -e "import { csiProtoPath } from '@topovol/shared/csi'; const p = csiProtoPath(); if (!p.startsWith(process.cwd() + '/packages/shared/dist/')) throw new Error('proto outside dist: ' + p);"
+for p in testing manifests e2e; do
+  if [ -e "$APP/packages/$p" ] || [ -L "$APP/node_modules/@topovol/$p" ]; then
+    echo "docker-build-stage: packages/$p (not run-time code) left in the runtime image" >&2; exit 1
+  fi
+done
+if grep -rlE "['\"]@topovol/(testing|manifests)['\"/]" "$APP/packages" "$APP/bin" --include='*.js' >&2; then
+  echo "docker-build-stage: run-time code above imports @topovol/testing or @topovol/manifests" >&2; exit 1
+fi
 if compgen -G "$APP/node_modules/.pnpm/typescript@*" >/dev/null || compgen -G "$APP/node_modules/.pnpm/mocha@*" >/dev/null; then
   echo "docker-build-stage: dev dependencies left in the runtime image" >&2; exit 1
 fi

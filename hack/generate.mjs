@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configureLogging, EventRecorder, InformerFactory, KubeClient, logger, MANAGER_FLAGS, metricsRegistry, parseManagerFlags, WorkQueue } from '@topovol/shared';
-import { describeRegistry, GENERATED_HEADER, renderHelmChart, renderInstallFiles } from '../packages/shared/dist/src/manifests/index.js';
+import { describeRegistry, GENERATED_HEADER, renderHelmChart, renderInstallFiles } from '@topovol/manifests';
 import { capacityControllerName, descriptors } from '../bin/descriptors.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

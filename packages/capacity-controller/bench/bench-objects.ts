@@ -1,5 +1,5 @@
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
-import { GiB, POOL_PARAMETER } from '@topovol/shared/csi-test-driver';
+import { GiB, POOL_PARAMETER } from '@topovol/testing/csi-test-driver';
 
 /** One driver name for every node: a per-node driver (TopoLVM, local disks) is one CSI driver deployed as a DaemonSet. */
 export const DRIVER = 'capacity-bench.csi.topovol.dev';

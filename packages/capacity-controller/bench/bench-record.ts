@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { summarize } from '@topovol/shared/testing';
+import { summarize } from '@topovol/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { callsPerItemPerPoll, cpuPerMin, LABEL, latencies, median, perMinute, ratioOf, recordStamp, ROWS } from './bench-report.js';
 import type { BenchReport } from './bench-report.js';

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { summarize } from '@topovol/shared/testing';
+import { summarize } from '@topovol/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import type { ContenderRun } from './run-contender.js';
 import type { ProcessesAtRest, UserRequests } from './rest-window.js';

@@ -7,8 +7,8 @@
 // through hack/bench/capacity.sh.
 import path from 'node:path';
 import { configureLogging, parseCommandLine } from '@topovol/shared';
-import { csiBinaries } from '@topovol/shared/csi-test-driver';
-import { binaryVersion, controlPlaneBinaries, machineLine, repoRoot, topovolVersion } from '@topovol/shared/testing';
+import { csiBinaries } from '@topovol/testing/csi-test-driver';
+import { binaryVersion, controlPlaneBinaries, machineLine, repoRoot, topovolVersion } from '@topovol/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import { benchRecord, writeBenchRecord } from './bench-record.js';
 import { formatReport, recordReport } from './bench-report.js';

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { cpuSeconds, eventually, ManagedProcess, perNodeProvisionerArgs, startManagerBinary } from '@topovol/shared/testing';
+import { cpuSeconds, eventually, ManagedProcess, perNodeProvisionerArgs, startManagerBinary } from '@topovol/testing';
 import type { BenchCluster } from './bench-cluster.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { INITIAL_BYTES } from './bench-objects.js';

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
-import { controllerKubeconfig, controllerUser } from '@topovol/shared/testing';
-import type { ControlPlane } from '@topovol/shared/testing';
+import { controllerKubeconfig, controllerUser } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
 import { capacityDescriptor } from '../src/capacity-descriptor.js';
 
 /**

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { KubeClient } from '@topovol/shared';
-import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import { createReadyNode, registerDriverOnNode } from '@topovol/shared/testing';
+import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import { createReadyNode, registerDriverOnNode } from '@topovol/testing';
 import { DRIVER, INITIAL_BYTES, poolOf, segmentOf, TOPOLOGY_KEY } from './bench-objects.js';
 import type { PoolLayout } from './bench-objects.js';
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cpuSeconds, machineCpuSeconds, ProcSampler, readAuditLog } from '@topovol/shared/testing';
-import type { AuditEvent, ManagedProcess } from '@topovol/shared/testing';
-import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
+import { cpuSeconds, machineCpuSeconds, ProcSampler, readAuditLog } from '@topovol/testing';
+import type { AuditEvent, ManagedProcess } from '@topovol/testing';
+import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 

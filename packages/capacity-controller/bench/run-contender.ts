@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { machineCpuSeconds, seededRandom } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import { machineCpuSeconds, seededRandom } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import { startBenchCluster } from './bench-cluster.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { INITIAL_BYTES } from './bench-objects.js';

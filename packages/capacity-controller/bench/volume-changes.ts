@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound, Resources } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { eventually } from '@topovol/shared/testing';
+import { eventually } from '@topovol/testing';
 import type { BenchCluster } from './bench-cluster.js';
 import type { BenchOptions } from './bench-flags.js';
 import { affectedClasses, CLAIM_NAMESPACE, claimOn, outsideVolume, poolOf, VOLUME_BYTES } from './bench-objects.js';

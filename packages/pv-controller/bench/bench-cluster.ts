@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isAlreadyExists, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
-import { childPids, ControlPlane, cpuSeconds, machineCpuSeconds } from '@topovol/shared/testing';
+import { childPids, ControlPlane, cpuSeconds, machineCpuSeconds } from '@topovol/testing';
 import type { ContenderName } from './bench-flags.js';
 
 export const say = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { machineLine } from '@topovol/shared/testing';
+import { machineLine } from '@topovol/testing';
 import type { BenchOptions } from './bench-flags.js';
 import type { BindingRun, Order } from './binding-run.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';

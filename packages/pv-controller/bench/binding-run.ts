@@ -1,5 +1,5 @@
-import { percentile } from '@topovol/shared/testing';
-import type { LatencySummary } from '@topovol/shared/testing';
+import { percentile } from '@topovol/testing';
+import type { LatencySummary } from '@topovol/testing';
 import type { VolumeWrites } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import type { WriteCeiling } from './write-ceiling.js';

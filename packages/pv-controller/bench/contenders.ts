@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { controlPlaneBinaries, ManagedProcess, repoRoot } from '@topovol/shared/testing';
-import type { ControlPlane } from '@topovol/shared/testing';
+import { controlPlaneBinaries, ManagedProcess, repoRoot } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 
 export interface StartedBinder {

@@ -1,4 +1,4 @@
-import { machineLine } from '@topovol/shared/testing';
+import { machineLine } from '@topovol/testing';
 import type { BenchOptions } from './bench-flags.js';
 import { f, recordedOptions, writeRecord } from './bench-report.js';
 import type { DelayedRun } from './run-delayed.js';

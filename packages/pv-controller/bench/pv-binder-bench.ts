@@ -5,7 +5,7 @@
 // side by side. Not a test: nothing here asserts a speed. Run it through hack/bench/pv-binder.sh.
 import path from 'node:path';
 import { configureLogging, parseCommandLine } from '@topovol/shared';
-import { repoRoot } from '@topovol/shared/testing';
+import { repoRoot } from '@topovol/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import { formatReport, recordResults } from './bench-report.js';
 import type { BindingRun } from './binding-run.js';
@@ -19,7 +19,7 @@ import type { RestartRecord, RestartRun } from './run-restart.js';
 import { writeRecord, recordedOptions } from './bench-report.js';
 import { FAILOVER_LEASE, formatFailover, runFailover } from './run-failover.js';
 import type { FailoverRecord, FailoverRun } from './run-failover.js';
-import { machineLine } from '@topovol/shared/testing';
+import { machineLine } from '@topovol/testing';
 
 async function main(argv: string[]): Promise<number> {
   const opts = parseCommandLine(argv, (a) => parseBenchFlags(a), benchHelp);

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Resources } from '@topovol/shared';
-import { ProcSampler } from '@topovol/shared/testing';
+import { ProcSampler } from '@topovol/testing';
 import { volumeWrites, writesBetween } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';

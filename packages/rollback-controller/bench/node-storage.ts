@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { KubeClient } from '@topovol/shared';
-import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import type { ControlPlane } from '@topovol/shared/testing';
-import { createReadyNode, eventually, ManagedProcess, perNodeProvisionerArgs, registerDriverOnNode } from '@topovol/shared/testing';
+import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import type { ControlPlane } from '@topovol/testing';
+import { createReadyNode, eventually, ManagedProcess, perNodeProvisionerArgs, registerDriverOnNode } from '@topovol/testing';
 import { CAPACITY_NAMESPACE, DRIVER, TOPOLOGY_KEY } from './story-objects.js';
 
 /** One node with node-local storage: its Node and CSINode, its own driver and its own external-provisioner. */

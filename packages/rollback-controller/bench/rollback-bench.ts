@@ -7,8 +7,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { configureLogging, parseCommandLine } from '@topovol/shared';
-import { csiBinaries } from '@topovol/shared/csi-test-driver';
-import { binaryVersion, childCommandLines, controlPlaneBinaries, machineLine, repoRoot, topovolVersion } from '@topovol/shared/testing';
+import { csiBinaries } from '@topovol/testing/csi-test-driver';
+import { binaryVersion, childCommandLines, controlPlaneBinaries, machineLine, repoRoot, topovolVersion } from '@topovol/testing';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import type { RollbackBenchOptions } from './bench-flags.js';
 import { startCluster } from './bench-cluster.js';

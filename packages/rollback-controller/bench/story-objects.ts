@@ -1,5 +1,5 @@
 import type { PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { GiB } from '@topovol/shared/csi-test-driver';
+import { GiB } from '@topovol/testing/csi-test-driver';
 
 /** The CSI driver both nodes run (one instance per node, each serving that node's storage). */
 export const DRIVER = 'rollback-bench.csi.topovol.dev';

@@ -1,7 +1,7 @@
 import { isNotFound, Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeObject, Node, PersistentVolume } from '@topovol/shared';
 import { parseQuantity } from '@topovol/shared';
-import { eventually } from '@topovol/shared/testing';
+import { eventually } from '@topovol/testing';
 import { requireAllRunning } from './bench-cluster.js';
 import type { BenchCluster } from './bench-cluster.js';
 import { CAPACITY_NAMESPACE, claim, CLAIMS, FREE_B, NODE_A, pod, POD, PUBLISHED_A, REAL_A, storageClass, TOPOLOGY_KEY, volumeInUseEntry } from './story-objects.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
-import type { ControlPlane } from '@topovol/shared/testing';
-import { startManagerBinary } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import type { ControlPlane } from '@topovol/testing';
+import { startManagerBinary } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 
 /**
  * The real topovol-controller-manager with the pv-binder and rollback loops, as an operator runs it

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { Event, KubeClient } from '@topovol/shared';
-import { eventually } from '@topovol/shared/testing';
-import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import { GiB } from '@topovol/shared/csi-test-driver';
+import { eventually } from '@topovol/testing';
+import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import { GiB } from '@topovol/testing/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
 import { capacityObjects, metricValue } from './capacity-harness.js';

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
-import { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import type { CsiTestDriverOptions } from '@topovol/shared/csi-test-driver';
-import { InProcessLoop } from '@topovol/shared/testing';
-import type { InProcessLoopOptions } from '@topovol/shared/testing';
+import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import type { CsiTestDriverOptions } from '@topovol/testing/csi-test-driver';
+import { InProcessLoop } from '@topovol/testing';
+import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** A capacity loop in this process against the real API server, as the manager would run it. */
 export type RunningCapacity = InProcessLoop;
@@ -35,7 +35,7 @@ export async function createNode(client: KubeClient, name: string, labels: Recor
   await client.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels } });
 }
 
-export { registerDriverOnNode } from '@topovol/shared/testing';
+export { registerDriverOnNode } from '@topovol/testing';
 
 export interface CapacityView {
   storageClassName: string;

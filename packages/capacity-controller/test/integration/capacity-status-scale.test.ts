@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
-import { controllerClient, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { controllerClient, installCrds, sharedControlPlane } from '@topovol/testing';
 import { CapacityStatusWriter, CSIDriverCapacities, CSIDriverCapacityShards, DEFAULT_STATUS_SHARDS, NodeShardWriter } from '../../src/status/index.js';
 import type { CapacityEntry, CSIDriverCapacity } from '../../src/status/index.js';
 import { createCSIDriver, deleteDriverStatus, driverStatus, uniqueDriver } from './status-helpers.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isInvalid, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
-import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/testing';
 import {
   CapacityStatusWriter,
   CSIDriverCapacities,

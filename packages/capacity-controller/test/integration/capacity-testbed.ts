@@ -1,7 +1,7 @@
 import { Resources } from '@topovol/shared';
 import type { KubeClient, StorageClass } from '@topovol/shared';
-import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import { createTestNamespace, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import { createTestNamespace, installCrds, sharedControlPlane } from '@topovol/testing';
 import { createNode, deleteVolume, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
 import { deleteDriverStatus } from './status-helpers.js';
 

@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { logger, metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
-import { controllerClient, eventually } from '@topovol/shared/testing';
+import { controllerClient, eventually } from '@topovol/testing';
 import { resolveOwner } from '../../src/objects/resolve-owner.js';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
 import { driverStatus } from './status-helpers.js';
-import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import { GiB } from '@topovol/shared/csi-test-driver';
+import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import { GiB } from '@topovol/testing/csi-test-driver';
 import { capacityObjects, createNode, deleteVolume, metricValue, objectWrites, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 

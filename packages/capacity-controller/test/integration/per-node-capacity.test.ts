@@ -3,10 +3,10 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager, startKubeScheduler } from '@topovol/shared/testing';
-import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
-import type { CsiTestDriver } from '@topovol/shared/csi-test-driver';
-import { GiB } from '@topovol/shared/csi-test-driver';
+import { createReadyNode, createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager, startKubeScheduler } from '@topovol/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/testing';
+import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import { GiB } from '@topovol/testing/csi-test-driver';
 import { registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
 
 const HOST = 'topology.per-node.csi.topovol.dev/node';

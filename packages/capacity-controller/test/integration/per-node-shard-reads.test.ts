@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
-import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/shared/testing';
+import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/testing';
 import { runPerNodeWriter, shardName, shardOf } from '../../src/status/index.js';
 import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, recordingClient, uniqueDriver } from './status-helpers.js';
 import type { RecordedRequest } from './status-helpers.js';

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { quantityBytes, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity } from '@topovol/shared';
-import { GiB } from '@topovol/shared/csi-test-driver';
-import { claim, eventsAbout, INSTALL_NAMESPACE, podWithClaims, preferNodes, SELECTED_NODE } from '@topovol/shared/testing';
+import { GiB } from '@topovol/testing/csi-test-driver';
+import { claim, eventsAbout, INSTALL_NAMESPACE, podWithClaims, preferNodes, SELECTED_NODE } from '@topovol/testing';
 import { NODE_1, NODE_2, NODE_3, NODE_KEY, NODES } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 

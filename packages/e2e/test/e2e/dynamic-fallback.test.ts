@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
-import { GiB } from '@topovol/shared/csi-test-driver';
-import { claim, podWithClaims } from '@topovol/shared/testing';
+import { GiB } from '@topovol/testing/csi-test-driver';
+import { claim, podWithClaims } from '@topovol/testing';
 import { DRIVER, NODE_KEY, NODES } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 

@@ -1,8 +1,8 @@
 // The one storage stack every scenario of the suite runs on: started on first use, stopped by the
 // mocha global teardown (.mocharc.e2e.json requires this file), whatever the outcome.
-import { GiB } from '@topovol/shared/csi-test-driver';
-import { REGION, StorageStack, TOPOVOL_LOOPS, ZONE } from '@topovol/shared/testing';
-import type { TopovolLoop } from '@topovol/shared/testing';
+import { GiB } from '@topovol/testing/csi-test-driver';
+import { REGION, StorageStack, TOPOVOL_LOOPS, ZONE } from '@topovol/testing';
+import type { TopovolLoop } from '@topovol/testing';
 
 export const DRIVER = 'e2e.csi.topovol.dev';
 /** The driver's node topology key: each node's storage is its own segment, as for LVM or local disks. */

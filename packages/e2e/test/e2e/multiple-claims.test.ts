@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
-import { claim, podWithClaims } from '@topovol/shared/testing';
+import { claim, podWithClaims } from '@topovol/testing';
 import { NODE_1, NODE_2, NODE_3 } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import { GiB } from '@topovol/shared/csi-test-driver';
-import { claim, eventsAbout, podWithClaims, SELECTED_NODE } from '@topovol/shared/testing';
+import { GiB } from '@topovol/testing/csi-test-driver';
+import { claim, eventsAbout, podWithClaims, SELECTED_NODE } from '@topovol/testing';
 import { DRIVER, NODE_1, NODE_3, NODES } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 

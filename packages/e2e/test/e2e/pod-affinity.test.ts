@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import { claim, podAffinity, podWithClaims } from '@topovol/shared/testing';
+import { claim, podAffinity, podWithClaims } from '@topovol/testing';
 import { NODE_1, NODE_2, NODE_3 } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 

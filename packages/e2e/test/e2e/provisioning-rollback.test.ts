@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolume, ResourceType } from '@topovol/shared';
-import { createStoryPod, eventsAbout, reportVolumesInUse, staleCapacity, STORY_CLAIMS, STORY_POD, unschedulable, volumeTopology } from '@topovol/shared/testing';
-import type { StaleCapacityStory } from '@topovol/shared/testing';
+import { createStoryPod, eventsAbout, reportVolumesInUse, staleCapacity, STORY_CLAIMS, STORY_POD, unschedulable, volumeTopology } from '@topovol/testing';
+import type { StaleCapacityStory } from '@topovol/testing';
 import { NODE_1, NODE_2, NODE_KEY } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 

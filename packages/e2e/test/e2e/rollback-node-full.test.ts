@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume, Pod } from '@topovol/shared';
-import { GiB } from '@topovol/shared/csi-test-driver';
-import { eventsAbout } from '@topovol/shared/testing';
+import { GiB } from '@topovol/testing/csi-test-driver';
+import { eventsAbout } from '@topovol/testing';
 import { NODES } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 import { spreadStatefulSet, STATEFUL_SETS } from './statefulset.js';

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, ResourceType, StorageClass } from '@topovol/shared';
-import { createTestNamespace, delayedClass, eventsAbout, eventually, HOSTNAME, localVolume, markPodRunning, NO_PROVISIONER, SELECTED_NODE, unschedulable, volumeTopology } from '@topovol/shared/testing';
-import type { StorageStack, Unschedulable } from '@topovol/shared/testing';
+import { createTestNamespace, delayedClass, eventsAbout, eventually, HOSTNAME, localVolume, markPodRunning, NO_PROVISIONER, SELECTED_NODE, unschedulable, volumeTopology } from '@topovol/testing';
+import type { StorageStack, Unschedulable } from '@topovol/testing';
 import { DRIVER, e2eStack, NODE_KEY } from './e2e-stack.js';
 import { STATEFUL_SETS } from './statefulset.js';
 

@@ -1,5 +1,5 @@
 import type { KubeObject, Pod, ResourceType } from '@topovol/shared';
-import { podAffinity } from '@topovol/shared/testing';
+import { podAffinity } from '@topovol/testing';
 
 export const STATEFUL_SETS: ResourceType = { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true };
 

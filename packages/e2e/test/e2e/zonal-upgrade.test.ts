@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
-import { claim, eventsAbout, podWithClaims, preferNodes, ZONE } from '@topovol/shared/testing';
+import { claim, eventsAbout, podWithClaims, preferNodes, ZONE } from '@topovol/testing';
 import { NODE_1, REGION_NAME } from './e2e-stack.js';
 import { Scenario } from './scenario.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { classifyError, EventRecorder, logger, Resources } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { controllerClient, createTestNamespace, sharedControlPlane } from '@topovol/shared/testing';
+import { controllerClient, createTestNamespace, sharedControlPlane } from '@topovol/testing';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';

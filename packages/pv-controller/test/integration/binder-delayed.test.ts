@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';

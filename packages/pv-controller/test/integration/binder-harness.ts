@@ -1,8 +1,8 @@
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
 import { Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { eventually, InProcessLoop } from '@topovol/shared/testing';
-import type { InProcessLoopOptions } from '@topovol/shared/testing';
+import { eventually, InProcessLoop } from '@topovol/testing';
+import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** The pv-binder loop running in-process against the test API server. */
 export type RunningBinder = InProcessLoop;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, pv, pvc, RunningBinder } from './binder-harness.js';
 
 async function inBatches<T>(items: T[], size: number, fn: (t: T) => Promise<unknown>): Promise<void> {

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { Event, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { createTestNamespace, describeRuleNecessity, pollUntil } from '@topovol/shared/testing';
-import type { NecessityScenario } from '@topovol/shared/testing';
+import { createTestNamespace, describeRuleNecessity, pollUntil } from '@topovol/testing';
+import type { NecessityScenario } from '@topovol/testing';
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
 import { deleteNow, provisioningAttempt, pv, pvc, RunningBinder } from './binder-harness.js';
 

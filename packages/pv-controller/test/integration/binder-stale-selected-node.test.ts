@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, Node, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { eventFor, getPVC, provisioningAttempt, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
 
 // End-to-end behaviour of the binder on the real API server, following upstream's

@@ -4,9 +4,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { isNotFound, Resources } from '@topovol/shared';
 import type { CSINode, KubeClient, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
-import { CsiTestDriver, GiB, csiBinaries } from '@topovol/shared/csi-test-driver';
-import { createTestNamespace, eventually, ManagedProcess, sharedControlPlane } from '@topovol/shared/testing';
-import type { ControlPlane } from '@topovol/shared/testing';
+import { CsiTestDriver, GiB, csiBinaries } from '@topovol/testing/csi-test-driver';
+import { createTestNamespace, eventually, ManagedProcess, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
 import { deleteNow, getPVC, pvc, RunningBinder } from './binder-harness.js';
 
 // Interop: the real CSI external-provisioner (kubernetes-csi

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, sharedControlPlane, startKubeScheduler } from '@topovol/shared/testing';
-import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
+import { createReadyNode, createTestNamespace, eventually, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { deleteNow, getPV, getPVC, pvc, RunningBinder } from './binder-harness.js';
 
 const HOSTNAME = 'kubernetes.io/hostname';

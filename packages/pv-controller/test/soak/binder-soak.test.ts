@@ -1,7 +1,7 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { sharedControlPlane } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import { sharedControlPlane } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from '../integration/reliability/binding-workload.js';
 import { startBinderManager } from '../integration/reliability/chaos-harness.js';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { repoRoot } from '@topovol/shared/testing';
+import { repoRoot } from '@topovol/testing';
 import { renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
 import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
 import { boundFigures, cdf, timeline } from '../../bench/binding-run.js';

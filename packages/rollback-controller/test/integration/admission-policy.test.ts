@@ -2,7 +2,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { classifyError, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume } from '@topovol/shared';
-import { applyManifests, createTestNamespace, eventually, repoRoot, sharedControlPlane } from '@topovol/shared/testing';
+import { applyManifests, createTestNamespace, eventually, repoRoot, sharedControlPlane } from '@topovol/testing';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_WORKLOAD, LABEL_USAGE } from '../../src/rollback/marks.js';
 
 const CONTROLLER = 'system:serviceaccount:topovol-system:topovol-rollback';

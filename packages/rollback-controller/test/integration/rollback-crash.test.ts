@@ -3,8 +3,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
-import type { AuditEvent, ManagedProcess } from '@topovol/shared/testing';
+import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, sharedControlPlane, startManagerBinary } from '@topovol/testing';
+import type { AuditEvent, ManagedProcess } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume, Pod } from '@topovol/shared';
-import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, FaultProxy, INSTALL_NAMESPACE, recordChaosResult, sharedControlPlane } from '@topovol/shared/testing';
-import type { AuditEvent } from '@topovol/shared/testing';
+import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, FaultProxy, INSTALL_NAMESPACE, recordChaosResult, sharedControlPlane } from '@topovol/testing';
+import type { AuditEvent } from '@topovol/testing';
 import { failProvisioning, provision, recordsOf, RunningRollback, seenByLoop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, createNode, pod, provision, seenByLoop, selectNode } from './rollback-harness.js';
 import type { RunningRollback } from './rollback-harness.js';

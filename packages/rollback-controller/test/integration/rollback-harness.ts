@@ -1,8 +1,8 @@
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
 import { claimNamesOfPod, projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createReadyNode, eventually, InProcessLoop, installCrds, sharedControlPlane } from '@topovol/shared/testing';
-import type { InProcessLoopOptions } from '@topovol/shared/testing';
+import { createReadyNode, eventually, InProcessLoop, installCrds, sharedControlPlane } from '@topovol/testing';
+import type { InProcessLoopOptions } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, Pod } from '@topovol/shared';
-import { eventually } from '@topovol/shared/testing';
+import { eventually } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { Event, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPlane, startKubeControllerManager } from '@topovol/shared/testing';
-import type { ManagedProcess, NecessityScenario } from '@topovol/shared/testing';
+import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
+import type { ManagedProcess, NecessityScenario } from '@topovol/testing';
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, createNode, failProvisioning, pod, PROVISIONER, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';

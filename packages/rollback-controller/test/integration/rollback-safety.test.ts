@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { classifyError, EventRecorder, logger, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { eventually } from '@topovol/shared/testing';
+import { eventually } from '@topovol/testing';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { classifyError, projectPod, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { claim, failProvisioning, pod, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, createNode, eventFor, failProvisioning, pod, provision, recordsOf, RunningRollback, SEL, seenByLoop, selectNode, updateNodeStatus } from './rollback-harness.js';
 

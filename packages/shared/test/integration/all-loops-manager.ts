@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { freePort, ManagedProcess, repoRoot } from '../../src/testing/index.js';
-import type { ControlPlane } from '../../src/testing/index.js';
-import { CsiTestDriver } from '../../src/testing/csi-test-driver/index.js';
+import { freePort, ManagedProcess, repoRoot } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
+import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 
 export interface AllLoopsManager {
   manager: ManagedProcess;

@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Resources } from '../../src/index.js';
 import type { CSINode, CSIStorageCapacity, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/index.js';
-import { createReadyNode, createTestNamespace, eventually, sharedControlPlane } from '../../src/testing/index.js';
-import type { ManagedProcess } from '../../src/testing/index.js';
-import type { ControlPlane } from '../../src/testing/index.js';
-import type { CsiTestDriver } from '../../src/testing/csi-test-driver/index.js';
+import { createReadyNode, createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
+import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { startAllLoopsManager } from './all-loops-manager.js';
 import { httpGet } from './manager-process.js';
 

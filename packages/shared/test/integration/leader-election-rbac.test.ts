@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { LeaderElector, Resources } from '../../src/index.js';
 import type { ControllerDescriptor, Lease } from '../../src/index.js';
-import { INSTALL_NAMESPACE, leaderElectionRules } from '../../src/manifests/index.js';
-import { controllerClient, describeRuleNecessity, pollUntil } from '../../src/testing/index.js';
-import type { NecessityScenario } from '../../src/testing/index.js';
+import { INSTALL_NAMESPACE, leaderElectionRules } from '@topovol/manifests';
+import { controllerClient, describeRuleNecessity, pollUntil } from '@topovol/testing';
+import type { NecessityScenario } from '@topovol/testing';
 
 // The leader-election Role of config/rbac (one per loop; pv-binder's here): create, and get and
 // update of its own Lease, each shown needed by a real LeaderElector acquiring a fresh Lease and

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject } from '../../src/index.js';
-import { createTestNamespace, eventually, sharedControlPlane } from '../../src/testing/index.js';
-import type { ControlPlane } from '../../src/testing/index.js';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
 import { httpGet, startEchoManager } from './manager-process.js';
 import type { EchoManager } from './manager-process.js';
 

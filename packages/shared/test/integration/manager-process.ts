@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, ManagedProcess } from '../../src/testing/index.js';
-import type { ControlPlane } from '../../src/testing/index.js';
+import { freePort, ManagedProcess } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
 
 const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'echo-manager.js');
 

@@ -6,8 +6,8 @@ import { CsiClient } from '../../src/csi/csi-client.js';
 import { csiGrpcTarget, csiSocketPath } from '../../src/csi/csi-endpoint.js';
 import { CsiError, GrpcStatus, isDeadlineExceeded, isResourceExhausted, isRetryableCsiError, isUnimplemented } from '../../src/csi/csi-error.js';
 import { csiBackoffDelay, withCsiRetry } from '../../src/csi/csi-retry.js';
-import { GiB } from '../../src/testing/csi-test-driver/byte-size.js';
-import { CsiTestDriver } from '../../src/testing/csi-test-driver/csi-test-driver.js';
+import { GiB } from '@topovol/testing/csi-test-driver';
+import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 
 // The CSI client against Topovol's CSI test driver over a real unix socket: real gRPC framing and
 // the project's csi.proto on both ends, no mocks. (The sidecars' equivalent is

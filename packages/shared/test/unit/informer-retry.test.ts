@@ -4,7 +4,7 @@ import nock from 'nock';
 import { KubeClient } from '../../src/client/kube-client.js';
 import { Informer } from '../../src/informer/informer.js';
 import { Resources } from '../../src/informer/resources.js';
-import { eventually } from '../../src/testing/eventually.js';
+import { eventually } from '@topovol/testing';
 
 // nock plays an API server that keeps failing (something a real one does not do on demand).
 const SERVER = 'https://flapping.invalid';

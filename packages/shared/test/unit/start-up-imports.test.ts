@@ -4,16 +4,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
-import { repoRoot } from '../../src/testing/repo-root.js';
+import { repoRoot } from '@topovol/testing';
 
 // Importing @kubernetes/client-node costs a starting manager about 0.4 s and 70 MiB (every generated
 // API model loads; hack/bench/README.md, "Start-up"). The manager's module graph must not load it
-// for an ordinary kubeconfig; an exec plugin still gets it (docs/adr/0012).
+// for an ordinary kubeconfig; an exec plugin still gets it (docs/adr/0012). Nor may it load the
+// workspace packages the image leaves out (the Dockerfile drops packages/testing, manifests, e2e).
 
 const HOOKS = `
 export async function resolve(specifier, context, next) {
   const r = await next(specifier, context);
   if (r.url.includes('@kubernetes/client-node') || r.url.includes('@kubernetes+client-node')) console.error('LOADED ' + r.url);
+  if (['testing', 'manifests', 'e2e'].some((p) => r.url.includes('/packages/' + p + '/'))) console.error('NOT IN IMAGE ' + r.url);
   return r;
 }
 `;
@@ -55,18 +57,23 @@ describe('manager start-up imports', function () {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  function run(user: string): { stdout: string; loaded: string[] } {
+  function run(user: string): { stdout: string; loaded: string[]; notInImage: string[] } {
     const script = path.join(dir, `child-${Math.random().toString(36).slice(2)}.mjs`);
     writeFileSync(script, child(repoRoot(), user));
     const r = spawnSync(process.execPath, ['--import', path.join(dir, 'register.mjs'), script, path.join(dir, 'kubeconfig')], { encoding: 'utf8' });
     expect(r.status, r.stderr).to.equal(0);
-    return { stdout: r.stdout.trim(), loaded: r.stderr.split('\n').filter((l) => l.startsWith('LOADED ')) };
+    const lines = r.stderr.split('\n');
+    return { stdout: r.stdout.trim(), loaded: lines.filter((l) => l.startsWith('LOADED ')), notInImage: lines.filter((l) => l.startsWith('NOT IN IMAGE ')) };
   }
 
   it('every loop and a token kubeconfig: client-node is never loaded', function () {
     const { stdout, loaded } = run(`{ token: 'plain-token' }`);
     expect(JSON.parse(stdout)).to.deep.equal({ authorization: 'Bearer plain-token' });
     expect(loaded).to.deep.equal([]);
+  });
+
+  it('every loop: the test harness, the manifest renderers and the e2e suite are never loaded', function () {
+    expect(run(`{ token: 'plain-token' }`).notInImage).to.deep.equal([]);
   });
 
   it('an exec plugin: client-node is loaded and authenticates (the detector works)', function () {

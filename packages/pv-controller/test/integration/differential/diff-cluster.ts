@@ -1,7 +1,7 @@
 import { Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { ControlPlane, controllerClient, eventually, InProcessLoop, startKubeControllerManager, startKubeScheduler } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import { ControlPlane, controllerClient, eventually, InProcessLoop, startKubeControllerManager, startKubeScheduler } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import { pvBinderDescriptor } from '../../../src/pv-binder-descriptor.js';
 import { zonalPvUpgradeDescriptor } from '../../../src/zonal-pv-upgrade-descriptor.js';
 import type { ClusterView } from './diff-state.js';

@@ -1,6 +1,6 @@
 import { Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, eventually } from '@topovol/shared/testing';
+import { createReadyNode, eventually } from '@topovol/testing';
 import type { DiffCluster, SideName } from './diff-cluster.js';
 import { QUIET_MS } from './diff-cluster.js';
 import { scenarioState } from './diff-state.js';

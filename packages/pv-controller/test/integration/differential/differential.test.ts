@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { StorageClass } from '@topovol/shared';
-import { repoRoot } from '@topovol/shared/testing';
+import { repoRoot } from '@topovol/testing';
 import { DiffCluster } from './diff-cluster.js';
 import { PROVISIONER, ScenarioContext } from './diff-scenario.js';
 import { stateDiff } from './diff-state.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { repoRoot } from '@topovol/shared/testing';
+import { repoRoot } from '@topovol/testing';
 
 export interface DivergenceRow {
   scenario: string;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { eventually, FaultProxy, sharedControlPlane } from '@topovol/shared/testing';
-import type { ControlPlane } from '@topovol/shared/testing';
+import { eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
 import { RunningBinder } from '../binder-harness.js';
 import { BindingWorkload } from './binding-workload.js';
 import { CHAOS_SCALE, recordChaosResult } from './chaos-harness.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { bindingViolations, createTestNamespace, eventually, sharedControlPlane } from '@topovol/shared/testing';
+import { bindingViolations, createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from '../binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';

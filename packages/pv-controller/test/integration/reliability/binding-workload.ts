@@ -1,13 +1,13 @@
 import { isAlreadyExists, Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { bindingViolations, createTestNamespace, eventually } from '@topovol/shared/testing';
+import { bindingViolations, createTestNamespace, eventually } from '@topovol/testing';
 import { deleteNow, pv, pvc } from '../binder-harness.js';
 
 /**
  * The load every reliability scenario puts on the binder: pairs of a static PV and a claim of one
  * class (Immediate binding, so only Topovol's binder acts), created in bursts while a fault happens,
  * and a foreign writer that keeps changing the same objects (a conflict storm). It counts what it
- * attempted and checks the binding invariants (packages/shared/src/testing/binding-invariants.ts).
+ * attempted and checks the binding invariants (packages/testing/src/binding-invariants.ts).
  */
 export class BindingWorkload {
   /** API writes the workload attempted (creates and foreign patches). */

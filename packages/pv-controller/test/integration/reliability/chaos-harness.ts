@@ -2,10 +2,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, Lease } from '@topovol/shared';
-import { controllerKubeconfig, INSTALL_NAMESPACE, repoRoot, sharedControlPlane, startManagerBinary } from '@topovol/shared/testing';
-import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
+import { controllerKubeconfig, INSTALL_NAMESPACE, repoRoot, sharedControlPlane, startManagerBinary } from '@topovol/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 
-export { CHAOS_SCALE, recordChaosResult } from '@topovol/shared/testing';
+export { CHAOS_SCALE, recordChaosResult } from '@topovol/testing';
 
 export const BINDER_LEASE = 'topovol-pv-binder';
 
@@ -67,5 +67,5 @@ export async function kubeconfigVia(server: string, name: string): Promise<strin
   return file;
 }
 
-/** `node --import` of the clock preload (packages/shared/src/testing/clock-skew-preload.ts). */
-export const CLOCK_PRELOAD = ['--import', path.join(repoRoot(), 'packages', 'shared', 'dist', 'src', 'testing', 'clock-skew-preload.js')];
+/** `node --import` of the clock preload (packages/testing/src/clock-skew-preload.ts). */
+export const CLOCK_PRELOAD = ['--import', path.join(repoRoot(), 'packages', 'testing', 'dist', 'src', 'clock-skew-preload.js')];

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { ControlPlane, eventually } from '@topovol/shared/testing';
-import type { ManagedProcess } from '@topovol/shared/testing';
+import { ControlPlane, eventually } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from './binding-workload.js';
 import { CHAOS_SCALE, recordChaosResult, startBinderManager } from './chaos-harness.js';
 

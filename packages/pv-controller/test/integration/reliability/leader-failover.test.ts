@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { eventually, FaultProxy, sharedControlPlane } from '@topovol/shared/testing';
-import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
+import { eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from './binding-workload.js';
 import { binderLease, CHAOS_SCALE, deleteBinderLease, identityOf, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
 

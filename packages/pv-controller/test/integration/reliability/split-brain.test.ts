@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { FaultProxy, sharedControlPlane } from '@topovol/shared/testing';
-import type { ControlPlane, ManagedProcess } from '@topovol/shared/testing';
+import { FaultProxy, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from './binding-workload.js';
 import { CHAOS_SCALE, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
 

@@ -1,0 +1,51 @@
+import { expect } from 'chai';
+import { enabledExpr, escapeTemplateBraces, HelmTemplateText, mapStrings, valuesKey } from '../../src/index.js';
+
+// The chart's templates are built from plain objects with markers (helm-template-text.ts); these
+// cases pin each substitution, so a change that breaks the chart fails here before helm lint does.
+describe('manifests: Helm template text', function () {
+  const cases: { name: string; build: (t: HelmTemplateText) => object; want: string }[] = [
+    { name: 'a value alone in a scalar replaces the whole scalar, quotes included (numbers stay numbers)', build: (t) => ({ spec: { replicas: t.scalar('.Values.replicas') } }), want: 'spec:\n  replicas: {{ .Values.replicas }}' },
+    { name: 'a value inside a longer string replaces only the marker', build: (t) => ({ image: `${t.value('.Values.image.repository')}:${t.value('.Values.image.tag')}` }), want: 'image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"' },
+    { name: 'a value as a list item', build: (t) => ({ args: ['--a', t.value('.Values.arg')] }), want: 'args:\n  - "--a"\n  - {{ .Values.arg }}' },
+    { name: 'a block becomes toYaml at the right indent', build: (t) => ({ spec: { template: { resources: t.block('.Values.resources') } } }), want: 'spec:\n  template:\n    resources:\n      {{- toYaml .Values.resources | nindent 6 }}' },
+    { name: 'lines replace a list item, indented as the item was', build: (t) => ({ args: ['--a', t.lines('{{- if .Values.x }}\n- --x\n{{- end }}')] }), want: 'args:\n  - "--a"\n  {{- if .Values.x }}\n  - --x\n  {{- end }}' },
+    { name: 'literal braces (alert templates) are escaped so Helm prints them', build: () => ({ summary: '{{ $labels.pod }} is down' }), want: 'summary: "{{ "{{" }} $labels.pod }} is down"' },
+  ];
+  for (const c of cases) {
+    it(c.name, function () {
+      const t = new HelmTemplateText();
+      expect(t.yaml([c.build(t)])).to.equal(c.want);
+    });
+  }
+
+  it('several objects become several documents', function () {
+    const t = new HelmTemplateText();
+    expect(t.yaml([{ a: 1 }, { b: t.scalar('.Values.b') }])).to.equal('a: 1\n---\nb: {{ .Values.b }}');
+  });
+
+  it('escapeTemplateBraces leaves text without braces alone', function () {
+    expect(escapeTemplateBraces('plain: text')).to.equal('plain: text');
+    expect(escapeTemplateBraces('{{x}}')).to.equal('{{ "{{" }}x}}');
+  });
+
+  it('mapStrings maps every string, deep, and copies', function () {
+    const input = { a: 'x', b: ['y', { c: 'z', n: 1 }], d: null };
+    const out = mapStrings(input, (s) => s.toUpperCase());
+    expect(out).to.deep.equal({ a: 'X', b: ['Y', { c: 'Z', n: 1 }], d: null });
+    expect(input.a).to.equal('x');
+  });
+
+  const keys: [string, string][] = [
+    ['pv-binder', 'pvBinder'],
+    ['zonal-pv-upgrade', 'zonalPvUpgrade'],
+    ['capacity', 'capacity'],
+    ['rollback', 'rollback'],
+  ];
+  for (const [name, key] of keys) {
+    it(`values key of ${name} is ${key}`, function () {
+      expect(valuesKey({ name })).to.equal(key);
+      expect(enabledExpr({ name })).to.equal(`.Values.controllers.${key}.enabled`);
+    });
+  }
+});

@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import { csiDriverPlaceholder, HEALTH_PORT, MANAGER_IMAGE, managerArgs, managerWorkload, METRICS_PORT } from '../../src/index.js';
+import { MANAGER_FLAGS, parseManagerFlags } from '@topovol/shared';
+
+interface Container {
+  name: string;
+  image: string;
+  args: string[];
+  env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports: { name: string; containerPort: number }[];
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  resources: { requests: Record<string, string>; limits: Record<string, string> };
+  securityContext: Record<string, unknown>;
+}
+interface PodSpec {
+  serviceAccountName: string;
+  securityContext: Record<string, unknown>;
+  containers: Container[];
+}
+interface Workload {
+  kind: string;
+  spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+}
+
+describe('manifests: manager workloads (config/manager)', function () {
+  const deployment = managerWorkload({ kind: 'Deployment', name: 'topovol-pv-binder', component: 'pv-binder', serviceAccountName: 'topovol-pv-binder', controllers: 'pv-binder', leaderElect: true }) as unknown as Workload;
+  const pod = deployment.spec.template.spec;
+  const manager = pod.containers[0]!;
+
+  it('runs 2 replicas under the loop\'s ServiceAccount, selector matching the template', function () {
+    expect(deployment.spec.replicas).to.equal(2);
+    expect(pod.serviceAccountName).to.equal('topovol-pv-binder');
+    expect(deployment.spec.template.metadata.labels).to.deep.include(deployment.spec.selector.matchLabels);
+  });
+
+  it('passes args the manager accepts, with leader election in the pod namespace', function () {
+    expect(manager.image).to.equal(MANAGER_IMAGE);
+    expect(manager.args).to.include.members(['--controllers=pv-binder', '--leader-elect=true', '--leader-elect-namespace=$(NAMESPACE)']);
+    const opts = parseManagerFlags(manager.args.map((a) => a.replace('$(NAMESPACE)', 'topovol-system')));
+    expect(opts).to.deep.include({ controllers: ['pv-binder'], leaderElect: true, leaderElectNamespace: 'topovol-system', metricsBindAddress: `:${METRICS_PORT}`, healthProbeBindAddress: `:${HEALTH_PORT}` });
+    expect(MANAGER_FLAGS.find((f) => f.name === 'metrics-bind-address')!.default).to.equal(`:${METRICS_PORT}`);
+  });
+
+  it('gets POD_NAME, NAMESPACE and NODE_NAME from the downward API', function () {
+    const env = Object.fromEntries(manager.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
+    expect(env).to.deep.equal({ POD_NAME: 'metadata.name', NAMESPACE: 'metadata.namespace', NODE_NAME: 'spec.nodeName' });
+  });
+
+  it('probes /healthz and /readyz on the health port and names the metrics port "metrics"', function () {
+    expect(manager.ports).to.deep.include.members([{ name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' }, { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' }]);
+    expect(manager.livenessProbe.httpGet).to.deep.equal({ path: '/healthz', port: 'health' });
+    expect(manager.readinessProbe.httpGet).to.deep.equal({ path: '/readyz', port: 'health' });
+  });
+
+  it('meets the restricted Pod Security Standard and sets requests and limits', function () {
+    expect(pod.securityContext).to.deep.equal({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(manager.securityContext).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(manager.resources.requests).to.have.keys('cpu', 'memory');
+    expect(manager.resources.limits).to.have.keys('cpu', 'memory');
+  });
+
+  it('per-node DaemonSet: no replicas, no leader election, the node name from the downward API', function () {
+    const ds = managerWorkload({
+      kind: 'DaemonSet',
+      name: 'topovol-capacity-node',
+      component: 'capacity',
+      serviceAccountName: 'topovol-capacity',
+      controllers: 'capacity',
+      leaderElect: false,
+      args: ['--capacity-node-name=$(NODE_NAME)'],
+      sidecars: [csiDriverPlaceholder('csi-node-driver', [])],
+    }) as unknown as Workload;
+    expect(ds.spec.replicas).to.equal(undefined);
+    const [mgr, driver] = ds.spec.template.spec.containers;
+    expect(mgr!.args).to.include.members(['--leader-elect=false', '--capacity-node-name=$(NODE_NAME)']);
+    expect(mgr!.args.some((a) => a.startsWith('--leader-elect-namespace'))).to.equal(false);
+    expect(driver!.name).to.equal('csi-node-driver');
+  });
+
+  it('managerArgs lists the common flags first, then the loop\'s own', function () {
+    expect(managerArgs({ controllers: 'capacity', leaderElect: false, args: ['--csi-address=/csi/csi.sock'] })).to.deep.equal([
+      '--controllers=capacity',
+      '--leader-elect=false',
+      '--metrics-bind-address=:8080',
+      '--health-probe-bind-address=:8081',
+      '--csi-address=/csi/csi.sock',
+    ]);
+  });
+});

@@ -1,6 +1,0 @@
-// Loaded with mocha's --require: tests log only errors unless TOPOVOL_TEST_LOG_LEVEL says otherwise,
-// so that the runner's summary stays readable.
-import { configureLogging } from '../logging/logger.js';
-import type { LogLevel } from '../logging/logger.js';
-
-configureLogging((process.env.TOPOVOL_TEST_LOG_LEVEL as LogLevel | undefined) ?? 'error', 'json');

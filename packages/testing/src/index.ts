@@ -1,0 +1,58 @@
+export { ControlPlane } from './control-plane.js';
+export type { ControlPlaneOptions } from './control-plane.js';
+export { controlPlaneBinaries } from './control-plane-binaries.js';
+export type { ControlPlaneComponent } from './control-plane-binaries.js';
+export { sharedControlPlane, stopSharedControlPlane } from './shared-control-plane.js';
+export { createTestNamespace } from './test-namespace.js';
+export { installCrds } from './install-crds.js';
+export { eventually, pollUntil } from './eventually.js';
+export { ManagedProcess } from './managed-process.js';
+export { startManagerBinary } from './manager-binary.js';
+export type { ManagerBinaryOptions } from './manager-binary.js';
+export { freePort } from './free-port.js';
+export { repoRoot } from './repo-root.js';
+export { startKubeScheduler } from './kube-scheduler.js';
+export { csiBinaries } from './csi-binaries.js';
+export { startKubeControllerManager } from './kube-controller-manager.js';
+export { applyManifests } from './apply-manifests.js';
+export { createReadyNode, registerDriverOnNode } from './ready-node.js';
+export { perNodeProvisionerArgs } from './per-node-provisioner-args.js';
+export type { PerNodeProvisionerOptions } from './per-node-provisioner-args.js';
+export { applyManifestsServerSide, yamlFiles } from './apply-manifests.js';
+export { loadManifests } from './load-manifests.js';
+export { controllerClient, controllerKubeconfig, controllerUser, installGeneratedRbac } from './controller-identity.js';
+export { AuditLogTail, readAuditLog } from './audit-log.js';
+export type { AuditEvent } from './audit-log.js';
+export { InProcessLoop } from './in-process-loop.js';
+export type { InProcessLoopOptions } from './in-process-loop.js';
+export { checkRuleNeeded, describeRuleNecessity } from './rbac-necessity.js';
+export type { NecessityResult, NecessityScenario, ScenarioRun } from './rbac-necessity.js';
+// For the benchmarks (hack/bench): the machine and versions a figure was measured on, latency
+// percentiles, and a process's CPU and memory from /proc.
+export { binaryVersion, childCommandLines, machineLine, topovolVersion } from './bench-environment.js';
+export { percentile, summarize } from './latency-stats.js';
+export type { LatencySummary } from './latency-stats.js';
+export { childPids, cpuSeconds, machineCpuSeconds, ProcSampler } from './proc-sampler.js';
+export { bindingViolations } from './binding-invariants.js';
+export { FaultProxy } from './fault-proxy.js';
+export { seededRandom } from './seeded-random.js';
+export type { FaultKind, FaultRates } from './fault-proxy.js';
+export { INSTALL_NAMESPACE } from '@topovol/manifests';
+export { CHAOS_SCALE, recordChaosResult } from './chaos-results.js';
+export type { ChaosResult } from './chaos-results.js';
+export { expandKubeletVars, workloadArgsOnTestMachine, workloadFromFile } from './manager-workload.js';
+export type { ManagerWorkload } from './manager-workload.js';
+// The real storage stack (kube-scheduler, kube-controller-manager, per-node CSI drivers and
+// external-provisioners, Topovol's loops as deployed), for the end-to-end suite and the demo.
+export { StorageStack } from './stack/storage-stack.js';
+export type { StorageStackOptions } from './stack/storage-stack.js';
+export { StackNode } from './stack/stack-node.js';
+export type { StackNodeSpec } from './stack/stack-node.js';
+export { TOPOVOL_LOOPS } from './stack/topovol-workloads.js';
+export type { TopovolLoop } from './stack/topovol-workloads.js';
+export * from './stack/stack-objects.js';
+export { markPodRunning, reportVolumesInUse, volumeInUseEntry } from './stack/simulated-kubelet.js';
+export { eventsAbout, unschedulable } from './stack/scheduling-outcome.js';
+export type { Unschedulable } from './stack/scheduling-outcome.js';
+export { createStoryPod, staleCapacity, STORY_CLAIMS, STORY_POD } from './stack/stale-capacity-story.js';
+export type { StaleCapacityStory } from './stack/stale-capacity-story.js';

@@ -1,0 +1,185 @@
+import { randomBytes } from 'node:crypto';
+import assert from 'node:assert/strict';
+import type { KubeClient } from '@topovol/shared';
+import { Resources } from '@topovol/shared';
+import type { ControllerDescriptor, PolicyRule } from '@topovol/shared';
+import { INSTALL_NAMESPACE } from '@topovol/manifests';
+import { serviceAccountUser } from '@topovol/manifests';
+import { atomLabel, mergeRules, ruleAtoms, rulesWithout } from '@topovol/manifests';
+import type { RuleAtom } from '@topovol/manifests';
+import { AuditLogTail, authorizationRecords } from './audit-log.js';
+import type { AuthorizationRecord } from './audit-log.js';
+import { controllerClient, installGeneratedRbac } from './controller-identity.js';
+import { eventually } from './eventually.js';
+import { sharedControlPlane } from './shared-control-plane.js';
+
+/** A loop started for one necessity check; `reached` settles when the scenario's end state holds. */
+export interface ScenarioRun {
+  reached: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the loop as `client` and drives a scenario that needs every rule of the loop's
+ * ClusterRole; `admin` creates the inputs and reads the end state. Names must be unique per call.
+ */
+export type NecessityScenario = (client: KubeClient, admin: KubeClient) => Promise<ScenarioRun>;
+
+export interface NecessityResult {
+  atom: RuleAtom;
+  label: string;
+  /** The scenario's end state was reached without the atom: the rule is not needed by it. */
+  reached: boolean;
+  /** Requests RBAC refused for want of exactly this atom. */
+  refused: AuthorizationRecord[];
+  /** Why the scenario stopped short, when it threw (for the failure message). */
+  stoppedBy?: string;
+}
+
+const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
+
+function matches(atom: RuleAtom, r: AuthorizationRecord): boolean {
+  return atom.group === r.group && atom.resource === r.resource && atom.verb === r.verb;
+}
+
+/**
+ * A ServiceAccount in the install namespace (so the audit log records it) bound to a ClusterRole
+ * with exactly `rules`; resolves once RBAC's cache has the binding, so no refusal comes from a
+ * binding not yet seen.
+ */
+async function identityWith(admin: KubeClient, rules: PolicyRule[], probe: RuleAtom): Promise<{ name: string; client: KubeClient; cleanup: () => Promise<void> }> {
+  const name = `topovol-rbac-check-${randomBytes(3).toString('hex')}`;
+  await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: INSTALL_NAMESPACE } });
+  await admin.create(Resources.clusterRoles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules } as never);
+  await admin.create(Resources.clusterRoleBindings, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name, namespace: INSTALL_NAMESPACE }],
+  } as never);
+  await eventually(async () => {
+    const [resource, subresource] = probe.resource.split('/');
+    const review = await admin.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: serviceAccountUser(name), groups: SA_GROUPS, resourceAttributes: { group: probe.group, resource, subresource: subresource ?? '', verb: probe.verb, name: probe.resourceNames?.[0] ?? '' } },
+      },
+    });
+    if (review.status?.allowed !== true) throw new Error(`RBAC has not seen ${name} yet`);
+  });
+  const client = await (await sharedControlPlane()).serviceAccountClient(INSTALL_NAMESPACE, name);
+  const cleanup = async (): Promise<void> => {
+    client.close();
+    await admin.delete(Resources.clusterRoleBindings, name).catch(() => undefined);
+    await admin.delete(Resources.clusterRoles, name).catch(() => undefined);
+    await admin.delete(Resources.serviceAccounts, name, INSTALL_NAMESPACE).catch(() => undefined);
+  };
+  return { name, client, cleanup };
+}
+
+/**
+ * Least privilege, proven ("removing any one rule makes some test fail with Forbidden"): runs the
+ * scenario as an identity holding the loop's rules minus `atom`. The rule is needed when the
+ * scenario's end state is not reached and the audit log shows requests refused for want of exactly
+ * that atom. Waiting stops `settleMs` after the first refusal, but not before `minWaitMs` (the
+ * describe passes 1.5 times the control run's duration, so a scenario that does not need the atom
+ * has the time it takes to finish), or at `timeoutMs`.
+ */
+export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; minWaitMs?: number; timeoutMs?: number } = {}): Promise<NecessityResult> {
+  const settleMs = opts.settleMs ?? 3_000;
+  const minWaitMs = opts.minWaitMs ?? 0;
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const cp = await sharedControlPlane();
+  const admin = cp.adminClient();
+  await installGeneratedRbac(); // the install namespace, where the throwaway ServiceAccounts live
+  const reduced = rulesWithout(rules, atom);
+  const probe = ruleAtoms(reduced)[0];
+  if (!probe) throw new Error(`the rules grant only ${atomLabel(atom)}: nothing to check it against`);
+  const id = await identityWith(admin, reduced, probe);
+  const user = serviceAccountUser(id.name);
+  // Only what this run appends: the whole log is large by the end of the test command.
+  const tail = new AuditLogTail(cp.auditLogPath);
+  const refusals = (): AuthorizationRecord[] => authorizationRecords(tail.events()).filter((r) => r.user === user && !r.allowed && matches(atom, r));
+  let reached = false;
+  let stoppedBy: string | undefined;
+  let run: ScenarioRun | undefined;
+  try {
+    try {
+      run = await scenario(id.client, admin);
+    } catch {
+      // The loop could not even start (e.g. a setup read refused): not reached.
+      return { atom, label: atomLabel(atom), reached: false, refused: refusals() };
+    }
+    const done = run.reached.then(
+      () => (reached = true),
+      (err: unknown) => {
+        stoppedBy = err instanceof Error ? err.message : String(err);
+      },
+    );
+    const started = Date.now();
+    const deadline = started + timeoutMs;
+    let firstRefusal: number | undefined;
+    while (!reached && Date.now() < deadline) {
+      if (firstRefusal === undefined && refusals().length > 0) firstRefusal = Date.now();
+      if (firstRefusal !== undefined && Date.now() - firstRefusal > settleMs && Date.now() - started > minWaitMs) break;
+      await Promise.race([done, new Promise((r) => setTimeout(r, 200))]);
+    }
+  } finally {
+    await run?.stop();
+    await id.cleanup();
+  }
+  return { atom, label: atomLabel(atom), reached, refused: refusals(), stoppedBy };
+}
+
+/**
+ * Mocha suite for one loop (least privilege, proven): a control run of the scenario as the loop's own
+ * ServiceAccount, then one test per atom of its generated ClusterRole, each failing unless the
+ * scenario fails with Forbidden without that atom.
+ */
+export interface RuleNecessityOptions {
+  /** Peers the scenarios need (e.g. kube-controller-manager's binder), started once. */
+  before?: (this: void) => Promise<void>;
+  after?: (this: void) => Promise<void>;
+  /** Scenarios for atoms the main one cannot need (e.g. another owner kind); each gets a control run too. */
+  variants?: { name: string; scenario: NecessityScenario; covers: (this: void, atom: RuleAtom) => boolean }[];
+  /** The control's identity; defaults to the loop's ServiceAccount with the generated RBAC. */
+  controlClient?: (this: void) => Promise<KubeClient>;
+}
+
+export function describeRuleNecessity(d: ControllerDescriptor, scenario: NecessityScenario, hooks: RuleNecessityOptions = {}): void {
+  describe(`${d.name} RBAC: every generated rule is needed`, function () {
+    this.timeout(120_000);
+    if (hooks.before) before(() => hooks.before?.());
+    if (hooks.after) after(() => hooks.after?.());
+
+    // How long each scenario takes with every rule: an atom's run waits at least 1.5 times that.
+    const controlMs = new Map<NecessityScenario, number>();
+    const scenarios = [{ name: 'the scenario', scenario }, ...(hooks.variants ?? []).map((v) => ({ name: `the ${v.name} scenario`, scenario: v.scenario }))];
+    for (const c of scenarios) {
+      it(`control: ${c.name} reaches its end state as the loop's ServiceAccount`, async function () {
+        const admin = (await sharedControlPlane()).adminClient();
+        const started = Date.now();
+        const run = await c.scenario(await (hooks.controlClient?.() ?? controllerClient(d.name)), admin);
+        try {
+          await Promise.race([run.reached, new Promise((_, reject) => setTimeout(() => reject(new Error(`${c.name} did not finish in 60 s`)), 60_000))]);
+          controlMs.set(c.scenario, Date.now() - started);
+        } finally {
+          await run.stop();
+        }
+      });
+    }
+
+    for (const atom of ruleAtoms(mergeRules(d.rbac ?? [], d.name))) {
+      it(`without "${atomLabel(atom)}" the scenario fails with Forbidden`, async function () {
+        const chosen = hooks.variants?.find((v) => v.covers(atom))?.scenario ?? scenario;
+        // On a loaded machine the scenario is slower: its deadline scales with the control run's.
+        const control = controlMs.get(chosen) ?? 0;
+        const result = await checkRuleNeeded(d.rbac ?? [], atom, chosen, { minWaitMs: 1.5 * control, timeoutMs: Math.max(30_000, 4 * control) });
+        assert.ok(result.refused.length > 0, `no request was refused for want of "${result.label}"${result.stoppedBy ? ` (the scenario stopped: ${result.stoppedBy})` : ''}`);
+        assert.equal(result.reached, false, `the scenario still reached its end state without "${result.label}"`);
+      });
+    }
+  });
+}
