@@ -1,8 +1,7 @@
-import { claimKeysOfPod, classifyError, Controller, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, classifyError, Controller, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import { BinderActuator } from './actuator.js';
-import { ANN_SELECTED_NODE } from './annotations.js';
 import { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
 import { countBind, observeBind, registerCollectorMetrics } from './binder-metrics.js';
