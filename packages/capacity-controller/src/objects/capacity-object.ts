@@ -1,6 +1,6 @@
 import type { CSIStorageCapacity } from '@topovol/shared';
 import type { CapacityItem } from './capacity-item.js';
-import { itemSelector } from './capacity-item.js';
+import { itemKey, itemSelector } from './capacity-item.js';
 import { formatBytes, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY } from '@topovol/shared';
 
 /** Which topology-constrained pool an object reports (absent for ordinary per-segment objects). */
@@ -42,6 +42,15 @@ export function itemOfObject(o: CSIStorageCapacity): CapacityItem | undefined {
   const absent = exprs.map((e) => e.key);
   if (absent.some((k, i) => i > 0 && absent[i - 1]! >= k)) return undefined;
   return { storageClassName: o.storageClassName, segment: { ...(topo.matchLabels ?? {}) }, pool: o.metadata?.labels?.[LABEL_POOL] ?? '', ...(absent.length ? { absent } : {}) };
+}
+
+/**
+ * The objects informer's `item` index: an object under the key of the item it reports. A module
+ * function, since addIndex accepts an index added again only as the same function.
+ */
+export function itemKeyOfObject(o: CSIStorageCapacity): string[] {
+  const item = itemOfObject(o);
+  return item ? [itemKey(item)] : [];
 }
 
 /** A new object for an item (generateName as upstream: the name carries no meaning). */
