@@ -1,3 +1,4 @@
+import { LABEL_CSI_MANAGED_BY, LABEL_REGION, LABEL_ZONE } from '@topovol/shared';
 import type { FlagSpec, FlagValue } from '@topovol/shared';
 import { DEFAULT_STATUS_SHARDS, shardCountProblem } from './status/status-shards.js';
 
@@ -34,7 +35,7 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.driverName, type: 'string', default: '', help: 'The CSI driver served; empty means the name the driver reports in GetPluginInfo.' },
   { name: F.topology, type: 'string', default: 'csinode', help: 'Where topology segments come from: csinode (the driver\'s topology keys in CSINode objects), prefix (node labels under --capacity-topology-prefix) or domains (the ordered --domain-labels).' },
   { name: F.topologyPrefix, type: 'string', default: '', help: 'With --capacity-topology=prefix: the label prefix, e.g. example.com/ (KEP-1472 central provisioning).' },
-  { name: F.domainLabels, type: 'string', default: '', help: 'With --capacity-topology=domains: node label keys, outermost first, separated by ";" (as Ceph-CSI\'s --domain-labels), e.g. topology.kubernetes.io/region;topology.kubernetes.io/zone;example.com/rack.' },
+  { name: F.domainLabels, type: 'string', default: '', help: `With --capacity-topology=domains: node label keys, outermost first, separated by ";" (as Ceph-CSI's --domain-labels), e.g. ${LABEL_REGION};${LABEL_ZONE};example.com/rack.` },
   { name: F.anyNode, type: 'bool', default: false, help: 'With --capacity-topology=prefix or domains: also count nodes whose CSINode does not list the driver (a driver without a node plugin). By default, as in csinode mode, only nodes where the driver is registered get capacity.' },
   { name: F.pollInterval, type: 'duration', default: 60_000, help: 'How often the capacity of every class and segment is asked for again, to notice changes made outside Kubernetes.', validate: positive },
   { name: F.minRefresh, type: 'duration', default: 5_000, help: 'A volume change is measured at once; further changes of the same (class, segment) within this interval of that call are merged into one call at its end, so a burst costs at most one call per interval. Polls open no interval.', validate: positive },
@@ -42,7 +43,7 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.timeout, type: 'duration', default: 10_000, help: 'Deadline of one GetCapacity call.', validate: positive },
   { name: F.retries, type: 'int', default: 3, help: 'Tries of GetCapacity per refresh when the driver is unavailable or slow, with exponential backoff; then the refresh is retried later by the work queue.', validate: positive },
   { name: F.namespace, type: 'string', default: '', help: 'Namespace of the CSIStorageCapacity objects; empty means $NAMESPACE, else topovol-system.' },
-  { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: 'Value of the csi.storage.k8s.io/managed-by label on our CSIStorageCapacity objects; one value per instance.' },
+  { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: `Value of the ${LABEL_CSI_MANAGED_BY} label on our CSIStorageCapacity objects; one value per instance.` },
   { name: F.immediate, type: 'bool', default: false, help: 'Also track StorageClasses with volumeBindingMode Immediate (the scheduler only uses capacity for WaitForFirstConsumer).' },
   { name: F.ephemeral, type: 'bool', default: false, help: 'Also ask for capacity without parameters and report it as <ephemeral> in the aggregated status (the capacity for inline ephemeral volumes).' },
   { name: F.ownerLevel, type: 'int', default: 1, help: 'Owner of the CSIStorageCapacity objects, from $POD_NAME/$NAMESPACE: 0 the pod, 1 its controller (ReplicaSet or StatefulSet), 2 that one\'s controller (Deployment), -1 none.' },

@@ -7,7 +7,7 @@ import { capacityMetrics } from './capacity-metrics.js';
 import type { CapacityItem } from './objects/capacity-item.js';
 import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
 import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object.js';
-import { itemOfObject } from './objects/capacity-object.js';
+import { itemKeyOfObject, itemOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
 import { itemsToRefreshAfterFailure } from './objects/failure-refresh.js';
@@ -98,10 +98,7 @@ export class CapacityLoop {
     this.calls = new CallSlots(opts.callSlots ?? 4);
     this.problems = new ProblemReporter(events, log);
     this.objects = new ObjectActuator(writeClient, opts.identity.namespace, () => this.enqueue(SYNC_KEY), opts.dryRun);
-    inf.objects.addIndex('item', (o) => {
-      const item = itemOfObject(o);
-      return item ? [itemKey(item)] : [];
-    });
+    inf.objects.addIndex('item', itemKeyOfObject);
   }
 
   /** The informer handlers: which changes lead to which keys. */

@@ -1,5 +1,6 @@
 import { commonLabels, INSTALL_NAMESPACE, MANAGER_IMAGE } from './manifest.js';
 import type { Manifest } from './manifest.js';
+import { LABEL_HOSTNAME } from '@topovol/shared';
 
 export const METRICS_PORT = 8080;
 export const HEALTH_PORT = 8081;
@@ -100,7 +101,7 @@ export function managerWorkload(w: ManagerWorkload): Manifest {
   if (w.kind === 'Deployment') {
     // Spread the standby away from the leader's node where possible.
     podSpec.topologySpreadConstraints = [
-      { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } },
+      { maxSkew: 1, topologyKey: LABEL_HOSTNAME, whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } },
     ];
   }
   return {

@@ -9,6 +9,7 @@ export * from './controller/terminal-error.js';
 export * from './events/event-recorder.js';
 export * from './http/http-endpoints.js';
 export * from './informer/indexed-cache.js';
+export * from './informer/event-indexes.js';
 export * from './informer/informer.js';
 export * from './informer/informer-factory.js';
 export * from './informer/informer-scope.js';

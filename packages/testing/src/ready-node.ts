@@ -2,6 +2,7 @@ import type { KubeClient } from '@topovol/shared';
 import { retryOnConflict } from '@topovol/shared';
 import { Resources } from '@topovol/shared';
 import type { CSINode, Node } from '@topovol/shared';
+import { LABEL_HOSTNAME } from '@topovol/shared';
 
 /**
  * A Node the real kube-scheduler will use: Ready, with allocatable resources, and without the
@@ -9,7 +10,7 @@ import type { CSINode, Node } from '@topovol/shared';
  * lifecycle controller runs in the test control plane to lift it).
  */
 export async function createReadyNode(admin: KubeClient, name: string, labels: Record<string, string> = {}): Promise<void> {
-  await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } } });
+  await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [LABEL_HOSTNAME]: name, ...labels } } });
   await retryOnConflict(async () => {
     const n = await admin.get<Node>(Resources.nodes, name);
     n.spec = { ...n.spec, taints: [] };

@@ -1,11 +1,8 @@
 import type { CSIStorageCapacity } from '@topovol/shared';
 import type { CapacityItem } from './capacity-item.js';
-import { itemSelector } from './capacity-item.js';
-import { formatBytes } from '@topovol/shared';
+import { itemKey, itemSelector } from './capacity-item.js';
+import { formatBytes, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY } from '@topovol/shared';
 
-// The labels of external-provisioner's capacity objects, so tools that look for them find ours.
-export const LABEL_DRIVER_NAME = 'csi.storage.k8s.io/drivername';
-export const LABEL_MANAGED_BY = 'csi.storage.k8s.io/managed-by';
 /** Which topology-constrained pool an object reports (absent for ordinary per-segment objects). */
 export const LABEL_POOL = 'capacity.topovol.io/pool';
 
@@ -32,7 +29,7 @@ export interface MeasuredCapacity {
 
 /** The selector of our objects in the namespace (also the informer's label selector). */
 export function managedSelector(id: ObjectIdentity): string {
-  return `${LABEL_DRIVER_NAME}=${id.driverName},${LABEL_MANAGED_BY}=${id.managedBy}`;
+  return `${LABEL_CSI_DRIVER_NAME}=${id.driverName},${LABEL_CSI_MANAGED_BY}=${id.managedBy}`;
 }
 
 /** The item an object of ours reports, or undefined when its shape is not one we write. */
@@ -47,6 +44,15 @@ export function itemOfObject(o: CSIStorageCapacity): CapacityItem | undefined {
   return { storageClassName: o.storageClassName, segment: { ...(topo.matchLabels ?? {}) }, pool: o.metadata?.labels?.[LABEL_POOL] ?? '', ...(absent.length ? { absent } : {}) };
 }
 
+/**
+ * The objects informer's `item` index: an object under the key of the item it reports. A module
+ * function, since addIndex accepts an index added again only as the same function.
+ */
+export function itemKeyOfObject(o: CSIStorageCapacity): string[] {
+  const item = itemOfObject(o);
+  return item ? [itemKey(item)] : [];
+}
+
 /** A new object for an item (generateName as upstream: the name carries no meaning). */
 export function newCapacityObject(id: ObjectIdentity, item: CapacityItem, c: MeasuredCapacity): CSIStorageCapacity {
   return {
@@ -55,7 +61,7 @@ export function newCapacityObject(id: ObjectIdentity, item: CapacityItem, c: Mea
     metadata: {
       generateName: 'csisc-',
       namespace: id.namespace,
-      labels: { [LABEL_DRIVER_NAME]: id.driverName, [LABEL_MANAGED_BY]: id.managedBy, ...(item.pool ? { [LABEL_POOL]: item.pool } : {}) },
+      labels: { [LABEL_CSI_DRIVER_NAME]: id.driverName, [LABEL_CSI_MANAGED_BY]: id.managedBy, ...(item.pool ? { [LABEL_POOL]: item.pool } : {}) },
       ...(id.owner ? { ownerReferences: [{ ...id.owner }] } : {}),
     },
     storageClassName: item.storageClassName,

@@ -1,3 +1,5 @@
+import { LABEL_REGION, LABEL_ZONE } from '@topovol/shared';
+
 /**
  * How topology segments are found:
  * - `csinode`: each CSINode's topology keys for the driver, values from the Node's labels (as
@@ -23,7 +25,7 @@ export function parseSegmentMode(mode: string, prefix: string, domainLabels: str
       return { kind: 'prefix', prefix, ...(anyNode ? { anyNode } : {}) };
     case 'domains': {
       const labels = domainLabels.split(/[;,]/).map((s) => s.trim()).filter(Boolean);
-      if (labels.length === 0) return '--capacity-topology=domains needs --domain-labels (e.g. topology.kubernetes.io/region;topology.kubernetes.io/zone)';
+      if (labels.length === 0) return `--capacity-topology=domains needs --domain-labels (e.g. ${LABEL_REGION};${LABEL_ZONE})`;
       if (new Set(labels).size !== labels.length) return `--domain-labels lists a label twice: ${domainLabels}`;
       return { kind: 'domains', labels, ...(anyNode ? { anyNode } : {}) };
     }

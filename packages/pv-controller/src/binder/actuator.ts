@@ -1,7 +1,6 @@
-import { isNotFound, KubeApiError, Resources } from '@topovol/shared';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, isNotFound, KubeApiError, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
-import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from './annotations.js';
 import type { AssumeCache } from './assume-cache.js';
 import { claimStatusFor } from './claim-status.js';
 import type { ClaimPhase } from './claim-status.js';

@@ -1,8 +1,7 @@
-import { claimKeysOfPod, classifyError, Controller, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, classifyError, Controller, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import { BinderActuator } from './actuator.js';
-import { ANN_SELECTED_NODE } from './annotations.js';
 import { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
 import { countBind, observeBind, registerCollectorMetrics } from './binder-metrics.js';
@@ -12,6 +11,7 @@ import { decideVolume } from './decide-volume.js';
 import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG } from './binder-flags.js';
 import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
+import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { VolumeIndex } from './volume-index.js';
 
 const CLAIM = 'pvc/';
@@ -36,14 +36,11 @@ export function setupBinder(env: ControllerEnv): Controller {
 
   // Candidates are found through indexes, never a scan of all volumes.
   const index = new VolumeIndex();
-  pvcs.addIndex('class', (c) => (c.spec?.volumeName ? [] : [claimClass(c)]));
-  pvcs.addIndex('selectedNode', (c) => {
-    const n = c.metadata?.annotations?.[ANN_SELECTED_NODE];
-    return n ? [n] : [];
-  });
+  pvcs.addIndex('class', unboundClaimByClass);
+  pvcs.addIndex('selectedNode', claimBySelectedNode);
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
-  pods.addIndex('nodeName', (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
-  provisioningEvents.addIndex('claimUid', (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []));
+  pods.addIndex('nodeName', podByNodeName);
+  provisioningEvents.addIndex('claimUid', involvedObjectUid);
 
   const volumes = new AssumeCache<PersistentVolume>();
   const claims = new AssumeCache<PersistentVolumeClaim>();

@@ -1,3 +1,4 @@
+import { ANN_SELECTED_NODE } from '@topovol/shared';
 import type { FlagSpec } from '@topovol/shared';
 
 export const STALE_SELECTED_NODE_GRACE_FLAG = 'stale-selected-node-grace';
@@ -14,7 +15,7 @@ export const binderFlags: FlagSpec[] = [
     name: STALE_SELECTED_NODE_GRACE_FLAG,
     type: 'duration',
     default: STALE_SELECTED_NODE_GRACE_DEFAULT_MS,
-    help: "How long a delayed-binding claim's volume.kubernetes.io/selected-node must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). 0 removes at once; a negative value never removes.",
+    help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). 0 removes at once; a negative value never removes.`,
   },
   {
     name: SYNC_PERIOD_FLAG,

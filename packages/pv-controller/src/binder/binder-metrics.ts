@@ -1,4 +1,4 @@
-import { counter, gauge, histogram } from '@topovol/shared';
+import { ANN_SELECTED_NODE, counter, gauge, histogram } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { claimClass, volumeClass } from './claim-helpers.js';
 
@@ -36,12 +36,12 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
   // provisioned or bound since. Age is counted from the claim's creation (the annotation carries no time).
   const waiting = gauge<'storage_class'>({
     name: 'topovol_pv_binder_selected_node_pending_claims',
-    help: 'Claims Pending with volume.kubernetes.io/selected-node set (waiting for provisioning), by storage class.',
+    help: `Claims Pending with ${ANN_SELECTED_NODE} set (waiting for provisioning), by storage class.`,
     labelNames: ['storage_class'],
   });
   const oldest = gauge<'storage_class'>({
     name: 'topovol_pv_binder_selected_node_pending_oldest_seconds',
-    help: 'Age (since creation) of the oldest claim Pending with volume.kubernetes.io/selected-node, by storage class.',
+    help: `Age (since creation) of the oldest claim Pending with ${ANN_SELECTED_NODE}, by storage class.`,
     labelNames: ['storage_class'],
   });
   function refresh(): void {
@@ -55,7 +55,7 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
     const now = Date.now();
     const oldestByClass = new Map<string, number>();
     for (const c of source.claims()) {
-      if (c.status?.phase === 'Bound' || !c.metadata?.annotations?.['volume.kubernetes.io/selected-node']) continue;
+      if (c.status?.phase === 'Bound' || !c.metadata?.annotations?.[ANN_SELECTED_NODE]) continue;
       const cls = claimClass(c);
       waiting.inc({ storage_class: cls });
       const created = Date.parse(c.metadata.creationTimestamp ?? '');

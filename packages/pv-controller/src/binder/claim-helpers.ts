@@ -1,5 +1,5 @@
+import { ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_CLASS, ANN_IS_DEFAULT_CLASS } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
-import { ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_CLASS, ANN_IS_DEFAULT_CLASS } from './annotations.js';
 
 /** The claim's class: the legacy beta annotation first, else spec.storageClassName; "" = class-less (GetPersistentVolumeClaimClass). */
 export function claimClass(c: PersistentVolumeClaim): string {

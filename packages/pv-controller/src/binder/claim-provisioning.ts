@@ -1,7 +1,8 @@
+import { ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER, NO_PROVISIONER } from '@topovol/shared';
 import type { PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER, NO_PROVISIONER, Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import { externalProvisionerName } from './csi-migration.js';
 
 function waitingMessage(provisioner: string): string {

@@ -1,6 +1,5 @@
-import { quantityBytes } from '@topovol/shared';
+import { ANN_PRE_RESIZE_CAPACITY, quantityBytes } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { ANN_PRE_RESIZE_CAPACITY } from './annotations.js';
 
 export type ClaimPhase = 'Pending' | 'Bound' | 'Lost';
 type ClaimStatus = NonNullable<PersistentVolumeClaim['status']>;

@@ -1,5 +1,5 @@
+import { ANN_BETA_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_PROVISIONER, IN_TREE_PV_FINALIZER } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { ANN_BETA_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_PROVISIONER } from './annotations.js';
 
 /**
  * In-tree provisioners whose volumes CSI drivers serve since CSI migration went GA (KEP-625), with
@@ -15,9 +15,6 @@ const MIGRATED: Readonly<Record<string, string>> = {
   'kubernetes.io/vsphere-volume': 'csi.vsphere.vmware.com',
   'kubernetes.io/portworx-volume': 'pxd.portworx.com',
 };
-
-/** The in-tree deletion-protection finalizer, which a CSI deleter never removes. */
-export const IN_TREE_PV_FINALIZER = 'kubernetes.io/pv-controller';
 
 /** The CSI driver that serves an in-tree provisioner's volumes, if it was migrated. */
 export function migratedDriver(provisioner: string | undefined): string | undefined {

@@ -1,7 +1,7 @@
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { claimStatusFor } from './claim-status.js';
 

@@ -1,7 +1,8 @@
+import { ANN_BIND_COMPLETED, ANN_SELECTED_NODE } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { ANN_BIND_COMPLETED, ANN_SELECTED_NODE, Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { claimClass, claimClassUnset, isDelayedBinding } from './claim-helpers.js';
 import { claimMigrationChange } from './csi-migration.js';

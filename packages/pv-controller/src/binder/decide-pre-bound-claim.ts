@@ -1,7 +1,8 @@
+import { ANN_BOUND_BY_CONTROLLER } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { ANN_BOUND_BY_CONTROLLER, Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';

@@ -1,8 +1,8 @@
-import { nodeSelectorNeverMatches } from '@topovol/shared';
+import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, nodeSelectorNeverMatches } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';

@@ -1,7 +1,8 @@
+import { ANN_SELECTED_NODE, NO_PROVISIONER } from '@topovol/shared';
 import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { ANN_SELECTED_NODE, NO_PROVISIONER, Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
 import { allowedTopologiesMatch, isLivePod } from './selected-node-checks.js';

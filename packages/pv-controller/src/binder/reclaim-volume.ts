@@ -1,8 +1,8 @@
-import { isPodTerminated } from '@topovol/shared';
+import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, IN_TREE_PLUGIN_PREFIX, isPodTerminated } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 
 /** Failed with a Warning, only when the phase changes (upstream's updateVolumePhaseWithEvent). */
@@ -21,7 +21,7 @@ function failed(volume: PersistentVolume, reason: string, message: string): Bind
 function deleterProblem(volume: PersistentVolume): string | undefined {
   const name = volume.metadata?.name ?? '';
   const provisionedBy = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
-  if (provisionedBy) return provisionedBy.startsWith('kubernetes.io/') ? `no volume plugin matched name: ${provisionedBy}` : undefined;
+  if (provisionedBy) return provisionedBy.startsWith(IN_TREE_PLUGIN_PREFIX) ? `no volume plugin matched name: ${provisionedBy}` : undefined;
   if (volume.metadata?.annotations?.[ANN_MIGRATED_TO] !== undefined || volume.spec?.csi) return undefined;
   return `error getting deleter volume plugin for volume "${name}": no deletable volume plugin matched`;
 }

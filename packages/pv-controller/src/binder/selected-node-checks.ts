@@ -1,8 +1,8 @@
-import { claimNamesOfPod, isPodTerminated, nodeSelectorMatches } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimNamesOfPod, isPodTerminated, nodeSelectorMatches } from '@topovol/shared';
 import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
-import { ANN_SELECTED_NODE, Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 
 /** Why a claim's volume.kubernetes.io/selected-node may be stale. */

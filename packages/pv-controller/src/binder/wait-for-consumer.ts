@@ -2,7 +2,7 @@ import { isPodTerminated } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
-import { Reasons } from './annotations.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
 

@@ -1,15 +1,10 @@
-import { labelValueProblem } from '@topovol/shared';
+import { LABEL_BETA_REGION, LABEL_BETA_ZONE, LABEL_REGION, LABEL_ZONE, labelValueProblem } from '@topovol/shared';
 /**
  * The legacy zone/region labels a PV may carry and how their values are read, as the
  * kube-scheduler's VolumeZone filter reads them
  * (kubernetes pkg/scheduler/framework/plugins/volumezone/volume_zone.go, getPVTopologies, with
  * LabelZonesToSet from k8s.io/cloud-provider volume/helpers/zones.go).
  */
-
-export const LABEL_BETA_ZONE = 'failure-domain.beta.kubernetes.io/zone';
-export const LABEL_BETA_REGION = 'failure-domain.beta.kubernetes.io/region';
-export const LABEL_ZONE = 'topology.kubernetes.io/zone';
-export const LABEL_REGION = 'topology.kubernetes.io/region';
 
 /** A multi-zone volume lists its zones in one label value joined by this (LabelMultiZoneDelimiter). */
 export const MULTI_ZONE_DELIMITER = '__';

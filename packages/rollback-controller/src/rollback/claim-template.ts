@@ -1,9 +1,9 @@
+import { ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_MIGRATED_TO, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import type { ClaimTemplate } from './intent/provisioning-rollback.js';
-import { ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER } from './marks.js';
 
 /** Binding and scheduling state that must not survive into the re-created claim. */
-const DROPPED_ANNOTATIONS = [ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER, 'pv.kubernetes.io/migrated-to'];
+const DROPPED_ANNOTATIONS = [ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER, ANN_MIGRATED_TO];
 
 /**
  * The claim as it will be re-created, taken from the claim itself: labels, annotations (minus

@@ -1,5 +1,6 @@
+import { ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
-import { ANN_PROVISIONED_BY, ANN_SELECTED_NODE, usageOf } from './marks.js';
+import { usageOf } from './marks.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { usedEvidence } from './usage-evidence.js';
 
@@ -43,7 +44,7 @@ export function decideMark(v: PersistentVolume, world: RollbackWorld): MarkDecis
   if (usage === 'used' || v.metadata?.deletionTimestamp) return { kind: 'none' };
   const evidence = usedEvidence(v, world);
   if (usage === 'unused') return evidence ? { kind: 'markUsed', volume: v, because: evidence } : { kind: 'none' };
-  if (!v.metadata?.annotations?.[ANN_PROVISIONED_BY]) return { kind: 'none' };
+  if (!v.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED]) return { kind: 'none' };
   if (v.status?.phase === 'Released' || v.status?.phase === 'Failed') return { kind: 'none' };
   const created = Date.parse(v.metadata?.creationTimestamp ?? '');
   if (Number.isNaN(created) || world.now() - created > world.markWindowMs) return { kind: 'none' };

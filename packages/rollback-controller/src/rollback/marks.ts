@@ -27,10 +27,6 @@ export function usageOf(v: PersistentVolume): Usage {
   return u === 'unused' || u === 'used' ? u : undefined;
 }
 
-// Upstream names the rollback reads (k8s.io/component-helpers/storage/volume).
-export { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED as ANN_PROVISIONED_BY } from '@topovol/shared';
-export const ANN_BETA_STORAGE_PROVISIONER = 'volume.beta.kubernetes.io/storage-provisioner';
-
 export const Reasons = {
   MarkedUnused: 'VolumeMarkedUnused',
   MarkedUsed: 'VolumeMarkedUsed',

@@ -1,5 +1,5 @@
+import { ANN_SELECTED_NODE } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
-import { ANN_SELECTED_NODE } from './marks.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { workloadOf } from './workload.js';
 

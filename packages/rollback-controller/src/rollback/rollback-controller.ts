@@ -1,4 +1,4 @@
-import { claimKeysOfPod, classifyError, Controller, isNotFound, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, classifyError, Controller, involvedObjectUid, isNotFound, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
@@ -6,14 +6,15 @@ import { decideIntent } from './intent/decide-intent.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { writeMark } from './mark-actuator.js';
-import { ANN_PROVISIONED_FOR_NODE, usageOf } from './marks.js';
+import { usageOf } from './marks.js';
 import { observeProvisioning } from './provisioning-observation.js';
 import { RollbackActuator } from './rollback-actuator.js';
+import { attachmentByVolume, podByUid, rollbackByClaim, rollbackByHistory, volumeByClaim, volumeByProvisionedForNode, volumeIfUnused } from './rollback-indexes.js';
 import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG } from './rollback-flags.js';
 import { countRollback } from './rollback-metrics.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { usedEvidence, volumesInUseMentions } from './usage-evidence.js';
-import { historyKeyOfPod, historyKeyOfRecord } from './workload.js';
+import { historyKeyOfPod } from './workload.js';
 
 const POD = 'pod/';
 const PV = 'pv/';
@@ -37,17 +38,14 @@ export function setupRollback(env: ControllerEnv): Controller {
   const records = informers.forResource<ProvisioningRollback>(ProvisioningRollbacks);
 
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
-  pods.addIndex('uid', (p) => (p.metadata?.uid ? [p.metadata.uid] : []));
-  pvs.addIndex('claim', (v) => (v.spec?.claimRef?.name ? [`${v.spec.claimRef.namespace}/${v.spec.claimRef.name}`] : []));
-  pvs.addIndex('forNode', (v) => {
-    const n = v.metadata?.annotations?.[ANN_PROVISIONED_FOR_NODE];
-    return n ? [n] : [];
-  });
-  pvs.addIndex('unused', (v) => (usageOf(v) === 'unused' ? ['unused'] : []));
-  attachments.addIndex('pv', (a) => (a.spec?.source?.persistentVolumeName ? [a.spec.source.persistentVolumeName] : []));
-  failures.addIndex('claimUid', (e) => (e.involvedObject?.uid ? [e.involvedObject.uid] : []));
-  records.addIndex('history', (r) => (r.spec ? [historyKeyOfRecord(r)] : []));
-  records.addIndex('claim', (r) => (r.spec ? r.spec.claims.map((c) => `${r.spec.pod.namespace}/${c.name}`) : []));
+  pods.addIndex('uid', podByUid);
+  pvs.addIndex('claim', volumeByClaim);
+  pvs.addIndex('forNode', volumeByProvisionedForNode);
+  pvs.addIndex('unused', volumeIfUnused);
+  attachments.addIndex('pv', attachmentByVolume);
+  failures.addIndex('claimUid', involvedObjectUid);
+  records.addIndex('history', rollbackByHistory);
+  records.addIndex('claim', rollbackByClaim);
 
   /** Facts this process saw (memory only: a restart sees afresh, and never marks what it did not see). */
   const observed = new Map<string, ProvisioningObservation>();

@@ -1,6 +1,5 @@
-import { claimNamesOfPod } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimNamesOfPod } from '@topovol/shared';
 import type { Event, Pod } from '@topovol/shared';
-import { ANN_SELECTED_NODE } from './marks.js';
 import { nodeRejectsPod } from './node-rejects-pod.js';
 import type { RollbackWorld } from './rollback-world.js';
 

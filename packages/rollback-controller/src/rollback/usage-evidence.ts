@@ -1,3 +1,4 @@
+import { csiVolumeInUseName } from '@topovol/shared';
 import type { PersistentVolume, Pod } from '@topovol/shared';
 import type { RollbackWorld } from './rollback-world.js';
 
@@ -35,7 +36,7 @@ export function usedEvidence(v: PersistentVolume, world: RollbackWorld): string 
 /** Whether a node's volumesInUse entry names this volume (CSI: `kubernetes.io/csi/<driver>^<handle>`; in-tree: ends in the PV name). */
 export function volumesInUseMentions(entry: string, v: PersistentVolume): boolean {
   const handle = v.spec?.csi?.volumeHandle;
-  if (handle && v.spec?.csi?.driver && entry === `kubernetes.io/csi/${v.spec.csi.driver}^${handle}`) return true;
+  if (handle && v.spec?.csi?.driver && entry === csiVolumeInUseName(v.spec.csi.driver, handle)) return true;
   const name = v.metadata?.name ?? '';
   return name !== '' && (entry.endsWith(`/${name}`) || entry.endsWith(`^${name}`));
 }

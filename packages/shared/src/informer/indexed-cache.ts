@@ -14,14 +14,16 @@ export class IndexedCache<T extends KubeObject> {
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
 
   /**
-   * Adds a named index. Loops sharing an informer may each add the same index; one that reuses a
-   * name for another function is refused (client-go's AddIndexers refuses a conflicting name too),
-   * since the first definition would silently answer the second loop's questions.
+   * Adds a named index. Loops sharing an informer may each add the same index, as the same function
+   * (a module function, not a closure made per set-up): that is a no-op. A name reused for any other
+   * function is refused, as client-go's AddIndexers refuses a conflicting name, since the first
+   * definition would silently answer the second loop's questions. Functions are told apart by
+   * identity only: two closures with the same text may capture different values.
    */
   addIndex(name: string, fn: IndexFunc<T>): void {
     const existing = this.indexers.get(name);
     if (existing) {
-      if (existing !== fn && existing.toString() !== fn.toString()) throw new Error(`index "${name}" is already defined by a different function`);
+      if (existing !== fn) throw new Error(`index "${name}" is already defined by a different function (pass the same function, or choose another name)`);
       return;
     }
     this.indexers.set(name, fn);

@@ -3,6 +3,7 @@
 import type { KubeClient } from '@topovol/shared';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { LABEL_BETA_REGION, LABEL_BETA_ZONE } from '@topovol/shared';
 import { eventually } from '../eventually.js';
 import { eventsAbout } from '../stack/scheduling-outcome.js';
 import { createStoryPod, STORY_CLAIMS, STORY_POD } from '../stack/stale-capacity-story.js';
@@ -111,7 +112,7 @@ export async function zonalUpgrade(ctx: DemoContext): Promise<void> {
   await admin.create<PersistentVolume>(Resources.persistentVolumes, {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
-    metadata: { name: LEGACY_PV, labels: { 'failure-domain.beta.kubernetes.io/zone': 'zone-a', 'failure-domain.beta.kubernetes.io/region': 'demo-region' } },
+    metadata: { name: LEGACY_PV, labels: { [LABEL_BETA_ZONE]: 'zone-a', [LABEL_BETA_REGION]: 'demo-region' } },
     spec: { capacity: { storage: '20Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: LEGACY_CLASS, csi: { driver: 'legacy-disk.example.com', volumeHandle: 'disk-0042' } },
   });
   await until(ctx, `volume ${LEGACY_PV} upgraded`, async () => {

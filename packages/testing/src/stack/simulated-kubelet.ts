@@ -2,6 +2,7 @@ import type { KubeClient } from '@topovol/shared';
 import { retryOnConflict } from '@topovol/shared';
 import { Resources } from '@topovol/shared';
 import type { Node, PersistentVolume, Pod } from '@topovol/shared';
+import { csiVolumeInUseName } from '@topovol/shared';
 
 // No kubelet runs in the stack: when a scenario needs a pod to have run, the test writes what the
 // kubelet would have written, through the status subresources, as the kubelet does.
@@ -28,7 +29,7 @@ export async function markPodRunning(admin: KubeClient, ns: string, name: string
 
 /** The entry a kubelet reports in Node.status.volumesInUse for a mounted CSI volume. */
 export function volumeInUseEntry(pv: PersistentVolume): string {
-  return `kubernetes.io/csi/${pv.spec?.csi?.driver ?? ''}^${pv.spec?.csi?.volumeHandle ?? ''}`;
+  return csiVolumeInUseName(pv.spec?.csi?.driver ?? '', pv.spec?.csi?.volumeHandle ?? '');
 }
 
 /** The node reports these volumes mounted (Node.status.volumesInUse), replacing what it reported before. */

@@ -1,12 +1,8 @@
 import type { PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { ANN_SELECTED_NODE, LABEL_HOSTNAME, LABEL_REGION, LABEL_ZONE, NO_PROVISIONER } from '@topovol/shared';
 
-/** The scheduler's VolumeBinding plugin asks for provisioning on a node with this claim annotation. */
-export const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
-export const HOSTNAME = 'kubernetes.io/hostname';
-export const ZONE = 'topology.kubernetes.io/zone';
-export const REGION = 'topology.kubernetes.io/region';
-/** Local volumes (`kubernetes.io/no-provisioner`): only pre-provisioned PVs, never provisioned. */
-export const NO_PROVISIONER = 'kubernetes.io/no-provisioner';
+// The tests' short names for the well-known names they use most.
+export { ANN_SELECTED_NODE as SELECTED_NODE, LABEL_HOSTNAME as HOSTNAME, LABEL_ZONE as ZONE, LABEL_REGION as REGION, NO_PROVISIONER };
 
 type PodSpec = NonNullable<Pod['spec']>;
 type Affinity = NonNullable<PodSpec['affinity']>;
@@ -58,7 +54,7 @@ export function podWithClaims(ns: string, name: string, claims: readonly string[
 
 /** Required (anti-)affinity to pods with these labels, per node (`kubernetes.io/hostname`). */
 export function podAffinity(kind: 'podAffinity' | 'podAntiAffinity', labels: Record<string, string>): Affinity {
-  return { [kind]: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: labels }, topologyKey: HOSTNAME }] } };
+  return { [kind]: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: labels }, topologyKey: LABEL_HOSTNAME }] } };
 }
 
 /** A soft preference for nodes with this label value: steers the scheduler's choice among feasible nodes only. */
@@ -78,7 +74,7 @@ export function localVolume(name: string, size: string, cls: string, node: strin
       persistentVolumeReclaimPolicy: 'Retain',
       storageClassName: cls,
       local: { path: `/mnt/disks/${name}` },
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: HOSTNAME, operator: 'In', values: [node] }] }] } },
+      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL_HOSTNAME, operator: 'In', values: [node] }] }] } },
     },
   };
 }

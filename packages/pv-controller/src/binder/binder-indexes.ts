@@ -1,0 +1,16 @@
+import { ANN_SELECTED_NODE } from '@topovol/shared';
+import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { claimClass } from './claim-helpers.js';
+
+// The binder's informer indexes. Module functions, not closures made per set-up: addIndex accepts
+// an index added again (a second loop, a restarted one) only as the same function.
+
+/** Claims not yet bound to a volume, by storage class: those a new volume of the class may satisfy. */
+export const unboundClaimByClass = (c: PersistentVolumeClaim): string[] => (c.spec?.volumeName ? [] : [claimClass(c)]);
+
+export function claimBySelectedNode(c: PersistentVolumeClaim): string[] {
+  const n = c.metadata?.annotations?.[ANN_SELECTED_NODE];
+  return n ? [n] : [];
+}
+
+export const podByNodeName = (p: Pod): string[] => (p.spec?.nodeName ? [p.spec.nodeName] : []);
