@@ -6,6 +6,7 @@ export type { StaticEndpointOptions } from './client/static-endpoint.js';
 export * from './client/retry-on-conflict.js';
 export * from './controller/controller.js';
 export * from './controller/terminal-error.js';
+export * from './controller/first-seen.js';
 export * from './events/event-recorder.js';
 export * from './http/http-endpoints.js';
 export * from './informer/indexed-cache.js';

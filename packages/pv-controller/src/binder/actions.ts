@@ -3,9 +3,9 @@ import type { ClaimPhase } from './claim-status.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 
 /**
- * What must still hold on the server, read live, right before the binder removes a claim's
- * selected-node: a cache that lags (a node not yet seen, labels or pods not yet updated) must never
- * be the reason it goes.
+ * What must still hold on the server, read live (verify-on-server.ts), before the binder removes a
+ * claim's selected-node: a cache that lags (a node not yet seen, labels or pods not yet updated)
+ * must never be the reason it goes.
  */
 export type SelectedNodeConfirmation =
   | { issue: 'gone'; node: string }
@@ -22,7 +22,7 @@ export type BinderAction =
   | { kind: 'bindVolume'; volume: PersistentVolume; claim: PersistentVolumeClaim; boundByController: boolean }
   /** Claim.spec.volumeName := volume, bind-completed (+ bound-by-controller), then claim status Bound. */
   | { kind: 'bindClaim'; claim: PersistentVolumeClaim; volume: PersistentVolume; boundByController: boolean }
-  /** Released is written only once the server confirms the claim is gone or bound elsewhere. */
+  /** Released is written only once the server confirms the claim is gone or bound elsewhere (verify-on-server.ts). */
   | { kind: 'volumePhase'; volume: PersistentVolume; phase: 'Available' | 'Bound' | 'Released' | 'Failed'; message?: string }
   | { kind: 'claimPhase'; claim: PersistentVolumeClaim; phase: ClaimPhase; volume?: PersistentVolume }
   /**

@@ -1,10 +1,9 @@
-import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, isNotFound, KubeApiError, Resources } from '@topovol/shared';
-import type { EventRecorder, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, Resources } from '@topovol/shared';
+import type { EventRecorder, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { BinderAction } from './actions.js';
 import type { AssumeCache } from './assume-cache.js';
 import { claimStatusFor } from './claim-status.js';
 import type { ClaimPhase } from './claim-status.js';
-import { allowedTopologiesMatch, someConsumerFits } from './selected-node-checks.js';
 
 export interface ActuatorDeps {
   client: KubeClient;
@@ -21,9 +20,11 @@ const clone = <T>(o: T): T => structuredClone(o);
 const claimKeyOf = (c: PersistentVolumeClaim): string => `${c.metadata?.namespace}/${c.metadata?.name}`;
 
 /**
- * Performs the binder's actions in order through the shared client. Every write is a PUT of the
- * object as the decision saw it (or a patch carrying its resourceVersion), so a stale decision fails
- * with Conflict and is retried on fresh data: no volume is ever bound to two claims.
+ * Performs the binder's actions in order through the shared client, and only writes. Every write is
+ * a PUT of the object as the decision saw it (or a patch carrying its resourceVersion), so a stale
+ * decision fails with Conflict and is retried on fresh data: no volume is ever bound to two claims.
+ * What no precondition can guard (Released, a selected-node's removal) the glue has confirmed on the
+ * server before handing the plan over (verify-on-server.ts).
  */
 export class BinderActuator {
   constructor(private readonly d: ActuatorDeps) {}
@@ -93,7 +94,6 @@ export class BinderActuator {
           break;
         case 'volumePhase': {
           const v = vol(a.volume);
-          if (a.phase === 'Released') await this.ensureReleased(v);
           // Upstream's updateVolumePhase: the message is the Event's (or cleared); reason is left alone.
           wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...v, status: { ...v.status, phase: a.phase, message: a.message } }));
           break;
@@ -116,7 +116,6 @@ export class BinderActuator {
         }
         case 'annotateClaim': {
           const c = clm(a.claim);
-          if (a.confirm) await this.confirmSelectedNodeIssue(c, a.confirm);
           const annotations: Record<string, string | null> = { ...a.set };
           for (const k of a.remove ?? []) annotations[k] = null;
           // The resourceVersion in a merge patch is a precondition.
@@ -157,51 +156,6 @@ export class BinderActuator {
     if (!status) return c;
     return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...c, status });
   }
-
-  /**
-   * Before releasing (which hands the volume to its reclaim policy, possibly deletion), confirm on
-   * the server, not the cache, that its claim is gone, re-created under the same name, or bound to
-   * another volume (upstream's isVolumeReleased): a lagging cache must never cost data.
-   */
-  private async ensureReleased(v: PersistentVolume): Promise<void> {
-    const ref = v.spec?.claimRef;
-    if (!ref?.name || !ref.namespace) return;
-    let live: PersistentVolumeClaim;
-    try {
-      live = await this.d.client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, ref.name, ref.namespace);
-    } catch (err) {
-      if (isNotFound(err)) return;
-      throw err;
-    }
-    const boundElsewhere = !!live.spec?.volumeName && live.spec.volumeName !== v.metadata?.name;
-    if (live.metadata?.uid === ref.uid && !boundElsewhere) {
-      throw conflict(`claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${v.metadata?.name}`);
-    }
-  }
-
-  /** The selected-node problem must still be there when read from the server (see SelectedNodeConfirmation). */
-  private async confirmSelectedNodeIssue(c: PersistentVolumeClaim, confirm: SelectedNodeConfirmation): Promise<void> {
-    const stillThere = `${c.metadata?.namespace}/${c.metadata?.name}: selected node "${confirm.node}"`;
-    if (confirm.issue === 'noConsumer') {
-      const pods = await this.d.client.list<Pod>(Resources.pods, { namespace: c.metadata?.namespace });
-      if (someConsumerFits(pods.items, c, confirm.node)) throw conflict(`${stillThere} has a pod that may use it after all; keeping it`);
-      return;
-    }
-    let node: Node;
-    try {
-      node = await this.d.client.get<Node>(Resources.nodes, confirm.node);
-    } catch (err) {
-      if (isNotFound(err) && confirm.issue === 'gone') return;
-      throw err;
-    }
-    if (confirm.issue === 'gone') throw conflict(`${stillThere} exists after all; keeping it`);
-    if (allowedTopologiesMatch(confirm.allowedTopologies, node)) throw conflict(`${stillThere} is allowed after all; keeping it`);
-  }
-}
-
-/** A precondition that did not hold: retried like a write conflict, on fresh data. */
-function conflict(message: string): KubeApiError {
-  return new KubeApiError(409, { reason: 'Conflict', message });
 }
 
 function describe(a: BinderAction): Record<string, string | undefined> {

@@ -1,15 +1,13 @@
-import { claimKeysOfPod, classifyError, Controller, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, Controller, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import type { BinderAction } from './actions.js';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
-import { countBind, observeBind, registerCollectorMetrics } from './binder-metrics.js';
-import { claimClass, pickDefaultClass, volumeClass } from './claim-helpers.js';
-import { decideClaim } from './decide-claim.js';
-import { decideVolume } from './decide-volume.js';
+import { registerCollectorMetrics } from './binder-metrics.js';
+import { pickDefaultClass, volumeClass } from './claim-helpers.js';
 import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG } from './binder-flags.js';
 import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
+import { BinderReconciler } from './reconcile-binder.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { VolumeIndex } from './volume-index.js';
@@ -46,7 +44,7 @@ export function setupBinder(env: ControllerEnv): Controller {
   const claims = new AssumeCache<PersistentVolumeClaim>();
   const assumedVolume = (name: string): PersistentVolume | undefined => volumes.get(name, pvs.cache.get(name));
   /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
-  const issues = new Map<string, { issue: SelectedNodeIssue; since: number }>();
+  const issues = new FirstSeen<SelectedNodeIssue>();
   /** Volumes a worker has decided to bind and is writing now. */
   const inFlight = new Set<string>();
   const world: BinderWorld = {
@@ -67,7 +65,10 @@ export function setupBinder(env: ControllerEnv): Controller {
     podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
     now: () => Date.now(),
     staleSelectedNodeGraceMs: durationFlag(options.extra[STALE_SELECTED_NODE_GRACE_FLAG], STALE_SELECTED_NODE_GRACE_DEFAULT_MS),
-    selectedNodeIssue: (c) => issues.get(c.metadata?.uid ?? ''),
+    selectedNodeIssue: (c) => {
+      const seen = issues.get(c.metadata?.uid ?? '');
+      return seen && { issue: seen.value, since: seen.since };
+    },
     lastProvisioningActivity: (c) => {
       const times = provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? '').map(eventTime);
       return times.length > 0 ? Math.max(...times) : undefined;
@@ -79,63 +80,16 @@ export function setupBinder(env: ControllerEnv): Controller {
     () => pvcs.cache.list(),
   );
 
-  /** What the decisions ask to remember (not a write: the actuator never sees it). */
-  const remember = (actions: BinderAction[]): void => {
-    for (const a of actions) {
-      if (a.kind !== 'noteSelectedNodeIssue') continue;
-      const uid = a.claim.metadata?.uid ?? '';
-      if (a.issue) issues.set(uid, { issue: a.issue, since: a.at });
-      else issues.delete(uid);
-    }
-  };
-
-  const syncClaim = async (namespace: string, name: string): Promise<number | void> => {
-    const claim = world.claim(namespace, name);
-    if (!claim) return;
-    const wasBound = claim.status?.phase === 'Bound';
-    const actions = decideClaim(claim, world);
-    remember(actions);
-    // Reserved from the decision (no await in between) until the write is done, so that other
-    // workers pick the next volume instead of racing for this one into a Conflict.
-    const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
-    for (const n of picked) inFlight.add(n);
-    try {
-      await actuator.run(actions);
-    } catch (err) {
-      if (picked.length > 0) countBind(classifyError(err).kind === 'Conflict' ? 'conflict' : 'error');
-      // Our view was stale: drop what we assumed so the retry reads the informer's truth.
-      if (classifyError(err).kind === 'Conflict') {
-        claims.forget(`${namespace}/${name}`);
-        for (const n of picked) volumes.forget(n);
-      }
-      throw err;
-    } finally {
-      for (const n of picked) inFlight.delete(n);
-    }
-    if (actions.some((a) => a.kind === 'bindClaim') && !wasBound && !options.dryRun) {
-      countBind('bound');
-      const since = Date.parse(claim.metadata?.creationTimestamp ?? '');
-      const mode = world.storageClass(claimClass(claim))?.volumeBindingMode ?? 'Immediate';
-      if (!Number.isNaN(since)) observeBind(mode, Math.max(0, (Date.now() - since) / 1000));
-    }
-    const waits = actions.flatMap((a) => (a.kind === 'requeueAfter' ? [a.ms] : []));
-    if (waits.length > 0) return Math.min(...waits);
-  };
+  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, selectedNodeIssues: issues, dryRun: options.dryRun });
 
   const controller = new Controller(
     'pv-binder',
     async (ctx, key) => {
       if (key.startsWith(CLAIM)) {
         const { namespace, name } = splitKey(key.slice(CLAIM.length));
-        return syncClaim(namespace ?? '', name);
+        return reconciler.claim(namespace ?? '', name);
       }
-      if (key.startsWith(VOLUME)) {
-        const volume = world.volume(key.slice(VOLUME.length));
-        if (!volume) return;
-        const actions = decideVolume(volume, world);
-        ctx.log.debug('volume synced', { actions: actions.map((a) => a.kind) });
-        await actuator.run(actions);
-      }
+      if (key.startsWith(VOLUME)) return reconciler.volume(key.slice(VOLUME.length), ctx.log);
     },
     // Claims before volume bookkeeping: a claim can take a volume the binder has not yet written
     // Available (find-matching-volume.ts), so at start-up, with every object queued, bindings
@@ -172,7 +126,7 @@ export function setupBinder(env: ControllerEnv): Controller {
     onUpdate: (_, c) => enqueueClaim(c),
     onDelete: (c) => {
       claims.forget(objectKey(c));
-      issues.delete(c.metadata?.uid ?? '');
+      issues.forget(c.metadata?.uid ?? '');
       // Its volume may now be Released.
       const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
       if (v) enqueueVolume(v);

@@ -25,7 +25,7 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   if (!ref || !ref.uid) return [...phaseIs(volume, 'Available'), ...unusable(volume)];
 
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
-  // Gone, or re-created under the same name: the actuator confirms it on the server before Released.
+  // Gone, or re-created under the same name: the glue confirms it on the server before Released.
   if (!claim || claim.metadata?.uid !== ref.uid) return release(volume, world, !claim);
 
   const claimVolume = claim.spec?.volumeName ?? '';

@@ -14,7 +14,7 @@ export interface PinnedClaim {
 
 export type RollbackDecision =
   | { kind: 'none' }
-  /** Stuck, but not yet decided (or backing off): look again later. `firstSeen` is a fact to remember. */
+  /** Stuck, but not yet decided (or backing off): look again later. `firstSeen`: the caller's to remember, and pass back as `stuckSince`. */
   | { kind: 'wait'; ms: number; why: string; firstSeen?: number }
   /** Stuck, but a rollback cannot be justified: say why, touch nothing. */
   | { kind: 'refuse'; why: string }
@@ -68,8 +68,10 @@ function refusal(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld): string 
  * workload's last rollback. No rollback while another claim of the pod is undecided (it may still
  * be provisioning) unless the grace period ran out; none beyond the workload's cap; none sooner
  * than its backoff. Justified only when every pinning volume is provably unused and this pod's.
+ * `stuckSince`: when the caller first saw this pod stuck with a claim undecided (a `wait` decision's
+ * `firstSeen`), if it has; the grace period counts from then.
  */
-export function decideRollback(pod: Pod, world: RollbackWorld): RollbackDecision {
+export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: number | undefined): RollbackDecision {
   if (pod.spec?.nodeName || pod.metadata?.deletionTimestamp) return { kind: 'none' };
   const pinned = pinnedClaims(pod, world);
   if (pinned.length === 0) return { kind: 'none' };
@@ -90,9 +92,8 @@ export function decideRollback(pod: Pod, world: RollbackWorld): RollbackDecision
   }
   const undecided = undecidedClaims(pod, pinned, world);
   if (undecided.length > 0) {
-    const since = world.stuckSince(pod.metadata?.uid ?? '');
-    const left = (since ?? now) + world.graceMs - now;
-    if (left > 0) return { kind: 'wait', ms: left, why: `${why}; claim(s) ${undecided.join(', ')} still undecided`, firstSeen: since === undefined ? now : undefined };
+    const left = (stuckSince ?? now) + world.graceMs - now;
+    if (left > 0) return { kind: 'wait', ms: left, why: `${why}; claim(s) ${undecided.join(', ')} still undecided`, firstSeen: stuckSince === undefined ? now : undefined };
   }
   const refused = refusal(pod, pinned, world);
   if (refused) return { kind: 'refuse', why: refused };

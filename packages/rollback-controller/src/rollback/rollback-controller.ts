@@ -1,20 +1,15 @@
-import { claimKeysOfPod, classifyError, Controller, involvedObjectUid, isNotFound, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, Controller, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
-import { decideMark } from './decide-mark.js';
-import { decideRollback } from './decide-rollback.js';
-import { decideIntent } from './intent/decide-intent.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
-import { writeMark } from './mark-actuator.js';
-import { usageOf } from './marks.js';
 import { observeProvisioning } from './provisioning-observation.js';
 import { RollbackActuator } from './rollback-actuator.js';
 import { attachmentByVolume, podByUid, rollbackByClaim, rollbackByHistory, volumeByClaim, volumeByProvisionedForNode, volumeIfUnused } from './rollback-indexes.js';
 import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG } from './rollback-flags.js';
-import { countRollback } from './rollback-metrics.js';
+import { liveReads } from './rollback-server-reads.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
+import { RollbackReconciler } from './reconcile-rollback.js';
 import { usedEvidence, volumesInUseMentions } from './usage-evidence.js';
-import { historyKeyOfPod } from './workload.js';
 
 const POD = 'pod/';
 const PV = 'pv/';
@@ -47,9 +42,8 @@ export function setupRollback(env: ControllerEnv): Controller {
   records.addIndex('history', rollbackByHistory);
   records.addIndex('claim', rollbackByClaim);
 
-  /** Facts this process saw (memory only: a restart sees afresh, and never marks what it did not see). */
+  /** What this process saw of claims being provisioned (memory only: a restart sees afresh, and never marks what it did not see). */
   const observed = new Map<string, ProvisioningObservation>();
-  const stuck = new Map<string, number>();
   // --dry-run: the marks we would have written, laid over the cache so that the decisions reported
   // are the ones a real run would make.
   const dryMarks = new Map<string, { labels: Record<string, string>; annotations: Record<string, string> }>();
@@ -73,7 +67,6 @@ export function setupRollback(env: ControllerEnv): Controller {
     provisioningObserved: (uid) => observed.get(uid),
     rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),
     now: () => Date.now(),
-    stuckSince: (uid) => stuck.get(uid),
     graceMs: numberFlag(options.extra[GRACE_FLAG], 2 * 60_000),
     markWindowMs: numberFlag(options.extra[MARK_WINDOW_FLAG], 10 * 60_000),
     maxRollbacks: numberFlag(options.extra[MAX_ROLLBACKS_FLAG], 3),
@@ -91,84 +84,30 @@ export function setupRollback(env: ControllerEnv): Controller {
       if (v) onVolume(v);
     },
   };
-  const actuator = new RollbackActuator({
+  const actuator = new RollbackActuator({ client, events, log, dryRun: options.dryRun });
+  const reconciler = new RollbackReconciler({
+    world,
+    pod: (ns, name) => pods.cache.get(`${ns}/${name}`),
+    record: (name) => records.cache.get(name),
     client,
-    events,
     log,
     dryRun: options.dryRun,
-    // The label as the server has it (the admission policy keeps anyone else from setting unused),
-    // and every piece of evidence the caches hold.
-    volumeUse: async (name) => {
-      let live: PersistentVolume;
-      try {
-        live = await client.get<PersistentVolume>(Resources.persistentVolumes, name);
-      } catch (err) {
-        if (isNotFound(err)) return 'it is gone';
-        throw err;
-      }
-      if (usageOf(live) !== 'unused') return `its mark is ${usageOf(live) ?? 'missing'}`;
-      return usedEvidence(live, world);
-    },
+    marks: markDeps,
+    historyTtlMs,
+    actuator,
+    // Every piece of evidence the caches hold, after the label as the server has it.
+    reads: liveReads(client, (live) => usedEvidence(live, world)),
+    observe: (c) => observe(c),
+    enqueueRecord: (name) => controller.enqueue(RB + name),
   });
-
-  /** The unfinished rollback of the pod's workload, if any: it is finished before anything new is decided. */
-  const inProgress = (pod: Pod): ProvisioningRollback | undefined => world.rollbacksOf(historyKeyOfPod(pod)).find((r) => !isFinished(r));
-
-  const syncPod = async (namespace: string, name: string): Promise<number | void> => {
-    const pod = pods.cache.get(`${namespace}/${name}`);
-    if (!pod) return;
-    const running = inProgress(pod);
-    if (running) {
-      controller.enqueue(RB + running.metadata!.name!);
-      return;
-    }
-    const decision = decideRollback(pod, world);
-    if (decision.kind !== 'none') log.debug('pod decided', { pod: `${namespace}/${name}`, decision: decision.kind, why: 'why' in decision ? decision.why : undefined });
-    const uid = pod.metadata?.uid ?? '';
-    if (decision.kind === 'wait' && decision.firstSeen !== undefined) stuck.set(uid, decision.firstSeen);
-    if (decision.kind !== 'wait') stuck.delete(uid);
-    await actuator.decide(pod, decision);
-    if (decision.kind === 'wait') return decision.ms;
-  };
-
-  const syncRecord = async (name: string): Promise<number | void> => {
-    const r = records.cache.get(name);
-    if (!r) return;
-    if (isFinished(r)) {
-      const done = Date.parse(r.status?.completionTime ?? '') || created(r);
-      const left = done + historyTtlMs - Date.now();
-      if (left > 0) return left;
-      await client.delete(ProvisioningRollbacks, name, undefined, { preconditions: { uid: r.metadata?.uid } }).catch((err: unknown) => {
-        if (!isNotFound(err)) throw err;
-      });
-      return;
-    }
-    if (options.dryRun) return;
-    return actuator.advance(r, decideIntent(r, (ns, n) => world.claim(ns, n)));
-  };
 
   const controller = new Controller(
     'rollback',
     async (_ctx, key) => {
-      try {
-        if (key.startsWith(PV)) {
-          const v = world.volume(key.slice(PV.length));
-          if (!v) return;
-          // What the claim shows now counts too (a watch may deliver the volume before the claim).
-          const ref = v.spec?.claimRef;
-          const c = ref?.name ? world.claim(ref.namespace ?? '', ref.name) : undefined;
-          if (c) observe(c);
-          await writeMark(markDeps, decideMark(v, world));
-          return;
-        }
-        if (key.startsWith(RB)) return await syncRecord(key.slice(RB.length));
-        const { namespace, name } = splitKey(key.slice(POD.length));
-        return await syncPod(namespace ?? '', name);
-      } catch (err) {
-        // Conflicts are retried on fresh data as a matter of course; anything else is a failure.
-        if (!key.startsWith(PV) && classifyError(err).kind !== 'Conflict') countRollback('error');
-        throw err;
-      }
+      if (key.startsWith(PV)) return reconciler.volume(key.slice(PV.length));
+      if (key.startsWith(RB)) return reconciler.record(key.slice(RB.length));
+      const { namespace, name } = splitKey(key.slice(POD.length));
+      return reconciler.pod(namespace ?? '', name);
     },
     { workers: options.concurrentWorkers },
   );

@@ -30,8 +30,6 @@ export interface RollbackWorld {
   /** The workload's rollbacks (ProvisioningRollback objects), newest first. */
   rollbacksOf(historyKey: string): ProvisioningRollback[];
   now(): number;
-  /** Since when this process has seen the pod stuck with a claim still undecided, if it has. */
-  stuckSince(podUid: string): number | undefined;
   /** How long to wait for claims still undecided (perhaps still provisioning) before rolling back anyway. */
   graceMs: number;
   /** Only volumes created this recently are marked unused: older ones were not seen provisioned. */

@@ -5,8 +5,12 @@ import { eventually } from '@topovol/testing';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+import { advanceRollback } from '../../src/rollback/advance-rollback.js';
+import type { AdvanceDeps } from '../../src/rollback/advance-rollback.js';
+import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
+import type { IntentStep } from '../../src/rollback/intent/decide-intent.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
-import type { RollbackActuatorDeps } from '../../src/rollback/rollback-actuator.js';
+import { liveReads } from '../../src/rollback/rollback-server-reads.js';
 import { bindPod, eventFor, failProvisioning, recordsOf, RunningRollback } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
@@ -30,9 +34,15 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
   beforeEach(() => f.startTest('rbs-'));
   afterEach(() => f.stopTest());
 
-  /** The actuator alone, as the loop's ServiceAccount would drive it, to put a race exactly where a test wants it. */
-  const actuator = (extra: Partial<RollbackActuatorDeps> = {}): RollbackActuator =>
-    new RollbackActuator({ client: f.admin, events: new EventRecorder(f.admin, 'topovol-rollback', 'test'), log: logger(), dryRun: false, volumeUse: () => Promise.resolve(undefined), ...extra });
+  /**
+   * The actuator and the advancing glue alone, as the loop's ServiceAccount would drive them, to
+   * put a race exactly where a test wants it. The volume counts as unused (the loop is not running).
+   */
+  const actuator = (extra: Partial<AdvanceDeps> = {}): { decide(p: Pod, d: RollbackDecision): Promise<void>; advance(r: ProvisioningRollback, steps: IntentStep[]): Promise<number | undefined> } => {
+    const act = new RollbackActuator({ client: f.admin, events: new EventRecorder(f.admin, 'topovol-rollback', 'test'), log: logger(), dryRun: false });
+    const deps: AdvanceDeps = { actuator: act, reads: { ...liveReads(f.admin, () => undefined), volumeUse: () => Promise.resolve(undefined) }, ...extra };
+    return { decide: (p, d) => act.decide(p, d), advance: (r, steps) => advanceRollback(deps, r, steps) };
+  };
   /** Pod p whose claim c1 was provisioned on node a and marked unused by a loop, stopped since: the test drives the actuator. */
   const unusedC1 = async (): Promise<{ p: Pod; c1: PersistentVolumeClaim }> => {
     const loop = await RunningRollback.start();
@@ -46,7 +56,7 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     }
   };
   /** Advances a record until it finishes or stalls, as the loop would on each change. */
-  const advance = async (a: RollbackActuator, name: string, rounds = 20): Promise<ProvisioningRollback> => {
+  const advance = async (a: ReturnType<typeof actuator>, name: string, rounds = 20): Promise<ProvisioningRollback> => {
     let r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
     for (let i = 0; i < rounds && r.status?.phase !== 'Completed' && r.status?.phase !== 'Aborted'; i++) {
       const wait = await a.advance(r, decideIntent(r, () => undefined));

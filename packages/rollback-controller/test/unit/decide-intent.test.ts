@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { PersistentVolumeClaim } from '@topovol/shared';
-import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
+import { decideIntent, TERMINATING_RECHECK_MS } from '../../src/rollback/intent/decide-intent.js';
 import type { ClaimState, ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 
 const rb = (states: Record<string, ClaimState>): ProvisioningRollback => ({
@@ -32,4 +32,9 @@ describe('decideIntent', function () {
     { name: 'all kept: Aborted', r: rb({ c1: 'Kept', c2: 'Kept' }), live: {}, want: ['finish Aborted'] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideIntent(c.r, live(c.live)))).to.deep.equal(c.want));
+
+  it('says how soon to look again at a claim still terminating (the requeue is the decision\'s)', function () {
+    const [step] = decideIntent(rb({ c1: 'Deleted', c2: 'Recreated' }), live({ c1: 'old-c1', c2: 'new' }));
+    expect(step).to.deep.include({ kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS });
+  });
 });

@@ -75,7 +75,7 @@ describe('rollback decisions: safety properties', function () {
     fc.assert(
       fc.property(worldFacts, (f) => {
         const { p, w } = build(f);
-        const d = decideRollback(p, world(w));
+        const d = decideRollback(p, world(w), w.stuckSince);
         if (d.kind === 'refuse') refusals++;
         if (d.kind !== 'rollback') return;
         rollbacks++;
@@ -95,7 +95,7 @@ describe('rollback decisions: safety properties', function () {
         const safe = f.volumes.every((v) => mayRollBack(f, v)) && f.nodeA === 'gone' && f.siblingFailed;
         if (!safe) return;
         const { p, w } = build(f);
-        expect(decideRollback(p, world(w)).kind).to.equal('rollback');
+        expect(decideRollback(p, world(w), w.stuckSince).kind).to.equal('rollback');
       }),
       { numRuns: 2000 },
     );

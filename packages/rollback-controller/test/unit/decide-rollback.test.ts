@@ -83,19 +83,19 @@ describe('decideRollback', function () {
   for (const c of cases) {
     it(c.name, function () {
       const w = world({ ...c.w, pods: [c.p ?? P, ...(c.w.pods ?? [])] });
-      const d = decideRollback(c.p ?? P, w);
+      const d = decideRollback(c.p ?? P, w, c.w.stuckSince);
       expect(d.kind === 'rollback' && c.want.startsWith('rollback ') ? `rollback ${d.attempt}` : d.kind).to.equal(c.want);
     });
   }
 
   it('notes when it first saw the pod stuck and undecided, and waits from then', function () {
     const w: W = { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })] };
-    const d = decideRollback(P, world({ ...w, pods: [P] }));
+    const d = decideRollback(P, world({ ...w, pods: [P] }), undefined);
     expect(d).to.deep.include({ kind: 'wait', ms: 60_000, firstSeen: NOW });
   });
 
   it('records the newest evidence it rests on, so a later rollback needs newer evidence', function () {
-    const d = decideRollback(P, world({ ...base, failures: { c2: [failed('ResourceExhausted', NOW - 7_000), failed('ResourceExhausted', NOW - 3_000)] }, pods: [P] }));
+    const d = decideRollback(P, world({ ...base, failures: { c2: [failed('ResourceExhausted', NOW - 7_000), failed('ResourceExhausted', NOW - 3_000)] }, pods: [P] }), undefined);
     expect(d.kind === 'rollback' ? d.evidenceTime : undefined).to.equal(NOW - 3_000);
   });
 });

@@ -19,6 +19,7 @@ export interface W {
   failures?: Record<string, Event[]>;
   observed?: Record<string, ProvisioningObservation>;
   rollbacks?: ProvisioningRollback[];
+  /** Not part of the world: what the loop's glue passes to decideRollback. */
   stuckSince?: number;
 }
 
@@ -35,7 +36,6 @@ export function world(w: W): RollbackWorld {
     provisioningObserved: (uid) => w.observed?.[uid],
     rollbacksOf: (key) => (w.rollbacks ?? []).filter((r) => historyKeyOfRecord(r) === key),
     now: () => NOW,
-    stuckSince: () => w.stuckSince,
     graceMs: 60_000,
     markWindowMs: 600_000,
     maxRollbacks: 3,

@@ -13,9 +13,19 @@ export type IntentStep =
   | { kind: 'createClaim'; claim: RollbackClaim }
   /** A claim of that name exists again (ours, created before a crash): record it. */
   | { kind: 'noteRecreated'; claim: RollbackClaim; uid: string }
-  /** The old claim is still terminating (a protection finalizer): look again later. */
-  | { kind: 'waitTerminating'; claim: RollbackClaim }
+  /** The old claim is still terminating (a protection finalizer): look again after `ms`. */
+  | { kind: 'waitTerminating'; claim: RollbackClaim; ms: number }
   | { kind: 'finish'; phase: 'Completed' | 'Aborted' };
+
+/** How soon a claim still terminating is looked at again: its finalizer goes with its last pod, which no event of ours announces. */
+export const TERMINATING_RECHECK_MS = 1_000;
+
+/** The step for a claim the record says Deleted, from the claim of that name as last seen. */
+export function deletedClaimStep(c: RollbackClaim, live: PersistentVolumeClaim | undefined): IntentStep {
+  if (!live) return { kind: 'createClaim', claim: c };
+  if (live.metadata?.uid === c.uid) return { kind: 'waitTerminating', claim: c, ms: TERMINATING_RECHECK_MS };
+  return { kind: 'noteRecreated', claim: c, uid: live.metadata?.uid ?? '' };
+}
 
 /**
  * What to do next for a rollback in progress, from its record and the claims as cached. Claims are
@@ -39,14 +49,10 @@ export function decideIntent(r: ProvisioningRollback, claim: (namespace: string,
         steps.push({ kind: 'deleteClaim', claim: c });
         open = true;
         break;
-      case 'Deleted': {
-        const live = claim(ns, c.name);
-        if (!live) steps.push({ kind: 'createClaim', claim: c });
-        else if (live.metadata?.uid === c.uid) steps.push({ kind: 'waitTerminating', claim: c });
-        else steps.push({ kind: 'noteRecreated', claim: c, uid: live.metadata?.uid ?? '' });
+      case 'Deleted':
+        steps.push(deletedClaimStep(c, claim(ns, c.name)));
         open = true;
         break;
-      }
       case 'Kept':
       case 'Recreated':
         break;

@@ -72,4 +72,8 @@ export interface ProvisioningRollback extends KubeObject {
 /** Finished one way or the other: nothing left to do but keep the record. */
 export const isFinished = (r: ProvisioningRollback): boolean => r.status?.phase === 'Completed' || r.status?.phase === 'Aborted';
 
+/** The Started condition: the rollback's Events were sent (rollback-actuator.ts's announce). */
+export const STARTED_CONDITION = 'Started';
+export const isAnnounced = (r: ProvisioningRollback): boolean => r.status?.conditions?.some((c) => c.type === STARTED_CONDITION) ?? false;
+
 export const claimState = (r: ProvisioningRollback, name: string): ClaimState | undefined => r.status?.claims?.find((c) => c.name === name)?.state;

@@ -1,0 +1,98 @@
+import { classifyError } from '@topovol/shared';
+import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { BinderAction } from './actions.js';
+import type { BinderActuator } from './actuator.js';
+import type { AssumeCache } from './assume-cache.js';
+import type { BinderWorld } from './binder-world.js';
+import { countBind, observeBind } from './binder-metrics.js';
+import { claimClass } from './claim-helpers.js';
+import { decideClaim } from './decide-claim.js';
+import { decideVolume } from './decide-volume.js';
+import type { SelectedNodeIssue } from './selected-node-checks.js';
+import { StaleViewError, verifyOnServer } from './verify-on-server.js';
+
+export interface BinderGlueDeps {
+  world: BinderWorld;
+  client: KubeClient;
+  actuator: BinderActuator;
+  volumes: AssumeCache<PersistentVolume>;
+  claims: AssumeCache<PersistentVolumeClaim>;
+  /** Volumes a worker has decided to bind and is writing now (the world's free volumes skip them). */
+  inFlight: Set<string>;
+  /** Selected-node problems noted by the decisions, by claim uid (the world reads them back). */
+  selectedNodeIssues: FirstSeen<SelectedNodeIssue>;
+  dryRun: boolean;
+}
+
+/**
+ * The pv-binder loop's glue, one method per kind of key: the decision (pure, over the world), what
+ * it asks to remember, the volumes it reserves, the server's confirmation of what no precondition
+ * guards, the actuator's writes, the assume cache undone on a conflict, and the metrics.
+ */
+export class BinderReconciler {
+  constructor(private readonly d: BinderGlueDeps) {}
+
+  async claim(namespace: string, name: string): Promise<number | void> {
+    const { world, inFlight } = this.d;
+    const claim = world.claim(namespace, name);
+    if (!claim) return;
+    const wasBound = claim.status?.phase === 'Bound';
+    const actions = decideClaim(claim, world);
+    this.remember(actions);
+    // Reserved from the decision (no await in between) until the write is done, so that other
+    // workers pick the next volume instead of racing for this one into a Conflict.
+    const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
+    for (const n of picked) inFlight.add(n);
+    try {
+      await this.run(actions);
+    } catch (err) {
+      const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
+      if (picked.length > 0) countBind(stale ? 'conflict' : 'error');
+      // Our view was stale: drop what we assumed so the retry reads the informer's truth.
+      if (stale) {
+        this.d.claims.forget(`${namespace}/${name}`);
+        for (const n of picked) this.d.volumes.forget(n);
+      }
+      throw err;
+    } finally {
+      for (const n of picked) inFlight.delete(n);
+    }
+    if (actions.some((a) => a.kind === 'bindClaim') && !wasBound && !this.d.dryRun) {
+      countBind('bound');
+      const since = Date.parse(claim.metadata?.creationTimestamp ?? '');
+      const mode = world.storageClass(claimClass(claim))?.volumeBindingMode ?? 'Immediate';
+      if (!Number.isNaN(since)) observeBind(mode, Math.max(0, (Date.now() - since) / 1000));
+    }
+    const waits = actions.flatMap((a) => (a.kind === 'requeueAfter' ? [a.ms] : []));
+    if (waits.length > 0) return Math.min(...waits);
+  }
+
+  async volume(name: string, log: Logger): Promise<number | void> {
+    const volume = this.d.world.volume(name);
+    if (!volume) return;
+    const actions = decideVolume(volume, this.d.world);
+    log.debug('volume synced', { actions: actions.map((a) => a.kind) });
+    await this.run(actions);
+  }
+
+  /** What the decisions ask to remember (not a write: the actuator never sees it). */
+  private remember(actions: BinderAction[]): void {
+    for (const a of actions) {
+      if (a.kind !== 'noteSelectedNodeIssue') continue;
+      const uid = a.claim.metadata?.uid ?? '';
+      if (a.issue) this.d.selectedNodeIssues.note(uid, a.issue, a.at);
+      else this.d.selectedNodeIssues.forget(uid);
+    }
+  }
+
+  /**
+   * The plan, once the server has confirmed what it rests on (dry-run writes nothing, so reads
+   * nothing). Refuted: the actions before the refuted one are still written, as planned, and the
+   * reconcile fails so that it is retried on fresh data.
+   */
+  private async run(actions: BinderAction[]): Promise<void> {
+    const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions);
+    await this.d.actuator.run(refuted ? actions.slice(0, refuted.index) : actions);
+    if (refuted) throw new StaleViewError(refuted.why);
+  }
+}

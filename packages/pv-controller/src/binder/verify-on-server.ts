@@ -1,0 +1,97 @@
+import { isNotFound, Resources } from '@topovol/shared';
+import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
+import { allowedTopologiesMatch, someConsumerFits } from './selected-node-checks.js';
+
+/**
+ * The two writes a lagging cache must never be enough for, because they cannot be undone: Released
+ * (hands the volume to its reclaim policy, perhaps deletion) and a selected-node's removal (the
+ * claim is provisioned afresh elsewhere). No write precondition on the object written can express
+ * "the claim is gone" or "the node is gone", so the glue reads those facts from the server first.
+ */
+type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' }>;
+
+/** What the server has, read for one guarded action. */
+export type ServerView =
+  | { kind: 'claim'; claim: PersistentVolumeClaim | undefined }
+  | { kind: 'node'; node: Node | undefined }
+  | { kind: 'pods'; pods: Pod[] };
+
+/** The server's facts one action needs confirmed, if any. */
+function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' } | undefined {
+  if (a.kind === 'volumePhase' && a.phase === 'Released' && a.volume.spec?.claimRef?.name && a.volume.spec.claimRef.namespace) return { action: a, read: 'claim' };
+  if (a.kind === 'annotateClaim' && a.confirm) return { action: a, read: a.confirm.issue === 'noConsumer' ? 'pods' : 'node' };
+  return undefined;
+}
+
+/**
+ * Upstream's isVolumeReleased, on the server's claim: the volume's claim is gone, re-created under
+ * the same name, or bound to another volume. Why not, or undefined.
+ */
+export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeClaim | undefined): string | undefined {
+  const ref = volume.spec?.claimRef;
+  if (!live || !ref) return undefined;
+  const boundElsewhere = !!live.spec?.volumeName && live.spec.volumeName !== volume.metadata?.name;
+  if (live.metadata?.uid === ref.uid && !boundElsewhere) return `claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${volume.metadata?.name}`;
+  return undefined;
+}
+
+/** The selected-node problem, on the server's node (or the namespace's pods). Why it is not there, or undefined. */
+export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: SelectedNodeConfirmation, view: ServerView): string | undefined {
+  const stillThere = `${claim.metadata?.namespace}/${claim.metadata?.name}: selected node "${confirm.node}"`;
+  if (confirm.issue === 'noConsumer') {
+    return view.kind === 'pods' && someConsumerFits(view.pods, claim, confirm.node) ? `${stillThere} has a pod that may use it after all; keeping it` : undefined;
+  }
+  const node = view.kind === 'node' ? view.node : undefined;
+  if (confirm.issue === 'gone') return node ? `${stillThere} exists after all; keeping it` : undefined;
+  // Gone from the server though the cache has it: decided again once the cache knows.
+  if (!node) return `${stillThere} is not on the server; deciding again`;
+  return allowedTopologiesMatch(confirm.allowedTopologies, node) ? `${stillThere} is allowed after all; keeping it` : undefined;
+}
+
+/** Why the server refutes the guarded action, or undefined. */
+export function refutation(a: Guarded, view: ServerView): string | undefined {
+  if (a.kind === 'volumePhase') return releaseRefuted(a.volume, view.kind === 'claim' ? view.claim : undefined);
+  return a.confirm ? selectedNodeIssueRefuted(a.claim, a.confirm, view) : undefined;
+}
+
+async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf>>): Promise<ServerView> {
+  const a = g.action;
+  if (g.read === 'claim' && a.kind === 'volumePhase') {
+    const ref = a.volume.spec!.claimRef!;
+    return { kind: 'claim', claim: await orUndefined(client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, ref.name!, ref.namespace)) };
+  }
+  if (g.read === 'pods') return { kind: 'pods', pods: (await client.list<Pod>(Resources.pods, { namespace: a.kind === 'annotateClaim' ? a.claim.metadata?.namespace : undefined })).items };
+  return { kind: 'node', node: await orUndefined(client.get<Node>(Resources.nodes, a.kind === 'annotateClaim' ? (a.confirm?.node ?? '') : '')) };
+}
+
+/**
+ * Reads from the server what the plan's guarded actions rest on. The first action the server
+ * refutes, by its place in the plan and why, or undefined when every guarded action is confirmed.
+ */
+export async function verifyOnServer(client: KubeClient, actions: BinderAction[]): Promise<{ index: number; why: string } | undefined> {
+  for (const [index, a] of actions.entries()) {
+    const g = guardOf(a);
+    if (!g) continue;
+    const why = refutation(g.action, await read(client, g));
+    if (why) return { index, why };
+  }
+  return undefined;
+}
+
+/**
+ * The server disagreed with the cache a decision was made on (see verifyOnServer): no HTTP error,
+ * but the reconcile fails so that it is retried, with backoff, once the informers have caught up.
+ */
+export class StaleViewError extends Error {
+  override readonly name = 'StaleViewError';
+}

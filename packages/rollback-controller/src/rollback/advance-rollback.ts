@@ -1,0 +1,84 @@
+import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
+import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
+import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
+import type { IntentStep } from './intent/decide-intent.js';
+import type { RollbackActuator } from './rollback-actuator.js';
+import type { RollbackServerReads } from './rollback-server-reads.js';
+
+export interface AdvanceDeps {
+  actuator: RollbackActuator;
+  reads: RollbackServerReads;
+  /** Tests only: runs between the last re-check and the claim's delete, to widen the race window at will. */
+  beforeClaimDelete?: (claim: RollbackClaim) => Promise<void>;
+}
+
+/**
+ * Advances a rollback in progress: the glue between its steps (decideIntent: record in, steps out),
+ * the server reads a claim's delete is decided on (decideClaimDelete), and the actuator's writes,
+ * one at a time, each recorded in the record's status, so that a crash or a new leader finishes it
+ * exactly once. Returns when to look again, if a step said so; stops at the first step that changes the plan.
+ */
+export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, steps: IntentStep[]): Promise<number | undefined> {
+  let current = r;
+  // Events first, then the Started condition that says they were sent: a process that dies in
+  // between (or right after creating the record) leaves it to its successor to send them again
+  // (the same Event, counted twice) rather than never.
+  if (!isFinished(current) && !isAnnounced(current)) current = await d.actuator.announce(current);
+  for (const s of steps) {
+    switch (s.kind) {
+      case 'markDeleting':
+        current = await d.actuator.setClaim(current, s.claim.name, 'Deleting');
+        break;
+      case 'deleteClaim': {
+        const outcome = await deleteClaim(d, current, s.claim);
+        current = await d.actuator.setClaim(current, s.claim.name, outcome.state, undefined, outcome.why);
+        if (outcome.state === 'Kept') {
+          d.actuator.reportAborted(current, s.claim, outcome.why ?? '');
+          return undefined;
+        }
+        break;
+      }
+      case 'keep':
+        current = await d.actuator.setClaim(current, s.claim.name, 'Kept', undefined, s.why);
+        break;
+      case 'createClaim': {
+        let uid = await d.actuator.createClaim(current, s.claim);
+        if (uid === undefined) {
+          const next = afterCreateRefused(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
+          if (next.kind === 'waitTerminating') return next.ms;
+          uid = next.uid;
+        }
+        current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', uid);
+        break;
+      }
+      case 'noteRecreated':
+        current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', s.uid);
+        break;
+      case 'waitTerminating':
+        // Its protection finalizer: a pod holds it (see the raced report), or it is going.
+        return s.ms;
+      case 'finish':
+        await d.actuator.finish(current, s.phase);
+        return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Reads the claim, the pod and the volume from the server, then deletes if decideClaimDelete says so. */
+async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string }> {
+  const ns = r.spec.pod.namespace;
+  const claim = await d.reads.claim(ns, c.name);
+  const plan = decideClaimDelete(r, c, { claim, pod: await d.reads.pod(ns, r.spec.pod.name), volumeUse: await d.reads.volumeUse(c.volume) });
+  if (plan.kind === 'alreadyDeleted') return { state: 'Deleted' };
+  if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
+  await d.beforeClaimDelete?.(c);
+  const written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
+  if (written === 'changed') return { state: 'Kept', why: `claim ${c.name} changed since the rollback was decided` };
+  if (written === 'gone') return { state: 'Kept', why: `claim ${c.name} was deleted by someone else` };
+  // The only window no precondition closes: the scheduler binding the pod between the re-check
+  // and the delete. The claim then stays Terminating while the pod exists; say so.
+  const after = await d.reads.pod(ns, r.spec.pod.name);
+  if (after?.spec?.nodeName) d.actuator.reportRaced(after, c);
+  return { state: 'Deleted' };
+}

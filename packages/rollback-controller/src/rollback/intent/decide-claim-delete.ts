@@ -1,0 +1,56 @@
+import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { isDeepStrictEqual } from 'node:util';
+import { claimTemplate } from '../claim-template.js';
+import { deletedClaimStep, TERMINATING_RECHECK_MS } from './decide-intent.js';
+import type { ClaimTemplate, ProvisioningRollback, RollbackClaim } from './provisioning-rollback.js';
+
+/** What the server says, read right before a rollback's claim delete (the cache may lag by a write or two). */
+export interface DeleteFacts {
+  claim: PersistentVolumeClaim | undefined;
+  pod: Pod | undefined;
+  /** Why the claim's volume may hold data now (its live mark, the cached evidence), or undefined while provably unused. */
+  volumeUse: string | undefined;
+}
+
+export type DeletePlan =
+  /** Gone or going: deleted by us before a crash, or by someone else meanwhile; either way re-created from our template. */
+  | { kind: 'alreadyDeleted' }
+  /** The rollback stops before this claim: it stays as it is. */
+  | { kind: 'keep'; why: string }
+  /** Delete with these preconditions: the claim decided on, at the version just checked. */
+  | { kind: 'delete'; uid: string; resourceVersion: string | undefined };
+
+/**
+ * Whether a rollback in progress may delete claim `c` now, from the server's answers. A claim with
+ * a newer resourceVersion than the decision's is still the one decided on if it is bound to the
+ * same volume and would be re-created the same (a binder's annotation, a protection finalizer);
+ * otherwise it is kept. The pod must still be the one, unscheduled; the volume provably unused.
+ */
+export function decideClaimDelete(r: ProvisioningRollback, c: RollbackClaim, f: DeleteFacts): DeletePlan {
+  if (!f.claim || f.claim.metadata?.uid !== c.uid || f.claim.metadata?.deletionTimestamp) return { kind: 'alreadyDeleted' };
+  const changed = claimChange(f.claim, c);
+  if (changed) return { kind: 'keep', why: `claim ${c.name} changed since the rollback was decided (${changed})` };
+  const podName = r.spec.pod.name;
+  if (!f.pod || f.pod.metadata?.uid !== r.spec.pod.uid) return { kind: 'keep', why: `pod ${podName} is gone` };
+  if (f.pod.spec?.nodeName) return { kind: 'keep', why: `pod ${podName} was scheduled to node ${f.pod.spec.nodeName}` };
+  if (f.volumeUse) return { kind: 'keep', why: `volume ${c.volume} may hold data: ${f.volumeUse}` };
+  return { kind: 'delete', uid: c.uid, resourceVersion: f.claim.metadata?.resourceVersion };
+}
+
+/** What differs, for the rollback, between the claim decided on and the claim now; undefined when nothing does. */
+function claimChange(live: PersistentVolumeClaim, c: RollbackClaim): string | undefined {
+  if (live.metadata?.resourceVersion === c.resourceVersion) return undefined;
+  if (live.spec?.volumeName !== c.volume) return `now bound to ${live.spec?.volumeName ?? 'no volume'}`;
+  const canonical = (t: ClaimTemplate): unknown => JSON.parse(JSON.stringify(t));
+  if (!isDeepStrictEqual(canonical(claimTemplate(live)), canonical(c.template))) return 'its labels, annotations, owners or spec';
+  return undefined;
+}
+
+/**
+ * After the create of a deleted claim was refused (a claim of that name exists), from that claim as
+ * the server has it: ours, created before a crash, or the old one still going (look again later).
+ */
+export function afterCreateRefused(c: RollbackClaim, live: PersistentVolumeClaim | undefined): { kind: 'noteRecreated'; uid: string } | { kind: 'waitTerminating'; ms: number } {
+  const step = deletedClaimStep(c, live);
+  return step.kind === 'noteRecreated' ? { kind: 'noteRecreated', uid: step.uid } : { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS };
+}

@@ -1,0 +1,105 @@
+import { classifyError, FirstSeen, isNotFound } from '@topovol/shared';
+import type { KubeClient, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { advanceRollback } from './advance-rollback.js';
+import type { AdvanceDeps } from './advance-rollback.js';
+import { decideMark } from './decide-mark.js';
+import { decideRollback } from './decide-rollback.js';
+import { decideIntent } from './intent/decide-intent.js';
+import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
+import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
+import { writeMark } from './mark-actuator.js';
+import type { MarkActuatorDeps } from './mark-actuator.js';
+import { countRollback } from './rollback-metrics.js';
+import type { RollbackWorld } from './rollback-world.js';
+import { historyKeyOfPod } from './workload.js';
+
+export interface RollbackGlueDeps extends AdvanceDeps {
+  world: RollbackWorld;
+  /** The cached pod and record (the world holds what decisions read; these are what keys name). */
+  pod(namespace: string, name: string): Pod | undefined;
+  record(name: string): ProvisioningRollback | undefined;
+  client: KubeClient;
+  log: Logger;
+  dryRun: boolean;
+  marks: MarkActuatorDeps;
+  /** How long a finished record is kept. */
+  historyTtlMs: number;
+  /** Notes what this process sees of a claim's provisioning (see provisioning-observation.ts). */
+  observe(claim: PersistentVolumeClaim): void;
+  enqueueRecord(name: string): void;
+}
+
+const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
+
+/**
+ * The rollback loop's glue, one method per kind of key: what each reads, which decision it asks,
+ * what it remembers, and which writes it hands to the actuators. Decisions are pure; the first-seen
+ * times they count grace periods from are kept here (`stuck`) and passed in.
+ */
+export class RollbackReconciler {
+  /** Since when this process has seen each pod (by uid) stuck with a claim undecided. */
+  private readonly stuck = new FirstSeen<true>();
+
+  constructor(private readonly d: RollbackGlueDeps) {}
+
+  /** pv/ keys: the volume's usage mark. */
+  async volume(name: string): Promise<number | void> {
+    const v = this.d.world.volume(name);
+    if (!v) return;
+    // What the claim shows now counts too (a watch may deliver the volume before the claim).
+    const ref = v.spec?.claimRef;
+    const c = ref?.name ? this.d.world.claim(ref.namespace ?? '', ref.name) : undefined;
+    if (c) this.d.observe(c);
+    await writeMark(this.d.marks, decideMark(v, this.d.world));
+  }
+
+  /** pod/ keys: is the pod stuck, and can undoing its volumes be justified? */
+  pod(namespace: string, name: string): Promise<number | void> {
+    return countingErrors(async () => {
+      const pod = this.d.pod(namespace, name);
+      if (!pod) return;
+      // The unfinished rollback of the pod's workload, if any, is finished before anything new is decided.
+      const running = this.d.world.rollbacksOf(historyKeyOfPod(pod)).find((r) => !isFinished(r));
+      if (running) {
+        this.d.enqueueRecord(running.metadata!.name!);
+        return;
+      }
+      const uid = pod.metadata?.uid ?? '';
+      const decision = decideRollback(pod, this.d.world, this.stuck.get(uid)?.since);
+      if (decision.kind !== 'none') this.d.log.debug('pod decided', { pod: `${namespace}/${name}`, decision: decision.kind, why: 'why' in decision ? decision.why : undefined });
+      if (decision.kind === 'wait' && decision.firstSeen !== undefined) this.stuck.note(uid, true, decision.firstSeen);
+      if (decision.kind !== 'wait') this.stuck.forget(uid);
+      await this.d.actuator.decide(pod, decision);
+      if (decision.kind === 'wait') return decision.ms;
+    });
+  }
+
+  /** rb/ keys: advance a rollback in progress, or expire a finished one's record. */
+  record(name: string): Promise<number | void> {
+    return countingErrors(async () => {
+      const r = this.d.record(name);
+      if (!r) return;
+      if (isFinished(r)) {
+        const done = Date.parse(r.status?.completionTime ?? '') || created(r);
+        const left = done + this.d.historyTtlMs - Date.now();
+        if (left > 0) return left;
+        await this.d.client.delete(ProvisioningRollbacks, name, undefined, { preconditions: { uid: r.metadata?.uid } }).catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+        return;
+      }
+      if (this.d.dryRun) return;
+      return advanceRollback(this.d, r, decideIntent(r, (ns, n) => this.d.world.claim(ns, n)));
+    });
+  }
+}
+
+/** Conflicts are retried on fresh data as a matter of course; anything else is a failure, counted. */
+async function countingErrors(f: () => Promise<number | void>): Promise<number | void> {
+  try {
+    return await f();
+  } catch (err) {
+    if (classifyError(err).kind !== 'Conflict') countRollback('error');
+    throw err;
+  }
+}

@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { claimTemplate } from '../../src/rollback/claim-template.js';
+import { afterCreateRefused, decideClaimDelete } from '../../src/rollback/intent/decide-claim-delete.js';
+import type { DeleteFacts } from '../../src/rollback/intent/decide-claim-delete.js';
+import { TERMINATING_RECHECK_MS } from '../../src/rollback/intent/decide-intent.js';
+import type { ProvisioningRollback, RollbackClaim } from '../../src/rollback/intent/provisioning-rollback.js';
+
+// A rollback's claim delete, decided on what the server says right before it.
+const decided: PersistentVolumeClaim = { metadata: { name: 'c1', namespace: 'ns', uid: 'old-c1', resourceVersion: '7', labels: { app: 'db' } }, spec: { volumeName: 'v1', storageClassName: 'fast' } };
+const c: RollbackClaim = { name: 'c1', uid: 'old-c1', resourceVersion: '7', volume: 'v1', template: claimTemplate(decided) };
+const r: ProvisioningRollback = { metadata: { name: 'w-1' }, spec: { pod: { namespace: 'ns', name: 'p', uid: 'uid-p' }, workload: { kind: 'Pod', name: 'p', uid: 'uid-p' }, node: 'a', reason: 'x', attempt: 1, claims: [c] } };
+const claimAt = (rv: string, change: { uid?: string; volumeName?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deleting?: boolean } = {}): PersistentVolumeClaim => ({
+  metadata: { ...decided.metadata, uid: change.uid ?? 'old-c1', resourceVersion: rv, labels: change.labels ?? decided.metadata?.labels, annotations: change.annotations, deletionTimestamp: change.deleting ? '2026-11-22T12:00:00Z' : undefined },
+  spec: { ...decided.spec, volumeName: change.volumeName ?? 'v1' },
+});
+const podP = (nodeName?: string, uid = 'uid-p'): Pod => ({ metadata: { name: 'p', namespace: 'ns', uid }, spec: { nodeName, containers: [] } });
+const facts = (f: Partial<DeleteFacts>): DeleteFacts => ({ claim: claimAt('7'), pod: podP(), volumeUse: undefined, ...f });
+const summary = (f: DeleteFacts): string => {
+  const d = decideClaimDelete(r, c, f);
+  return d.kind === 'delete' ? `delete rv ${d.resourceVersion}` : d.kind === 'keep' ? `keep: ${d.why}` : d.kind;
+};
+
+describe('decideClaimDelete', function () {
+  const cases: { name: string; f: Partial<DeleteFacts>; want: string }[] = [
+    { name: 'as decided, pod unscheduled, volume unused: delete at the version checked', f: {}, want: 'delete rv 7' },
+    { name: 'gone: deleted before a crash, or by someone else (re-created from the template)', f: { claim: undefined }, want: 'alreadyDeleted' },
+    { name: 'another claim of that name: the one decided on is gone', f: { claim: claimAt('9', { uid: 'other' }) }, want: 'alreadyDeleted' },
+    { name: 'being deleted', f: { claim: claimAt('9', { deleting: true }) }, want: 'alreadyDeleted' },
+    { name: 'a newer version that changes nothing re-created: delete at the newer version', f: { claim: claimAt('9', { annotations: { 'volume.kubernetes.io/selected-node': 'a' } }) }, want: 'delete rv 9' },
+    { name: 'a newer version bound elsewhere: kept', f: { claim: claimAt('9', { volumeName: 'v2' }) }, want: 'keep: claim c1 changed since the rollback was decided (now bound to v2)' },
+    { name: 'a newer version with other labels: kept', f: { claim: claimAt('9', { labels: { app: 'web' } }) }, want: 'keep: claim c1 changed since the rollback was decided (its labels, annotations, owners or spec)' },
+    { name: 'the pod is gone: kept', f: { pod: undefined }, want: 'keep: pod p is gone' },
+    { name: 'a pod of that name with another uid: kept', f: { pod: podP(undefined, 'other') }, want: 'keep: pod p is gone' },
+    { name: 'the pod was scheduled: kept', f: { pod: podP('b') }, want: 'keep: pod p was scheduled to node b' },
+    { name: 'the volume may hold data: kept', f: { volumeUse: 'its mark is used' }, want: 'keep: volume v1 may hold data: its mark is used' },
+  ];
+  for (const x of cases) it(x.name, () => expect(summary(facts(x.f))).to.equal(x.want));
+
+  it('never plans a delete of a volume that may hold data, of a scheduled or other pod, or of a claim that changed what it re-creates', function () {
+    let deletes = 0;
+    fc.assert(
+      fc.property(
+        fc.record({
+          claim: fc.option(fc.record({ rv: fc.constantFrom('7', '9'), uid: fc.constantFrom('old-c1', 'other'), volumeName: fc.constantFrom('v1', 'v2'), labels: fc.constantFrom('db', 'web'), deleting: fc.boolean() }), { nil: undefined }),
+          pod: fc.option(fc.record({ nodeName: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }), uid: fc.constantFrom('uid-p', 'other') }), { nil: undefined }),
+          volumeUse: fc.option(fc.constantFrom('it is gone', 'its mark is used', 'attached to node a'), { nil: undefined }),
+        }),
+        (g) => {
+          const f: DeleteFacts = {
+            // The same resourceVersion is the same object: only a newer one can differ from the decided.
+            claim: g.claim && (g.claim.rv === '7' ? claimAt('7') : claimAt(g.claim.rv, { uid: g.claim.uid, volumeName: g.claim.volumeName, labels: { app: g.claim.labels }, deleting: g.claim.deleting })),
+            pod: g.pod && podP(g.pod.nodeName, g.pod.uid),
+            volumeUse: g.volumeUse,
+          };
+          const d = decideClaimDelete(r, c, f);
+          if (d.kind !== 'delete') return;
+          deletes++;
+          expect(f.volumeUse, 'volume may hold data').to.equal(undefined);
+          expect([f.pod?.metadata?.uid, f.pod?.spec?.nodeName]).to.deep.equal(['uid-p', undefined]);
+          expect([f.claim?.metadata?.uid, f.claim?.spec?.volumeName, f.claim?.metadata?.labels, f.claim?.metadata?.deletionTimestamp]).to.deep.equal(['old-c1', 'v1', { app: 'db' }, undefined]);
+          // The delete is conditional on the claim exactly as checked.
+          expect([d.uid, d.resourceVersion]).to.deep.equal(['old-c1', f.claim?.metadata?.resourceVersion]);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    expect(deletes, 'deletes planned').to.be.above(10);
+  });
+});
+
+describe('afterCreateRefused', function () {
+  const cases: { name: string; live: PersistentVolumeClaim | undefined; want: ReturnType<typeof afterCreateRefused> }[] = [
+    { name: 'ours, created before a crash: recorded as re-created', live: claimAt('12', { uid: 'new-c1' }), want: { kind: 'noteRecreated', uid: 'new-c1' } },
+    { name: 'the old claim, still terminating: look again later', live: claimAt('9', { deleting: true }), want: { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS } },
+    { name: 'gone again since the refused create: look again later', live: undefined, want: { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS } },
+  ];
+  for (const x of cases) it(x.name, () => expect(afterCreateRefused(c, x.live)).to.deep.equal(x.want));
+});
