@@ -13,7 +13,7 @@ import { desiredItems } from './objects/desired-items.js';
 import { itemsToRefreshAfterFailure } from './objects/failure-refresh.js';
 import { ObjectActuator } from './objects/object-actuator.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
-import { refreshDecision } from './objects/refresh-timing.js';
+import { callNeededSince, refreshDecision } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
@@ -23,6 +23,7 @@ import { unsegmentedNodes } from './segments/unsegmented-nodes.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacitySource } from './source/get-capacity.js';
+import { requestKey, RunningRequests } from './source/running-requests.js';
 import type { CapacityStatusWriter, StatusCondition } from './status/index.js';
 
 export const SYNC_KEY = 'sync';
@@ -75,6 +76,9 @@ export interface CapacityLoopOptions extends DesiredOptions {
 export class CapacityLoop {
   private desired: DesiredState = { items: new Map(), frozen: new Set(), problems: [] };
   private readonly state = new Map<string, ItemState>();
+  /** Item keys by GetCapacity request (requestKey): items of one request share its calls. */
+  private byRequest = new Map<string, string[]>();
+  private readonly running = new RunningRequests();
   private readonly objects: ObjectActuator;
   private readonly problems: ProblemReporter;
   /** The driver answered Unimplemented: why, when to ask again, how many times in a row. */
@@ -123,8 +127,7 @@ export class CapacityLoop {
       if (pv.spec?.csi?.driver !== this.opts.driverName) return;
       for (const [key, d] of this.desired.items) {
         if (!volumeAffectsItem(pv, d.item)) continue;
-        const st = this.state.get(key);
-        if (st) st.dirty = true;
+        this.markDirty(key);
         this.enqueue(ITEM_PREFIX + key);
       }
     };
@@ -165,8 +168,7 @@ export class CapacityLoop {
     if (keys.length === 0) return;
     this.log.debug('provisioning failed: refreshing its capacity', { claim: `${claim.metadata?.namespace}/${claim.metadata?.name}`, node, items: keys.length });
     for (const key of keys) {
-      const st = this.state.get(key);
-      if (st) st.dirty = true;
+      this.markDirty(key);
       this.enqueue(ITEM_PREFIX + key);
     }
   }
@@ -184,11 +186,18 @@ export class CapacityLoop {
     const segments = computeSegments(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
     const before = this.desired;
     this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts);
+    this.byRequest = new Map();
+    const now = this.now();
+    for (const [key, d] of this.desired.items) {
+      const rk = requestKey(d.parameters, d.item.segment);
+      this.byRequest.set(rk, [...(this.byRequest.get(rk) ?? []), key]);
+      // Wanted from now on: items of one sync can share their first call.
+      if (!this.state.has(key)) this.state.set(key, { refreshedAt: 0, dirty: true, failures: 0, createdAt: now });
+    }
     for (const [key, d] of this.desired.items) {
       const old = before.items.get(key);
       if (old && JSON.stringify(old.parameters) === JSON.stringify(d.parameters)) continue;
-      const st = this.state.get(key);
-      if (st) st.dirty = true;
+      this.markDirty(key);
       this.enqueue(ITEM_PREFIX + key);
     }
     for (const key of this.state.keys()) {
@@ -210,14 +219,17 @@ export class CapacityLoop {
     // Unimplemented: one call per backoff period, whichever item comes first.
     if (this.unsupported && this.now() < this.unsupported.retryAt) return this.unsupported.retryAt - this.now();
     let st = this.state.get(key);
-    if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0 }));
+    if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0, createdAt: this.now() }));
     // Its completion enqueues the key again.
     if (st.inflight) return;
     const now = this.now();
     const next = refreshDecision(st, now, this.opts);
     if (next.call) {
+      // A call of the same request that started since this item needed one answers for it too;
+      // its landing enqueues this item.
+      if (this.running.covers(requestKey(d.parameters, d.item.segment), callNeededSince(st, next.cause, this.opts))) return;
       if (next.cause === 'event') st.eventCallAt = now;
-      this.measure(ctx, key, d, st);
+      this.measure(ctx, key, d, st, now);
       return;
     }
     if (next.current && st.measured && d.item.storageClassName !== EPHEMERAL_CLASS) await this.ensureObjects(ctx, key, d.item, st.measured);
@@ -228,19 +240,31 @@ export class CapacityLoop {
    * Asks the driver without holding a worker (see CallSlots); the answer lands in the item's state
    * and the item is enqueued again to publish it.
    */
-  private measure(ctx: ReconcileContext, key: string, d: DesiredItem, st: ItemState): void {
+  private measure(ctx: ReconcileContext, key: string, d: DesiredItem, st: ItemState, startedAt: number): void {
     st.dirty = false;
     st.inflight = true;
+    const rk = requestKey(d.parameters, d.item.segment);
+    this.running.begin(rk, startedAt);
     this.calls
       .run(() => this.source.get(d.parameters, d.item.segment, AbortSignal.any([ctx.signal, this.stopping.signal])))
       .then(
-        (measured) => this.measured(d, st, measured),
+        (measured) => this.measured(rk, d, st, measured, startedAt),
         (err: unknown) => this.measureFailed(d, st, err),
       )
       .finally(() => {
         st.inflight = false;
-        if (!this.stopping.signal.aborted) this.enqueue(ITEM_PREFIX + key);
+        this.running.end(rk, startedAt);
+        if (this.stopping.signal.aborted) return;
+        for (const k of new Set([key, ...(this.byRequest.get(rk) ?? [])])) this.enqueue(ITEM_PREFIX + k);
       });
+  }
+
+  /** A volume event or a failed provisioning: the item's figure may be stale. */
+  private markDirty(key: string): void {
+    const st = this.state.get(key);
+    if (!st) return;
+    st.dirty = true;
+    st.lastEventAt = this.now();
   }
 
   /** Cancels running GetCapacity calls; the controller's shutdown calls it. */
@@ -248,12 +272,29 @@ export class CapacityLoop {
     this.stopping.abort();
   }
 
-  private measured(d: DesiredItem, st: ItemState, measured: MeasuredCapacity): void {
+  /** An answer lands: the item that asked and every other item of its request take it. */
+  private measured(rk: string, d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number): void {
     if (this.unsupported) {
       this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after: this.unsupported.count });
       this.unsupported = undefined;
       for (const k of this.desired.items.keys()) this.enqueue(ITEM_PREFIX + k);
     }
+    this.take(d, st, measured, startedAt);
+    for (const k of this.byRequest.get(rk) ?? []) {
+      const other = this.state.get(k);
+      const od = this.desired.items.get(k);
+      if (!other || !od || other === st) continue;
+      this.take(od, other, measured, startedAt);
+      // Events up to the call's start are answered by it; a later one still needs a call.
+      if ((other.lastEventAt ?? -Infinity) <= startedAt) other.dirty = false;
+      // A call made for a change opens the coalescing window of every item it answered.
+      if (st.eventCallAt === startedAt) other.eventCallAt = startedAt;
+    }
+  }
+
+  private take(d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number): void {
+    if ((st.answerStartedAt ?? -Infinity) > startedAt) return;
+    st.answerStartedAt = startedAt;
     const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
     st.measured = measured;
     st.refreshedAt = this.now();

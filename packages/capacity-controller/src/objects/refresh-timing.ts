@@ -7,6 +7,11 @@ export interface ItemState {
   refreshedAt: number;
   /** A volume event (or a failed provisioning, a changed class) since the last call started: ask again. */
   dirty: boolean;
+  /** When the item was first wanted, and when the last such event arrived (see callNeededSince). */
+  createdAt?: number;
+  lastEventAt?: number;
+  /** When the call whose answer `measured` holds started: an older answer never replaces a newer one. */
+  answerStartedAt?: number;
   /**
    * When the last call made because of such an event started. Only these calls open a coalescing
    * window: a poll or the first measurement just before an event must not delay it.
@@ -56,4 +61,23 @@ export function refreshDecision(st: ItemState, now: number, iv: RefreshIntervals
   const due = st.refreshedAt + iv.pollIntervalMs;
   if (now >= due) return now < retryAt ? { call: false, afterMs: retryAt - now, current: true } : { call: true, cause: 'poll' };
   return { call: false, afterMs: Math.max(1, due - now), current: true };
+}
+
+/**
+ * The instant from which a call answers what the item needs (a call of the same request that
+ * started then or later will do, see source/running-requests.ts): its first figure, since it was
+ * wanted; an event, since the last one; a poll, since it fell due. A retry after failed calls keeps
+ * its own backoff and shares nothing.
+ */
+export function callNeededSince(st: ItemState, cause: 'first' | 'event' | 'retry' | 'poll', iv: RefreshIntervals): number {
+  switch (cause) {
+    case 'first':
+      return st.createdAt ?? Infinity;
+    case 'event':
+      return st.lastEventAt ?? Infinity;
+    case 'poll':
+      return st.refreshedAt + iv.pollIntervalMs;
+    case 'retry':
+      return Infinity;
+  }
 }

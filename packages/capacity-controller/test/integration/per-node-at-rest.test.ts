@@ -43,7 +43,8 @@ function capacityRequests(events: readonly AuditEvent[], from: number, to: numbe
  * What a per-node deployment costs while nothing changes, counted in the real API server's audit
  * log and at the drivers: only the heartbeats of the aggregated status (each node's pool, each
  * occupied shard's entry on the head, once per expiry/2), one read of each shard per poll by its
- * pruner unless its own write returned it, and GetCapacity at most once per poll per (class, node).
+ * pruner unless its own write returned it, and GetCapacity at most once per poll per request
+ * (classes with the same parameters on one node share theirs).
  */
 describe('capacity per node at rest: no request and no GetCapacity call beyond the heartbeat (real API server)', function () {
   this.timeout(240_000);
@@ -141,7 +142,7 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     pvs.push(pv);
   }
 
-  it('costs only the status heartbeats and one read of each shard per poll by its pruner (none after its own write), and one GetCapacity per poll per item', async function () {
+  it('costs only the status heartbeats and one read of each shard per poll by its pruner (none after its own write), and one GetCapacity per poll per request (classes with equal parameters share it)', async function () {
     // The defaults' ratio (poll 1m, expiry 5m): entries are renewed every 2.5 to 3.5 polls, so
     // copies of the head age by more than an entry's remaining life.
     const POLL_MS = 2_000;
@@ -186,9 +187,10 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     const headWrites = seen.filter((r) => r.what === 'patch csidrivercapacities/status');
     expect(headWrites.length, `head writes: ${headWrites.map((r) => r.fieldManager).join(', ')}`).to.be.at.most(3 * renewals);
 
-    // GetCapacity: each item at most once per poll interval (the next poll counts from the last answer).
+    // GetCapacity: the classes ask the same request (no parameters, the node's segment), so one call
+    // per poll interval answers both (the next poll counts from the last answer).
     for (const n of nodes) {
-      expect(after.get(n)!.items - before.get(n)!.items, `${n}: class items asked`).to.be.at.most(CLASSES.length * (Math.floor(WINDOW_MS / POLL_MS) + 1));
+      expect(after.get(n)!.items - before.get(n)!.items, `${n}: calls for the classes' shared request`).to.be.at.most(Math.floor(WINDOW_MS / POLL_MS) + 1);
     }
     expect(await figures()).to.deep.equal(allAt(nodes, '10Gi'));
   });
@@ -202,13 +204,13 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     drivers.get(n!)!.setCapacity({}, 9n * GiB);
     await volumeOn(n!, name('lead-1'));
     await eventually(async () => expect(await figures()).to.deep.equal(allAt([n!], '9Gi')));
-    expect(calls(n!).items - asked, 'one call per item of the node').to.equal(CLASSES.length);
+    expect(calls(n!).items - asked, 'one call for the request both classes share').to.equal(1);
 
     // Within the interval of that call: merged into one call at its end, not made now.
     drivers.get(n!)!.setCapacity({}, 8n * GiB);
     await volumeOn(n!, name('lead-2'));
     await sleep(3_000);
-    expect(calls(n!).items - asked).to.equal(CLASSES.length);
+    expect(calls(n!).items - asked).to.equal(1);
     expect(await figures()).to.deep.equal(allAt([n!], '9Gi'));
     drivers.get(n!)!.setCapacity({}, 10n * GiB);
   });
@@ -223,7 +225,7 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     await eventually(async () => expect(await figures()).to.deep.equal(allAt([n!], '7Gi')));
     // The updates' watch events reach the loop well within this; each would be asked after 100 ms.
     await sleep(3_000);
-    expect(calls(n!).items - asked, 'one call per item of the node, none for our own writes').to.equal(CLASSES.length);
+    expect(calls(n!).items - asked, 'one call for the request both classes share, none for our own writes').to.equal(1);
     drivers.get(n!)!.setCapacity({}, 10n * GiB);
   });
 });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { capacityMissing, capacitySection } from '../../bench/capacity-doc-section.js';
 import type { CapacityDocRecord } from '../../bench/capacity-doc-section.js';
 
-function record(pools: string, changes: Record<string, { changes: number; seen: number; maxMs: number | null }>): CapacityDocRecord {
+function record(pools: string, changes: Record<string, { changes: number; seen: number; maxMs: number | null }>, perItemPerPoll: number | null = 1): CapacityDocRecord {
   return {
     benchmark: 'capacity-per-node',
     date: '2026-11-25T00:00:00.000Z',
@@ -10,7 +10,7 @@ function record(pools: string, changes: Record<string, { changes: number; seen: 
     versions: ['kube-apiserver v1.37.2'],
     report: 'capacity-per-node-x.md',
     options: { nodes: 2, classes: 1, changes: 1, pollIntervalMs: 60_000, quietMs: 60_000, pools },
-    runs: [{ contender: 'topovol', changes }],
+    runs: [{ contender: 'topovol', changes, atRest: { getCapacity: { perItemPerPoll } } }],
     summary: [{ key: 'getCapacityPerItemPerPoll', label: 'GetCapacity', cells: { topovol: '1.00 (2)', upstream: '1.00 (2)' }, ratio: 1 }],
   };
 }
@@ -27,6 +27,12 @@ describe('capacity section of docs/benchmarks.md', function () {
       expect(capacitySection([record('per-class', c.changes)])).to.contain(c.verdict);
     });
   }
+
+  it('says whether GetCapacity was asked more than once per item and poll', function () {
+    expect(capacitySection([record('shared', {}, 1.0)])).to.contain('no redundant call (target met)');
+    expect(capacitySection([record('shared', {}, 2.99)])).to.contain('redundant calls (target missed)');
+    expect(capacitySection([record('shared', {}, null)])).to.contain('not measured');
+  });
 
   it('lists the pool layouts that have no record yet, and none once both are there', function () {
     const one = [record('per-class', {})];
