@@ -1,4 +1,4 @@
-import { claimKeysOfPod, classifyError, Controller, isNotFound, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, classifyError, Controller, DONE, isNotFound, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
@@ -9,24 +9,24 @@ import { writeMark } from './mark-actuator.js';
 import { ANN_PROVISIONED_FOR_NODE, usageOf } from './marks.js';
 import { observeProvisioning } from './provisioning-observation.js';
 import { RollbackActuator } from './rollback-actuator.js';
+import { podKeyOf, recordKey, rollbackKeyString, volumeKey } from './rollback-key.js';
+import type { RollbackKey } from './rollback-key.js';
 import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG } from './rollback-flags.js';
 import { countRollback } from './rollback-metrics.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { usedEvidence, volumesInUseMentions } from './usage-evidence.js';
 import { historyKeyOfPod, historyKeyOfRecord } from './workload.js';
 
-const POD = 'pod/';
-const PV = 'pv/';
-const RB = 'rb/';
+const ROLLBACK = 'rollback';
 
 const numberFlag = (v: unknown, fallback: number): number => (typeof v === 'number' ? v : fallback);
 const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
 
 /**
- * The rollback loop (kubernetes #94217): marks volumes on pv/ keys, decides for stuck pods on pod/
- * keys, and advances recorded rollbacks (ProvisioningRollback objects) on rb/ keys.
+ * The rollback loop (kubernetes #94217): marks volumes on volume keys, decides for stuck pods on pod
+ * keys, and advances recorded rollbacks (ProvisioningRollback objects) on record keys.
  */
-export function setupRollback(env: ControllerEnv): Controller {
+export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   const { informers, client, events, options, log } = env;
   const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);
   const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
@@ -82,6 +82,7 @@ export function setupRollback(env: ControllerEnv): Controller {
     backoffBaseMs: numberFlag(options.extra[BACKOFF_FLAG], 30_000),
   };
   const historyTtlMs = numberFlag(options.extra[HISTORY_TTL_FLAG], 7 * 24 * 3_600_000);
+  const queue = new WorkQueue<RollbackKey>(ROLLBACK, { keyString: rollbackKeyString });
   const markDeps = {
     client,
     events,
@@ -121,7 +122,7 @@ export function setupRollback(env: ControllerEnv): Controller {
     if (!pod) return;
     const running = inProgress(pod);
     if (running) {
-      controller.enqueue(RB + running.metadata!.name!);
+      queue.add(recordKey(running.metadata!.name!));
       return;
     }
     const decision = decideRollback(pod, world);
@@ -149,34 +150,37 @@ export function setupRollback(env: ControllerEnv): Controller {
     return actuator.advance(r, decideIntent(r, (ns, n) => world.claim(ns, n)));
   };
 
-  const controller = new Controller(
-    'rollback',
+  const controller = new Controller<RollbackKey>(
+    ROLLBACK,
     async (_ctx, key) => {
       try {
-        if (key.startsWith(PV)) {
-          const v = world.volume(key.slice(PV.length));
-          if (!v) return;
-          // What the claim shows now counts too (a watch may deliver the volume before the claim).
-          const ref = v.spec?.claimRef;
-          const c = ref?.name ? world.claim(ref.namespace ?? '', ref.name) : undefined;
-          if (c) observe(c);
-          await writeMark(markDeps, decideMark(v, world));
-          return;
+        switch (key.kind) {
+          case 'volume': {
+            const v = world.volume(key.name);
+            if (!v) return DONE;
+            // What the claim shows now counts too (a watch may deliver the volume before the claim).
+            const ref = v.spec?.claimRef;
+            const c = ref?.name ? world.claim(ref.namespace ?? '', ref.name) : undefined;
+            if (c) observe(c);
+            await writeMark(markDeps, decideMark(v, world));
+            return DONE;
+          }
+          case 'record':
+            return requeueAfter(await syncRecord(key.name));
+          case 'pod':
+            return requeueAfter(await syncPod(key.namespace, key.name));
         }
-        if (key.startsWith(RB)) return await syncRecord(key.slice(RB.length));
-        const { namespace, name } = splitKey(key.slice(POD.length));
-        return await syncPod(namespace ?? '', name);
       } catch (err) {
         // Conflicts are retried on fresh data as a matter of course; anything else is a failure.
-        if (!key.startsWith(PV) && classifyError(err).kind !== 'Conflict') countRollback('error');
+        if (key.kind !== 'volume' && classifyError(err).kind !== 'Conflict') countRollback('error');
         throw err;
       }
     },
-    { workers: options.concurrentWorkers },
+    { queue, workers: options.concurrentWorkers },
   );
 
-  const enqueuePod = (p: Pod): void => controller.enqueue(POD + objectKey(p));
-  const enqueueVolume = (v: PersistentVolume): void => controller.enqueue(PV + objectKey(v));
+  const enqueuePod = (p: Pod): void => queue.add(podKeyOf(objectKey(p)));
+  const enqueueVolume = (v: PersistentVolume): void => queue.add(volumeKey(objectKey(v)));
   /** Records what this process sees of a claim's provisioning (see observeProvisioning). */
   const observe = (c: PersistentVolumeClaim): void => {
     const uid = c.metadata?.uid ?? '';
@@ -212,7 +216,7 @@ export function setupRollback(env: ControllerEnv): Controller {
       observed.delete(c.metadata?.uid ?? '');
       enqueueClaimUsers(objectKey(c));
       // A rollback waiting for this claim to go can re-create it now.
-      for (const r of records.cache.byIndex('claim', objectKey(c))) if (!isFinished(r)) controller.enqueue(RB + r.metadata!.name!);
+      for (const r of records.cache.byIndex('claim', objectKey(c))) if (!isFinished(r)) queue.add(recordKey(r.metadata!.name!));
     },
   });
   const onNode = (n: Node): void => {
@@ -231,7 +235,7 @@ export function setupRollback(env: ControllerEnv): Controller {
     if (o?.namespace && o.name) enqueueClaimUsers(`${o.namespace}/${o.name}`);
   };
   failures.addEventHandler({ onAdd: onFailure, onUpdate: (_, e) => onFailure(e) });
-  const onRecord = (r: ProvisioningRollback): void => controller.enqueue(RB + objectKey(r));
+  const onRecord = (r: ProvisioningRollback): void => queue.add(recordKey(objectKey(r)));
   records.addEventHandler({ onAdd: onRecord, onUpdate: (_, r) => onRecord(r) });
   return controller;
 }
