@@ -29,8 +29,8 @@ export class RunnableGroup {
 
   /**
    * Stops every runnable (started or not: those not started then never start), in reverse order,
-   * within timeoutMs in all; then aborts the signal they were started with, abandoning whatever
-   * still runs. True if all of them ended in time.
+   * within timeoutMs in all. If one did not end in time, aborts the signal they were started with:
+   * whatever still runs is abandoned. True if all of them ended in time.
    */
   async stop(timeoutMs: number): Promise<boolean> {
     this.stopped = true;
@@ -39,7 +39,7 @@ export class RunnableGroup {
     for (const r of [...this.runnables].reverse()) {
       if (!(await r.stop(Math.max(0, deadline - Date.now())))) all = false;
     }
-    this.halt.abort();
+    if (!all) this.halt.abort();
     return all;
   }
 }
