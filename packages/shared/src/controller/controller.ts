@@ -105,10 +105,6 @@ export class Controller<K = string> implements Runnable {
     this.queue.add(key);
   }
 
-  enqueueAfter(key: K, ms: number): void {
-    this.queue.addAfter(key, ms);
-  }
-
   /**
    * While the workers run, add every key of `keys()` to the queue every `periodMs` (a non-positive
    * period: never). Level-triggered loops need it where the world changes without an event they
@@ -140,10 +136,6 @@ export class Controller<K = string> implements Runnable {
       this.log.info('workers started', { workers: this.workers, resyncPeriodMs: this.resync?.periodMs });
     }
     return this.running;
-  }
-
-  get started(): boolean {
-    return this.running !== undefined;
   }
 
   /**
