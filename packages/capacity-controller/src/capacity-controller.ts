@@ -1,12 +1,14 @@
-import { Controller, projectNode, PROVISIONING_FAILED_EVENTS, Resources } from '@topovol/shared';
-import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, StorageClass } from '@topovol/shared';
+import { Controller, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
+import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, Runnable, StorageClass } from '@topovol/shared';
 import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
 import { F, readCapacityFlags } from './capacity-flags.js';
 import type { CapacityFlags } from './capacity-flags.js';
-import { CapacityLoop, SYNC_KEY } from './capacity-loop.js';
+import { capacityKeyString, SYNC } from './capacity-key.js';
+import type { CapacityKey } from './capacity-key.js';
+import { CapacityLoop } from './capacity-loop.js';
 import { managedSelector } from './objects/capacity-object.js';
 import { resolveOwner } from './objects/resolve-owner.js';
-import { NODE_STATUS_KEY, perNodeStatus } from './per-node-loop.js';
+import { perNodeStatus } from './per-node-loop.js';
 import { perNodeManagedBy } from './objects/managed-by.js';
 import { parseSegmentMode } from './segments/segment-mode.js';
 import { CapacitySource } from './source/get-capacity.js';
@@ -33,9 +35,11 @@ async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi:
 /**
  * The capacity loop: one instance per CSI driver, or with --capacity-node-name one instance per
  * node (next to a per-node driver) that publishes only that node's CSIStorageCapacity objects and
- * its own pool of the aggregated status.
+ * its own pool of the aggregated status. Runnables, in start order: the workers, the GetCapacity
+ * calls they start, and per node the status writer (stopped in reverse order: the writer and the
+ * calls end before the workers drain).
  */
-export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
+export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   const flags = readCapacityFlags(env.options.extra);
   if (!flags.csiAddress) throw new Error(`the capacity controller needs --${F.csiAddress} (the CSI driver's controller socket)`);
   const mode = parseSegmentMode(flags.topology, flags.topologyPrefix, flags.domainLabels, flags.anyNode);
@@ -68,14 +72,14 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
     }),
   };
   const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, log: env.log });
-  const ref: { controller?: Controller } = {};
+  const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString });
   const loop = new CapacityLoop(
     inf,
     source,
     writeClient,
     status,
     env.events,
-    (key, after) => (after ? ref.controller?.enqueueAfter(key, after) : ref.controller?.enqueue(key)),
+    queue,
     {
       driverName,
       immediateBinding: flags.immediate,
@@ -93,21 +97,9 @@ export async function setupCapacity(env: ControllerEnv): Promise<Controller> {
     },
     env.log,
   );
-  // Per node, one more worker: the status writer's key occupies one for the loop's lifetime.
-  const reconcile = perNode ? (ctx: ReconcileContext, key: string) => (key === NODE_STATUS_KEY ? perNode.run(ctx) : loop.reconcile(ctx, key)) : loop.reconcile;
-  const controller = new Controller(CAPACITY_CONTROLLER, reconcile, { workers: workers + (perNode ? 1 : 0) });
-  ref.controller = controller;
+  const controller = new Controller<CapacityKey>(CAPACITY_CONTROLLER, loop.reconcile, { queue, workers });
   loop.register();
-  controller.enqueue(SYNC_KEY);
-  if (perNode) controller.enqueue(NODE_STATUS_KEY);
-  // The queue is drained on shutdown; the per-node writer's endless reconcile and the driver calls
-  // running outside the workers are stopped then too.
-  const shutdown = controller.shutdown.bind(controller);
-  controller.shutdown = async (timeoutMs: number): Promise<boolean> => {
-    loop.stop();
-    perNode?.stop();
-    return shutdown(timeoutMs);
-  };
+  queue.add(SYNC);
   env.log.info('capacity loop set up', { driver: driverName, topology: flags.topology, namespace: flags.namespace, managedBy, node: flags.nodeName || undefined });
-  return controller;
+  return perNode ? [controller, loop.getCapacityCalls, perNode] : [controller, loop.getCapacityCalls];
 }

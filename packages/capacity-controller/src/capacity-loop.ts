@@ -1,8 +1,10 @@
-import { ANN_SELECTED_NODE, errorMessage, Resources } from '@topovol/shared';
-import type { CSIDriver, CSINode, CSIStorageCapacity, Event, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, StorageClass } from '@topovol/shared';
+import { aborted, ANN_SELECTED_NODE, DONE, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
+import type { CSIDriver, CSINode, CSIStorageCapacity, Event, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable, StorageClass, WorkQueue } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { statusEntries } from './aggregate/status-entries.js';
+import { itemRefresh, STATUS, SYNC } from './capacity-key.js';
+import type { CapacityKey } from './capacity-key.js';
 import { capacityMetrics } from './capacity-metrics.js';
 import type { CapacityItem } from './objects/capacity-item.js';
 import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
@@ -25,10 +27,6 @@ import { CallSlots } from './source/call-slots.js';
 import type { CapacitySource } from './source/get-capacity.js';
 import { requestKey, RunningRequests } from './source/running-requests.js';
 import type { CapacityStatusWriter, StatusCondition } from './status/index.js';
-
-export const SYNC_KEY = 'sync';
-export const STATUS_KEY = 'status';
-export const ITEM_PREFIX = 'item:';
 
 /** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
 export const FAILURE_BACKOFF_MS = 1_000;
@@ -66,9 +64,10 @@ export interface CapacityLoopOptions extends DesiredOptions {
 }
 
 /**
- * The central capacity loop. Keys: `sync` recomputes segments × classes and deletes obsolete
- * objects; `item:<key>` refreshes one (class, segment[, pool]) through GetCapacity and makes its
- * CSIStorageCapacity object say so; `status` publishes the aggregated status. Volume events only
+ * The central capacity loop. Keys (capacity-key.ts): `sync` recomputes segments × classes and
+ * deletes obsolete objects; an item key refreshes one (class, segment[, pool]) through GetCapacity
+ * and makes its CSIStorageCapacity object say so; `status` publishes the aggregated status. It is
+ * handed its queue, as external-provisioner's capacity controller is. Volume events only
  * mark items dirty: the work queue merges repeated keys, and refreshDecision (objects/refresh-timing.ts)
  * asks the driver at once for the first change and at most once per --capacity-min-refresh-interval
  * while changes keep coming, so a burst costs a few calls per item and a lone change waits for none.
@@ -94,20 +93,20 @@ export class CapacityLoop {
     private readonly writeClient: KubeClient,
     private readonly status: CapacityStatusWriter,
     private readonly events: EventRecorder,
-    private readonly enqueue: (key: string, afterMs?: number) => void,
+    private readonly queue: WorkQueue<CapacityKey>,
     private readonly opts: CapacityLoopOptions,
     private readonly log: Logger,
   ) {
     this.now = opts.now ?? Date.now;
     this.calls = new CallSlots(opts.callSlots ?? 4);
     this.problems = new ProblemReporter(events, log);
-    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, () => this.enqueue(SYNC_KEY), opts.dryRun);
+    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, () => this.queue.add(SYNC), opts.dryRun);
     inf.objects.addIndex('item', itemKeyOfObject);
   }
 
   /** The informer handlers: which changes lead to which keys. */
   register(): void {
-    const sync = (): void => this.enqueue(SYNC_KEY);
+    const sync = (): void => this.queue.add(SYNC);
     // Per node: other nodes change nothing this instance publishes.
     const ours = (o: { metadata?: { name?: string } }): boolean => !this.opts.onlyNode || o.metadata?.name === this.opts.onlyNode;
     const syncIfOurs = (o: { metadata?: { name?: string } }): void => {
@@ -128,17 +127,17 @@ export class CapacityLoop {
       for (const [key, d] of this.desired.items) {
         if (!volumeAffectsItem(pv, d.item)) continue;
         this.markDirty(key);
-        this.enqueue(ITEM_PREFIX + key);
+        this.queue.add(itemRefresh(key));
       }
     };
     this.inf.volumes.addEventHandler({ onAdd: volumeChanged, onDelete: volumeChanged });
     const objectChanged = (o: CSIStorageCapacity): void => {
       const item = itemOfObject(o);
-      if (!item) return this.enqueue(SYNC_KEY);
+      if (!item) return this.queue.add(SYNC);
       const key = itemKey(item);
       this.objects.seen(key, o.metadata?.name);
-      if (this.desired.items.has(key)) this.enqueue(ITEM_PREFIX + key);
-      else this.enqueue(SYNC_KEY);
+      if (this.desired.items.has(key)) this.queue.add(itemRefresh(key));
+      else this.queue.add(SYNC);
     };
     this.inf.objects.addEventHandler({ onAdd: objectChanged, onUpdate: (_, b) => objectChanged(b), onDelete: objectChanged });
     // The provisioner gave up on the node the scheduler picked (it removes the selected-node
@@ -169,15 +168,19 @@ export class CapacityLoop {
     this.log.debug('provisioning failed: refreshing its capacity', { claim: `${claim.metadata?.namespace}/${claim.metadata?.name}`, node, items: keys.length });
     for (const key of keys) {
       this.markDirty(key);
-      this.enqueue(ITEM_PREFIX + key);
+      this.queue.add(itemRefresh(key));
     }
   }
 
-  reconcile = async (ctx: ReconcileContext, key: string): Promise<number | void> => {
-    if (key === SYNC_KEY) return this.sync(ctx);
-    if (key === STATUS_KEY) return this.publishStatus();
-    if (key.startsWith(ITEM_PREFIX)) return this.refreshItem(ctx, key.slice(ITEM_PREFIX.length));
-    ctx.log.warn('unknown key');
+  reconcile = async (ctx: ReconcileContext, key: CapacityKey): Promise<Result> => {
+    switch (key.kind) {
+      case 'sync':
+        return requeueAfter(await this.sync(ctx));
+      case 'status':
+        return requeueAfter(await this.publishStatus());
+      case 'item':
+        return this.refreshItem(ctx, key.item);
+    }
   };
 
   private async sync(ctx: ReconcileContext): Promise<number> {
@@ -198,7 +201,7 @@ export class CapacityLoop {
       const old = before.items.get(key);
       if (old && JSON.stringify(old.parameters) === JSON.stringify(d.parameters)) continue;
       this.markDirty(key);
-      this.enqueue(ITEM_PREFIX + key);
+      this.queue.add(itemRefresh(key));
     }
     for (const key of this.state.keys()) {
       if (this.desired.items.has(key)) continue;
@@ -208,32 +211,32 @@ export class CapacityLoop {
     }
     this.reportProblems(nodes);
     for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen)) await this.objects.execute(ctx, a);
-    this.enqueue(STATUS_KEY);
+    this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
     return this.opts.pollIntervalMs;
   }
 
-  private async refreshItem(ctx: ReconcileContext, key: string): Promise<number | void> {
+  private async refreshItem(ctx: ReconcileContext, key: string): Promise<Result> {
     const d = this.desired.items.get(key);
-    if (!d) return;
+    if (!d) return DONE;
     // Unimplemented: one call per backoff period, whichever item comes first.
-    if (this.unsupported && this.now() < this.unsupported.retryAt) return this.unsupported.retryAt - this.now();
+    if (this.unsupported && this.now() < this.unsupported.retryAt) return requeueAfter(this.unsupported.retryAt - this.now());
     let st = this.state.get(key);
     if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0, createdAt: this.now() }));
     // Its completion enqueues the key again.
-    if (st.inflight) return;
+    if (st.inflight) return DONE;
     const now = this.now();
     const next = refreshDecision(st, now, this.opts);
     if (next.call) {
       // A call of the same request that started since this item needed one answers for it too;
       // its landing enqueues this item.
-      if (this.running.covers(requestKey(d.parameters, d.item.segment), callNeededSince(st, next.cause, this.opts))) return;
+      if (this.running.covers(requestKey(d.parameters, d.item.segment), callNeededSince(st, next.cause, this.opts))) return DONE;
       if (next.cause === 'event') st.eventCallAt = now;
       this.measure(ctx, key, d, st, now);
-      return;
+      return DONE;
     }
     if (next.current && st.measured && d.item.storageClassName !== EPHEMERAL_CLASS) await this.ensureObjects(ctx, key, d.item, st.measured);
-    return next.afterMs;
+    return requeueAfter(next.afterMs);
   }
 
   /**
@@ -255,7 +258,7 @@ export class CapacityLoop {
         st.inflight = false;
         this.running.end(rk, startedAt);
         if (this.stopping.signal.aborted) return;
-        for (const k of new Set([key, ...(this.byRequest.get(rk) ?? [])])) this.enqueue(ITEM_PREFIX + k);
+        for (const k of new Set([key, ...(this.byRequest.get(rk) ?? [])])) this.queue.add(itemRefresh(k));
       });
   }
 
@@ -267,17 +270,21 @@ export class CapacityLoop {
     st.lastEventAt = this.now();
   }
 
-  /** Cancels running GetCapacity calls; the controller's shutdown calls it. */
-  stop(): void {
+  /**
+   * The GetCapacity calls running outside the workers (see measure), as work of their own:
+   * stopping it cancels those still running.
+   */
+  readonly getCapacityCalls: Runnable = runnableFunc('capacity-getcapacity-calls', async (signal) => {
+    await aborted(signal);
     this.stopping.abort();
-  }
+  });
 
   /** An answer lands: the item that asked and every other item of its request take it. */
   private measured(rk: string, d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number): void {
     if (this.unsupported) {
       this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after: this.unsupported.count });
       this.unsupported = undefined;
-      for (const k of this.desired.items.keys()) this.enqueue(ITEM_PREFIX + k);
+      for (const k of this.desired.items.keys()) this.queue.add(itemRefresh(k));
     }
     this.take(d, st, measured, startedAt);
     for (const k of this.byRequest.get(rk) ?? []) {
@@ -302,7 +309,7 @@ export class CapacityLoop {
     st.failures = 0;
     st.retryAt = undefined;
     capacityMetrics.measured(this.metricLabels(d.item), measured.available);
-    if (changed) this.enqueue(STATUS_KEY);
+    if (changed) this.queue.add(STATUS);
   }
 
   private measureFailed(d: DesiredItem, st: ItemState, err: unknown): void {
@@ -318,7 +325,7 @@ export class CapacityLoop {
     const wait = Math.min(FAILURE_BACKOFF_MS * 2 ** (st.failures - 1), this.opts.pollIntervalMs);
     st.retryAt = this.now() + wait;
     this.log.warn('GetCapacity failed', { driver: this.opts.driverName, storageClass: d.item.storageClassName, segment: d.item.segment, pool: d.item.pool || undefined, error: st.error, retryInMs: wait });
-    this.enqueue(STATUS_KEY);
+    this.queue.add(STATUS);
   }
 
   private async ensureObjects(ctx: ReconcileContext, key: string, item: CapacityItem, measured: MeasuredCapacity): Promise<void> {
@@ -344,7 +351,7 @@ export class CapacityLoop {
       .get<CSIDriver>(Resources.csiDrivers, this.opts.driverName)
       .then((d) => this.events.event(d, 'Warning', 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`))
       .catch(() => undefined);
-    this.enqueue(STATUS_KEY);
+    this.queue.add(STATUS);
     return wait;
   }
 

@@ -1,8 +1,9 @@
 import type { KubeClient } from '@topovol/shared';
-import type { Controller } from '@topovol/shared';
+import { RunnableGroup } from '@topovol/shared';
 import { EventRecorder } from '@topovol/shared';
 import { InformerFactory } from '@topovol/shared';
 import { logger } from '@topovol/shared';
+import { runnablesOf } from '@topovol/shared';
 import type { ControllerDescriptor } from '@topovol/shared';
 import { parseManagerFlags } from '@topovol/shared';
 import { controllerClient } from './controller-identity.js';
@@ -24,7 +25,8 @@ export interface InProcessLoopOptions {
  */
 export class InProcessLoop {
   private constructor(
-    readonly controller: Controller,
+    /** What the setup returned. */
+    readonly runnables: RunnableGroup,
     readonly informers: InformerFactory,
     readonly events: EventRecorder,
     private readonly abort: AbortController,
@@ -35,15 +37,13 @@ export class InProcessLoop {
     const options = parseManagerFlags(args, d.flags ?? []);
     const informers = new InformerFactory(client);
     const events = new EventRecorder(client, d.eventComponent ?? `topovol-${d.name}`, 'test', options.dryRun);
-    const controller = await d.setup({ client, informers, events, options, log: logger() });
+    const runnables = new RunnableGroup(runnablesOf(await d.setup({ client, informers, events, options, log: logger() })));
     const abort = new AbortController();
     informers.start();
-    const running = informers.waitForSync(abort.signal).then(() => {
-      void controller.start();
-    });
+    const running = informers.waitForSync(abort.signal).then(() => runnables.start(true));
     if (opts.waitForSync === false) running.catch(() => undefined);
     else await running;
-    return new InProcessLoop(controller, informers, events, abort);
+    return new InProcessLoop(runnables, informers, events, abort);
   }
 
   /**
@@ -59,7 +59,7 @@ export class InProcessLoop {
 
   async stop(timeoutMs = 10_000): Promise<void> {
     this.abort.abort();
-    await this.controller.shutdown(timeoutMs);
+    await this.runnables.stop(timeoutMs);
     await this.events.flush();
     await this.informers.stop();
   }

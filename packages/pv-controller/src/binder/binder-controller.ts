@@ -1,7 +1,9 @@
-import { claimKeysOfPod, Controller, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, Controller, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
+import { binderKeyPriority, binderKeyString, claimKeyOf, volumeKey } from './binder-key.js';
+import type { BinderKey } from './binder-key.js';
 import type { BinderWorld } from './binder-world.js';
 import { registerCollectorMetrics } from './binder-metrics.js';
 import { pickDefaultClass, volumeClass } from './claim-helpers.js';
@@ -12,13 +14,12 @@ import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { VolumeIndex } from './volume-index.js';
 
-const CLAIM = 'pvc/';
-const VOLUME = 'pv/';
+const PV_BINDER = 'pv-binder';
 
 const durationFlag = (v: unknown, fallback: number): number => (typeof v === 'number' ? v : fallback);
 
 /** The pv-binder loop: one queue with claim and volume keys, decisions over the informer caches. */
-export function setupBinder(env: ControllerEnv): Controller {
+export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const { informers, client, events, options, log } = env;
   const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);
   const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
@@ -82,30 +83,25 @@ export function setupBinder(env: ControllerEnv): Controller {
 
   const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, selectedNodeIssues: issues, dryRun: options.dryRun });
 
-  const controller = new Controller(
-    'pv-binder',
+  const queue = new WorkQueue<BinderKey>(PV_BINDER, { keyString: binderKeyString, priority: binderKeyPriority });
+  const controller = new Controller<BinderKey>(
+    PV_BINDER,
     async (ctx, key) => {
-      if (key.startsWith(CLAIM)) {
-        const { namespace, name } = splitKey(key.slice(CLAIM.length));
-        return reconciler.claim(namespace ?? '', name);
-      }
-      if (key.startsWith(VOLUME)) return reconciler.volume(key.slice(VOLUME.length), ctx.log);
+      if (key.kind === 'claim') return requeueAfter(await reconciler.claim(key.namespace, key.name));
+      return requeueAfter(await reconciler.volume(key.name, ctx.log));
     },
-    // Claims before volume bookkeeping: a claim can take a volume the binder has not yet written
-    // Available (find-matching-volume.ts), so at start-up, with every object queued, bindings
-    // begin at once instead of after one Available write per pre-existing volume.
-    { workers: options.concurrentWorkers, priority: (key) => (key.startsWith(CLAIM) ? 0 : 1) },
+    { queue, workers: options.concurrentWorkers },
   );
   // Upstream's periodic resync of every claim and volume: level-triggered, so whatever changed
   // without an event we watch (a node that joined, a class created later) is seen within a period.
   controller.resyncEvery(durationFlag(options.extra[SYNC_PERIOD_FLAG], SYNC_PERIOD_DEFAULT_MS), function* () {
-    for (const c of pvcs.cache.list()) yield CLAIM + objectKey(c);
-    for (const v of pvs.cache.list()) yield VOLUME + objectKey(v);
+    for (const c of pvcs.cache.list()) yield claimKeyOf(objectKey(c));
+    for (const v of pvs.cache.list()) yield volumeKey(objectKey(v));
   });
 
-  const enqueueClaimKey = (key: string): void => controller.enqueue(CLAIM + key);
+  const enqueueClaimKey = (key: string): void => queue.add(claimKeyOf(key));
   const enqueueClaim = (c: PersistentVolumeClaim): void => enqueueClaimKey(objectKey(c));
-  const enqueueVolume = (v: PersistentVolume): void => controller.enqueue(VOLUME + objectKey(v));
+  const enqueueVolume = (v: PersistentVolume): void => queue.add(volumeKey(objectKey(v)));
   // A free volume may be what a waiting claim of its class needs: every such claim is queued again.
   // That walk is O(claims of the class), so wakes are coalesced per class until the next turn of
   // the event loop: an informer's initial list of N volumes costs one walk, not N.

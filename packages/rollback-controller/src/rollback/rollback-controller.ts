@@ -1,28 +1,28 @@
-import { claimKeysOfPod, Controller, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, Resources, splitKey } from '@topovol/shared';
+import { claimKeysOfPod, Controller, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { observeProvisioning } from './provisioning-observation.js';
 import { RollbackActuator } from './rollback-actuator.js';
 import { attachmentByVolume, podByUid, rollbackByClaim, rollbackByHistory, volumeByClaim, volumeByProvisionedForNode, volumeIfUnused } from './rollback-indexes.js';
+import { podKeyOf, recordKey, rollbackKeyString, volumeKey } from './rollback-key.js';
+import type { RollbackKey } from './rollback-key.js';
 import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG } from './rollback-flags.js';
 import { liveReads } from './rollback-server-reads.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { RollbackReconciler } from './reconcile-rollback.js';
 import { usedEvidence, volumesInUseMentions } from './usage-evidence.js';
 
-const POD = 'pod/';
-const PV = 'pv/';
-const RB = 'rb/';
+const ROLLBACK = 'rollback';
 
 const numberFlag = (v: unknown, fallback: number): number => (typeof v === 'number' ? v : fallback);
 const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
 
 /**
- * The rollback loop (kubernetes #94217): marks volumes on pv/ keys, decides for stuck pods on pod/
- * keys, and advances recorded rollbacks (ProvisioningRollback objects) on rb/ keys.
+ * The rollback loop (kubernetes #94217): marks volumes on volume keys, decides for stuck pods on pod
+ * keys, and advances recorded rollbacks (ProvisioningRollback objects) on record keys.
  */
-export function setupRollback(env: ControllerEnv): Controller {
+export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   const { informers, client, events, options, log } = env;
   const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);
   const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
@@ -73,6 +73,7 @@ export function setupRollback(env: ControllerEnv): Controller {
     backoffBaseMs: numberFlag(options.extra[BACKOFF_FLAG], 30_000),
   };
   const historyTtlMs = numberFlag(options.extra[HISTORY_TTL_FLAG], 7 * 24 * 3_600_000);
+  const queue = new WorkQueue<RollbackKey>(ROLLBACK, { keyString: rollbackKeyString });
   const markDeps = {
     client,
     events,
@@ -98,22 +99,26 @@ export function setupRollback(env: ControllerEnv): Controller {
     // Every piece of evidence the caches hold, after the label as the server has it.
     reads: liveReads(client, (live) => usedEvidence(live, world)),
     observe: (c) => observe(c),
-    enqueueRecord: (name) => controller.enqueue(RB + name),
+    enqueueRecord: (name) => queue.add(recordKey(name)),
   });
 
-  const controller = new Controller(
-    'rollback',
+  const controller = new Controller<RollbackKey>(
+    ROLLBACK,
     async (_ctx, key) => {
-      if (key.startsWith(PV)) return reconciler.volume(key.slice(PV.length));
-      if (key.startsWith(RB)) return reconciler.record(key.slice(RB.length));
-      const { namespace, name } = splitKey(key.slice(POD.length));
-      return reconciler.pod(namespace ?? '', name);
+      switch (key.kind) {
+        case 'volume':
+          return requeueAfter(await reconciler.volume(key.name));
+        case 'record':
+          return requeueAfter(await reconciler.record(key.name));
+        case 'pod':
+          return requeueAfter(await reconciler.pod(key.namespace, key.name));
+      }
     },
-    { workers: options.concurrentWorkers },
+    { queue, workers: options.concurrentWorkers },
   );
 
-  const enqueuePod = (p: Pod): void => controller.enqueue(POD + objectKey(p));
-  const enqueueVolume = (v: PersistentVolume): void => controller.enqueue(PV + objectKey(v));
+  const enqueuePod = (p: Pod): void => queue.add(podKeyOf(objectKey(p)));
+  const enqueueVolume = (v: PersistentVolume): void => queue.add(volumeKey(objectKey(v)));
   /** Records what this process sees of a claim's provisioning (see observeProvisioning). */
   const observe = (c: PersistentVolumeClaim): void => {
     const uid = c.metadata?.uid ?? '';
@@ -149,7 +154,7 @@ export function setupRollback(env: ControllerEnv): Controller {
       observed.delete(c.metadata?.uid ?? '');
       enqueueClaimUsers(objectKey(c));
       // A rollback waiting for this claim to go can re-create it now.
-      for (const r of records.cache.byIndex('claim', objectKey(c))) if (!isFinished(r)) controller.enqueue(RB + r.metadata!.name!);
+      for (const r of records.cache.byIndex('claim', objectKey(c))) if (!isFinished(r)) queue.add(recordKey(r.metadata!.name!));
     },
   });
   const onNode = (n: Node): void => {
@@ -168,7 +173,7 @@ export function setupRollback(env: ControllerEnv): Controller {
     if (o?.namespace && o.name) enqueueClaimUsers(`${o.namespace}/${o.name}`);
   };
   failures.addEventHandler({ onAdd: onFailure, onUpdate: (_, e) => onFailure(e) });
-  const onRecord = (r: ProvisioningRollback): void => controller.enqueue(RB + objectKey(r));
+  const onRecord = (r: ProvisioningRollback): void => queue.add(recordKey(objectKey(r)));
   records.addEventHandler({ onAdd: onRecord, onUpdate: (_, r) => onRecord(r) });
   return controller;
 }

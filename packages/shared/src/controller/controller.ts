@@ -3,34 +3,40 @@ import { classifyError } from '../client/errors.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import type { Logger } from '../logging/logger.js';
 import { counter, exponentialBuckets, gauge, histogram } from '../metrics/registry.js';
-import { WorkQueue } from '../workqueue/work-queue.js';
-import type { RateLimiter } from '../ratelimit/item-backoff.js';
+import type { WorkQueue } from '../workqueue/work-queue.js';
 import { realClock } from '../ratelimit/clock.js';
 import type { Cancel, Clock } from '../ratelimit/clock.js';
+import type { Result } from './result.js';
+import type { Runnable } from './runnable.js';
+import { waitAtMost } from './runnable.js';
 import { isTerminalError } from './terminal-error.js';
 
 export interface ReconcileContext {
   controller: string;
   reconcileId: string;
-  /** A child logger carrying controller, key and reconcileID. */
+  /** A child logger carrying controller, key (its keyString) and reconcileID. */
   log: Logger;
   /** Aborted when the manager gives up waiting for in-flight reconciles at shutdown. */
   signal: AbortSignal;
 }
 
 /**
- * Brings the world in line with the desired state of one key. Returns a delay in ms to be called
- * again after (periodic re-checks), nothing when done, or throws to be retried with backoff.
+ * Brings the world in line with the desired state of one key (controller-runtime's
+ * Reconcile(ctx, Request) (Result, error)): resolves with a Result (a periodic re-check, or done),
+ * or throws to be retried with backoff.
  */
-export type ReconcileFunc = (ctx: ReconcileContext, key: string) => Promise<number | void>;
+export type ReconcileFunc<K> = (ctx: ReconcileContext, key: K) => Promise<Result>;
 
-export interface ControllerOptions {
+export interface ControllerOptions<K> {
+  /**
+   * The loop's queue, built by its setup, which hands it to whatever enqueues (informer handlers,
+   * an actuator) before the controller exists, as external-provisioner's capacity controller
+   * takes its queue. Name it as the controller: its workqueue_* series carry that name.
+   */
+  queue: WorkQueue<K>;
   workers?: number;
-  rateLimiter?: RateLimiter<string>;
-  /** For tests: drive delays with a FakeClock. */
+  /** For tests: drive the re-sync period with a FakeClock (the queue has its own clock). */
   clock?: Clock;
-  /** Which keys are handed to workers first (WorkQueueOptions.priority). */
-  priority?: (key: string) => number;
 }
 
 // controller-runtime's metric names, so existing dashboards and alerts work unchanged.
@@ -67,38 +73,36 @@ const maxConcurrent = gauge<'controller'>({
 });
 
 /**
- * A work queue plus N workers calling one reconcile function. Keys go in through enqueue (from
- * informer handlers); the queue guarantees a key is never reconciled by two workers at once.
+ * N workers calling one reconcile function on the keys of a work queue. Keys go in through the
+ * queue (from informer handlers); the queue guarantees a key is never reconciled by two workers at
+ * once. Keys are typed (a loop's discriminated union); logs and metrics name a key by the queue's
+ * keyString.
  */
-export class Controller {
-  readonly queue: WorkQueue<string>;
+export class Controller<K = string> implements Runnable {
+  readonly queue: WorkQueue<K>;
   readonly log: Logger;
   private readonly workers: number;
   private readonly abort = new AbortController();
   private readonly clock: Clock;
   private running?: Promise<void>;
-  private resync?: { periodMs: number; keys: () => Iterable<string> };
+  private resync?: { periodMs: number; keys: () => Iterable<K> };
   private cancelResync?: Cancel;
 
   constructor(
     readonly name: string,
-    private readonly reconcile: ReconcileFunc,
-    opts: ControllerOptions = {},
+    private readonly reconcile: ReconcileFunc<K>,
+    opts: ControllerOptions<K>,
   ) {
     this.workers = Math.max(1, opts.workers ?? 1);
     this.clock = opts.clock ?? realClock;
-    this.queue = new WorkQueue<string>(name, { rateLimiter: opts.rateLimiter, clock: opts.clock, ...(opts.priority ? { priority: opts.priority } : {}) });
+    this.queue = opts.queue;
     this.log = logger().child({ controller: name });
     maxConcurrent.set({ controller: name }, this.workers);
     activeWorkers.set({ controller: name }, 0);
   }
 
-  enqueue(key: string): void {
+  enqueue(key: K): void {
     this.queue.add(key);
-  }
-
-  enqueueAfter(key: string, ms: number): void {
-    this.queue.addAfter(key, ms);
   }
 
   /**
@@ -107,7 +111,7 @@ export class Controller {
    * watch, as upstream's binder re-syncs every claim and volume (--pvclaimbinder-sync-period).
    * Keys already queued are not added twice.
    */
-  resyncEvery(periodMs: number, keys: () => Iterable<string>): void {
+  resyncEvery(periodMs: number, keys: () => Iterable<K>): void {
     this.resync = periodMs > 0 ? { periodMs, keys } : undefined;
   }
 
@@ -120,9 +124,13 @@ export class Controller {
     }, r.periodMs);
   }
 
-  /** Starts the workers; resolves once they all stopped (after shutdown). */
-  start(): Promise<void> {
+  /**
+   * Starts the workers; resolves once they all stopped (after stop). An aborted signal abandons
+   * in-flight reconciles at once (their own signal aborts too).
+   */
+  start(signal?: AbortSignal): Promise<void> {
     if (!this.running) {
+      signal?.addEventListener('abort', () => this.halt(), { once: true });
       this.running = Promise.all(Array.from({ length: this.workers }, () => this.worker())).then(() => undefined);
       this.scheduleResync();
       this.log.info('workers started', { workers: this.workers, resyncPeriodMs: this.resync?.periodMs });
@@ -130,30 +138,34 @@ export class Controller {
     return this.running;
   }
 
-  get started(): boolean {
-    return this.running !== undefined;
-  }
-
   /**
    * Stops taking new keys and waits for in-flight reconciles; after timeoutMs their signal is
-   * aborted and we stop waiting (a reconcile that ignores its signal is abandoned).
+   * aborted and we stop waiting (a reconcile that ignores its signal is abandoned). Before start,
+   * the queue is simply shut down.
    */
-  async shutdown(timeoutMs: number): Promise<boolean> {
+  async stop(timeoutMs: number): Promise<boolean> {
     this.cancelResync?.();
-    const drained = this.queue.shutDownWithDrain().then(() => this.running);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
-    });
-    const outcome = await Promise.race([drained.then(() => 'drained' as const), timedOut]);
-    clearTimeout(timer);
-    if (outcome === 'timeout') {
-      this.abort.abort(new Error('shutdown timeout'));
+    if (!this.running) {
       this.queue.shutDown();
-      this.log.warn('shutdown timeout: abandoning in-flight reconciles', { timeoutMs });
-      return false;
+      return true;
     }
-    return true;
+    const running = this.running;
+    const drained = await waitAtMost(
+      this.queue.shutDownWithDrain().then(() => running),
+      timeoutMs,
+    );
+    if (!drained) {
+      this.halt();
+      this.log.warn('shutdown timeout: abandoning in-flight reconciles', { timeoutMs });
+    }
+    return drained;
+  }
+
+  /** Abandons in-flight reconciles: their signal aborts and the workers take no further key. */
+  private halt(): void {
+    this.cancelResync?.();
+    this.abort.abort(new Error('shutdown timeout'));
+    this.queue.shutDown();
   }
 
   private async worker(): Promise<void> {
@@ -170,14 +182,15 @@ export class Controller {
     }
   }
 
-  private async processOne(key: string): Promise<void> {
+  private async processOne(key: K): Promise<void> {
     const reconcileId = randomUUID();
-    const log = this.log.child({ key, reconcileID: reconcileId });
+    const log = this.log.child({ key: this.queue.keyString(key), reconcileID: reconcileId });
     const end = reconcileTime.startTimer({ controller: this.name });
     try {
-      const after = await this.reconcile({ controller: this.name, reconcileId, log, signal: this.abort.signal }, key);
+      const result = await this.reconcile({ controller: this.name, reconcileId, log, signal: this.abort.signal }, key);
       this.queue.forget(key);
-      if (typeof after === 'number' && after > 0) {
+      const after = result.requeueAfterMs;
+      if (after !== undefined && after > 0) {
         this.queue.addAfter(key, after);
         reconcileTotal.inc({ controller: this.name, result: 'requeue_after' });
       } else {

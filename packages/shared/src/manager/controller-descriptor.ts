@@ -1,5 +1,5 @@
 import type { KubeClient } from '../client/kube-client.js';
-import type { Controller } from '../controller/controller.js';
+import type { Runnable } from '../controller/runnable.js';
 import type { EventRecorder } from '../events/event-recorder.js';
 import type { InformerSource } from '../informer/informer-scope.js';
 import type { Logger } from '../logging/logger.js';
@@ -25,9 +25,15 @@ export interface ControllerEnv {
 }
 
 /**
+ * What a loop's setup returns: its Controller, or its runnables in start order (a Controller plus
+ * work of its own). The manager starts them once the loop's caches have synced (and this process
+ * leads its Lease, for those that need it) and stops them in reverse order.
+ */
+export type LoopRunnables = Runnable | readonly Runnable[];
+
+/**
  * How a loop plugs into the manager: its --controllers name, its own flags and RBAC needs, and a
- * setup that registers informers and handlers (run before leadership) and returns the controller
- * whose workers start once this process leads the loop's Lease.
+ * setup that registers informers and handlers (run before leadership) and returns what to run.
  */
 export interface ControllerDescriptor {
   name: string;
@@ -37,5 +43,10 @@ export interface ControllerDescriptor {
   eventComponent?: string;
   flags?: FlagSpec[];
   rbac?: PolicyRule[];
-  setup(env: ControllerEnv): Controller | Promise<Controller>;
+  setup(env: ControllerEnv): LoopRunnables | Promise<LoopRunnables>;
+}
+
+/** The runnables of a setup's result, in start order. */
+export function runnablesOf(r: LoopRunnables): Runnable[] {
+  return Array.isArray(r) ? [...(r as readonly Runnable[])] : [r as Runnable];
 }

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { KubeClient } from '../client/kube-client.js';
-import type { Controller } from '../controller/controller.js';
+import { RunnableGroup } from '../controller/runnable-group.js';
 import { EventRecorder } from '../events/event-recorder.js';
 import { HttpEndpoints } from '../http/http-endpoints.js';
 import { InformerFactory } from '../informer/informer-factory.js';
 import { InformerScope } from '../informer/informer-scope.js';
 import { LeaderElector } from '../leaderelection/leader-elector.js';
 import { configureLogging, errorMessage, logger } from '../logging/logger.js';
+import { runnablesOf } from './controller-descriptor.js';
 import type { ControllerDescriptor } from './controller-descriptor.js';
 import { parseBindAddress } from './bind-address.js';
 import { FlagError, formatHelp } from './flag-parser.js';
@@ -42,7 +43,7 @@ function leaderElectNamespace(flag: string): string {
 
 interface Loop {
   descriptor: ControllerDescriptor;
-  controller: Controller;
+  runnables: RunnableGroup;
   events: EventRecorder;
   /** The informers this loop asked for: it starts once these have synced. */
   scope: InformerScope;
@@ -109,12 +110,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     }, opts.shutdownTimeoutMs + 5000);
     hard.unref();
     const deadline = Date.now() + opts.shutdownTimeoutMs;
-    await Promise.all(
-      loops.map(async (l) => {
-        if (l.controller.started) await l.controller.shutdown(Math.max(0, deadline - Date.now()));
-        else l.controller.queue.shutDown();
-      }),
-    );
+    await Promise.all(loops.map((l) => l.runnables.stop(Math.max(0, deadline - Date.now()))));
     await Promise.race([Promise.all(loops.map((l) => l.events.flush())), sleep(Math.max(0, Math.min(2000, deadline - Date.now())))]);
     await Promise.all(loops.map(async (l) => l.elector?.stop()));
     await informers.stop();
@@ -142,18 +138,20 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
   process.once('SIGINT', () => void shutdown(0, 'SIGINT'));
   informers.start();
 
-  const startWorkers = (l: Loop): void => {
+  /** Once the loop's caches have synced, starts its runnables that may run now (RunnableGroup.start). */
+  const startRunnables = (l: Loop, leading: boolean): void => {
     void l.scope
       .waitForSync()
       .then(() => {
-        if (exiting) return;
-        return l.controller.start();
+        if (!exiting) l.runnables.start(leading);
       })
       .catch((err: unknown) => log.error('controller stopped with an error', { controller: l.descriptor.name, error: errorMessage(err) }));
   };
 
   const elect = (l: Loop): void => {
-    if (!opts.leaderElect) return startWorkers(l);
+    if (!opts.leaderElect) return startRunnables(l, true);
+    // controller-runtime's order: what runs on every replica starts without waiting for the Lease.
+    startRunnables(l, false);
     const name = `topovol-${l.descriptor.name}`;
     l.elector = new LeaderElector(
       client,
@@ -161,7 +159,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
       {
         onStartedLeading: () => {
           log.info('became leader', { lease: `${namespace}/${name}` });
-          startWorkers(l);
+          startRunnables(l, true);
         },
         onStoppedLeading: (reason) => {
           if (reason === 'lost' && !exiting) {
@@ -194,9 +192,11 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
       return late ? `caches not synced after ${Math.round(opts.cacheSyncTimeoutMs / 1000)}s: ${waiting.join(', ')}` : `waiting for caches: ${waiting.join(', ')}`;
     });
     const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, os.hostname(), opts.dryRun);
-    const controller = await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }) });
+    const runnables = new RunnableGroup(runnablesOf(await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }) })), (r, err) =>
+      log.error('controller stopped with an error', { controller: name, runnable: r.name, error: errorMessage(err) }),
+    );
     setUp = true;
-    const l: Loop = { descriptor, controller, events, scope: own };
+    const l: Loop = { descriptor, runnables, events, scope: own };
     loops.push(l);
     const timer = setTimeout(() => {
       const waiting = own.unsynced();

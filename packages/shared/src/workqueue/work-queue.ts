@@ -7,9 +7,14 @@ import type { RateLimiter } from '../ratelimit/item-backoff.js';
 import { LeveledFifo } from './fifo.js';
 import { MinHeap } from './min-heap.js';
 
-export interface WorkQueueOptions<K extends string = string> {
-  /** Backoff for addRateLimited; defaults to defaultControllerRateLimiter on the queue's clock. */
-  rateLimiter?: RateLimiter<K>;
+export interface WorkQueueOptions<K = string> {
+  /**
+   * A stable, readable string per key: keys with equal strings are one key (deduplicated, never
+   * processed twice at once). Required for keys that are not strings; a string key is its own.
+   */
+  keyString?: (key: K) => string;
+  /** Backoff for addRateLimited, keyed by keyString; defaults to defaultControllerRateLimiter on the queue's clock. */
+  rateLimiter?: RateLimiter<string>;
   /** Drives delayed adds, backoffs and metric durations; tests pass a FakeClock. */
   clock?: Clock;
   /** Publish workqueue_* metrics labelled with the queue's name (default true; off for an empty name). */
@@ -21,26 +26,34 @@ export interface WorkQueueOptions<K extends string = string> {
   priority?: (key: K) => number;
 }
 
+/** String keys may leave keyString out; any other key type must give one. */
+export type WorkQueueArgs<K> = [K] extends [string] ? [opts?: WorkQueueOptions<K>] : [opts: WorkQueueOptions<K> & { keyString: (key: K) => string }];
+
 /**
  * client-go's rate-limiting, delaying work queue. It holds keys, not objects, and tracks two sets:
  * dirty (needs work) and processing (a worker has it). A key is handed to at most one worker at a
  * time; a key added while being processed stays dirty and is queued again once that worker calls
- * done, so any number of adds during one reconcile cause at most one more.
+ * done, so any number of adds during one reconcile cause at most one more. Keys may be typed values
+ * (a loop's discriminated union); the queue tells them apart by keyString, as client-go's queue
+ * compares its comparable keys.
  */
-export class WorkQueue<K extends string = string> {
+export class WorkQueue<K = string> {
   readonly name: string;
+  /** The key's identity in the queue, its backoff and its log lines. */
+  readonly keyString: (key: K) => string;
   private readonly clock: Clock;
-  private readonly rateLimiter: RateLimiter<K>;
-  private readonly metrics: QueueMetrics<K> | undefined;
+  private readonly rateLimiter: RateLimiter<string>;
+  private readonly metrics: QueueMetrics<string> | undefined;
 
   private readonly queue: LeveledFifo<K>;
-  private readonly dirty = new Set<K>();
-  private readonly processing = new Set<K>();
+  /** Keys that need work, by keyString (the value: the key as added). */
+  private readonly dirty = new Map<string, K>();
+  private readonly processing = new Set<string>();
   private readonly getters: ((key: K | undefined) => void)[] = [];
 
   // Delayed adds: one live entry per key (the earliest), found via a min-heap with lazy deletion,
   // and a single timer armed for the earliest entry.
-  private readonly delayed = new Map<K, DelayedEntry<K>>();
+  private readonly delayed = new Map<string, DelayedEntry<K>>();
   private readonly heap = new MinHeap<DelayedEntry<K>>((a, b) => a.at - b.at || a.seq - b.seq);
   private delayedSeq = 0;
   private timer: { at: number; cancel: Cancel } | undefined;
@@ -49,22 +62,25 @@ export class WorkQueue<K extends string = string> {
   private drain = false;
   private drainWaiters: (() => void)[] = [];
 
-  constructor(name: string, opts: WorkQueueOptions<K> = {}) {
+  constructor(name: string, ...[opts = {}]: WorkQueueArgs<K>) {
     this.name = name;
+    // Only string keys may come without keyString (WorkQueueArgs), so this is their identity.
+    this.keyString = opts.keyString ?? ((key: K) => key as unknown as string);
     this.clock = opts.clock ?? realClock;
-    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<K>(this.clock);
+    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<string>(this.clock);
     this.queue = new LeveledFifo<K>(opts.priority ?? (() => 0));
     // As in client-go, an unnamed queue has no metrics: its series could not be told apart.
-    this.metrics = opts.metrics !== false && name !== '' ? new QueueMetrics<K>(name, this.clock) : undefined;
+    this.metrics = opts.metrics !== false && name !== '' ? new QueueMetrics<string>(name, this.clock) : undefined;
   }
 
   /** Marks key as needing work. No-op if it is already waiting, or once the queue is shutting down. */
   add(key: K): void {
-    if (this.shutting || this.dirty.has(key)) return;
-    this.dirty.add(key);
-    this.metrics?.added(key, this.dirty.size);
+    const id = this.keyString(key);
+    if (this.shutting || this.dirty.has(id)) return;
+    this.dirty.set(id, key);
+    this.metrics?.added(id, this.dirty.size);
     // Being processed: leave it dirty; done() queues it again.
-    if (this.processing.has(key)) return;
+    if (this.processing.has(id)) return;
     this.enqueue(key);
   }
 
@@ -75,11 +91,12 @@ export class WorkQueue<K extends string = string> {
       this.add(key);
       return;
     }
+    const id = this.keyString(key);
     const at = this.clock.now() + ms;
-    const prev = this.delayed.get(key);
+    const prev = this.delayed.get(id);
     if (prev !== undefined && prev.at <= at) return;
-    const entry: DelayedEntry<K> = { key, at, seq: this.delayedSeq++ };
-    this.delayed.set(key, entry); // a superseded entry stays in the heap and is skipped later
+    const entry: DelayedEntry<K> = { key, id, at, seq: this.delayedSeq++ };
+    this.delayed.set(id, entry); // a superseded entry stays in the heap and is skipped later
     this.heap.push(entry);
     this.armTimer();
   }
@@ -88,17 +105,17 @@ export class WorkQueue<K extends string = string> {
   addRateLimited(key: K): void {
     if (this.shutting) return;
     this.metrics?.retried();
-    this.addAfter(key, this.rateLimiter.when(key));
+    this.addAfter(key, this.rateLimiter.when(this.keyString(key)));
   }
 
   /** Resets key's backoff: the caller processed it successfully (or gave up on it). */
   forget(key: K): void {
-    this.rateLimiter.forget(key);
+    this.rateLimiter.forget(this.keyString(key));
   }
 
   /** How many times key went through addRateLimited since it was last forgotten. */
   numRequeues(key: K): number {
-    return this.rateLimiter.numRequeues(key);
+    return this.rateLimiter.numRequeues(this.keyString(key));
   }
 
   /**
@@ -115,9 +132,11 @@ export class WorkQueue<K extends string = string> {
 
   /** Ends the processing of key; if it was added meanwhile, it is queued again now. */
   done(key: K): void {
-    if (!this.processing.delete(key)) return;
-    this.metrics?.done(key);
-    if (this.dirty.has(key)) this.enqueue(key);
+    const id = this.keyString(key);
+    if (!this.processing.delete(id)) return;
+    this.metrics?.done(id);
+    const again = this.dirty.get(id);
+    if (again !== undefined) this.enqueue(again);
     if (this.shutting && this.processing.size === 0) {
       if (!this.drain || this.queue.length === 0) this.metrics?.stop();
       // Checked a microtask later: a draining worker that calls get() right after done() picks up
@@ -182,16 +201,18 @@ export class WorkQueue<K extends string = string> {
   }
 
   private take(key: K): K {
-    this.dirty.delete(key);
-    this.processing.add(key);
-    this.metrics?.taken(key, this.dirty.size);
-    return key;
+    const id = this.keyString(key);
+    const latest = this.dirty.get(id) ?? key;
+    this.dirty.delete(id);
+    this.processing.add(id);
+    this.metrics?.taken(id, this.dirty.size);
+    return latest;
   }
 
   /** Drops superseded heap entries and returns the earliest live delayed add, if any. */
   private peekDelayed(): DelayedEntry<K> | undefined {
     for (let e = this.heap.peek(); e !== undefined; e = this.heap.peek()) {
-      if (this.delayed.get(e.key) === e) return e;
+      if (this.delayed.get(e.id) === e) return e;
       this.heap.pop();
     }
     return undefined;
@@ -214,7 +235,7 @@ export class WorkQueue<K extends string = string> {
     const now = this.clock.now();
     for (let e = this.peekDelayed(); e !== undefined && e.at <= now; e = this.peekDelayed()) {
       this.heap.pop();
-      this.delayed.delete(e.key);
+      this.delayed.delete(e.id);
       this.add(e.key);
     }
     // A timer may fire a hair early by this clock's reading; then it is simply armed again.
@@ -224,6 +245,7 @@ export class WorkQueue<K extends string = string> {
 
 interface DelayedEntry<K> {
   key: K;
+  id: string;
   at: number;
   seq: number;
 }

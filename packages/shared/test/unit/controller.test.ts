@@ -1,9 +1,13 @@
 import { expect } from 'chai';
 import { Controller } from '../../src/controller/controller.js';
+import type { ReconcileFunc } from '../../src/controller/controller.js';
+import { DONE, requeueAfter } from '../../src/controller/result.js';
 import { TerminalError } from '../../src/controller/terminal-error.js';
 import { metricsRegistry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
+import type { RateLimiter } from '../../src/ratelimit/item-backoff.js';
+import { WorkQueue } from '../../src/workqueue/work-queue.js';
 
 let n = 0;
 const unique = (p: string): string => `${p}-${++n}`;
@@ -18,13 +22,27 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
 }
 
+/** A controller on string keys with its own queue, as a loop's setup builds them. */
+function stringController(
+  prefix: string,
+  reconcile: ReconcileFunc<string>,
+  opts: { clock?: FakeClock; rateLimiter?: RateLimiter<string>; workers?: number } = {},
+): Controller<string> {
+  const name = unique(prefix);
+  const queue = new WorkQueue<string>(name, { ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}) });
+  return new Controller<string>(name, reconcile, { queue, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.workers ? { workers: opts.workers } : {}) });
+}
+
+/** A loop's typed keys, as the binder's. */
+type TestKey = { kind: 'claim'; namespace: string; name: string } | { kind: 'volume'; name: string };
+const keyString = (k: TestKey): string => (k.kind === 'claim' ? `pvc/${k.namespace}/${k.name}` : `pv/${k.name}`);
+
 describe('Controller runner', function () {
   it('retries a throwing reconcile with growing delays and counts the retries', async function () {
     const clock = new FakeClock();
-    const name = unique('retry');
     const calls: number[] = [];
-    const c = new Controller(
-      name,
+    const c = stringController(
+      'retry',
       () => {
         calls.push(clock.now());
         return Promise.reject(new Error('boom'));
@@ -40,17 +58,17 @@ describe('Controller runner', function () {
     }
     const gaps = calls.slice(1).map((t, i) => t - calls[i]!);
     expect(gaps).to.deep.equal([5, 10, 20, 40, 80]);
-    expect(await metric('workqueue_retries_total', { name })).to.be.at.least(5);
-    expect(await metric('controller_runtime_reconcile_errors_total', { controller: name })).to.be.at.least(5);
-    await c.shutdown(1000);
+    expect(c.queue.numRequeues('k')).to.be.at.least(5);
+    expect(await metric('workqueue_retries_total', { name: c.name })).to.be.at.least(5);
+    expect(await metric('controller_runtime_reconcile_errors_total', { controller: c.name })).to.be.at.least(5);
+    await c.stop(1000);
   });
 
   it('does not retry a terminal error', async function () {
     const clock = new FakeClock();
-    const name = unique('terminal');
     let calls = 0;
-    const c = new Controller(
-      name,
+    const c = stringController(
+      'terminal',
       () => {
         calls++;
         return Promise.reject(new TerminalError('malformed'));
@@ -64,15 +82,15 @@ describe('Controller runner', function () {
     await settle();
     expect(calls).to.equal(1);
     expect(c.queue.numRequeues('k')).to.equal(0);
-    expect(await metric('controller_runtime_terminal_reconcile_errors_total', { controller: name })).to.equal(1);
-    expect(await metric('controller_runtime_reconcile_total', { controller: name, result: 'error' })).to.equal(1);
-    await c.shutdown(1000);
+    expect(await metric('controller_runtime_terminal_reconcile_errors_total', { controller: c.name })).to.equal(1);
+    expect(await metric('controller_runtime_reconcile_total', { controller: c.name, result: 'error' })).to.equal(1);
+    await c.stop(1000);
   });
 
-  it('requeues after the returned delay', async function () {
+  it('requeues after the Result’s requeueAfterMs, and not after an empty Result', async function () {
     const clock = new FakeClock();
     let calls = 0;
-    const c = new Controller(unique('after'), () => Promise.resolve(++calls === 1 ? 60_000 : undefined), { clock });
+    const c = stringController('after', () => Promise.resolve(++calls === 1 ? { requeueAfterMs: 60_000 } : DONE), { clock });
     void c.start();
     c.enqueue('k');
     await settle();
@@ -82,18 +100,43 @@ describe('Controller runner', function () {
     clock.advance(1);
     await settle();
     expect(calls).to.equal(2);
-    await c.shutdown(1000);
+    clock.advance(3_600_000);
+    await settle();
+    expect(calls).to.equal(2);
+    expect(await metric('controller_runtime_reconcile_total', { controller: c.name, result: 'requeue_after' })).to.equal(1);
+    expect(await metric('controller_runtime_reconcile_total', { controller: c.name, result: 'success' })).to.equal(1);
+    await c.stop(1000);
+  });
+
+  it('a success after failures resets the key’s backoff', async function () {
+    const clock = new FakeClock();
+    let calls = 0;
+    const c = stringController('reset', () => (++calls < 3 ? Promise.reject(new Error('not yet')) : Promise.resolve(DONE)), {
+      clock,
+      rateLimiter: new ItemExponentialBackoff(5, 1_000_000),
+    });
+    void c.start();
+    c.enqueue('k');
+    for (let i = 0; i < 100 && calls < 3; i++) {
+      await settle();
+      clock.advance(5);
+    }
+    await settle();
+    expect(calls).to.equal(3);
+    expect(c.queue.numRequeues('k')).to.equal(0);
+    await c.stop(1000);
   });
 
   it('reconciles a key added 1,000 times while being processed at most twice', async function () {
     let calls = 0;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const c = new Controller(
-      unique('readd'),
+    const c = stringController(
+      'readd',
       async () => {
         calls++;
         if (calls === 1) await gate;
+        return DONE;
       },
       { workers: 8 },
     );
@@ -104,7 +147,7 @@ describe('Controller runner', function () {
     release();
     await settle();
     expect(calls).to.be.at.most(2).and.at.least(1);
-    await c.shutdown(1000);
+    await c.stop(1000);
   });
 
   it('never processes one key in two workers at once (8 workers)', async function () {
@@ -112,8 +155,8 @@ describe('Controller runner', function () {
     let overlaps = 0;
     let maxParallel = 0;
     let done = 0;
-    const c = new Controller(
-      unique('overlap'),
+    const c = stringController(
+      'overlap',
       async (_ctx, key) => {
         if (inFlight.has(key)) overlaps++;
         inFlight.add(key);
@@ -121,6 +164,7 @@ describe('Controller runner', function () {
         await new Promise((r) => setTimeout(r, Math.random() * 3));
         inFlight.delete(key);
         done++;
+        return DONE;
       },
       { workers: 8 },
     );
@@ -129,32 +173,59 @@ describe('Controller runner', function () {
       for (let k = 0; k < 20; k++) c.enqueue(`key-${k}`);
       await new Promise((r) => setTimeout(r, 1));
     }
-    await c.shutdown(10_000);
+    await c.stop(10_000);
     expect(overlaps).to.equal(0);
     expect(maxParallel).to.be.greaterThan(1).and.at.most(8);
     expect(done).to.be.at.least(20);
   });
 
-  it('shutdown drains in-flight reconciles', async function () {
+  it('stop drains in-flight reconciles', async function () {
     let finished = false;
-    const c = new Controller(unique('drain'), async () => {
+    const c = stringController('drain', async () => {
       await new Promise((r) => setTimeout(r, 20));
       finished = true;
+      return DONE;
     });
     void c.start();
     c.enqueue('k');
     await settle();
-    expect(await c.shutdown(5000)).to.equal(true);
+    expect(await c.stop(5000)).to.equal(true);
     expect(finished).to.equal(true);
   });
-  it('re-syncs every key of the list once per period while running, and stops at shutdown', async function () {
+
+  it('stop gives up after its timeout and aborts the reconcile’s signal', async function () {
+    let signal: AbortSignal | undefined;
+    const c = stringController('abandon', (ctx) => {
+      signal = ctx.signal;
+      return new Promise<never>(() => undefined);
+    });
+    void c.start();
+    c.enqueue('k');
+    await settle();
+    expect(await c.stop(10)).to.equal(false);
+    expect(signal?.aborted).to.equal(true);
+  });
+
+  it('stop before start: the workers never take a key', async function () {
+    let calls = 0;
+    const c = stringController('never', () => {
+      calls++;
+      return Promise.resolve(DONE);
+    });
+    c.enqueue('k');
+    expect(await c.stop(1000)).to.equal(true);
+    await c.start();
+    expect(calls).to.equal(0);
+  });
+
+  it('re-syncs every key of the list once per period while running, and stops at stop', async function () {
     const clock = new FakeClock();
     const seen: string[] = [];
-    const c = new Controller(
-      unique('resync'),
+    const c = stringController(
+      'resync',
       (_ctx, key) => {
         seen.push(`${clock.now()}:${key}`);
-        return Promise.resolve();
+        return Promise.resolve(DONE);
       },
       { clock },
     );
@@ -169,20 +240,20 @@ describe('Controller runner', function () {
     clock.advance(1_000);
     await settle();
     expect(seen).to.deep.equal(['1000:a', '1000:b', '2000:b', '2000:c']);
-    await c.shutdown(1_000);
+    await c.stop(1_000);
     clock.advance(5_000);
     await settle();
-    expect(seen, 'no re-sync after shutdown').to.have.length(4);
+    expect(seen, 'no re-sync after stop').to.have.length(4);
   });
 
   it('never re-syncs with a period of 0', async function () {
     const clock = new FakeClock();
     let calls = 0;
-    const c = new Controller(
-      unique('no-resync'),
+    const c = stringController(
+      'no-resync',
       () => {
         calls++;
-        return Promise.resolve();
+        return Promise.resolve(DONE);
       },
       { clock },
     );
@@ -191,6 +262,96 @@ describe('Controller runner', function () {
     clock.advance(60_000);
     await settle();
     expect(calls).to.equal(0);
-    await c.shutdown(1_000);
+    await c.stop(1_000);
+  });
+
+  describe('typed keys', function () {
+    function typedController(reconcile: ReconcileFunc<TestKey>, opts: { clock?: FakeClock; priority?: (k: TestKey) => number } = {}): Controller<TestKey> {
+      const name = unique('typed');
+      const queue = new WorkQueue<TestKey>(name, { keyString, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.priority ? { priority: opts.priority } : {}) });
+      return new Controller<TestKey>(name, reconcile, { queue, ...(opts.clock ? { clock: opts.clock } : {}) });
+    }
+
+    it('equal keys built apart are one key; keys of different kinds with one name are two', async function () {
+      const seen: TestKey[] = [];
+      const c = typedController((_ctx, key) => {
+        seen.push(key);
+        return Promise.resolve(DONE);
+      });
+      for (let i = 0; i < 5; i++) {
+        c.enqueue({ kind: 'claim', namespace: 'ns', name: 'a' });
+        c.enqueue({ kind: 'volume', name: 'a' });
+      }
+      c.enqueue({ kind: 'claim', namespace: 'other', name: 'a' });
+      void c.start();
+      await settle();
+      expect(seen.map(keyString).sort()).to.deep.equal(['pv/a', 'pvc/ns/a', 'pvc/other/a']);
+      expect(seen.find((k) => k.kind === 'claim' && k.namespace === 'ns')).to.deep.equal({ kind: 'claim', namespace: 'ns', name: 'a' });
+      await c.stop(1_000);
+    });
+
+    it('a typed key is requeued after its Result, and backs off by its keyString', async function () {
+      const clock = new FakeClock();
+      const calls: string[] = [];
+      const c = typedController(
+        (_ctx, key) => {
+          calls.push(`${clock.now()}:${keyString(key)}`);
+          if (key.kind === 'volume') return Promise.reject(new Error('volume write failed'));
+          return Promise.resolve(calls.length === 1 ? requeueAfter(30_000) : DONE);
+        },
+        { clock },
+      );
+      c.enqueue({ kind: 'claim', namespace: 'ns', name: 'a' });
+      void c.start();
+      await settle();
+      c.enqueue({ kind: 'volume', name: 'v' });
+      await settle();
+      clock.advance(30_000);
+      await settle();
+      expect(calls.filter((x) => x.endsWith('pvc/ns/a'))).to.deep.equal(['0:pvc/ns/a', '30000:pvc/ns/a']);
+      expect(c.queue.numRequeues({ kind: 'volume', name: 'v' })).to.be.at.least(1);
+      expect(c.queue.numRequeues({ kind: 'claim', namespace: 'ns', name: 'a' })).to.equal(0);
+      await c.stop(1_000);
+    });
+
+    it('hands out keys by the queue’s priority over typed keys', async function () {
+      const order: string[] = [];
+      const c = typedController(
+        (_ctx, key) => {
+          order.push(keyString(key));
+          return Promise.resolve(DONE);
+        },
+        { priority: (k) => (k.kind === 'claim' ? 0 : 1) },
+      );
+      c.enqueue({ kind: 'volume', name: 'v1' });
+      c.enqueue({ kind: 'claim', namespace: 'ns', name: 'c1' });
+      c.enqueue({ kind: 'volume', name: 'v2' });
+      c.enqueue({ kind: 'claim', namespace: 'ns', name: 'c2' });
+      void c.start();
+      await settle();
+      expect(order).to.deep.equal(['pvc/ns/c1', 'pvc/ns/c2', 'pv/v1', 'pv/v2']);
+      await c.stop(1_000);
+    });
+
+    it('re-syncs typed keys', async function () {
+      const clock = new FakeClock();
+      const seen: string[] = [];
+      const c = typedController(
+        (_ctx, key) => {
+          seen.push(keyString(key));
+          return Promise.resolve(DONE);
+        },
+        { clock },
+      );
+      c.resyncEvery(1_000, () => [
+        { kind: 'claim', namespace: 'ns', name: 'a' },
+        { kind: 'volume', name: 'v' },
+      ]);
+      void c.start();
+      clock.advance(1_000);
+      await settle();
+      expect(seen.sort()).to.deep.equal(['pv/v', 'pvc/ns/a']);
+      await c.stop(1_000);
+    });
   });
 });

@@ -3,6 +3,7 @@ import { metricsRegistry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
+import type { WorkQueueOptions } from '../../src/workqueue/work-queue.js';
 
 let seq = 0;
 const queueName = (): string => `unit-wq-${process.pid}-${++seq}`;
@@ -35,7 +36,7 @@ function runWorkers<K extends string>(q: WorkQueue<K>, n: number, work: (key: K)
 }
 
 /** Takes everything currently queued, in order, marking each done. */
-async function drainOrder<K extends string>(q: WorkQueue<K>): Promise<K[]> {
+async function drainOrder<K>(q: WorkQueue<K>): Promise<K[]> {
   const out: K[] = [];
   while (q.len() > 0) {
     const k = await q.get();
@@ -48,8 +49,8 @@ async function drainOrder<K extends string>(q: WorkQueue<K>): Promise<K[]> {
 
 describe('WorkQueue', function () {
   const queues: WorkQueue[] = [];
-  const newQueue = (opts: ConstructorParameters<typeof WorkQueue>[1] = {}, name = queueName()): WorkQueue => {
-    const q = new WorkQueue(name, { clock: new FakeClock(), ...opts });
+  const newQueue = (opts: WorkQueueOptions = {}, name = queueName()): WorkQueue => {
+    const q = new WorkQueue<string>(name, { clock: new FakeClock(), ...opts });
     queues.push(q);
     return q;
   };
@@ -73,6 +74,53 @@ describe('WorkQueue', function () {
         expect(q.len()).to.equal(0);
       });
     }
+  });
+
+  describe('typed keys are told apart by keyString', function () {
+    type Key = { kind: 'item'; item: string } | { kind: 'sync' };
+    const keyString = (k: Key): string => (k.kind === 'item' ? `item:${k.item}` : k.kind);
+    const typed: WorkQueue<Key>[] = [];
+    const typedQueue = (clock = new FakeClock()): WorkQueue<Key> => {
+      const q = new WorkQueue<Key>(queueName(), { keyString, clock, rateLimiter: new ItemExponentialBackoff<string>(10, 1_000) });
+      typed.push(q);
+      return q;
+    };
+    afterEach(function () {
+      for (const q of typed.splice(0)) q.shutDown();
+    });
+
+    it('equal keys built apart wait once, and a key added while processing comes back once', async function () {
+      const q = typedQueue();
+      q.add({ kind: 'item', item: 'a' });
+      q.add({ kind: 'sync' });
+      q.add({ kind: 'item', item: 'a' });
+      expect(q.len()).to.equal(2);
+      const first = await q.get();
+      expect(first).to.deep.equal({ kind: 'item', item: 'a' });
+      q.add({ kind: 'item', item: 'a' });
+      q.add({ kind: 'item', item: 'a' });
+      expect(q.len()).to.equal(1);
+      q.done({ kind: 'item', item: 'a' });
+      expect((await drainOrder(q)).map(keyString)).to.deep.equal(['sync', 'item:a']);
+    });
+
+    it('delayed adds merge and backoff is counted per keyString', async function () {
+      const clock = new FakeClock();
+      const q = typedQueue(clock);
+      q.addAfter({ kind: 'item', item: 'a' }, 100);
+      q.addAfter({ kind: 'item', item: 'a' }, 50);
+      q.addRateLimited({ kind: 'item', item: 'b' });
+      q.addRateLimited({ kind: 'item', item: 'b' });
+      expect(q.numRequeues({ kind: 'item', item: 'b' })).to.equal(2);
+      clock.advance(49);
+      await settle();
+      expect((await drainOrder(q)).map(keyString), 'b after its 10 ms backoff (merged: the earlier of 10 and 20 ms)').to.deep.equal(['item:b']);
+      clock.advance(1);
+      await settle();
+      expect((await drainOrder(q)).map(keyString), 'a once, after the earlier of its delays').to.deep.equal(['item:a']);
+      q.forget({ kind: 'item', item: 'b' });
+      expect(q.numRequeues({ kind: 'item', item: 'b' })).to.equal(0);
+    });
   });
 
   describe('priority: lower levels first, FIFO within a level, dedup unchanged', function () {
