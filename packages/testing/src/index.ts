@@ -56,3 +56,4 @@ export { eventsAbout, unschedulable } from './stack/scheduling-outcome.js';
 export type { Unschedulable } from './stack/scheduling-outcome.js';
 export { createStoryPod, staleCapacity, STORY_CLAIMS, STORY_POD } from './stack/stale-capacity-story.js';
 export type { StaleCapacityStory } from './stack/stale-capacity-story.js';
+export * from './architecture-doc.js';
