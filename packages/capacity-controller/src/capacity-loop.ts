@@ -2,6 +2,7 @@ import { aborted, ANN_SELECTED_NODE, DONE, errorMessage, requeueAfter, Resources
 import type { CSIDriver, CSINode, CSIStorageCapacity, Event, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable, StorageClass, WorkQueue } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
+import { loopProblems } from './aggregate/loop-problems.js';
 import { statusEntries } from './aggregate/status-entries.js';
 import { itemRefresh, STATUS, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
@@ -357,22 +358,8 @@ export class CapacityLoop {
 
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
   private reportProblems(nodes: readonly Node[]): void {
-    this.problems.report([
-      ...this.desired.problems.map((p) => ({
-        target: this.inf.classes.cache.get(p.storageClassName),
-        id: `class\u0000${p.storageClassName}\u0000${p.reason}`,
-        reason: p.reason,
-        message: p.message,
-        fields: { storageClass: p.storageClassName },
-      })),
-      ...unsegmentedNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName).map((u) => ({
-        target: u.node,
-        id: `node\u0000${u.node.metadata?.name ?? ''}`,
-        reason: 'NodeWithoutTopology',
-        message: `capacity of driver ${this.opts.driverName} is not tracked for this node: ${u.why}`,
-        fields: { node: u.node.metadata?.name, driver: this.opts.driverName },
-      })),
-    ]);
+    const unsegmented = unsegmentedNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
+    this.problems.report(loopProblems(this.opts.driverName, this.desired.problems, (n) => this.inf.classes.cache.get(n), unsegmented));
   }
 
   /** Keys of the items that have CSIStorageCapacity objects (not `<ephemeral>`). */
