@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { isNotFound } from '../client/errors.js';
+import { classifyError, isNotFound } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
 import { Resources } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
@@ -41,6 +41,15 @@ interface Seen {
 }
 
 const MAX_REMEMBERED = 4096;
+
+/**
+ * client-go tries each Event up to 12 times when the API server fails it (tools/record/event.go,
+ * maxTriesPerEvent), so that a busy or restarting API server does not lose the Events that
+ * explain what a controller did. The waits here grow from half a second to ten seconds.
+ */
+export const EVENT_WRITE_TRIES = 12;
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 10_000;
 
 /**
  * Writes core/v1 Events the way client-go's recorder does: the same event for the same object
@@ -87,6 +96,23 @@ export class EventRecorder {
   }
 
   private async write(obj: KubeObject, type: EventType, reason: string, message: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const err = await this.writeOnce(obj, type, reason, message);
+      if (err === undefined) return;
+      const c = classifyError(err);
+      // A refusal (invalid, forbidden, a name taken) fails the same way again; the rest may pass.
+      if (!c.retriable || c.kind === 'Conflict' || attempt >= EVENT_WRITE_TRIES) {
+        eventErrors.inc({ component: this.component });
+        this.log.warn('cannot write event', { reason, error: errorMessage(err), tries: attempt });
+        return;
+      }
+      const wait = Math.min(RETRY_FIRST_MS * 2 ** (attempt - 1), RETRY_MAX_MS);
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, wait));
+    }
+  }
+
+  /** One try at writing the Event; resolves with what failed it, if anything. */
+  private async writeOnce(obj: KubeObject, type: EventType, reason: string, message: string): Promise<unknown> {
     const md = obj.metadata ?? {};
     // Cluster-scoped objects get their events in "default", as client-go does.
     const namespace = md.namespace || 'default';
@@ -99,7 +125,7 @@ export class EventRecorder {
           await this.client.patch<Event>(Resources.events, prev.name, prev.namespace, 'merge', { count: prev.count + 1, lastTimestamp: now });
           prev.count++;
           this.remember(key, prev);
-          return;
+          return undefined;
         } catch (err) {
           if (!isNotFound(err)) throw err;
           // Expired (events have a TTL): start a new one.
@@ -130,9 +156,9 @@ export class EventRecorder {
       };
       await this.client.create<Event>(Resources.events, ev);
       this.remember(key, { namespace, name, count: 1, firstTimestamp: now });
+      return undefined;
     } catch (err) {
-      eventErrors.inc({ component: this.component });
-      this.log.warn('cannot write event', { reason, error: errorMessage(err) });
+      return err;
     }
   }
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import { KubeApiError } from '../../src/client/errors.js';
 import type { KubeClient } from '../../src/client/kube-client.js';
-import { EventRecorder } from '../../src/events/event-recorder.js';
+import { EVENT_WRITE_TRIES, EventRecorder } from '../../src/events/event-recorder.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import type { Event } from '../../src/types/wire.js';
 
@@ -48,5 +49,59 @@ describe('EventRecorder', function () {
     r.event(claim('busy'), 'Warning', 'ClaimLost', 'lost');
     await r.flush();
     expect(writes.at(-1)).to.equal('create busy ClaimLost');
+  });
+
+  /** A client whose creates fail with `code` the first `failures` times. */
+  function failingClient(code: number, failures: number): { client: KubeClient; tries: () => number; written: string[] } {
+    let tries = 0;
+    const written: string[] = [];
+    const client = {
+      create: (_r: unknown, e: Event) => {
+        tries++;
+        if (tries <= failures) return Promise.reject(KubeApiError.fromResponse(code, JSON.stringify({ kind: 'Status', code, message: `HTTP ${code}` })));
+        written.push(`${e.involvedObject.name} ${e.reason}`);
+        return Promise.resolve(e);
+      },
+    } as unknown as KubeClient;
+    return { client, tries: () => tries, written };
+  }
+
+  /** Flushes while driving the fake clock through the recorder's waits. */
+  async function flushDriving(r: EventRecorder, clock: FakeClock): Promise<void> {
+    let done = false;
+    const f = r.flush().then(() => {
+      done = true;
+    });
+    while (!done) {
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(1_000);
+    }
+    await f;
+  }
+
+  it('writes an Event the API server failed (503, timeouts) on a later try, as client-go retries its Events', async function () {
+    const clock = new FakeClock();
+    const { client, tries, written } = failingClient(503, 3);
+    const r = new EventRecorder(client, 'test', 'host', false, clock);
+    r.event(claim('a'), 'Normal', 'ProvisioningRollback', 'rolling back');
+    r.event(claim('b'), 'Normal', 'ProvisioningRollback', 'rolling back');
+    await flushDriving(r, clock);
+    expect(written, 'both written, in order').to.deep.equal(['a ProvisioningRollback', 'b ProvisioningRollback']);
+    expect(tries()).to.equal(5);
+  });
+
+  it('gives up after client-go\'s number of tries, and at once on a refusal that cannot pass (422, 403)', async function () {
+    for (const [code, failures, want] of [
+      [500, 100, EVENT_WRITE_TRIES],
+      [422, 100, 1],
+      [403, 100, 1],
+    ] as const) {
+      const clock = new FakeClock();
+      const { client, tries, written } = failingClient(code, failures);
+      const r = new EventRecorder(client, 'test', 'host', false, clock);
+      r.event(claim('a'), 'Warning', 'X', 'x');
+      await flushDriving(r, clock);
+      expect([code, tries(), written.length]).to.deep.equal([code, want, 0]);
+    }
   });
 });
