@@ -5,9 +5,12 @@ import type { AssumeCache } from './assume-cache.js';
 import { claimStatusFor } from './claim-status.js';
 import type { ClaimPhase } from './claim-status.js';
 
+/** The client calls the binder's actuator makes: all writes with a precondition (see BinderActuator). */
+export type BinderWrites = Pick<KubeClient, 'replace' | 'replaceStatus' | 'patch'>;
+
 export interface ActuatorDeps {
-  client: KubeClient;
-  events: EventRecorder;
+  client: BinderWrites;
+  events: Pick<EventRecorder, 'event'>;
   volumes: AssumeCache<PersistentVolume>;
   claims: AssumeCache<PersistentVolumeClaim>;
   log: Logger;

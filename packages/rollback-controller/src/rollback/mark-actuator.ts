@@ -4,9 +4,12 @@ import type { MarkDecision } from './decide-mark.js';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, LABEL_USAGE, Reasons } from './marks.js';
 import { countMark } from './rollback-metrics.js';
 
+/** The one client call writeMark makes: a merge patch carrying the resourceVersion decided on. */
+export type MarkWrites = Pick<KubeClient, 'patch'>;
+
 export interface MarkActuatorDeps {
-  client: KubeClient;
-  events: EventRecorder;
+  client: MarkWrites;
+  events: Pick<EventRecorder, 'event'>;
   log: Logger;
   dryRun: boolean;
   /** In dry-run, marks are not written; they are handed here so later decisions can build on them. */

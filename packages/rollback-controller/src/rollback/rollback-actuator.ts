@@ -8,9 +8,12 @@ import type { ClaimState, Condition, ProvisioningRollback, ProvisioningRollbackS
 import { Reasons } from './marks.js';
 import { countRecreated, countRollback } from './rollback-metrics.js';
 
+/** The client calls the rollback actuator makes: the record's create and status, the claims' delete and create. */
+export type RollbackWrites = Pick<KubeClient, 'create' | 'delete' | 'replaceStatus'>;
+
 export interface RollbackActuatorDeps {
-  client: KubeClient;
-  events: EventRecorder;
+  client: RollbackWrites;
+  events: Pick<EventRecorder, 'event'>;
   log: Logger;
   dryRun: boolean;
 }
