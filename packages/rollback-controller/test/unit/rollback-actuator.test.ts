@@ -1,0 +1,165 @@
+import { expect } from 'chai';
+import { isConflict, logger, Resources } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
+import { newRollback } from '../../src/rollback/intent/new-rollback.js';
+import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
+import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+import { Reasons } from '../../src/rollback/marks.js';
+import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
+import { FakeEvents, FakeWrites } from './fake-writes.js';
+import { claim, NOW, pod, pv } from './rollback-world-fixture.js';
+
+// The rollback actuator over an in-memory store that enforces preconditions like the API server:
+// what is stored after each write, and that no stale view (a claim written or re-created since the
+// decision, an old copy of the record) deletes or overwrites anything. The real server:
+// test/integration/rollback-safety.test.ts.
+const thePod = pod('p', ['c'], { nodeName: undefined });
+const decidedClaim = (): PersistentVolumeClaim => ({ ...claim('c', { volume: 'v' }), metadata: { ...claim('c').metadata, labels: { app: 'db' } }, spec: { volumeName: 'v', storageClassName: 'late', resources: { requests: { storage: '1Gi' } } } });
+const volume = (): PersistentVolume => pv('v', 'c', { usage: 'unused', forNode: 'a' });
+const rollback = (): Extract<RollbackDecision, { kind: 'rollback' }> => ({ kind: 'rollback', why: 'node a rejects the pod', pinned: [{ claim: decidedClaim(), volume: volume(), node: 'a' }], attempt: 1, evidenceTime: NOW });
+const record = (): ProvisioningRollback => newRollback(thePod, rollback().pinned, 'node a rejects the pod', 1, NOW);
+
+describe('rollback actuator over an in-memory API server', function () {
+  let store: FakeWrites;
+  let events: FakeEvents;
+  const actuator = (dryRun = false): RollbackActuator => new RollbackActuator({ client: store, events, log: logger(), dryRun });
+  const storedClaim = (): PersistentVolumeClaim | undefined => store.stored(Resources.persistentVolumeClaims, 'c', 'ns');
+  const storedRecord = (): ProvisioningRollback | undefined => store.stored(ProvisioningRollbacks, record().metadata!.name!);
+  const reasons = (): string[] => events.recorded.map((e) => `${e.kind}/${e.name} ${e.type} ${e.reason}`);
+
+  beforeEach(function () {
+    store = new FakeWrites();
+    events = new FakeEvents();
+  });
+
+  describe('decide', function () {
+    const cases: { name: string; decision: () => RollbackDecision; dryRun?: boolean; recorded: boolean; events: string[] }[] = [
+      { name: 'none: nothing', decision: () => ({ kind: 'none' }), recorded: false, events: [] },
+      { name: 'wait: nothing', decision: () => ({ kind: 'wait', ms: 1000, why: 'still provisioning' }), recorded: false, events: [] },
+      { name: 'refuse: a Warning on the pod, nothing written', decision: () => ({ kind: 'refuse', why: 'used' }), recorded: false, events: [`Pod/p Warning ${Reasons.RollbackRefused}`] },
+      { name: 'limit: a Warning on the pod, nothing written', decision: () => ({ kind: 'limit', why: 'too many' }), recorded: false, events: [`Pod/p Warning ${Reasons.RollbackLimit}`] },
+      { name: 'rollback: the record is written, nothing deleted yet, no Event until it is announced', decision: rollback, recorded: true, events: [] },
+      { name: 'rollback in dry-run: nothing written', decision: rollback, dryRun: true, recorded: false, events: [] },
+    ];
+    for (const c of cases) {
+      it(c.name, async function () {
+        const seededClaim = store.seed(Resources.persistentVolumeClaims, decidedClaim());
+        await actuator(c.dryRun).decide({ ...thePod, kind: 'Pod' }, c.decision());
+        expect(storedClaim()).to.deep.equal(seededClaim);
+        expect(reasons()).to.deep.equal(c.events);
+        const r = storedRecord();
+        if (!c.recorded) return expect(r).to.equal(undefined);
+        expect(r?.spec.claims).to.have.length(1);
+        expect(r?.spec.claims[0]).to.include({ name: 'c', uid: 'uid-c', resourceVersion: '5', volume: 'v' });
+        expect(r?.spec.claims[0]?.template).to.deep.equal({ metadata: { labels: { app: 'db' } }, spec: { storageClassName: 'late', resources: { requests: { storage: '1Gi' } } } });
+      });
+    }
+
+    it('a rollback already recorded (a crash after the create, another leader) is left as it is', async function () {
+      const first = store.seed(ProvisioningRollbacks, record());
+      await actuator().decide(thePod, rollback());
+      expect(storedRecord()).to.deep.equal(first);
+    });
+  });
+
+  describe('deleteClaim: only the claim as decided on (uid + resourceVersion preconditions)', function () {
+    const cases: { name: string; onServer?: (c: PersistentVolumeClaim) => PersistentVolumeClaim; outcome: 'deleted' | 'changed' | 'gone' }[] = [
+      { name: 'unchanged since the decision: deleted', onServer: (c) => c, outcome: 'deleted' },
+      { name: 'written since (another resourceVersion): changed, and the claim survives', onServer: (c) => ({ ...c, metadata: { ...c.metadata, resourceVersion: '6' } }), outcome: 'changed' },
+      { name: 're-created under the same name (another uid): changed, and the new claim survives', onServer: (c) => ({ ...c, metadata: { ...c.metadata, uid: 'uid-new', resourceVersion: '5' } }), outcome: 'changed' },
+      { name: 'gone already: gone', outcome: 'gone' },
+    ];
+    for (const c of cases) {
+      it(c.name, async function () {
+        const r = store.seed(ProvisioningRollbacks, record());
+        if (c.onServer) store.seed(Resources.persistentVolumeClaims, c.onServer(decidedClaim()));
+        const before = store.snapshot();
+        expect(await actuator().deleteClaim(r, r.spec.claims[0]!, r.spec.claims[0]!.resourceVersion)).to.equal(c.outcome);
+        if (c.outcome === 'deleted') expect(storedClaim()).to.equal(undefined);
+        else expect(store.snapshot()).to.deep.equal(before);
+      });
+    }
+  });
+
+  describe('createClaim', function () {
+    it("re-creates the claim from the record's template, and says so on it", async function () {
+      const r = store.seed(ProvisioningRollbacks, record());
+      const uid = await actuator().createClaim(r, r.spec.claims[0]!);
+      const c = storedClaim();
+      expect(c?.metadata?.uid).to.equal(uid).and.not.equal('uid-c');
+      expect(c?.metadata?.labels).to.deep.equal({ app: 'db' });
+      expect(c?.spec).to.deep.equal({ storageClassName: 'late', resources: { requests: { storage: '1Gi' } } });
+      expect(reasons()).to.deep.equal([`PersistentVolumeClaim/c Normal ${Reasons.ClaimRecreated}`]);
+    });
+
+    it('a claim of that name exists: undefined, the claim is left as it is, no Event', async function () {
+      const r = store.seed(ProvisioningRollbacks, record());
+      const existing = store.seed(Resources.persistentVolumeClaims, { ...decidedClaim(), metadata: { ...decidedClaim().metadata, uid: 'uid-someone' } });
+      expect(await actuator().createClaim(r, r.spec.claims[0]!)).to.equal(undefined);
+      expect(storedClaim()).to.deep.equal(existing);
+      expect(events.recorded).to.deep.equal([]);
+    });
+  });
+
+  describe("the record's status, written with its resourceVersion", function () {
+    const cases: { name: string; write: (a: RollbackActuator, r: ProvisioningRollback) => Promise<unknown>; then: (r: ProvisioningRollback) => void; events: string[] }[] = [
+      {
+        name: 'announce: the Events on the pod, claim and volume, then the Started condition',
+        write: (a, r) => a.announce(r),
+        then: (r) => expect(r.status?.conditions?.map((c) => `${c.type}=${c.status}`)).to.deep.equal(['Started=True']),
+        events: [`Pod/p Normal ${Reasons.RollbackStarted}`, `PersistentVolumeClaim/c Normal ${Reasons.RollbackStarted}`, `PersistentVolume/v Normal ${Reasons.RollbackStarted}`],
+      },
+      {
+        name: "setClaim: the claim's state, and the phase that follows from it",
+        write: (a, r) => a.setClaim(r, 'c', 'Deleted'),
+        then: (r) => expect(r.status).to.deep.equal({ phase: 'Recreating', claims: [{ name: 'c', state: 'Deleted' }] }),
+        events: [],
+      },
+      {
+        name: 'finish Completed: phase, completion time, the Complete condition and an Event',
+        write: (a, r) => a.finish(r, 'Completed'),
+        then: (r) => {
+          expect(r.status?.phase).to.equal('Completed');
+          expect(r.status?.completionTime).to.be.a('string');
+          expect(r.status?.conditions?.map((c) => `${c.type}=${c.reason}`)).to.deep.equal(['Complete=Completed']);
+        },
+        events: [`Pod/p Normal ${Reasons.RollbackCompleted}`],
+      },
+      {
+        name: 'finish Aborted: phase and condition, no Completed Event',
+        write: (a, r) => a.finish(r, 'Aborted'),
+        then: (r) => expect(r.status?.phase).to.equal('Aborted'),
+        events: [],
+      },
+    ];
+    for (const c of cases) {
+      it(c.name, async function () {
+        const r = store.seed(ProvisioningRollbacks, record());
+        await c.write(actuator(), r);
+        c.then(storedRecord()!);
+        expect(storedRecord()?.spec).to.deep.equal(r.spec);
+        expect(reasons()).to.deep.equal(c.events);
+      });
+
+      it(`a stale copy of the record writes nothing (409 Conflict): ${c.name.split(':')[0]}`, async function () {
+        const stale = store.seed(ProvisioningRollbacks, record());
+        await store.patch(ProvisioningRollbacks, stale.metadata!.name!, undefined, 'merge', { metadata: { labels: { other: 'leader' } } });
+        const before = store.snapshot();
+        const err = await c.write(actuator(), stale).then(() => undefined, (e: unknown) => e);
+        expect(isConflict(err), `expected a Conflict, got ${String(err)}`).to.equal(true);
+        expect(store.snapshot()).to.deep.equal(before);
+      });
+    }
+  });
+
+  it('reportRaced and reportAborted: Events only', function () {
+    const r = store.seed(ProvisioningRollbacks, record());
+    const before = store.snapshot();
+    const a = actuator();
+    a.reportRaced({ ...thePod, kind: 'Pod', spec: { ...thePod.spec!, nodeName: 'b' } }, r.spec.claims[0]!);
+    a.reportAborted(r, r.spec.claims[0]!, 'the pod was scheduled');
+    expect(store.snapshot()).to.deep.equal(before);
+    expect(reasons()).to.deep.equal([`Pod/p Warning ${Reasons.RollbackRaced}`, `Pod/p Normal ${Reasons.RollbackAborted}`]);
+  });
+});
