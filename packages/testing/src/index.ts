@@ -57,3 +57,4 @@ export type { Unschedulable } from './stack/scheduling-outcome.js';
 export { createStoryPod, staleCapacity, STORY_CLAIMS, STORY_POD } from './stack/stale-capacity-story.js';
 export type { StaleCapacityStory } from './stack/stale-capacity-story.js';
 export * from './architecture-doc.js';
+export * from './fake-writes.js';

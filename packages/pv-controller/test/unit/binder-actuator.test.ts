@@ -4,7 +4,7 @@ import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
-import { FakeEvents, FakeWrites } from './fake-writes.js';
+import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { claim, vol } from './world-fixture.js';
 
 // The binder actuator over an in-memory store that enforces preconditions like the API server:

@@ -4,7 +4,7 @@ import type { PersistentVolume } from '@topovol/shared';
 import type { MarkDecision } from '../../src/rollback/decide-mark.js';
 import { writeMark } from '../../src/rollback/mark-actuator.js';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, LABEL_USAGE, Reasons } from '../../src/rollback/marks.js';
-import { FakeEvents, FakeWrites } from './fake-writes.js';
+import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { pv } from './rollback-world-fixture.js';
 
 // A volume's marks over an in-memory store that enforces the resourceVersion precondition like the API server.

@@ -7,7 +7,7 @@ import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-ro
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { Reasons } from '../../src/rollback/marks.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
-import { FakeEvents, FakeWrites } from './fake-writes.js';
+import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { claim, NOW, pod, pv } from './rollback-world-fixture.js';
 
 // The rollback actuator over an in-memory store that enforces preconditions like the API server:
