@@ -1,11 +1,12 @@
 import { aborted, ANN_SELECTED_NODE, DONE, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
-import type { CSIDriver, CSINode, CSIStorageCapacity, Event, EventRecorder, Informer, KubeClient, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable, StorageClass, WorkQueue } from '@topovol/shared';
+import type { CSIDriver, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
 import { statusEntries } from './aggregate/status-entries.js';
 import { itemRefresh, STATUS, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
+import type { CapacityEvents, CapacityInformers, CapacityLoopClient, CapacityQueue, CapacityStatusPublisher } from './capacity-loop-deps.js';
 import { capacityMetrics } from './capacity-metrics.js';
 import type { CapacityItem } from './objects/capacity-item.js';
 import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
@@ -25,23 +26,12 @@ import { computeSegments } from './segments/compute-segments.js';
 import { unsegmentedNodes } from './segments/unsegmented-nodes.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
-import type { CapacitySource } from './source/get-capacity.js';
+import type { CapacityMeter } from './source/get-capacity.js';
 import { requestKey, RunningRequests } from './source/running-requests.js';
-import type { CapacityStatusWriter, StatusCondition } from './status/index.js';
+import type { StatusCondition } from './status/index.js';
 
 /** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
 export const FAILURE_BACKOFF_MS = 1_000;
-
-export interface CapacityInformers {
-  nodes: Informer<Node>;
-  csiNodes: Informer<CSINode>;
-  classes: Informer<StorageClass>;
-  volumes: Informer<PersistentVolume>;
-  objects: Informer<CSIStorageCapacity>;
-  /** Claims and ProvisioningFailed Events: a failed provisioning refreshes the figure it trusted. */
-  claims: Informer<PersistentVolumeClaim>;
-  failures: Informer<Event>;
-}
 
 export interface CapacityLoopOptions extends DesiredOptions {
   mode: SegmentMode;
@@ -90,11 +80,11 @@ export class CapacityLoop {
 
   constructor(
     private readonly inf: CapacityInformers,
-    private readonly source: CapacitySource,
-    private readonly writeClient: KubeClient,
-    private readonly status: CapacityStatusWriter,
-    private readonly events: EventRecorder,
-    private readonly queue: WorkQueue<CapacityKey>,
+    private readonly source: CapacityMeter,
+    private readonly writeClient: CapacityLoopClient,
+    private readonly status: CapacityStatusPublisher,
+    private readonly events: CapacityEvents,
+    private readonly queue: CapacityQueue,
     private readonly opts: CapacityLoopOptions,
     private readonly log: Logger,
   ) {

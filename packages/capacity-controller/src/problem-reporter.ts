@@ -1,4 +1,5 @@
-import type { EventRecorder, KubeObject, Logger } from '@topovol/shared';
+import type { KubeObject, Logger } from '@topovol/shared';
+import type { CapacityEvents } from './capacity-loop-deps.js';
 
 export interface Problem {
   /** Where `kubectl describe` should show it; undefined logs only. */
@@ -18,7 +19,7 @@ export class ProblemReporter {
   private readonly reported = new Map<string, string>();
 
   constructor(
-    private readonly events: EventRecorder,
+    private readonly events: CapacityEvents,
     private readonly log: Logger,
   ) {}
 

@@ -4,6 +4,9 @@ import { capacityMetrics } from '../capacity-metrics.js';
 import { itemKey } from './capacity-item.js';
 import type { ObjectAction } from './plan-capacity-objects.js';
 
+/** The writes the actuator makes: nothing else of the client. */
+export type CapacityObjectWriter = Pick<KubeClient, 'create' | 'replace' | 'delete'>;
+
 /**
  * Carries out the write plans of the capacity loop on CSIStorageCapacity objects, and remembers
  * the objects it created until the informer shows them, so that a quick second pass over the same
@@ -15,7 +18,7 @@ export class ObjectActuator {
   private readonly expected = new Map<string, CSIStorageCapacity>();
 
   constructor(
-    private readonly client: KubeClient,
+    private readonly client: CapacityObjectWriter,
     private readonly namespace: string,
     /** A delete refused because the object changed since it was planned: decide again. */
     private readonly replan: () => void,

@@ -27,8 +27,13 @@ export interface CapacitySourceOptions {
   initialBackoffMs?: number;
 }
 
+/** Measures one request (parameters, segment): what the capacity loop asks, whoever answers. */
+export interface CapacityMeter {
+  get(parameters: Record<string, string>, segment: Segment, signal?: AbortSignal): Promise<MeasuredCapacity>;
+}
+
 /** GetCapacity of one item through the driver's controller service, with deadline, retries and metrics. */
-export class CapacitySource {
+export class CapacitySource implements CapacityMeter {
   constructor(
     private readonly csi: CsiClient,
     private readonly opts: CapacitySourceOptions,

@@ -1,0 +1,106 @@
+import { expect } from 'chai';
+import { logger, quantityBytes, Resources } from '@topovol/shared';
+import type { CSINode, CSIStorageCapacity, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import { CapacityLoop } from '../../src/capacity-loop.js';
+import type { CapacityLoopOptions } from '../../src/capacity-loop.js';
+import { SYNC } from '../../src/capacity-key.js';
+import { fakeInformers, FakeCapacityQueue, FakeMeter, FakeObjectStore } from './capacity-fakes.js';
+import type { FakeInformers } from './capacity-fakes.js';
+
+const DRIVER = 'test.csi.topovol.io';
+const NS = 'topovol-system';
+const NODE_KEY = 'topology.test/node';
+const GiB = 1n << 30n;
+const MIN_REFRESH_MS = 5_000;
+
+const node: Node = { metadata: { name: 'n1', labels: { [NODE_KEY]: 'n1' } } };
+const csiNode: CSINode = { metadata: { name: 'n1' }, spec: { drivers: [{ name: DRIVER, nodeID: 'n1', topologyKeys: [NODE_KEY] }] } };
+const sc = (name: string): StorageClass => ({ metadata: { name }, provisioner: DRIVER, volumeBindingMode: 'WaitForFirstConsumer', parameters: { type: 'lvm' } });
+const pv = (name: string): PersistentVolume => ({
+  metadata: { name },
+  spec: {
+    csi: { driver: DRIVER, volumeHandle: name },
+    nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: NODE_KEY, operator: 'In', values: ['n1'] }] }] } },
+  },
+});
+
+/**
+ * The capacity loop driven without an API server: informers filled by hand, a fake meter for
+ * GetCapacity, and a queue whose clock the test moves. Two classes with equal parameters on one node
+ * are one GetCapacity request (source/running-requests.ts, requestKey).
+ */
+describe('CapacityLoop: GetCapacity calls shared and coalesced (fake informers and meter)', function () {
+  let queue: FakeCapacityQueue;
+  let meter: FakeMeter;
+  let store: FakeObjectStore;
+  let inf: FakeInformers;
+  let loop: CapacityLoop;
+
+  beforeEach(async function () {
+    queue = new FakeCapacityQueue();
+    meter = new FakeMeter({ available: 10n * GiB });
+    store = new FakeObjectStore();
+    inf = fakeInformers();
+    store.watch(Resources.csiStorageCapacities, inf.objects);
+    const opts: CapacityLoopOptions = {
+      driverName: DRIVER,
+      immediateBinding: false,
+      ephemeral: false,
+      mode: { kind: 'csinode' },
+      identity: { driverName: DRIVER, managedBy: 'topovol-capacity', namespace: NS },
+      pollIntervalMs: 60_000,
+      minRefreshMs: MIN_REFRESH_MS,
+      statusRefreshMs: 20_000,
+      now: () => queue.now,
+    };
+    const status = { publish: () => Promise.resolve({ wrote: false }), pruneExpired: () => Promise.resolve(0) };
+    loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, opts, logger());
+    loop.register();
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('fast'));
+    inf.classes.set(sc('slow'));
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+  });
+
+  const published = (): [string | undefined, bigint | undefined][] =>
+    store
+      .list<CSIStorageCapacity>(Resources.csiStorageCapacities)
+      .map((o): [string | undefined, bigint | undefined] => [o.storageClassName, quantityBytes(o.capacity)])
+      .sort(([a], [b]) => String(a).localeCompare(String(b)));
+
+  it('two classes with equal parameters on one node share one call, and both publish its answer', function () {
+    expect(meter.calls).to.deep.equal([{ parameters: { type: 'lvm' }, segment: { [NODE_KEY]: 'n1' } }]);
+    expect(published()).to.deep.equal([
+      ['fast', 10n * GiB],
+      ['slow', 10n * GiB],
+    ]);
+  });
+
+  it('a volume event refreshes both with one call; a second one within --capacity-min-refresh-interval waits for the end of it', async function () {
+    queue.advance(30_000);
+    meter.answer = { available: 8n * GiB };
+    inf.volumes.set(pv('pv-1'));
+    await queue.drain(loop.reconcile);
+    expect(meter.calls, 'the first change is measured at once, once for both classes').to.have.length(2);
+    expect(published()).to.deep.equal([
+      ['fast', 8n * GiB],
+      ['slow', 8n * GiB],
+    ]);
+
+    queue.advance(1_000);
+    meter.answer = { available: 6n * GiB };
+    inf.volumes.set(pv('pv-2'));
+    await queue.drain(loop.reconcile);
+    expect(meter.calls, 'a change within the interval is merged').to.have.length(2);
+
+    queue.advance(MIN_REFRESH_MS - 1_000);
+    await queue.drain(loop.reconcile);
+    expect(meter.calls, 'one call at the end of the interval, again for both classes').to.have.length(3);
+    expect(published()).to.deep.equal([
+      ['fast', 6n * GiB],
+      ['slow', 6n * GiB],
+    ]);
+  });
+});

@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import { quantityBytes, Resources } from '@topovol/shared';
+import type { CSIStorageCapacity } from '@topovol/shared';
+import { itemKey } from '../../src/objects/capacity-item.js';
+import type { CapacityItem } from '../../src/objects/capacity-item.js';
+import { newCapacityObject } from '../../src/objects/capacity-object.js';
+import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
+import { ObjectActuator } from '../../src/objects/object-actuator.js';
+import { FakeObjectStore, testContext } from './capacity-fakes.js';
+
+const DRIVER = 'test.csi.topovol.io';
+const NS = 'topovol-system';
+const GiB = 1n << 30n;
+const id: ObjectIdentity = { driverName: DRIVER, managedBy: 'topovol-capacity', namespace: NS };
+const item: CapacityItem = { storageClassName: 'fast', segment: { 'topology.test/node': 'n1' }, pool: '' };
+const R = Resources.csiStorageCapacities;
+
+/** The store's objects as (name, capacity) pairs, the end state the actuator is judged by. */
+const capacities = (store: FakeObjectStore): [string | undefined, bigint | undefined][] => store.list<CSIStorageCapacity>(R).map((o) => [o.metadata?.name, quantityBytes(o.capacity)]);
+
+describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', function () {
+  let store: FakeObjectStore;
+  let replans: number;
+  const actuator = (dryRun = false): ObjectActuator => new ObjectActuator(store, NS, () => replans++, dryRun);
+  const seeded = (capacity: bigint): CSIStorageCapacity => {
+    const o = newCapacityObject(id, item, { available: capacity });
+    return store.seed(R, { ...o, metadata: { ...o.metadata, name: 'csisc-a' } });
+  };
+
+  beforeEach(function () {
+    store = new FakeObjectStore();
+    replans = 0;
+  });
+
+  it('create: the store holds the new object, and it is pending until the informer shows it', async function () {
+    const a = actuator();
+    await a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: 5n * GiB }) });
+    const [obj] = store.list<CSIStorageCapacity>(R);
+    expect(capacities(store)).to.deep.equal([[obj?.metadata?.name, 5n * GiB]]);
+    expect(obj?.metadata?.namespace).to.equal(NS);
+    expect(a.pending(itemKey(item))?.metadata?.name).to.equal(obj?.metadata?.name);
+    a.seen(itemKey(item), obj?.metadata?.name);
+    expect(a.pending(itemKey(item))).to.equal(undefined);
+  });
+
+  it('update: the object takes the new figure under its precondition; one deleted meanwhile is left for the create that follows', async function () {
+    const old = seeded(5n * GiB);
+    await actuator().execute(testContext(), { kind: 'update', item, object: { ...old, capacity: '7Gi' }, changed: ['capacity'] });
+    expect(capacities(store)).to.deep.equal([['csisc-a', 7n * GiB]]);
+    expect(store.list<CSIStorageCapacity>(R)[0]?.metadata?.resourceVersion).not.to.equal(old.metadata?.resourceVersion);
+
+    await store.delete(R, 'csisc-a', NS);
+    await actuator().execute(testContext(), { kind: 'update', item, object: { ...old, capacity: '9Gi' }, changed: ['capacity'] });
+    expect(capacities(store)).to.deep.equal([]);
+  });
+
+  it('update: a stale resourceVersion is refused and fails the reconcile (retried on fresh data)', async function () {
+    const old = seeded(5n * GiB);
+    await store.replace(R, { ...old, capacity: '6Gi' });
+    let failed: unknown;
+    await actuator()
+      .execute(testContext(), { kind: 'update', item, object: { ...old, capacity: '7Gi' }, changed: ['capacity'] })
+      .catch((err: unknown) => (failed = err));
+    expect(failed).to.have.property('code', 409);
+    expect(capacities(store)).to.deep.equal([['csisc-a', 6n * GiB]]);
+  });
+
+  it('delete: the object goes; one already gone is fine', async function () {
+    const old = seeded(5n * GiB);
+    await actuator().execute(testContext(), { kind: 'delete', object: old, why: 'obsolete' });
+    expect(capacities(store)).to.deep.equal([]);
+    await actuator().execute(testContext(), { kind: 'delete', object: old, why: 'obsolete' });
+    expect(capacities(store)).to.deep.equal([]);
+    expect(replans).to.equal(0);
+  });
+
+  it('delete: an object changed since it was planned is kept, and the loop decides again', async function () {
+    const old = seeded(5n * GiB);
+    await store.replace(R, { ...old, capacity: '6Gi' });
+    await actuator().execute(testContext(), { kind: 'delete', object: old, why: 'duplicate' });
+    expect(capacities(store)).to.deep.equal([['csisc-a', 6n * GiB]]);
+    expect(replans).to.equal(1);
+  });
+
+  it('dry run: no action writes anything', async function () {
+    const old = seeded(5n * GiB);
+    const a = actuator(true);
+    await a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: 1n * GiB }) });
+    await a.execute(testContext(), { kind: 'update', item, object: { ...old, capacity: '7Gi' }, changed: ['capacity'] });
+    await a.execute(testContext(), { kind: 'delete', object: old, why: 'obsolete' });
+    expect(capacities(store)).to.deep.equal([['csisc-a', 5n * GiB]]);
+    expect(store.list<CSIStorageCapacity>(R)[0]?.metadata?.resourceVersion).to.equal(old.metadata?.resourceVersion);
+    expect(a.pending(itemKey(item))).to.equal(undefined);
+  });
+});
