@@ -277,12 +277,14 @@ export class CapacityLoop {
       this.unsupported = undefined;
       for (const k of this.desired.items.keys()) this.queue.add(itemRefresh(k));
     }
-    this.take(d, st, measured, startedAt);
+    // One landing instant for all: their next polls fall due together, so they share that call too.
+    const landedAt = this.now();
+    this.take(d, st, measured, startedAt, landedAt);
     for (const k of this.byRequest.get(rk) ?? []) {
       const other = this.state.get(k);
       const od = this.desired.items.get(k);
       if (!other || !od || other === st) continue;
-      this.take(od, other, measured, startedAt);
+      this.take(od, other, measured, startedAt, landedAt);
       // Events up to the call's start are answered by it; a later one still needs a call.
       if ((other.lastEventAt ?? -Infinity) <= startedAt) other.dirty = false;
       // A call made for a change opens the coalescing window of every item it answered.
@@ -290,12 +292,12 @@ export class CapacityLoop {
     }
   }
 
-  private take(d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number): void {
+  private take(d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number, landedAt: number): void {
     if ((st.answerStartedAt ?? -Infinity) > startedAt) return;
     st.answerStartedAt = startedAt;
     const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
     st.measured = measured;
-    st.refreshedAt = this.now();
+    st.refreshedAt = landedAt;
     st.error = undefined;
     st.failures = 0;
     st.retryAt = undefined;
