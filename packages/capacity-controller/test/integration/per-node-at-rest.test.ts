@@ -142,7 +142,7 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     pvs.push(pv);
   }
 
-  it('costs only the status heartbeats and one read of each shard per poll by its pruner (none after its own write), and one GetCapacity per poll per request (classes with equal parameters share it)', async function () {
+  it('costs only the status heartbeats and one read of each shard per poll by its pruner (none after its own write), and at most one GetCapacity per poll per item', async function () {
     // The defaults' ratio (poll 1m, expiry 5m): entries are renewed every 2.5 to 3.5 polls, so
     // copies of the head age by more than an entry's remaining life.
     const POLL_MS = 2_000;
