@@ -3,27 +3,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, eventually, localVolume, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { deleteNow, getPV, getPVC, pvc, RunningBinder } from './binder-harness.js';
-
-const HOSTNAME = 'kubernetes.io/hostname';
-
-function localPV(name: string, size: string, cls: string, node: string): PersistentVolume {
-  return {
-    apiVersion: 'v1',
-    kind: 'PersistentVolume',
-    metadata: { name },
-    spec: {
-      capacity: { storage: size },
-      accessModes: ['ReadWriteOnce'],
-      persistentVolumeReclaimPolicy: 'Retain',
-      storageClassName: cls,
-      local: { path: `/mnt/disks/${name}` },
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: HOSTNAME, operator: 'In', values: [node] }] }] } },
-    },
-  };
-}
 
 // KEP-490 (topology-aware volume scheduling) end to end with the real kube-scheduler v1.37.2: its VolumeBinding plugin picks a node
 // and pre-binds a node-local PV; Topovol's binder completes the binding, which the scheduler's
@@ -103,8 +85,8 @@ describe('pv-binder with the real kube-scheduler (delayed binding)', function ()
   }
 
   it('schedules a pod with a delayed-binding claim onto a node with a local PV, and the claim ends Bound to that node\'s PV', async function () {
-    await admin.create(Resources.persistentVolumes, localPV(name('a-1g'), '1Gi', cls, name('node-a')));
-    await admin.create(Resources.persistentVolumes, localPV(name('b-1g'), '1Gi', cls, name('node-b')));
+    await admin.create(Resources.persistentVolumes, localVolume(name('a-1g'), '1Gi', cls, name('node-a')));
+    await admin.create(Resources.persistentVolumes, localVolume(name('b-1g'), '1Gi', cls, name('node-b')));
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'data', '1Gi', { class: cls }));
     await admin.create(Resources.pods, pod('app', 'data'));
     const { node, volume } = await scheduledWithVolume('app', 'data');
@@ -113,8 +95,8 @@ describe('pv-binder with the real kube-scheduler (delayed binding)', function ()
   });
 
   it('lets the volume decide the node: a claim only a node-b PV can hold puts the pod on node-b', async function () {
-    await admin.create(Resources.persistentVolumes, localPV(name('a-2g'), '2Gi', cls, name('node-a')));
-    await admin.create(Resources.persistentVolumes, localPV(name('b-10g'), '10Gi', cls, name('node-b')));
+    await admin.create(Resources.persistentVolumes, localVolume(name('a-2g'), '2Gi', cls, name('node-a')));
+    await admin.create(Resources.persistentVolumes, localVolume(name('b-10g'), '10Gi', cls, name('node-b')));
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'big', '5Gi', { class: cls }));
     await admin.create(Resources.pods, pod('big-app', 'big'));
     const { node, volume } = await scheduledWithVolume('big-app', 'big');
