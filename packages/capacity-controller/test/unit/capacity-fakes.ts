@@ -137,9 +137,24 @@ export class FakeMeter implements CapacityMeter {
   readonly calls: { parameters: Record<string, string>; segment: Segment }[] = [];
   constructor(public answer: MeasuredCapacity = { available: 100n << 30n }) {}
 
+  private gate: Promise<void> = Promise.resolve();
+
   get(parameters: Record<string, string>, segment: Segment): Promise<MeasuredCapacity> {
     this.calls.push({ parameters, segment });
-    return Promise.resolve(this.answer);
+    const answer = this.answer;
+    return this.gate.then(() => answer);
+  }
+
+  /** Calls made from now on answer only once the returned function is called (a slow driver). */
+  hold(): () => void {
+    let release = (): void => undefined;
+    this.gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return () => {
+      this.gate = Promise.resolve();
+      release();
+    };
   }
 }
 

@@ -103,4 +103,30 @@ describe('CapacityLoop: GetCapacity calls shared and coalesced (fake informers a
       ['slow', 6n * GiB],
     ]);
   });
+
+  it('at rest, the two classes are asked once per poll interval between them, never in between', async function () {
+    for (let poll = 1; poll <= 3; poll++) {
+      queue.advance(30_000);
+      await queue.drain(loop.reconcile);
+      expect(meter.calls, `half an interval after poll ${poll - 1}`).to.have.length(poll);
+      queue.advance(30_000);
+      await queue.drain(loop.reconcile);
+      expect(meter.calls, `poll ${poll}: one call for both classes`).to.have.length(poll + 1);
+    }
+  });
+
+  it('an item that falls due while the other class\'s call for the same request is running waits for that call', async function () {
+    const release = meter.hold();
+    queue.advance(60_000);
+    meter.answer = { available: 4n * GiB };
+    await queue.drain(loop.reconcile);
+    expect(meter.calls, 'one running call for both classes').to.have.length(2);
+    release();
+    await queue.drain(loop.reconcile);
+    expect(meter.calls).to.have.length(2);
+    expect(published()).to.deep.equal([
+      ['fast', 4n * GiB],
+      ['slow', 4n * GiB],
+    ]);
+  });
 });
