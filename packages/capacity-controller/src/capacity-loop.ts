@@ -184,7 +184,9 @@ export class CapacityLoop {
     const now = this.now();
     for (const [key, d] of this.desired.items) {
       const rk = requestKey(d.parameters, d.item.segment);
-      this.byRequest.set(rk, [...(this.byRequest.get(rk) ?? []), key]);
+      const same = this.byRequest.get(rk);
+      if (same) same.push(key);
+      else this.byRequest.set(rk, [key]);
       // Wanted from now on: items of one sync can share their first call.
       if (!this.state.has(key)) this.state.set(key, { refreshedAt: 0, dirty: true, failures: 0, createdAt: now });
     }
