@@ -10,6 +10,7 @@ import { pickDefaultClass, volumeClass } from './claim-helpers.js';
 import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG } from './binder-flags.js';
 import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
 import { BinderReconciler } from './reconcile-binder.js';
+import { keysNeedingSync } from './resync-keys.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { VolumeIndex } from './volume-index.js';
@@ -94,10 +95,10 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   );
   // Upstream's periodic resync of every claim and volume: level-triggered, so whatever changed
   // without an event we watch (a node that joined, a class created later) is seen within a period.
-  controller.resyncEvery(durationFlag(options.extra[SYNC_PERIOD_FLAG], SYNC_PERIOD_DEFAULT_MS), function* () {
-    for (const c of pvcs.cache.list()) yield claimKeyOf(objectKey(c));
-    for (const v of pvs.cache.list()) yield volumeKey(objectKey(v));
-  });
+  // Only the keys whose decision plans something are queued (resync-keys.ts).
+  controller.resyncEvery(durationFlag(options.extra[SYNC_PERIOD_FLAG], SYNC_PERIOD_DEFAULT_MS), () =>
+    keysNeedingSync(pvcs.cache.list(), pvs.cache.list(), world, (k: BinderKey) => queue.isQueued(k)),
+  );
 
   const enqueueClaimKey = (key: string): void => queue.add(claimKeyOf(key));
   const enqueueClaim = (c: PersistentVolumeClaim): void => enqueueClaimKey(objectKey(c));

@@ -40,6 +40,9 @@ export interface ControllerOptions<K> {
 }
 
 // controller-runtime's metric names, so existing dashboards and alerts work unchanged.
+/** Re-sync keys added per turn of the event loop. */
+const RESYNC_SLICE = 1000;
+
 const reconcileTotal = counter<'controller' | 'result'>({
   name: 'controller_runtime_reconcile_total',
   help: 'Total number of reconciliations per controller, by result (success, error, requeue_after).',
@@ -109,7 +112,8 @@ export class Controller<K = string> implements Runnable {
    * While the workers run, add every key of `keys()` to the queue every `periodMs` (a non-positive
    * period: never). Level-triggered loops need it where the world changes without an event they
    * watch, as upstream's binder re-syncs every claim and volume (--pvclaimbinder-sync-period).
-   * Keys already queued are not added twice.
+   * Keys already queued are not added twice. `keys()` is walked lazily, a slice per turn of the
+   * event loop, so a loop may compute which keys need work as the walk goes.
    */
   resyncEvery(periodMs: number, keys: () => Iterable<K>): void {
     this.resync = periodMs > 0 ? { periodMs, keys } : undefined;
@@ -119,9 +123,26 @@ export class Controller<K = string> implements Runnable {
     const r = this.resync;
     if (!r || this.queue.shuttingDown()) return;
     this.cancelResync = this.clock.setTimeout(() => {
-      for (const k of r.keys()) this.queue.add(k);
       this.scheduleResync();
+      this.resyncSlice(r.keys()[Symbol.iterator](), 0);
     }, r.periodMs);
+  }
+
+  /**
+   * Adds the re-sync's keys RESYNC_SLICE at a time, one slice per turn of the event loop: a walk
+   * over 100,000 objects (whose keys may be computed as it goes) must not stall watches and workers.
+   */
+  private resyncSlice(keys: Iterator<K>, added: number): void {
+    for (let i = 0; i < RESYNC_SLICE; i++) {
+      const next = keys.next();
+      if (next.done) {
+        this.log.debug('re-sync queued its keys', { keys: added });
+        return;
+      }
+      this.queue.add(next.value);
+      added++;
+    }
+    if (!this.queue.shuttingDown()) setImmediate(() => this.resyncSlice(keys, added));
   }
 
   /**

@@ -84,6 +84,11 @@ export class WorkQueue<K = string> {
     this.enqueue(key);
   }
 
+  /** Whether a reconcile of key will still start: it waits in the queue, or was added again while being processed. */
+  isQueued(key: K): boolean {
+    return this.dirty.has(this.keyString(key));
+  }
+
   /** Adds key after ms. Pending delayed adds of one key are merged, keeping the earliest time. */
   addAfter(key: K, ms: number): void {
     if (this.shutting) return;

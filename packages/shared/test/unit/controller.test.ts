@@ -246,6 +246,33 @@ describe('Controller runner', function () {
     expect(seen, 'no re-sync after stop').to.have.length(4);
   });
 
+  it('walks a long re-sync a slice per turn of the event loop, lazily, and still queues every key once', async function () {
+    const clock = new FakeClock();
+    const seen = new Set<string>();
+    let pulled = 0;
+    const c = stringController(
+      'resync-slices',
+      (_ctx, key) => {
+        seen.add(key);
+        return Promise.resolve(DONE);
+      },
+      { clock },
+    );
+    c.resyncEvery(1_000, function* () {
+      for (let i = 0; i < 2_500; i++) {
+        pulled++;
+        yield `k${i}`;
+      }
+    });
+    void c.start();
+    clock.advance(1_000);
+    expect(pulled, 'one slice in the timer turn, the rest later').to.be.within(1, 1_001);
+    for (let i = 0; i < 50 && seen.size < 2_500; i++) await settle();
+    expect(pulled).to.equal(2_500);
+    expect(seen.size).to.equal(2_500);
+    await c.stop(1_000);
+  });
+
   it('never re-syncs with a period of 0', async function () {
     const clock = new FakeClock();
     let calls = 0;

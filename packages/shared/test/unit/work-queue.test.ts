@@ -226,6 +226,22 @@ describe('WorkQueue', function () {
     });
   });
 
+  it('isQueued: true from add until a worker takes the key, and again when it is added while being processed', async function () {
+    const q = new WorkQueue<string>(queueName());
+    expect(q.isQueued('a')).to.equal(false);
+    q.add('a');
+    expect(q.isQueued('a')).to.equal(true);
+    expect(await q.get()).to.equal('a');
+    expect(q.isQueued('a'), 'taken').to.equal(false);
+    q.add('a');
+    expect(q.isQueued('a'), 'added while processing: done() queues it again').to.equal(true);
+    q.done('a');
+    expect(q.isQueued('a')).to.equal(true);
+    q.addAfter('b', 1_000);
+    expect(q.isQueued('b'), 'a delayed add is not queued yet').to.equal(false);
+    q.shutDown();
+  });
+
   describe('addAfter', function () {
     type Op = [key: string, ms?: number]; // ms undefined: plain add()
     const cases: { name: string; ops: Op[]; steps: [advance: number, len: number][]; want: string[] }[] = [

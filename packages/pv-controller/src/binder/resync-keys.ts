@@ -1,0 +1,38 @@
+import { objectKey } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { claimKeyOf, volumeKey } from './binder-key.js';
+import type { BinderKey } from './binder-key.js';
+import type { BinderWorld } from './binder-world.js';
+import { decideClaim } from './decide-claim.js';
+import { decideVolume } from './decide-volume.js';
+
+/**
+ * The keys a periodic re-sync queues: every claim and volume whose decision, over the caches as
+ * they are now, plans anything at all (a write, an Event, a wait, a note). Upstream's re-sync
+ * (pv_controller_base.go, resync) queues every object and lets each sync find it has nothing to
+ * do. The decisions are pure and the reconcile of a key they plan nothing for writes and reads
+ * nothing, so asking them here ends in the same state, without a trip through the queue, a
+ * reconcile's log context and metrics for each of N bound pairs every period.
+ *
+ * Keys already queued are skipped without deciding: their reconcile is coming anyway.
+ */
+export function* keysNeedingSync(
+  claims: Iterable<PersistentVolumeClaim>,
+  volumes: Iterable<PersistentVolume>,
+  world: BinderWorld,
+  queued: (key: BinderKey) => boolean,
+): Generator<BinderKey> {
+  for (const c of claims) {
+    const key = claimKeyOf(objectKey(c));
+    if (key.kind !== 'claim' || queued(key)) continue;
+    // The world's view (the assume cache over the informer's), as the reconcile would read it.
+    const claim = world.claim(key.namespace, key.name);
+    if (claim && decideClaim(claim, world).length > 0) yield key;
+  }
+  for (const v of volumes) {
+    const key = volumeKey(objectKey(v));
+    if (queued(key)) continue;
+    const volume = world.volume(objectKey(v));
+    if (volume && decideVolume(volume, world).length > 0) yield key;
+  }
+}
