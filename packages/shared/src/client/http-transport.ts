@@ -36,7 +36,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
       reject(err);
     };
     const r = open(req, (res) => {
-      // The API server gzips large answers (lists) when asked, as client-go asks.
+      // Our requests do not ask for gzip (kube-client.ts), but a caller's headers may.
       const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
