@@ -4,7 +4,10 @@ import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 export type ClaimPhase = 'Pending' | 'Bound' | 'Lost';
 type ClaimStatus = NonNullable<PersistentVolumeClaim['status']>;
 
-const sameList = (a: readonly string[] | undefined, b: readonly string[] | undefined): boolean => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+function sameList(a: readonly string[] | undefined | null, b: readonly string[] | undefined | null): boolean {
+  if (!a || !b) return !a === !b;
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
 
 /**
  * The claim status the binder writes for a phase, or undefined when the current one is already
@@ -44,5 +47,7 @@ export function claimStatusFor(claim: PersistentVolumeClaim, phase: ClaimPhase, 
       next.currentVolumeAttributesClassName = volume.spec?.volumeAttributesClassName;
     }
   }
-  return dirty || JSON.stringify(next) !== JSON.stringify(cur) ? next : undefined;
+  // Every change above marks dirty (those under a phase change are dirty by it): the claim of a
+  // bound pair in order, checked on each of its events and re-syncs, costs no serialization.
+  return dirty ? next : undefined;
 }
