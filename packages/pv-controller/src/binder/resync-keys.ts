@@ -14,8 +14,19 @@ import { decideVolume } from './decide-volume.js';
  * nothing, so asking them here ends in the same state, without a trip through the queue, a
  * reconcile's log context and metrics for each of N bound pairs every period.
  *
- * Keys already queued are skipped without deciding: their reconcile is coming anyway.
+ * Keys already queued are skipped without deciding: their reconcile is coming anyway. A decision
+ * that throws (an object no decision foresaw) queues its key, so the walk goes on and the error is
+ * reported by that key's reconcile (log, metric, retry), never by the timer that runs the walk.
  */
+/** Whether a decision plans anything; one that throws does (its reconcile reports the error and retries). */
+function plans(decide: () => readonly unknown[]): boolean {
+  try {
+    return decide().length > 0;
+  } catch {
+    return true;
+  }
+}
+
 export function* keysNeedingSync(
   claims: Iterable<PersistentVolumeClaim>,
   volumes: Iterable<PersistentVolume>,
@@ -27,12 +38,12 @@ export function* keysNeedingSync(
     if (key.kind !== 'claim' || queued(key)) continue;
     // The world's view (the assume cache over the informer's), as the reconcile would read it.
     const claim = world.claim(key.namespace, key.name);
-    if (claim && decideClaim(claim, world).length > 0) yield key;
+    if (claim && plans(() => decideClaim(claim, world))) yield key;
   }
   for (const v of volumes) {
     const key = volumeKey(objectKey(v));
     if (queued(key)) continue;
     const volume = world.volume(objectKey(v));
-    if (volume && decideVolume(volume, world).length > 0) yield key;
+    if (volume && plans(() => decideVolume(volume, world))) yield key;
   }
 }

@@ -7,6 +7,7 @@ import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
 import { binderKeyString } from '../../src/binder/binder-key.js';
 import type { BinderKey } from '../../src/binder/binder-key.js';
+import type { BinderWorld } from '../../src/binder/binder-world.js';
 import { BinderReconciler } from '../../src/binder/reconcile-binder.js';
 import { keysNeedingSync } from '../../src/binder/resync-keys.js';
 import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js';
@@ -70,6 +71,21 @@ describe('binder re-sync: keysNeedingSync', function () {
       expect(keys(c.w, (k) => (c.queued ?? []).includes(binderKeyString(k)))).to.deep.equal(c.want);
     });
   }
+
+  it('a decision that throws queues its key (its reconcile reports the error) and the walk goes on', function () {
+    // After the throwing claim, a volume whose claim is gone: still found by the same walk.
+    const w: WorldInput = { claims: [claim('c', '1Gi', { storageClassName: 'boom' })], volumes: [vol('w', '1Gi', { claimRef: { namespace: 'ns', name: 'gone', uid: 'uid-gone' }, phase: 'Bound' })] };
+    const base = world(w);
+    const throwing: BinderWorld = {
+      ...base,
+      storageClass: (n) => {
+        if (n === 'boom') throw new Error('an object no decision foresaw');
+        return base.storageClass(n);
+      },
+    };
+    const got = [...keysNeedingSync(w.claims ?? [], w.volumes ?? [], throwing, none)].map(binderKeyString);
+    expect(got).to.deep.equal(['pvc/ns/c', 'pv/w']);
+  });
 
   it('over random clusters, every key left out reconciles to nothing: no write, Event, note or re-queue', async function () {
     this.timeout(20_000);

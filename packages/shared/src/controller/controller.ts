@@ -39,10 +39,10 @@ export interface ControllerOptions<K> {
   clock?: Clock;
 }
 
-// controller-runtime's metric names, so existing dashboards and alerts work unchanged.
 /** Re-sync keys added per turn of the event loop. */
 const RESYNC_SLICE = 1000;
 
+// controller-runtime's metric names, so existing dashboards and alerts work unchanged.
 const reconcileTotal = counter<'controller' | 'result'>({
   name: 'controller_runtime_reconcile_total',
   help: 'Total number of reconciliations per controller, by result (success, error, requeue_after).',
@@ -134,7 +134,15 @@ export class Controller<K = string> implements Runnable {
    */
   private resyncSlice(keys: Iterator<K>, added: number): void {
     for (let i = 0; i < RESYNC_SLICE; i++) {
-      const next = keys.next();
+      let next: IteratorResult<K>;
+      try {
+        next = keys.next();
+      } catch (err) {
+        // A loop's key walk that throws must not take the process down from a timer: this walk
+        // ends here and the next period walks again.
+        this.log.error('re-sync stopped early', { error: errorMessage(err), keys: added });
+        return;
+      }
       if (next.done) {
         this.log.debug('re-sync queued its keys', { keys: added });
         return;

@@ -273,6 +273,30 @@ describe('Controller runner', function () {
     await c.stop(1_000);
   });
 
+  it('a re-sync walk that throws ends that walk only: the keys before it are queued, and the next period walks again', async function () {
+    const clock = new FakeClock();
+    const seen: string[] = [];
+    const c = stringController(
+      'resync-throws',
+      (_ctx, key) => {
+        seen.push(`${clock.now()}:${key}`);
+        return Promise.resolve(DONE);
+      },
+      { clock },
+    );
+    c.resyncEvery(1_000, function* () {
+      yield 'a';
+      throw new Error('a key walk bug');
+    });
+    void c.start();
+    clock.advance(1_000);
+    await settle();
+    clock.advance(1_000);
+    await settle();
+    expect(seen).to.deep.equal(['1000:a', '2000:a']);
+    await c.stop(1_000);
+  });
+
   it('never re-syncs with a period of 0', async function () {
     const clock = new FakeClock();
     let calls = 0;
