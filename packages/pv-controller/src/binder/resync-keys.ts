@@ -1,10 +1,18 @@
-import { objectKey } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { claimKeyOf, volumeKey } from './binder-key.js';
+import { claimKey, volumeKey } from './binder-key.js';
 import type { BinderKey } from './binder-key.js';
 import type { BinderWorld } from './binder-world.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
+
+/** Whether a decision plans anything; one that throws does (its reconcile reports the error and retries). */
+function plans(decide: () => readonly unknown[]): boolean {
+  try {
+    return decide().length > 0;
+  } catch {
+    return true;
+  }
+}
 
 /**
  * The keys a periodic re-sync queues: every claim and volume whose decision, over the caches as
@@ -18,15 +26,6 @@ import { decideVolume } from './decide-volume.js';
  * that throws (an object no decision foresaw) queues its key, so the walk goes on and the error is
  * reported by that key's reconcile (log, metric, retry), never by the timer that runs the walk.
  */
-/** Whether a decision plans anything; one that throws does (its reconcile reports the error and retries). */
-function plans(decide: () => readonly unknown[]): boolean {
-  try {
-    return decide().length > 0;
-  } catch {
-    return true;
-  }
-}
-
 export function* keysNeedingSync(
   claims: Iterable<PersistentVolumeClaim>,
   volumes: Iterable<PersistentVolume>,
@@ -34,16 +33,19 @@ export function* keysNeedingSync(
   queued: (key: BinderKey) => boolean,
 ): Generator<BinderKey> {
   for (const c of claims) {
-    const key = claimKeyOf(objectKey(c));
-    if (key.kind !== 'claim' || queued(key)) continue;
+    const namespace = c.metadata?.namespace ?? '';
+    const name = c.metadata?.name ?? '';
+    const key = claimKey(namespace, name);
+    if (queued(key)) continue;
     // The world's view (the assume cache over the informer's), as the reconcile would read it.
-    const claim = world.claim(key.namespace, key.name);
+    const claim = world.claim(namespace, name);
     if (claim && plans(() => decideClaim(claim, world))) yield key;
   }
   for (const v of volumes) {
-    const key = volumeKey(objectKey(v));
+    const name = v.metadata?.name ?? '';
+    const key = volumeKey(name);
     if (queued(key)) continue;
-    const volume = world.volume(objectKey(v));
+    const volume = world.volume(name);
     if (volume && plans(() => decideVolume(volume, world))) yield key;
   }
 }
