@@ -6,24 +6,30 @@ interface Entry {
 /** Chunks split beyond this many entries, so an insert or a removal moves at most this many. */
 const MAX_CHUNK = 512;
 
-/** Compares an entry with the pair (bytes, name): negative when the entry sorts first. */
-function cmp(e: Entry, bytes: bigint, name: string): number {
-  if (e.bytes !== bytes) return e.bytes < bytes ? -1 : 1;
-  return e.name === name ? 0 : e.name < name ? -1 : 1;
+/** Orders (bytes, name) pairs as the binder prefers volumes: smaller first, then by name. */
+export function compareVolumes(aBytes: bigint, aName: string, bBytes: bigint, bName: string): number {
+  if (aBytes !== bBytes) return aBytes < bBytes ? -1 : 1;
+  return aName === bName ? 0 : aName < bName ? -1 : 1;
 }
 
-/** First index in `list` whose entry is not less than (inclusive) or greater than (exclusive) the pair. */
-function bound(list: Entry[], bytes: bigint, name: string, inclusive: boolean): number {
+/** The first of n positions whose entry is not before the pair: not less (inclusive) or greater (exclusive). */
+function firstFrom(n: number, entryAt: (i: number) => Entry, bytes: bigint, name: string, inclusive: boolean): number {
   let lo = 0;
-  let hi = list.length;
+  let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const c = cmp(list[mid]!, bytes, name);
+    const e = entryAt(mid);
+    const c = compareVolumes(e.bytes, e.name, bytes, name);
     if (c < 0 || (!inclusive && c === 0)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
+
+/** Index in `list` of the first entry not before the pair. */
+const bound = (list: Entry[], bytes: bigint, name: string, inclusive: boolean): number => firstFrom(list.length, (i) => list[i]!, bytes, name, inclusive);
+
+const same = (e: Entry, bytes: bigint, name: string): boolean => e.bytes === bytes && e.name === name;
 
 /**
  * Volume names ordered by (capacity in bytes, name): the order the binder prefers them in (the
@@ -55,7 +61,7 @@ export class SortedVolumes {
     const c = Math.min(this.chunkAt(bytes, name, true), this.chunks.length - 1);
     const chunk = this.chunks[c]!;
     const i = bound(chunk, bytes, name, true);
-    if (i < chunk.length && cmp(chunk[i]!, bytes, name) === 0) return;
+    if (i < chunk.length && same(chunk[i]!, bytes, name)) return;
     chunk.splice(i, 0, { bytes, name });
     if (chunk.length > this.maxChunk) this.chunks.splice(c + 1, 0, chunk.splice(this.maxChunk >>> 1));
     this.changed(1);
@@ -66,7 +72,7 @@ export class SortedVolumes {
     const chunk = this.chunks[c];
     if (!chunk) return;
     const i = bound(chunk, bytes, name, true);
-    if (i >= chunk.length || cmp(chunk[i]!, bytes, name) !== 0) return;
+    if (i >= chunk.length || !same(chunk[i]!, bytes, name)) return;
     chunk.splice(i, 1);
     if (chunk.length === 0) this.chunks.splice(c, 1);
     this.changed(-1);
@@ -108,16 +114,7 @@ export class SortedVolumes {
 
   /** Index of the first chunk whose last entry is not less than (inclusive) or greater than (exclusive) the pair; chunks.length if none. */
   private chunkAt(bytes: bigint, name: string, inclusive: boolean): number {
-    let lo = 0;
-    let hi = this.chunks.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const chunk = this.chunks[mid]!;
-      const c = cmp(chunk[chunk.length - 1]!, bytes, name);
-      if (c < 0 || (!inclusive && c === 0)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return firstFrom(this.chunks.length, (i) => this.chunks[i]!.at(-1)!, bytes, name, inclusive);
   }
 
   private changed(by: number): void {

@@ -3,7 +3,7 @@ import type { Node, PersistentVolume } from '@topovol/shared';
 import { accessModesKey } from './access-modes.js';
 import { capacityBytes, isUnclaimedPhase } from './check-volume-satisfies-claim.js';
 import { volumeClass } from './claim-helpers.js';
-import { SortedVolumes } from './sorted-volumes.js';
+import { compareVolumes, SortedVolumes } from './sorted-volumes.js';
 
 interface FreeEntry {
   /** Class and access-mode group: the lists a volume is filed in. */
@@ -172,7 +172,7 @@ function* mergeAscending(a: Entries | undefined, b: Entries | undefined): Genera
   let x = head(a);
   let y = head(b);
   while (x || y) {
-    if (x && (!y || compare(x, y) <= 0)) {
+    if (x && (!y || compareVolumes(x[0], x[1], y[0], y[1]) <= 0)) {
       yield x[1];
       x = head(a);
     } else if (y) {
@@ -180,9 +180,4 @@ function* mergeAscending(a: Entries | undefined, b: Entries | undefined): Genera
       y = head(b);
     }
   }
-}
-
-function compare(p: [bigint, string], q: [bigint, string]): number {
-  if (p[0] !== q[0]) return p[0] < q[0] ? -1 : 1;
-  return p[1] < q[1] ? -1 : p[1] > q[1] ? 1 : 0;
 }
