@@ -97,9 +97,13 @@ export class NodeShardWriter {
     try {
       const known = this.cached !== undefined;
       const r = await this.writer.publish({ storage, conditions: [] }, this.cached);
-      this.cached = r.obj;
-      this.cachedAt = this.now();
       this.fresh = r.wrote || !known;
+      this.cached = r.obj;
+      // Only a copy the API server just returned is as of now. A poll that wrote nothing hands back
+      // the old copy, whose other pools are as old as it is: dating it now would make a pool its
+      // owner has renewed since look lapsed, and a non-pruner would take a turn at pruning (a read
+      // of the shard and of the head in a poll that should cost nothing).
+      if (this.fresh) this.cachedAt = this.now();
       return { wrote: r.wrote };
     } catch (err) {
       // Read again next time: the shard may have changed in a way the cached copy hides.

@@ -168,14 +168,11 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     const seen = capacityRequests(tail.events(), from, to);
 
     const shardOfNode = new Map(nodes.map((n) => [n, shardName(driverName, shardOf(n, SHARDS))]));
-    const expected = ['get csidrivercapacityshards', 'patch csidrivercapacityshards/status', 'patch csidrivercapacities/status', 'get csidrivercapacities'];
+    const expected = ['get csidrivercapacityshards', 'patch csidrivercapacityshards/status', 'patch csidrivercapacities/status'];
+    // No read of the head either: a pruner keeps the head as it last read or wrote it. (Head reads
+    // seen here once came from a non-pruner that dated its old copy of the shard at each poll and
+    // took a turn at pruning; per-node-shard-reads.test.ts replays that interleaving exactly.)
     expect(seen.filter((r) => !r.what.startsWith('watch ') && !expected.includes(r.what)), 'nothing but the status heartbeats and the pruners\' reads').to.deep.equal([]);
-    // A read of the head object is seen now and then in clean-clone runs, also with no head write
-    // answered 409 in the window (so not only writeTotals' re-read after a lost race; cause not
-    // found): tolerated at most once per node, and still counted as a request.
-    const headReads = seen.filter((r) => r.what === 'get csidrivercapacities').length;
-    const lostRaces = seen.filter((r) => r.what === 'patch csidrivercapacities/status' && r.code === 409).length;
-    expect(headReads, `head reads (head writes answered 409 in the window: ${lostRaces})`).to.be.at.most(nodes.length);
     // Each shard is read by its pruner (its smallest node name) only: at most once per poll, and not
     // in a poll whose own write returned the shard.
     for (const shard of new Set(shardOfNode.values())) {

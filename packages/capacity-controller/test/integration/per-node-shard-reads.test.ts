@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
 import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/testing';
-import { runPerNodeWriter, shardName, shardOf } from '../../src/status/index.js';
+import { NodeShardWriter, runPerNodeWriter, shardName, shardOf } from '../../src/status/index.js';
 import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, recordingClient, uniqueDriver } from './status-helpers.js';
 import type { RecordedRequest } from './status-helpers.js';
 
@@ -112,6 +112,47 @@ describe('capacity status per node: each writer touches only its own shard (real
       expect(w.polls.get(changed)! - quiet.get(changed)!).to.be.at.least(1);
     } finally {
       await w.stopAll();
+      await deleteDriverStatus(admin, driverName);
+      await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+    }
+  });
+
+  it('a non-pruner whose poll writes nothing judges its copy of the shard as of when it got it: a pool renewed since never looks lapsed to it, and it reads nothing', async function () {
+    // Driven by hand on one clock, so the interleaving that made a non-pruner prune is exact: b's
+    // copy comes from b's write while a's pool had under expiry/2 left; a renews after that; b's
+    // next poll has nothing to write and comes after a's expiry in that copy, but before b's own
+    // refresh is due. Dated when b got it, the copy shows a live; dated at that poll, a lapsed.
+    const driverName = uniqueDriver('asof');
+    await createCSIDriver(admin, driverName);
+    // Expiry times are written to the second: whole seconds keep every margin below exact.
+    const EXPIRY = 20_000;
+    let clock = Math.ceil(Date.now() / 1000) * 1000;
+    const now = (): number => clock;
+    const logs = { a: [] as RecordedRequest[], b: [] as RecordedRequest[] };
+    const writer = (n: 'a' | 'b'): NodeShardWriter => new NodeShardWriter(recordingClient(writerClient, logs[n]), { driverName, nodeName: `${driverName}-${n}`, expiryMs: EXPIRY, shards: 1, now });
+    const a = writer('a');
+    const b = writer('b');
+    const poll = async (w: NodeShardWriter): Promise<boolean> => {
+      const { wrote } = await w.publish({ capacity: '1Gi' });
+      await w.maintain();
+      return wrote;
+    };
+    try {
+      const t0 = clock;
+      expect(await poll(a), 'a: first write').to.equal(true); // a's pool until 20 s
+      clock = t0 + 12_000; // a has 8 s left: under half the expiry, but a polls again only at 14 s
+      expect(await poll(b), 'b: first write').to.equal(true); // b's pool until 32 s; its copy has a's until 20 s
+      clock = t0 + 14_000;
+      expect(await poll(a), 'a: refreshed').to.equal(true); // a's pool until 34 s
+      logs.b.splice(0);
+      clock = t0 + 21_000; // past a's expiry in b's copy; b's own refresh is due only after 22 s
+      expect(await poll(b), 'b: nothing due').to.equal(false);
+      expect(logs.b.map((r) => `${r.method} ${r.path}`), 'b read nothing: a is its shard\'s pruner').to.deep.equal([]);
+      // b's own refresh returns the shard as it is: a live there, still no read.
+      clock = t0 + 23_000;
+      expect(await poll(b), 'b: refreshed').to.equal(true);
+      expect(logs.b.map((r) => r.method), 'b: its write only').to.deep.equal(['PATCH']);
+    } finally {
       await deleteDriverStatus(admin, driverName);
       await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
     }
