@@ -100,3 +100,40 @@ if delayed:
     ax.set_xlabel("milliseconds from kube-scheduler's pre-bind to Bound")
     ax.set_ylabel("fraction of claims")
     finish(fig, ax, "delayed-binding-cdf.png", "Delayed binding behind kube-scheduler: pre-bind to Bound")
+
+
+# 6. Crash and restart, and leader failover: claims Bound over time, each SIGKILL marked.
+def sibling(name):
+    try:
+        with open(record_path.replace("pv-binder-latest.json", name)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+panels = []
+for name, marks, title in (
+    ("restart-latest.json", "restartsAtSeconds", "Crash and restart: SIGKILL and restart every {k} s (dotted)"),
+    ("failover-latest.json", "killsAtSeconds", "Leader failover: leader SIGKILLed every {k} s (dotted)"),
+):
+    rec = sibling(name)
+    if rec and all("boundTimeline" in r for r in rec["runs"]):
+        panels.append((rec, marks, title.format(k=rec["runs"][0]["killEverySeconds"])))
+if panels:
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 3.3 * len(panels)), squeeze=False)
+    for ax, (rec, marks, title) in zip(axes[:, 0], panels):
+        for r in rec["runs"]:
+            who = "Topovol" if r["contender"] == "topovol" else "kube-controller-manager"
+            t = r["boundTimeline"]
+            ax.plot([p[0] for p in t], [p[1] for p in t], color=STYLE[r["contender"]], label=f"{who}, N = {r['n']}")
+            for k in r.get(marks, []):
+                ax.axvline(k, color=STYLE[r["contender"]], alpha=0.5, lw=0.8, ls=":")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("seconds from the first claim create")
+        ax.set_ylabel("claims Bound")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.text(0.01, 0.005, f"{panels[0][0]['machine']}; {panels[0][0]['date'][:10]}", fontsize=6, color="gray")
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    fig.savefig(f"{out_dir}/restart-failover.png", dpi=110)
+    plt.close(fig)

@@ -23,6 +23,11 @@ export const latencies = (changes: readonly ChangeResult[], kind: ChangeKind): {
 
 function latencyCell(changes: readonly ChangeResult[], kind: ChangeKind): string {
   const { ms, total } = latencies(changes, kind);
+  return latencyCellOf(ms, total);
+}
+
+/** "p50 / p90 / max s (count)" of the latencies seen among `total` timed changes. */
+export function latencyCellOf(ms: readonly number[], total: number): string {
   if (total === 0) return '-';
   if (ms.length === 0) return `none seen of ${total}`;
   const s = summarize(ms);
@@ -37,7 +42,7 @@ export function ratioOf(a: number | undefined, b: number | undefined): number | 
   return a / b;
 }
 
-function ratioCell(a: number | undefined, b: number | undefined, digits = 2): string {
+export function ratioCell(a: number | undefined, b: number | undefined, digits = 2): string {
   if (a !== undefined && b === 0) return a === 0 ? 'both 0' : `∞ (${LABEL.upstream} 0)`;
   const r = ratioOf(a, b);
   if (r === undefined) return '-';
@@ -45,14 +50,14 @@ function ratioCell(a: number | undefined, b: number | undefined, digits = 2): st
   return `${r >= 0.1 ? r.toFixed(digits) : r.toPrecision(2)}x`;
 }
 
-const pct = (v: number | undefined): string => (v === undefined ? '-' : `${(v * 100).toFixed(0)}%`);
+export const pct = (v: number | undefined): string => (v === undefined ? '-' : `${(v * 100).toFixed(0)}%`);
 export const perMinute = (n: number, windowMs: number): number => (n * 60_000) / windowMs;
 export const median = (xs: readonly number[]): number => (xs.length === 0 ? NaN : summarize(xs).p50);
 const user = (r: ContenderRun): UserRequests | undefined => r.rest?.users.find((u) => u.user === r.publisherUser);
-const fixed = (v: number | undefined, digits: number): string => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits));
+export const fixed = (v: number | undefined, digits: number): string => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits));
 
 /** GetCapacity calls per item and poll interval at rest: 1 means each item asked once per poll. */
-export function callsPerItemPerPoll(r: ContenderRun, pollIntervalMs: number): number | undefined {
+export function callsPerItemPerPoll(r: Pick<ContenderRun, 'rest'>, pollIntervalMs: number): number | undefined {
   const g = r.rest?.getCapacity;
   if (!r.rest || !g || g.items === 0) return undefined;
   return g.calls / g.items / (r.rest.windowMs / pollIntervalMs);
@@ -107,7 +112,7 @@ function cpuCell(p: ProcessesAtRest | undefined, windowMs: number | undefined): 
   return fixed(cpuPerMin(p, windowMs), 0);
 }
 
-function mdTable(header: string[], rows: string[][]): string[] {
+export function mdTable(header: string[], rows: string[][]): string[] {
   return [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
 }
 
@@ -121,7 +126,7 @@ function summaryTable(runs: readonly ContenderRun[], o: BenchOptions): string[] 
   );
 }
 
-export function restSection(r: ContenderRun): string[] {
+export function restSection(r: Pick<ContenderRun, 'name' | 'rest' | 'publisherUser'>): string[] {
   if (!r.rest) return [];
   const out = [`${LABEL[r.name]}, ${(r.rest.windowMs / 60_000).toFixed(1)} min at rest:`, ''];
   for (const u of r.rest.users) {
@@ -204,10 +209,10 @@ export function formatReport(rep: BenchReport): string {
 /** The date as it appears in the record's file names: 2026-11-24T212653Z. */
 export const recordStamp = (date: Date): string => date.toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z');
 
-/** Writes hack/bench/results/capacity-per-node-<date>.md and returns its path. */
-export function recordReport(dir: string, text: string, date: Date): string {
+/** Writes hack/bench/results/<prefix>-<date>.md and returns its path. */
+export function recordReport(dir: string, text: string, date: Date, prefix = 'capacity-per-node'): string {
   mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `capacity-per-node-${recordStamp(date)}.md`);
+  const file = path.join(dir, `${prefix}-${recordStamp(date)}.md`);
   writeFileSync(file, `${text}\n`);
   return file;
 }

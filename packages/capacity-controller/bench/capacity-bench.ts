@@ -8,19 +8,13 @@
 import path from 'node:path';
 import { configureLogging, parseCommandLine } from '@topovol/shared';
 import { csiBinaries } from '@topovol/testing/csi-test-driver';
-import { binaryVersion, controlPlaneBinaries, machineLine, repoRoot, topovolVersion } from '@topovol/testing';
+import { machineLine, repoRoot } from '@topovol/testing';
+import { versions } from './bench-versions.js';
 import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import { benchRecord, writeBenchRecord } from './bench-record.js';
 import { formatReport, recordReport } from './bench-report.js';
 import { runContender } from './run-contender.js';
 import type { ContenderRun } from './run-contender.js';
-
-async function versions(): Promise<string[]> {
-  const cp = await controlPlaneBinaries(['etcd', 'kube-apiserver', 'kube-controller-manager']);
-  const csi = await csiBinaries(['csi-provisioner']);
-  const named = (name: string, bin: string): string => `${name} ${binaryVersion(bin).replace(/^(Kubernetes|etcd Version:|csi-provisioner)\s*/, '')}`;
-  return [named('kube-apiserver', cp['kube-apiserver']), named('etcd', cp.etcd), named('kube-controller-manager', cp['kube-controller-manager']), named('csi-provisioner', csi['csi-provisioner']), topovolVersion()];
-}
 
 async function main(argv: string[]): Promise<number> {
   const opts = parseCommandLine(argv, (a) => parseBenchFlags(a), benchHelp);

@@ -72,7 +72,7 @@ A newly elected leader is measured in the next section.
 `;
 }
 
-export function failoverSection(r: FailoverRecord | undefined): string {
+export function failoverSection(r: FailoverRecord | undefined, restart?: RestartRecord): string {
   if (!r) return '';
   const { leaseMs, renewMs, retryMs } = r.options.lease;
   const row = (x: FailoverRecord['runs'][number]): string =>
@@ -92,7 +92,13 @@ first Bound** is, per handover, the bench's watch seeing the Lease's new holder 
 | binder | N | kill every s | Bound | handovers | lease taken → first Bound p50 ms | max ms | kill → new leader's first Bound p50 s | all Bound s |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${r.runs.map(row).join('\n')}
-${t && u ? `\nTopovol/upstream: lease taken → first Bound p50 ${f(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50, 2)}x (target: within 1 s; Topovol's is ${f(t.acquiredToBoundMs.p50 / 1000, 2)} s). Topovol's standby keeps its caches synced while it waits for the Lease (controller-runtime's order); kube-controller-manager starts its informers once it leads.\n` : ''}`;
+${t && u ? `\nTopovol/upstream: lease taken → first Bound p50 ${f(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50, 2)}x (target: within 1 s; Topovol's is ${f(t.acquiredToBoundMs.p50 / 1000, 2)} s). Topovol's standby keeps its caches synced while it waits for the Lease (controller-runtime's order); kube-controller-manager starts its informers once it leads.\n` : ''}${restartPlot(restart, r)}`;
+}
+
+/** The plot of both scenarios (hack/bench/plot-binding.py draws it when both records have their timelines). */
+function restartPlot(restart: RestartRecord | undefined, failover: FailoverRecord): string {
+  const timed = [restart, failover].filter((x) => x !== undefined).every((x) => x.runs.every((run) => run.boundTimeline !== undefined));
+  return timed ? '\n![Claims Bound over time while the binder is killed](benchmarks/restart-failover.png)\n' : '';
 }
 
 /** A labelled record of Topovol alone at a large N, read against the main record's largest N. */

@@ -11,8 +11,8 @@ import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';
 import { delayedSection, failoverSection, largeNSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
-import { capacityMissing, capacitySection, readCapacityRecords } from './capacity-doc-section.js';
-import type { CapacityDocRecord } from './capacity-doc-section.js';
+import { capacityMissing, capacitySection, readCapacityRecords, readLabelsRecord } from './capacity-doc-section.js';
+import type { CapacityDocRecord, LabelsDocRecord } from './capacity-doc-section.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
 
@@ -75,7 +75,7 @@ the binder's own CPU comes off the API server's share, so the fraction of the ce
 binder's CPU as much as by its concurrency (\`hack/bench/README.md\`, "Profiling", has what the profile showed).`;
 }
 
-export function benchmarksDoc(rec: BindingRecord, capacity: readonly CapacityDocRecord[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord, large?: BindingRecord): string {
+export function benchmarksDoc(rec: BindingRecord, capacity: readonly CapacityDocRecord[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord, large?: BindingRecord, labels?: LabelsDocRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
   const topovolVersion = rec.runs.find((r) => r.contender === 'topovol')?.version ?? 'topovol';
   const upstreamVersion = rec.runs.find((r) => r.contender === 'upstream')?.version ?? 'not run';
@@ -142,13 +142,13 @@ ${largeNSection(large, rec)}
 ${delayedSection(delayed)}
 ${podsSection(pods)}
 ${restartSection(restart)}
-${failoverSection(failover)}
-${capacitySection(capacity)}
+${failoverSection(failover, restart)}
+${capacitySection(capacity, labels)}
 ## Not measured yet
 
 ${large ? '' : `- N = 100,000 (each contender needs 200,000 objects created first; upstream at its rate above would need
   most of an hour per order).
-`}${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL (target 5).\n'}${failover ? '' : '- Binding by a newly elected leader (target 5).\n'}${capacityMissing(capacity)}`;
+`}${pods ? '' : `- Peak RSS with ${nmax.toLocaleString('en-US')} pods cached next to the volumes and claims (target 3).\n`}${restart ? '' : '- Binding after a SIGKILL (target 5).\n'}${failover ? '' : '- Binding by a newly elected leader (target 5).\n'}${capacityMissing(capacity)}${labels ? '' : '- Node label changes with one capacity publisher for the cluster (`hack/bench/capacity-labels.sh`).\n'}`;
 }
 
 /** docs/benchmarks.md as the records under hack/bench/results make it. */
@@ -166,5 +166,5 @@ export function renderBenchmarksDoc(root: string): string {
   const failover = existsSync(failoverFile) ? (JSON.parse(readFileSync(failoverFile, 'utf8')) as FailoverRecord) : undefined;
   const largeFile = path.join(results, 'pv-binder-100k-latest.json');
   const large = existsSync(largeFile) ? (JSON.parse(readFileSync(largeFile, 'utf8')) as BindingRecord) : undefined;
-  return benchmarksDoc(rec, readCapacityRecords(results), delayed, restart, pods, failover, large);
+  return benchmarksDoc(rec, readCapacityRecords(results), delayed, restart, pods, failover, large, readLabelsRecord(results));
 }

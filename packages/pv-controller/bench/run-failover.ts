@@ -10,6 +10,7 @@ import { ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
 import { startContender } from './contenders.js';
 import type { StartedBinder } from './contenders.js';
 import { f } from './bench-report.js';
+import { timeline } from './binding-run.js';
 import { createAll } from './create-all.js';
 import { PhaseWatch } from './phase-watch.js';
 import { firstAfter } from './run-restart.js';
@@ -38,6 +39,11 @@ export interface FailoverRun {
   allBoundSeconds: number;
   cpuSeconds: number;
   logDir: string;
+  /** [seconds since the first claim create, claims Bound], for the plot. */
+  boundTimeline?: [number, number][];
+  /** Each SIGKILL of the leader, and each lease taken over, seconds since the first claim create. */
+  killsAtSeconds?: number[];
+  acquiredAtSeconds?: number[];
 }
 
 interface Holder extends KubeObject {
@@ -151,6 +157,9 @@ export async function runFailover(name: ContenderName, n: number, killEveryMs: n
       allBoundSeconds: ((boundTimes[boundTimes.length - 1] ?? claimStart) - claimStart) / 1000,
       cpuSeconds: cpu,
       logDir,
+      boundTimeline: timeline(boundTimes, claimStart, 1000),
+      killsAtSeconds: kills.map((k) => (k - claimStart) / 1000),
+      acquiredAtSeconds: acquired.map((a) => (a - claimStart) / 1000),
     };
   } finally {
     await Promise.all([leader?.process.stop(), standby?.process.stop()]);

@@ -9,6 +9,7 @@ import { ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
 import { startContender } from './contenders.js';
 import type { StartedBinder } from './contenders.js';
 import { f } from './bench-report.js';
+import { timeline } from './binding-run.js';
 import { createAll } from './create-all.js';
 import { PhaseWatch } from './phase-watch.js';
 import { benchClaim, benchNamespace, benchVolume } from './static-pairs.js';
@@ -31,6 +32,10 @@ export interface RestartRun {
   allBoundSeconds: number;
   cpuSeconds: number;
   logDir: string;
+  /** [seconds since the first claim create, claims Bound], for the plot. */
+  boundTimeline?: [number, number][];
+  /** Each restart (the new process's start, right after the SIGKILL), seconds since the first claim create. */
+  restartsAtSeconds?: number[];
 }
 
 /**
@@ -101,6 +106,8 @@ export async function runRestart(name: ContenderName, n: number, killEveryMs: nu
       allBoundSeconds: ((boundTimes[boundTimes.length - 1] ?? claimStart) - claimStart) / 1000,
       cpuSeconds: cpu,
       logDir,
+      boundTimeline: timeline(boundTimes, claimStart, 1000),
+      restartsAtSeconds: starts.map((s) => (s - claimStart) / 1000),
     };
   } finally {
     await binder?.process.stop();

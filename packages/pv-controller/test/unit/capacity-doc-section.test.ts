@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { capacityMissing, capacitySection } from '../../bench/capacity-doc-section.js';
-import type { CapacityDocRecord } from '../../bench/capacity-doc-section.js';
+import type { CapacityDocRecord, LabelsDocRecord } from '../../bench/capacity-doc-section.js';
 
 function record(pools: string, changes: Record<string, { changes: number; seen: number; maxMs: number | null }>, perItemPerPoll: number | null = 1): CapacityDocRecord {
   return {
@@ -39,5 +39,31 @@ describe('capacity section of docs/benchmarks.md', function () {
     expect(capacityMissing(one)).to.contain('--pools shared');
     expect(capacityMissing([...one, record('shared', {})])).to.equal('');
     expect(capacitySection([])).to.equal('');
+  });
+});
+
+describe('node label section of docs/benchmarks.md', function () {
+  function labels(maxMs: number | null, calls: string): LabelsDocRecord {
+    return {
+      benchmark: 'capacity-labels',
+      date: '2026-11-26T00:00:00.000Z',
+      versions: ['kube-apiserver v1.37.2'],
+      report: 'capacity-labels-x.md',
+      options: { nodes: 6, zones: 2, classes: 2, moves: 2, pollIntervalMs: 60_000 },
+      runs: [{ contender: 'topovol', moves: { move: { changes: 2, seen: 2, maxMs }, back: { changes: 2, seen: 2, maxMs: 10 } } }],
+      summary: [{ key: 'getCapacityPerNewSegment', label: 'GetCapacity calls', cells: { topovol: calls, upstream: '2.00 (2 classes)' }, ratio: 0.5 }],
+    };
+  }
+
+  it('states the target from the record: label changes within 2 s, one GetCapacity call per new zone', function () {
+    const text = capacitySection([], labels(20, '1.00 (2 classes)'));
+    expect(text).to.contain('label changes reach the objects all 4 within 2 s (target met; slowest 0.02 s)');
+    expect(text).to.contain('no redundant call (target met)');
+    expect(capacitySection([], labels(2500, '2.00 (2 classes)'))).to.contain('slowest 2.50 s (target of 2 s missed)').and.to.contain('2.00 calls for one request (target missed)');
+  });
+
+  it('is part of the capacity section next to the per-node records, with the plot', function () {
+    const text = capacitySection([record('per-class', {})], labels(20, '1.00 (2 classes)'));
+    expect(text).to.contain('### per-class pools').and.to.contain('### Node label changes').and.to.contain('capacity-change-latency.png');
   });
 });

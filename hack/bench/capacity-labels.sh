@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The node-label capacity benchmark (KEP-1472 central deployment): Topovol's capacity loop against
+# the CSI external-provisioner v6.3.0 with --enable-capacity (no --node-deployment), one publisher
+# for the cluster each (default 50 nodes over 5 zones x 5 StorageClasses), each contender on its own
+# fresh etcd + kube-apiserver, one after the other. Prints the time from a node label change (a
+# node moved into a zone of its own, and back) to the CSIStorageCapacity objects of that segment
+# appearing (and going), the GetCapacity calls it took, and the requests at rest, with the ratios.
+# Results go to hack/bench/results/. Not a test: see hack/bench/README.md.
+#
+# usage: hack/bench/capacity-labels.sh [--nodes N] [--zones Z] [--classes C] [--moves K]
+#                                      [--poll-interval 1m] [--quiet-window 6m]
+#                                      [--only topovol|upstream] [--record=false] [--help]
+source "$(dirname "$0")/../lib/bootstrap.sh"
+bootstrap
+
+echo "==> control-plane binaries: etcd kube-apiserver kube-controller-manager" >&2
+# The last line is the assets directory; passing it on means the bench never builds or waits on a build lock.
+assets="$(bash hack/control-plane-binaries.sh etcd kube-apiserver kube-controller-manager | tail -n 1)"
+export KUBEBUILDER_ASSETS="$assets"
+echo "==> CSI binaries: csi-provisioner" >&2
+csi_assets="$(bash hack/csi-binaries.sh csi-provisioner | tail -n 1)"
+export TOPOVOL_CSI_ASSETS="$csi_assets"
+
+echo "==> bench" >&2
+exec node packages/capacity-controller/dist/bench/labels-bench.js "$@"
