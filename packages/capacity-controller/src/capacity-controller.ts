@@ -45,10 +45,15 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   const mode = parseSegmentMode(flags.topology, flags.topologyPrefix, flags.domainLabels, flags.anyNode);
   if (typeof mode === 'string') throw new Error(mode);
   const { csi, driverName } = await connect(flags, env);
+  // Two budgets of the same figures: one for the CSIStorageCapacity objects the scheduler reads,
+  // one for the aggregated status, whose renewals come in bursts (every entry due at once, each
+  // expiry/2). Shared, a renewal burst held back the objects of a node label change by seconds
+  // (hack/bench/capacity-labels.sh).
   const writeClient = env.client.withRateLimit(flags.qps, flags.burst);
+  const statusClient = env.client.withRateLimit(flags.qps, flags.burst);
   const source = new CapacitySource(csi, { driverName, timeoutMs: flags.timeoutMs, attempts: flags.attempts });
   const workers = env.options.concurrentWorkers;
-  const perNode = flags.nodeName ? perNodeStatus({ env, flags, driverName, source, writeClient }) : undefined;
+  const perNode = flags.nodeName ? perNodeStatus({ env, flags, driverName, source, writeClient: statusClient }) : undefined;
   const managedBy = flags.nodeName ? perNodeManagedBy(flags.managedBy, flags.nodeName) : flags.managedBy;
 
   const caps = await csi.controllerGetCapabilities().catch(() => new Set<string>());
@@ -71,7 +76,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
       labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),
     }),
   };
-  const status = new CapacityStatusWriter(writeClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, log: env.log });
+  const status = new CapacityStatusWriter(statusClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, log: env.log });
   const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString });
   const loop = new CapacityLoop(
     inf,

@@ -47,8 +47,8 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.immediate, type: 'bool', default: false, help: 'Also track StorageClasses with volumeBindingMode Immediate (the scheduler only uses capacity for WaitForFirstConsumer).' },
   { name: F.ephemeral, type: 'bool', default: false, help: 'Also ask for capacity without parameters and report it as <ephemeral> in the aggregated status (the capacity for inline ephemeral volumes).' },
   { name: F.ownerLevel, type: 'int', default: 1, help: 'Owner of the CSIStorageCapacity objects, from $POD_NAME/$NAMESPACE: 0 the pod, 1 its controller (ReplicaSet or StatefulSet), 2 that one\'s controller (Deployment), -1 none.' },
-  { name: F.qps, type: 'float', default: 5, help: 'API requests per second for capacity writes (their own budget, apart from --kube-api-qps); 0 means unthrottled.' },
-  { name: F.burst, type: 'int', default: 10, help: 'Burst of --capacity-api-qps.' },
+  { name: F.qps, type: 'float', default: 5, help: 'API requests per second for CSIStorageCapacity objects, apart from --kube-api-qps; the aggregated status (CSIDriverCapacity) has a budget of its own with the same figures, so its renewals never hold back an object. 0 means unthrottled.' },
+  { name: F.burst, type: 'int', default: 10, help: 'Burst of --capacity-api-qps (of each of the two budgets).' },
   { name: F.nodeName, type: 'string', default: '', help: 'Per-node mode (a DaemonSet next to a per-node driver, as external-provisioner --node-deployment --enable-capacity): publish CSIStorageCapacity objects for this node\'s segment only, labelled managed-by <--capacity-managed-by>-<node>, and one <ephemeral> pool of the aggregated status under a field manager of its own. Usually $(NODE_NAME); use --capacity-ownerref-level=0 so a node\'s objects go with its pod.' },
   { name: F.expiry, type: 'duration', default: 5 * 60_000, help: 'expiryTime of the entries this instance writes into the aggregated status; expired entries are pruned.', validate: positive },
   {
