@@ -51,6 +51,32 @@ ax.set_xlabel("pairs (N)")
 ax.set_ylabel("seconds to all Bound")
 finish(fig, ax, "binding-time-vs-n.png", "Static binding: time to bind N pairs")
 
+# 1b. Fraction of the write ceiling (target 1) and CPU per binding (target 2) against N.
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
+for contender in ("topovol", "upstream"):
+    for order in ("binder-first", "objects-first"):
+        rs = sorted((r for r in runs if r["contender"] == contender and r["order"] == order and r["complete"]), key=lambda r: r["n"])
+        if not rs:
+            continue
+        style = dict(marker="o", color=STYLE[contender], label=label({"contender": contender, "order": order}))
+        left.plot([r["n"] for r in rs], [100 * r["fractionOfCeiling"] for r in rs], LINE[order], **style)
+        right.plot([r["n"] for r in rs], [r["binder"]["cpuMsPerBinding"] for r in rs], LINE[order], **style)
+left.axhline(90, color="gray", lw=0.8, ls=":")
+left.set_ylabel("% of the write ceiling (dotted: target 90%)")
+left.set_ylim(0, 100)
+right.set_ylabel("binder CPU ms per binding")
+for ax in (left, right):
+    ax.set_xscale("log")
+    ax.set_xlabel("pairs (N)")
+    ax.grid(True, alpha=0.3)
+right.legend(fontsize=7)
+left.set_title("Throughput as a fraction of the ceiling", fontsize=10)
+right.set_title("CPU per binding", fontsize=10)
+fig.text(0.01, 0.01, FOOT, fontsize=6, color="gray")
+fig.tight_layout(rect=(0, 0.03, 1, 1))
+fig.savefig(f"{out_dir}/binding-ceiling-and-cpu.png", dpi=110)
+plt.close(fig)
+
 # 2. Progress over time at the largest N.
 nmax = max(r["n"] for r in runs)
 fig, ax = plt.subplots(figsize=(7, 4.2))
