@@ -10,16 +10,6 @@
 # usage: hack/bench/capacity-labels.sh [--nodes N] [--zones Z] [--classes C] [--moves K]
 #                                      [--poll-interval 1m] [--quiet-window 6m]
 #                                      [--only topovol|upstream] [--record=false] [--help]
-source "$(dirname "$0")/../lib/bootstrap.sh"
-bootstrap
-
-echo "==> control-plane binaries: etcd kube-apiserver kube-controller-manager" >&2
-# The last line is the assets directory; passing it on means the bench never builds or waits on a build lock.
-assets="$(bash hack/control-plane-binaries.sh etcd kube-apiserver kube-controller-manager | tail -n 1)"
-export KUBEBUILDER_ASSETS="$assets"
-echo "==> CSI binaries: csi-provisioner" >&2
-csi_assets="$(bash hack/csi-binaries.sh csi-provisioner | tail -n 1)"
-export TOPOVOL_CSI_ASSETS="$csi_assets"
-
-echo "==> bench" >&2
-exec node packages/capacity-controller/dist/bench/labels-bench.js "$@"
+# The same set-up as hack/bench/capacity.sh (bootstrap, etcd, kube-apiserver, kube-controller-manager,
+# csi-provisioner), another entry point.
+TOPOVOL_CAPACITY_BENCH=labels-bench exec "$(dirname "$0")/capacity.sh" "$@"
