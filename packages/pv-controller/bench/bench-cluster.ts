@@ -43,12 +43,26 @@ export function cpuMark(binderCpu: number, at: number): CpuMark {
   return { at, apiserver: cpuOf('kube-apiserver'), etcd: cpuOf('etcd'), bench: process.cpuUsage(), machine: machineCpuSeconds(), binder: binderCpu };
 }
 
-/** Busy share of the machine between two marks, and the part the binder, kube-apiserver, etcd and the bench account for. */
-export function busyBetween(a: CpuMark, b: CpuMark): { machineBusyFraction: number; ownBusyFraction: number } {
-  const bench = (b.bench.user - a.bench.user + b.bench.system - a.bench.system) / 1e6;
-  const own = b.binder - a.binder + b.apiserver - a.apiserver + b.etcd - a.etcd + bench;
+/** CPU seconds each party used between two marks: where the machine's time went while the binder bound. */
+export interface CpuSplit {
+  binder: number;
+  apiserver: number;
+  etcd: number;
+  bench: number;
+}
+
+/** Busy share of the machine between two marks, the part the binder, kube-apiserver, etcd and the bench account for, and their CPU seconds. */
+export function busyBetween(a: CpuMark, b: CpuMark): { machineBusyFraction: number; ownBusyFraction: number; cpuSeconds: CpuSplit } {
+  const split: CpuSplit = {
+    binder: b.binder - a.binder,
+    apiserver: b.apiserver - a.apiserver,
+    etcd: b.etcd - a.etcd,
+    bench: (b.bench.user - a.bench.user + b.bench.system - a.bench.system) / 1e6,
+  };
+  const own = split.binder + split.apiserver + split.etcd + split.bench;
   return {
     machineBusyFraction: (b.machine.busy - a.machine.busy) / (b.machine.total - a.machine.total),
     ownBusyFraction: own / (((b.at - a.at) / 1000) * os.cpus().length),
+    cpuSeconds: split,
   };
 }

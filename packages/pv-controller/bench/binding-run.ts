@@ -1,6 +1,7 @@
 import { percentile } from '@topovol/testing';
 import type { LatencySummary } from '@topovol/testing';
 import type { VolumeWrites } from './apiserver-writes.js';
+import type { CpuSplit } from './bench-cluster.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import type { WriteCeiling } from './write-ceiling.js';
 
@@ -43,6 +44,8 @@ export interface BindingRun {
   /** Share of all cores busy over the window, and the part of it the binder, kube-apiserver, etcd and the bench used. */
   machineBusyFraction: number;
   ownBusyFraction: number;
+  /** CPU seconds over the window of the binder, kube-apiserver, etcd and the bench (absent in records before 2026-11-26). */
+  cpuSeconds?: CpuSplit;
   logDir: string;
 }
 

@@ -38,7 +38,7 @@ function startTopovol(cp: ControlPlane, opts: BenchOptions, logDir: string): Sta
     process: process_,
     argv: [process.execPath, ...nodeFlags, ...argv],
     version: topovolVersion(root),
-    notes: [`node ${process.version}`, 'defaults: --concurrent-workers=4, JSON wire format'],
+    notes: [`node ${process.version}`, 'defaults: --concurrent-pv-binder-syncs=16, JSON wire format'],
   };
 }
 

@@ -7,6 +7,7 @@ import { createReadyNode, ProcSampler, startKubeScheduler, summarize } from '@to
 import type { LatencySummary } from '@topovol/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
+import type { CpuSplit } from './bench-cluster.js';
 import { cdf } from './binding-run.js';
 import { startContender } from './contenders.js';
 import { createAll } from './create-all.js';
@@ -31,6 +32,8 @@ export interface DelayedRun {
   binder: { peakRssMiB: number; cpuSeconds: number; cpuMsPerBinding: number };
   machineBusyFraction: number;
   ownBusyFraction: number;
+  /** CPU seconds over the window of the binder, kube-apiserver, etcd and the bench. */
+  cpuSeconds?: CpuSplit;
   logDir: string;
 }
 

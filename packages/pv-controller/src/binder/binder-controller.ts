@@ -7,7 +7,7 @@ import type { BinderKey } from './binder-key.js';
 import type { BinderWorld } from './binder-world.js';
 import { registerCollectorMetrics } from './binder-metrics.js';
 import { pickDefaultClass, volumeClass } from './claim-helpers.js';
-import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG } from './binder-flags.js';
+import { binderWorkers, STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG } from './binder-flags.js';
 import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
 import { BinderReconciler } from './reconcile-binder.js';
 import { keysNeedingSync } from './resync-keys.js';
@@ -91,7 +91,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       if (key.kind === 'claim') return requeueAfter(await reconciler.claim(key.namespace, key.name));
       return requeueAfter(await reconciler.volume(key.name, ctx.log));
     },
-    { queue, workers: options.concurrentWorkers },
+    { queue, workers: binderWorkers(options.extra) },
   );
   // Upstream's periodic resync of every claim and volume: level-triggered, so whatever changed
   // without an event we watch (a node that joined, a class created later) is seen within a period.

@@ -7,7 +7,7 @@ import type { InProcessLoopOptions } from '@topovol/testing';
 /** The pv-binder loop running in-process against the test API server. */
 export type RunningBinder = InProcessLoop;
 export const RunningBinder = {
-  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(pvBinderDescriptor, ['--concurrent-workers=8', ...args], opts),
+  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(pvBinderDescriptor, ['--concurrent-pv-binder-syncs=8', ...args], opts),
 };
 
 export const GiB = (n: number): string => `${n}Gi`;

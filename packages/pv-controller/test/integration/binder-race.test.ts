@@ -8,15 +8,15 @@ async function inBatches<T>(items: T[], size: number, fn: (t: T) => Promise<unkn
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-// No PV is ever bound to two claims, with 8 workers racing.
-describe('pv-binder: 1,000 claims racing for 500 volumes (8 workers)', function () {
+// No PV is ever bound to two claims, with 16 workers racing.
+describe('pv-binder: 1,000 claims racing for 500 volumes (16 workers)', function () {
   this.timeout(600_000);
   let admin: KubeClient;
   let binder: RunningBinder;
 
   before(async function () {
     admin = (await sharedControlPlane()).adminClient();
-    binder = await RunningBinder.start(['--concurrent-workers=8']);
+    binder = await RunningBinder.start(['--concurrent-pv-binder-syncs=16']);
   });
   after(async function () {
     await binder?.stop();

@@ -119,7 +119,7 @@ export const MANAGER_FLAGS: readonly FlagSpec[] = [
     name: 'concurrent-workers',
     type: 'int',
     default: 4,
-    help: 'Number of objects each controller is allowed to reconcile concurrently; must be at least 1.',
+    help: 'Number of objects each controller is allowed to reconcile concurrently (the pv-binder has its own, --concurrent-pv-binder-syncs); must be at least 1.',
     validate: atLeast(1),
   },
   {

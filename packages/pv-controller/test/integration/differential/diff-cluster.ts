@@ -52,7 +52,7 @@ export class DiffCluster {
     const loops =
       side === 'topovol'
         ? [
-            await InProcessLoop.start(pvBinderDescriptor, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`, `--stale-selected-node-grace=${TOPOVOL_GRACE_S}s`, '--concurrent-workers=4'], {
+            await InProcessLoop.start(pvBinderDescriptor, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`, `--stale-selected-node-grace=${TOPOVOL_GRACE_S}s`, '--concurrent-pv-binder-syncs=4'], {
               client: await controllerClient('pv-binder', cp),
             }),
             await InProcessLoop.start(zonalPvUpgradeDescriptor, [], { client: await controllerClient('zonal-pv-upgrade', cp) }),

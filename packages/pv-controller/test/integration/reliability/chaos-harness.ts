@@ -30,7 +30,7 @@ export async function startBinderManager(name: string, o: BinderManagerOptions =
   return startManagerBinary({
     name,
     kubeconfig: o.kubeconfig ?? (await controllerKubeconfig('pv-binder', cp)),
-    args: ['--controllers=pv-binder', '--concurrent-workers=8', '--log-format=json', ...(o.leaderElect === false ? ['--leader-elect=false'] : ELECTION_FLAGS)],
+    args: ['--controllers=pv-binder', '--concurrent-pv-binder-syncs=8', '--log-format=json', ...(o.leaderElect === false ? ['--leader-elect=false'] : ELECTION_FLAGS)],
     logFile: path.join(cp.dir, `${name}.log`),
     ...(o.env ? { env: o.env } : {}),
     ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),
