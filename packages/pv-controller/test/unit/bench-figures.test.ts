@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { repoRoot } from '@topovol/testing';
-import { renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
+import { cpuSplit, renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
+import type { BindingRecord } from '../../bench/bench-report.js';
+import type { BindingRun } from '../../bench/binding-run.js';
 import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
 import { boundFigures, cdf, timeline } from '../../bench/binding-run.js';
 
@@ -43,6 +45,17 @@ describe('pv-binder bench figures', function () {
     expect(fig.cpuMsPerBinding).to.equal(500);
     expect(fig.writes.perBinding).to.equal(4);
     expect(fig.boundTimeline[fig.boundTimeline.length - 1]).to.deep.equal([4, 4]);
+  });
+
+  it('splits the CPU of a binding by process at the largest N, and says nothing for records without the split', function () {
+    const run = (n: number, cpuSeconds?: BindingRun['cpuSeconds']): BindingRun => ({ contender: 'topovol', order: 'objects-first', n, bound: n, cpuSeconds }) as BindingRun;
+    const rec = (runs: BindingRun[]): BindingRecord => ({ runs, options: { concurrency: 32 } }) as unknown as BindingRecord;
+    const table = cpuSplit(rec([run(10, { binder: 9, apiserver: 9, etcd: 9, bench: 9 }), run(1000, { binder: 1, apiserver: 6, etcd: 2, bench: 1 })]));
+    // Per binding at N = 1,000: 1 ms, 6 ms, 2 ms, 1 ms; the binder a tenth of the whole.
+    expect(table).to.contain('N = 1000');
+    expect(table).to.contain('| objects-first | Topovol | 1.00 | 6.00 | 2.00 | 1.00 | 10% |');
+    expect(table).not.to.contain('9.00');
+    expect(cpuSplit(rec([run(1000)]))).to.equal('');
   });
 
   it('cdf gives 101 nearest-rank percentiles', function () {
