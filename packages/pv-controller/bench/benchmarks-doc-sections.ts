@@ -5,6 +5,7 @@ import type { BindingRecord } from './bench-report.js';
 import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
+import type { BindingRun } from './binding-run.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
 
@@ -120,6 +121,29 @@ in the main record (target: no slowdown with N); the columns are those of the ta
 
 | order | N | bound | first s | all s | pairs/s | ceiling writes/s | of ceiling | CPU ms/binding | peak RSS MiB | pairs/s vs the largest N above | busy |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-${runs.map(row).join('\n')}
+${runs.map(row).join('\n')}${cpuSplit(big)}
 `;
+}
+
+/** Where the CPU of a binding went, per process, at the largest N (records before the split have none). */
+export function cpuSplit(rec: BindingRecord): string {
+  const nmax = Math.max(...rec.runs.map((r) => r.n));
+  const runs = rec.runs.filter((r) => r.n === nmax && r.cpuSeconds && r.bound > 0);
+  if (runs.length === 0) return '';
+  const ms = (s: number, r: BindingRun): string => f((s / r.bound) * 1000, 2);
+  const rows = runs.map((r) => {
+    const c = r.cpuSeconds!;
+    const all = c.binder + c.apiserver + c.etcd + c.bench;
+    const name = r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager';
+    return `| ${r.order} | ${name} | ${ms(c.binder, r)} | ${ms(c.apiserver, r)} | ${ms(c.etcd, r)} | ${ms(c.bench, r)} | ${pct(c.binder / all)} |`;
+  });
+  return `
+
+CPU per binding by process at N = ${nmax} (kube-apiserver's and etcd's include the bench's creates in
+binder-first; the ceiling's writes cost them less, because it keeps ${rec.options.concurrency} writes in flight and etcd
+batches concurrent writes: \`hack/bench/README.md\`, "Where the machine's CPU goes"):
+
+| order | binder | binder ms | kube-apiserver ms | etcd ms | bench ms | binder's share |
+| --- | --- | --- | --- | --- | --- | --- |
+${rows.join('\n')}`;
 }

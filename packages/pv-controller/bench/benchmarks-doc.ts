@@ -10,7 +10,7 @@ import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';
-import { delayedSection, failoverSection, largeNSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
+import { cpuSplit, delayedSection, failoverSection, largeNSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
 import { capacityMissing, capacitySection, readCapacityRecords, readLabelsRecord } from './capacity-doc-section.js';
 import type { CapacityDocRecord, LabelsDocRecord } from './capacity-doc-section.js';
 
@@ -73,29 +73,6 @@ function reading(rec: BindingRecord): string {
 the whole machine. While Topovol binds, the machine is ${busy(t)} busy${u.length > 0 ? ` (upstream's runs: ${busy(u)})` : ''}: on ${rec.machine.split(' ')[0]} cores
 the binder's own CPU comes off the API server's share, so the fraction of the ceiling is bounded by the
 binder's CPU as much as by its concurrency (\`hack/bench/README.md\`, "Profiling", has what the profile showed).${cpuSplit(rec)}`;
-}
-
-/** Where the CPU of a binding went, per process, at the largest N (records before the split have none). */
-export function cpuSplit(rec: BindingRecord): string {
-  const nmax = Math.max(...rec.runs.map((r) => r.n));
-  const runs = rec.runs.filter((r) => r.n === nmax && r.cpuSeconds && r.bound > 0);
-  if (runs.length === 0) return '';
-  const ms = (s: number, r: BindingRun): string => f((s / r.bound) * 1000, 2);
-  const rows = runs.map((r) => {
-    const c = r.cpuSeconds!;
-    const all = c.binder + c.apiserver + c.etcd + c.bench;
-    const name = r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager';
-    return `| ${r.order} | ${name} | ${ms(c.binder, r)} | ${ms(c.apiserver, r)} | ${ms(c.etcd, r)} | ${ms(c.bench, r)} | ${pct(c.binder / all)} |`;
-  });
-  return `
-
-CPU per binding by process at N = ${nmax} (kube-apiserver's and etcd's include the bench's creates in
-binder-first; the ceiling's writes cost them less, because it keeps ${rec.options.concurrency} writes in flight and etcd
-batches concurrent writes: \`hack/bench/README.md\`, "Where the machine's CPU goes"):
-
-| order | binder | binder ms | kube-apiserver ms | etcd ms | bench ms | binder's share |
-| --- | --- | --- | --- | --- | --- | --- |
-${rows.join('\n')}`;
 }
 
 export function benchmarksDoc(rec: BindingRecord, capacity: readonly CapacityDocRecord[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord, large?: BindingRecord, labels?: LabelsDocRecord): string {
