@@ -12,9 +12,9 @@ export const SYNC_PERIOD_DEFAULT_MS = 15_000;
 export const WORKERS_FLAG = 'concurrent-pv-binder-syncs';
 /**
  * Each worker has one write in flight at a time, and kube-apiserver and etcd spend less CPU per
- * write the more writes arrive together (etcd batches them into fewer WAL syncs): on two cores,
- * 16 in flight bound 10,000 static pairs about a fifth faster than 4, with less API server and etcd
- * CPU per binding (hack/bench/README.md, "Profiling"). Upstream's binder has one worker per queue;
+ * write the more writes arrive together (etcd commits concurrent proposals in batches): on two
+ * cores, 16 in flight bound 10,000 static pairs faster than 4, with less API server and etcd CPU per
+ * binding (hack/bench/README.md, "Where the machine's CPU goes"). Upstream's binder has one worker per queue;
  * external-provisioner defaults to --worker-threads=100.
  */
 export const WORKERS_DEFAULT = 16;
