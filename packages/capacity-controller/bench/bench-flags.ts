@@ -36,7 +36,7 @@ export interface BenchOptions {
 /** The flags every capacity bench has: the contenders, their poll interval, the schedule and the quiet window. */
 export const COMMON_SPECS: readonly FlagSpec[] = [
   { name: 'poll-interval', type: 'duration', default: 60_000, help: 'Both contenders\' --capacity-poll-interval (both default to 1m).' },
-  { name: 'quiet-window', type: 'duration', default: 6 * 60_000, help: 'At rest, API requests and GetCapacity calls of each contender are counted over this window (see hack/bench/README.md for why 6m).' },
+  { name: 'quiet-window', type: 'duration', default: 6 * 60_000, help: 'At rest, API requests and GetCapacity calls of each contender are counted over this window (see hack/bench/README.md for why 6m); capacity-labels.sh skips it at 0.' },
   { name: 'settle', type: 'duration', default: 30_000, help: 'Wait once every object is published before the first change, between rounds, and after the last change before the quiet window.' },
   { name: 'seed', type: 'int', default: 1, help: 'Seed of the random offsets (the same schedule for both contenders).' },
   { name: 'change-timeout', type: 'duration', default: 0, help: 'Per change, from t0: a later update counts as not seen. 0: twice --poll-interval plus 1m.' },

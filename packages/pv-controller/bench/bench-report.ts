@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { machineLine } from '@topovol/testing';
 import type { BenchOptions } from './bench-flags.js';
+import { cpuMsPerBindingByProcess } from './binding-run.js';
 import type { BindingRun, Order } from './binding-run.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';
 
@@ -83,11 +84,8 @@ export function formatReport(runs: readonly BindingRun[], opts: BenchOptions): s
   );
   for (const r of runs) {
     out.push(`${r.order} ${r.contender} N=${r.n}: ${r.version}; machine ${f(r.machineBusyFraction * 100, 0)}% busy (${f(r.ownBusyFraction * 100, 0)}% from the binder, kube-apiserver, etcd and the bench); log ${r.logDir}`);
-    if (r.cpuSeconds && r.bound > 0) {
-      const per = (s: number): string => f((s / r.bound) * 1000, 2);
-      const c = r.cpuSeconds;
-      out.push(`  CPU ms per binding: binder ${per(c.binder)}, kube-apiserver ${per(c.apiserver)}, etcd ${per(c.etcd)}, bench ${per(c.bench)}`);
-    }
+    const c = cpuMsPerBindingByProcess(r);
+    if (c) out.push(`  CPU ms per binding: binder ${f(c.binder, 2)}, kube-apiserver ${f(c.apiserver, 2)}, etcd ${f(c.etcd, 2)}, bench ${f(c.bench, 2)}`);
   }
   if (runs.some((r) => r.machineBusyFraction - r.ownBusyFraction > 0.2)) {
     out.push('note: other work used over 20% of the machine during a run; the figures (and the ratios) are noisy, so rerun on a quiet machine.');

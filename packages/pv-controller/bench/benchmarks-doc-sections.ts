@@ -5,7 +5,7 @@ import type { BindingRecord } from './bench-report.js';
 import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
-import type { BindingRun } from './binding-run.js';
+import { cpuMsPerBindingByProcess } from './binding-run.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
 
@@ -128,15 +128,15 @@ ${runs.map(row).join('\n')}${cpuSplit(big)}
 /** Where the CPU of a binding went, per process, at the largest N (records before the split have none). */
 export function cpuSplit(rec: BindingRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
-  const runs = rec.runs.filter((r) => r.n === nmax && r.cpuSeconds && r.bound > 0);
-  if (runs.length === 0) return '';
-  const ms = (s: number, r: BindingRun): string => f((s / r.bound) * 1000, 2);
-  const rows = runs.map((r) => {
-    const c = r.cpuSeconds!;
-    const all = c.binder + c.apiserver + c.etcd + c.bench;
-    const name = r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager';
-    return `| ${r.order} | ${name} | ${ms(c.binder, r)} | ${ms(c.apiserver, r)} | ${ms(c.etcd, r)} | ${ms(c.bench, r)} | ${pct(c.binder / all)} |`;
-  });
+  const rows = rec.runs
+    .filter((r) => r.n === nmax)
+    .flatMap((r) => {
+      const c = cpuMsPerBindingByProcess(r);
+      if (!c) return [];
+      const name = r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager';
+      return [`| ${r.order} | ${name} | ${f(c.binder, 2)} | ${f(c.apiserver, 2)} | ${f(c.etcd, 2)} | ${f(c.bench, 2)} | ${pct(c.binder / (c.binder + c.apiserver + c.etcd + c.bench))} |`];
+    });
+  if (rows.length === 0) return '';
   return `
 
 CPU per binding by process at N = ${nmax} (kube-apiserver's and etcd's include the bench's creates in

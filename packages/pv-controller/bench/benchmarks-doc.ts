@@ -71,8 +71,9 @@ function reading(rec: BindingRecord): string {
   const busy = (rs: BindingRun[]): string => `${pct(Math.min(...rs.map((r) => r.machineBusyFraction)))}-${pct(Math.max(...rs.map((r) => r.machineBusyFraction)))}`;
   return `How to read the ceiling: it is measured with the binder stopped, so kube-apiserver and etcd have
 the whole machine. While Topovol binds, the machine is ${busy(t)} busy${u.length > 0 ? ` (upstream's runs: ${busy(u)})` : ''}: on ${rec.machine.split(' ')[0]} cores
-the binder's own CPU comes off the API server's share, so the fraction of the ceiling is bounded by the
-binder's CPU as much as by its concurrency (\`hack/bench/README.md\`, "Profiling", has what the profile showed).${cpuSplit(rec)}`;
+the binder's own CPU comes off the API server's share, and kube-apiserver and etcd spend more per write
+than in the ceiling's rounds when fewer writes are in flight, so the fraction of the ceiling is bounded by
+what a binding costs the whole machine (the split below; \`hack/bench/README.md\`, "Profiling", has what the profiles showed).${cpuSplit(rec)}`;
 }
 
 export function benchmarksDoc(rec: BindingRecord, capacity: readonly CapacityDocRecord[], delayed?: DelayedRecord, restart?: RestartRecord, pods?: BindingRecord, failover?: FailoverRecord, large?: BindingRecord, labels?: LabelsDocRecord): string {

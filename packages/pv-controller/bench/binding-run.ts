@@ -49,6 +49,14 @@ export interface BindingRun {
   logDir: string;
 }
 
+/** A run's CPU seconds by process as milliseconds per bound claim (undefined for records without the split). */
+export function cpuMsPerBindingByProcess(r: Pick<BindingRun, 'cpuSeconds' | 'bound'>): CpuSplit | undefined {
+  const c = r.cpuSeconds;
+  if (!c || r.bound === 0) return undefined;
+  const ms = (s: number): number => (s / r.bound) * 1000;
+  return { binder: ms(c.binder), apiserver: ms(c.apiserver), etcd: ms(c.etcd), bench: ms(c.bench) };
+}
+
 /** Bound counts over time from the monotonic times claims reached Bound, downsampled for a plot. */
 export function timeline(times: Iterable<number>, from: number, points = 200): [number, number][] {
   const sorted = [...times].sort((a, b) => a - b);

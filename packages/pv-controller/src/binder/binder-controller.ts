@@ -1,4 +1,4 @@
-import { claimKeysOfPod, Controller, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { claimKeysOfPod, Controller, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
@@ -7,7 +7,7 @@ import type { BinderKey } from './binder-key.js';
 import type { BinderWorld } from './binder-world.js';
 import { registerCollectorMetrics } from './binder-metrics.js';
 import { pickDefaultClass, volumeClass } from './claim-helpers.js';
-import { binderWorkers, STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG } from './binder-flags.js';
+import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG, WORKERS_DEFAULT, WORKERS_FLAG } from './binder-flags.js';
 import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
 import { BinderReconciler } from './reconcile-binder.js';
 import { keysNeedingSync } from './resync-keys.js';
@@ -16,8 +16,6 @@ import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binde
 import { VolumeIndex } from './volume-index.js';
 
 const PV_BINDER = 'pv-binder';
-
-const durationFlag = (v: unknown, fallback: number): number => (typeof v === 'number' ? v : fallback);
 
 /** The pv-binder loop: one queue with claim and volume keys, decisions over the informer caches. */
 export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
@@ -66,7 +64,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     node: (name) => nodes.cache.get(name),
     podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
     now: () => Date.now(),
-    staleSelectedNodeGraceMs: durationFlag(options.extra[STALE_SELECTED_NODE_GRACE_FLAG], STALE_SELECTED_NODE_GRACE_DEFAULT_MS),
+    staleSelectedNodeGraceMs: extraNumber(options.extra, STALE_SELECTED_NODE_GRACE_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS),
     selectedNodeIssue: (c) => {
       const seen = issues.get(c.metadata?.uid ?? '');
       return seen && { issue: seen.value, since: seen.since };
@@ -91,12 +89,12 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       if (key.kind === 'claim') return requeueAfter(await reconciler.claim(key.namespace, key.name));
       return requeueAfter(await reconciler.volume(key.name, ctx.log));
     },
-    { queue, workers: binderWorkers(options.extra) },
+    { queue, workers: extraNumber(options.extra, WORKERS_FLAG, WORKERS_DEFAULT) },
   );
   // Upstream's periodic resync of every claim and volume: level-triggered, so whatever changed
   // without an event we watch (a node that joined, a class created later) is seen within a period.
   // Only the keys whose decision plans something are queued (resync-keys.ts).
-  controller.resyncEvery(durationFlag(options.extra[SYNC_PERIOD_FLAG], SYNC_PERIOD_DEFAULT_MS), () =>
+  controller.resyncEvery(extraNumber(options.extra, SYNC_PERIOD_FLAG, SYNC_PERIOD_DEFAULT_MS), () =>
     keysNeedingSync(pvcs.cache.list(), pvs.cache.list(), world, (k: BinderKey) => queue.isQueued(k)),
   );
 

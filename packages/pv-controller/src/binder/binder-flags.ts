@@ -1,5 +1,5 @@
 import { ANN_SELECTED_NODE, atLeast } from '@topovol/shared';
-import type { FlagSpec, FlagValue } from '@topovol/shared';
+import type { FlagSpec } from '@topovol/shared';
 
 export const STALE_SELECTED_NODE_GRACE_FLAG = 'stale-selected-node-grace';
 /** Longer than external-provisioner's default --retry-interval-max (5m), so a retrying provisioning always shows activity within it. */
@@ -18,12 +18,6 @@ export const WORKERS_FLAG = 'concurrent-pv-binder-syncs';
  * external-provisioner defaults to --worker-threads=100.
  */
 export const WORKERS_DEFAULT = 16;
-
-/** The binder's worker count from its parsed flags. */
-export const binderWorkers = (extra: Record<string, FlagValue>): number => {
-  const v = extra[WORKERS_FLAG];
-  return typeof v === 'number' ? v : WORKERS_DEFAULT;
-};
 
 /** The pv-binder's own flags (the manager's are in @topovol/shared). */
 export const binderFlags: FlagSpec[] = [

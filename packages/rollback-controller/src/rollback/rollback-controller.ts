@@ -1,4 +1,4 @@
-import { claimKeysOfPod, Controller, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { claimKeysOfPod, Controller, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
@@ -15,7 +15,6 @@ import { usedEvidence, volumesInUseMentions } from './usage-evidence.js';
 
 const ROLLBACK = 'rollback';
 
-const numberFlag = (v: unknown, fallback: number): number => (typeof v === 'number' ? v : fallback);
 const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
 
 /**
@@ -67,12 +66,12 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     provisioningObserved: (uid) => observed.get(uid),
     rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),
     now: () => Date.now(),
-    graceMs: numberFlag(options.extra[GRACE_FLAG], 2 * 60_000),
-    markWindowMs: numberFlag(options.extra[MARK_WINDOW_FLAG], 10 * 60_000),
-    maxRollbacks: numberFlag(options.extra[MAX_ROLLBACKS_FLAG], 3),
-    backoffBaseMs: numberFlag(options.extra[BACKOFF_FLAG], 30_000),
+    graceMs: extraNumber(options.extra, GRACE_FLAG, 2 * 60_000),
+    markWindowMs: extraNumber(options.extra, MARK_WINDOW_FLAG, 10 * 60_000),
+    maxRollbacks: extraNumber(options.extra, MAX_ROLLBACKS_FLAG, 3),
+    backoffBaseMs: extraNumber(options.extra, BACKOFF_FLAG, 30_000),
   };
-  const historyTtlMs = numberFlag(options.extra[HISTORY_TTL_FLAG], 7 * 24 * 3_600_000);
+  const historyTtlMs = extraNumber(options.extra, HISTORY_TTL_FLAG, 7 * 24 * 3_600_000);
   const queue = new WorkQueue<RollbackKey>(ROLLBACK, { keyString: rollbackKeyString });
   const markDeps = {
     client,

@@ -174,6 +174,16 @@ export interface ManagerOptions {
 }
 
 /**
+ * A numeric controller flag (int, float or duration) from ManagerOptions.extra. The parser fills
+ * every flag of the loop's table with its value or default; `fallback` covers a loop set up with
+ * options parsed without its table.
+ */
+export function extraNumber(extra: Record<string, FlagValue>, name: string, fallback: number): number {
+  const v = extra[name];
+  return typeof v === 'number' ? v : fallback;
+}
+
+/**
  * client-go's leaderelection.NewLeaderElector checks: lease duration > renew deadline >
  * JitterFactor × retry period > 0. Returns the first violation, naming the flags.
  */

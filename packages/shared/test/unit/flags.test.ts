@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import {
   BindAddressError,
+  extraNumber,
   FlagError,
   formatHelp,
   KNOWN_CONTROLLERS,
@@ -375,5 +376,16 @@ describe('manager flags', function () {
       expect(formatHelp([...MANAGER_FLAGS, { name: 'echo-watch-widgets', type: 'bool', default: false, help: 'Also watch widgets.' }])).to.match(
         /^ {6}--echo-watch-widgets +Also watch widgets\. \(default false\)$/m,
       ));
+  });
+
+  it("extraNumber reads a loop's numeric flag: the value given, the table's default, or the fallback without the table", function () {
+    const specs: FlagSpec[] = [
+      { name: 'echo-period', type: 'duration', default: 15_000, help: 'p' },
+      { name: 'echo-workers', type: 'int', default: 16, help: 'w' },
+    ];
+    const given = parseManagerFlags(['--echo-period=2s'], specs).extra;
+    expect(extraNumber(given, 'echo-period', 1)).to.equal(2_000);
+    expect(extraNumber(given, 'echo-workers', 1)).to.equal(16);
+    expect(extraNumber(parseManagerFlags([]).extra, 'echo-workers', 7)).to.equal(7);
   });
 });
