@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { freePort, ManagedProcess, repoRoot } from '@topovol/testing';
+import { freePort, installCrds, ManagedProcess, repoRoot } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 
@@ -14,9 +14,11 @@ export interface AllLoopsManager {
 /**
  * The real manager binary with every loop (pv-binder, zonal-pv-upgrade, capacity, rollback), the
  * capacity loop fed by the project's CSI test driver over a unix socket; leases and capacity
- * objects in `ns`.
+ * objects in `ns`. Installs the CRDs the capacity and rollback loops watch, so that a test file
+ * using it passes when run alone as well as after the others.
  */
 export async function startAllLoopsManager(cp: ControlPlane, ns: string): Promise<AllLoopsManager> {
+  await installCrds(cp.adminClient());
   const driver = new CsiTestDriver({ name: `${ns}.csi.topovol.test`, controllerCapabilities: ['CREATE_DELETE_VOLUME', 'GET_CAPACITY'], capacity: [{ segment: { zone: 'z1' }, capacity: 4n << 30n }] });
   await driver.start(`unix://${path.join(cp.dir, `${ns}-csi.sock`)}`);
   const metricsPort = await freePort();
