@@ -1,5 +1,4 @@
 import type { ControllerDescriptor } from '@topovol/shared';
-import { setupCapacity } from './capacity-controller.js';
 import { capacityFlags } from './capacity-flags.js';
 
 /** Storage capacity tracking (KEP-1472), with Ceph-CSI's topology-constrained pools. */
@@ -33,5 +32,7 @@ export const capacityDescriptor: ControllerDescriptor = {
     // list/watch: ProvisioningFailed Events refresh the capacity the claim relied on.
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
   ],
-  setup: setupCapacity,
+  // Loaded when the loop is enabled: it brings gRPC and the CSI protobufs (about a fifth of the
+  // manager's module graph), which a manager without this loop, the usual one, never needs to load.
+  setup: async (env) => (await import('./capacity-controller.js')).setupCapacity(env),
 };

@@ -1,5 +1,4 @@
 export { capacityDescriptor } from './capacity-descriptor.js';
-export { setupCapacity, CENTRAL_FIELD_MANAGER } from './capacity-controller.js';
 export { capacityFlags } from './capacity-flags.js';
 export { POOLS_PARAMETER, POOL_NAME_PARAMETER, parseConstrainedPools } from './pools/topology-constrained-pools.js';
 export { LABEL_POOL } from './objects/capacity-object.js';

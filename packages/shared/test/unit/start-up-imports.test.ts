@@ -16,6 +16,7 @@ export async function resolve(specifier, context, next) {
   const r = await next(specifier, context);
   if (r.url.includes('@kubernetes/client-node') || r.url.includes('@kubernetes+client-node')) console.error('LOADED ' + r.url);
   if (['testing', 'manifests', 'e2e'].some((p) => r.url.includes('/packages/' + p + '/'))) console.error('NOT IN IMAGE ' + r.url);
+  if (r.url.includes('@grpc')) console.error('GRPC ' + r.url);
   return r;
 }
 `;
@@ -57,13 +58,13 @@ describe('manager start-up imports', function () {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  function run(user: string): { stdout: string; loaded: string[]; notInImage: string[] } {
+  function run(user: string): { stdout: string; loaded: string[]; notInImage: string[]; grpc: string[] } {
     const script = path.join(dir, `child-${Math.random().toString(36).slice(2)}.mjs`);
     writeFileSync(script, child(repoRoot(), user));
     const r = spawnSync(process.execPath, ['--import', path.join(dir, 'register.mjs'), script, path.join(dir, 'kubeconfig')], { encoding: 'utf8' });
     expect(r.status, r.stderr).to.equal(0);
     const lines = r.stderr.split('\n');
-    return { stdout: r.stdout.trim(), loaded: lines.filter((l) => l.startsWith('LOADED ')), notInImage: lines.filter((l) => l.startsWith('NOT IN IMAGE ')) };
+    return { stdout: r.stdout.trim(), loaded: lines.filter((l) => l.startsWith('LOADED ')), notInImage: lines.filter((l) => l.startsWith('NOT IN IMAGE ')), grpc: lines.filter((l) => l.startsWith('GRPC ')) };
   }
 
   it('every loop and a token kubeconfig: client-node is never loaded', function () {
@@ -74,6 +75,12 @@ describe('manager start-up imports', function () {
 
   it('every loop: the test harness, the manifest renderers and the e2e suite are never loaded', function () {
     expect(run(`{ token: 'plain-token' }`).notInImage).to.deep.equal([]);
+  });
+
+  // gRPC and the CSI protobufs are a fifth of the graph's load time; only the capacity loop talks to
+  // a CSI driver, and it is off unless asked for, so a restarted binder must not wait for them.
+  it('every loop registered, none set up: gRPC is not loaded until the capacity loop is', function () {
+    expect(run(`{ token: 'plain-token' }`).grpc).to.deep.equal([]);
   });
 
   it('an exec plugin: client-node is loaded and authenticates (the detector works)', function () {
