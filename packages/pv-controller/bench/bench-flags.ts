@@ -33,6 +33,8 @@ export interface BenchOptions {
   pods: boolean;
   /** restart: SIGKILL the binder this often while it binds. */
   killEveryMs: number;
+  /** restart, failover: repeat rounds of N fresh pairs until this many restarts (handovers) were measured. */
+  minSamples: number;
   /** delayed: nodes the local volumes are spread over. */
   nodes: number;
   help: boolean;
@@ -48,6 +50,13 @@ const SPECS: readonly FlagSpec[] = [
   },
   { name: 'pods', type: 'bool', default: false, help: 'objects-first: also create one pod per claim before the binder starts, so its memory includes the pods it caches.' },
   { name: 'kill-every', type: 'duration', default: 8000, help: 'restart, failover: SIGKILL the binder (the leader) this often while it binds, and start a new process at once.' },
+  {
+    name: 'min-samples',
+    type: 'int',
+    default: 10,
+    help: 'restart, failover: repeat the round (N fresh pairs on the same control plane) until this many restarts (handovers) were measured, at most 20 rounds.',
+    validate: atLeast(1),
+  },
   { name: 'nodes', type: 'int', default: 20, help: "delayed: nodes the local volumes are spread over (each allows 110 pods).", validate: atLeast(1) },
   { name: 'n', type: 'string', default: '10000', help: 'Static PV/PVC pairs to bind per contender; a comma-separated list runs each (e.g. 1000,3000,10000).' },
   { name: 'qps', type: 'float', default: 1000, help: "Both binders' --kube-api-qps." },
@@ -115,6 +124,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     scenario: String(values.scenario) as BenchOptions['scenario'],
     nodes: Number(values.nodes),
     killEveryMs: Number(values['kill-every']),
+    minSamples: Number(values['min-samples']),
     pods: values.pods === true,
     help,
   };

@@ -24,6 +24,22 @@ export const phaseReached = (phase: string): Milestone => ({
   slim: (o) => ({ metadata: identity(o), status: { phase: (o as Phased).status?.phase } }) as Phased,
 });
 
+interface ClaimRefd extends KubeObject {
+  spec?: { claimRef?: { namespace?: string; name?: string } };
+}
+
+/** A volume seen with a claimRef, recorded under the claim's key (namespace/name). */
+export const claimRefSeen: Milestone = {
+  keyIfReached: (o) => {
+    const ref = (o as ClaimRefd).spec?.claimRef;
+    return ref?.name ? `${ref.namespace}/${ref.name}` : undefined;
+  },
+  slim: (o) => {
+    const ref = (o as ClaimRefd).spec?.claimRef;
+    return { metadata: identity(o), spec: ref ? { claimRef: { namespace: ref.namespace, name: ref.name } } : {} } as ClaimRefd;
+  },
+};
+
 /**
  * One watch (the shared Informer) recording, per key, when a watch event first showed the
  * milestone (by default an object in a given phase), on the monotonic clock. Started before the

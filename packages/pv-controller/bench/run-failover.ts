@@ -11,10 +11,11 @@ import { startContender } from './contenders.js';
 import type { StartedBinder } from './contenders.js';
 import { f } from './bench-report.js';
 import { timeline } from './binding-run.js';
-import { createAll } from './create-all.js';
+import { medianRoundSeconds, pairRound, repeatRounds } from './pair-rounds.js';
+import type { PairRound } from './pair-rounds.js';
 import { PhaseWatch } from './phase-watch.js';
 import { firstAfter } from './run-restart.js';
-import { benchClaim, benchNamespace, benchVolume } from './static-pairs.js';
+import { benchNamespace } from './static-pairs.js';
 
 /** Both contenders' leader election timing: short, so that a run sees many handovers. */
 export const FAILOVER_LEASE = { leaseMs: 4000, renewMs: 3000, retryMs: 1000 };
@@ -26,9 +27,13 @@ const LEASE_NAME: Record<ContenderName, string> = { topovol: 'topovol-pv-binder'
 export interface FailoverRun {
   contender: ContenderName;
   version: string;
+  /** Pairs per round. */
   n: number;
+  /** Rounds of N pairs, each on a fresh control plane, repeated until --min-samples handovers were measured. */
+  rounds: number;
   killEverySeconds: number;
   complete: boolean;
+  /** Claims Bound over all rounds. */
   bound: number;
   /** Leases taken over by a standby after the leader was killed. */
   handovers: number;
@@ -36,12 +41,13 @@ export interface FailoverRun {
   acquiredToBoundMs: LatencySummary;
   /** Per handover: the SIGKILL of the leader to the new leader's first binding (lease expiry included). */
   killedToBoundMs: LatencySummary;
+  /** The median round's first claim create to its last claim Bound. */
   allBoundSeconds: number;
   cpuSeconds: number;
   logDir: string;
-  /** [seconds since the first claim create, claims Bound], for the plot. */
+  /** The first round's [seconds since its first claim create, claims Bound], for the plot. */
   boundTimeline?: [number, number][];
-  /** Each SIGKILL of the leader, and each lease taken over, seconds since the first claim create. */
+  /** The first round's SIGKILLs of the leader, and leases taken over, seconds since its first claim create. */
   killsAtSeconds?: number[];
   acquiredAtSeconds?: number[];
 }
@@ -65,14 +71,50 @@ function watchHolders(admin: KubeClient, name: string): { informer: Informer<Hol
   return { informer, changes };
 }
 
+/** One round on a fresh control plane. */
+interface FailoverRound extends PairRound {
+  version: string;
+  kills: number[];
+  /** The lease holder change after each kill, in order (one fewer when the last came after the round). */
+  acquired: number[];
+  fromAcquired: number[];
+  killedToBound: number[];
+  cpuSeconds: number;
+  logDir: string;
+}
+
 /**
- * Two binder processes with leader election (the same short lease timing for both contenders):
- * N volumes made Available by the first leader, then N claims created at once while the current
- * leader is SIGKILLed every `killEveryMs`; once the standby has taken the lease a new standby is
- * started (a replica set replacing its pod), until every claim is Bound.
+ * Two binder processes with leader election (the same short lease timing for both contenders), in
+ * rounds (pair-rounds.ts), each on a fresh control plane: N volumes made Available, then N claims
+ * created at once while the current leader is SIGKILLed every `killEveryMs`; once the standby has
+ * taken the lease a new standby is started (a replica set replacing its pod), until every claim is Bound.
  */
 export async function runFailover(name: ContenderName, n: number, killEveryMs: number, opts: BenchOptions): Promise<FailoverRun> {
+  const rounds = await repeatRounds(opts.minSamples, (i) => failoverRound(name, n, killEveryMs, opts, i), (r) => r.fromAcquired.length);
+  const first = rounds[0]!;
+  return {
+    contender: name,
+    version: first.version,
+    n,
+    rounds: rounds.length,
+    killEverySeconds: killEveryMs / 1000,
+    complete: rounds.every((r) => r.complete),
+    bound: rounds.reduce((sum, r) => sum + r.boundTimes.length, 0),
+    handovers: rounds.reduce((sum, r) => sum + r.acquired.length, 0),
+    acquiredToBoundMs: summarize(rounds.flatMap((r) => r.fromAcquired)),
+    killedToBoundMs: summarize(rounds.flatMap((r) => r.killedToBound)),
+    allBoundSeconds: medianRoundSeconds(rounds),
+    cpuSeconds: rounds.reduce((sum, r) => sum + r.cpuSeconds, 0),
+    logDir: first.logDir,
+    boundTimeline: timeline(first.boundTimes, first.claimStart, 1000),
+    killsAtSeconds: first.kills.map((k) => (k - first.claimStart) / 1000),
+    acquiredAtSeconds: first.acquired.map((a) => (a - first.claimStart) / 1000),
+  };
+}
+
+async function failoverRound(name: ContenderName, n: number, killEveryMs: number, opts: BenchOptions, index: number): Promise<FailoverRound> {
   const { cp, admin, logDir } = await freshControlPlane(name);
+  say(`${name}: round ${index + 1}`);
   const volumes = new PhaseWatch(admin, Resources.persistentVolumes, 'Available');
   const claims = new PhaseWatch(admin, Resources.persistentVolumeClaims, 'Bound');
   const lease = watchHolders(admin, LEASE_NAME[name]);
@@ -89,6 +131,7 @@ export async function runFailover(name: ContenderName, n: number, killEveryMs: n
   let standby: StartedBinder | undefined;
   let cpu = 0;
   const kills: number[] = [];
+  const acquired: number[] = [];
   try {
     for (let i = 0; i < opts.namespaces; i++) await ensureNamespace(admin, benchNamespace(i));
     await volumes.start();
@@ -98,69 +141,44 @@ export async function runFailover(name: ContenderName, n: number, killEveryMs: n
     leader = await start();
     while (lease.changes.length === 0) await new Promise((r) => setTimeout(r, 50));
     standby = await start();
-    await createAll(admin, Resources.persistentVolumes, n, opts.concurrency, (i) => benchVolume(i), () => undefined);
-    if (!(await volumes.waitForCount(n, opts.timeoutMs, opts.stallMs))) throw new Error(`${name}: volumes not Available; log in ${logDir}`);
-    say(`${name}: ${n} volumes Available; creating ${n} claims, leader SIGKILLed every ${killEveryMs / 1000} s`);
-    const claimStart = performance.now();
-    let killing = true;
-    const killer = (async (): Promise<void> => {
-      while (killing) {
-        await new Promise((r) => setTimeout(r, killEveryMs));
-        if (!killing || !leader || !standby) break;
-        const before = lease.changes.length;
-        const pid = leader.process.pid;
-        cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
-        kills.push(performance.now());
-        await leader.process.kill();
-        // The standby takes over once the lease expires. Its replacement starts only then: two
-        // standbys would race for the lease, and the next kill must hit the process that leads.
-        leader = standby;
-        standby = undefined;
-        while (killing && lease.changes.length === before) await new Promise((r) => setTimeout(r, 50));
-        if (!killing) break;
-        standby = await start();
-        say(`${name}: handover ${kills.length}; ${claims.reachedAt.size}/${n} Bound`);
-      }
-    })();
-    let complete: boolean;
-    try {
-      await createAll(admin, Resources.persistentVolumeClaims, n, opts.concurrency, (i) => benchClaim(i, opts.namespaces), () => undefined);
-      complete = await claims.waitForCount(n, opts.timeoutMs, opts.stallMs);
-    } finally {
-      killing = false;
-    }
-    await killer;
+    const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () => {
+      let killing = true;
+      const killer = (async (): Promise<void> => {
+        while (killing) {
+          await new Promise((r) => setTimeout(r, killEveryMs));
+          if (!killing || !leader || !standby) break;
+          const before = lease.changes.length;
+          const pid = leader.process.pid;
+          cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
+          kills.push(performance.now());
+          await leader.process.kill();
+          // The standby takes over once the lease expires. Its replacement starts only then: two
+          // standbys would race for the lease, and the next kill must hit the process that leads.
+          leader = standby;
+          standby = undefined;
+          while (killing && lease.changes.length === before) await new Promise((r) => setTimeout(r, 50));
+          if (lease.changes.length > before) acquired.push(lease.changes[before]!);
+          if (!killing) break;
+          standby = await start();
+          say(`${name}: handover ${kills.length}; ${claims.reachedAt.size}/${n} Bound`);
+        }
+      })();
+      return async () => {
+        killing = false;
+        await killer;
+      };
+    });
     for (const p of [leader, standby]) {
       const pid = p?.process.pid;
       cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
     }
-    const boundTimes = [...claims.reachedAt.values()].sort((a, b) => a - b);
-    // The first holder is the first leader; each later one took over after a kill. Bindings seen
-    // right after a kill are the old leader's writes landing, so the gap is measured through the
-    // new leader's first binding.
-    const acquired = lease.changes.slice(1, kills.length + 1);
-    const fromAcquired = firstAfter(acquired, boundTimes).waits;
+    // Bindings seen right after a kill are the old leader's writes landing, so each handover is
+    // measured through the new leader's first binding.
     const killedToBound = acquired.flatMap((at, i) => {
-      const first = boundTimes.find((t) => t >= at);
+      const first = round.boundTimes.find((t) => t >= at);
       return first !== undefined && first < (acquired[i + 1] ?? Infinity) ? [first - kills[i]!] : [];
     });
-    return {
-      contender: name,
-      version: leader.version,
-      n,
-      killEverySeconds: killEveryMs / 1000,
-      complete,
-      bound: boundTimes.length,
-      handovers: acquired.length,
-      acquiredToBoundMs: summarize(fromAcquired),
-      killedToBoundMs: summarize(killedToBound),
-      allBoundSeconds: ((boundTimes[boundTimes.length - 1] ?? claimStart) - claimStart) / 1000,
-      cpuSeconds: cpu,
-      logDir,
-      boundTimeline: timeline(boundTimes, claimStart, 1000),
-      killsAtSeconds: kills.map((k) => (k - claimStart) / 1000),
-      acquiredAtSeconds: acquired.map((a) => (a - claimStart) / 1000),
-    };
+    return { ...round, version: leader.version, kills, acquired, fromAcquired: firstAfter(acquired, round.boundTimes).waits, killedToBound, cpuSeconds: cpu, logDir };
   } finally {
     await Promise.all([leader?.process.stop(), standby?.process.stop()]);
     await lease.informer.stop();
@@ -176,14 +194,14 @@ export interface FailoverRecord {
   benchmark: 'pv-binder-failover';
   date: string;
   machine: string;
-  options: { ns: number[]; killEveryMs: number; lease: typeof FAILOVER_LEASE };
+  options: { ns: number[]; killEveryMs: number; minSamples?: number; lease: typeof FAILOVER_LEASE };
   runs: FailoverRun[];
 }
 
 export function formatFailover(runs: readonly FailoverRun[]): string {
   const rows = runs.map(
     (r) =>
-      `${r.contender.padEnd(9)} N ${r.n}, leader SIGKILLed every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'} in ${f(r.allBoundSeconds, 1)} s over ${r.handovers} handovers; lease taken → first Bound p50 ${f(r.acquiredToBoundMs.p50, 0)} ms, max ${f(r.acquiredToBoundMs.max, 0)} ms; kill → first Bound p50 ${f(r.killedToBoundMs.p50, 0)} ms`,
+      `${r.contender.padEnd(9)} ${r.rounds} rounds of N ${r.n}, leader SIGKILLed every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'}, ${f(r.allBoundSeconds, 1)} s per round (median), ${r.handovers} handovers; lease taken → first Bound p50 ${f(r.acquiredToBoundMs.p50, 0)} ms, max ${f(r.acquiredToBoundMs.max, 0)} ms; kill → first Bound p50 ${f(r.killedToBoundMs.p50, 0)} ms`,
   );
   const t = runs.find((r) => r.contender === 'topovol');
   const u = runs.find((r) => r.contender === 'upstream');

@@ -10,112 +10,164 @@ import { startContender } from './contenders.js';
 import type { StartedBinder } from './contenders.js';
 import { f } from './bench-report.js';
 import { timeline } from './binding-run.js';
-import { createAll } from './create-all.js';
-import { PhaseWatch } from './phase-watch.js';
-import { benchClaim, benchNamespace, benchVolume } from './static-pairs.js';
+import { medianRoundSeconds, pairRound, repeatRounds } from './pair-rounds.js';
+import type { PairRound } from './pair-rounds.js';
+import { claimRefSeen, PhaseWatch } from './phase-watch.js';
+import { benchNamespace } from './static-pairs.js';
 
 /** Crash and restart while binding: how soon each new process binds again. */
 export interface RestartRun {
   contender: ContenderName;
   version: string;
+  /** Pairs per round. */
   n: number;
+  /** Rounds of N pairs, each on a fresh control plane, repeated until --min-samples restarts were measured. */
+  rounds: number;
   killEverySeconds: number;
   complete: boolean;
+  /** Claims Bound over all rounds. */
   bound: number;
-  /** Processes started after a SIGKILL (the first start is not counted). */
+  /** Processes started after a SIGKILL during a claim phase (the first start is not counted). */
   restarts: number;
-  /** Per restart: the new process's start to the first claim seen Bound after it (restarts that bound nothing before the next kill are left out). */
+  /** Per restart: the new process's start to the first claim it bound itself (firstOwnBinding; restarts that bound nothing before the next kill are left out). */
   restartToBoundMs: LatencySummary;
-  /** Restarts killed again before they bound anything. */
+  /** Restarts killed again before they bound anything (over all rounds). */
   restartsWithoutBinding: number;
-  /** First claim create to the last claim Bound. */
+  /** The median round's first claim create to its last claim Bound. */
   allBoundSeconds: number;
   cpuSeconds: number;
   logDir: string;
-  /** [seconds since the first claim create, claims Bound], for the plot. */
+  /** The first round's [seconds since its first claim create, claims Bound], for the plot. */
   boundTimeline?: [number, number][];
-  /** Each restart (the new process's start, right after the SIGKILL), seconds since the first claim create. */
+  /** The first round's restarts (the new process's start, right after the SIGKILL), seconds since its first claim create. */
   restartsAtSeconds?: number[];
 }
 
+/** One round on a fresh control plane. */
+interface RestartRound extends PairRound {
+  version: string;
+  restarts: Restart[];
+  measured: { waits: number[]; without: number };
+  cpuSeconds: number;
+  logDir: string;
+}
+
 /**
- * N volumes made Available by a first binder process, then N claims created at once while the
- * binder is SIGKILLed every `killEveryMs` and started again at once (a crash loop, or a node
- * failure with a replacement already scheduled), until every claim is Bound. No leader election:
- * the time measured is the process's own, from start to its first binding.
+ * Rounds (pair-rounds.ts), each on a fresh control plane: N volumes made Available, then N claims
+ * created at once while the binder is SIGKILLed every `killEveryMs` and started again at once (a
+ * crash loop, or a node failure with a replacement already scheduled), until every claim is Bound.
+ * No leader election: the time measured is the process's own, from start to its first binding.
  */
 export async function runRestart(name: ContenderName, n: number, killEveryMs: number, opts: BenchOptions): Promise<RestartRun> {
+  const rounds = await repeatRounds(opts.minSamples, (i) => restartRound(name, n, killEveryMs, opts, i), (r) => r.measured.waits.length);
+  const first = rounds[0]!;
+  return {
+    contender: name,
+    version: first.version,
+    n,
+    rounds: rounds.length,
+    killEverySeconds: killEveryMs / 1000,
+    complete: rounds.every((r) => r.complete),
+    bound: rounds.reduce((sum, r) => sum + r.boundTimes.length, 0),
+    restarts: rounds.reduce((sum, r) => sum + r.restarts.length, 0),
+    restartToBoundMs: summarize(rounds.flatMap((r) => r.measured.waits)),
+    restartsWithoutBinding: rounds.reduce((sum, r) => sum + r.measured.without, 0),
+    allBoundSeconds: medianRoundSeconds(rounds),
+    cpuSeconds: rounds.reduce((sum, r) => sum + r.cpuSeconds, 0),
+    logDir: first.logDir,
+    boundTimeline: timeline(first.boundTimes, first.claimStart, 1000),
+    restartsAtSeconds: first.restarts.map((s) => (s.startedAt - first.claimStart) / 1000),
+  };
+}
+
+async function restartRound(name: ContenderName, n: number, killEveryMs: number, opts: BenchOptions, index: number): Promise<RestartRound> {
   const { cp, admin, logDir } = await freshControlPlane(name);
+  say(`${name}: round ${index + 1}`);
   const volumes = new PhaseWatch(admin, Resources.persistentVolumes, 'Available');
   const claims = new PhaseWatch(admin, Resources.persistentVolumeClaims, 'Bound');
+  const claimRefs = new PhaseWatch(admin, Resources.persistentVolumes, claimRefSeen);
   let binder: StartedBinder | undefined;
   let cpu = 0;
   let generation = 0;
-  const starts: number[] = [];
+  const restarts: Restart[] = [];
   const start = async (): Promise<StartedBinder> => {
     const dir = path.join(logDir, `process-${generation++}`);
     mkdirSync(dir, { recursive: true });
-    starts.push(performance.now());
     return startContender(name, cp, opts, dir);
+  };
+  const killAndRestart = async (): Promise<Restart> => {
+    const pid = binder!.process.pid;
+    cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
+    const killedAt = performance.now();
+    await binder!.process.kill();
+    const startedAt = performance.now();
+    binder = await start();
+    return { killedAt, startedAt };
   };
   try {
     for (let i = 0; i < opts.namespaces; i++) await ensureNamespace(admin, benchNamespace(i));
     await volumes.start();
     await claims.start();
+    await claimRefs.start();
     binder = await start();
-    await createAll(admin, Resources.persistentVolumes, n, opts.concurrency, (i) => benchVolume(i), () => undefined);
-    if (!(await volumes.waitForCount(n, opts.timeoutMs, opts.stallMs))) throw new Error(`${name}: volumes not Available; log in ${logDir}`);
-    // The restarts measured start from here: the first process is past its start-up.
-    starts.length = 0;
-    say(`${name}: ${n} volumes Available; creating ${n} claims, SIGKILL every ${killEveryMs / 1000} s`);
-    const claimStart = performance.now();
-    let killing = true;
-    const killer = (async (): Promise<void> => {
-      while (killing) {
-        await new Promise((r) => setTimeout(r, killEveryMs));
-        if (!killing || !binder) break;
-        const pid = binder.process.pid;
-        cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
-        await binder.process.kill();
-        binder = await start();
-        say(`${name}: restart ${starts.length}; ${claims.reachedAt.size}/${n} Bound`);
-      }
-    })();
-    let complete: boolean;
-    try {
-      await createAll(admin, Resources.persistentVolumeClaims, n, opts.concurrency, (i) => benchClaim(i, opts.namespaces), () => undefined);
-      complete = await claims.waitForCount(n, opts.timeoutMs, opts.stallMs);
-    } finally {
-      killing = false;
-    }
-    await killer;
+    const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () => {
+      let killing = true;
+      const killer = (async (): Promise<void> => {
+        while (killing) {
+          await new Promise((r) => setTimeout(r, killEveryMs));
+          if (!killing) break;
+          restarts.push(await killAndRestart());
+          say(`${name}: restart ${restarts.length}; ${claims.reachedAt.size}/${n} Bound`);
+        }
+      })();
+      return async () => {
+        killing = false;
+        await killer;
+      };
+    });
     const pid = binder.process.pid;
     cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
-    const boundTimes = [...claims.reachedAt.values()].sort((a, b) => a - b);
-    const { waits, without } = firstAfter(starts, boundTimes);
-    return {
-      contender: name,
-      version: binder.version,
-      n,
-      killEverySeconds: killEveryMs / 1000,
-      complete,
-      bound: boundTimes.length,
-      restarts: starts.length,
-      restartToBoundMs: summarize(waits),
-      restartsWithoutBinding: without,
-      allBoundSeconds: ((boundTimes[boundTimes.length - 1] ?? claimStart) - claimStart) / 1000,
-      cpuSeconds: cpu,
-      logDir,
-      boundTimeline: timeline(boundTimes, claimStart, 1000),
-      restartsAtSeconds: starts.map((s) => (s - claimStart) / 1000),
-    };
+    const until = round.boundTimes[round.boundTimes.length - 1] ?? round.claimStart;
+    return { ...round, version: binder.version, restarts, measured: firstOwnBinding(restarts, claims.reachedAt, claimRefs.reachedAt, until), cpuSeconds: cpu, logDir };
   } finally {
     await binder?.process.stop();
+    await claimRefs.stop();
     await claims.stop();
     await volumes.stop();
     admin.close();
     await cp.stop();
   }
+}
+
+/** A SIGKILL and the start of the process that replaced it (monotonic ms). */
+export interface Restart {
+  killedAt: number;
+  startedAt: number;
+}
+
+/**
+ * Per restart, the wait from the new process's start to the first claim it bound itself: Bound
+ * after the start and before the next one, its volume's claimRef first seen after the kill. Writes
+ * the killed process had in flight still land after it died (with 16 workers, often a claim's last
+ * write, its status), and those bindings are not the new process's. A claim whose volume the old
+ * process had already claimed and the new one finished is left out too, which can only make the
+ * wait longer. Only bindings up to `until` (the round's last) count; `without` counts restarts that
+ * bound nothing before the next one (not the last).
+ */
+export function firstOwnBinding(restarts: readonly Restart[], boundAt: ReadonlyMap<string, number>, claimRefAt: ReadonlyMap<string, number>, until: number): { waits: number[]; without: number } {
+  const waits: number[] = [];
+  let without = 0;
+  restarts.forEach((r, i) => {
+    const next = restarts[i + 1]?.startedAt ?? Infinity;
+    let first = Infinity;
+    for (const [key, t] of boundAt) {
+      const claimed = claimRefAt.get(key);
+      if (t >= r.startedAt && t <= until && t < first && claimed !== undefined && claimed >= r.killedAt) first = t;
+    }
+    if (first < next) waits.push(first - r.startedAt);
+    else if (i < restarts.length - 1) without++;
+  });
+  return { waits, without };
 }
 
 /**
@@ -139,14 +191,14 @@ export interface RestartRecord {
   benchmark: 'pv-binder-restart';
   date: string;
   machine: string;
-  options: { ns: number[]; killEveryMs: number };
+  options: { ns: number[]; killEveryMs: number; minSamples?: number };
   runs: RestartRun[];
 }
 
 export function formatRestart(runs: readonly RestartRun[]): string {
   const rows = runs.map(
     (r) =>
-      `${r.contender.padEnd(9)} N ${r.n}, SIGKILL every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'} in ${f(r.allBoundSeconds, 1)} s over ${r.restarts} restarts; restart to first Bound p50 ${f(r.restartToBoundMs.p50, 0)} ms, max ${f(r.restartToBoundMs.max, 0)} ms (${r.restartToBoundMs.count} restarts; ${r.restartsWithoutBinding} killed before binding); CPU ${f(r.cpuSeconds, 1)} s`,
+      `${r.contender.padEnd(9)} ${r.rounds} rounds of N ${r.n}, SIGKILL every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'}, ${f(r.allBoundSeconds, 1)} s per round (median), ${r.restarts} restarts; restart to first Bound p50 ${f(r.restartToBoundMs.p50, 0)} ms, max ${f(r.restartToBoundMs.max, 0)} ms (${r.restartToBoundMs.count} restarts; ${r.restartsWithoutBinding} killed before binding); CPU ${f(r.cpuSeconds, 1)} s`,
   );
   const t = runs.find((r) => r.contender === 'topovol');
   const u = runs.find((r) => r.contender === 'upstream');

@@ -8,6 +8,8 @@ import type { BindingRecord } from '../../bench/bench-report.js';
 import type { BindingRun } from '../../bench/binding-run.js';
 import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
 import { boundFigures, cdf, timeline } from '../../bench/binding-run.js';
+import { medianRoundSeconds } from '../../bench/pair-rounds.js';
+import { firstAfter, firstOwnBinding } from '../../bench/run-restart.js';
 
 // The bench's figures are only as good as its arithmetic: these pin what it counts.
 describe('pv-binder bench figures', function () {
@@ -57,6 +59,31 @@ describe('pv-binder bench figures', function () {
     expect(table).to.contain('| objects-first | Topovol | 1.00 | 6.00 | 2.00 | 1.00 | 10% |');
     expect(table).not.to.contain('9.00');
     expect(cpuSplit(rec([run(1000)]))).to.equal('');
+  });
+
+  it('per restart (or handover), the wait to the first binding before the next one; the last one without a binding is not counted as missed', function () {
+    // Restarts at 0, 100, 200 and 300 ms; bindings at 50 and 260: the one at 100 bound nothing before 200.
+    expect(firstAfter([0, 100, 200, 300], [50, 260])).to.deep.equal({ waits: [50, 60], without: 1 });
+    expect(firstAfter([], [1, 2])).to.deep.equal({ waits: [], without: 0 });
+  });
+
+  it("after a restart, only bindings the new process made count: not the killed process's writes landing after it died", function () {
+    // Killed at 100, started at 110. Claim a was claimed before the kill and its status landed at 115
+    // (the old process's write in flight); b was claimed at 200 and Bound at 250 by the new process.
+    const bound = new Map([['ns/a', 115], ['ns/b', 250], ['ns/c', 900]]);
+    const claimed = new Map([['ns/a', 90], ['ns/b', 200], ['ns/c', 800]]);
+    expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }], bound, claimed, 300)).to.deep.equal({ waits: [140], without: 0 });
+    // Bindings after the round's last one belong to the next round: the last restart bound nothing in its round.
+    expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }, { killedAt: 260, startedAt: 270 }], bound, claimed, 300)).to.deep.equal({ waits: [140], without: 0 });
+    // A restart that bound nothing before the next one is counted as such.
+    expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }, { killedAt: 150, startedAt: 160 }], bound, claimed, 300)).to.deep.equal({ waits: [90], without: 1 });
+  });
+
+  it("a round's duration is its first claim create to its last binding, and the median round is reported", function () {
+    const round = (claimStart: number, last: number): { index: number; claimStart: number; boundTimes: number[]; complete: boolean } => ({ index: 0, claimStart, boundTimes: [claimStart + 10, last], complete: true });
+    expect(medianRoundSeconds([round(0, 9000), round(20_000, 21_000), round(40_000, 45_000)])).to.equal(5);
+    expect(medianRoundSeconds([round(0, 2000), round(10_000, 14_000)])).to.equal(2);
+    expect(medianRoundSeconds([])).to.equal(0);
   });
 
   it('cdf gives 101 nearest-rank percentiles', function () {
