@@ -52,6 +52,8 @@ done
 
 cd "$APP"
 node bin/topovol-controller-manager.js --help >/dev/null
+# The capacity loop is imported only when it is set up, so --help no longer loads its module graph.
+node --input-type=module -e "await import(process.cwd() + '/packages/capacity-controller/dist/src/capacity-controller.js');"
 node --input-type=module -e "import { csiProtoPath } from '@topovol/shared/csi'; const p = csiProtoPath(); if (!p.startsWith(process.cwd() + '/packages/shared/dist/')) throw new Error('proto outside dist: ' + p);"
 for p in testing manifests e2e; do
   if [ -e "$APP/packages/$p" ] || [ -L "$APP/node_modules/@topovol/$p" ]; then

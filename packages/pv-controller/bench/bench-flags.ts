@@ -54,7 +54,7 @@ const SPECS: readonly FlagSpec[] = [
     name: 'min-samples',
     type: 'int',
     default: 10,
-    help: 'restart, failover: repeat the round (N fresh pairs on the same control plane) until this many restarts (handovers) were measured, at most 20 rounds.',
+    help: 'restart, failover: repeat the round (N pairs, each round on a fresh control plane) until this many restarts (handovers) were measured, at most 20 rounds.',
     validate: atLeast(1),
   },
   { name: 'nodes', type: 'int', default: 20, help: "delayed: nodes the local volumes are spread over (each allows 110 pods).", validate: atLeast(1) },

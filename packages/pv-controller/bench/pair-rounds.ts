@@ -33,13 +33,13 @@ export interface RoundSetup {
  * created at once while `duringClaims` kills processes, until every claim is Bound; the function
  * it returns stops the killing.
  */
-export async function pairRound(s: RoundSetup, duringClaims: (claimStart: number) => () => Promise<void>): Promise<PairRound> {
+export async function pairRound(s: RoundSetup, duringClaims: () => () => Promise<void>): Promise<PairRound> {
   const { admin, n, opts } = s;
   await createAll(admin, Resources.persistentVolumes, n, opts.concurrency, (i) => benchVolume(i), () => undefined);
   if (!(await s.volumes.waitForCount(n, opts.timeoutMs, opts.stallMs))) throw new Error(`${s.name}: volumes not Available; log in ${s.logDir}`);
   say(`${s.name}: ${n} volumes Available; creating ${n} claims, SIGKILL every ${opts.killEveryMs / 1000} s`);
   const claimStart = performance.now();
-  const stop = duringClaims(claimStart);
+  const stop = duringClaims();
   let complete: boolean;
   try {
     await createAll(admin, Resources.persistentVolumeClaims, n, opts.concurrency, (i) => benchClaim(i, opts.namespaces), () => undefined);
@@ -67,7 +67,7 @@ export async function repeatRounds<T extends { complete: boolean }>(minSamples: 
   return rounds;
 }
 
-/** The median round's first claim create to its last claim Bound, in seconds. */
+/** The median round's first claim create to its last claim Bound, in seconds (the lower median for an even count). */
 export function medianRoundSeconds(rounds: readonly PairRound[]): number {
   const secs = rounds.map((r) => ((r.boundTimes[r.boundTimes.length - 1] ?? r.claimStart) - r.claimStart) / 1000).sort((a, b) => a - b);
   return secs.length === 0 ? 0 : secs[Math.floor((secs.length - 1) / 2)]!;

@@ -14,7 +14,6 @@ import { timeline } from './binding-run.js';
 import { medianRoundSeconds, pairRound, repeatRounds } from './pair-rounds.js';
 import type { PairRound } from './pair-rounds.js';
 import { PhaseWatch } from './phase-watch.js';
-import { firstAfter } from './run-restart.js';
 import { benchNamespace } from './static-pairs.js';
 
 /** Both contenders' leader election timing: short, so that a run sees many handovers. */
@@ -143,6 +142,7 @@ async function failoverRound(name: ContenderName, n: number, killEveryMs: number
     standby = await start();
     const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () => {
       let killing = true;
+      let failed: Error | undefined;
       const killer = (async (): Promise<void> => {
         while (killing) {
           await new Promise((r) => setTimeout(r, killEveryMs));
@@ -162,10 +162,14 @@ async function failoverRound(name: ContenderName, n: number, killEveryMs: number
           standby = await start();
           say(`${name}: handover ${kills.length}; ${claims.reachedAt.size}/${n} Bound`);
         }
-      })();
+      })().catch((err: unknown) => {
+        // Reported when the round ends (an unhandled rejection would skip every teardown).
+        failed = err instanceof Error ? err : new Error(String(err));
+      });
       return async () => {
         killing = false;
         await killer;
+        if (failed !== undefined) throw failed;
       };
     });
     for (const p of [leader, standby]) {
@@ -180,13 +184,30 @@ async function failoverRound(name: ContenderName, n: number, killEveryMs: number
     });
     return { ...round, version: leader.version, kills, acquired, fromAcquired: firstAfter(acquired, round.boundTimes).waits, killedToBound, cpuSeconds: cpu, logDir };
   } finally {
-    await Promise.all([leader?.process.stop(), standby?.process.stop()]);
-    await lease.informer.stop();
-    await claims.stop();
-    await volumes.stop();
-    admin.close();
-    await cp.stop();
+    try {
+      await Promise.all([leader?.process.stop(), standby?.process.stop()]);
+      await Promise.allSettled([lease.informer.stop(), claims.stop(), volumes.stop()]);
+    } finally {
+      admin.close();
+      await cp.stop();
+    }
   }
+}
+
+/**
+ * Per instant (a process start, a lease taken over), the wait to the first Bound seen after it and
+ * before the next instant; `without` counts instants followed by no binding before the next one.
+ */
+export function firstAfter(instants: readonly number[], sortedBoundTimes: readonly number[]): { waits: number[]; without: number } {
+  const waits: number[] = [];
+  let without = 0;
+  instants.forEach((s, i) => {
+    const next = instants[i + 1] ?? Infinity;
+    const first = sortedBoundTimes.find((t) => t >= s);
+    if (first !== undefined && first < next) waits.push(first - s);
+    else if (first !== undefined || i < instants.length - 1) without++;
+  });
+  return { waits, without };
 }
 
 /** What hack/bench/results/failover-latest.json holds. */

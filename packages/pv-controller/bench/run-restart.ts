@@ -112,6 +112,7 @@ async function restartRound(name: ContenderName, n: number, killEveryMs: number,
     binder = await start();
     const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () => {
       let killing = true;
+      let failed: Error | undefined;
       const killer = (async (): Promise<void> => {
         while (killing) {
           await new Promise((r) => setTimeout(r, killEveryMs));
@@ -119,10 +120,14 @@ async function restartRound(name: ContenderName, n: number, killEveryMs: number,
           restarts.push(await killAndRestart());
           say(`${name}: restart ${restarts.length}; ${claims.reachedAt.size}/${n} Bound`);
         }
-      })();
+      })().catch((err: unknown) => {
+        // Reported when the round ends (an unhandled rejection would skip every teardown).
+        failed = err instanceof Error ? err : new Error(String(err));
+      });
       return async () => {
         killing = false;
         await killer;
+        if (failed !== undefined) throw failed;
       };
     });
     const pid = binder.process.pid;
@@ -130,12 +135,13 @@ async function restartRound(name: ContenderName, n: number, killEveryMs: number,
     const until = round.boundTimes[round.boundTimes.length - 1] ?? round.claimStart;
     return { ...round, version: binder.version, restarts, measured: firstOwnBinding(restarts, claims.reachedAt, claimRefs.reachedAt, until), cpuSeconds: cpu, logDir };
   } finally {
-    await binder?.process.stop();
-    await claimRefs.stop();
-    await claims.stop();
-    await volumes.stop();
-    admin.close();
-    await cp.stop();
+    try {
+      await binder?.process.stop();
+      await Promise.allSettled([claimRefs.stop(), claims.stop(), volumes.stop()]);
+    } finally {
+      admin.close();
+      await cp.stop();
+    }
   }
 }
 
@@ -166,22 +172,6 @@ export function firstOwnBinding(restarts: readonly Restart[], boundAt: ReadonlyM
     }
     if (first < next) waits.push(first - r.startedAt);
     else if (i < restarts.length - 1) without++;
-  });
-  return { waits, without };
-}
-
-/**
- * Per instant (a process start, a lease taken over), the wait to the first Bound seen after it and
- * before the next instant; `without` counts instants followed by no binding before the next one.
- */
-export function firstAfter(instants: readonly number[], sortedBoundTimes: readonly number[]): { waits: number[]; without: number } {
-  const waits: number[] = [];
-  let without = 0;
-  instants.forEach((s, i) => {
-    const next = instants[i + 1] ?? Infinity;
-    const first = sortedBoundTimes.find((t) => t >= s);
-    if (first !== undefined && first < next) waits.push(first - s);
-    else if (first !== undefined || i < instants.length - 1) without++;
   });
   return { waits, without };
 }

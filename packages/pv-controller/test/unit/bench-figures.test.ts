@@ -9,7 +9,8 @@ import type { BindingRun } from '../../bench/binding-run.js';
 import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
 import { boundFigures, cdf, timeline } from '../../bench/binding-run.js';
 import { medianRoundSeconds } from '../../bench/pair-rounds.js';
-import { firstAfter, firstOwnBinding } from '../../bench/run-restart.js';
+import { firstAfter } from '../../bench/run-failover.js';
+import { firstOwnBinding } from '../../bench/run-restart.js';
 
 // The bench's figures are only as good as its arithmetic: these pin what it counts.
 describe('pv-binder bench figures', function () {
@@ -73,7 +74,7 @@ describe('pv-binder bench figures', function () {
     const bound = new Map([['ns/a', 115], ['ns/b', 250], ['ns/c', 900]]);
     const claimed = new Map([['ns/a', 90], ['ns/b', 200], ['ns/c', 800]]);
     expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }], bound, claimed, 300)).to.deep.equal({ waits: [140], without: 0 });
-    // Bindings after the round's last one belong to the next round: the last restart bound nothing in its round.
+    // Only bindings up to `until` count (a round's last; later entries would be another round's): the last restart bound nothing by then.
     expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }, { killedAt: 260, startedAt: 270 }], bound, claimed, 300)).to.deep.equal({ waits: [140], without: 0 });
     // A restart that bound nothing before the next one is counted as such.
     expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }, { killedAt: 150, startedAt: 160 }], bound, claimed, 300)).to.deep.equal({ waits: [90], without: 1 });

@@ -77,7 +77,7 @@ describe('manager start-up imports', function () {
     expect(run(`{ token: 'plain-token' }`).notInImage).to.deep.equal([]);
   });
 
-  // gRPC and the CSI protobufs are a fifth of the graph's load time; only the capacity loop talks to
+  // gRPC and the CSI protobufs are 17% of the graph's load time; only the capacity loop talks to
   // a CSI driver, and it is off unless asked for, so a restarted binder must not wait for them.
   it('every loop registered, none set up: gRPC is not loaded until the capacity loop is', function () {
     expect(run(`{ token: 'plain-token' }`).grpc).to.deep.equal([]);
