@@ -3,6 +3,7 @@
 # context (what git would commit, which .dockerignore mirrors) into a temporary directory, runs the
 # build stage's ENV and RUN lines there, assembles the runtime stage from its COPY --from=build
 # lines, and checks that `node bin/topovol-controller-manager.js --help` exits 0 there, that the
+# capacity loop (imported only when set up) loads, that the
 # CSI proto the capacity loop needs is found, and that the tree holds the runtime and the controllers
 # only: no test harness, manifest renderers or end-to-end suite, and no code importing them. The pnpm store of this machine is reused, so it is
 # quick after the first run. Usage: hack/docker-build-stage.sh [--keep]
