@@ -83,7 +83,7 @@ export function restartSection(r: RestartRecord | undefined): string {
 plane for each binder: N volumes made \`Available\`, then N claims created at once while the binder is SIGKILLed every
 ${r.options.killEveryMs / 1000} s and started again at once, without leader election, until every claim is \`Bound\`. ${roundsText(r.options)} **restart →
 first Bound** is, per restart, the new process's start to the first claim the bench sees \`Bound\` that the new process
-bound itself: its volume's \`claimRef\` first seen after the SIGKILL (writes the killed process had in flight land
+bound itself: its volume's \`claimRef\` first seen after that start (writes the killed process had in flight land
 after it died, and are not the new one's). Measured: restarts followed by such a binding in their round.
 
 | binder | N | rounds | kill every s | Bound | restarts (measured) | restart → first Bound p50 ms | p90 ms | max ms | killed before binding | all Bound s (lower median round) |

@@ -145,7 +145,7 @@ async function restartRound(name: ContenderName, n: number, killEveryMs: number,
   }
 }
 
-/** A SIGKILL and the start of the process that replaced it (monotonic ms). */
+/** A SIGKILL and the start of the process that replaced it (monotonic ms; the killed one had exited by then). */
 export interface Restart {
   killedAt: number;
   startedAt: number;
@@ -153,9 +153,10 @@ export interface Restart {
 
 /**
  * Per restart, the wait from the new process's start to the first claim it bound itself: Bound
- * after the start and before the next one, its volume's claimRef first seen after the kill. Writes
- * the killed process had in flight still land after it died (with 16 workers, often a claim's last
- * write, its status), and those bindings are not the new process's. A claim whose volume the old
+ * after the start and before the next one, its volume's claimRef first seen after the start (the
+ * killed process had exited by then; the kill instant would also take a claimRef it wrote whose watch
+ * event came late). Writes the killed process had in flight still land after it died (with 16
+ * workers, often a claim's last write, its status), and those bindings are not the new process's. A claim whose volume the old
  * process had already claimed and the new one finished is left out too, which can only make the
  * wait longer. Only bindings up to `until` (the round's last) count; `without` counts restarts that
  * bound nothing before the next one (not the last).
@@ -168,7 +169,7 @@ export function firstOwnBinding(restarts: readonly Restart[], boundAt: ReadonlyM
     let first = Infinity;
     for (const [key, t] of boundAt) {
       const claimed = claimRefAt.get(key);
-      if (t >= r.startedAt && t <= until && t < first && claimed !== undefined && claimed >= r.killedAt) first = t;
+      if (t >= r.startedAt && t <= until && t < first && claimed !== undefined && claimed >= r.startedAt) first = t;
     }
     if (first < next) waits.push(first - r.startedAt);
     else if (i < restarts.length - 1) without++;

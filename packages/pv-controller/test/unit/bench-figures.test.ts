@@ -74,6 +74,8 @@ describe('pv-binder bench figures', function () {
     const bound = new Map([['ns/a', 115], ['ns/b', 250], ['ns/c', 900]]);
     const claimed = new Map([['ns/a', 90], ['ns/b', 200], ['ns/c', 800]]);
     expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }], bound, claimed, 300)).to.deep.equal({ waits: [140], without: 0 });
+    // A claimRef the bench's watch saw between the kill and the start is the dead process's write too.
+    expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }], new Map([...bound, ['ns/d', 120]]), new Map([...claimed, ['ns/d', 105]]), 300)).to.deep.equal({ waits: [140], without: 0 });
     // Only bindings up to `until` count (a round's last; later entries would be another round's): the last restart bound nothing by then.
     expect(firstOwnBinding([{ killedAt: 100, startedAt: 110 }, { killedAt: 260, startedAt: 270 }], bound, claimed, 300)).to.deep.equal({ waits: [140], without: 0 });
     // A restart that bound nothing before the next one is counted as such.
