@@ -1,8 +1,14 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Resources } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
-import type { BenchOptions } from './bench-flags.js';
+import type { ControlPlane } from '@topovol/testing';
+import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { say } from './bench-cluster.js';
+import { timeline } from './binding-run.js';
+import { startContender } from './contenders.js';
+import type { StartedBinder } from './contenders.js';
 import { createAll } from './create-all.js';
 import type { PhaseWatch } from './phase-watch.js';
 import { benchClaim, benchVolume } from './static-pairs.js';
@@ -65,6 +71,64 @@ export async function repeatRounds<T extends { complete: boolean }>(minSamples: 
     if (!round.complete) break;
   }
   return rounds;
+}
+
+/** What every round reports besides its claims. */
+export interface RoundCommon {
+  version: string;
+  cpuSeconds: number;
+  logDir: string;
+}
+
+/** The figures the restart and failover runs report alike, from their rounds (the plot's timeline is the first round's). */
+export function roundTotals(contender: ContenderName, n: number, killEveryMs: number, rounds: readonly (PairRound & RoundCommon)[]) {
+  const first = rounds[0]!;
+  return {
+    contender,
+    version: first.version,
+    n,
+    rounds: rounds.length,
+    killEverySeconds: killEveryMs / 1000,
+    complete: rounds.every((r) => r.complete),
+    bound: rounds.reduce((sum, r) => sum + r.boundTimes.length, 0),
+    allBoundSeconds: medianRoundSeconds(rounds),
+    cpuSeconds: rounds.reduce((sum, r) => sum + r.cpuSeconds, 0),
+    logDir: first.logDir,
+    boundTimeline: timeline(first.boundTimes, first.claimStart, 1000),
+  };
+}
+
+/** Starts binder processes of one contender, each logging into its own process-<k> directory under logDir. */
+export function binderStarter(name: ContenderName, cp: ControlPlane, opts: BenchOptions, logDir: string): () => Promise<StartedBinder> {
+  let generation = 0;
+  return async () => {
+    const dir = path.join(logDir, `process-${generation++}`);
+    mkdirSync(dir, { recursive: true });
+    return startContender(name, cp, opts, dir);
+  };
+}
+
+/**
+ * Calls `kill` every `everyMs` until it answers false or the returned stop is called; `kill` sees
+ * whether stop was called meanwhile. Stop waits for the last call and rethrows its failure, which is
+ * held until then (an unhandled rejection would skip every teardown).
+ */
+export function killEvery(everyMs: number, kill: (killing: () => boolean) => Promise<boolean>): () => Promise<void> {
+  let killing = true;
+  let failed: Error | undefined;
+  const loop = (async (): Promise<void> => {
+    while (killing) {
+      await new Promise((r) => setTimeout(r, everyMs));
+      if (!killing || !(await kill(() => killing))) break;
+    }
+  })().catch((err: unknown) => {
+    failed = err instanceof Error ? err : new Error(String(err));
+  });
+  return async () => {
+    killing = false;
+    await loop;
+    if (failed !== undefined) throw failed;
+  };
 }
 
 /** The median round's first claim create to its last claim Bound, in seconds (the lower median for an even count). */

@@ -1,5 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Informer, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
@@ -7,12 +5,10 @@ import { cpuSeconds, summarize } from '@topovol/testing';
 import type { LatencySummary } from '@topovol/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
-import { startContender } from './contenders.js';
 import type { StartedBinder } from './contenders.js';
 import { f } from './bench-report.js';
-import { timeline } from './binding-run.js';
-import { medianRoundSeconds, pairRound, repeatRounds } from './pair-rounds.js';
-import type { PairRound } from './pair-rounds.js';
+import { binderStarter, killEvery, pairRound, repeatRounds, roundTotals } from './pair-rounds.js';
+import type { PairRound, RoundCommon } from './pair-rounds.js';
 import { PhaseWatch } from './phase-watch.js';
 import { benchNamespace } from './static-pairs.js';
 
@@ -71,15 +67,12 @@ function watchHolders(admin: KubeClient, name: string): { informer: Informer<Hol
 }
 
 /** One round on a fresh control plane. */
-interface FailoverRound extends PairRound {
-  version: string;
+interface FailoverRound extends PairRound, RoundCommon {
   kills: number[];
   /** The lease holder change after each kill, in order (one fewer when the last came after the round). */
   acquired: number[];
   fromAcquired: number[];
   killedToBound: number[];
-  cpuSeconds: number;
-  logDir: string;
 }
 
 /**
@@ -92,20 +85,10 @@ export async function runFailover(name: ContenderName, n: number, killEveryMs: n
   const rounds = await repeatRounds(opts.minSamples, (i) => failoverRound(name, n, killEveryMs, opts, i), (r) => r.fromAcquired.length);
   const first = rounds[0]!;
   return {
-    contender: name,
-    version: first.version,
-    n,
-    rounds: rounds.length,
-    killEverySeconds: killEveryMs / 1000,
-    complete: rounds.every((r) => r.complete),
-    bound: rounds.reduce((sum, r) => sum + r.boundTimes.length, 0),
+    ...roundTotals(name, n, killEveryMs, rounds),
     handovers: rounds.reduce((sum, r) => sum + r.acquired.length, 0),
     acquiredToBoundMs: summarize(rounds.flatMap((r) => r.fromAcquired)),
     killedToBoundMs: summarize(rounds.flatMap((r) => r.killedToBound)),
-    allBoundSeconds: medianRoundSeconds(rounds),
-    cpuSeconds: rounds.reduce((sum, r) => sum + r.cpuSeconds, 0),
-    logDir: first.logDir,
-    boundTimeline: timeline(first.boundTimes, first.claimStart, 1000),
     killsAtSeconds: first.kills.map((k) => (k - first.claimStart) / 1000),
     acquiredAtSeconds: first.acquired.map((a) => (a - first.claimStart) / 1000),
   };
@@ -120,12 +103,7 @@ async function failoverRound(name: ContenderName, n: number, killEveryMs: number
   const { leaseMs, renewMs, retryMs } = FAILOVER_LEASE;
   const electing = [`--leader-elect=true`, `--leader-elect-lease-duration=${leaseMs}ms`, `--leader-elect-renew-deadline=${renewMs}ms`, `--leader-elect-retry-period=${retryMs}ms`];
   const withElection: BenchOptions = { ...opts, topovolFlags: [...opts.topovolFlags, ...electing], upstreamFlags: [...opts.upstreamFlags, ...electing] };
-  let generation = 0;
-  const start = (): Promise<StartedBinder> => {
-    const dir = path.join(logDir, `process-${generation++}`);
-    mkdirSync(dir, { recursive: true });
-    return startContender(name, cp, withElection, dir);
-  };
+  const start = binderStarter(name, cp, withElection, logDir);
   let leader: StartedBinder | undefined;
   let standby: StartedBinder | undefined;
   let cpu = 0;
@@ -140,38 +118,26 @@ async function failoverRound(name: ContenderName, n: number, killEveryMs: number
     leader = await start();
     while (lease.changes.length === 0) await new Promise((r) => setTimeout(r, 50));
     standby = await start();
-    const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () => {
-      let killing = true;
-      let failed: Error | undefined;
-      const killer = (async (): Promise<void> => {
-        while (killing) {
-          await new Promise((r) => setTimeout(r, killEveryMs));
-          if (!killing || !leader || !standby) break;
-          const before = lease.changes.length;
-          const pid = leader.process.pid;
-          cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
-          kills.push(performance.now());
-          await leader.process.kill();
-          // The standby takes over once the lease expires. Its replacement starts only then: two
-          // standbys would race for the lease, and the next kill must hit the process that leads.
-          leader = standby;
-          standby = undefined;
-          while (killing && lease.changes.length === before) await new Promise((r) => setTimeout(r, 50));
-          if (lease.changes.length > before) acquired.push(lease.changes[before]!);
-          if (!killing) break;
-          standby = await start();
-          say(`${name}: handover ${kills.length}; ${claims.reachedAt.size}/${n} Bound`);
-        }
-      })().catch((err: unknown) => {
-        // Reported when the round ends (an unhandled rejection would skip every teardown).
-        failed = err instanceof Error ? err : new Error(String(err));
-      });
-      return async () => {
-        killing = false;
-        await killer;
-        if (failed !== undefined) throw failed;
-      };
-    });
+    const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () =>
+      killEvery(killEveryMs, async (killing) => {
+        if (!leader || !standby) return false;
+        const before = lease.changes.length;
+        const pid = leader.process.pid;
+        cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
+        kills.push(performance.now());
+        await leader.process.kill();
+        // The standby takes over once the lease expires. Its replacement starts only then: two
+        // standbys would race for the lease, and the next kill must hit the process that leads.
+        leader = standby;
+        standby = undefined;
+        while (killing() && lease.changes.length === before) await new Promise((r) => setTimeout(r, 50));
+        if (lease.changes.length > before) acquired.push(lease.changes[before]!);
+        if (!killing()) return false;
+        standby = await start();
+        say(`${name}: handover ${kills.length}; ${claims.reachedAt.size}/${n} Bound`);
+        return true;
+      }),
+    );
     for (const p of [leader, standby]) {
       const pid = p?.process.pid;
       cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;

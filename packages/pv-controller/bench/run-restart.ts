@@ -1,17 +1,13 @@
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Resources } from '@topovol/shared';
 import { cpuSeconds, summarize } from '@topovol/testing';
 import type { LatencySummary } from '@topovol/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
-import { startContender } from './contenders.js';
 import type { StartedBinder } from './contenders.js';
 import { f } from './bench-report.js';
-import { timeline } from './binding-run.js';
-import { medianRoundSeconds, pairRound, repeatRounds } from './pair-rounds.js';
-import type { PairRound } from './pair-rounds.js';
+import { binderStarter, killEvery, pairRound, repeatRounds, roundTotals } from './pair-rounds.js';
+import type { PairRound, RoundCommon } from './pair-rounds.js';
 import { claimRefSeen, PhaseWatch } from './phase-watch.js';
 import { benchNamespace } from './static-pairs.js';
 
@@ -44,12 +40,9 @@ export interface RestartRun {
 }
 
 /** One round on a fresh control plane. */
-interface RestartRound extends PairRound {
-  version: string;
+interface RestartRound extends PairRound, RoundCommon {
   restarts: Restart[];
   measured: { waits: number[]; without: number };
-  cpuSeconds: number;
-  logDir: string;
 }
 
 /**
@@ -62,20 +55,10 @@ export async function runRestart(name: ContenderName, n: number, killEveryMs: nu
   const rounds = await repeatRounds(opts.minSamples, (i) => restartRound(name, n, killEveryMs, opts, i), (r) => r.measured.waits.length);
   const first = rounds[0]!;
   return {
-    contender: name,
-    version: first.version,
-    n,
-    rounds: rounds.length,
-    killEverySeconds: killEveryMs / 1000,
-    complete: rounds.every((r) => r.complete),
-    bound: rounds.reduce((sum, r) => sum + r.boundTimes.length, 0),
+    ...roundTotals(name, n, killEveryMs, rounds),
     restarts: rounds.reduce((sum, r) => sum + r.restarts.length, 0),
     restartToBoundMs: summarize(rounds.flatMap((r) => r.measured.waits)),
     restartsWithoutBinding: rounds.reduce((sum, r) => sum + r.measured.without, 0),
-    allBoundSeconds: medianRoundSeconds(rounds),
-    cpuSeconds: rounds.reduce((sum, r) => sum + r.cpuSeconds, 0),
-    logDir: first.logDir,
-    boundTimeline: timeline(first.boundTimes, first.claimStart, 1000),
     restartsAtSeconds: first.restarts.map((s) => (s.startedAt - first.claimStart) / 1000),
   };
 }
@@ -88,13 +71,8 @@ async function restartRound(name: ContenderName, n: number, killEveryMs: number,
   const claimRefs = new PhaseWatch(admin, Resources.persistentVolumes, claimRefSeen);
   let binder: StartedBinder | undefined;
   let cpu = 0;
-  let generation = 0;
   const restarts: Restart[] = [];
-  const start = async (): Promise<StartedBinder> => {
-    const dir = path.join(logDir, `process-${generation++}`);
-    mkdirSync(dir, { recursive: true });
-    return startContender(name, cp, opts, dir);
-  };
+  const start = binderStarter(name, cp, opts, logDir);
   const killAndRestart = async (): Promise<Restart> => {
     const pid = binder!.process.pid;
     cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
@@ -110,26 +88,13 @@ async function restartRound(name: ContenderName, n: number, killEveryMs: number,
     await claims.start();
     await claimRefs.start();
     binder = await start();
-    const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () => {
-      let killing = true;
-      let failed: Error | undefined;
-      const killer = (async (): Promise<void> => {
-        while (killing) {
-          await new Promise((r) => setTimeout(r, killEveryMs));
-          if (!killing) break;
-          restarts.push(await killAndRestart());
-          say(`${name}: restart ${restarts.length}; ${claims.reachedAt.size}/${n} Bound`);
-        }
-      })().catch((err: unknown) => {
-        // Reported when the round ends (an unhandled rejection would skip every teardown).
-        failed = err instanceof Error ? err : new Error(String(err));
-      });
-      return async () => {
-        killing = false;
-        await killer;
-        if (failed !== undefined) throw failed;
-      };
-    });
+    const round = await pairRound({ name, admin, n, opts, volumes, claims, logDir }, () =>
+      killEvery(killEveryMs, async () => {
+        restarts.push(await killAndRestart());
+        say(`${name}: restart ${restarts.length}; ${claims.reachedAt.size}/${n} Bound`);
+        return true;
+      }),
+    );
     const pid = binder.process.pid;
     cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
     const until = round.boundTimes[round.boundTimes.length - 1] ?? round.claimStart;

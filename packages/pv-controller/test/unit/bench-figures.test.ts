@@ -8,7 +8,7 @@ import type { BindingRecord } from '../../bench/bench-report.js';
 import type { BindingRun } from '../../bench/binding-run.js';
 import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
 import { boundFigures, cdf, timeline } from '../../bench/binding-run.js';
-import { medianRoundSeconds } from '../../bench/pair-rounds.js';
+import { killEvery, MAX_ROUNDS, medianRoundSeconds, repeatRounds } from '../../bench/pair-rounds.js';
 import { firstAfter } from '../../bench/run-failover.js';
 import { firstOwnBinding } from '../../bench/run-restart.js';
 
@@ -87,6 +87,27 @@ describe('pv-binder bench figures', function () {
     expect(medianRoundSeconds([round(0, 9000), round(20_000, 21_000), round(40_000, 45_000)])).to.equal(5);
     expect(medianRoundSeconds([round(0, 2000), round(10_000, 14_000)])).to.equal(2);
     expect(medianRoundSeconds([])).to.equal(0);
+  });
+
+  it('rounds repeat until the samples add up, never after an incomplete round, and at most MAX_ROUNDS', async function () {
+    const rounds = (samples: number[], complete = samples.map(() => true)) =>
+      repeatRounds(10, (i) => Promise.resolve({ complete: complete[i] ?? true, samples: samples[i] ?? 0 }), (r) => r.samples);
+    expect(await rounds([4, 4, 4, 4])).to.have.length(3);
+    expect(await rounds([4, 4, 4], [true, false, true])).to.have.length(2);
+    expect(await rounds([])).to.have.length(MAX_ROUNDS);
+  });
+
+  it('a failed kill ends the killing and is thrown by stop, not left as an unhandled rejection', async function () {
+    let calls = 0;
+    const stop = killEvery(1, () => {
+      calls++;
+      return Promise.reject(new Error('spawn failed'));
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    let thrown: unknown;
+    await stop().catch((err: unknown) => (thrown = err));
+    expect((thrown as Error).message).to.equal('spawn failed');
+    expect(calls).to.equal(1);
   });
 
   it('cdf gives 101 nearest-rank percentiles', function () {
