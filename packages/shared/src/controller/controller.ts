@@ -168,26 +168,23 @@ export class Controller<K = string> implements Runnable {
   }
 
   /**
-   * Stops taking new keys and waits for in-flight reconciles; after timeoutMs their signal is
-   * aborted and we stop waiting (a reconcile that ignores its signal is abandoned). Before start,
-   * the queue is simply shut down.
+   * Stops taking keys and waits for in-flight reconciles; after timeoutMs their signal is aborted
+   * and we stop waiting (a reconcile that ignores its signal is abandoned). Keys still queued are
+   * left, as client-go's ShutDown leaves them (kube-controller-manager's loops stop so): they are
+   * level-triggered, so the next leader's start-up list queues them again. Working through them
+   * instead kept a binder with a backlog writing until the deadline, abandoning writes midway and
+   * holding its Lease all the while. Before start, the queue is simply shut down.
    */
   async stop(timeoutMs: number): Promise<boolean> {
     this.cancelResync?.();
-    if (!this.running) {
-      this.queue.shutDown();
-      return true;
-    }
-    const running = this.running;
-    const drained = await waitAtMost(
-      this.queue.shutDownWithDrain().then(() => running),
-      timeoutMs,
-    );
-    if (!drained) {
+    this.queue.shutDown();
+    if (!this.running) return true;
+    const stopped = await waitAtMost(this.running, timeoutMs);
+    if (!stopped) {
       this.halt();
       this.log.warn('shutdown timeout: abandoning in-flight reconciles', { timeoutMs });
     }
-    return drained;
+    return stopped;
   }
 
   /** Abandons in-flight reconciles: their signal aborts and the workers take no further key. */

@@ -53,8 +53,8 @@ interface Loop {
 /**
  * The controller-manager: parses flags, builds the shared client and informers, serves the HTTP
  * endpoints first, then sets each loop up on its own and starts its workers once its own caches
- * have synced and this process leads that loop's Lease. SIGTERM/SIGINT drain in-flight reconciles,
- * release the leases and exit 0.
+ * have synced and this process leads that loop's Lease. SIGTERM/SIGINT let in-flight reconciles
+ * finish (queued keys are left to the next leader), release the leases and exit 0.
  */
 export async function runManager(argv: string[], descriptors: ControllerDescriptor[], io: ManagerIo = defaultIo): Promise<void> {
   const extraFlags = descriptors.flatMap((d) => d.flags ?? []);

@@ -207,6 +207,30 @@ describe('Controller runner', function () {
     expect(finished).to.equal(true);
   });
 
+  it('stop leaves queued keys alone (client-go ShutDown): only the reconciles in flight finish', async function () {
+    const reconciled: string[] = [];
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const c = stringController(
+      'leave-queued',
+      async (_ctx, key) => {
+        await gate;
+        reconciled.push(key);
+        return DONE;
+      },
+      { workers: 2 },
+    );
+    void c.start();
+    for (let i = 0; i < 50; i++) c.enqueue(`k${i}`);
+    await settle();
+    const stopped = c.stop(5000);
+    release();
+    expect(await stopped).to.equal(true);
+    await settle();
+    // The two keys the workers held when stop came; the other 48 wait for the next leader's list.
+    expect(reconciled.sort()).to.deep.equal(['k0', 'k1']);
+  });
+
   it('stop gives up after its timeout and aborts the reconcile’s signal', async function () {
     let signal: AbortSignal | undefined;
     const c = stringController('abandon', (ctx) => {

@@ -105,4 +105,38 @@ describe('reliability: leader failover during a burst of bindings', function () 
       await w.cleanup();
     }
   });
+
+  it('SIGTERM with a backlog: the leader finishes only the keys it holds, releases the lease and exits 0; the next leader binds the rest', async function () {
+    const admin = cp.adminClient();
+    const w = await BindingWorkload.create(admin, 'rel-term-');
+    try {
+      // Stored before any binder runs, so the leader starts with every claim queued. At the client's
+      // default 20 writes/s a binder binds about 5 pairs/s: the backlog outlasts the first seconds.
+      const n = 120;
+      await w.volumesThenClaims(n);
+      const leader = await startBinderManager(`${w.ns}-leader`);
+      procs.push(leader);
+      await eventually(async () => expect((await w.bound()).size).to.be.greaterThan(0), 120_000, 20);
+      const atSignal = (await w.bound()).size;
+      expect(atSignal, 'the leader still had a backlog when it was stopped').to.be.below(n / 2);
+      // A grace period past --shutdown-timeout (30 s): a leader that worked through its queue
+      // would bind the whole backlog before exiting (it did, before the fix), not be killed.
+      await leader.stop(60_000);
+      expect(await leader.waitForExit()).to.equal(0);
+      const atExit = await w.bound();
+      // 8 workers (startBinderManager): at most the claims they held, plus any whose last write
+      // landed between the count above and the signal.
+      expect(atExit.size - atSignal, 'claims bound after SIGTERM').to.be.at.most(8 + 24);
+      const log = readFileSync(leader.logFile, 'utf8');
+      expect(log).to.include('"released lease"').and.not.include('shutdown timeout');
+      expect((await binderLease(admin))?.spec?.holderIdentity ?? '').to.equal('');
+
+      // Nothing queued was lost: the next leader lists the claims again and binds every one.
+      procs.push(await startBinderManager(`${w.ns}-next`));
+      await w.untilAllBound(180_000);
+      expect(await w.violations(atExit)).to.deep.equal([]);
+    } finally {
+      await w.cleanup();
+    }
+  });
 });
