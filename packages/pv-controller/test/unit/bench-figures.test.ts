@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { repoRoot } from '@topovol/testing';
 import { renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
-import { cpuSplit } from '../../bench/benchmarks-doc-sections.js';
+import { cpuSplit, largeNSection } from '../../bench/benchmarks-doc-sections.js';
 import type { BindingRecord } from '../../bench/bench-report.js';
 import type { BindingRun } from '../../bench/binding-run.js';
 import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
@@ -108,6 +108,20 @@ describe('pv-binder bench figures', function () {
     await stop().catch((err: unknown) => (thrown = err));
     expect((thrown as Error).message).to.equal('spawn failed');
     expect(calls).to.equal(1);
+  });
+
+  it('the large-N section reads each order against the main record: pairs/s, the fraction of the ceiling, and the first binding against 2 s', function () {
+    const run = (n: number, first: number, pairsPerSecond: number, fractionOfCeiling: number, writesPerSecond: number): BindingRun =>
+      ({ contender: 'topovol', order: 'objects-first', n, bound: n, complete: true, firstBoundSeconds: first, allBoundSeconds: n / pairsPerSecond, pairsPerSecond, fractionOfCeiling, ceiling: { writesPerSecond }, binder: { cpuMsPerBinding: 1.5, peakRssMiB: 100 }, machineBusyFraction: 0.9 }) as BindingRun;
+    const rec = (runs: BindingRun[]): BindingRecord => ({ runs, options: { ns: [runs[0]!.n], orders: ['objects-first'], label: 'big', concurrency: 32 }, date: 'd' }) as unknown as BindingRecord;
+    const main = rec([run(1000, 0.3, 250, 0.9, 1200), run(10000, 0.9, 200, 0.8, 1000)]);
+    const text = largeNSection(rec([run(100000, 3.9, 150, 0.8, 750)]), main);
+    // Against N = 10,000 (the largest N of the main record), not 1,000.
+    expect(text).to.contain('| 0.75x (N = 10000) | 1.00x |');
+    expect(text).to.contain('first binding 3.9 s (target ≤ 2 s: not met); 0.75x the pairs/s and 1.00x the fraction of the ceiling of N = 10000');
+    expect(text).to.contain('the ceiling itself at 0.75x');
+    expect(largeNSection(rec([run(100000, 1.5, 150, 0.8, 750)]), main)).to.contain('(target ≤ 2 s: met)');
+    expect(largeNSection(undefined, main)).to.equal('');
   });
 
   it('cdf gives 101 nearest-rank percentiles', function () {
