@@ -70,7 +70,7 @@ export class WorkQueue<K = string> {
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<string>(this.clock);
     this.queue = new LeveledFifo<K>(opts.priority ?? (() => 0));
     // As in client-go, an unnamed queue has no metrics: its series could not be told apart.
-    this.metrics = opts.metrics !== false && name !== '' ? new QueueMetrics<string>(name, this.clock) : undefined;
+    this.metrics = opts.metrics !== false && name !== '' ? new QueueMetrics<string>(name, this.clock, () => this.dirty.size) : undefined;
   }
 
   /** Marks key as needing work. No-op if it is already waiting, or once the queue is shutting down. */
@@ -78,7 +78,7 @@ export class WorkQueue<K = string> {
     const id = this.keyString(key);
     if (this.shutting || this.dirty.has(id)) return;
     this.dirty.set(id, key);
-    this.metrics?.added(id, this.dirty.size);
+    this.metrics?.added(id);
     // Being processed: leave it dirty; done() queues it again.
     if (this.processing.has(id)) return;
     this.enqueue(key);
@@ -210,7 +210,7 @@ export class WorkQueue<K = string> {
     const latest = this.dirty.get(id) ?? key;
     this.dirty.delete(id);
     this.processing.add(id);
-    this.metrics?.taken(id, this.dirty.size);
+    this.metrics?.taken(id);
     return latest;
   }
 
@@ -323,15 +323,16 @@ class QueueMetrics<K> {
   private readonly addTimes = new Map<K, number>();
   private readonly startTimes = new Map<K, number>();
   private ticker: NodeJS.Timeout | undefined;
-  // Adds and depth are counted here and published on every scrape and tick (publish): a
-  // prom-client update hashes its labels, and an informer's start-up list of 100,000 objects
+  // Adds are counted here, and they and the depth published on every scrape and tick (publish):
+  // a prom-client update hashes its labels, and an informer's start-up list of 100,000 objects
   // adds as many keys in one go (hack/bench/README.md, "Start-up at 100,000").
   private unpublishedAdds = 0;
-  private depth = 0;
 
   constructor(
     name: string,
     private readonly clock: Clock,
+    /** The queue's depth now (keys needing work). */
+    private readonly depth: () => number,
   ) {
     this.labels = { name };
     // Publish zeros right away, so dashboards see the queue before its first add.
@@ -347,15 +348,13 @@ class QueueMetrics<K> {
     this.ticker = setInterval(() => this.updateUnfinished(), UNFINISHED_UPDATE_PERIOD_MS).unref();
   }
 
-  added(key: K, depth: number): void {
+  added(key: K): void {
     this.unpublishedAdds++;
-    this.depth = depth;
     if (!this.addTimes.has(key)) this.addTimes.set(key, this.clock.now());
   }
 
-  taken(key: K, depth: number): void {
+  taken(key: K): void {
     const now = this.clock.now();
-    this.depth = depth;
     const added = this.addTimes.get(key);
     if (added !== undefined) {
       this.f.queueDuration.observe(this.labels, (now - added) / 1000);
@@ -379,7 +378,7 @@ class QueueMetrics<K> {
   publish(): void {
     if (this.unpublishedAdds > 0) this.f.adds.inc(this.labels, this.unpublishedAdds);
     this.unpublishedAdds = 0;
-    this.f.depth.set(this.labels, this.depth);
+    this.f.depth.set(this.labels, this.depth());
   }
 
   updateUnfinished(): void {

@@ -24,13 +24,16 @@ export interface BinderManagerOptions {
   controlPlane?: ControlPlane;
 }
 
+/** The pv-binder workers of every manager startBinderManager starts. */
+export const BINDER_WORKERS = 8;
+
 /** The real manager binary running only the pv-binder loop, as its own ServiceAccount. */
 export async function startBinderManager(name: string, o: BinderManagerOptions = {}): Promise<ManagedProcess> {
   const cp = o.controlPlane ?? (await sharedControlPlane());
   return startManagerBinary({
     name,
     kubeconfig: o.kubeconfig ?? (await controllerKubeconfig('pv-binder', cp)),
-    args: ['--controllers=pv-binder', '--concurrent-pv-binder-syncs=8', '--log-format=json', ...(o.leaderElect === false ? ['--leader-elect=false'] : ELECTION_FLAGS)],
+    args: ['--controllers=pv-binder', `--concurrent-pv-binder-syncs=${BINDER_WORKERS}`, '--log-format=json', ...(o.leaderElect === false ? ['--leader-elect=false'] : ELECTION_FLAGS)],
     logFile: path.join(cp.dir, `${name}.log`),
     ...(o.env ? { env: o.env } : {}),
     ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),

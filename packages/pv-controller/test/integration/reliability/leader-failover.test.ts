@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from './binding-workload.js';
-import { binderLease, CHAOS_SCALE, deleteBinderLease, identityOf, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
+import { BINDER_WORKERS, binderLease, CHAOS_SCALE, deleteBinderLease, identityOf, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
 
 // Two managers campaign for the pv-binder Lease while a burst of bindings runs, and the leader is
 // taken away: SIGKILLed, or cut off by a network so slow that its writes arrive after a standby
@@ -124,9 +124,9 @@ describe('reliability: leader failover during a burst of bindings', function () 
       await leader.stop(60_000);
       expect(await leader.waitForExit()).to.equal(0);
       const atExit = await w.bound();
-      // 8 workers (startBinderManager): at most the claims they held, plus any whose last write
-      // landed between the count above and the signal.
-      expect(atExit.size - atSignal, 'claims bound after SIGTERM').to.be.at.most(8 + 24);
+      // At most the claims its workers held, plus any whose last write landed between the count
+      // above and the signal.
+      expect(atExit.size - atSignal, 'claims bound after SIGTERM').to.be.at.most(BINDER_WORKERS + 24);
       const log = readFileSync(leader.logFile, 'utf8');
       expect(log).to.include('"released lease"').and.not.include('shutdown timeout');
       expect((await binderLease(admin))?.spec?.holderIdentity ?? '').to.equal('');
