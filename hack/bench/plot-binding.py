@@ -1,6 +1,7 @@
 """Plots for docs/benchmarks.md from hack/bench/results/pv-binder-latest.json (written by
 hack/bench/pv-binder.sh). Run through hack/bench/benchmarks-doc.sh, which provides matplotlib."""
 import json
+import statistics
 import sys
 
 import matplotlib
@@ -12,6 +13,18 @@ record_path, out_dir = sys.argv[1], sys.argv[2]
 with open(record_path) as f:
     record = json.load(f)
 runs = record["runs"]
+# With --repeat, the curves against N go through the median of the rounds and the plots of one run
+# (progress, latency, memory) show the first round.
+first_rounds = [r for r in runs if r.get("round", 1) == 1]
+
+
+def medians(contender, order, pick):
+    """(N, median of pick over the complete rounds) for one contender and order, by N."""
+    by_n = {}
+    for r in runs:
+        if r["contender"] == contender and r["order"] == order and r["complete"]:
+            by_n.setdefault(r["n"], []).append(pick(r))
+    return [(n, statistics.median(v)) for n, v in sorted(by_n.items())]
 STYLE = {"topovol": "tab:blue", "upstream": "tab:orange"}
 LINE = {"binder-first": "-", "objects-first": "--"}
 FOOT = f"{record['machine']}; {record['date'][:10]}"
@@ -36,7 +49,7 @@ def finish(fig, ax, name, title):
 fig, ax = plt.subplots(figsize=(7, 4.2))
 for contender in ("topovol", "upstream"):
     for order in ("binder-first", "objects-first"):
-        pts = sorted((r["n"], r["allBoundSeconds"]) for r in runs if r["contender"] == contender and r["order"] == order and r["complete"])
+        pts = medians(contender, order, lambda r: r["allBoundSeconds"])
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], LINE[order], marker="o", color=STYLE[contender], label=label({"contender": contender, "order": order}))
 ceil = {}
@@ -44,7 +57,7 @@ for r in runs:
     ceil.setdefault(r["n"], []).append(r["n"] / r["ceiling"]["bindingsPerSecond"])
 if ceil:
     ns = sorted(ceil)
-    ax.plot(ns, [sum(ceil[n]) / len(ceil[n]) for n in ns], ":", color="gray", label="API server write ceiling (4 writes/binding)")
+    ax.plot(ns, [statistics.median(ceil[n]) for n in ns], ":", color="gray", label="API server write ceiling (4 writes/binding)")
 ax.set_xscale("log")
 ax.set_yscale("log")
 ax.set_xlabel("pairs (N)")
@@ -55,12 +68,13 @@ finish(fig, ax, "binding-time-vs-n.png", "Static binding: time to bind N pairs")
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
 for contender in ("topovol", "upstream"):
     for order in ("binder-first", "objects-first"):
-        rs = sorted((r for r in runs if r["contender"] == contender and r["order"] == order and r["complete"]), key=lambda r: r["n"])
-        if not rs:
+        frac = medians(contender, order, lambda r: 100 * r["fractionOfCeiling"])
+        if not frac:
             continue
+        cpu = medians(contender, order, lambda r: r["binder"]["cpuMsPerBinding"])
         style = dict(marker="o", color=STYLE[contender], label=label({"contender": contender, "order": order}))
-        left.plot([r["n"] for r in rs], [100 * r["fractionOfCeiling"] for r in rs], LINE[order], **style)
-        right.plot([r["n"] for r in rs], [r["binder"]["cpuMsPerBinding"] for r in rs], LINE[order], **style)
+        left.plot([p[0] for p in frac], [p[1] for p in frac], LINE[order], **style)
+        right.plot([p[0] for p in cpu], [p[1] for p in cpu], LINE[order], **style)
 left.axhline(90, color="gray", lw=0.8, ls=":")
 left.set_ylabel("% of the write ceiling (dotted: target 90%)")
 left.set_ylim(0, 100)
@@ -80,7 +94,7 @@ plt.close(fig)
 # 2. Progress over time at the largest N.
 nmax = max(r["n"] for r in runs)
 fig, ax = plt.subplots(figsize=(7, 4.2))
-for r in runs:
+for r in first_rounds:
     if r["n"] != nmax:
         continue
     t = r["boundTimeline"]
@@ -91,7 +105,7 @@ finish(fig, ax, "binding-progress.png", f"Claims Bound over time, N = {nmax}")
 
 # 3. Latency CDF (binder-first: claim create to Bound) at the largest N.
 fig, ax = plt.subplots(figsize=(7, 4.2))
-for r in runs:
+for r in first_rounds:
     if r["n"] == nmax and r.get("latencyCdf"):
         c = r["latencyCdf"]
         ax.plot([p[0] / 1000 for p in c], [p[1] for p in c], color=STYLE[r["contender"]], label=label(r))
@@ -101,7 +115,7 @@ finish(fig, ax, "binding-latency-cdf.png", f"Claim latency CDF, binder-first, N 
 
 # 4. Resident set over time at the largest N.
 fig, ax = plt.subplots(figsize=(7, 4.2))
-for r in runs:
+for r in first_rounds:
     if r["n"] != nmax:
         continue
     s = r["binder"]["rssSeries"]

@@ -37,6 +37,8 @@ export interface BenchOptions {
   minSamples: number;
   /** delayed: nodes the local volumes are spread over. */
   nodes: number;
+  /** static: rounds of every N, order and contender (contenders alternating), each on a fresh control plane; reports read the median. */
+  repeat: number;
   help: boolean;
 }
 
@@ -55,6 +57,13 @@ const SPECS: readonly FlagSpec[] = [
     type: 'int',
     default: 10,
     help: 'restart, failover: repeat the round (N pairs, each round on a fresh control plane) until this many restarts (handovers) were measured, at most 20 rounds.',
+    validate: atLeast(1),
+  },
+  {
+    name: 'repeat',
+    type: 'int',
+    default: 1,
+    help: 'static: run every N, order and contender this many times (the contenders alternating, each run on a fresh control plane); the report, the ratios and docs/benchmarks.md read the median of the rounds and show their spread.',
     validate: atLeast(1),
   },
   { name: 'nodes', type: 'int', default: 20, help: "delayed: nodes the local volumes are spread over (each allows 110 pods).", validate: atLeast(1) },
@@ -123,6 +132,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     orders: order === 'both' ? ['binder-first', 'objects-first'] : [order as 'binder-first' | 'objects-first'],
     scenario: String(values.scenario) as BenchOptions['scenario'],
     nodes: Number(values.nodes),
+    repeat: Number(values.repeat),
     killEveryMs: Number(values['kill-every']),
     minSamples: Number(values['min-samples']),
     pods: values.pods === true,

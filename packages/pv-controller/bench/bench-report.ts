@@ -5,6 +5,8 @@ import type { BenchOptions } from './bench-flags.js';
 import { cpuMsPerBindingByProcess } from './binding-run.js';
 import type { BindingRun, Order } from './binding-run.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';
+import { hasRounds, runMedians } from './run-medians.js';
+import type { Spread } from './run-medians.js';
 
 /** Topovol over upstream for one N and order; undefined when either is missing. */
 export interface Ratios {
@@ -22,19 +24,21 @@ export interface Ratios {
   p99?: number;
 }
 
+/** From the median of each contender's rounds (one round: that run), so a single draw does not decide a ratio. */
 export function ratios(runs: readonly BindingRun[]): Ratios[] {
+  const medians = runMedians(runs);
   const out: Ratios[] = [];
-  for (const t of runs.filter((r) => r.contender === 'topovol')) {
-    const u = runs.find((r) => r.contender === 'upstream' && r.n === t.n && r.order === t.order);
+  for (const t of medians.filter((m) => m.contender === 'topovol')) {
+    const u = medians.find((m) => m.contender === 'upstream' && m.n === t.n && m.order === t.order);
     if (!u) continue;
     out.push({
       n: t.n,
       order: t.order,
-      throughput: t.pairsPerSecond / u.pairsPerSecond,
-      firstBound: t.firstBoundSeconds / u.firstBoundSeconds,
-      cpuPerBinding: t.binder.cpuMsPerBinding / u.binder.cpuMsPerBinding,
-      peakRss: t.binder.peakRssMiB / u.binder.peakRssMiB,
-      p99: t.latencyMs && u.latencyMs ? t.latencyMs.p99 / u.latencyMs.p99 : undefined,
+      throughput: t.pairsPerSecond.median / u.pairsPerSecond.median,
+      firstBound: t.firstBoundSeconds.median / u.firstBoundSeconds.median,
+      cpuPerBinding: t.cpuMsPerBinding.median / u.cpuMsPerBinding.median,
+      peakRss: t.peakRssMiB.median / u.peakRssMiB.median,
+      p99: t.p99Ms && u.p99Ms ? t.p99Ms.median / u.p99Ms.median : undefined,
     });
   }
   return out;
@@ -53,7 +57,7 @@ export function formatReport(runs: readonly BindingRun[], opts: BenchOptions): s
     ['order', 'contender', 'N', 'bound', 'first s', 'all s', 'pairs/s', 'ceiling pairs/s', 'of ceiling', 'writes/binding', 'CPU s', 'CPU ms/binding', 'peak RSS MiB', 'p50 ms', 'p99 ms'],
     ...runs.map((r) => [
       r.order,
-      r.contender,
+      r.round !== undefined ? `${r.contender} #${r.round}` : r.contender,
       String(r.n),
       String(r.bound) + (r.complete ? '' : '!'),
       f(r.firstBoundSeconds),
@@ -70,6 +74,7 @@ export function formatReport(runs: readonly BindingRun[], opts: BenchOptions): s
     ]),
   ];
   const out = [table(rows), ''];
+  if (hasRounds(runs)) out.push(formatMedians(runs), '');
   for (const ra of ratios(runs)) {
     out.push(
       `Topovol/upstream, ${ra.order}, N=${ra.n}: throughput ${f(ra.throughput, 2)}x (>1 is faster), first Bound ${f(ra.firstBound, 2)}x, CPU per binding ${f(ra.cpuPerBinding, 2)}x, peak RSS ${f(ra.peakRss, 2)}x${ra.p99 !== undefined ? `, p99 ${f(ra.p99, 2)}x` : ''} (<1 is better)`,
@@ -92,6 +97,36 @@ export function formatReport(runs: readonly BindingRun[], opts: BenchOptions): s
   }
   if (runs.some((r) => !r.complete)) out.push('!: not every claim was Bound before --timeout or --stall; figures cover the bound ones only.');
   return out.join('\n');
+}
+
+/** The range of the rounds, e.g. "231.7-254.8". */
+export function rangeOf(s: Spread, digits = 1, scale = 1, unit = ''): string {
+  return `${f(s.min * scale, digits)}-${f(s.max * scale, digits)}${unit}`;
+}
+
+/** A median with the range of the rounds, e.g. "243.4 (231.7-254.8)"; one round: the figure alone. */
+export function withRange(s: Spread, digits = 1, scale = 1, unit = ''): string {
+  const median = `${f(s.median * scale, digits)}${unit}`;
+  return s.min === s.max ? median : `${median} (${rangeOf(s, digits, scale, unit)})`;
+}
+
+/** The medians over --repeat rounds, with each figure's range. */
+function formatMedians(runs: readonly BindingRun[]): string {
+  const rows = [
+    ['order', 'contender', 'N', 'rounds', 'first s', 'pairs/s', 'of ceiling', 'CPU ms/binding', 'peak RSS MiB'],
+    ...runMedians(runs).map((m) => [
+      m.order,
+      m.contender,
+      String(m.n),
+      String(m.rounds) + (m.complete ? '' : '!'),
+      withRange(m.firstBoundSeconds),
+      withRange(m.pairsPerSecond),
+      withRange(m.fractionOfCeiling, 0, 100, '%'),
+      withRange(m.cpuMsPerBinding, 2),
+      withRange(m.peakRssMiB),
+    ]),
+  ];
+  return `Median of the rounds (their range):\n${table(rows)}`;
 }
 
 /** The record docs/benchmarks.md is written from. */

@@ -5,7 +5,8 @@ import type { BindingRecord } from './bench-report.js';
 import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
-import { cpuMsPerBindingByProcess } from './binding-run.js';
+import { runMedians } from './run-medians.js';
+import type { RunMedians } from './run-medians.js';
 import { MAX_ROUNDS } from './pair-rounds.js';
 
 const pct = (x: number): string => `${f(x * 100, 0)}%`;
@@ -130,18 +131,19 @@ export function largeNSection(big: BindingRecord | undefined, main: BindingRecor
   if (runs.length === 0) return '';
   const n = Math.max(...runs.map((r) => r.n));
   type Run = BindingRecord['runs'][number];
-  const refOf = (r: Run): Run | undefined => main.runs.filter((x) => x.contender === 'topovol' && x.order === r.order).sort((a, b) => b.n - a.n)[0];
+  // The main record's largest N in the same order, as the median of its rounds.
+  const refOf = (r: Run): RunMedians | undefined => runMedians(main.runs).filter((x) => x.contender === 'topovol' && x.order === r.order).sort((a, b) => b.n - a.n)[0];
   const ratio = (a: number, b: number): string => `${f(a / b, 2)}x`;
   const row = (r: Run): string => {
     const ref = refOf(r);
-    const vs = ref ? `${ratio(r.pairsPerSecond, ref.pairsPerSecond)} (N = ${ref.n}) | ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling)}` : '- | -';
+    const vs = ref ? `${ratio(r.pairsPerSecond, ref.pairsPerSecond.median)} (N = ${ref.n}) | ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling.median)}` : '- | -';
     return `| ${r.order} | ${r.n} | ${r.bound}${r.complete ? '' : ' (incomplete)'} | ${f(r.firstBoundSeconds)} | ${f(r.allBoundSeconds)} | ${f(r.pairsPerSecond)} | ${f(r.ceiling.writesPerSecond, 0)} | ${pct(r.fractionOfCeiling)} | ${f(r.binder.cpuMsPerBinding, 2)} | ${f(r.binder.peakRssMiB)} | ${vs} | ${pct(r.machineBusyFraction)} |`;
   };
   const standing = (r: Run): string[] => {
     const ref = refOf(r);
     if (!ref) return [];
     return [
-      `- ${r.order}, N = ${r.n}: first binding ${f(r.firstBoundSeconds)} s (target ≤ 2 s: ${r.firstBoundSeconds <= 2 ? 'met' : 'not met'}); ${ratio(r.pairsPerSecond, ref.pairsPerSecond)} the pairs/s and ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling)} the fraction of the ceiling of N = ${ref.n} (target: no slowdown), with the ceiling itself at ${ratio(r.ceiling.writesPerSecond, ref.ceiling.writesPerSecond)} of that run's.`,
+      `- ${r.order}, N = ${r.n}: first binding ${f(r.firstBoundSeconds)} s (target ≤ 2 s: ${r.firstBoundSeconds <= 2 ? 'met' : 'not met'}); ${ratio(r.pairsPerSecond, ref.pairsPerSecond.median)} the pairs/s and ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling.median)} the fraction of the ceiling of N = ${ref.n} (target: no slowdown), with the ceiling itself at ${ratio(r.ceiling.writesPerSecond, ref.ceilingWritesPerSecond.median)} of ${ref.rounds > 1 ? `the median of its ${ref.rounds} rounds` : "that run's"}.`,
     ];
   };
   return `## Topovol at N = ${n.toLocaleString('en-US')} (targets 1 and 3)
@@ -164,18 +166,18 @@ ${runs.flatMap(standing).join('\n')}${cpuSplit(big)}
 /** Where the CPU of a binding went, per process, at the largest N (records before the split have none). */
 export function cpuSplit(rec: BindingRecord): string {
   const nmax = Math.max(...rec.runs.map((r) => r.n));
-  const rows = rec.runs
-    .filter((r) => r.n === nmax)
-    .flatMap((r) => {
-      const c = cpuMsPerBindingByProcess(r);
+  const rows = runMedians(rec.runs)
+    .filter((m) => m.n === nmax)
+    .flatMap((m) => {
+      const c = m.cpuMsByProcess;
       if (!c) return [];
-      const name = r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager';
-      return [`| ${r.order} | ${name} | ${f(c.binder, 2)} | ${f(c.apiserver, 2)} | ${f(c.etcd, 2)} | ${f(c.bench, 2)} | ${pct(c.binder / (c.binder + c.apiserver + c.etcd + c.bench))} |`];
+      const name = m.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager';
+      return [`| ${m.order} | ${name} | ${f(c.binder, 2)} | ${f(c.apiserver, 2)} | ${f(c.etcd, 2)} | ${f(c.bench, 2)} | ${pct(c.binder / (c.binder + c.apiserver + c.etcd + c.bench))} |`];
     });
   if (rows.length === 0) return '';
   return `
 
-CPU per binding by process at N = ${nmax} (kube-apiserver's and etcd's include the bench's creates in
+CPU per binding by process at N = ${nmax}${rec.runs.some((r) => r.round !== undefined) ? ', the median of each over the rounds' : ''} (kube-apiserver's and etcd's include the bench's creates in
 binder-first; the ceiling's writes cost them less, because it keeps ${rec.options.concurrency} writes in flight and etcd
 batches concurrent writes: \`hack/bench/README.md\`, "Where the machine's CPU goes"):
 

@@ -3,13 +3,15 @@
 // hack/bench/plot-binding.py; write-benchmarks-doc.ts writes the file.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { f } from './bench-report.js';
+import { f, rangeOf, withRange } from './bench-report.js';
 import type { BindingRecord, Ratios } from './bench-report.js';
 import type { BindingRun } from './binding-run.js';
 import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
 import { CEILING_ROUNDS } from './write-ceiling.js';
+import { hasRounds, runMedians } from './run-medians.js';
+import type { RunMedians } from './run-medians.js';
 import { cpuSplit, delayedSection, failoverSection, largeNSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
 import { capacityMissing, capacitySection, readCapacityRecords, readLabelsRecord } from './capacity-doc-section.js';
 import type { CapacityDocRecord, LabelsDocRecord } from './capacity-doc-section.js';
@@ -19,7 +21,7 @@ const pct = (x: number): string => `${f(x * 100, 0)}%`;
 function runRow(r: BindingRun): string {
   const cells = [
     r.order,
-    r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager',
+    `${r.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager'}${r.round !== undefined ? ` #${r.round}` : ''}`,
     String(r.n),
     `${r.bound}${r.complete ? '' : ' (incomplete)'}`,
     f(r.firstBoundSeconds),
@@ -40,24 +42,53 @@ function ratioRow(r: Ratios): string {
   return `| ${r.order} | ${r.n} | ${f(r.throughput, 2)}x | ${f(r.firstBound, 2)}x | ${f(r.cpuPerBinding, 2)}x | ${f(r.peakRss, 2)}x | ${r.p99 !== undefined ? `${f(r.p99, 2)}x` : '-'} |`;
 }
 
-/** Where Topovol stands on each target of the static-binding runs, in words computed from the record. */
+/** The medians of repeated rounds with their ranges (empty for a record of one round each). */
+function mediansTable(rec: BindingRecord): string {
+  if (!hasRounds(rec.runs)) return '';
+  const rows = runMedians(rec.runs).map((m) =>
+    [
+      m.order,
+      m.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager',
+      String(m.n),
+      `${m.rounds}${m.complete ? '' : ' (incomplete)'}`,
+      withRange(m.firstBoundSeconds),
+      withRange(m.pairsPerSecond),
+      withRange(m.ceilingWritesPerSecond, 0),
+      withRange(m.fractionOfCeiling, 0, 100, '%'),
+      withRange(m.cpuMsPerBinding, 2),
+      withRange(m.peakRssMiB),
+    ].join(' | '),
+  );
+  return `
+Each N, order and binder ran ${Math.max(...runMedians(rec.runs).map((m) => m.rounds))} times (\`--repeat\`, the binders alternating, each run on a fresh control plane;
+\`#k\` above is the round). The median of the rounds, with their range in brackets; the ratios and the
+standings below read these medians:
+
+| order | binder | N | rounds | first s | pairs/s | ceiling writes/s | of ceiling | CPU ms/binding | peak RSS MiB |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${rows.map((r) => `| ${r} |`).join('\n')}
+`;
+}
+
+/** Where Topovol stands on each target of the static-binding runs, in words computed from the record (medians of the rounds). */
 function standing(rec: BindingRecord): string[] {
-  const t = rec.runs.filter((r) => r.contender === 'topovol');
-  const nmax = Math.max(...t.map((r) => r.n));
+  const t = runMedians(rec.runs).filter((m) => m.contender === 'topovol');
+  const nmax = Math.max(...t.map((m) => m.n));
+  const of = (m: RunMedians): string => (m.rounds > 1 ? ` (median of ${m.rounds} rounds; range ${rangeOf(m.fractionOfCeiling, 0, 100, '%')})` : '');
   const lines: string[] = [];
-  for (const r of t.filter((x) => x.n === nmax)) {
+  for (const m of t.filter((x) => x.n === nmax)) {
     lines.push(
-      `- ${r.order}, N = ${r.n}: ${f(r.pairsPerSecond)} pairs/s, ${pct(r.fractionOfCeiling)} of the ceiling measured on the same control plane (target ≥ 90%); first binding ${f(r.firstBoundSeconds)} s after ${r.clockFrom} (target ≤ 2 s).`,
+      `- ${m.order}, N = ${m.n}: ${f(m.pairsPerSecond.median)} pairs/s, ${pct(m.fractionOfCeiling.median)} of the ceiling measured on the same control plane${of(m)} (target ≥ 90%: ${m.fractionOfCeiling.median >= 0.9 ? 'met' : 'not met'}); first binding ${f(m.firstBoundSeconds.median)} s after ${m.clockFrom} (target ≤ 2 s: ${m.firstBoundSeconds.median <= 2 ? 'met' : 'not met'}).`,
     );
   }
   for (const ra of rec.ratios.filter((x) => x.n === nmax)) {
     lines.push(`- ${ra.order}, N = ${ra.n}: CPU per binding ${f(ra.cpuPerBinding, 2)}x upstream's (target ≤ 0.20x); peak RSS ${f(ra.peakRss, 2)}x without pods (target ≤ 1x with pods cached: see below).`);
   }
-  const ns = [...new Set(t.map((r) => r.n))].sort((a, b) => a - b);
+  const ns = [...new Set(t.map((m) => m.n))].sort((a, b) => a - b);
   if (ns.length > 1) {
-    for (const order of new Set(t.map((r) => r.order))) {
-      const series = ns.map((n) => t.find((r) => r.n === n && r.order === order)).filter((r): r is BindingRun => r !== undefined);
-      lines.push(`- ${order}: pairs/s by N ${series.map((r) => `${r.n}: ${f(r.pairsPerSecond)}`).join(', ')} (target: no slowdown with N).`);
+    for (const order of new Set(t.map((m) => m.order))) {
+      const series = ns.map((n) => t.find((m) => m.n === n && m.order === order)).filter((m): m is RunMedians => m !== undefined);
+      lines.push(`- ${order}: pairs/s by N ${series.map((m) => `${m.n}: ${f(m.pairsPerSecond.median)}`).join(', ')}; of the ceiling ${series.map((m) => pct(m.fractionOfCeiling.median)).join(', ')} (target: no slowdown with N).`);
     }
   }
   return lines;
@@ -93,7 +124,7 @@ move by roughly ±15% with machine load (see each run's busy column).
 - machine: ${rec.machine}
 - contenders: ${topovolVersion}; ${upstreamVersion} (\`--controllers=persistentvolume-binder-controller\`)
 - flags: both binders \`--kube-api-qps=${rec.options.qps} --kube-api-burst=${rec.options.burst}\`; kube-apiserver \`--max-requests-inflight=2000 --max-mutating-requests-inflight=1000\`; claims over ${rec.options.namespaces} namespaces; ${rec.options.concurrency} requests in flight for creates and for the ceiling
-- reproduce: \`hack/bench/pv-binder.sh --n ${rec.options.ns.join(',')} --order ${rec.options.orders.length > 1 ? 'both' : rec.options.orders[0]}\`, then \`hack/bench/benchmarks-doc.sh\`
+- reproduce: \`hack/bench/pv-binder.sh --n ${rec.options.ns.join(',')} --order ${rec.options.orders.length > 1 ? 'both' : rec.options.orders[0]}${(rec.options.repeat ?? 1) > 1 ? ` --repeat ${rec.options.repeat}` : ''}\`, then \`hack/bench/benchmarks-doc.sh\`
 
 ## Static binding (targets 1-3)
 
@@ -118,7 +149,7 @@ What each column means:
 | order | binder | N | bound | first s | all s | pairs/s | ceiling writes/s | of ceiling | writes/binding | CPU ms/binding | peak RSS MiB | p50 / p99 s | busy |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${rec.runs.map(runRow).join('\n')}
-
+${mediansTable(rec)}
 Topovol over kube-controller-manager (throughput above 1 is faster; the rest below 1 is better):
 
 | order | N | throughput | first Bound | CPU per binding | peak RSS | p99 |

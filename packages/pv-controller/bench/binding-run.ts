@@ -15,6 +15,8 @@ export interface BindingRun {
   argv: string[];
   notes: string[];
   n: number;
+  /** With --repeat: which round of this N, order and contender (1-based); absent in single-round records. */
+  round?: number;
   /** Pods stored before the binder started (objects-first with --pods), one per claim. */
   pods?: number;
   /** Every claim reached Bound before the timeout or a stall. */

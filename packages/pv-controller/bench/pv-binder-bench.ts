@@ -56,9 +56,13 @@ async function main(argv: string[]): Promise<number> {
   const runs: BindingRun[] = [];
   for (const n of opts.ns) {
     for (const order of opts.orders) {
-      for (const name of opts.only) {
-        runs.push(order === 'objects-first' ? await runObjectsFirst(name, n, opts) : await runBinderFirst(name, n, opts));
-        process.stderr.write(`\n${formatReport(runs.slice(-1), opts).split('\n').slice(0, 2).join('\n')}\n\n`);
+      // Rounds alternate the contenders, so a slow hour on the machine lands on both.
+      for (let round = 1; round <= opts.repeat; round++) {
+        for (const name of opts.only) {
+          const run = order === 'objects-first' ? await runObjectsFirst(name, n, opts) : await runBinderFirst(name, n, opts);
+          runs.push(opts.repeat > 1 ? { ...run, round } : run);
+          process.stderr.write(`\n${formatReport(runs.slice(-1), opts).split('\n').slice(0, 2).join('\n')}\n\n`);
+        }
       }
     }
   }

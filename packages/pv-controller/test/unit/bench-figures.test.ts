@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { repoRoot } from '@topovol/testing';
-import { renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
+import { benchmarksDoc, renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
+import { ratios } from '../../bench/bench-report.js';
+import { spread } from '../../bench/run-medians.js';
 import { cpuSplit, largeNSection } from '../../bench/benchmarks-doc-sections.js';
 import type { BindingRecord } from '../../bench/bench-report.js';
 import type { BindingRun } from '../../bench/binding-run.js';
@@ -52,7 +54,7 @@ describe('pv-binder bench figures', function () {
   });
 
   it('splits the CPU of a binding by process at the largest N, and says nothing for records without the split', function () {
-    const run = (n: number, cpuSeconds?: BindingRun['cpuSeconds']): BindingRun => ({ contender: 'topovol', order: 'objects-first', n, bound: n, cpuSeconds }) as BindingRun;
+    const run = (n: number, cpuSeconds?: BindingRun['cpuSeconds']): BindingRun => ({ contender: 'topovol', order: 'objects-first', n, bound: n, cpuSeconds, ceiling: { writesPerSecond: 1 }, binder: { cpuMsPerBinding: 1, peakRssMiB: 1 } }) as BindingRun;
     const rec = (runs: BindingRun[]): BindingRecord => ({ runs, options: { concurrency: 32 } }) as unknown as BindingRecord;
     const table = cpuSplit(rec([run(10, { binder: 9, apiserver: 9, etcd: 9, bench: 9 }), run(1000, { binder: 1, apiserver: 6, etcd: 2, bench: 1 })]));
     // Per binding at N = 1,000: 1 ms, 6 ms, 2 ms, 1 ms; the binder a tenth of the whole.
@@ -122,6 +124,33 @@ describe('pv-binder bench figures', function () {
     expect(text).to.contain('the ceiling itself at 0.75x');
     expect(largeNSection(rec([run(100000, 1.5, 150, 0.8, 750)]), main)).to.contain('(target ≤ 2 s: met)');
     expect(largeNSection(undefined, main)).to.equal('');
+  });
+
+  it('with --repeat, the ratios, the standings, the CPU split and the large-N reference read the median of the rounds, not one draw', function () {
+    expect(spread([3, 1, 2])).to.deep.equal({ median: 2, min: 1, max: 3 });
+    expect(spread([4, 1, 3, 2]).median).to.equal(2.5);
+    const run = (contender: 'topovol' | 'upstream', round: number, pairsPerSecond: number, fractionOfCeiling: number, cpuMs: number): BindingRun =>
+      ({
+        contender, order: 'objects-first', n: 10000, round, bound: 10000, complete: true, clockFrom: "the binder's process start", version: contender,
+        firstBoundSeconds: round, allBoundSeconds: 10000 / pairsPerSecond, pairsPerSecond, fractionOfCeiling,
+        ceiling: { writesPerSecond: (pairsPerSecond * 4) / fractionOfCeiling }, binder: { cpuMsPerBinding: cpuMs, peakRssMiB: 200 },
+        writes: { perBinding: 4 }, cpuSeconds: { binder: cpuMs * 10, apiserver: 50, etcd: 10, bench: 2 }, machineBusyFraction: 0.9, ownBusyFraction: 0.9,
+      }) as unknown as BindingRun;
+    // Topovol's fractions 78%, 95%, 88%: the median, 88%, decides the target, not the first or the best round.
+    const runs = [run('topovol', 1, 240, 0.78, 1.4), run('upstream', 1, 60, 0.2, 7), run('topovol', 2, 260, 0.95, 1.6), run('upstream', 2, 80, 0.25, 9), run('topovol', 3, 250, 0.88, 1.5), run('upstream', 3, 70, 0.22, 8)];
+    const ra = ratios(runs);
+    expect(ra).to.have.length(1);
+    expect(ra[0]!.throughput).to.equal(250 / 70);
+    expect(ra[0]!.cpuPerBinding).to.equal(1.5 / 8);
+    const rec = { benchmark: 'pv-binder', date: 'd', machine: '2 CPUs', options: { ns: [10000], orders: ['objects-first'], repeat: 3, qps: 1000, burst: 2000, namespaces: 4, concurrency: 32, ceilingWrites: 10000 }, runs, ratios: ra } as unknown as BindingRecord;
+    const doc = benchmarksDoc(rec, []);
+    expect(doc).to.contain('--order objects-first --repeat 3');
+    expect(doc).to.contain('| objects-first | Topovol | 10000 | 3 | 2.0 (1.0-3.0) | 250.0 (240.0-260.0) |');
+    expect(doc).to.contain('88% of the ceiling measured on the same control plane (median of 3 rounds; range 78-95%) (target ≥ 90%: not met)');
+    expect(doc).to.contain('| Topovol #2 |');
+    expect(cpuSplit(rec)).to.contain('| objects-first | Topovol | 1.50 | 5.00 | 1.00 | 0.20 |');
+    const big = { runs: [{ ...run('topovol', 1, 125, 0.8, 2), n: 100000, round: undefined }], options: { ns: [100000], orders: ['objects-first'], label: '100k', concurrency: 32 }, date: 'd' } as unknown as BindingRecord;
+    expect(largeNSection(big, rec)).to.contain('| 0.50x (N = 10000) | 0.91x |');
   });
 
   it('cdf gives 101 nearest-rank percentiles', function () {
