@@ -33,6 +33,8 @@ export interface BenchOptions {
   pods: boolean;
   /** restart: SIGKILL the binder this often while it binds. */
   killEveryMs: number;
+  /** failover: how the leader is stopped every --kill-every: SIGKILL (a crash) or SIGTERM (a rolling update). */
+  stopSignal: 'SIGKILL' | 'SIGTERM';
   /** restart, failover: repeat rounds of N fresh pairs until this many restarts (handovers) were measured. */
   minSamples: number;
   /** delayed: nodes the local volumes are spread over. */
@@ -51,6 +53,13 @@ const SPECS: readonly FlagSpec[] = [
     validate: (v) => (['static', 'delayed', 'restart', 'failover'].includes(String(v)) ? undefined : "must be 'static', 'delayed', 'restart' or 'failover'"),
   },
   { name: 'pods', type: 'bool', default: false, help: 'objects-first: also create one pod per claim before the binder starts, so its memory includes the pods it caches.' },
+  {
+    name: 'stop-signal',
+    type: 'string',
+    default: 'SIGKILL',
+    help: "failover: how the leader is stopped every --kill-every: 'SIGKILL' (a crash: the standby waits for the Lease to expire) or 'SIGTERM' (a rolling update: the process stops as it would when its pod is replaced, and is waited for).",
+    validate: (v) => (['SIGKILL', 'SIGTERM'].includes(String(v)) ? undefined : "must be 'SIGKILL' or 'SIGTERM'"),
+  },
   { name: 'kill-every', type: 'duration', default: 8000, help: 'restart, failover: SIGKILL the binder (the leader) this often while it binds, and start a new process at once.' },
   {
     name: 'min-samples',
@@ -134,6 +143,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     nodes: Number(values.nodes),
     repeat: Number(values.repeat),
     killEveryMs: Number(values['kill-every']),
+    stopSignal: String(values['stop-signal']) as BenchOptions['stopSignal'],
     minSamples: Number(values['min-samples']),
     pods: values.pods === true,
     help,

@@ -98,24 +98,31 @@ A newly elected leader is measured in the next section.
 export function failoverSection(r: FailoverRecord | undefined, restart?: RestartRecord): string {
   if (!r) return '';
   const { leaseMs, renewMs, retryMs } = r.options.lease;
+  const term = r.options.stopSignal === 'SIGTERM';
+  const stop = term ? 'SIGTERM' : 'kill';
   const row = (x: FailoverRecord['runs'][number]): string =>
     `| ${x.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager'} | ${x.n} | ${roundsOf(x)} | ${x.killEverySeconds} | ${x.bound}${x.complete ? '' : ' (incomplete)'} | ${x.handovers} (${x.acquiredToBoundMs.count}) | ${f(x.acquiredToBoundMs.p50, 0)} | ${f(x.acquiredToBoundMs.p90, 0)} | ${f(x.acquiredToBoundMs.max, 0)} | ${f(x.killedToBoundMs.p50 / 1000, 2)} | ${f(x.allBoundSeconds)} |`;
   const t = r.runs.find((x) => x.contender === 'topovol');
   const u = r.runs.find((x) => x.contender === 'upstream');
-  return `## A newly elected leader (target 5)
+  const ratioLine = !t || !u
+    ? ''
+    : term
+      ? `\nTopovol/upstream: SIGTERM → new leader's first Bound p50 ${f(t.killedToBoundMs.p50 / u.killedToBoundMs.p50, 2)}x (Topovol's ${f(t.killedToBoundMs.p50 / 1000, 2)} s, upstream's ${f(u.killedToBoundMs.p50 / 1000, 2)} s; target: within 1 s). On SIGTERM Topovol lets its in-flight reconciles finish and then releases the Lease (client-go's \`ReleaseOnCancel\`), so the standby takes it at its next retry; kube-controller-manager does not release it (\`leaderElectAndRun\` in \`cmd/kube-controller-manager/app/controllermanager.go\` sets no \`ReleaseOnCancel\`), so its standby waits for the Lease to expire (docs/divergences.md, "Stopping").\n`
+      : `\nTopovol/upstream: lease taken → first Bound p50 ${f(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50, 2)}x (target: within 1 s; Topovol's is ${f(t.acquiredToBoundMs.p50 / 1000, 2)} s). Topovol's standby keeps its caches synced while it waits for the Lease (controller-runtime's order); kube-controller-manager starts its informers once it leads.\n`;
+  return `## ${term ? 'A rolling update' : 'A newly elected leader'} (target 5)
 
-\`hack/bench/pv-binder.sh --scenario failover --n ${r.options.ns.join(',')} --kill-every ${r.options.killEveryMs / 1000}s${samplesFlag(r.options)}\`, ${r.date}. Each binder with leader
+\`hack/bench/pv-binder.sh --scenario failover --n ${r.options.ns.join(',')} --kill-every ${r.options.killEveryMs / 1000}s${samplesFlag(r.options)}${term ? ' --stop-signal SIGTERM' : ''}\`, ${r.date}. Each binder with leader
 election on (the same timing for both: lease ${leaseMs / 1000} s, renew deadline ${renewMs / 1000} s, retry ${retryMs / 1000} s) and two
 processes, a leader and a standby, ${r.options.minSamples !== undefined ? `in rounds until ${r.options.minSamples} handovers were measured, each round on a fresh control plane` : 'on a fresh control plane'}: N volumes made \`Available\`, then N claims created at once while the leader is
-SIGKILLed every ${r.options.killEveryMs / 1000} s; once the standby has taken the Lease, a new standby is started (a replica set replacing
+${term ? `sent SIGTERM every ${r.options.killEveryMs / 1000} s and waited for, as a replica set replaces a pod in a rolling update` : `SIGKILLed every ${r.options.killEveryMs / 1000} s`}; once the standby has taken the Lease, a new standby is started (a replica set replacing
 its pod; starting it earlier would let two standbys race for the Lease). **lease taken →
 first Bound** is, per handover, the bench's watch seeing the Lease's new holder to the first claim seen \`Bound\` after it;
-**kill → new leader's first Bound** adds the wait for the old lease to expire, which the lease timing sets.
+**${stop} → new leader's first Bound** adds ${term ? "the old leader's shutdown and, unless it released the Lease, the wait for the Lease to expire" : 'the wait for the old lease to expire, which the lease timing sets'}.
 
-| binder | N | rounds | kill every s | Bound | handovers (measured) | lease taken → first Bound p50 ms | p90 ms | max ms | kill → new leader's first Bound p50 s | all Bound s (lower median round) |
+| binder | N | rounds | ${term ? 'SIGTERM' : 'kill'} every s | Bound | handovers (measured) | lease taken → first Bound p50 ms | p90 ms | max ms | ${stop} → new leader's first Bound p50 s | all Bound s (lower median round) |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${r.runs.map(row).join('\n')}
-${t && u ? `\nTopovol/upstream: lease taken → first Bound p50 ${f(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50, 2)}x (target: within 1 s; Topovol's is ${f(t.acquiredToBoundMs.p50 / 1000, 2)} s). Topovol's standby keeps its caches synced while it waits for the Lease (controller-runtime's order); kube-controller-manager starts its informers once it leads.\n` : ''}${restartPlot(restart, r)}`;
+${ratioLine}${term ? '' : restartPlot(restart, r)}`;
 }
 
 /** The plot of both scenarios (hack/bench/plot-binding.py draws it when both records have their timelines). */
@@ -143,7 +150,7 @@ export function largeNSection(big: BindingRecord | undefined, main: BindingRecor
     const ref = refOf(r);
     if (!ref) return [];
     return [
-      `- ${r.order}, N = ${r.n}: first binding ${f(r.firstBoundSeconds)} s (target ≤ 2 s: ${r.firstBoundSeconds <= 2 ? 'met' : 'not met'}); ${ratio(r.pairsPerSecond, ref.pairsPerSecond.median)} the pairs/s and ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling.median)} the fraction of the ceiling of N = ${ref.n} (target: no slowdown), with the ceiling itself at ${ratio(r.ceiling.writesPerSecond, ref.ceilingWritesPerSecond.median)} of ${ref.rounds > 1 ? `the median of its ${ref.rounds} rounds` : "that run's"}.`,
+      `- ${r.order}, N = ${r.n}: first binding ${f(r.firstBoundSeconds)} s (target ≤ 2 s: ${r.firstBoundSeconds <= 2 ? 'met' : 'not met'}); ${ratio(r.pairsPerSecond, ref.pairsPerSecond.median)} the pairs/s and ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling.median)} the fraction of the ceiling of N = ${ref.n} (target: no slowdown), with the ceiling itself at ${ratio(r.ceiling.writesPerSecond, ref.ceilingWritesPerSecond.median)} of ${ref.rounds > 1 ? `the median of its ${ref.rounds} rounds` : "that run's"}. Peak RSS ${f(r.binder.peakRssMiB)} MiB against ${f(ref.peakRssMiB.median)} MiB there${r.n > ref.n ? `: ${f(((r.binder.peakRssMiB - ref.peakRssMiB.median) * 1024) / (r.n - ref.n), 1)} KiB for each pair more (target 3: say how it grows)` : ''}.`,
     ];
   };
   return `## Topovol at N = ${n.toLocaleString('en-US')} (targets 1 and 3)

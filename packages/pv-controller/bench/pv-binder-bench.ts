@@ -17,7 +17,7 @@ import type { DelayedRun } from './run-delayed.js';
 import { formatRestart, runRestart } from './run-restart.js';
 import type { RestartRecord, RestartRun } from './run-restart.js';
 import { writeRecord, recordedOptions } from './bench-report.js';
-import { FAILOVER_LEASE, formatFailover, runFailover } from './run-failover.js';
+import { FAILOVER_LEASE, failoverRecordPrefix, formatFailover, runFailover } from './run-failover.js';
 import type { FailoverRecord, FailoverRun } from './run-failover.js';
 import { machineLine } from '@topovol/testing';
 
@@ -49,7 +49,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`\n${formatFailover(failovers)}\n`);
     if (opts.record) {
       const record: FailoverRecord = { benchmark: 'pv-binder-failover', date: new Date().toISOString(), machine: machineLine(), options: { ...recordedOptions(opts), lease: FAILOVER_LEASE }, runs: failovers };
-      process.stdout.write(`\nresults: ${path.relative(process.cwd(), writeRecord(path.join(repoRoot(), 'hack', 'bench', 'results'), 'failover', record, new Date()))}\n`);
+      process.stdout.write(`\nresults: ${path.relative(process.cwd(), writeRecord(path.join(repoRoot(), 'hack', 'bench', 'results'), failoverRecordPrefix(opts.stopSignal), record, new Date()))}\n`);
     }
     return failovers.every((r) => r.complete) ? 0 : 1;
   }

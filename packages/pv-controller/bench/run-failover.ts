@@ -27,6 +27,8 @@ export interface FailoverRun {
   /** Rounds of N pairs, each on a fresh control plane, repeated until --min-samples handovers were measured. */
   rounds: number;
   killEverySeconds: number;
+  /** How the leader was stopped (absent in records before SIGTERM could be chosen: SIGKILL). */
+  stopSignal?: 'SIGKILL' | 'SIGTERM';
   complete: boolean;
   /** Claims Bound over all rounds. */
   bound: number;
@@ -34,7 +36,7 @@ export interface FailoverRun {
   handovers: number;
   /** Per handover: the bench's watch seeing the new holder to the first claim seen Bound after it. */
   acquiredToBoundMs: LatencySummary;
-  /** Per handover: the SIGKILL of the leader to the new leader's first binding (lease expiry included). */
+  /** Per handover: the SIGKILL (or SIGTERM) of the leader to the new leader's first binding (lease expiry, or the old leader's shutdown, included). */
   killedToBoundMs: LatencySummary;
   /** The median round's first claim create to its last claim Bound. */
   allBoundSeconds: number;
@@ -78,7 +80,7 @@ interface FailoverRound extends PairRound, RoundCommon {
 /**
  * Two binder processes with leader election (the same short lease timing for both contenders), in
  * rounds (pair-rounds.ts), each on a fresh control plane: N volumes made Available, then N claims
- * created at once while the current leader is SIGKILLed every `killEveryMs`; once the standby has
+ * created at once while the current leader is SIGKILLed (or, --stop-signal SIGTERM, stopped) every `killEveryMs`; once the standby has
  * taken the lease a new standby is started (a replica set replacing its pod), until every claim is Bound.
  */
 export async function runFailover(name: ContenderName, n: number, killEveryMs: number, opts: BenchOptions): Promise<FailoverRun> {
@@ -86,6 +88,7 @@ export async function runFailover(name: ContenderName, n: number, killEveryMs: n
   const first = rounds[0]!;
   return {
     ...roundTotals(name, n, killEveryMs, rounds),
+    stopSignal: opts.stopSignal,
     handovers: rounds.reduce((sum, r) => sum + r.acquired.length, 0),
     acquiredToBoundMs: summarize(rounds.flatMap((r) => r.fromAcquired)),
     killedToBoundMs: summarize(rounds.flatMap((r) => r.killedToBound)),
@@ -123,9 +126,13 @@ async function failoverRound(name: ContenderName, n: number, killEveryMs: number
         if (!leader || !standby) return false;
         const before = lease.changes.length;
         const pid = leader.process.pid;
+        // Read before the stop: an exited process has no /proc entry (with SIGTERM, its shutdown's CPU is not counted).
         cpu += pid !== undefined ? (cpuSeconds(pid) ?? 0) : 0;
         kills.push(performance.now());
-        await leader.process.kill();
+        // SIGTERM: a rolling update. The old process is waited for (up to its own --shutdown-timeout,
+        // 30 s by default, plus a margin) as a replica set waits for the pod it replaces.
+        if (opts.stopSignal === 'SIGTERM') await leader.process.stop(40_000);
+        else await leader.process.kill();
         // The standby takes over once the lease expires. Its replacement starts only then: two
         // standbys would race for the lease, and the next kill must hit the process that leads.
         leader = standby;
@@ -181,18 +188,30 @@ export interface FailoverRecord {
   benchmark: 'pv-binder-failover';
   date: string;
   machine: string;
-  options: { ns: number[]; killEveryMs: number; minSamples?: number; lease: typeof FAILOVER_LEASE };
+  options: { ns: number[]; killEveryMs: number; minSamples?: number; stopSignal?: 'SIGKILL' | 'SIGTERM'; lease: typeof FAILOVER_LEASE };
   runs: FailoverRun[];
+}
+
+/** "SIGKILLed" or "sent SIGTERM", for reports. */
+export function stoppedWith(r: { stopSignal?: 'SIGKILL' | 'SIGTERM' }): string {
+  return r.stopSignal === 'SIGTERM' ? 'sent SIGTERM' : 'SIGKILLed';
+}
+
+/** The record's file prefix: failover-latest.json for crashes, failover-sigterm-latest.json for rolling updates. */
+export function failoverRecordPrefix(stopSignal: 'SIGKILL' | 'SIGTERM'): string {
+  return stopSignal === 'SIGTERM' ? 'failover-sigterm' : 'failover';
 }
 
 export function formatFailover(runs: readonly FailoverRun[]): string {
   const rows = runs.map(
     (r) =>
-      `${r.contender.padEnd(9)} ${r.rounds} rounds of N ${r.n}, leader SIGKILLed every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'}, ${f(r.allBoundSeconds, 1)} s per round (median), ${r.handovers} handovers; lease taken → first Bound p50 ${f(r.acquiredToBoundMs.p50, 0)} ms, max ${f(r.acquiredToBoundMs.max, 0)} ms; kill → first Bound p50 ${f(r.killedToBoundMs.p50, 0)} ms`,
+      `${r.contender.padEnd(9)} ${r.rounds} rounds of N ${r.n}, leader ${stoppedWith(r)} every ${r.killEverySeconds} s: ${r.bound} Bound${r.complete ? '' : ' (incomplete)'}, ${f(r.allBoundSeconds, 1)} s per round (median), ${r.handovers} handovers; lease taken → first Bound p50 ${f(r.acquiredToBoundMs.p50, 0)} ms, max ${f(r.acquiredToBoundMs.max, 0)} ms; kill → first Bound p50 ${f(r.killedToBoundMs.p50, 0)} ms`,
   );
   const t = runs.find((r) => r.contender === 'topovol');
   const u = runs.find((r) => r.contender === 'upstream');
-  if (t && u) rows.push(`Topovol/upstream: lease taken → first Bound p50 ${(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50).toFixed(2)}x (<1 is better)`);
+  if (t && u) {
+    rows.push(`Topovol/upstream: lease taken → first Bound p50 ${(t.acquiredToBoundMs.p50 / u.acquiredToBoundMs.p50).toFixed(2)}x, stop → new leader's first Bound p50 ${(t.killedToBoundMs.p50 / u.killedToBoundMs.p50).toFixed(2)}x (<1 is better)`);
+  }
   const { leaseMs, renewMs, retryMs } = FAILOVER_LEASE;
   return [`leader failover while binding (lease ${leaseMs / 1000} s, renew deadline ${renewMs / 1000} s, retry ${retryMs / 1000} s for both; a new standby started once the old one took over)`, ...rows].join('\n');
 }
