@@ -124,6 +124,10 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
   const ns = (positional.length === 1 ? positional[0]! : String(values.n)).split(',').map((v) => Number(v.trim()));
   if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new FlagError(`--n: every N must be a whole number of at least 1, got "${String(values.n)}"`);
   const order = String(values.order);
+  const scenario = String(values.scenario);
+  // A flag another scenario ignores would leave a record that does not say what was measured.
+  if (Number(values.repeat) > 1 && scenario !== 'static') throw new FlagError(`--repeat: only the static scenario repeats its runs (${scenario} repeats rounds until --min-samples)`);
+  if (String(values['stop-signal']) !== 'SIGKILL' && scenario !== 'failover') throw new FlagError(`--stop-signal: only the failover scenario stops its leader (${scenario} does not)`);
   return {
     ns,
     qps: Number(values.qps),
@@ -139,7 +143,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     topovolFlags: values['topovol-flag'] as string[],
     upstreamFlags: values['upstream-flag'] as string[],
     orders: order === 'both' ? ['binder-first', 'objects-first'] : [order as 'binder-first' | 'objects-first'],
-    scenario: String(values.scenario) as BenchOptions['scenario'],
+    scenario: scenario as BenchOptions['scenario'],
     nodes: Number(values.nodes),
     repeat: Number(values.repeat),
     killEveryMs: Number(values['kill-every']),

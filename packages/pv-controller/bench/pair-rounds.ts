@@ -43,7 +43,7 @@ export async function pairRound(s: RoundSetup, duringClaims: () => () => Promise
   const { admin, n, opts } = s;
   await createAll(admin, Resources.persistentVolumes, n, opts.concurrency, (i) => benchVolume(i), () => undefined);
   if (!(await s.volumes.waitForCount(n, opts.timeoutMs, opts.stallMs))) throw new Error(`${s.name}: volumes not Available; log in ${s.logDir}`);
-  say(`${s.name}: ${n} volumes Available; creating ${n} claims, SIGKILL every ${opts.killEveryMs / 1000} s`);
+  say(`${s.name}: ${n} volumes Available; creating ${n} claims, ${opts.scenario === 'failover' ? opts.stopSignal : 'SIGKILL'} every ${opts.killEveryMs / 1000} s`);
   const claimStart = performance.now();
   const stop = duringClaims();
   let complete: boolean;

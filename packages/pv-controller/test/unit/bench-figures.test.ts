@@ -3,6 +3,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { repoRoot } from '@topovol/testing';
 import { benchmarksDoc, renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
+import { parseBenchFlags } from '../../bench/bench-flags.js';
+import { FlagError } from '@topovol/shared';
 import { ratios } from '../../bench/bench-report.js';
 import { spread } from '../../bench/run-medians.js';
 import { cpuSplit, failoverSection, largeNSection } from '../../bench/benchmarks-doc-sections.js';
@@ -182,6 +184,15 @@ describe('pv-binder bench figures', function () {
     expect(kill).to.contain('restart-failover.png');
     expect(failoverRecordPrefix('SIGTERM')).to.equal('failover-sigterm');
     expect(failoverRecordPrefix('SIGKILL')).to.equal('failover');
+  });
+
+  it('--repeat and --stop-signal are refused by the scenarios that would ignore them', function () {
+    expect(parseBenchFlags(['--repeat=3']).repeat).to.equal(3);
+    expect(parseBenchFlags(['--scenario=failover', '--stop-signal=SIGTERM']).stopSignal).to.equal('SIGTERM');
+    expect(parseBenchFlags([]).stopSignal).to.equal('SIGKILL');
+    expect(() => parseBenchFlags(['--scenario=restart', '--repeat=3'])).to.throw(FlagError, /--repeat/);
+    expect(() => parseBenchFlags(['--stop-signal=SIGTERM'])).to.throw(FlagError, /--stop-signal/);
+    expect(() => parseBenchFlags(['--scenario=failover', '--stop-signal=SIGHUP'])).to.throw(FlagError);
   });
 
   it('cdf gives 101 nearest-rank percentiles', function () {
