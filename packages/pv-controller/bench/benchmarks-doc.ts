@@ -128,7 +128,9 @@ export interface OtherRecords {
 export function benchmarksDoc(rec: BindingRecord, capacity: readonly CapacityDocRecord[], other: OtherRecords = {}): string {
   const { delayed, restart, pods, failover, rollingUpdate, large, labels } = other;
   const nmax = Math.max(...rec.runs.map((r) => r.n));
-  const topovolVersion = rec.runs.find((r) => r.contender === 'topovol')?.version ?? 'topovol';
+  // Every version the runs report, so a record whose runs differ (a tree edited mid-run) says so.
+  const versions = [...new Set(rec.runs.filter((r) => r.contender === 'topovol').map((r) => r.version))];
+  const topovolVersion = versions.length > 0 ? versions.join(', ') : 'topovol';
   const upstreamVersion = rec.runs.find((r) => r.contender === 'upstream')?.version ?? 'not run';
   return `# Benchmarks
 
