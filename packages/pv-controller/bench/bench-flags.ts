@@ -3,6 +3,9 @@ import type { FlagSpec } from '@topovol/shared';
 
 export type ContenderName = 'topovol' | 'upstream';
 
+/** failover: SIGKILL is a crash, SIGTERM a rolling update. */
+export type StopSignal = 'SIGKILL' | 'SIGTERM';
+
 export interface BenchOptions {
   /** Pair counts to run, each with every order and contender. */
   ns: number[];
@@ -34,7 +37,7 @@ export interface BenchOptions {
   /** restart: SIGKILL the binder this often while it binds. */
   killEveryMs: number;
   /** failover: how the leader is stopped every --kill-every: SIGKILL (a crash) or SIGTERM (a rolling update). */
-  stopSignal: 'SIGKILL' | 'SIGTERM';
+  stopSignal: StopSignal;
   /** restart, failover: repeat rounds of N fresh pairs until this many restarts (handovers) were measured. */
   minSamples: number;
   /** delayed: nodes the local volumes are spread over. */
@@ -147,7 +150,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     nodes: Number(values.nodes),
     repeat: Number(values.repeat),
     killEveryMs: Number(values['kill-every']),
-    stopSignal: String(values['stop-signal']) as BenchOptions['stopSignal'],
+    stopSignal: String(values['stop-signal']) as StopSignal,
     minSamples: Number(values['min-samples']),
     pods: values.pods === true,
     help,

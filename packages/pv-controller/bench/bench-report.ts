@@ -110,6 +110,11 @@ export function withRange(s: Spread, digits = 1, scale = 1, unit = ''): string {
   return s.min === s.max ? median : `${median} (${rangeOf(s, digits, scale, unit)})`;
 }
 
+/** "met" or "not met", judged on the figure as printed, so a verdict never contradicts the number beside it. */
+export function verdict(shown: string, meets: (value: number) => boolean): string {
+  return meets(parseFloat(shown)) ? 'met' : 'not met';
+}
+
 /** The medians over --repeat rounds, with each figure's range. */
 function formatMedians(runs: readonly BindingRun[]): string {
   const rows = [

@@ -1,11 +1,11 @@
 // The scenario sections of docs/benchmarks.md (delayed binding, pods cached, restart, failover),
 // each rendered from its own recorded run under hack/bench/results.
-import { f } from './bench-report.js';
+import { f, verdict } from './bench-report.js';
 import type { BindingRecord } from './bench-report.js';
 import type { DelayedRecord } from './delayed-report.js';
 import type { FailoverRecord } from './run-failover.js';
 import type { RestartRecord } from './run-restart.js';
-import { runMedians } from './run-medians.js';
+import { hasRounds, runMedians } from './run-medians.js';
 import type { RunMedians } from './run-medians.js';
 import { MAX_ROUNDS } from './pair-rounds.js';
 
@@ -119,7 +119,7 @@ its pod; starting it earlier would let two standbys race for the Lease). **lease
 first Bound** is, per handover, the bench's watch seeing the Lease's new holder to the first claim seen \`Bound\` after it;
 **${stop} → new leader's first Bound** adds ${term ? "the old leader's shutdown and, unless it released the Lease, the wait for the Lease to expire" : 'the wait for the old lease to expire, which the lease timing sets'}.
 
-| binder | N | rounds | ${term ? 'SIGTERM' : 'kill'} every s | Bound | handovers (measured) | lease taken → first Bound p50 ms | p90 ms | max ms | ${stop} → new leader's first Bound p50 s | all Bound s (lower median round) |
+| binder | N | rounds | ${stop} every s | Bound | handovers (measured) | lease taken → first Bound p50 ms | p90 ms | max ms | ${stop} → new leader's first Bound p50 s | all Bound s (lower median round) |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${r.runs.map(row).join('\n')}
 ${ratioLine}${term ? '' : restartPlot(restart, r)}`;
@@ -139,7 +139,8 @@ export function largeNSection(big: BindingRecord | undefined, main: BindingRecor
   const n = Math.max(...runs.map((r) => r.n));
   type Run = BindingRecord['runs'][number];
   // The main record's largest N in the same order, as the median of its rounds.
-  const refOf = (r: Run): RunMedians | undefined => runMedians(main.runs).filter((x) => x.contender === 'topovol' && x.order === r.order).sort((a, b) => b.n - a.n)[0];
+  const mainMedians = runMedians(main.runs).filter((x) => x.contender === 'topovol');
+  const refOf = (r: Run): RunMedians | undefined => mainMedians.filter((x) => x.order === r.order).sort((a, b) => b.n - a.n)[0];
   const ratio = (a: number, b: number): string => `${f(a / b, 2)}x`;
   const row = (r: Run): string => {
     const ref = refOf(r);
@@ -150,7 +151,7 @@ export function largeNSection(big: BindingRecord | undefined, main: BindingRecor
     const ref = refOf(r);
     if (!ref) return [];
     return [
-      `- ${r.order}, N = ${r.n}: first binding ${f(r.firstBoundSeconds)} s (target ≤ 2 s: ${r.firstBoundSeconds <= 2 ? 'met' : 'not met'}); ${ratio(r.pairsPerSecond, ref.pairsPerSecond.median)} the pairs/s and ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling.median)} the fraction of the ceiling of N = ${ref.n} (target: no slowdown), with the ceiling itself at ${ratio(r.ceiling.writesPerSecond, ref.ceilingWritesPerSecond.median)} of ${ref.rounds > 1 ? `N = ${ref.n}'s (the median of its ${ref.rounds} runs)` : "that run's"}. Peak RSS ${f(r.binder.peakRssMiB)} MiB against ${f(ref.peakRssMiB.median)} MiB there${r.n > ref.n ? `: ${f(((r.binder.peakRssMiB - ref.peakRssMiB.median) * 1024) / (r.n - ref.n), 1)} KiB for each pair more (target 3: say how it grows)` : ''}.`,
+      `- ${r.order}, N = ${r.n}: first binding ${f(r.firstBoundSeconds)} s (target ≤ 2 s: ${verdict(f(r.firstBoundSeconds), (v) => v <= 2)}); ${ratio(r.pairsPerSecond, ref.pairsPerSecond.median)} the pairs/s and ${ratio(r.fractionOfCeiling, ref.fractionOfCeiling.median)} the fraction of the ceiling of N = ${ref.n} (target: no slowdown), with the ceiling itself at ${ratio(r.ceiling.writesPerSecond, ref.ceilingWritesPerSecond.median)} of ${ref.rounds > 1 ? `N = ${ref.n}'s (the median of its ${ref.rounds} runs)` : "that run's"}. Peak RSS ${f(r.binder.peakRssMiB)} MiB against ${f(ref.peakRssMiB.median)} MiB there${r.n > ref.n ? `: ${f(((r.binder.peakRssMiB - ref.peakRssMiB.median) * 1024) / (r.n - ref.n), 1)} KiB for each pair more (target 3: say how it grows)` : ''}.`,
     ];
   };
   return `## Topovol at N = ${n.toLocaleString('en-US')} (targets 1 and 3)
@@ -184,7 +185,7 @@ export function cpuSplit(rec: BindingRecord): string {
   if (rows.length === 0) return '';
   return `
 
-CPU per binding by process at N = ${nmax}${rec.runs.some((r) => r.round !== undefined) ? ', the median of each over the rounds' : ''} (kube-apiserver's and etcd's include the bench's creates in
+CPU per binding by process at N = ${nmax}${hasRounds(rec.runs) ? ', the median of each over the rounds' : ''} (kube-apiserver's and etcd's include the bench's creates in
 binder-first; the ceiling's writes cost them less, because it keeps ${rec.options.concurrency} writes in flight and etcd
 batches concurrent writes: \`hack/bench/README.md\`, "Where the machine's CPU goes"):
 

@@ -3,7 +3,7 @@
 // hack/bench/plot-binding.py; write-benchmarks-doc.ts writes the file.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { f, rangeOf, withRange } from './bench-report.js';
+import { f, rangeOf, verdict, withRange } from './bench-report.js';
 import type { BindingRecord, Ratios } from './bench-report.js';
 import type { BindingRun } from './binding-run.js';
 import type { DelayedRecord } from './delayed-report.js';
@@ -45,7 +45,8 @@ function ratioRow(r: Ratios): string {
 /** The medians of repeated rounds with their ranges (empty for a record of one round each). */
 function mediansTable(rec: BindingRecord): string {
   if (!hasRounds(rec.runs)) return '';
-  const rows = runMedians(rec.runs).map((m) =>
+  const medians = runMedians(rec.runs);
+  const rows = medians.map((m) =>
     [
       m.order,
       m.contender === 'topovol' ? 'Topovol' : 'kube-controller-manager',
@@ -60,7 +61,7 @@ function mediansTable(rec: BindingRecord): string {
     ].join(' | '),
   );
   return `
-Each N, order and binder ran ${Math.max(...runMedians(rec.runs).map((m) => m.rounds))} times (\`--repeat\`, the binders alternating, each run on a fresh control plane;
+Each N, order and binder ran ${Math.max(...medians.map((m) => m.rounds))} times (\`--repeat\`, the binders alternating, each run on a fresh control plane;
 \`#k\` above is the round). The median of the rounds, with their range in brackets; the ratios, the
 standings below read these medians, the plots against N the medians of the rounds that bound every
 claim, and the plots over time the first round:
@@ -71,11 +72,6 @@ ${rows.map((r) => `| ${r} |`).join('\n')}
 `;
 }
 
-/** "met" or "not met", judged on the figure as printed, so a verdict never contradicts the number beside it. */
-export function verdict(shown: string, meets: (shown: string) => boolean): string {
-  return meets(shown) ? 'met' : 'not met';
-}
-
 /** Where Topovol stands on each target of the static-binding runs, in words computed from the record (medians of the rounds). */
 function standing(rec: BindingRecord): string[] {
   const t = runMedians(rec.runs).filter((m) => m.contender === 'topovol');
@@ -84,7 +80,7 @@ function standing(rec: BindingRecord): string[] {
   const lines: string[] = [];
   for (const m of t.filter((x) => x.n === nmax)) {
     lines.push(
-      `- ${m.order}, N = ${m.n}: ${f(m.pairsPerSecond.median)} pairs/s, ${pct(m.fractionOfCeiling.median)} of the ceiling measured on the same control plane${of(m)} (target ≥ 90%: ${verdict(pct(m.fractionOfCeiling.median), (shown) => parseFloat(shown) >= 90)}); first binding ${f(m.firstBoundSeconds.median)} s after ${m.clockFrom} (target ≤ 2 s: ${verdict(f(m.firstBoundSeconds.median), (shown) => parseFloat(shown) <= 2)}).`,
+      `- ${m.order}, N = ${m.n}: ${f(m.pairsPerSecond.median)} pairs/s, ${pct(m.fractionOfCeiling.median)} of the ceiling measured on the same control plane${of(m)} (target ≥ 90%: ${verdict(pct(m.fractionOfCeiling.median), (v) => v >= 90)}); first binding ${f(m.firstBoundSeconds.median)} s after ${m.clockFrom} (target ≤ 2 s: ${verdict(f(m.firstBoundSeconds.median), (v) => v <= 2)}).`,
     );
   }
   for (const ra of rec.ratios.filter((x) => x.n === nmax)) {

@@ -11,6 +11,7 @@ import { formatReport, recordResults } from './bench-report.js';
 import type { BindingRun } from './binding-run.js';
 import { runBinderFirst } from './run-contender.js';
 import { runObjectsFirst } from './run-objects-first.js';
+import { staticRunPlan } from './static-run-plan.js';
 import { formatDelayed, recordDelayed } from './delayed-report.js';
 import { runDelayed } from './run-delayed.js';
 import type { DelayedRun } from './run-delayed.js';
@@ -54,17 +55,10 @@ async function main(argv: string[]): Promise<number> {
     return failovers.every((r) => r.complete) ? 0 : 1;
   }
   const runs: BindingRun[] = [];
-  for (const n of opts.ns) {
-    for (const order of opts.orders) {
-      // Rounds alternate the contenders, so a slow hour on the machine lands on both.
-      for (let round = 1; round <= opts.repeat; round++) {
-        for (const name of opts.only) {
-          const run = order === 'objects-first' ? await runObjectsFirst(name, n, opts) : await runBinderFirst(name, n, opts);
-          runs.push(opts.repeat > 1 ? { ...run, round } : run);
-          process.stderr.write(`\n${formatReport(runs.slice(-1), opts).split('\n').slice(0, 2).join('\n')}\n\n`);
-        }
-      }
-    }
+  for (const p of staticRunPlan(opts)) {
+    const run = p.order === 'objects-first' ? await runObjectsFirst(p.contender, p.n, opts) : await runBinderFirst(p.contender, p.n, opts);
+    runs.push(p.round !== undefined ? { ...run, round: p.round } : run);
+    process.stderr.write(`\n${formatReport(runs.slice(-1), opts).split('\n').slice(0, 2).join('\n')}\n\n`);
   }
   process.stdout.write(`\n${formatReport(runs, opts)}\n`);
   if (opts.record) {

@@ -3,7 +3,7 @@ import { Informer, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
 import { cpuSeconds, summarize } from '@topovol/testing';
 import type { LatencySummary } from '@topovol/testing';
-import type { BenchOptions, ContenderName } from './bench-flags.js';
+import type { BenchOptions, ContenderName, StopSignal } from './bench-flags.js';
 import { ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
 import type { StartedBinder } from './contenders.js';
 import { f } from './bench-report.js';
@@ -28,7 +28,7 @@ export interface FailoverRun {
   rounds: number;
   killEverySeconds: number;
   /** How the leader was stopped (absent in records before SIGTERM could be chosen: SIGKILL). */
-  stopSignal?: 'SIGKILL' | 'SIGTERM';
+  stopSignal?: StopSignal;
   complete: boolean;
   /** Claims Bound over all rounds. */
   bound: number;
@@ -188,17 +188,17 @@ export interface FailoverRecord {
   benchmark: 'pv-binder-failover';
   date: string;
   machine: string;
-  options: { ns: number[]; killEveryMs: number; minSamples?: number; stopSignal?: 'SIGKILL' | 'SIGTERM'; lease: typeof FAILOVER_LEASE };
+  options: { ns: number[]; killEveryMs: number; minSamples?: number; stopSignal?: StopSignal; lease: typeof FAILOVER_LEASE };
   runs: FailoverRun[];
 }
 
-/** "SIGKILLed" or "sent SIGTERM", for reports. */
-export function stoppedWith(r: { stopSignal?: 'SIGKILL' | 'SIGTERM' }): string {
+/** "SIGKILLed" or "sent SIGTERM", for the report. */
+function stoppedWith(r: { stopSignal?: StopSignal }): string {
   return r.stopSignal === 'SIGTERM' ? 'sent SIGTERM' : 'SIGKILLed';
 }
 
 /** The record's file prefix: failover-latest.json for crashes, failover-sigterm-latest.json for rolling updates. */
-export function failoverRecordPrefix(stopSignal: 'SIGKILL' | 'SIGTERM'): string {
+export function failoverRecordPrefix(stopSignal: StopSignal): string {
   return stopSignal === 'SIGTERM' ? 'failover-sigterm' : 'failover';
 }
 

@@ -88,7 +88,7 @@ export function runMedians(runs: readonly BindingRun[]): RunMedians[] {
   });
 }
 
-/** True when some contender, order and N was run more than once. */
+/** True for a record of --repeat rounds (the bench numbers runs only when it repeats them). */
 export function hasRounds(runs: readonly BindingRun[]): boolean {
-  return runMedians(runs).some((m) => m.rounds > 1);
+  return runs.some((r) => r.round !== undefined);
 }

@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { repoRoot } from '@topovol/testing';
 import { benchmarksDoc, renderBenchmarksDoc } from '../../bench/benchmarks-doc.js';
 import { parseBenchFlags } from '../../bench/bench-flags.js';
+import { staticRunPlan } from '../../bench/static-run-plan.js';
 import { FlagError } from '@topovol/shared';
 import { ratios } from '../../bench/bench-report.js';
 import { spread } from '../../bench/run-medians.js';
@@ -194,6 +195,18 @@ describe('pv-binder bench figures', function () {
     expect(kill).to.contain('restart-failover.png');
     expect(failoverRecordPrefix('SIGTERM')).to.equal('failover-sigterm');
     expect(failoverRecordPrefix('SIGKILL')).to.equal('failover');
+  });
+
+  it('--repeat runs every N and order round after round, each round every contender (they alternate); without it runs carry no round', function () {
+    const plan = staticRunPlan({ ns: [1000, 3000], orders: ['binder-first'], only: ['topovol', 'upstream'], repeat: 2 });
+    expect(plan.map((p) => `${p.n}/${p.contender}/${String(p.round)}`)).to.deep.equal([
+      '1000/topovol/1', '1000/upstream/1', '1000/topovol/2', '1000/upstream/2',
+      '3000/topovol/1', '3000/upstream/1', '3000/topovol/2', '3000/upstream/2',
+    ]);
+    expect(staticRunPlan({ ns: [1000], orders: ['binder-first', 'objects-first'], only: ['topovol'], repeat: 1 })).to.deep.equal([
+      { n: 1000, order: 'binder-first', contender: 'topovol', round: undefined },
+      { n: 1000, order: 'objects-first', contender: 'topovol', round: undefined },
+    ]);
   });
 
   it('--repeat and --stop-signal are refused by the scenarios that would ignore them', function () {

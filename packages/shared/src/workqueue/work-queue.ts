@@ -271,9 +271,9 @@ interface Families {
 
 // Queues whose adds, depth and in-flight gauges must be published; also published on every scrape
 // (collect), so a scrape never reports values up to one update period stale.
-const liveMetrics = new Set<{ updateUnfinished(): void }>();
+const liveMetrics = new Set<{ refresh(): void }>();
 const refreshLive = (): void => {
-  for (const m of liveMetrics) m.updateUnfinished();
+  for (const m of liveMetrics) m.refresh();
 };
 
 let families: Families | undefined;
@@ -323,7 +323,7 @@ class QueueMetrics<K> {
   private readonly addTimes = new Map<K, number>();
   private readonly startTimes = new Map<K, number>();
   private ticker: NodeJS.Timeout | undefined;
-  // Adds are counted here, and they and the depth published on every scrape and tick (publish):
+  // Adds are counted here, and they and the depth published on every scrape and tick (refresh):
   // a prom-client update hashes its labels, and an informer's start-up list of 100,000 objects
   // adds as many keys in one go (hack/bench/README.md, "Start-up at 100,000").
   private unpublishedAdds = 0;
@@ -345,7 +345,7 @@ class QueueMetrics<K> {
     this.f.workDuration.zero(this.labels);
     liveMetrics.add(this);
     // Unref'd: metrics alone must not keep the process alive.
-    this.ticker = setInterval(() => this.updateUnfinished(), UNFINISHED_UPDATE_PERIOD_MS).unref();
+    this.ticker = setInterval(() => this.refresh(), UNFINISHED_UPDATE_PERIOD_MS).unref();
   }
 
   added(key: K): void {
@@ -374,15 +374,11 @@ class QueueMetrics<K> {
     this.f.retries.inc(this.labels);
   }
 
-  /** Brings the adds counter and the depth gauge up to date. */
-  publish(): void {
+  /** Publishes what is counted or read rather than sent per event: adds, depth, and the in-flight gauges. */
+  refresh(): void {
     if (this.unpublishedAdds > 0) this.f.adds.inc(this.labels, this.unpublishedAdds);
     this.unpublishedAdds = 0;
     this.f.depth.set(this.labels, this.depth());
-  }
-
-  updateUnfinished(): void {
-    this.publish();
     const now = this.clock.now();
     let total = 0;
     let longest = 0;
@@ -401,6 +397,6 @@ class QueueMetrics<K> {
     clearInterval(this.ticker);
     this.ticker = undefined;
     liveMetrics.delete(this);
-    this.updateUnfinished();
+    this.refresh();
   }
 }
