@@ -67,8 +67,17 @@ export class ControlPlane {
   async start(): Promise<void> {
     this.binaries = await controlPlaneBinaries(['etcd', 'kube-apiserver']);
     this.writeIdentities();
-    await this.startEtcd();
-    await this.startApiServer();
+    await onFreshPorts(
+      () => this.startEtcd(),
+      () => {
+        this.etcdPort = this.etcdPeerPort = 0;
+        rmSync(path.join(this.dir, 'etcd-data'), { recursive: true, force: true });
+      },
+    );
+    await onFreshPorts(
+      () => this.startApiServer(),
+      () => (this.apiPort = 0),
+    );
   }
 
   private writeIdentities(): void {
@@ -253,6 +262,22 @@ export class ControlPlane {
     await this.apiServer?.stop();
     await this.etcd?.stop();
     if (!this.opts.keepDir && !process.env.TOPOVOL_KEEP_TEST_DIRS) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * freePort's port can be taken before the process binds it: the kernel hands the same ephemeral
+ * range to outgoing connections (seen in bench runs, etcd's "bind: address already in use"). On
+ * a first start nothing depends on the port yet, so a fresh one is picked and the start retried.
+ */
+async function onFreshPorts(start: () => Promise<void>, forget: () => void, attempts = 3): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= attempts || !String(err).includes('address already in use')) throw err;
+      forget();
+    }
   }
 }
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ApiEndpoint } from './endpoint.js';
-import { MAX_SOCKETS } from './endpoint.js';
+import { keepAliveAgent } from './keep-alive-agent.js';
 
 const AUTH_CACHE_MS = 10_000;
 
@@ -43,14 +43,14 @@ export class ClientNodeEndpoint implements ApiEndpoint {
   }
 
   async agent(): Promise<http.Agent> {
-    if (!this.server.startsWith('https:')) return new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+    if (!this.server.startsWith('https:')) return keepAliveAgent(this.server);
     const opts: https.RequestOptions = {};
     await (await this.kubeConfig()).applyToHTTPSOptions(opts);
     const agent = opts.agent;
     // client-node builds a fresh agent per call (a TLS handshake per request): keep one alive.
-    if (agent instanceof https.Agent) return new https.Agent({ ...agent.options, keepAlive: true, maxSockets: MAX_SOCKETS });
+    if (agent instanceof https.Agent) return keepAliveAgent(this.server, agent.options);
     // A proxy agent: use it as client-node would.
-    return agent instanceof http.Agent ? agent : new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+    return agent instanceof http.Agent ? agent : keepAliveAgent(this.server);
   }
 
   async authHeaders(): Promise<Readonly<Record<string, string | string[]>>> {

@@ -3,10 +3,29 @@ import https from 'node:https';
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 
+/** The server's scheme, host and port (and any base path, e.g. behind a proxy), resolved once per client. */
+export interface HttpOrigin {
+  protocol: 'http:' | 'https:';
+  hostname: string;
+  port?: string;
+  basePath: string;
+}
+
+/** Parses a kubeconfig server URL once; requests then carry only their path. */
+export function originOf(server: string): HttpOrigin {
+  const u = new URL(server);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`server ${server}: not an http(s) URL`);
+  // An IPv6 literal keeps its brackets in a URL but not in Node's request options.
+  const hostname = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  return { protocol: u.protocol, hostname, port: u.port || undefined, basePath: u.pathname.replace(/\/+$/, '') };
+}
+
 /** One request as the transport sends it. */
 export interface HttpRequest {
   method: string;
-  url: URL;
+  origin: HttpOrigin;
+  /** Path and query below the origin's base path, already encoded. */
+  path: string;
   headers: http.OutgoingHttpHeaders;
   agent: http.Agent;
   body?: Buffer;
@@ -51,7 +70,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
     });
     const timer = req.timeoutMs
       ? setTimeout(() => {
-          const err = Object.assign(new Error(`${req.method} ${req.url.pathname}: timed out`), { code: 'ETIMEDOUT' });
+          const err = Object.assign(new Error(`${req.method} ${req.path.split('?')[0]}: timed out`), { code: 'ETIMEDOUT' });
           fail(err);
           r.destroy(err);
         }, req.timeoutMs)
@@ -76,6 +95,8 @@ export function openStream(req: HttpRequest): Promise<http.IncomingMessage> {
 function open(req: HttpRequest, onResponse: (res: http.IncomingMessage) => void): http.ClientRequest {
   const headers = { ...req.headers };
   if (req.body) headers['Content-Length'] = req.body.length;
-  const options: http.RequestOptions = { method: req.method, headers, agent: req.agent, signal: req.signal };
-  return req.url.protocol === 'https:' ? https.request(req.url, options, onResponse) : http.request(req.url, options, onResponse);
+  // Plain options, not a URL: Node would convert a URL into these on every request.
+  const { protocol, hostname, port, basePath } = req.origin;
+  const options: http.RequestOptions = { protocol, hostname, port, path: basePath + req.path, method: req.method, headers, agent: req.agent, signal: req.signal };
+  return protocol === 'https:' ? https.request(options, onResponse) : http.request(options, onResponse);
 }

@@ -10,8 +10,8 @@ import { ClientNodeEndpoint } from './client-node-endpoint.js';
 import { loadEndpoint } from './load-endpoint.js';
 import { StaticEndpoint } from './static-endpoint.js';
 import type { StaticEndpointOptions } from './static-endpoint.js';
-import { openStream, send } from './http-transport.js';
-import type { HttpRequest } from './http-transport.js';
+import { openStream, originOf, send } from './http-transport.js';
+import type { HttpOrigin, HttpRequest } from './http-transport.js';
 
 export interface ClientOptions {
   /** Client-side rate limit; 0 or negative means unthrottled (as --kube-api-qps). */
@@ -83,6 +83,7 @@ export interface ObjectList<T> {
 export class KubeClient {
   readonly limiter: TokenBucket;
   readonly server: string;
+  private readonly origin: HttpOrigin;
   private agent?: Promise<http.Agent>;
 
   private constructor(
@@ -92,6 +93,7 @@ export class KubeClient {
     limiter?: TokenBucket,
   ) {
     this.server = endpoint.server;
+    this.origin = originOf(endpoint.server);
     this.limiter = limiter ?? new TokenBucket(options.qps, options.burst);
   }
 
@@ -140,10 +142,14 @@ export class KubeClient {
     return this.agent;
   }
 
-  url(path: string, query?: Record<string, QueryValue>): URL {
-    const u = new URL(this.server + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') u.searchParams.set(k, String(v));
-    return u;
+  /** A path below the server with its query, as the transport sends it (no URL object per request). */
+  static pathWithQuery(path: string, query?: Record<string, QueryValue>): string {
+    let q = '';
+    for (const k in query) {
+      const v = query[k];
+      if (v !== undefined && v !== '') q += `${q ? '&' : '?'}${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`;
+    }
+    return path + q;
   }
 
   /** One rate-limited API call; non-2xx answers throw KubeApiError. */
@@ -166,7 +172,8 @@ export class KubeClient {
     }
     const answer = await send({
       method,
-      url: this.url(path, opts.query),
+      origin: this.origin,
+      path: KubeClient.pathWithQuery(path, opts.query),
       headers: await this.headers(extra),
       agent: await this.connection(),
       body,
@@ -184,7 +191,7 @@ export class KubeClient {
    * other answer throws KubeApiError. Not rate limited, as client-go does not limit watches.
    */
   async openStream(path: string, query: Record<string, QueryValue>, signal: AbortSignal): Promise<http.IncomingMessage> {
-    const req: HttpRequest = { method: 'GET', url: this.url(path, query), headers: await this.headers(), agent: await this.connection(), signal };
+    const req: HttpRequest = { method: 'GET', origin: this.origin, path: KubeClient.pathWithQuery(path, query), headers: await this.headers(), agent: await this.connection(), signal };
     const res = await openStream(req);
     if (res.statusCode === 200) return res;
     const chunks: Buffer[] = [];

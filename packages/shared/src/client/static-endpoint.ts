@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import type { ApiEndpoint } from './endpoint.js';
-import { MAX_SOCKETS } from './endpoint.js';
+import { keepAliveAgent } from './keep-alive-agent.js';
 
 /** What a kubeconfig's cluster and user resolve to when no plugin is involved. */
 export interface StaticEndpointOptions {
@@ -54,11 +53,8 @@ export class StaticEndpoint implements ApiEndpoint {
   }
 
   private buildAgent(): http.Agent {
-    if (this.server.startsWith('http:')) return new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
     const o = this.options;
-    return new https.Agent({
-      keepAlive: true,
-      maxSockets: MAX_SOCKETS,
+    return keepAliveAgent(this.server, {
       ca: o.ca,
       cert: o.cert,
       key: o.key,

@@ -1,4 +1,4 @@
-import { createInterface } from 'node:readline';
+import { lineSplitter } from './line-splitter.js';
 import type { KubeClient } from '../client/kube-client.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -30,10 +30,7 @@ export async function streamWatch(
       // A silent half-open connection would stall the informer forever: cut it when nothing,
       // not even a bookmark, arrives for a while.
       const idle = setTimeout(() => ac.abort(), idleTimeoutMs);
-      const lines = createInterface({ input: body, crlfDelay: Infinity });
-      lines.on('line', (line) => {
-        idle.refresh();
-        if (!line) return;
+      const lines = lineSplitter((line) => {
         let e: WatchEvent;
         try {
           e = JSON.parse(line) as WatchEvent;
@@ -42,16 +39,20 @@ export async function streamWatch(
         }
         onEvent(e);
       });
+      body.on('data', (chunk: Buffer) => {
+        idle.refresh();
+        lines.push(chunk);
+      });
       const finish = (err?: unknown): void => {
         clearTimeout(idle);
-        lines.close();
         if (err && !signal.aborted) reject(err instanceof Error ? err : new Error('watch stream failed'));
         else resolve();
       };
       body.on('error', finish);
-      // readline re-emits its input's errors; without a listener an aborted stream would crash us.
-      lines.on('error', finish);
-      body.on('end', () => finish());
+      body.on('end', () => {
+        lines.end();
+        finish();
+      });
       body.on('close', () => finish());
       ac.signal.addEventListener('abort', () => finish(signal.aborted ? undefined : new Error('watch idle timeout')));
     });

@@ -45,11 +45,18 @@ function parseExact(q: string): Exact | undefined {
 export function quantityBytes(q: string | number | undefined): bigint | undefined {
   if (q === undefined) return undefined;
   if (typeof q === 'number') return Number.isFinite(q) ? BigInt(q < 0 ? Math.floor(q) : Math.ceil(q)) : undefined;
+  if (BYTES.has(q)) return BYTES.get(q);
   const x = parseExact(q);
-  if (!x) return undefined;
-  const magnitude = (x.num + x.den - 1n) / x.den;
-  return x.negative ? -magnitude : magnitude;
+  const bytes = x ? (x.negative ? -1n : 1n) * ((x.num + x.den - 1n) / x.den) : undefined;
+  // A cluster has few distinct sizes, and the binder reads one on every volume event and claim
+  // decision; the bound keeps forged or generated values from growing the map without end.
+  if (BYTES.size >= BYTES_MEMO_MAX) BYTES.clear();
+  BYTES.set(q, bytes);
+  return bytes;
 }
+
+const BYTES = new Map<string, bigint | undefined>();
+const BYTES_MEMO_MAX = 4096;
 
 /** Whether the text is a resource.Quantity. */
 export function isQuantity(q: string): boolean {

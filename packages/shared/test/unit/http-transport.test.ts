@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import { createServer } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { originOf } from '../../src/client/http-transport.js';
+import { keepAliveAgent } from '../../src/client/keep-alive-agent.js';
+import { KubeClient } from '../../src/client/kube-client.js';
+
+// A throwaway PEM is enough: the pool name only concatenates it, nothing verifies it here.
+const pem = (label: string, n: number): Buffer => Buffer.from(`-----BEGIN ${label}-----\n${'A'.repeat(n)}\n-----END ${label}-----\n`);
+const tls = { ca: pem('CERTIFICATE', 1200), cert: pem('CERTIFICATE', 1100), key: pem('PRIVATE KEY', 1600) };
+
+describe('the keep-alive agent', function () {
+  it('names a pool as Node does, once per host, port and server name', function () {
+    const ours = keepAliveAgent('https://api.example:6443', tls) as https.Agent;
+    const node = new https.Agent({ ...tls, keepAlive: true });
+    const requests = [
+      { host: '10.0.0.1', port: 6443 },
+      { host: '10.0.0.2', port: 6443 },
+      { host: '10.0.0.1', port: 443 },
+      { host: '10.0.0.1', port: 6443, servername: 'kubernetes.default' },
+    ];
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- only ever called with an agent as `this`, and restored below
+    const base = https.Agent.prototype.getName;
+    let built = 0;
+    https.Agent.prototype.getName = function (this: https.Agent, o?: https.RequestOptions): string {
+      built++;
+      return base.call(this, o);
+    };
+    try {
+      for (let round = 0; round < 50; round++) {
+        for (const r of requests) expect(ours.getName({ ...ours.options, ...r })).to.equal(base.call(node, { ...node.options, ...r }));
+      }
+      // Node's own getName runs once per distinct request, not on every request (and every socket freed).
+      expect(built).to.equal(requests.length);
+      expect(new Set(requests.map((r) => ours.getName({ ...ours.options, ...r }))).size).to.equal(requests.length);
+    } finally {
+      https.Agent.prototype.getName = base;
+    }
+  });
+  // TLS through this agent, and connection reuse, are what every integration test does against the
+  // real kube-apiserver (unit tests share the process with nock, which intercepts Node's http).
+});
+
+describe('request paths', function () {
+  it('encodes a query the server decodes back to the same values, dropping unset ones', function () {
+    const query = {
+      labelSelector: 'app in (a,b),!legacy,tier!=db',
+      fieldSelector: 'metadata.name=pv-1',
+      continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIzfQ==',
+      limit: 500,
+      watch: true,
+      dryRun: undefined,
+      fieldManager: '',
+    };
+    const p = KubeClient.pathWithQuery('/api/v1/persistentvolumes', query);
+    const [path, q] = p.split('?');
+    expect(path).to.equal('/api/v1/persistentvolumes');
+    expect([...new URLSearchParams(q)]).to.deep.equal([
+      ['labelSelector', query.labelSelector],
+      ['fieldSelector', query.fieldSelector],
+      ['continue', query.continue],
+      ['limit', '500'],
+      ['watch', 'true'],
+    ]);
+    expect(KubeClient.pathWithQuery('/api', { a: undefined })).to.equal('/api');
+    expect(KubeClient.pathWithQuery('/api')).to.equal('/api');
+  });
+
+  it('resolves the server once: IPv6 literals, default ports and a base path behind a proxy', function () {
+    expect(originOf('https://[::1]:6443')).to.deep.equal({ protocol: 'https:', hostname: '::1', port: '6443', basePath: '' });
+    expect(originOf('https://kubernetes.default.svc')).to.deep.equal({ protocol: 'https:', hostname: 'kubernetes.default.svc', port: undefined, basePath: '' });
+    expect(originOf('https://rancher.example/k8s/clusters/c-1/')).to.deep.equal({ protocol: 'https:', hostname: 'rancher.example', port: undefined, basePath: '/k8s/clusters/c-1' });
+    expect(() => originOf('unix:///var/run/x')).to.throw(/not an http\(s\) URL/);
+  });
+
+  it('sends requests below a base path', async function () {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"items":[]}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const client = KubeClient.forEndpoint({ server: `http://127.0.0.1:${port}/k8s/clusters/c-1/` }, { qps: 0, burst: 1 });
+      await client.request('GET', '/api/v1/persistentvolumes', { query: { labelSelector: 'a=b' } });
+      expect(seen).to.deep.equal(['/k8s/clusters/c-1/api/v1/persistentvolumes?labelSelector=a%3Db']);
+      client.close();
+    } finally {
+      server.close();
+    }
+  });
+});
