@@ -28,7 +28,8 @@ export interface HttpRequest {
   path: string;
   headers: http.OutgoingHttpHeaders;
   agent: http.Agent;
-  body?: Buffer;
+  /** JSON text: Node then sends the head and the body in one write. */
+  body?: string;
   /** Whole-request deadline, answer included; the request fails with code ETIMEDOUT. */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -93,8 +94,8 @@ export function openStream(req: HttpRequest): Promise<http.IncomingMessage> {
 }
 
 function open(req: HttpRequest, onResponse: (res: http.IncomingMessage) => void): http.ClientRequest {
-  const headers = { ...req.headers };
-  if (req.body) headers['Content-Length'] = req.body.length;
+  // Set even where Node would not (a DELETE's body has no Content-Length from Node by default).
+  const headers = req.body === undefined ? req.headers : { ...req.headers, 'Content-Length': Buffer.byteLength(req.body) };
   // Plain options, not a URL: Node would convert a URL into these on every request.
   const { protocol, hostname, port, basePath } = req.origin;
   const options: http.RequestOptions = { protocol, hostname, port, path: basePath + req.path, method: req.method, headers, agent: req.agent, signal: req.signal };

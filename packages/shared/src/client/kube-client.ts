@@ -85,6 +85,8 @@ export class KubeClient {
   readonly server: string;
   private readonly origin: HttpOrigin;
   private agent?: Promise<http.Agent>;
+  private builtFor?: Readonly<Record<string, string | string[]>>;
+  private readonly built = new Map<string, http.OutgoingHttpHeaders>();
 
   private constructor(
     private readonly endpoint: ApiEndpoint,
@@ -124,17 +126,34 @@ export class KubeClient {
     return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate);
   }
 
-  private async headers(extra?: Record<string, string>): Promise<http.OutgoingHttpHeaders> {
-    const headers: http.OutgoingHttpHeaders = {
-      ...(await this.endpoint.authHeaders()),
-      Accept: 'application/json',
-      'User-Agent': this.options.userAgent ?? 'topovol-controller-manager',
-    };
-    if (this.impersonate) {
-      headers['Impersonate-User'] = this.impersonate.user;
-      if (this.impersonate.groups.length) headers['Impersonate-Group'] = [...this.impersonate.groups];
+  /**
+   * Request headers: the endpoint's credentials, ours, and a caller's. Without a caller's, the
+   * object is built once per content type and credentials (an endpoint hands out the same object
+   * while its credentials are unchanged) and shared by every request, which Node only reads.
+   */
+  private async headers(contentType?: string, extra?: Record<string, string>): Promise<http.OutgoingHttpHeaders> {
+    const auth = await this.endpoint.authHeaders();
+    if (auth !== this.builtFor) {
+      this.builtFor = auth;
+      this.built.clear();
     }
-    return extra ? { ...headers, ...extra } : headers;
+    const key = contentType ?? '';
+    let headers = extra ? undefined : this.built.get(key);
+    if (!headers) {
+      headers = {
+        ...auth,
+        Accept: 'application/json',
+        'User-Agent': this.options.userAgent ?? 'topovol-controller-manager',
+      };
+      if (this.impersonate) {
+        headers['Impersonate-User'] = this.impersonate.user;
+        if (this.impersonate.groups.length) headers['Impersonate-Group'] = [...this.impersonate.groups];
+      }
+      if (contentType) headers['Content-Type'] = contentType;
+      if (extra) return { ...headers, ...extra };
+      this.built.set(key, Object.freeze(headers));
+    }
+    return headers;
   }
 
   private connection(): Promise<http.Agent> {
@@ -164,17 +183,17 @@ export class KubeClient {
     // No Accept-Encoding: gzip. kube-controller-manager and kube-scheduler set DisableCompression
     // on their clients (cmd/kube-controller-manager/app/options/options.go; kubernetes #80919):
     // next to the API server, gzip of large lists costs both sides CPU and saves no time.
-    const extra: Record<string, string> = { ...opts.headers };
-    let body: Buffer | undefined;
+    let body: string | undefined;
+    let contentType: string | undefined;
     if (opts.body !== undefined) {
-      extra['Content-Type'] = opts.contentType ?? 'application/json';
-      body = Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
+      contentType = opts.contentType ?? 'application/json';
+      body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     }
     const answer = await send({
       method,
       origin: this.origin,
       path: KubeClient.pathWithQuery(path, opts.query),
-      headers: await this.headers(extra),
+      headers: await this.headers(contentType, opts.headers),
       agent: await this.connection(),
       body,
       timeoutMs: this.options.timeoutMs ?? 60_000,

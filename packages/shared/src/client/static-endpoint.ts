@@ -40,6 +40,7 @@ const TOKEN_FILE_REREAD_MS = 60_000;
 export class StaticEndpoint implements ApiEndpoint {
   readonly server: string;
   private fileToken?: { at: number; token: string };
+  private auth?: { token: string | undefined; headers: Readonly<Record<string, string | string[]>> };
 
   constructor(
     private readonly options: StaticEndpointOptions,
@@ -65,15 +66,22 @@ export class StaticEndpoint implements ApiEndpoint {
 
   authHeaders(): Promise<Readonly<Record<string, string | string[]>>> {
     const o = this.options;
-    const headers: Record<string, string | string[]> = {};
     const token = o.token || (o.tokenFile ? this.readTokenFile(o.tokenFile) : undefined);
+    // The same object while the token is the same: the client reuses headers built on it.
+    if (!this.auth || this.auth.token !== token) this.auth = { token, headers: this.buildAuthHeaders(token) };
+    return Promise.resolve(this.auth.headers);
+  }
+
+  private buildAuthHeaders(token: string | undefined): Readonly<Record<string, string | string[]>> {
+    const o = this.options;
+    const headers: Record<string, string | string[]> = {};
     if (token) headers.Authorization = `Bearer ${token}`;
     else if (o.username !== undefined) {
       headers.Authorization = `Basic ${Buffer.from(`${o.username}:${o.password ?? ''}`).toString('base64')}`;
     }
     if (o.impersonateUser) headers['Impersonate-User'] = o.impersonateUser;
     if (o.impersonateGroups?.length) headers['Impersonate-Group'] = [...o.impersonateGroups];
-    return Promise.resolve(headers);
+    return Object.freeze(headers);
   }
 
   private readTokenFile(file: string): string {

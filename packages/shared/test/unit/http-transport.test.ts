@@ -1,10 +1,15 @@
 import { expect } from 'chai';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { originOf } from '../../src/client/http-transport.js';
 import { keepAliveAgent } from '../../src/client/keep-alive-agent.js';
 import { KubeClient } from '../../src/client/kube-client.js';
+import { StaticEndpoint } from '../../src/client/static-endpoint.js';
+import { Resources } from '../../src/informer/resources.js';
 
 // A throwaway PEM is enough: the pool name only concatenates it, nothing verifies it here.
 const pem = (label: string, n: number): Buffer => Buffer.from(`-----BEGIN ${label}-----\n${'A'.repeat(n)}\n-----END ${label}-----\n`);
@@ -90,6 +95,56 @@ describe('request paths', function () {
       client.close();
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('request heads and bodies', function () {
+  it('each request gets its own content type and length over shared heads, a DELETE body included, and a new token is used', async function () {
+    const seen: { method?: string; type?: string; length?: string; auth?: string; as?: string; body: string }[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const h = req.headers;
+        seen.push({ method: req.method, type: h['content-type'], length: h['content-length'], auth: h.authorization, as: h['impersonate-user'] as string | undefined, body });
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'topovol-heads-'));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const tokenFile = path.join(dir, 'token');
+      writeFileSync(tokenFile, 'one');
+      let now = 0;
+      const endpoint = new StaticEndpoint({ server: `http://127.0.0.1:${port}`, tokenFile }, () => now);
+      const client = KubeClient.forEndpoint(endpoint, { qps: 0, burst: 1 });
+      const r = { ...Resources.configMaps };
+      await client.get(r, 'a', 'ns');
+      await client.replace(r, { metadata: { name: 'a', namespace: 'ns' }, data: { k: 'é' } });
+      await client.patch(r, 'a', 'ns', 'merge', { data: { k: 'v' } });
+      await client.delete(r, 'a', 'ns', { preconditions: { uid: 'u-1', resourceVersion: '7' } });
+      writeFileSync(tokenFile, 'two');
+      now += 61_000;
+      await client.get(r, 'a', 'ns');
+      await client.forUser('jane').get(r, 'a', 'ns');
+      expect(seen.map((s) => [s.method, s.type, s.auth, s.as])).to.deep.equal([
+        ['GET', undefined, 'Bearer one', undefined],
+        ['PUT', 'application/json', 'Bearer one', undefined],
+        ['PATCH', 'application/merge-patch+json', 'Bearer one', undefined],
+        ['DELETE', 'application/json', 'Bearer one', undefined],
+        ['GET', undefined, 'Bearer two', undefined],
+        ['GET', undefined, 'Bearer two', 'jane'],
+      ]);
+      for (const s of seen.filter((x) => x.body)) expect(Number(s.length)).to.equal(Buffer.byteLength(s.body));
+      expect(JSON.parse(seen[1]!.body)).to.deep.equal({ metadata: { name: 'a', namespace: 'ns' }, data: { k: 'é' } });
+      expect(JSON.parse(seen[3]!.body)).to.deep.include({ preconditions: { uid: 'u-1', resourceVersion: '7' } });
+      client.close();
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
