@@ -150,11 +150,18 @@ export function recordedOptions(opts: BenchOptions): Omit<BenchOptions, 'help' |
   return options;
 }
 
+/** A number as the record keeps it: three decimals, five below 1. */
+export function roundForRecord(v: number): number {
+  const scale = Math.abs(v) < 1 ? 100_000 : 1000;
+  return Math.round(v * scale) / scale;
+}
+
 /** Writes results/<prefix>-<date>.json and results/<prefix>-latest.json; returns the dated path. */
 export function writeRecord(dir: string, prefix: string, record: object, now: Date): string {
   mkdirSync(dir, { recursive: true });
-  // Microseconds are noise at these scales; three decimals keep the record readable.
-  const round = (_k: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
+  // Microseconds are noise at these scales; three decimals keep the record readable. Fractions keep
+  // five, or a run's 81.48% of the ceiling would be stored as 0.815 and printed as 82%.
+  const round = (_k: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? roundForRecord(v) : v);
   const body = JSON.stringify(record, round, 1) + '\n';
   const stamp = now.toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z');
   const dated = path.join(dir, `${prefix}-${stamp}.json`);

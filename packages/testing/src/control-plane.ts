@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
@@ -69,14 +69,18 @@ export class ControlPlane {
     this.writeIdentities();
     await onFreshPorts(
       () => this.startEtcd(),
-      () => {
+      (attempt) => {
         this.etcdPort = this.etcdPeerPort = 0;
         rmSync(path.join(this.dir, 'etcd-data'), { recursive: true, force: true });
+        setAside(path.join(this.dir, 'etcd.log'), attempt);
       },
     );
     await onFreshPorts(
       () => this.startApiServer(),
-      () => (this.apiPort = 0),
+      (attempt) => {
+        this.apiPort = 0;
+        setAside(path.join(this.dir, 'kube-apiserver.log'), attempt);
+      },
     );
   }
 
@@ -270,15 +274,20 @@ export class ControlPlane {
  * range to outgoing connections (seen in bench runs, etcd's "bind: address already in use"). On
  * a first start nothing depends on the port yet, so a fresh one is picked and the start retried.
  */
-async function onFreshPorts(start: () => Promise<void>, forget: () => void, attempts = 3): Promise<void> {
+async function onFreshPorts(start: () => Promise<void>, forget: (attempt: number) => void, attempts = 3): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await start();
     } catch (err) {
       if (attempt >= attempts || !String(err).includes('address already in use')) throw err;
-      forget();
+      forget(attempt);
     }
   }
+}
+
+/** Keeps a failed attempt's log, out of the way of the next attempt's error (logs are appended to). */
+function setAside(log: string, attempt: number): void {
+  if (existsSync(log)) renameSync(log, `${log}.attempt-${attempt}`);
 }
 
 async function waitFor(what: string, proc: ManagedProcess, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {

@@ -6,7 +6,7 @@ import { benchmarksDoc, renderBenchmarksDoc } from '../../bench/benchmarks-doc.j
 import { parseBenchFlags } from '../../bench/bench-flags.js';
 import { staticRunPlan } from '../../bench/static-run-plan.js';
 import { FlagError } from '@topovol/shared';
-import { ratios } from '../../bench/bench-report.js';
+import { ratios, roundForRecord } from '../../bench/bench-report.js';
 import { spread } from '../../bench/run-medians.js';
 import { cpuSplit, failoverSection, largeNSection } from '../../bench/benchmarks-doc-sections.js';
 import type { BindingRecord } from '../../bench/bench-report.js';
@@ -56,6 +56,14 @@ describe('pv-binder bench figures', function () {
     expect(fig.cpuMsPerBinding).to.equal(500);
     expect(fig.writes.perBinding).to.equal(4);
     expect(fig.boundTimeline[fig.boundTimeline.length - 1]).to.deep.equal([4, 4]);
+  });
+
+  it('the record keeps a fraction precise enough to print the percent the run had (no double rounding)', function () {
+    // 256.645 pairs/s against a ceiling of 314.977: 81.48%, which three decimals (0.815) would print as 82%.
+    const stored = roundForRecord(256.645 / 314.977);
+    expect(Math.round(stored * 100)).to.equal(81);
+    expect(roundForRecord(1234.56789)).to.equal(1234.568);
+    expect(roundForRecord(-0.123456)).to.equal(-0.12346);
   });
 
   it('splits the CPU of a binding by process at the largest N, and says nothing for records without the split', function () {

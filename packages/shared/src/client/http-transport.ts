@@ -9,6 +9,8 @@ export interface HttpOrigin {
   hostname: string;
   port?: string;
   basePath: string;
+  /** user:password from the server URL itself (Basic authentication, as Node takes it from a URL). */
+  auth?: string;
 }
 
 /** Parses a kubeconfig server URL once; requests then carry only their path. */
@@ -17,7 +19,9 @@ export function originOf(server: string): HttpOrigin {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`server ${server}: not an http(s) URL`);
   // An IPv6 literal keeps its brackets in a URL but not in Node's request options.
   const hostname = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
-  return { protocol: u.protocol, hostname, port: u.port || undefined, basePath: u.pathname.replace(/\/+$/, '') };
+  const origin: HttpOrigin = { protocol: u.protocol, hostname, port: u.port || undefined, basePath: u.pathname.replace(/\/+$/, '') };
+  if (u.username || u.password) origin.auth = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+  return origin;
 }
 
 /** One request as the transport sends it. */
@@ -71,7 +75,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
     });
     const timer = req.timeoutMs
       ? setTimeout(() => {
-          const err = Object.assign(new Error(`${req.method} ${req.path.split('?')[0]}: timed out`), { code: 'ETIMEDOUT' });
+          const err = Object.assign(new Error(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}: timed out`), { code: 'ETIMEDOUT' });
           fail(err);
           r.destroy(err);
         }, req.timeoutMs)
@@ -97,7 +101,7 @@ function open(req: HttpRequest, onResponse: (res: http.IncomingMessage) => void)
   // Set even where Node would not (a DELETE's body has no Content-Length from Node by default).
   const headers = req.body === undefined ? req.headers : { ...req.headers, 'Content-Length': Buffer.byteLength(req.body) };
   // Plain options, not a URL: Node would convert a URL into these on every request.
-  const { protocol, hostname, port, basePath } = req.origin;
-  const options: http.RequestOptions = { protocol, hostname, port, path: basePath + req.path, method: req.method, headers, agent: req.agent, signal: req.signal };
+  const { protocol, hostname, port, basePath, auth } = req.origin;
+  const options: http.RequestOptions = { protocol, hostname, port, auth, path: basePath + req.path, method: req.method, headers, agent: req.agent, signal: req.signal };
   return protocol === 'https:' ? https.request(options, onResponse) : http.request(options, onResponse);
 }

@@ -149,8 +149,8 @@ export class KubeClient {
         headers['Impersonate-User'] = this.impersonate.user;
         if (this.impersonate.groups.length) headers['Impersonate-Group'] = [...this.impersonate.groups];
       }
+      if (extra) return contentType ? { ...headers, ...extra, 'Content-Type': contentType } : { ...headers, ...extra };
       if (contentType) headers['Content-Type'] = contentType;
-      if (extra) return { ...headers, ...extra };
       this.built.set(key, Object.freeze(headers));
     }
     return headers;

@@ -76,24 +76,25 @@ describe('request paths', function () {
     expect(originOf('https://[::1]:6443')).to.deep.equal({ protocol: 'https:', hostname: '::1', port: '6443', basePath: '' });
     expect(originOf('https://kubernetes.default.svc')).to.deep.equal({ protocol: 'https:', hostname: 'kubernetes.default.svc', port: undefined, basePath: '' });
     expect(originOf('https://rancher.example/k8s/clusters/c-1/')).to.deep.equal({ protocol: 'https:', hostname: 'rancher.example', port: undefined, basePath: '/k8s/clusters/c-1' });
+    expect(originOf('https://jane:s%40cret@api.example:6443')).to.deep.equal({ protocol: 'https:', hostname: 'api.example', port: '6443', basePath: '', auth: 'jane:s@cret' });
     expect(() => originOf('unix:///var/run/x')).to.throw(/not an http\(s\) URL/);
   });
 
-  it('sends requests below a base path', async function () {
+  it('sends requests below a base path, with the credentials a server URL carries', async function () {
     const seen: string[] = [];
     const server = createServer((req, res) => {
-      seen.push(req.url ?? '');
+      seen.push(`${req.url ?? ''} ${req.headers.authorization ?? ''}`);
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end('{"items":[]}');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    const client = KubeClient.forEndpoint({ server: `http://jane:s%40cret@127.0.0.1:${port}/k8s/clusters/c-1/` }, { qps: 0, burst: 1 });
     try {
-      const { port } = server.address() as AddressInfo;
-      const client = KubeClient.forEndpoint({ server: `http://127.0.0.1:${port}/k8s/clusters/c-1/` }, { qps: 0, burst: 1 });
       await client.request('GET', '/api/v1/persistentvolumes', { query: { labelSelector: 'a=b' } });
-      expect(seen).to.deep.equal(['/k8s/clusters/c-1/api/v1/persistentvolumes?labelSelector=a%3Db']);
-      client.close();
+      expect(seen).to.deep.equal([`/k8s/clusters/c-1/api/v1/persistentvolumes?labelSelector=a%3Db Basic ${Buffer.from('jane:s@cret').toString('base64')}`]);
     } finally {
+      client.close();
       server.close();
     }
   });
