@@ -126,32 +126,33 @@ export class KubeClient {
     return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate);
   }
 
-  /**
-   * Request headers: the endpoint's credentials, ours, and a caller's. Without a caller's, the
-   * object is built once per content type and credentials (an endpoint hands out the same object
-   * while its credentials are unchanged) and shared by every request, which Node only reads.
-   */
+  /** Request headers: the shared ones below, then a caller's, then the body's content type. */
   private async headers(contentType?: string, extra?: Record<string, string>): Promise<http.OutgoingHttpHeaders> {
+    const base = await this.sharedHeaders(contentType);
+    return extra ? { ...base, ...extra, ...(contentType ? { 'Content-Type': contentType } : {}) } : base;
+  }
+
+  /**
+   * The endpoint's credentials and ours, built once per content type and credentials (an endpoint
+   * hands out the same object while its credentials are unchanged) and shared by every request,
+   * which Node only reads.
+   */
+  private async sharedHeaders(contentType: string | undefined): Promise<http.OutgoingHttpHeaders> {
     const auth = await this.endpoint.authHeaders();
     if (auth !== this.builtFor) {
       this.builtFor = auth;
       this.built.clear();
     }
-    const key = contentType ?? '';
-    let headers = extra ? undefined : this.built.get(key);
+    let headers = this.built.get(contentType ?? '');
     if (!headers) {
-      headers = {
-        ...auth,
-        Accept: 'application/json',
-        'User-Agent': this.options.userAgent ?? 'topovol-controller-manager',
-      };
+      const h: http.OutgoingHttpHeaders = { ...auth, Accept: 'application/json', 'User-Agent': this.options.userAgent ?? 'topovol-controller-manager' };
       if (this.impersonate) {
-        headers['Impersonate-User'] = this.impersonate.user;
-        if (this.impersonate.groups.length) headers['Impersonate-Group'] = [...this.impersonate.groups];
+        h['Impersonate-User'] = this.impersonate.user;
+        if (this.impersonate.groups.length) h['Impersonate-Group'] = [...this.impersonate.groups];
       }
-      if (extra) return contentType ? { ...headers, ...extra, 'Content-Type': contentType } : { ...headers, ...extra };
-      if (contentType) headers['Content-Type'] = contentType;
-      this.built.set(key, Object.freeze(headers));
+      if (contentType) h['Content-Type'] = contentType;
+      headers = Object.freeze(h);
+      this.built.set(contentType ?? '', headers);
     }
     return headers;
   }
