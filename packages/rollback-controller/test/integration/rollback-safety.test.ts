@@ -156,6 +156,25 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect((await f.claim('c1')).metadata?.uid).to.equal(done.status?.claims?.find((c) => c.name === 'c1')?.uid);
   });
 
+  it("a binder's write between the last check and the delete (the delete's precondition fails): decided again, deleted and re-created", async function () {
+    const { p, c1 } = await unusedC1();
+    // A status write as kube-controller-manager makes right after a bind (it writes the claim's spec,
+    // then its status), landing in the window on purpose once.
+    let writes = 0;
+    const condition = { type: 'FileSystemResizePending', status: 'False', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+    const a = actuator({
+      beforeClaimDelete: async () => {
+        if (writes++ > 0) return;
+        await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { status: { conditions: [condition] } }, { subresource: 'status' });
+      },
+    });
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    const done = await advance(a, r!.metadata!.name!);
+    expect([done.status?.phase, writes]).to.deep.equal(['Completed', 2]);
+    expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
+  });
+
   it('a stale copy of the record cannot write (resourceVersion precondition): an old leader waking up changes nothing', async function () {
     const { p, c1 } = await unusedC1();
     const a = actuator();

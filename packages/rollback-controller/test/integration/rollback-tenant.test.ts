@@ -137,7 +137,7 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
       await failProvisioning(admin, tenantNs, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
       const [done] = await eventually(async () => {
         const rs = await recordsOf(admin, tPod.metadata!.uid!);
-        expect(rs.map((r) => r.status?.phase)).to.deep.equal(['Completed']);
+        expect(rs.map((r) => r.status?.phase), JSON.stringify(rs.map((r) => r.status))).to.deep.equal(['Completed']);
         return rs;
       }, 60_000);
 
