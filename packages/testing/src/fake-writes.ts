@@ -114,10 +114,15 @@ export interface RecordedEvent {
 }
 
 /** Keeps Events in memory. */
-export class FakeEvents implements Pick<EventRecorder, 'event'> {
+export class FakeEvents implements Pick<EventRecorder, 'event' | 'flush'> {
   readonly recorded: RecordedEvent[] = [];
+  /** What `flush` waits for: set it to hold the caller as a slow API server would. */
+  pending: Promise<void> = Promise.resolve();
   event(obj: KubeObject, type: EventType, reason: string, message: string): void {
     this.recorded.push({ kind: obj.kind, name: obj.metadata?.name, type, reason, message });
+  }
+  flush(): Promise<void> {
+    return this.pending;
   }
 }
 

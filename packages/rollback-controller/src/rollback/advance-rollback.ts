@@ -31,6 +31,8 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         break;
       case 'deleteClaim': {
         const outcome = await deleteClaim(d, current, s.claim);
+        // Written since it was read: it stays Deleting, and the next look decides it again.
+        if (outcome === 'changed') return CHANGED_RECHECK_MS;
         current = await d.actuator.setClaim(current, s.claim.name, outcome.state, undefined, outcome.why);
         if (outcome.state === 'Kept') {
           d.actuator.reportAborted(current, s.claim, outcome.why ?? '');
@@ -66,34 +68,29 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
 }
 
 /**
- * How many times a claim's delete is decided again after its resourceVersion precondition failed.
- * A binder's status write right after the bind (kube-controller-manager writes the claim's spec,
- * then its status) lands in the window between the read and the delete; such a write changes
- * nothing the rollback re-creates, and decideClaimDelete tells it apart from one that does. A claim
- * written on every attempt is kept: the rollback stops rather than race a writer.
+ * How soon a rollback whose claim delete failed a precondition is looked at again. A binder's
+ * status write right after the bind (kube-controller-manager writes the claim's spec, then its
+ * status) lands between the re-read and the delete; such a write changes nothing the rollback
+ * re-creates. The claim stays `Deleting` in the record, and the next look reads and decides it
+ * afresh (decideClaimDelete), as after a crash there: kept if what it re-creates changed, the pod
+ * was scheduled or the volume may hold data; deleted otherwise.
  */
-export const DELETE_ATTEMPTS = 3;
+export const CHANGED_RECHECK_MS = 200;
 
-/** Reads the claim, the pod and the volume from the server, then deletes if decideClaimDelete says so; again if the claim was written in between. */
-async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string }> {
+/** Reads the claim, the pod and the volume from the server, then deletes if decideClaimDelete says so. */
+async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string } | 'changed'> {
   const ns = r.spec.pod.namespace;
-  for (let attempt = 1; ; attempt++) {
-    const claim = await d.reads.claim(ns, c.name);
-    const plan = decideClaimDelete(r, c, { claim, pod: await d.reads.pod(ns, r.spec.pod.name), volumeUse: await d.reads.volumeUse(c.volume) });
-    if (plan.kind === 'alreadyDeleted') return { state: 'Deleted' };
-    if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
-    await d.beforeClaimDelete?.(c);
-    const written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
-    if (written === 'changed') {
-      if (attempt < DELETE_ATTEMPTS) continue;
-      return { state: 'Kept', why: `claim ${c.name} was written again each of the ${DELETE_ATTEMPTS} times it was about to be deleted` };
-    }
-    // Not found at the delete: someone else deleted it since the read.
-    if (written === 'gone') return { state: 'Kept', why: `claim ${c.name} was deleted by someone else` };
-    // The only window no precondition closes: the scheduler binding the pod between the re-check
-    // and the delete. The claim then stays Terminating while the pod exists; say so.
-    const after = await d.reads.pod(ns, r.spec.pod.name);
-    if (after?.spec?.nodeName) d.actuator.reportRaced(after, c);
-    return { state: 'Deleted' };
-  }
+  const claim = await d.reads.claim(ns, c.name);
+  const plan = decideClaimDelete(r, c, { claim, pod: await d.reads.pod(ns, r.spec.pod.name), volumeUse: await d.reads.volumeUse(c.volume) });
+  if (plan.kind === 'alreadyDeleted') return { state: 'Deleted' };
+  if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
+  await d.beforeClaimDelete?.(c);
+  const written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
+  if (written === 'changed') return 'changed';
+  if (written === 'gone') return { state: 'Kept', why: `claim ${c.name} was deleted by someone else` };
+  // The only window no precondition closes: the scheduler binding the pod between the re-check
+  // and the delete. The claim then stays Terminating while the pod exists; say so.
+  const after = await d.reads.pod(ns, r.spec.pod.name);
+  if (after?.spec?.nodeName) d.actuator.reportRaced(after, c);
+  return { state: 'Deleted' };
 }

@@ -13,7 +13,8 @@ export type RollbackWrites = Pick<KubeClient, 'create' | 'delete' | 'replaceStat
 
 export interface RollbackActuatorDeps {
   client: RollbackWrites;
-  events: Pick<EventRecorder, 'event'>;
+  /** `flush`: announce waits for its Events to be written before it says so in the record. */
+  events: Pick<EventRecorder, 'event' | 'flush'>;
   log: Logger;
   dryRun: boolean;
 }
@@ -90,6 +91,9 @@ export class RollbackActuator {
       this.d.events.event(claim, 'Normal', Reasons.RollbackStarted, `deleting and re-creating this claim: its volume ${c.volume} was provisioned for node ${r.spec.node} and never used; ${r.spec.reason}`);
       this.d.events.event(volume, 'Normal', Reasons.RollbackStarted, `claim ${c.name} is re-created; this unused volume is released and ${fate}`);
     }
+    // The recorder writes Events in the background: the condition must not say they were sent
+    // before they were (a process killed in between would leave them unsent for good).
+    await this.d.events.flush();
     return this.writeStatus(r, { conditions: withCondition(r, { type: STARTED_CONDITION, status: 'True', reason: 'Announced', message: r.spec.reason }) });
   }
 

@@ -156,10 +156,12 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect((await f.claim('c1')).metadata?.uid).to.equal(done.status?.claims?.find((c) => c.name === 'c1')?.uid);
   });
 
-  it("a binder's write between the last check and the delete (the delete's precondition fails): decided again, deleted and re-created", async function () {
+  it("a binder's write between the last check and the delete (the delete's precondition fails): looked at again, deleted and re-created", async function () {
     const { p, c1 } = await unusedC1();
-    // A status write as kube-controller-manager makes right after a bind (it writes the claim's spec,
-    // then its status), landing in the window on purpose once.
+    // Stands in for kube-controller-manager's status write right after a bind (it writes the claim's
+    // spec, then its status Bound; this claim is Bound already, so a condition is written instead),
+    // landing in the window on purpose once: the delete's precondition fails, the claim stays
+    // Deleting, and the next look deletes it.
     let writes = 0;
     const condition = { type: 'FileSystemResizePending', status: 'False', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
     const a = actuator({

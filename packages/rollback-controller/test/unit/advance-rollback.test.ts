@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { logger, Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
-import { advanceRollback, DELETE_ATTEMPTS } from '../../src/rollback/advance-rollback.js';
+import { advanceRollback, CHANGED_RECHECK_MS } from '../../src/rollback/advance-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { newRollback } from '../../src/rollback/intent/new-rollback.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -11,87 +11,117 @@ import type { ProvisioningRollback } from '../../src/rollback/intent/provisionin
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { claim, NOW, pod, pv } from './rollback-world-fixture.js';
 
-// A rollback advanced to its end over an in-memory store that enforces preconditions like the API
-// server, with a writer that touches the claim between the last re-check and the delete: the window
-// kube-controller-manager's status write after a bind falls into (it writes the claim's spec, then
-// its status). The real server: test/integration/rollback-safety.test.ts and rollback-tenant.test.ts.
+// A rollback advanced look by look, as the loop does, over an in-memory store that enforces
+// preconditions like the API server, with writes landing between the last re-read and the claim's
+// delete: the window kube-controller-manager's status write after a bind falls into (it writes the
+// claim's spec, then its status). The real server: test/integration/rollback-safety.test.ts.
 const thePod: Pod = pod('p', ['c'], { nodeName: undefined });
 const decidedClaim = (): PersistentVolumeClaim => ({ ...claim('c', { volume: 'v' }), metadata: { ...claim('c').metadata, labels: { app: 'db' } }, spec: { volumeName: 'v', storageClassName: 'late', resources: { requests: { storage: '1Gi' } } } });
 const pinned = [{ claim: decidedClaim(), volume: pv('v', 'c', { usage: 'unused', forNode: 'a' }), node: 'a' }];
 
-type Write = 'status' | 'binder annotation' | 'label';
+/**
+ * What lands in the window, each with a write of the claim (so the delete's precondition fails):
+ * a status write alone (a binder's Bound); a label the re-created claim would carry; the pod
+ * scheduled; the volume seen used.
+ */
+type Gap = 'status' | 'label' | 'scheduled' | 'used';
 
-/** A write to the stored claim: what a binder does after a bind, or a change the re-created claim would carry. */
-async function write(store: FakeWrites, kind: Write): Promise<void> {
-  const cur = store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')!;
-  if (kind === 'status') await store.replaceStatus(Resources.persistentVolumeClaims, { ...cur, status: { phase: 'Bound' } });
-  else if (kind === 'binder annotation') await store.patch(Resources.persistentVolumeClaims, 'c', 'ns', 'merge', { metadata: { annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } } });
-  else await store.patch(Resources.persistentVolumeClaims, 'c', 'ns', 'merge', { metadata: { labels: { app: 'db', touched: String(Math.random()) } } });
+interface World {
+  store: FakeWrites;
+  scheduled: boolean;
+  used: boolean;
+  /** What held when the claim was deleted, if it was. */
+  deletedWhen?: { scheduled: boolean; used: boolean; labels: Record<string, string> | undefined };
 }
 
-/** Advances the record as the loop would on each change, until it finishes; writes `writes[i]` before the i-th delete attempt. */
-async function runToEnd(writes: Write[]): Promise<{ record: ProvisioningRollback; claim: PersistentVolumeClaim | undefined }> {
-  const store = new FakeWrites();
-  store.seed(Resources.persistentVolumeClaims, decidedClaim());
-  const r0 = store.seed(ProvisioningRollbacks, newRollback(thePod, pinned, 'node a rejects the pod', 1, NOW));
-  const actuator = new RollbackActuator({ client: store, events: new FakeEvents(), log: logger(), dryRun: false });
+async function land(w: World, gap: Gap, n: number): Promise<void> {
+  const cur = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')!;
+  if (gap === 'label') {
+    await w.store.patch(Resources.persistentVolumeClaims, 'c', 'ns', 'merge', { metadata: { labels: { touched: String(n) } } });
+    return;
+  }
+  if (gap === 'scheduled') w.scheduled = true;
+  if (gap === 'used') w.used = true;
+  await w.store.replaceStatus(Resources.persistentVolumeClaims, { ...cur, status: { phase: 'Bound', conditions: [{ type: 'Written', status: String(n) }] } });
+}
+
+/** Looks at the record `looks` times (or until it finishes); `gaps[i]` lands before the i-th delete. */
+async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record: ProvisioningRollback; waits: (number | undefined)[] }> {
+  const w: World = { store: new FakeWrites(), scheduled: false, used: false };
+  w.store.seed(Resources.persistentVolumeClaims, decidedClaim());
+  const name = w.store.seed(ProvisioningRollbacks, newRollback(thePod, pinned, 'node a rejects the pod', 1, NOW)).metadata!.name!;
+  // The delete as the API server does it, noting what held at that moment.
+  const del = w.store.delete.bind(w.store);
+  w.store.delete = async (...args: Parameters<FakeWrites['delete']>) => {
+    const labels = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.labels;
+    await del(...args);
+    if (args[0] === Resources.persistentVolumeClaims) w.deletedWhen = { scheduled: w.scheduled, used: w.used, labels };
+  };
   let attempt = 0;
   const deps = {
-    actuator,
+    actuator: new RollbackActuator({ client: w.store, events: new FakeEvents(), log: logger(), dryRun: false }),
     reads: {
-      claim: (ns: string, name: string) => Promise.resolve(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns)),
-      pod: () => Promise.resolve(thePod),
-      volumeUse: () => Promise.resolve(undefined),
+      claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
+      pod: () => Promise.resolve<Pod>({ ...thePod, spec: { ...thePod.spec!, nodeName: w.scheduled ? 'a' : undefined } }),
+      volumeUse: () => Promise.resolve(w.used ? 'its mark is used' : undefined),
     },
     beforeClaimDelete: async () => {
-      const w = writes[attempt++];
-      if (w) await write(store, w);
+      const gap = gaps[attempt];
+      if (gap) await land(w, gap, attempt);
+      attempt++;
     },
   };
-  const name = r0.metadata!.name!;
-  for (let round = 0; round < 10; round++) {
-    const r = store.stored<ProvisioningRollback>(ProvisioningRollbacks, name)!;
+  const waits: (number | undefined)[] = [];
+  for (let look = 0; look < looks; look++) {
+    const r = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, name)!;
     if (r.status?.phase === 'Completed' || r.status?.phase === 'Aborted') break;
-    await advanceRollback(deps, r, decideIntent(r, (ns, n) => store.stored(Resources.persistentVolumeClaims, n, ns)));
+    waits.push(await advanceRollback(deps, r, decideIntent(r, (ns, n) => w.store.stored(Resources.persistentVolumeClaims, n, ns))));
   }
-  return { record: store.stored<ProvisioningRollback>(ProvisioningRollbacks, name)!, claim: store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns') };
+  return { w, record: w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, name)!, waits };
 }
 
-describe('advancing a rollback when the claim is written between the re-check and the delete', function () {
-  const cases: { name: string; writes: Write[]; phase: 'Completed' | 'Aborted'; message?: RegExp }[] = [
-    { name: 'no write: deleted and re-created', writes: [], phase: 'Completed' },
-    { name: "a binder's status write (kube-controller-manager after a bind): decided again, deleted and re-created", writes: ['status'], phase: 'Completed' },
-    { name: "a binder's annotation, then its status write: decided again twice, deleted and re-created", writes: ['binder annotation', 'status'], phase: 'Completed' },
-    { name: 'a label the re-created claim would carry: kept, the rollback aborted', writes: ['label'], phase: 'Aborted', message: /changed since the rollback was decided \(its labels/ },
-    { name: 'a status write, then a label: kept on the second look', writes: ['status', 'label'], phase: 'Aborted', message: /its labels/ },
-    { name: `written before each of the ${DELETE_ATTEMPTS} attempts: kept rather than race the writer`, writes: Array<Write>(DELETE_ATTEMPTS).fill('status'), phase: 'Aborted', message: /written again each of the 3 times/ },
+describe('advancing a rollback when the claim is written between the last re-read and its delete', function () {
+  const cases: { name: string; gaps: Gap[]; phase: string; message?: RegExp }[] = [
+    { name: 'nothing in between: deleted and re-created', gaps: [], phase: 'Completed' },
+    { name: "a binder's status write: looked at again shortly, decided afresh, deleted and re-created", gaps: ['status'], phase: 'Completed' },
+    { name: 'two status writes: two more looks, then deleted and re-created', gaps: ['status', 'status'], phase: 'Completed' },
+    { name: 'a label the re-created claim would carry: kept, the rollback aborted', gaps: ['label'], phase: 'Aborted', message: /changed since the rollback was decided \(its labels/ },
+    { name: 'the pod scheduled (with a claim write): kept on the next look', gaps: ['scheduled'], phase: 'Aborted', message: /was scheduled to node a/ },
+    { name: 'the volume seen used (with a claim write): kept on the next look', gaps: ['used'], phase: 'Aborted', message: /may hold data/ },
+    { name: 'a status write, then a label: kept on the second look', gaps: ['status', 'label'], phase: 'Aborted', message: /its labels/ },
+    { name: 'written before every delete: nothing deleted, the claim stays Deleting and is looked at again', gaps: Array<Gap>(10).fill('status'), phase: 'Deleting' },
   ];
   for (const c of cases) {
     it(c.name, async function () {
-      const { record, claim: after } = await runToEnd(c.writes);
+      const { w, record, waits } = await advanceLooks(c.gaps);
       expect(record.status?.phase).to.equal(c.phase);
+      const after = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
+      // Each failed precondition asks for another look soon; nothing else in these cases does.
+      expect(waits.filter((x) => x !== undefined)).to.deep.equal(Array<number>(c.gaps.length).fill(CHANGED_RECHECK_MS));
       if (c.phase === 'Completed') {
         expect(after?.metadata?.uid).to.not.equal('uid-c');
         expect(after?.metadata?.labels).to.deep.equal({ app: 'db' });
         return;
       }
       expect(after?.metadata?.uid, 'the claim decided on is still there').to.equal('uid-c');
+      expect(after?.metadata?.deletionTimestamp).to.equal(undefined);
+      if (c.phase === 'Deleting') return expect(record.status?.claims?.[0]).to.include({ name: 'c', state: 'Deleting' });
       expect(record.status?.claims?.[0]).to.include({ name: 'c', state: 'Kept' });
       expect(record.status?.claims?.[0]?.message).to.match(c.message!);
     });
   }
 
-  it('property: the claim decided on survives unless deleted at a version that differs from it in nothing it re-creates', async function () {
+  it('property: the claim is deleted only while the pod is unscheduled, the volume unused and the claim as decided; it completes once nothing lands', async function () {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.constantFrom<Write>('status', 'binder annotation', 'label'), { maxLength: DELETE_ATTEMPTS + 1 }), async (writes) => {
-        const { record, claim: after } = await runToEnd(writes);
-        const tried = writes.slice(0, DELETE_ATTEMPTS);
-        const firstLabel = tried.indexOf('label');
-        const completes = firstLabel < 0 ? tried.length < DELETE_ATTEMPTS : false;
-        expect(record.status?.phase).to.equal(completes ? 'Completed' : 'Aborted');
-        expect(after?.metadata?.uid === 'uid-c').to.equal(!completes);
+      fc.asyncProperty(fc.array(fc.constantFrom<Gap>('status', 'label', 'scheduled', 'used'), { maxLength: 6 }), async (gaps) => {
+        const { w, record } = await advanceLooks(gaps, 8);
+        if (w.deletedWhen) expect(w.deletedWhen).to.deep.equal({ scheduled: false, used: false, labels: { app: 'db' } });
+        const onlyStatus = gaps.every((g) => g === 'status');
+        // Each status write costs one look; the ones after it re-create the claim and finish.
+        if (onlyStatus && gaps.length <= 5) expect(record.status?.phase).to.equal('Completed');
+        if (!onlyStatus) expect(record.status?.phase).to.not.equal('Completed');
       }),
-      { numRuns: 60 },
+      { numRuns: 80 },
     );
   });
 });

@@ -153,6 +153,19 @@ describe('rollback actuator over an in-memory API server', function () {
     }
   });
 
+  it('announce writes the Started condition only once its Events were written: a process killed before leaves them to its successor', async function () {
+    const r = store.seed(ProvisioningRollbacks, record());
+    let written!: () => void;
+    events.pending = new Promise<void>((resolve) => (written = resolve));
+    const announced = actuator().announce(r);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reasons(), 'the Events are handed to the recorder').to.have.length(3);
+    expect(storedRecord()?.status, 'nothing says they were sent while they are not').to.equal(undefined);
+    written();
+    await announced;
+    expect(storedRecord()?.status?.conditions?.map((c) => `${c.type}=${c.status}`)).to.deep.equal(['Started=True']);
+  });
+
   it('reportRaced and reportAborted: Events only', function () {
     const r = store.seed(ProvisioningRollbacks, record());
     const before = store.snapshot();
