@@ -31,8 +31,6 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         break;
       case 'deleteClaim': {
         const outcome = await deleteClaim(d, current, s.claim);
-        // Written since it was read: it stays Deleting, and the next look decides it again.
-        if (outcome === 'changed') return CHANGED_RECHECK_MS;
         current = await d.actuator.setClaim(current, s.claim.name, outcome.state, undefined, outcome.why);
         if (outcome.state === 'Kept') {
           d.actuator.reportAborted(current, s.claim, outcome.why ?? '');
@@ -68,17 +66,14 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
 }
 
 /**
- * How soon a rollback whose claim delete failed a precondition is looked at again. A binder's
- * status write right after the bind (kube-controller-manager writes the claim's spec, then its
- * status) lands between the re-read and the delete; such a write changes nothing the rollback
- * re-creates. The claim stays `Deleting` in the record, and the next look reads and decides it
- * afresh (decideClaimDelete), as after a crash there: kept if what it re-creates changed, the pod
- * was scheduled or the volume may hold data; deleted otherwise.
+ * Reads the claim, the pod and the volume from the server, then deletes if decideClaimDelete says
+ * so. A write landing between the read and the delete (kube-controller-manager writes a claim's
+ * spec, then its status, right after a bind) fails the delete's precondition with 409 Conflict,
+ * which is thrown: the claim stays Deleting in the record, and the queue brings the record back
+ * with backoff, to be read and decided afresh as after a crash. A claim changed in what the
+ * rollback re-creates is kept then; one that only changed status is deleted.
  */
-export const CHANGED_RECHECK_MS = 200;
-
-/** Reads the claim, the pod and the volume from the server, then deletes if decideClaimDelete says so. */
-async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string } | 'changed'> {
+async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string }> {
   const ns = r.spec.pod.namespace;
   const claim = await d.reads.claim(ns, c.name);
   const plan = decideClaimDelete(r, c, { claim, pod: await d.reads.pod(ns, r.spec.pod.name), volumeUse: await d.reads.volumeUse(c.volume) });
@@ -86,7 +81,6 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
   await d.beforeClaimDelete?.(c);
   const written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
-  if (written === 'changed') return 'changed';
   if (written === 'gone') return { state: 'Kept', why: `claim ${c.name} was deleted by someone else` };
   // The only window no precondition closes: the scheduler binding the pod between the re-check
   // and the delete. The claim then stays Terminating while the pod exists; say so.

@@ -1,4 +1,4 @@
-import { failpoint, isAlreadyExists, isConflict, isNotFound, Resources } from '@topovol/shared';
+import { failpoint, isAlreadyExists, isNotFound, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, KubeObject, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { claimFromTemplate } from './claim-template.js';
 import type { RollbackDecision } from './decide-rollback.js';
@@ -98,14 +98,15 @@ export class RollbackActuator {
   }
 
   /**
-   * Deletes the claim with uid + resourceVersion preconditions. 'changed' and 'gone' when a
-   * precondition did not hold: someone wrote or deleted it since it was checked.
+   * Deletes the claim with uid + resourceVersion preconditions. 'gone' when it no longer exists.
+   * A precondition that does not hold (someone wrote it, or deleted and re-created it, since it was
+   * checked) rejects with the API server's 409 Conflict: nothing was deleted, and the caller's
+   * queue looks again on fresh data, with backoff.
    */
-  async deleteClaim(r: ProvisioningRollback, c: RollbackClaim, resourceVersion: string | undefined): Promise<'deleted' | 'changed' | 'gone'> {
+  async deleteClaim(r: ProvisioningRollback, c: RollbackClaim, resourceVersion: string | undefined): Promise<'deleted' | 'gone'> {
     try {
       await this.d.client.delete(Resources.persistentVolumeClaims, c.name, r.spec.pod.namespace, { preconditions: { uid: c.uid, resourceVersion } });
     } catch (err) {
-      if (isConflict(err)) return 'changed';
       if (isNotFound(err)) return 'gone';
       throw err;
     }

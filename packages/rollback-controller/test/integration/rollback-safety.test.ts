@@ -55,11 +55,14 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
       await loop.stop();
     }
   };
-  /** Advances a record until it finishes or stalls, as the loop would on each change. */
+  /** Advances a record until it finishes or stalls, as the loop would on each change (a Conflict is retried, as its queue does). */
   const advance = async (a: ReturnType<typeof actuator>, name: string, rounds = 20): Promise<ProvisioningRollback> => {
     let r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
     for (let i = 0; i < rounds && r.status?.phase !== 'Completed' && r.status?.phase !== 'Aborted'; i++) {
-      const wait = await a.advance(r, decideIntent(r, () => undefined));
+      const wait = await a.advance(r, decideIntent(r, () => undefined)).catch((err: unknown) => {
+        if (classifyError(err).kind !== 'Conflict') throw err;
+        return undefined;
+      });
       if (wait) await new Promise((res) => setTimeout(res, wait));
       r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
     }
@@ -160,8 +163,8 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     const { p, c1 } = await unusedC1();
     // Stands in for kube-controller-manager's status write right after a bind (it writes the claim's
     // spec, then its status Bound; this claim is Bound already, so a condition is written instead),
-    // landing in the window on purpose once: the delete's precondition fails, the claim stays
-    // Deleting, and the next look deletes it.
+    // landing in the window on purpose once: the delete's precondition fails (409, retried by the
+    // queue), the claim stays Deleting, and the next look deletes it.
     let writes = 0;
     const condition = { type: 'FileSystemResizePending', status: 'False', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
     const a = actuator({

@@ -64,10 +64,10 @@ describe('rollback actuator over an in-memory API server', function () {
   });
 
   describe('deleteClaim: only the claim as decided on (uid + resourceVersion preconditions)', function () {
-    const cases: { name: string; onServer?: (c: PersistentVolumeClaim) => PersistentVolumeClaim; outcome: 'deleted' | 'changed' | 'gone' }[] = [
+    const cases: { name: string; onServer?: (c: PersistentVolumeClaim) => PersistentVolumeClaim; outcome: 'deleted' | 'Conflict' | 'gone' }[] = [
       { name: 'unchanged since the decision: deleted', onServer: (c) => c, outcome: 'deleted' },
-      { name: 'written since (another resourceVersion): changed, and the claim survives', onServer: (c) => ({ ...c, metadata: { ...c.metadata, resourceVersion: '6' } }), outcome: 'changed' },
-      { name: 're-created under the same name (another uid): changed, and the new claim survives', onServer: (c) => ({ ...c, metadata: { ...c.metadata, uid: 'uid-new', resourceVersion: '5' } }), outcome: 'changed' },
+      { name: 'written since (another resourceVersion): the Conflict is thrown, and the claim survives', onServer: (c) => ({ ...c, metadata: { ...c.metadata, resourceVersion: '6' } }), outcome: 'Conflict' },
+      { name: 're-created under the same name (another uid): the Conflict is thrown, and the new claim survives', onServer: (c) => ({ ...c, metadata: { ...c.metadata, uid: 'uid-new', resourceVersion: '5' } }), outcome: 'Conflict' },
       { name: 'gone already: gone', outcome: 'gone' },
     ];
     for (const c of cases) {
@@ -75,7 +75,10 @@ describe('rollback actuator over an in-memory API server', function () {
         const r = store.seed(ProvisioningRollbacks, record());
         if (c.onServer) store.seed(Resources.persistentVolumeClaims, c.onServer(decidedClaim()));
         const before = store.snapshot();
-        expect(await actuator().deleteClaim(r, r.spec.claims[0]!, r.spec.claims[0]!.resourceVersion)).to.equal(c.outcome);
+        const outcome = await actuator()
+          .deleteClaim(r, r.spec.claims[0]!, r.spec.claims[0]!.resourceVersion)
+          .catch((err: unknown) => (isConflict(err) ? 'Conflict' : err));
+        expect(outcome).to.equal(c.outcome);
         if (c.outcome === 'deleted') expect(storedClaim()).to.equal(undefined);
         else expect(store.snapshot()).to.deep.equal(before);
       });
