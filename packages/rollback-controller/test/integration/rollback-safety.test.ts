@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { classifyError, EventRecorder, logger, metricsRegistry, Resources } from '@topovol/shared';
+import { classifyError, EventRecorder, isConflict, logger, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { eventually } from '@topovol/testing';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
@@ -60,7 +60,7 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     let r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
     for (let i = 0; i < rounds && r.status?.phase !== 'Completed' && r.status?.phase !== 'Aborted'; i++) {
       const wait = await a.advance(r, decideIntent(r, () => undefined)).catch((err: unknown) => {
-        if (classifyError(err).kind !== 'Conflict') throw err;
+        if (!isConflict(err)) throw err;
         return undefined;
       });
       if (wait) await new Promise((res) => setTimeout(res, wait));

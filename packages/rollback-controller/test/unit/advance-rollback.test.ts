@@ -5,20 +5,15 @@ import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
-import { newRollback } from '../../src/rollback/intent/new-rollback.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
-import { claim, NOW, pod, pv } from './rollback-world-fixture.js';
+import { decidedClaim, rollbackRecord, thePod } from './rollback-record-fixture.js';
 
 // A rollback advanced look by look, as the loop does, over an in-memory store that enforces
 // preconditions like the API server, with writes landing between the last re-read and the claim's
 // delete: the window kube-controller-manager's status write after a bind falls into (it writes the
 // claim's spec, then its status). The real server: test/integration/rollback-safety.test.ts.
-const thePod: Pod = pod('p', ['c'], { nodeName: undefined });
-const decidedClaim = (): PersistentVolumeClaim => ({ ...claim('c', { volume: 'v' }), metadata: { ...claim('c').metadata, labels: { app: 'db' } }, spec: { volumeName: 'v', storageClassName: 'late', resources: { requests: { storage: '1Gi' } } } });
-const pinned = [{ claim: decidedClaim(), volume: pv('v', 'c', { usage: 'unused', forNode: 'a' }), node: 'a' }];
-
 /**
  * What lands in the window, each with a write of the claim (so the delete's precondition fails):
  * a status write alone (a binder's Bound); a label the re-created claim would carry; the pod
@@ -52,7 +47,7 @@ async function land(w: World, gap: Gap, n: number): Promise<void> {
 async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record: ProvisioningRollback; conflicts: number }> {
   const w: World = { store: new FakeWrites(), scheduled: false, used: false };
   w.store.seed(Resources.persistentVolumeClaims, decidedClaim());
-  const name = w.store.seed(ProvisioningRollbacks, newRollback(thePod, pinned, 'node a rejects the pod', 1, NOW)).metadata!.name!;
+  const name = w.store.seed(ProvisioningRollbacks, rollbackRecord()).metadata!.name!;
   // The delete as the API server does it, noting what held at that moment.
   const del = w.store.delete.bind(w.store);
   w.store.delete = async (...args: Parameters<FakeWrites['delete']>) => {

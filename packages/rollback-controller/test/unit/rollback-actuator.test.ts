@@ -1,25 +1,18 @@
 import { expect } from 'chai';
 import { isConflict, logger, Resources } from '@topovol/shared';
-import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { PersistentVolumeClaim } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
-import { newRollback } from '../../src/rollback/intent/new-rollback.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { Reasons } from '../../src/rollback/marks.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
-import { claim, NOW, pod, pv } from './rollback-world-fixture.js';
+import { decidedClaim, rollbackDecision as rollback, rollbackRecord as record, thePod } from './rollback-record-fixture.js';
 
 // The rollback actuator over an in-memory store that enforces preconditions like the API server:
 // what is stored after each write, and that no stale view (a claim written or re-created since the
 // decision, an old copy of the record) deletes or overwrites anything. The real server:
 // test/integration/rollback-safety.test.ts.
-const thePod = pod('p', ['c'], { nodeName: undefined });
-const decidedClaim = (): PersistentVolumeClaim => ({ ...claim('c', { volume: 'v' }), metadata: { ...claim('c').metadata, labels: { app: 'db' } }, spec: { volumeName: 'v', storageClassName: 'late', resources: { requests: { storage: '1Gi' } } } });
-const volume = (): PersistentVolume => pv('v', 'c', { usage: 'unused', forNode: 'a' });
-const rollback = (): Extract<RollbackDecision, { kind: 'rollback' }> => ({ kind: 'rollback', why: 'node a rejects the pod', pinned: [{ claim: decidedClaim(), volume: volume(), node: 'a' }], attempt: 1, evidenceTime: NOW });
-const record = (): ProvisioningRollback => newRollback(thePod, rollback().pinned, 'node a rejects the pod', 1, NOW);
-
 describe('rollback actuator over an in-memory API server', function () {
   let store: FakeWrites;
   let events: FakeEvents;
