@@ -4,20 +4,24 @@ import path from 'node:path';
 import { isAlreadyExists, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
 import { childPids, ControlPlane, cpuSeconds, machineCpuSeconds } from '@topovol/testing';
-import type { ContenderName } from './bench-flags.js';
+import type { BenchOptions, ContenderName } from './bench-flags.js';
+import { coreSplit, onServerCores } from './core-split.js';
 
 export const say = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
 
 /**
  * A fresh etcd + kube-apiserver for one contender. Room for the bench's creates and the binder's
  * writes at once: the defaults (400/200) would make the API server's limits, not the binder, the
- * thing measured.
+ * thing measured. With --split-cores, etcd and kube-apiserver start on the server's half of the CPUs
+ * and the bench goes on (and starts the binder) on the other.
  */
-export async function freshControlPlane(name: ContenderName): Promise<{ cp: ControlPlane; admin: KubeClient; logDir: string }> {
+export async function freshControlPlane(name: ContenderName, opts?: Pick<BenchOptions, 'splitCores'>): Promise<{ cp: ControlPlane; admin: KubeClient; logDir: string }> {
   const logDir = mkdtempSync(path.join(os.tmpdir(), `topovol-bench-${name}-`));
   const cp = new ControlPlane({ apiServerFlags: ['--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'] });
   say(`${name}: starting etcd + kube-apiserver in ${cp.dir}`);
-  await cp.start();
+  const split = opts?.splitCores ? coreSplit() : undefined;
+  if (split) say(`${name}: etcd and kube-apiserver on CPUs ${split.server}, the binder and the bench on ${split.clients}`);
+  await onServerCores(split, () => cp.start());
   return { cp, admin: cp.adminClient(), logDir };
 }
 
@@ -28,6 +32,9 @@ export async function ensureNamespace(client: KubeClient, name: string): Promise
 }
 
 const cpuOf = (comm: string): number => childPids(comm).reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0);
+
+/** kube-apiserver's and etcd's CPU seconds so far: the server side of every write. */
+export const serverCpuSeconds = (): number => cpuOf('kube-apiserver') + cpuOf('etcd');
 
 /** CPU of the machine and of everyone sharing it with the binder, at one instant. */
 export interface CpuMark {

@@ -44,6 +44,8 @@ export interface BenchOptions {
   nodes: number;
   /** static: rounds of every N, order and contender (contenders alternating), each on a fresh control plane; reports read the median. */
   repeat: number;
+  /** static: etcd and kube-apiserver on the first half of the CPUs, the binder and the bench on the rest (core-split.ts). */
+  splitCores: boolean;
   help: boolean;
 }
 
@@ -77,6 +79,12 @@ const SPECS: readonly FlagSpec[] = [
     default: 1,
     help: 'static: run every N, order and contender this many times (the contenders alternating, each run on a fresh control plane); the report, the ratios and docs/benchmarks.md read the median of the rounds and show their spread.',
     validate: atLeast(1),
+  },
+  {
+    name: 'split-cores',
+    type: 'bool',
+    default: false,
+    help: "static: pin etcd and kube-apiserver to the first half of the CPUs and the binder and the bench to the rest (taskset), so the binder's CPU does not come off the API server's; the ceiling is measured on the same split. Recorded beside the main record, as pv-binder-split-cores-latest.json.",
   },
   { name: 'nodes', type: 'int', default: 20, help: "delayed: nodes the local volumes are spread over (each allows 110 pods).", validate: atLeast(1) },
   { name: 'n', type: 'string', default: '10000', help: 'Static PV/PVC pairs to bind per contender; a comma-separated list runs each (e.g. 1000,3000,10000).' },
@@ -130,6 +138,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
   const scenario = String(values.scenario);
   // A flag another scenario ignores would leave a record that does not say what was measured.
   if (Number(values.repeat) > 1 && scenario !== 'static') throw new FlagError(`--repeat: only the static scenario repeats its runs (${scenario} repeats rounds until --min-samples)`);
+  if (values['split-cores'] === true && scenario !== 'static') throw new FlagError(`--split-cores: only the static scenario splits the cores (${scenario} does not)`);
   if (String(values['stop-signal']) !== 'SIGKILL' && scenario !== 'failover') throw new FlagError(`--stop-signal: only the failover scenario stops its leader (${scenario} does not)`);
   return {
     ns,
@@ -149,6 +158,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchOptions {
     scenario: scenario as BenchOptions['scenario'],
     nodes: Number(values.nodes),
     repeat: Number(values.repeat),
+    splitCores: values['split-cores'] === true,
     killEveryMs: Number(values['kill-every']),
     stopSignal: String(values['stop-signal']) as StopSignal,
     minSamples: Number(values['min-samples']),

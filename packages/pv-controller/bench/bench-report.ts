@@ -173,7 +173,7 @@ export function writeRecord(dir: string, prefix: string, record: object, now: Da
 /** Writes results/pv-binder[-pods][-<label>]-<date>.json and its -latest.json; returns the dated path. */
 export function recordResults(dir: string, runs: readonly BindingRun[], opts: BenchOptions, now = new Date()): string {
   const record: BindingRecord = { benchmark: 'pv-binder', date: now.toISOString(), machine: machineLine(), options: recordedOptions(opts), runs: [...runs], ratios: ratios(runs) };
-  // Runs with pods cached, and labelled runs (e.g. one contender at a large N), are records of
-  // their own, so they never replace the main one.
-  return writeRecord(dir, ['pv-binder', ...(opts.pods ? ['pods'] : []), ...(opts.label ? [opts.label] : [])].join('-'), record, now);
+  // Runs with pods cached, on split cores, and labelled runs (e.g. one contender at a large N), are
+  // records of their own, so they never replace the main one.
+  return writeRecord(dir, ['pv-binder', ...(opts.pods ? ['pods'] : []), ...(opts.splitCores ? ['split-cores'] : []), ...(opts.label ? [opts.label] : [])].join('-'), record, now);
 }

@@ -13,6 +13,7 @@ import { CEILING_ROUNDS } from './write-ceiling.js';
 import { hasRounds, runMedians } from './run-medians.js';
 import type { RunMedians } from './run-medians.js';
 import { cpuSplit, delayedSection, failoverSection, largeNSection, podsSection, restartSection } from './benchmarks-doc-sections.js';
+import { splitCoresSection } from './split-cores-section.js';
 import { capacityMissing, capacitySection, readCapacityRecords, readLabelsRecord } from './capacity-doc-section.js';
 import type { CapacityDocRecord, LabelsDocRecord } from './capacity-doc-section.js';
 
@@ -118,11 +119,13 @@ export interface OtherRecords {
   /** The failover scenario with --stop-signal SIGTERM. */
   rollingUpdate?: FailoverRecord;
   large?: BindingRecord;
+  /** Static runs with etcd and kube-apiserver on cores of their own (--split-cores). */
+  splitCores?: BindingRecord;
   labels?: LabelsDocRecord;
 }
 
 export function benchmarksDoc(rec: BindingRecord, capacity: readonly CapacityDocRecord[], other: OtherRecords = {}): string {
-  const { delayed, restart, pods, failover, rollingUpdate, large, labels } = other;
+  const { delayed, restart, pods, failover, rollingUpdate, large, splitCores, labels } = other;
   const nmax = Math.max(...rec.runs.map((r) => r.n));
   // Every version the runs report, so a record whose runs differ (a tree edited mid-run) says so.
   const versions = [...new Set(rec.runs.filter((r) => r.contender === 'topovol').map((r) => r.version))];
@@ -189,6 +192,7 @@ ${reading(rec)}
 
 ![Binder memory over time](benchmarks/binding-rss.png)
 
+${splitCoresSection(splitCores)}
 ${largeNSection(large, rec)}
 ${delayedSection(delayed)}
 ${podsSection(pods)}
@@ -217,5 +221,6 @@ export function renderBenchmarksDoc(root: string): string {
   const failover = read<FailoverRecord>('failover-latest.json');
   const rollingUpdate = read<FailoverRecord>('failover-sigterm-latest.json');
   const large = read<BindingRecord>('pv-binder-100k-latest.json');
-  return benchmarksDoc(rec, readCapacityRecords(results), { delayed, restart, pods, failover, rollingUpdate, large, labels: readLabelsRecord(results) });
+  const splitCores = read<BindingRecord>('pv-binder-split-cores-latest.json');
+  return benchmarksDoc(rec, readCapacityRecords(results), { delayed, restart, pods, failover, rollingUpdate, large, splitCores, labels: readLabelsRecord(results) });
 }

@@ -3,7 +3,7 @@ import { objectKey, Resources } from '@topovol/shared';
 import { ProcSampler, summarize } from '@topovol/testing';
 import { volumeWrites, writesBetween } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
-import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
+import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say, serverCpuSeconds } from './bench-cluster.js';
 import { boundFigures, cdf } from './binding-run.js';
 import type { BindingRun } from './binding-run.js';
 import { startContender } from './contenders.js';
@@ -19,7 +19,7 @@ import { measureWriteCeiling } from './write-ceiling.js';
  * Then stop the binder and measure the API server's write ceiling on the same control plane.
  */
 export async function runBinderFirst(name: ContenderName, n: number, opts: BenchOptions): Promise<BindingRun> {
-  const { cp, admin, logDir } = await freshControlPlane(name);
+  const { cp, admin, logDir } = await freshControlPlane(name, opts);
   const volumes = new PhaseWatch(admin, Resources.persistentVolumes, 'Available');
   const claims = new PhaseWatch(admin, Resources.persistentVolumeClaims, 'Bound');
   let binder: Awaited<ReturnType<typeof startContender>> | undefined;
@@ -83,7 +83,7 @@ export async function runBinderFirst(name: ContenderName, n: number, opts: Bench
       latencies.push(Math.max(0, bound - created));
     }
     say(`${name}: ${boundTimes.length}/${n} Bound; measuring the write ceiling`);
-    const ceiling = await measureWriteCeiling(admin, Resources.persistentVolumes, volumeNames(n), opts.ceilingWrites, opts.concurrency);
+    const ceiling = await measureWriteCeiling(admin, Resources.persistentVolumes, volumeNames(n), opts.ceilingWrites, opts.concurrency, serverCpuSeconds);
     const cpu = mark1.binder - mark0.binder;
     const { cpuMsPerBinding, ...figures } = boundFigures(boundTimes, claimStart, cpu, writes, ceiling);
     return {

@@ -3,7 +3,7 @@ import { Resources } from '@topovol/shared';
 import { ProcSampler } from '@topovol/testing';
 import { volumeWrites, writesBetween } from './apiserver-writes.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
-import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
+import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say, serverCpuSeconds } from './bench-cluster.js';
 import { boundFigures } from './binding-run.js';
 import type { BindingRun } from './binding-run.js';
 import { startContender } from './contenders.js';
@@ -22,7 +22,7 @@ import { measureWriteCeiling } from './write-ceiling.js';
  * every 15 s, so no warm-up is needed to be fair.
  */
 export async function runObjectsFirst(name: ContenderName, n: number, opts: BenchOptions): Promise<BindingRun> {
-  const { cp, admin, logDir } = await freshControlPlane(name);
+  const { cp, admin, logDir } = await freshControlPlane(name, opts);
   const claims = new PhaseWatch(admin, Resources.persistentVolumeClaims, 'Bound');
   let binder: Awaited<ReturnType<typeof startContender>> | undefined;
   let sampler: ProcSampler | undefined;
@@ -55,7 +55,7 @@ export async function runObjectsFirst(name: ContenderName, n: number, opts: Benc
     await binder.process.stop();
     const times = [...claims.reachedAt.values()];
     say(`${name}: ${times.length}/${n} Bound; measuring the write ceiling`);
-    const ceiling = await measureWriteCeiling(admin, Resources.persistentVolumes, volumeNames(n), opts.ceilingWrites, opts.concurrency);
+    const ceiling = await measureWriteCeiling(admin, Resources.persistentVolumes, volumeNames(n), opts.ceilingWrites, opts.concurrency, serverCpuSeconds);
     const cpu = mark1.binder;
     const { cpuMsPerBinding, ...figures } = boundFigures(times, started, cpu, writes, ceiling);
     return {

@@ -14,6 +14,8 @@ export interface WriteCeiling {
   failed: number;
   /** writes/s of every round, in order. */
   rounds?: number[];
+  /** kube-apiserver's and etcd's CPU per write over all rounds, in ms (absent in records before 2026-11-27). */
+  serverCpuMsPerWrite?: number;
 }
 
 /** Rounds per measurement: other work on the machine can only slow a round, so the fastest one is the ceiling. */
@@ -31,13 +33,24 @@ export const WRITES_PER_BINDING = 4;
  * round. Run on the same control plane as the binder, with the same objects stored, so the ceiling
  * and the binder face the same etcd, the same API server flags and the same machine.
  */
-export async function measureWriteCeiling(client: KubeClient, resource: ResourceType, names: readonly string[], writes: number, inFlight: number): Promise<WriteCeiling> {
+export async function measureWriteCeiling(
+  client: KubeClient,
+  resource: ResourceType,
+  names: readonly string[],
+  writes: number,
+  inFlight: number,
+  serverCpuSeconds?: () => number,
+): Promise<WriteCeiling> {
   if (names.length === 0) throw new Error('the write ceiling needs objects to patch');
   const perRound = Math.ceil(writes / CEILING_ROUNDS);
   const rounds: WriteCeiling[] = [];
+  const cpu0 = serverCpuSeconds?.();
   for (let r = 0; r < CEILING_ROUNDS; r++) rounds.push(await oneRound(client, resource, names, perRound, inFlight, r * perRound));
+  const cpu1 = serverCpuSeconds?.();
   const best = rounds.reduce((a, b) => (b.writesPerSecond > a.writesPerSecond ? b : a));
-  return { ...best, rounds: rounds.map((x) => x.writesPerSecond) };
+  const written = rounds.reduce((sum, x) => sum + x.writes, 0);
+  const serverCpuMsPerWrite = cpu0 !== undefined && cpu1 !== undefined && written > 0 ? ((cpu1 - cpu0) * 1000) / written : undefined;
+  return { ...best, rounds: rounds.map((x) => x.writesPerSecond), ...(serverCpuMsPerWrite !== undefined ? { serverCpuMsPerWrite } : {}) };
 }
 
 async function oneRound(client: KubeClient, resource: ResourceType, names: readonly string[], writes: number, inFlight: number, offset: number): Promise<WriteCeiling> {
