@@ -51,6 +51,17 @@ export function splitCoresSection(split: BindingRecord | undefined): string {
       const s = serverSide(groupOf(m), serverCpus);
       return `- ${m.order}, N = ${m.n}: ${f(m.fractionOfCeiling.median * 100, 0)}% of the ceiling, with kube-apiserver and etcd using ${f(s.busy.median * 100, 0)}% of their ${serverCpus === 1 ? 'CPU' : 'CPUs'} while it bound; they spent ${f(s.perBinding.median, 2)} ms on each binding against ${f(s.perFourCeilingWrites.median, 2)} ms on four of the ceiling's writes.`;
     });
+  // Per round, not per median: the server's cost per write moves from one control plane to the next.
+  const busyRange = (c: BindingRun['contender']): string | undefined => {
+    const b = serverSide(split.runs.filter((r) => r.contender === c), serverCpus).busy;
+    return Number.isFinite(b.min) ? `${f(b.min * 100, 0)}-${f(b.max * 100, 0)}%` : undefined;
+  };
+  const topovolBusy = busyRange('topovol');
+  const upstreamBusy = busyRange('upstream');
+  const over = split.runs.filter((r) => r.contender === 'topovol' && r.fractionOfCeiling > 1).length;
+  const reading = topovolBusy
+    ? `\nIn every round of Topovol's, kube-apiserver and etcd kept their CPU ${topovolBusy} busy${upstreamBusy ? ` (kube-controller-manager's: ${upstreamBusy}, its one claim worker waiting on each write)` : ''}: on cores of its own the binder is not what the API server waits for. What is left between it and the ceiling is what kube-apiserver and etcd spend on a binding's four writes (spec and status of a volume and a claim, one in flight per binder worker) against four of the ceiling's merge patches (32 in flight), and that moves from one control plane to the next, as the ranges show${over > 0 ? `; ${over === 1 ? 'a round' : `${over} rounds`} above 100% had a ceiling whose patches cost the server more per write than that round's bindings did` : ''}.\n`
+    : '';
   const o = split.options;
   return `## The API server on cores of its own (target 1, a second view)
 
@@ -67,5 +78,5 @@ CPU per write over the ceiling's rounds, times four; **server busy** their share
 ${rows.join('\n')}
 
 ${lines.join('\n')}
-`;
+${reading}`;
 }
