@@ -67,7 +67,7 @@ describe('pv-binder bench with split cores', function () {
     // Per round: Topovol's server busy 80-99%, upstream's one round 52%.
     expect(text).to.contain("In every round of Topovol's, kube-apiserver and etcd kept their CPU 80-99% busy (kube-controller-manager's: 52-52%");
     expect(text).to.not.contain('above 100%');
-    const over = splitCoresSection({ ...rec, runs: [{ ...rec.runs[0]!, fractionOfCeiling: 1.04 }] } as BindingRecord);
+    const over = splitCoresSection({ ...rec, runs: [{ ...rec.runs[0]!, fractionOfCeiling: 1.04 }] });
     expect(over).to.contain('a round above 100% had a ceiling whose patches cost the server more per write');
     expect(splitCoresSection(undefined)).to.equal('');
   });
