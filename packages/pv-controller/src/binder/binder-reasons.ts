@@ -18,5 +18,6 @@ export const Reasons = {
   NodeNameBypassedScheduler: 'ScheduledWithoutScheduler',
   NodeNameNotAllowed: 'NodeNotAllowedByStorageClass',
   UnusableVolume: 'UnusableVolume',
+  InvalidClaimRef: 'InvalidClaimRef',
   UnknownBindingMode: 'UnknownVolumeBindingMode',
 } as const;

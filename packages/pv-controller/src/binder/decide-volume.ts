@@ -23,6 +23,13 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   const ref = volume.spec?.claimRef;
   // Unused, or pre-bound by name only (reserved for a claim whose sync will bind it).
   if (!ref || !ref.uid) return [...phaseIs(volume, 'Available'), ...unusable(volume)];
+  // Bound to a claim no one can look up: the API server accepts a claimRef with a uid and no name or
+  // namespace. Upstream's server read fails on the empty name (never released) but reads the empty
+  // namespace as a claim not found and releases the volume to its reclaim policy. Neither here.
+  const missing = [!ref.namespace && 'namespace', !ref.name && 'name'].filter((x): x is string => !!x);
+  if (missing.length > 0) {
+    return [event(volume, 'Warning', Reasons.InvalidClaimRef, `spec.claimRef has uid ${ref.uid} but no ${missing.join(' or ')}: no claim can be looked up, so the volume is not released; set the claim's namespace and name, or remove spec.claimRef`)];
+  }
 
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
   // Gone, or re-created under the same name: the glue confirms it on the server before Released.

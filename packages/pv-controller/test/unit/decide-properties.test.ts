@@ -69,6 +69,23 @@ describe('binder decisions: safety properties', function () {
   });
 });
 
+describe('binder decisions: a claimRef no claim can be looked up by', function () {
+  it('a volume whose claimRef has a uid but no namespace or no name is never released, unbound or failed: only a Warning', function () {
+    fc.assert(
+      fc.property(worldArb, fc.constantFrom('namespace', 'name', 'both'), fc.nat(5), (a, drop, i) => {
+        const { w } = build(a);
+        const v = w.volumes![i]!;
+        const ref = { ...v.spec?.claimRef, uid: v.spec?.claimRef?.uid ?? 'uid-c' };
+        if (drop !== 'name') delete ref.namespace;
+        if (drop !== 'namespace') delete ref.name;
+        const actions = decideVolume({ ...v, spec: { ...v.spec, claimRef: ref } }, world(w));
+        expect(actions.map((x) => (x.kind === 'event' ? `${x.kind} ${x.reason}` : x.kind))).to.deep.equal(['event InvalidClaimRef']);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
 // Several claims decided one after another, each seeing the bindings planned before it (the
 // binder's assume cache does this between reconciles): never one volume for two claims, never a
 // claim given two volumes; also with the absurd sizes and unusable node affinities users can write.

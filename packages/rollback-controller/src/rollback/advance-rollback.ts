@@ -76,12 +76,15 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
 async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string }> {
   const ns = r.spec.pod.namespace;
   const claim = await d.reads.claim(ns, c.name);
-  const plan = decideClaimDelete(r, c, { claim, pod: await d.reads.pod(ns, r.spec.pod.name), volumeUse: await d.reads.volumeUse(c.volume) });
+  const pod = await d.reads.pod(ns, r.spec.pod.name);
+  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers: await d.reads.claimUsers(ns, c.name) });
   if (plan.kind === 'alreadyDeleted') return { state: 'Deleted' };
   if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
   await d.beforeClaimDelete?.(c);
+  // Gone by the time of the delete (an earlier delete of ours landing late, or someone else's):
+  // the same as gone at the read above, re-created from the record; recorded Kept, it would be lost.
   const written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
-  if (written === 'gone') return { state: 'Kept', why: `claim ${c.name} was deleted by someone else` };
+  if (written === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when its delete was sent` };
   // The only window no precondition closes: the scheduler binding the pod between the re-check
   // and the delete. The claim then stays Terminating while the pod exists; say so.
   const after = await d.reads.pod(ns, r.spec.pod.name);

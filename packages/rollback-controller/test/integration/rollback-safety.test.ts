@@ -137,6 +137,39 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
   });
 
+  it('another pod using the claim, scheduled after the rollback was recorded (the cache did not have it), stops it before any delete', async function () {
+    // The kubelet would mount the volume for q; deleted now, the claim would stay Terminating while
+    // q runs and writes, then go, and its volume with it (reclaim policy Delete).
+    const { p, c1 } = await unusedC1();
+    const a = actuator();
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    await f.admin.create<Pod>(Resources.pods, { ...p, metadata: { name: 'q', namespace: f.ns } });
+    await bindPod(f.admin, f.ns, 'q', f.name('a'));
+    const done = await advance(a, r!.metadata!.name!);
+    expect(done.status?.phase).to.equal('Aborted');
+    expect(done.status?.claims?.find((c) => c.name === 'c1')).to.deep.include({ state: 'Kept', message: 'claim c1 is also used by pod q' });
+    const after = await f.claim('c1');
+    expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+  });
+
+  it('the claim deleted by someone else between the last check and the delete (a delete of ours landing late): recorded Deleted and re-created, not lost', async function () {
+    const { p, c1 } = await unusedC1();
+    const a = actuator({
+      beforeClaimDelete: async (c) => {
+        await f.admin.delete(Resources.persistentVolumeClaims, c.name, f.ns);
+        await eventually(async () => expect(await f.admin.get(Resources.persistentVolumeClaims, c.name, f.ns).catch((err: unknown) => classifyError(err).kind)).to.equal('NotFound'));
+      },
+    });
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    const done = await advance(a, r!.metadata!.name!);
+    expect(done.status?.phase).to.equal('Completed');
+    const back = await f.claim('c1');
+    expect(back.metadata?.uid).to.not.equal(c1.metadata?.uid);
+    expect(done.status?.claims?.find((c) => c.name === 'c1')).to.deep.include({ state: 'Recreated', uid: back.metadata?.uid });
+  });
+
   it('the pod scheduled between the last check and the delete: a Warning says so, and the claim comes back once the pod goes', async function () {
     const { p, c1 } = await unusedC1();
     const raced = await counter('raced');

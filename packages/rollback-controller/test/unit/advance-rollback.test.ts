@@ -17,26 +17,35 @@ import { decidedClaim, rollbackRecord, thePod } from './rollback-record-fixture.
 /**
  * What lands in the window, each with a write of the claim (so the delete's precondition fails):
  * a status write alone (a binder's Bound); a label the re-created claim would carry; the pod
- * scheduled; the volume seen used.
+ * scheduled; the volume seen used; another pod using the claim. Or the claim deleted by someone
+ * else (an earlier delete of ours landing late): the delete finds it gone.
  */
-type Gap = 'status' | 'label' | 'scheduled' | 'used';
+type Gap = 'status' | 'label' | 'scheduled' | 'used' | 'otherPod' | 'gone';
+
+/** A second pod referencing the claim. */
+const podQ: Pod = { metadata: { name: 'q', namespace: 'ns', uid: 'uid-q' }, spec: { nodeName: 'a', containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'c' } }] } };
 
 interface World {
   store: FakeWrites;
   scheduled: boolean;
   used: boolean;
-  /** What held when the claim was deleted, if it was. */
-  deletedWhen?: { scheduled: boolean; used: boolean; labels: Record<string, string> | undefined };
+  otherPod: boolean;
+  /** A delete by someone else, not recorded as the rollback's. */
+  externalDelete?: () => Promise<void>;
+  /** What held when the rollback deleted the claim, if it did. */
+  deletedWhen?: { scheduled: boolean; used: boolean; otherPod: boolean; labels: Record<string, string> | undefined };
 }
 
 async function land(w: World, gap: Gap, n: number): Promise<void> {
   const cur = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')!;
+  if (gap === 'gone') return w.externalDelete!();
   if (gap === 'label') {
     await w.store.patch(Resources.persistentVolumeClaims, 'c', 'ns', 'merge', { metadata: { labels: { touched: String(n) } } });
     return;
   }
   if (gap === 'scheduled') w.scheduled = true;
   if (gap === 'used') w.used = true;
+  if (gap === 'otherPod') w.otherPod = true;
   await w.store.replaceStatus(Resources.persistentVolumeClaims, { ...cur, status: { phase: 'Bound', conditions: [{ type: 'Written', status: String(n) }] } });
 }
 
@@ -45,15 +54,16 @@ async function land(w: World, gap: Gap, n: number): Promise<void> {
  * fails with Conflict is retried (with backoff there). `gaps[i]` lands before the i-th delete.
  */
 async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record: ProvisioningRollback; conflicts: number }> {
-  const w: World = { store: new FakeWrites(), scheduled: false, used: false };
+  const w: World = { store: new FakeWrites(), scheduled: false, used: false, otherPod: false };
   w.store.seed(Resources.persistentVolumeClaims, decidedClaim());
   const name = w.store.seed(ProvisioningRollbacks, rollbackRecord()).metadata!.name!;
   // The delete as the API server does it, noting what held at that moment.
   const del = w.store.delete.bind(w.store);
+  w.externalDelete = () => del(Resources.persistentVolumeClaims, 'c', 'ns');
   w.store.delete = async (...args: Parameters<FakeWrites['delete']>) => {
     const labels = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.labels;
     await del(...args);
-    if (args[0] === Resources.persistentVolumeClaims) w.deletedWhen = { scheduled: w.scheduled, used: w.used, labels };
+    if (args[0] === Resources.persistentVolumeClaims) w.deletedWhen = { scheduled: w.scheduled, used: w.used, otherPod: w.otherPod, labels };
   };
   let attempt = 0;
   const deps = {
@@ -62,6 +72,7 @@ async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record
       claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
       pod: () => Promise.resolve<Pod>({ ...thePod, spec: { ...thePod.spec!, nodeName: w.scheduled ? 'a' : undefined } }),
       volumeUse: () => Promise.resolve(w.used ? 'its mark is used' : undefined),
+      claimUsers: () => Promise.resolve(w.otherPod ? [thePod, podQ] : [thePod]),
     },
     beforeClaimDelete: async () => {
       const gap = gaps[attempt];
@@ -91,6 +102,9 @@ describe('advancing a rollback when the claim is written between the last re-rea
     { name: 'a label the re-created claim would carry: kept, the rollback aborted', gaps: ['label'], phase: 'Aborted', message: /changed since the rollback was decided \(its labels/ },
     { name: 'the pod scheduled (with a claim write): kept on the next look', gaps: ['scheduled'], phase: 'Aborted', message: /was scheduled to node a/ },
     { name: 'the volume seen used (with a claim write): kept on the next look', gaps: ['used'], phase: 'Aborted', message: /may hold data/ },
+    { name: 'another pod using the claim (with a claim write): kept on the next look', gaps: ['otherPod'], phase: 'Aborted', message: /also used by pod q/ },
+    { name: 'deleted by someone else (an earlier delete of ours landing late): recorded Deleted and re-created, not lost', gaps: ['gone'], phase: 'Completed' },
+    { name: 'a status write, then gone: re-created on the second look', gaps: ['status', 'gone'], phase: 'Completed' },
     { name: 'a status write, then a label: kept on the second look', gaps: ['status', 'label'], phase: 'Aborted', message: /its labels/ },
     { name: 'written before every delete: nothing deleted, the claim stays Deleting, every look ends in Conflict', gaps: Array<Gap>(10).fill('status'), phase: 'Deleting' },
   ];
@@ -99,8 +113,8 @@ describe('advancing a rollback when the claim is written between the last re-rea
       const { w, record, conflicts } = await advanceLooks(c.gaps);
       expect(record.status?.phase).to.equal(c.phase);
       const after = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
-      // Each write in the gap fails that look's delete, and only that.
-      expect(conflicts).to.equal(c.gaps.length);
+      // Each write in the gap fails that look's delete, and only that; a claim gone is no conflict.
+      expect(conflicts).to.equal(c.gaps.filter((g) => g !== 'gone').length);
       if (c.phase === 'Completed') {
         expect(after?.metadata?.uid).to.not.equal('uid-c');
         expect(after?.metadata?.labels).to.deep.equal({ app: 'db' });
@@ -114,15 +128,20 @@ describe('advancing a rollback when the claim is written between the last re-rea
     });
   }
 
-  it('property: the claim is deleted only while the pod is unscheduled, the volume unused and the claim as decided; it completes once nothing lands', async function () {
+  it('property: the claim is deleted only while the pod is unscheduled and its only user, the volume unused and the claim as decided; it completes once nothing lands, or once it is gone', async function () {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.constantFrom<Gap>('status', 'label', 'scheduled', 'used'), { maxLength: 6 }), async (gaps) => {
+      fc.asyncProperty(fc.array(fc.constantFrom<Gap>('status', 'label', 'scheduled', 'used', 'otherPod', 'gone'), { maxLength: 6 }), async (gaps) => {
         const { w, record } = await advanceLooks(gaps, 8);
-        if (w.deletedWhen) expect(w.deletedWhen).to.deep.equal({ scheduled: false, used: false, labels: { app: 'db' } });
-        const onlyStatus = gaps.every((g) => g === 'status');
+        if (w.deletedWhen) expect(w.deletedWhen).to.deep.equal({ scheduled: false, used: false, otherPod: false, labels: { app: 'db' } });
+        // Only the gaps up to the first delete that does not fail land: after a claim gone, there is no delete left.
+        const first = gaps.findIndex((g) => g !== 'status');
+        const upTo = first === -1 ? gaps : gaps.slice(0, first + 1);
+        const completes = upTo.every((g) => g === 'status' || g === 'gone');
         // Each status write costs one look; the ones after it re-create the claim and finish.
-        if (onlyStatus && gaps.length <= 5) expect(record.status?.phase).to.equal('Completed');
-        if (!onlyStatus) expect(record.status?.phase).to.not.equal('Completed');
+        if (completes && upTo.length <= 5) expect(record.status?.phase).to.equal('Completed');
+        if (!completes) expect(record.status?.phase).to.not.equal('Completed');
+        // A claim deleted is re-created: never lost, whoever deleted it.
+        if (record.status?.phase === 'Completed') expect(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.not.equal('uid-c');
       }),
       { numRuns: 80 },
     );

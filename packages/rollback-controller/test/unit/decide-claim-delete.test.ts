@@ -16,7 +16,9 @@ const claimAt = (rv: string, change: { uid?: string; volumeName?: string; labels
   spec: { ...decided.spec, volumeName: change.volumeName ?? 'v1' },
 });
 const podP = (nodeName?: string, uid = 'uid-p'): Pod => ({ metadata: { name: 'p', namespace: 'ns', uid }, spec: { nodeName, containers: [] } });
-const facts = (f: Partial<DeleteFacts>): DeleteFacts => ({ claim: claimAt('7'), pod: podP(), volumeUse: undefined, ...f });
+const facts = (f: Partial<DeleteFacts>): DeleteFacts => ({ claim: claimAt('7'), pod: podP(), volumeUse: undefined, claimUsers: [podP()], ...f });
+/** Another pod referencing c1, scheduled (or not) since the decision. */
+const podQ = (nodeName?: string): Pod => ({ metadata: { name: 'q', namespace: 'ns', uid: 'uid-q' }, spec: { nodeName, containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'c1' } }] } });
 const summary = (f: DeleteFacts): string => {
   const d = decideClaimDelete(r, c, f);
   return d.kind === 'delete' ? `delete rv ${d.resourceVersion}` : d.kind === 'keep' ? `keep: ${d.why}` : d.kind;
@@ -35,10 +37,13 @@ describe('decideClaimDelete', function () {
     { name: 'a pod of that name with another uid: kept', f: { pod: podP(undefined, 'other') }, want: 'keep: pod p is gone' },
     { name: 'the pod was scheduled: kept', f: { pod: podP('b') }, want: 'keep: pod p was scheduled to node b' },
     { name: 'the volume may hold data: kept', f: { volumeUse: 'its mark is used' }, want: 'keep: volume v1 may hold data: its mark is used' },
+    { name: 'another pod uses the claim, scheduled since the decision: kept', f: { claimUsers: [podP(), podQ('a')] }, want: 'keep: claim c1 is also used by pod q' },
+    { name: 'another pod uses the claim, not scheduled: kept all the same', f: { claimUsers: [podQ()] }, want: 'keep: claim c1 is also used by pod q' },
+    { name: 'no pod in the list (the recorded one is checked by its own read): delete', f: { claimUsers: [] }, want: 'delete rv 7' },
   ];
   for (const x of cases) it(x.name, () => expect(summary(facts(x.f))).to.equal(x.want));
 
-  it('never plans a delete of a volume that may hold data, of a scheduled or other pod, or of a claim that changed what it re-creates', function () {
+  it('never plans a delete of a volume that may hold data, of a scheduled or other pod, of a claim another pod uses, or of a claim that changed what it re-creates', function () {
     let deletes = 0;
     fc.assert(
       fc.property(
@@ -48,6 +53,8 @@ describe('decideClaimDelete', function () {
           // so that about one case in twenty plans a delete and the bound below always holds.
           pod: fc.option(fc.record({ nodeName: fc.option(fc.constantFrom('a', 'b'), { nil: undefined, freq: 2 }), uid: fc.constantFrom('uid-p', 'other') }), { nil: undefined }),
           volumeUse: fc.option(fc.constantFrom('it is gone', 'its mark is used', 'attached to node a'), { nil: undefined, freq: 2 }),
+          // Pods the server lists for the claim besides the recorded one: none in about half of the cases.
+          others: fc.constantFrom<(string | undefined)[]>([], [], [], [undefined], ['a'], ['b']),
         }),
         (g) => {
           const f: DeleteFacts = {
@@ -55,11 +62,13 @@ describe('decideClaimDelete', function () {
             claim: g.claim && (g.claim.rv === '7' ? claimAt('7') : claimAt(g.claim.rv, { uid: g.claim.uid, volumeName: g.claim.volumeName, labels: { app: g.claim.labels }, deleting: g.claim.deleting })),
             pod: g.pod && podP(g.pod.nodeName, g.pod.uid),
             volumeUse: g.volumeUse,
+            claimUsers: [podP(), ...g.others.map((n) => podQ(n))],
           };
           const d = decideClaimDelete(r, c, f);
           if (d.kind !== 'delete') return;
           deletes++;
           expect(f.volumeUse, 'volume may hold data').to.equal(undefined);
+          expect(f.claimUsers.map((p) => p.metadata?.uid), 'pods using the claim').to.deep.equal(['uid-p']);
           expect([f.pod?.metadata?.uid, f.pod?.spec?.nodeName]).to.deep.equal(['uid-p', undefined]);
           expect([f.claim?.metadata?.uid, f.claim?.spec?.volumeName, f.claim?.metadata?.labels, f.claim?.metadata?.deletionTimestamp]).to.deep.equal(['old-c1', 'v1', { app: 'db' }, undefined]);
           // The delete is conditional on the claim exactly as checked.

@@ -16,8 +16,8 @@ type ClaimSpec = NonNullable<PersistentVolumeClaim['spec']>;
 
 export interface VolumeOptions {
   class?: string;
-  /** claimRef to a claim of the scenario: by name only, or with the uid of the claim as it is now. */
-  claimRef?: { claim: string; withUid: boolean };
+  /** claimRef to a claim of the scenario: by name only, or with the uid of the claim as it is now; `omit` leaves a field out (the API server accepts that). */
+  claimRef?: { claim: string; withUid: boolean; omit?: 'namespace' | 'name' };
   policy?: 'Retain' | 'Delete' | 'Recycle';
   annotations?: Record<string, string>;
   labels?: Record<string, string>;
@@ -104,7 +104,13 @@ export class ScenarioContext {
   async pv(short: string, size: string, o: VolumeOptions = {}): Promise<string> {
     const name = this.name(short);
     const claimRef = o.claimRef
-      ? { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: this.ns, name: o.claimRef.claim, uid: o.claimRef.withUid ? await this.claimUid(o.claimRef.claim) : undefined }
+      ? {
+          kind: 'PersistentVolumeClaim',
+          apiVersion: 'v1',
+          namespace: o.claimRef.omit === 'namespace' ? undefined : this.ns,
+          name: o.claimRef.omit === 'name' ? undefined : o.claimRef.claim,
+          uid: o.claimRef.withUid ? await this.claimUid(o.claimRef.claim) : undefined,
+        }
       : undefined;
     await this.admin.create<PersistentVolume>(Resources.persistentVolumes, {
       apiVersion: 'v1',

@@ -46,6 +46,33 @@ export const reclaimScenarios: Scenario[] = [
     expect: (st) => volumeIs(st, 'v', { phase: 'Failed', events: ['VolumeFailedDelete'] }),
   },
   {
+    name: 'a claimRef with a uid but no namespace, Delete: never released',
+    async run(s) {
+      // A claim only to take a real uid from; it stays Pending (the volume is not pre-bound to it).
+      await s.pvc('c', '5Gi');
+      await s.settle();
+      await s.pv('v', '1Gi', { policy: 'Delete', claimRef: { claim: 'c', withUid: true, omit: 'namespace' } });
+    },
+    divergence: {
+      // The claim read from the server at the cluster-scoped path is not found: Released, and the CSI deleter would delete it.
+      upstream: (st) => volumeIs(st, 'v', { phase: 'Released', events: [] }),
+      topovol: (st) => volumeIs(st, 'v', { phase: 'Pending', events: ['InvalidClaimRef'] }),
+    },
+  },
+  {
+    name: 'a claimRef with a uid but no name, Delete: never released',
+    async run(s) {
+      await s.pvc('c', '5Gi');
+      await s.settle();
+      await s.pv('v', '1Gi', { policy: 'Delete', claimRef: { claim: 'c', withUid: true, omit: 'name' } });
+    },
+    divergence: {
+      // Upstream's read of a claim without a name fails before any request; the volume is left as it is.
+      upstream: (st) => volumeIs(st, 'v', { phase: 'Pending', events: [] }),
+      topovol: (st) => volumeIs(st, 'v', { phase: 'Pending', events: ['InvalidClaimRef'] }),
+    },
+  },
+  {
     name: 'claim deleted, Recycle, CSI volume: Failed with VolumeFailedRecycle',
     run: (s) => releaseAfterBinding(s, { policy: 'Recycle' }),
     expect: (st) => volumeIs(st, 'v', { phase: 'Failed', events: ['VolumeFailedRecycle'] }),

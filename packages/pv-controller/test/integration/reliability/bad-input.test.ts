@@ -136,6 +136,16 @@ describe('reliability: bad input to the binder (real API server)', function () {
     for (const v of ['empty-term', 'gt-text']) expect((await getPV(admin, name(v))).spec?.claimRef, v).to.equal(undefined);
   });
 
+  it('volumes whose claimRef has a uid but no namespace or no name: accepted by the API server, a Warning each, never released', async function () {
+    const before = await eventsCounted('Warning', 'InvalidClaimRef');
+    const noNs = await volume(pv(name('no-ns'), '1Gi', { policy: 'Delete', claimRef: { name: 'c', uid: 'uid-c' } }));
+    const noName = await volume(pv(name('no-name'), '1Gi', { policy: 'Delete', claimRef: { namespace: ns, uid: 'uid-c' } }));
+    await answered(noNs, 'Warning', 'InvalidClaimRef', before);
+    expect((await eventFor(admin, noNs, 'InvalidClaimRef')).message).to.contain('but no namespace');
+    expect((await eventFor(admin, noName, 'InvalidClaimRef')).message).to.contain('but no name');
+    for (const v of ['no-ns', 'no-name']) expect((await getPV(admin, name(v))).status?.phase, v).to.equal('Pending');
+  });
+
   it('a selected node without the topology labels its class allows: the annotation goes, with a Warning', async function () {
     const cls = name('zonal');
     await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/none', volumeBindingMode: 'WaitForFirstConsumer', allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE, values: ['z1'] }] }] });

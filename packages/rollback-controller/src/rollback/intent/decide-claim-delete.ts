@@ -10,6 +10,12 @@ export interface DeleteFacts {
   pod: Pod | undefined;
   /** Why the claim's volume may hold data now (its live mark, the cached evidence), or undefined while provably unused. */
   volumeUse: string | undefined;
+  /**
+   * Every pod the server has that references the claim. Another pod may have been scheduled since
+   * the decision, which read the cache: a pod whose kubelet mounts the volume before the delete
+   * starts with the claim Terminating and writes to a volume the reclaim policy then deletes.
+   */
+  claimUsers: Pod[];
 }
 
 export type DeletePlan =
@@ -24,7 +30,8 @@ export type DeletePlan =
  * Whether a rollback in progress may delete claim `c` now, from the server's answers. A claim with
  * a newer resourceVersion than the decision's is still the one decided on if it is bound to the
  * same volume and would be re-created the same (a binder's annotation, a protection finalizer);
- * otherwise it is kept. The pod must still be the one, unscheduled; the volume provably unused.
+ * otherwise it is kept. The pod must still be the one, unscheduled, and the claim's only user; the
+ * volume provably unused.
  */
 export function decideClaimDelete(r: ProvisioningRollback, c: RollbackClaim, f: DeleteFacts): DeletePlan {
   if (!f.claim || f.claim.metadata?.uid !== c.uid || f.claim.metadata?.deletionTimestamp) return { kind: 'alreadyDeleted' };
@@ -33,6 +40,8 @@ export function decideClaimDelete(r: ProvisioningRollback, c: RollbackClaim, f: 
   const podName = r.spec.pod.name;
   if (!f.pod || f.pod.metadata?.uid !== r.spec.pod.uid) return { kind: 'keep', why: `pod ${podName} is gone` };
   if (f.pod.spec?.nodeName) return { kind: 'keep', why: `pod ${podName} was scheduled to node ${f.pod.spec.nodeName}` };
+  const other = f.claimUsers.find((p) => p.metadata?.uid !== r.spec.pod.uid);
+  if (other) return { kind: 'keep', why: `claim ${c.name} is also used by pod ${other.metadata?.name}` };
   if (f.volumeUse) return { kind: 'keep', why: `volume ${c.volume} may hold data: ${f.volumeUse}` };
   return { kind: 'delete', uid: c.uid, resourceVersion: f.claim.metadata?.resourceVersion };
 }
