@@ -1,4 +1,4 @@
-import { claimKeysOfPod, Controller, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
@@ -70,7 +70,9 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       return seen && { issue: seen.value, since: seen.since };
     },
     lastProvisioningActivity: (c) => {
-      const times = provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? '').map(eventTime);
+      // Only Events in the claim's namespace that name it: another namespace could otherwise hold
+      // off the removal of this claim's stale selected-node with an Event carrying its uid.
+      const times = eventsAbout(provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c).map(eventTime);
       return times.length > 0 ? Math.max(...times) : undefined;
     },
   };

@@ -1,4 +1,4 @@
-import { claimKeysOfPod, Controller, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
@@ -59,10 +59,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     podExists: (uid) => pods.cache.byIndex('uid', uid).length > 0,
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),
     attachmentsOf: (name) => attachments.cache.byIndex('pv', name),
-    // An Event's involvedObject is written by whoever creates the Event: in the claim's namespace and
-    // naming it, or it is not about this claim (a uid alone can be copied into any namespace).
-    provisioningFailures: (c) =>
-      failures.cache.byIndex('claimUid', c.metadata?.uid ?? '').filter((e) => e.metadata?.namespace === c.metadata?.namespace && e.involvedObject.namespace === c.metadata?.namespace && e.involvedObject.name === c.metadata?.name),
+    provisioningFailures: (c) => eventsAbout(failures.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c),
     provisioningObserved: (uid) => observed.get(uid),
     rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),
     now: () => Date.now(),

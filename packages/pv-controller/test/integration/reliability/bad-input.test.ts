@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
-import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { bindingViolations, createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from '../binder-harness.js';
 
@@ -157,6 +157,31 @@ describe('reliability: bad input to the binder (real API server)', function () {
     const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls, annotations: { [SEL]: bare } }));
     await answered(c, 'Warning', 'SelectedNodeNotAllowed', before);
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined));
+  });
+
+  it("another namespace's forged Provisioning Event (the claim's uid, a time far ahead) does not hold off the removal of a stale selected node", async function () {
+    const cls = name('wffc-forged');
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/none', volumeBindingMode: 'WaitForFirstConsumer' });
+    created.push({ kind: 'class', name: cls });
+    const victim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls, annotations: { [SEL]: name('ghost') } }));
+    // The tenant's own namespace, the victim's uid copied, a year ahead: "the provisioner is working on it".
+    const tenant = await createTestNamespace(admin, 'tenant-');
+    const ahead = new Date(Date.now() + 365 * 24 * 3_600_000).toISOString();
+    await admin.create<Event>(Resources.events, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'forged', namespace: tenant },
+      involvedObject: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: tenant, name: 'c', uid: victim.metadata!.uid },
+      reason: 'Provisioning',
+      message: 'External provisioner is provisioning volume for claim',
+      type: 'Normal',
+      firstTimestamp: ahead,
+      lastTimestamp: ahead,
+      count: 1,
+      source: { component: 'example.com/none' },
+    });
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined), 60_000);
+    await admin.delete(Resources.namespaces, tenant).catch(() => undefined);
   });
 
   it('huge values: a 100,000-character selected node is answered with a bounded Event; a claim carrying 200 kB of annotations still binds', async function () {
