@@ -11,8 +11,9 @@ export const pvBinderDescriptor: ControllerDescriptor = {
   description: 'binds claims to volumes, delayed binding, provisioning signals, release and reclaim',
   eventComponent: 'persistentvolume-controller',
   // Exactly what the suites use (the audit-log coverage check and the rbac-necessity test): the
-  // loop reads from its informers; its live reads are the claim before releasing its volume, and
-  // the node (or the namespace's pods) before removing a claim's selected node.
+  // loop reads from its informers; its live reads are the claim before releasing its volume, the
+  // node (or the namespace's pods) before removing a claim's selected node, and a pod placed with
+  // spec.nodeName before binding or selecting a node for it.
   rbac: [
     { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['list', 'watch', 'update'] },
     { apiGroups: [''], resources: ['persistentvolumes/status'], verbs: ['update'] },
@@ -23,6 +24,9 @@ export const pvBinderDescriptor: ControllerDescriptor = {
     // get: a selected node is removed from a claim only once a live read confirms the node is gone
     // or outside the class's allowedTopologies (the cache may lag).
     { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
+    // get: a volume is bound, or a selected node set, for a pod placed with spec.nodeName only once
+    // a live read shows that pod still there on that node (the cache may still hold a deleted one).
+    { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
     // list/watch: the external provisioner's Provisioning Events (stale selected-node check).
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
   ],

@@ -13,13 +13,25 @@ export type SelectedNodeConfirmation =
   | { issue: 'noConsumer'; node: string };
 
 /**
+ * The pod placed with spec.nodeName (bypassing the scheduler) that a binding or a selected node is
+ * planned for: read live before the write (verify-on-server.ts), so that a pod the cache still has
+ * after its deletion never pins the claim's volume to its old node.
+ */
+export interface PlacedPodConfirmation {
+  namespace: string;
+  name: string;
+  uid: string;
+  nodeName: string;
+}
+
+/**
  * What the binder wants done, planned by pure decision functions and carried out by the actuator.
  * Every action carries the object as it was seen: the actuator writes with that resourceVersion,
  * so a decision made on stale data fails with a conflict instead of overwriting a newer state.
  */
 export type BinderAction =
   /** PV.spec.claimRef := claim (+ bound-by-controller), then PV phase Bound. */
-  | { kind: 'bindVolume'; volume: PersistentVolume; claim: PersistentVolumeClaim; boundByController: boolean }
+  | { kind: 'bindVolume'; volume: PersistentVolume; claim: PersistentVolumeClaim; boundByController: boolean; forPlacedPod?: PlacedPodConfirmation }
   /** Claim.spec.volumeName := volume, bind-completed (+ bound-by-controller), then claim status Bound. */
   | { kind: 'bindClaim'; claim: PersistentVolumeClaim; volume: PersistentVolume; boundByController: boolean }
   /** Released is written only once the server confirms the claim is gone or bound elsewhere (verify-on-server.ts). */
@@ -30,7 +42,7 @@ export type BinderAction =
    * claimRef the controller made is removed; a user's pre-binding keeps its name and loses its uid.
    */
   | { kind: 'unbindVolume'; volume: PersistentVolume; keepClaimRef: boolean }
-  | { kind: 'annotateClaim'; claim: PersistentVolumeClaim; set?: Record<string, string>; remove?: string[]; confirm?: SelectedNodeConfirmation }
+  | { kind: 'annotateClaim'; claim: PersistentVolumeClaim; set?: Record<string, string>; remove?: string[]; confirm?: SelectedNodeConfirmation; forPlacedPod?: PlacedPodConfirmation }
   | { kind: 'setClaimClass'; claim: PersistentVolumeClaim; storageClassName: string }
   /** Annotations and finalizers of a volume (CSI migration bookkeeping). */
   | { kind: 'updateVolumeMeta'; volume: PersistentVolume; set?: Record<string, string>; remove?: string[]; removeFinalizers?: string[] }

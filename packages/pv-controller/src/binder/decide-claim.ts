@@ -11,7 +11,7 @@ import { provisionClaim } from './claim-provisioning.js';
 import { decideBoundClaim } from './decide-bound-claim.js';
 import { decidePreBoundClaim } from './decide-pre-bound-claim.js';
 import { findBestVolume } from './find-matching-volume.js';
-import { nodeNameConsumer, provisionForNodeName } from './node-name-consumer.js';
+import { nodeNameConsumer, placedPodConfirmation, provisionForNodeName } from './node-name-consumer.js';
 import { checkSelectedNode } from './selected-node-checks.js';
 import { waitForConsumer } from './wait-for-consumer.js';
 
@@ -52,8 +52,10 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   // being created for it right now.
   const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node });
   if (volume) {
+    // Chosen for the placed pod's node: that pod is read live before the volume is written.
+    const forPlacedPod = placed ? { forPlacedPod: placedPodConfirmation(placed) } : {};
     return [
-      { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef },
+      { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef, ...forPlacedPod },
       { kind: 'bindClaim', claim, volume, boundByController: true },
     ];
   }

@@ -1,7 +1,7 @@
 import { ANN_SELECTED_NODE, NO_PROVISIONER } from '@topovol/shared';
 import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { event } from './actions.js';
-import type { BinderAction } from './actions.js';
+import type { BinderAction, PlacedPodConfirmation } from './actions.js';
 import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
@@ -13,6 +13,12 @@ export interface NodeNameConsumer {
   nodeName: string;
   /** The node from the cache; undefined while it has not been seen (yet). */
   node?: Node;
+}
+
+/** What the server must still show before anything is written for the placed pod (verify-on-server.ts). */
+export function placedPodConfirmation(placed: NodeNameConsumer): PlacedPodConfirmation {
+  const md = placed.pod.metadata;
+  return { namespace: md?.namespace ?? '', name: md?.name ?? '', uid: md?.uid ?? '', nodeName: placed.nodeName };
 }
 
 /**
@@ -51,7 +57,7 @@ export function provisionForNodeName(claim: PersistentVolumeClaim, sc: StorageCl
     ];
   }
   return [
-    { kind: 'annotateClaim', claim, set: { [ANN_SELECTED_NODE]: placed.nodeName } },
+    { kind: 'annotateClaim', claim, set: { [ANN_SELECTED_NODE]: placed.nodeName }, forPlacedPod: placedPodConfirmation(placed) },
     event(claim, 'Normal', Reasons.NodeNameBypassedScheduler, `pod ${pod} runs on node "${placed.nodeName}" without the scheduler (spec.nodeName); selected that node for provisioning`),
     ...pendingStatus(claim),
   ];

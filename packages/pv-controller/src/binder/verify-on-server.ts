@@ -1,24 +1,28 @@
 import { isNotFound, Resources } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
-import { allowedTopologiesMatch, someConsumerFits } from './selected-node-checks.js';
+import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
+import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-node-checks.js';
 
 /**
- * The two writes a lagging cache must never be enough for, because they cannot be undone: Released
- * (hands the volume to its reclaim policy, perhaps deletion) and a selected-node's removal (the
- * claim is provisioned afresh elsewhere). No write precondition on the object written can express
- * "the claim is gone" or "the node is gone", so the glue reads those facts from the server first.
+ * The writes a lagging cache must never be enough for, because they cannot be undone: Released
+ * (hands the volume to its reclaim policy, perhaps deletion), a selected-node's removal (the claim
+ * is provisioned afresh elsewhere), and a binding or a selected node for a pod placed with
+ * spec.nodeName (the volume is pinned to that pod's node). No write precondition on the object
+ * written can express "the claim is gone", "the node is gone" or "the pod is gone", so the glue
+ * reads those facts from the server first.
  */
-type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' }>;
+type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' } | { kind: 'bindVolume' }>;
 
 /** What the server has, read for one guarded action. */
 export type ServerView =
   | { kind: 'claim'; claim: PersistentVolumeClaim | undefined }
   | { kind: 'node'; node: Node | undefined }
-  | { kind: 'pods'; pods: Pod[] };
+  | { kind: 'pods'; pods: Pod[] }
+  | { kind: 'pod'; pod: Pod | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
-function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' } | undefined {
+function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' | 'placedPod' } | undefined {
+  if ((a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) return { action: a, read: 'placedPod' };
   if (a.kind === 'volumePhase' && a.phase === 'Released' && a.volume.spec?.claimRef?.name && a.volume.spec.claimRef.namespace) return { action: a, read: 'claim' };
   if (a.kind === 'annotateClaim' && a.confirm) return { action: a, read: a.confirm.issue === 'noConsumer' ? 'pods' : 'node' };
   return undefined;
@@ -49,8 +53,20 @@ export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: 
   return allowedTopologiesMatch(confirm.allowedTopologies, node) ? `${stillThere} is allowed after all; keeping it` : undefined;
 }
 
+/** The pod a binding or a selected node is for, on the server: gone, replaced, ending or moved refutes it. */
+export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView): string | undefined {
+  const live = view.kind === 'pod' ? view.pod : undefined;
+  const who = `pod ${p.namespace}/${p.name}, placed on node "${p.nodeName}"`;
+  if (!live || live.metadata?.uid !== p.uid) return `${who}, is not on the server; deciding again`;
+  if (!isLivePod(live)) return `${who}, is ending; deciding again`;
+  if (live.spec?.nodeName !== p.nodeName) return `${who}, is on node "${live.spec?.nodeName ?? ''}" on the server; deciding again`;
+  return undefined;
+}
+
 /** Why the server refutes the guarded action, or undefined. */
 export function refutation(a: Guarded, view: ServerView): string | undefined {
+  if (a.kind !== 'volumePhase' && a.forPlacedPod) return placedPodRefuted(a.forPlacedPod, view);
+  if (a.kind === 'bindVolume') return undefined;
   if (a.kind === 'volumePhase') return releaseRefuted(a.volume, view.kind === 'claim' ? view.claim : undefined);
   return a.confirm ? selectedNodeIssueRefuted(a.claim, a.confirm, view) : undefined;
 }
@@ -69,6 +85,9 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   if (g.read === 'claim' && a.kind === 'volumePhase') {
     const ref = a.volume.spec!.claimRef!;
     return { kind: 'claim', claim: await orUndefined(client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, ref.name!, ref.namespace)) };
+  }
+  if (g.read === 'placedPod' && (a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) {
+    return { kind: 'pod', pod: await orUndefined(client.get<Pod>(Resources.pods, a.forPlacedPod.name, a.forPlacedPod.namespace)) };
   }
   if (g.read === 'pods') return { kind: 'pods', pods: (await client.list<Pod>(Resources.pods, { namespace: a.kind === 'annotateClaim' ? a.claim.metadata?.namespace : undefined })).items };
   return { kind: 'node', node: await orUndefined(client.get<Node>(Resources.nodes, a.kind === 'annotateClaim' ? (a.confirm?.node ?? '') : '')) };

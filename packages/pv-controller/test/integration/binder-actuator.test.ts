@@ -91,6 +91,38 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
     expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('here'));
   });
 
+  /** A pod placed on node `here` with spec.nodeName, using claim c; returns what the cache would hold of it. */
+  const placedPod = async (): Promise<Pod> =>
+    admin.create<Pod>(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'placed', namespace: ns },
+      spec: { nodeName: nodeName('here'), containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'c' } }] },
+    });
+  const forPlaced = (p: Pod): { namespace: string; name: string; uid: string; nodeName: string } => ({ namespace: ns, name: p.metadata!.name!, uid: p.metadata!.uid!, nodeName: nodeName('here') });
+
+  it('never selects the node of a pod placed with spec.nodeName that the server no longer has (the cache still had it)', async function () {
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: 'late' }));
+    const p = await placedPod();
+    await admin.delete(Resources.pods, 'placed', ns, { gracePeriodSeconds: 0 });
+    expect(await refused([{ kind: 'annotateClaim', claim, set: { [SEL]: nodeName('here') }, forPlacedPod: forPlaced(p) }])).to.match(/is not on the server/);
+    expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined);
+  });
+
+  it('never binds a volume for a placed pod the server no longer has; binds it while the pod is there', async function () {
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: 'late' }));
+    const volume = await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-v`, '1Gi', { class: 'late' }));
+    const p = await placedPod();
+    const plan = (pod: Pod): BinderAction[] => [{ kind: 'bindVolume', volume, claim, boundByController: true, forPlacedPod: forPlaced(pod) }];
+    // Re-created under the same name, with another uid: not the pod the decision was made for.
+    await admin.delete(Resources.pods, 'placed', ns, { gracePeriodSeconds: 0 });
+    const again = await placedPod();
+    expect(await refused(plan(p))).to.match(/is not on the server/);
+    expect((await getPV(admin, `${ns}-v`)).spec?.claimRef).to.equal(undefined);
+    expect(await apply(plan(again))).to.equal(undefined);
+    expect((await getPV(admin, `${ns}-v`)).spec?.claimRef?.uid).to.equal(claim.metadata?.uid);
+  });
+
   it('never releases a volume whose claim the server still has, bound to it', async function () {
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { volumeName: `${ns}-v` }));
     const volume = await admin.create<PersistentVolume>(

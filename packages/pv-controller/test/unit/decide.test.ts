@@ -10,13 +10,14 @@ export function summary(actions: BinderAction[]): string[] {
   return actions.map((a): string => {
     switch (a.kind) {
       case 'bindVolume':
+        return `${a.kind} ${a.volume.metadata?.name}${a.forPlacedPod ? ` (for placed ${a.forPlacedPod.name} on ${a.forPlacedPod.nodeName})` : ''}`;
       case 'bindClaim':
         return `${a.kind} ${a.volume.metadata?.name}`;
       case 'volumePhase':
       case 'claimPhase':
         return `${a.kind} ${a.phase}`;
       case 'annotateClaim':
-        return `annotate ${Object.keys(a.set ?? {}).join(',')}${a.remove?.length ? ` -${a.remove.join(',')}` : ''}${a.confirm ? ` (confirm ${a.confirm.issue})` : ''}`;
+        return `annotate ${Object.keys(a.set ?? {}).join(',')}${a.remove?.length ? ` -${a.remove.join(',')}` : ''}${a.confirm ? ` (confirm ${a.confirm.issue})` : ''}${a.forPlacedPod ? ` (for placed ${a.forPlacedPod.name} on ${a.forPlacedPod.nodeName})` : ''}`;
       case 'setClaimClass':
         return `setClass ${a.storageClassName}`;
       case 'event':
@@ -90,8 +91,8 @@ function nodeNameCases(): ClaimCase[] {
   const base: WorldInput = { classes: [sc('late', WFFC)], nodes: [node('n1', { zone: 'a' })] };
   const limited = sc('late', { ...WFFC, allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['b'] }] }] });
   return [
-    { name: 'binds a volume reachable from that node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB }), vol('near', '2Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['bindVolume near', 'bindClaim near'] },
-    { name: 'no volume: selects its node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: [`annotate ${SEL}`, 'event Normal ScheduledWithoutScheduler'] },
+    { name: 'binds a volume reachable from that node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB }), vol('near', '2Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['bindVolume near (for placed p on n1)', 'bindClaim near'] },
+    { name: 'no volume: selects its node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: [`annotate ${SEL} (for placed p on n1)`, 'event Normal ScheduledWithoutScheduler'] },
     { name: 'a Succeeded pod does not pin the claim', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1', 'Succeeded')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'a Failed pod does not pin the claim', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1', 'Failed')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'node outside allowedTopologies: one Warning, nothing selected', claim: c, w: { ...base, classes: [limited], pods: [pod('p', 'c', 'n1')] }, want: ['event Warning NodeNotAllowedByStorageClass'] },
@@ -102,19 +103,19 @@ function nodeNameCases(): ClaimCase[] {
       name: 'a class that does not provision: the volume on that node is bound when it appears',
       claim: claim('c', '1Gi', { storageClassName: 'local' }),
       w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')], volumes: [vol('on-a', '1Gi', { storageClassName: 'local', nodeAffinity: zoneA })] },
-      want: ['bindVolume on-a', 'bindClaim on-a'],
+      want: ['bindVolume on-a (for placed p on n1)', 'bindClaim on-a'],
     },
     {
       name: 'a single pre-bound volume its node cannot reach is still the claim\'s (upstream binds it; nothing else may take its place)',
       claim: c,
       w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB, claimRef: { namespace: 'ns', name: 'c' } })] },
-      want: ['bindVolume far', 'bindClaim far'],
+      want: ['bindVolume far (for placed p on n1)', 'bindClaim far'],
     },
     {
       name: 'an unreachable pre-bound volume does not hide a reachable one',
       claim: c,
       w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('a-far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB, claimRef: { namespace: 'ns', name: 'c' } }), vol('b-near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA, claimRef: { namespace: 'ns', name: 'c' } })] },
-      want: ['bindVolume b-near', 'bindClaim b-near'],
+      want: ['bindVolume b-near (for placed p on n1)', 'bindClaim b-near'],
     },
   ].map((x) => ({ ...x, name: `spec.nodeName: ${x.name}` }));
 }

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import type { Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import type { SelectedNodeConfirmation } from '../../src/binder/actions.js';
-import { releaseRefuted, selectedNodeIssueRefuted } from '../../src/binder/verify-on-server.js';
+import { KubeApiError } from '@topovol/shared';
+import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { BinderAction, SelectedNodeConfirmation } from '../../src/binder/actions.js';
+import { placedPodRefuted, releaseRefuted, selectedNodeIssueRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
 import type { ServerView } from '../../src/binder/verify-on-server.js';
 
 // What the server says, against what the cache-made decision needs before Released or a selected-node's removal.
@@ -47,4 +48,46 @@ describe('selectedNodeIssueRefuted', function () {
     { name: 'noConsumer: a pod placed on the selected node → keep', confirm: { issue: 'noConsumer', node: 'n1' }, view: { kind: 'pods', pods: [podOnServer('n1', 'Running')] }, refuted: true },
   ];
   for (const c of cases) it(c.name, () => expect(selectedNodeIssueRefuted(claim, c.confirm, c.view) !== undefined).to.equal(c.refuted));
+});
+
+describe('placedPodRefuted', function () {
+  const placed = { namespace: 'ns', name: 'p', uid: 'uid-p', nodeName: 'n1' };
+  const livePod = (over: { uid?: string; nodeName?: string; phase?: string; deleting?: boolean } = {}): Pod => ({
+    metadata: { name: 'p', namespace: 'ns', uid: over.uid ?? 'uid-p', deletionTimestamp: over.deleting ? '2026-11-27T00:00:00Z' : undefined },
+    spec: { nodeName: over.nodeName ?? 'n1', containers: [] },
+    status: { phase: over.phase ?? 'Pending' },
+  });
+  const cases: { name: string; pod: Pod | undefined; refuted: boolean }[] = [
+    { name: 'there, on that node: bind or select it', pod: livePod(), refuted: false },
+    { name: 'gone from the server (the cache still had it): decided again', pod: undefined, refuted: true },
+    { name: 're-created under the same name (another uid): decided again', pod: livePod({ uid: 'other' }), refuted: true },
+    { name: 'being deleted: decided again', pod: livePod({ deleting: true }), refuted: true },
+    { name: 'finished (Succeeded): decided again', pod: livePod({ phase: 'Succeeded' }), refuted: true },
+    { name: 'on another node on the server: decided again', pod: livePod({ nodeName: 'n2' }), refuted: true },
+  ];
+  for (const c of cases) it(c.name, () => expect(placedPodRefuted(placed, { kind: 'pod', pod: c.pod }) !== undefined).to.equal(c.refuted));
+
+  it('verifyOnServer reads the placed pod before a binding or a selected node made for it, and stops the plan there when it is gone', async function () {
+    const v: PersistentVolume = { metadata: { name: 'v1' }, spec: {} };
+    const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
+    const reads: string[] = [];
+    const client = {
+      get: (_r: unknown, name: string, ns?: string) => {
+        reads.push(`${ns}/${name}`);
+        return Promise.reject(new KubeApiError(404, { reason: 'NotFound', message: `pods "${name}" not found` }));
+      },
+    } as unknown as KubeClient;
+    const plan: BinderAction[] = [
+      { kind: 'bindVolume', volume: v, claim: c, boundByController: true, forPlacedPod: placed },
+      { kind: 'bindClaim', claim: c, volume: v, boundByController: true },
+    ];
+    const refuted = await verifyOnServer(client, plan);
+    expect(reads).to.deep.equal(['ns/p']);
+    expect(refuted?.index).to.equal(0);
+    expect(refuted?.why).to.match(/pod ns\/p, placed on node "n1", is not on the server/);
+    // Without the placed pod, a binding needs no read.
+    reads.length = 0;
+    expect(await verifyOnServer(client, [{ ...plan[0]!, forPlacedPod: undefined } as BinderAction, plan[1]!])).to.equal(undefined);
+    expect(reads).to.deep.equal([]);
+  });
 });
