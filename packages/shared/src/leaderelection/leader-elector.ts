@@ -97,7 +97,7 @@ export class LeaderElector {
   private async loop(): Promise<void> {
     const signal = this.abort.signal;
     // Acquire.
-    while (!signal.aborted && !(await this.tryAcquireOrRenew())) await sleep(this.config.retryPeriodMs * (1 + Math.random() * (JITTER - 1)), signal);
+    while (!signal.aborted && !(await this.tryAcquireOrRenew(monotonicMs() + this.config.renewDeadlineMs))) await sleep(this.config.retryPeriodMs * (1 + Math.random() * (JITTER - 1)), signal);
     if (signal.aborted) return;
     this.setLeading(true);
     this.callbacks.onStartedLeading();
@@ -108,7 +108,7 @@ export class LeaderElector {
       const deadline = monotonicMs() + this.config.renewDeadlineMs;
       let renewed = false;
       while (!signal.aborted && monotonicMs() < deadline) {
-        if (await this.tryAcquireOrRenew()) {
+        if (await this.tryAcquireOrRenew(deadline)) {
           renewed = true;
           break;
         }
@@ -130,14 +130,35 @@ export class LeaderElector {
     masterStatus.set({ name: this.config.name }, v ? 1 : 0);
   }
 
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /**
+   * One try, its requests cut off at `deadline` (monotonic ms): as client-go's renew runs under a
+   * context that times out at RenewDeadline, so that a slow or stalled request cannot keep a leader
+   * that should have stepped down writing until the request's own timeout (60 s).
+   */
+  private async tryAcquireOrRenew(deadline: number): Promise<boolean> {
+    // An explicit controller and timer, cleared after the try: AbortSignal.any() over
+    // AbortSignal.timeout() never fired in leader-elector-deadline.test.ts on Node 20 (why was not
+    // traced), and a renewal must not depend on that.
+    const cut = new AbortController();
+    const stop = (): void => cut.abort(this.abort.signal.reason);
+    this.abort.signal.addEventListener('abort', stop);
+    const timer = setTimeout(() => cut.abort(new Error('renew deadline reached')), Math.max(1, deadline - monotonicMs()));
+    try {
+      return await this.attempt(cut.signal);
+    } finally {
+      clearTimeout(timer);
+      this.abort.signal.removeEventListener('abort', stop);
+    }
+  }
+
+  private async attempt(signal: AbortSignal): Promise<boolean> {
     const { namespace, name, identity } = this.config;
     const now = new Date();
     const nowIso = microTime(now);
     const leaseSeconds = Math.ceil(this.config.leaseDurationMs / 1000);
     let current: Lease | undefined;
     try {
-      current = await this.client.get<Lease>(Resources.leases, name, namespace, this.abort.signal);
+      current = await this.client.get<Lease>(Resources.leases, name, namespace, signal);
     } catch (err) {
       if (!isNotFound(err)) {
         this.log.warn('cannot read lease', { error: errorMessage(err), errorKind: classifyError(err).kind });
@@ -151,7 +172,7 @@ export class LeaderElector {
           kind: 'Lease',
           metadata: { name, namespace },
           spec: { holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 },
-        });
+        }, { signal });
         this.observe({ holderIdentity: identity, leaseDurationSeconds: leaseSeconds, renewTime: nowIso }, undefined);
         this.lastRenew = monotonicMs();
         this.log.info('acquired lease (created)');
@@ -182,7 +203,7 @@ export class LeaderElector {
       },
     };
     try {
-      const updated = await this.client.replace<Lease>(Resources.leases, next, { signal: this.abort.signal });
+      const updated = await this.client.replace<Lease>(Resources.leases, next, { signal });
       this.observe(updated.spec ?? {}, updated.metadata?.resourceVersion);
       this.lastRenew = monotonicMs();
       if (takingOver) {

@@ -92,6 +92,11 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     io.stderr(`Error: cannot load a kubeconfig (--kubeconfig, KUBECONFIG or in-cluster): ${errorMessage(err)}\n`);
     return io.exit(1);
   }
+  // The Leases get a client of their own, as kube-controller-manager's "leader-election" client:
+  // a renewal never waits in the rate limiter behind the loops' own requests.
+  const electionClient = opts.leaderElect
+    ? KubeClient.load(opts.kubeconfig, { qps: opts.kubeApiQps, burst: opts.kubeApiBurst, userAgent: 'topovol-controller-manager/leader-election' })
+    : undefined;
   const informers = new InformerFactory(client);
   const http = new HttpEndpoints();
   const identity = `${os.hostname()}_${randomUUID()}`;
@@ -116,6 +121,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     await informers.stop();
     await http.close();
     client.close();
+    electionClient?.close();
     clearTimeout(hard);
     log.info('stopped');
     io.exit(code);
@@ -154,7 +160,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     startRunnables(l, false);
     const name = `topovol-${l.descriptor.name}`;
     l.elector = new LeaderElector(
-      client,
+      electionClient ?? client,
       { namespace, name, identity, leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs },
       {
         onStartedLeading: () => {
