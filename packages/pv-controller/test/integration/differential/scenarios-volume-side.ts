@@ -160,6 +160,25 @@ export const boundClaimScenarios: Scenario[] = [
       volumeIs(st, 'v', { phase: 'Bound', claimRef: boundRef('c') });
     },
   },
+  {
+    name: 'a claim marked bind-completed by hand, naming a free volume of another class: not bound',
+    async run(s) {
+      const v = await s.pv('v', '1Gi', { class: s.name('gold') });
+      await s.settle();
+      // What anyone who may write claims can write: a class-less claim taking a volume of class gold.
+      await s.pvc('c', '1Gi', { volumeName: v, annotations: { [BIND_COMPLETED]: 'yes' } });
+    },
+    divergence: {
+      upstream: (st) => {
+        claimIs(st, 'c', { phase: 'Bound', volumeName: 'v' });
+        volumeIs(st, 'v', { phase: 'Bound', claimRef: boundRef('c') });
+      },
+      topovol: (st) => {
+        claimIs(st, 'c', { phase: 'Pending', volumeName: 'v', events: ['VolumeMismatch'] });
+        volumeIs(st, 'v', { phase: 'Available', claimRef: null });
+      },
+    },
+  },
 ];
 
 /** updateClaimStatus: what a claim's status shows of its volume. */
