@@ -6,6 +6,7 @@ import type { KubeClient, KubeObject } from '@topovol/shared';
 import { childPids, ControlPlane, cpuSeconds, machineCpuSeconds } from '@topovol/testing';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { coreSplit, onServerCores } from './core-split.js';
+import type { CoreSplit } from './core-split.js';
 
 export const say = (msg: string): void => void process.stderr.write(`[bench] ${msg}\n`);
 
@@ -15,14 +16,14 @@ export const say = (msg: string): void => void process.stderr.write(`[bench] ${m
  * thing measured. With --split-cores, etcd and kube-apiserver start on the server's half of the CPUs
  * and the bench goes on (and starts the binder) on the other.
  */
-export async function freshControlPlane(name: ContenderName, opts?: Pick<BenchOptions, 'splitCores'>): Promise<{ cp: ControlPlane; admin: KubeClient; logDir: string }> {
+export async function freshControlPlane(name: ContenderName, opts?: Pick<BenchOptions, 'splitCores'>): Promise<{ cp: ControlPlane; admin: KubeClient; logDir: string; cores?: CoreSplit }> {
   const logDir = mkdtempSync(path.join(os.tmpdir(), `topovol-bench-${name}-`));
   const cp = new ControlPlane({ apiServerFlags: ['--max-requests-inflight=2000', '--max-mutating-requests-inflight=1000'] });
   say(`${name}: starting etcd + kube-apiserver in ${cp.dir}`);
   const split = opts?.splitCores ? coreSplit() : undefined;
-  if (split) say(`${name}: etcd and kube-apiserver on CPUs ${split.server}, the binder and the bench on ${split.clients}`);
+  if (split) say(`${name}: etcd and kube-apiserver pinned to CPU list ${split.server}, the binder and the bench to ${split.clients}`);
   await onServerCores(split, () => cp.start());
-  return { cp, admin: cp.adminClient(), logDir };
+  return { cp, admin: cp.adminClient(), logDir, ...(split ? { cores: split } : {}) };
 }
 
 export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {

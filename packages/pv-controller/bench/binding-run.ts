@@ -2,6 +2,7 @@ import { percentile } from '@topovol/testing';
 import type { LatencySummary } from '@topovol/testing';
 import type { VolumeWrites } from './apiserver-writes.js';
 import type { CpuSplit } from './bench-cluster.js';
+import type { CoreSplit } from './core-split.js';
 import type { BenchOptions, ContenderName } from './bench-flags.js';
 import type { WriteCeiling } from './write-ceiling.js';
 
@@ -48,6 +49,8 @@ export interface BindingRun {
   ownBusyFraction: number;
   /** CPU seconds over the window of the binder, kube-apiserver, etcd and the bench (absent in records before 2026-11-26). */
   cpuSeconds?: CpuSplit;
+  /** --split-cores: the CPUs each side ran on (absent without it, and in records before 2026-11-27 noon). */
+  cores?: CoreSplit;
   logDir: string;
 }
 

@@ -19,7 +19,7 @@ import { measureWriteCeiling } from './write-ceiling.js';
  * Then stop the binder and measure the API server's write ceiling on the same control plane.
  */
 export async function runBinderFirst(name: ContenderName, n: number, opts: BenchOptions): Promise<BindingRun> {
-  const { cp, admin, logDir } = await freshControlPlane(name, opts);
+  const { cp, admin, logDir, cores } = await freshControlPlane(name, opts);
   const volumes = new PhaseWatch(admin, Resources.persistentVolumes, 'Available');
   const claims = new PhaseWatch(admin, Resources.persistentVolumeClaims, 'Bound');
   let binder: Awaited<ReturnType<typeof startContender>> | undefined;
@@ -102,6 +102,7 @@ export async function runBinderFirst(name: ContenderName, n: number, opts: Bench
       ceiling,
       ...busyBetween(mark0, mark1),
       logDir,
+      ...(cores ? { cores } : {}),
     };
   } finally {
     sampler?.stop();

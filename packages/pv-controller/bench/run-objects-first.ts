@@ -22,7 +22,7 @@ import { measureWriteCeiling } from './write-ceiling.js';
  * every 15 s, so no warm-up is needed to be fair.
  */
 export async function runObjectsFirst(name: ContenderName, n: number, opts: BenchOptions): Promise<BindingRun> {
-  const { cp, admin, logDir } = await freshControlPlane(name, opts);
+  const { cp, admin, logDir, cores } = await freshControlPlane(name, opts);
   const claims = new PhaseWatch(admin, Resources.persistentVolumeClaims, 'Bound');
   let binder: Awaited<ReturnType<typeof startContender>> | undefined;
   let sampler: ProcSampler | undefined;
@@ -73,6 +73,7 @@ export async function runObjectsFirst(name: ContenderName, n: number, opts: Benc
       ceiling,
       ...busyBetween(mark0, mark1),
       logDir,
+      ...(cores ? { cores } : {}),
     };
   } finally {
     sampler?.stop();

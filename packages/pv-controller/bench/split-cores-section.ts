@@ -36,9 +36,11 @@ function serverSide(runs: readonly BindingRun[], serverCpus: number): ServerSide
 
 export function splitCoresSection(split: BindingRecord | undefined): string {
   if (!split) return '';
-  const cpus = cpusOf(split.machine);
-  const cores = coreSplit(cpus);
-  const serverCpus = Math.floor(cpus / 2);
+  // The split the runs recorded; records from before they did: the halves of the machine's CPUs.
+  const cores = split.runs.find((r) => r.cores)?.cores ?? coreSplit(Array.from({ length: cpusOf(split.machine) }, (_, i) => i));
+  const serverCpus = cores.serverCpus;
+  const cpu = (list: string): string => `${list.includes(',') || list.includes('-') ? 'CPUs' : 'CPU'} ${list}`;
+  const theirs = serverCpus === 1 ? 'their CPU' : 'their CPUs';
   const medians = runMedians(split.runs);
   const groupOf = (m: (typeof medians)[number]): BindingRun[] => split.runs.filter((r) => r.contender === m.contender && r.order === m.order && r.n === m.n);
   const rows = medians.map((m) => {
@@ -49,29 +51,33 @@ export function splitCoresSection(split: BindingRecord | undefined): string {
     .filter((m) => m.contender === 'topovol')
     .map((m) => {
       const s = serverSide(groupOf(m), serverCpus);
-      return `- ${m.order}, N = ${m.n}: ${f(m.fractionOfCeiling.median * 100, 0)}% of the ceiling, with kube-apiserver and etcd using ${f(s.busy.median * 100, 0)}% of their ${serverCpus === 1 ? 'CPU' : 'CPUs'} while it bound; they spent ${f(s.perBinding.median, 2)} ms on each binding against ${f(s.perFourCeilingWrites.median, 2)} ms on four of the ceiling's writes.`;
+      return `- ${m.order}, N = ${m.n}: ${f(m.fractionOfCeiling.median * 100, 0)}% of the ceiling, with kube-apiserver and etcd using ${f(s.busy.median * 100, 0)}% of ${theirs} while it bound (medians of the rounds, each figure's own).`;
     });
   // Per round, not per median: the server's cost per write moves from one control plane to the next.
-  const busyRange = (c: BindingRun['contender']): string | undefined => {
-    const b = serverSide(split.runs.filter((r) => r.contender === c), serverCpus).busy;
-    return Number.isFinite(b.min) ? `${f(b.min * 100, 0)}-${f(b.max * 100, 0)}%` : undefined;
-  };
-  const topovolBusy = busyRange('topovol');
-  const upstreamBusy = busyRange('upstream');
-  const over = split.runs.filter((r) => r.contender === 'topovol' && r.fractionOfCeiling > 1).length;
-  const reading = topovolBusy
-    ? `\nIn every round of Topovol's, kube-apiserver and etcd kept their CPU ${topovolBusy} busy${upstreamBusy ? ` (kube-controller-manager's: ${upstreamBusy}, its one claim worker waiting on each write)` : ''}: on cores of its own the binder is not what the API server waits for. What is left between it and the ceiling is what kube-apiserver and etcd spend on a binding's four writes (spec and status of a volume and a claim, one in flight per binder worker) against four of the ceiling's merge patches (32 in flight), and that moves from one control plane to the next, as the ranges show${over > 0 ? `; ${over === 1 ? 'a round' : `${over} rounds`} above 100% had a ceiling whose patches cost the server more per write than that round's bindings did` : ''}.\n`
+  const topovolRuns = split.runs.filter((r) => r.contender === 'topovol');
+  const busy = serverSide(topovolRuns, serverCpus).busy;
+  const upstreamBusy = serverSide(split.runs.filter((r) => r.contender === 'upstream'), serverCpus).busy;
+  const span = (b: Spread): string => `${f(b.min * 100, 0)}-${f(b.max * 100, 0)}%`;
+  // A round above its ceiling, read on its own figures: did its bindings cost the server less per write than its ceiling's patches?
+  const over = topovolRuns.filter((r) => r.fractionOfCeiling > 1);
+  const overCheaper = over.filter((r) => {
+    const c = cpuMsPerBindingByProcess(r);
+    return c !== undefined && r.ceiling.serverCpuMsPerWrite !== undefined && c.apiserver + c.etcd < r.ceiling.serverCpuMsPerWrite * WRITES_PER_BINDING;
+  }).length;
+  const saturated = Number.isFinite(busy.min) && busy.min >= 0.95;
+  const reading = Number.isFinite(busy.min)
+    ? `\nIn every round of Topovol's, kube-apiserver and etcd kept ${theirs} ${span(busy)} busy${Number.isFinite(upstreamBusy.min) ? ` (in kube-controller-manager's: ${span(upstreamBusy)})` : ''}${saturated ? ': with cores of its own, the binder\'s CPU is not what the API server waits for' : ''}. The fraction of the ceiling still moves from round to round with what kube-apiserver and etcd spend per write on that control plane, on the binder's writes (a volume's and a claim's spec and status, one in flight per binder worker${split.options.orders.includes('binder-first') ? '; in binder-first the window also holds the bench\'s claim creates' : ''}) and on the ceiling's merge patches (${split.options.concurrency} in flight)${over.length > 0 ? `; ${over.length === 1 ? 'one round' : `${over.length} rounds`} bound more than ${over.length === 1 ? 'its' : 'their'} own ceiling allows, ${overCheaper === over.length ? `${over.length === 1 ? 'its' : 'their'} bindings costing the server less per write than ${over.length === 1 ? 'its' : 'their'} ceiling's patches did` : 'not explained by the server\'s CPU per write alone'}` : ''}.\n`
     : '';
   const o = split.options;
   return `## The API server on cores of its own (target 1, a second view)
 
 \`hack/bench/pv-binder.sh --n ${o.ns.join(',')} --order ${o.orders.length > 1 ? 'both' : o.orders[0]}${(o.repeat ?? 1) > 1 ? ` --repeat ${o.repeat}` : ''} --split-cores\`, ${split.date}, same machine kind and flags as the
-static runs above, with etcd and kube-apiserver pinned to CPU ${cores.server} and the binder and the bench (its creates, its
-watch and the ceiling's writes) to CPU ${cores.clients} (\`taskset\`; each process inherits it at start). The ceiling is
+static runs above, with etcd and kube-apiserver pinned to ${cpu(cores.server)} and the binder and the bench (its creates, its
+watch and the ceiling's writes) to ${cpu(cores.clients)} (\`taskset\`; each process inherits it at start). The ceiling is
 measured on the same split. Target 1 stands as measured above, on the shared cores; this view shows what
 bounds it when the binder's CPU does not come off the API server's. **server ms/binding** is
 kube-apiserver's and etcd's CPU per binding while the binder bound; **server ms, 4 ceiling writes** their
-CPU per write over the ceiling's rounds, times four; **server busy** their share of CPU ${cores.server} while the binder bound.
+CPU per write over the ceiling's rounds, times four; **server busy** their share of ${cpu(cores.server)} while the binder bound.
 
 | order | binder | N | rounds | pairs/s | ceiling writes/s | of ceiling | binder CPU ms/binding | server ms/binding | server ms, 4 ceiling writes | server busy |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |

@@ -1,29 +1,16 @@
-import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { ANN_BIND_COMPLETED } from '@topovol/shared';
+import type { PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
-import { accessModesSatisfied } from './check-volume-satisfies-claim.js';
-import { claimClass, claimVolumeMode, volumeClass, volumeVolumeMode } from './claim-helpers.js';
+import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { claimStatusFor } from './claim-status.js';
 
 /**
- * Topovol: what no bound pair can differ in, because neither object may change it once bound (the
- * size and the VolumeAttributesClass may: expansion and modification). Upstream re-binds a volume
- * without a claimRef to any claim that names it and carries bind-completed, which anyone who can
- * write claims can set: a claim of one class could take a volume of another (and its quota).
- */
-function immutableMismatch(claim: PersistentVolumeClaim, volume: PersistentVolume): string | undefined {
-  if (volumeClass(volume) !== claimClass(claim)) return 'storageClassName';
-  if (volumeVolumeMode(volume) !== claimVolumeMode(claim)) return 'volumeMode';
-  if (!accessModesSatisfied(claim, volume)) return 'accessModes';
-  return undefined;
-}
-
-/**
  * A claim whose binding completed once (pv.kubernetes.io/bind-completed), as upstream's
- * syncBoundClaim: keep it Bound (re-binding a volume that lost its claimRef, if it could ever have
- * been this claim's: see immutableMismatch), or declare it Lost,
+ * syncBoundClaim: keep it Bound (re-binding a volume that lost its claimRef; for a claim that was
+ * never Bound, only one that satisfies it), or declare it Lost,
  * once, with a Warning, when its volume is gone or belongs to another claim. Lost clears the
  * volume's access modes and capacity from the claim's status.
  */
@@ -38,9 +25,13 @@ export function decideBoundClaim(claim: PersistentVolumeClaim, world: BinderWorl
   if (!ref || ref.uid === claim.metadata?.uid) {
     // Unbound volume (our PV write was lost or undone), or all well: bind() writes only what differs.
     const actions: BinderAction[] = [];
-    const unfit = !ref ? immutableMismatch(claim, volume) : undefined;
+    // Topovol: upstream re-binds any such volume to a claim carrying bind-completed, an annotation
+    // anyone who may write claims can set. A claim that was Bound (status, which only controllers
+    // write) is re-bound as upstream; one that never was gets the checks of a claim naming a volume,
+    // so that it cannot take a free volume of another class, mode or size.
+    const unfit = !ref && claim.status?.phase !== 'Bound' ? volumeMismatch(claim, volume) : undefined;
     if (unfit) {
-      return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind PersistentVolume "${volumeName}" to this claim marked bind-completed: its ${unfit} does not match the claim's, so it was never bound to this claim`)];
+      return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${unfit} (the claim carries ${ANN_BIND_COMPLETED} but was never Bound)`)];
     }
     if (!ref || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace) {
       actions.push({ kind: 'bindVolume', volume, claim, boundByController: true });

@@ -136,11 +136,11 @@ export class LeaderElector {
    * that should have stepped down writing until the request's own timeout (60 s).
    */
   private async tryAcquireOrRenew(deadline: number): Promise<boolean> {
-    // An explicit controller and timer, cleared after the try: AbortSignal.any() over
-    // AbortSignal.timeout() never fired in leader-elector-deadline.test.ts on Node 20 (why was not
-    // traced), and a renewal must not depend on that.
+    // An explicit controller and timer, cleared after the try (an AbortSignal.any() over
+    // AbortSignal.timeout() did not fire in leader-elector-deadline.test.ts on Node 20).
     const cut = new AbortController();
     const stop = (): void => cut.abort(this.abort.signal.reason);
+    if (this.abort.signal.aborted) stop();
     this.abort.signal.addEventListener('abort', stop);
     const timer = setTimeout(() => cut.abort(new Error('renew deadline reached')), Math.max(1, deadline - monotonicMs()));
     try {

@@ -15,7 +15,7 @@ describe('LeaderElector: a stalled renewal ends leadership at the renew deadline
 
   it('loses the lease once renewals hang past the renew deadline, and aborts the hanging request', async function () {
     let lease: Lease | undefined;
-    let replaces = 0;
+    let creates = 0;
     const aborted: string[] = [];
     const hang = (what: string, signal?: AbortSignal): Promise<never> =>
       new Promise((_, reject) => {
@@ -25,10 +25,10 @@ describe('LeaderElector: a stalled renewal ends leadership at the renew deadline
         });
       });
     const client = {
-      get: (_r: unknown, _name: string, _ns?: string, signal?: AbortSignal) => (replaces >= 1 ? hang('get', signal) : lease ? Promise.resolve(lease) : Promise.reject(new KubeApiError(404, { reason: 'NotFound' }))),
+      get: (_r: unknown, _name: string, _ns?: string, signal?: AbortSignal) => (creates >= 1 ? hang('get', signal) : lease ? Promise.resolve(lease) : Promise.reject(new KubeApiError(404, { reason: 'NotFound' }))),
       create: (_r: unknown, obj: Lease) => {
         lease = { ...obj, metadata: { ...obj.metadata, resourceVersion: '1' } };
-        replaces++;
+        creates++;
         return Promise.resolve(lease);
       },
       replace: (_r: unknown, _obj: Lease, opts?: { signal?: AbortSignal }) => hang('replace', opts?.signal),
