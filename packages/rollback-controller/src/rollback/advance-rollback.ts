@@ -1,4 +1,3 @@
-import { claimNamesOfPod } from '@topovol/shared';
 import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
 import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
@@ -77,12 +76,8 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
 async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string }> {
   const ns = r.spec.pod.namespace;
   const claim = await d.reads.claim(ns, c.name);
-  // One list of the namespace's pods gives the recorded pod and every other user of the claim, as
-  // kube-controller-manager's pvc-protection asks the API server before it lets a claim go.
-  const pods = await d.reads.pods(ns);
-  const pod = pods.find((p) => p.metadata?.name === r.spec.pod.name);
-  const claimUsers = pods.filter((p) => claimNamesOfPod(p).includes(c.name));
-  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers });
+  const pod = await d.reads.pod(ns, r.spec.pod.name);
+  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers: await d.reads.claimUsers(ns, c.name) });
   if (plan.kind === 'alreadyDeleted') return { state: 'Deleted' };
   if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
   await d.beforeClaimDelete?.(c);
