@@ -13,8 +13,8 @@ export const rollbackDescriptor: ControllerDescriptor = {
     // get: the volume's mark re-read from the server right before a claim is deleted.
     { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
-    // get: the pod re-read right before a claim is deleted (not once it is scheduled).
-    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    // list: the namespace's pods read from the server right before and right after a claim delete.
+    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
     { apiGroups: ['storage.k8s.io'], resources: ['volumeattachments'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },

@@ -1,3 +1,5 @@
+import { claimNamesOfPod } from '@topovol/shared';
+import type { Pod } from '@topovol/shared';
 import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
 import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
@@ -76,8 +78,12 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
 async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string }> {
   const ns = r.spec.pod.namespace;
   const claim = await d.reads.claim(ns, c.name);
-  const pod = await d.reads.pod(ns, r.spec.pod.name);
-  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers: await d.reads.claimUsers(ns, c.name) });
+  // One list of the namespace's pods gives the recorded pod and every other user of the claim, as
+  // kube-controller-manager's pvc-protection asks the API server before it lets a claim go.
+  const pods = await d.reads.pods(ns);
+  const pod = recordedPod(pods, r);
+  const claimUsers = pods.filter((p) => claimNamesOfPod(p).includes(c.name));
+  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers });
   if (plan.kind === 'alreadyDeleted') return { state: 'Deleted' };
   if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
   await d.beforeClaimDelete?.(c);
@@ -87,7 +93,12 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   if (written === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when its delete was sent` };
   // The only window no precondition closes: the scheduler binding the pod between the re-check
   // and the delete. The claim then stays Terminating while the pod exists; say so.
-  const after = await d.reads.pod(ns, r.spec.pod.name);
+  const after = recordedPod(await d.reads.pods(ns), r);
   if (after?.spec?.nodeName) d.actuator.reportRaced(after, c);
   return { state: 'Deleted' };
+}
+
+/** The pod the rollback was recorded for; a pod re-created under its name is another pod. */
+function recordedPod(pods: Pod[], r: ProvisioningRollback): Pod | undefined {
+  return pods.find((p) => p.metadata?.name === r.spec.pod.name && p.metadata?.uid === r.spec.pod.uid);
 }

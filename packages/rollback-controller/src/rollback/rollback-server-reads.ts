@@ -1,4 +1,4 @@
-import { claimNamesOfPod, isNotFound, Resources } from '@topovol/shared';
+import { isNotFound, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
 import { usageOf } from './marks.js';
 
@@ -8,9 +8,8 @@ import { usageOf } from './marks.js';
  */
 export interface RollbackServerReads {
   claim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined>;
-  pod(namespace: string, name: string): Promise<Pod | undefined>;
-  /** The namespace's pods that reference the claim (generic ephemeral volumes included), listed from the server. */
-  claimUsers(namespace: string, claimName: string): Promise<Pod[]>;
+  /** The namespace's pods, listed from the server. */
+  pods(namespace: string): Promise<Pod[]>;
   /** Why the volume may hold data now (its live mark, any other evidence), or undefined while it is provably unused. */
   volumeUse(volumeName: string): Promise<string | undefined>;
 }
@@ -31,9 +30,8 @@ async function getOrUndefined<T extends KubeObject>(client: KubeClient, resource
 export function liveReads(client: KubeClient, evidence: (live: PersistentVolume) => string | undefined): RollbackServerReads {
   return {
     claim: (ns, name) => getOrUndefined<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, name, ns),
-    pod: (ns, name) => getOrUndefined<Pod>(client, Resources.pods, name, ns),
-    // A list, as kube-controller-manager's pvc-protection asks the API server before it lets a claim go.
-    claimUsers: async (ns, claimName) => (await client.list<Pod>(Resources.pods, { namespace: ns })).items.filter((p) => claimNamesOfPod(p).includes(claimName)),
+    // A list's items carry no kind: the pod may become an Event's involvedObject (reportRaced).
+    pods: async (ns) => (await client.list<Pod>(Resources.pods, { namespace: ns })).items.map((p) => ({ apiVersion: 'v1', kind: 'Pod', ...p })),
     volumeUse: async (name) => {
       const live = await getOrUndefined<PersistentVolume>(client, Resources.persistentVolumes, name);
       if (!live) return 'it is gone';

@@ -11,8 +11,8 @@ import { claim, createNode, failProvisioning, pod, PROVISIONER, provision, recor
  * The rollback loop's ClusterRole exercised in one scenario (kube-controller-manager's binder binds
  * and releases, as in rollback.test.ts). Pod p: c1 provisioned on node a (PV patch: the unused
  * mark), c2 fails there (ProvisioningFailed Event: the event informer), so c1 is rolled back (a
- * ProvisioningRollback created and its status updated; the pod, the volume and the claim re-read
- * live before the delete; claim delete and create; Events), and the finished record is forgotten
+ * ProvisioningRollback created and its status updated; the namespace's pods listed, the volume and
+ * the claim re-read live before the delete; claim delete and create; Events), and the finished record is forgotten
  * after --rollback-history-ttl (its delete). Pod q's volume is attached (a VolumeAttachment):
  * marked used and the rollback refused, and refused again after a change to q (event patch).
  * Pod s, created after the loop's first list (pod watch): e1 provisioned on node b, which is

@@ -22,6 +22,9 @@ import { decidedClaim, rollbackRecord, thePod } from './rollback-record-fixture.
  */
 type Gap = 'status' | 'label' | 'scheduled' | 'used' | 'otherPod' | 'gone';
 
+/** The recorded pod as the server has it: scheduled once the gap says so. */
+const recordedPod = (w: { scheduled: boolean }): Pod => ({ ...thePod, spec: { ...thePod.spec!, nodeName: w.scheduled ? 'a' : undefined } });
+
 /** A second pod referencing the claim. */
 const podQ: Pod = { metadata: { name: 'q', namespace: 'ns', uid: 'uid-q' }, spec: { nodeName: 'a', containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'c' } }] } };
 
@@ -70,9 +73,8 @@ async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record
     actuator: new RollbackActuator({ client: w.store, events: new FakeEvents(), log: logger(), dryRun: false }),
     reads: {
       claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
-      pod: () => Promise.resolve<Pod>({ ...thePod, spec: { ...thePod.spec!, nodeName: w.scheduled ? 'a' : undefined } }),
       volumeUse: () => Promise.resolve(w.used ? 'its mark is used' : undefined),
-      claimUsers: () => Promise.resolve(w.otherPod ? [thePod, podQ] : [thePod]),
+      pods: () => Promise.resolve(w.otherPod ? [recordedPod(w), podQ] : [recordedPod(w)]),
     },
     beforeClaimDelete: async () => {
       const gap = gaps[attempt];

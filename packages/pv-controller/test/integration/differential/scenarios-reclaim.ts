@@ -15,6 +15,28 @@ async function releaseAfterBinding(s: ScenarioContext, opts: VolumeOptions): Pro
 
 const local = (s: ScenarioContext): VolumeOptions => ({ local: true, nodeAffinity: affinity('kubernetes.io/hostname', [s.name('n1')]) });
 
+/**
+ * A volume bound (a uid in its claimRef) to a claim it does not name fully: upstream Releases one
+ * without a namespace (its read of the claim asks the cluster-scoped path and is answered 404) and
+ * leaves one without a name (client-go refuses to read an empty name); Topovol leaves both, with a
+ * Warning.
+ */
+function incompleteClaimRef(omit: 'namespace' | 'name', upstreamPhase: 'Released' | 'Pending'): Scenario {
+  return {
+    name: `a claimRef with a uid but no ${omit}, Delete: never released`,
+    async run(s) {
+      // A claim only to take a real uid from; it stays Pending (the volume is not pre-bound to it).
+      await s.pvc('c', '5Gi');
+      await s.settle();
+      await s.pv('v', '1Gi', { policy: 'Delete', claimRef: { claim: 'c', withUid: true, omit } });
+    },
+    divergence: {
+      upstream: (st) => volumeIs(st, 'v', { phase: upstreamPhase, events: [] }),
+      topovol: (st) => volumeIs(st, 'v', { phase: 'Pending', events: ['InvalidClaimRef'] }),
+    },
+  };
+}
+
 /** syncVolume for a volume whose claim is gone: Released, then the reclaim policy. */
 export const reclaimScenarios: Scenario[] = [
   {
@@ -45,33 +67,8 @@ export const reclaimScenarios: Scenario[] = [
     run: (s) => releaseAfterBinding(s, { policy: 'Delete', ...local(s) }),
     expect: (st) => volumeIs(st, 'v', { phase: 'Failed', events: ['VolumeFailedDelete'] }),
   },
-  {
-    name: 'a claimRef with a uid but no namespace, Delete: never released',
-    async run(s) {
-      // A claim only to take a real uid from; it stays Pending (the volume is not pre-bound to it).
-      await s.pvc('c', '5Gi');
-      await s.settle();
-      await s.pv('v', '1Gi', { policy: 'Delete', claimRef: { claim: 'c', withUid: true, omit: 'namespace' } });
-    },
-    divergence: {
-      // The claim read from the server at the cluster-scoped path is not found: Released, and the CSI deleter would delete it.
-      upstream: (st) => volumeIs(st, 'v', { phase: 'Released', events: [] }),
-      topovol: (st) => volumeIs(st, 'v', { phase: 'Pending', events: ['InvalidClaimRef'] }),
-    },
-  },
-  {
-    name: 'a claimRef with a uid but no name, Delete: never released',
-    async run(s) {
-      await s.pvc('c', '5Gi');
-      await s.settle();
-      await s.pv('v', '1Gi', { policy: 'Delete', claimRef: { claim: 'c', withUid: true, omit: 'name' } });
-    },
-    divergence: {
-      // Upstream's read of a claim without a name fails before any request; the volume is left as it is.
-      upstream: (st) => volumeIs(st, 'v', { phase: 'Pending', events: [] }),
-      topovol: (st) => volumeIs(st, 'v', { phase: 'Pending', events: ['InvalidClaimRef'] }),
-    },
-  },
+  incompleteClaimRef('namespace', 'Released'),
+  incompleteClaimRef('name', 'Pending'),
   {
     name: 'claim deleted, Recycle, CSI volume: Failed with VolumeFailedRecycle',
     run: (s) => releaseAfterBinding(s, { policy: 'Recycle' }),
