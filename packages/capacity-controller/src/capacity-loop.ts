@@ -9,7 +9,7 @@ import type { CapacityKey } from './capacity-key.js';
 import type { CapacityEvents, CapacityInformers, CapacityLoopClient, CapacityQueue, CapacityStatusPublisher } from './capacity-loop-deps.js';
 import { capacityMetrics } from './capacity-metrics.js';
 import type { CapacityItem } from './objects/capacity-item.js';
-import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
+import { EPHEMERAL_CLASS, itemBaseKey, itemKey } from './objects/capacity-item.js';
 import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object.js';
 import { itemKeyOfObject, itemOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
@@ -91,7 +91,7 @@ export class CapacityLoop {
     this.now = opts.now ?? Date.now;
     this.calls = new CallSlots(opts.callSlots ?? 4);
     this.problems = new ProblemReporter(events, log);
-    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, () => this.queue.add(SYNC), opts.dryRun);
+    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
   }
 
@@ -130,7 +130,15 @@ export class CapacityLoop {
       if (this.desired.items.has(key)) this.queue.add(itemRefresh(key));
       else this.queue.add(SYNC);
     };
-    this.inf.objects.addEventHandler({ onAdd: objectChanged, onUpdate: (_, b) => objectChanged(b), onDelete: objectChanged });
+    this.inf.objects.addEventHandler({
+      onAdd: (o) => {
+        objectChanged(o);
+        // It may replace an object kept until it existed (planObsolete).
+        sync();
+      },
+      onUpdate: (_, b) => objectChanged(b),
+      onDelete: objectChanged,
+    });
     // The provisioner gave up on the node the scheduler picked (it removes the selected-node
     // annotation to reschedule, e.g. after ResourceExhausted), or reported a failure.
     this.inf.claims.addEventHandler({
@@ -203,7 +211,7 @@ export class CapacityLoop {
       if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
     }
     this.reportProblems(nodes);
-    for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen)) await this.objects.execute(ctx, a);
+    for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen, this.awaitingObjects())) await this.objects.execute(ctx, a);
     this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
     return this.opts.pollIntervalMs;
@@ -361,12 +369,23 @@ export class CapacityLoop {
     return new Set([...this.desired.items].filter(([, d]) => d.item.storageClassName !== EPHEMERAL_CLASS).map(([k]) => k));
   }
 
+  /** Base keys of the items that have no object yet, not even one just created (see planObsolete). */
+  private awaitingObjects(): Set<string> {
+    const out = new Set<string>();
+    for (const [key, d] of this.desired.items) {
+      if (d.item.storageClassName === EPHEMERAL_CLASS || this.objects.pending(key)) continue;
+      if (this.inf.objects.cache.byIndex('item', key).some((o) => !o.metadata?.deletionTimestamp)) continue;
+      out.add(itemBaseKey(d.item));
+    }
+    return out;
+  }
+
   private async publishStatus(): Promise<number> {
     const keys = this.objectKeys();
     capacityMetrics.setObjectCounts(
       keys.size,
       [...keys].filter((k) => this.inf.objects.cache.byIndex('item', k).length > 0).length,
-      planObsolete(keys, this.inf.objects.cache.list(), this.desired.frozen).length,
+      planObsolete(keys, this.inf.objects.cache.list(), this.desired.frozen, this.awaitingObjects()).length,
     );
     // A figure is renewed while its last call succeeded; once the driver cannot be asked, it keeps
     // the expiry of its last answer and lapses.

@@ -22,7 +22,8 @@ export function loopConditions(h: LoopHealth): StatusCondition[] {
         : h.measured < h.total
           ? { type: 'Ready', status: 'False', reason: 'Measuring', message: `${h.measured} of ${h.total} class and segment pairs measured` }
           : { type: 'Ready', status: 'True', reason: 'AllMeasured', message: `${h.total} class and segment pairs measured` };
-  const gaps = h.problems;
+  // A pool never chosen is a Warning on its class, not a domain left unserved.
+  const gaps = h.problems.filter((p) => p.reason !== 'PoolNeverChosen');
   const pools: StatusCondition =
     gaps.length > 0
       ? { type: 'PoolsCoverDomains', status: 'False', reason: gaps[0]!.reason, message: gaps.map((p) => `${p.storageClassName}: ${p.message}`).join('\n') }

@@ -26,6 +26,17 @@ export function itemKey(item: CapacityItem): string {
   return JSON.stringify(item.absent?.length ? [...base, [...item.absent]] : base);
 }
 
+/**
+ * What an item's object stands for across a re-cut of the segments: a class in a segment, whatever
+ * its `absent` keys (deeper segments appear and go), or a class's pool, whatever the segments it is
+ * published for (a whole domain, or the segments that earlier pools leave it). An object whose item
+ * changed only within this is kept until its replacements exist (planObsolete).
+ */
+export function itemBaseKey(item: CapacityItem): string {
+  if (item.pool) return JSON.stringify([item.storageClassName, item.pool]);
+  return itemKey({ storageClassName: item.storageClassName, segment: item.segment, pool: '' });
+}
+
 export function parseItemKey(key: string): CapacityItem {
   const [storageClassName, pool, seg, absent] = JSON.parse(key) as [string, string, string, string[] | undefined];
   const segment = Object.fromEntries(JSON.parse(seg) as [string, string][]);

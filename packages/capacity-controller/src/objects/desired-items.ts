@@ -1,5 +1,5 @@
 import type { StorageClass } from '@topovol/shared';
-import { formatSegment, domainsWithoutPool, poolsWithNodes } from '../pools/pool-coverage.js';
+import { formatSegment, domainsWithoutPool, poolServices } from '../pools/pool-coverage.js';
 import { parseConstrainedPools, POOL_NAME_PARAMETER, POOLS_PARAMETER } from '../pools/topology-constrained-pools.js';
 import { deeperKeys } from '../segments/deeper-keys.js';
 import type { Segment } from '../segments/segment.js';
@@ -15,7 +15,7 @@ export interface DesiredItem {
 
 export interface ClassProblem {
   storageClassName: string;
-  reason: 'InvalidTopologyConstrainedPools' | 'NoPoolForDomain';
+  reason: 'InvalidTopologyConstrainedPools' | 'NoPoolForDomain' | 'PoolNeverChosen';
   message: string;
 }
 
@@ -73,7 +73,22 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
       continue;
     }
     delete params[POOLS_PARAMETER];
-    for (const p of poolsWithNodes(segments, pools.pools)) add({ storageClassName: name, segment: p.domain, pool: p.name }, { ...params, [POOL_NAME_PARAMETER]: p.name });
+    for (const { pool, serves, wholeDomain, taken } of poolServices(segments, pools.pools)) {
+      const asked = { ...params, [POOL_NAME_PARAMETER]: pool.name };
+      // A pool serving its whole domain is published as that domain (a region pool serves every
+      // zone in it). One that earlier listed pools partly overlap is published per segment it
+      // serves, each matching exactly its own nodes: its domain's selector would also offer its
+      // capacity on nodes whose volumes Ceph-CSI puts in another pool.
+      if (wholeDomain) add({ storageClassName: name, segment: pool.domain, pool: pool.name }, asked);
+      else for (const s of serves) add({ storageClassName: name, ...exclusive(s), pool: pool.name }, asked);
+      if (serves.length === 0) {
+        problems.push({
+          storageClassName: name,
+          reason: 'PoolNeverChosen',
+          message: `pool ${pool.name} is never chosen: pools listed before it in ${POOLS_PARAMETER} serve all its nodes (${taken.map(formatSegment).join('; ')}); Ceph-CSI takes the first listed pool whose domain matches the node`,
+        });
+      }
+    }
     const missing = domainsWithoutPool(segments, pools.pools);
     if (missing.length > 0) {
       problems.push({

@@ -8,31 +8,54 @@ import type { ObjectAction } from './plan-capacity-objects.js';
 export type CapacityObjectWriter = Pick<KubeClient, 'create' | 'replace' | 'delete'>;
 
 /**
+ * How long a created object is trusted to exist while the informer has not shown it. An informer
+ * shows a create within a second or two; one that was deleted before the watch saw it (across a
+ * relist, which reports deletes only of objects it had cached) is never shown. After this, the
+ * object is planned as missing: created again, and the older of any two deleted as a duplicate.
+ */
+export const PENDING_TRUST_MS = 60_000;
+
+/** What the actuator asks of the loop: decide everything again, or one item. */
+export interface ActuatorCallbacks {
+  /** A delete refused because the object changed since it was planned. */
+  replan: () => void;
+  /** An item's object turned out to be gone: plan the item again (its figure is still current). */
+  retryItem: (key: string) => void;
+}
+
+/**
  * Carries out the write plans of the capacity loop on CSIStorageCapacity objects, and remembers
  * the objects it created until the informer shows them, so that a quick second pass over the same
  * item does not create a second object (external-provisioner instead deletes such duplicates once
- * they appear: pkg/capacity/capacity.go, onCAddOrUpdate).
+ * they appear: pkg/capacity/capacity.go, onCAddOrUpdate). It remembers them for PENDING_TRUST_MS
+ * at most, and forgets one at once when an update finds it gone: external-provisioner does not
+ * remember its creates at all, so a missing object is always created again.
  */
 export class ObjectActuator {
-  /** Objects we created that the informer has not shown yet, by item key. */
-  private readonly expected = new Map<string, CSIStorageCapacity>();
+  /** Objects we created that the informer has not shown yet, by item key, with when they were created. */
+  private readonly expected = new Map<string, { object: CSIStorageCapacity; at: number }>();
 
   constructor(
     private readonly client: CapacityObjectWriter,
     private readonly namespace: string,
-    /** A delete refused because the object changed since it was planned: decide again. */
-    private readonly replan: () => void,
+    private readonly loop: ActuatorCallbacks,
     private readonly dryRun = false,
+    private readonly now: () => number = Date.now,
   ) {}
 
-  /** The object created for `key` that the informer has not shown yet, if any. */
+  /** The object created for `key` that the informer has not shown yet, if any and not too long ago. */
   pending(key: string): CSIStorageCapacity | undefined {
-    return this.expected.get(key);
+    const e = this.expected.get(key);
+    if (e && this.now() - e.at > PENDING_TRUST_MS) {
+      this.expected.delete(key);
+      return undefined;
+    }
+    return e?.object;
   }
 
   /** The informer showed an object of `key`: it no longer needs to be remembered. */
   seen(key: string, name: string | undefined): void {
-    if (this.expected.get(key)?.metadata?.name === name) this.expected.delete(key);
+    if (this.expected.get(key)?.object.metadata?.name === name) this.expected.delete(key);
   }
 
   async execute(ctx: ReconcileContext, a: ObjectAction): Promise<void> {
@@ -44,7 +67,7 @@ export class ObjectActuator {
       case 'create': {
         const created = await this.client.create<CSIStorageCapacity>(Resources.csiStorageCapacities, a.object);
         capacityMetrics.wrote('create');
-        this.expected.set(itemKey(a.item), created);
+        this.expected.set(itemKey(a.item), { object: created, at: this.now() });
         ctx.log.info('created CSIStorageCapacity', { name: created.metadata?.name, storageClass: a.item.storageClassName, segment: a.item.segment, pool: a.item.pool || undefined, capacity: created.capacity });
         return;
       }
@@ -54,8 +77,14 @@ export class ObjectActuator {
           capacityMetrics.wrote('update');
           ctx.log.info('updated CSIStorageCapacity', { name: a.object.metadata?.name, changed: a.changed, capacity: a.object.capacity });
         } catch (err) {
-          // Deleted meanwhile: the delete event brings the item back and it is created again.
           if (!isNotFound(err)) throw err;
+          // Deleted meanwhile. One the informer had shown comes back with its delete event; one
+          // only remembered as created never will: forget it, and plan the item again now.
+          const key = itemKey(a.item);
+          if (this.expected.get(key)?.object.metadata?.name === a.object.metadata?.name) {
+            this.expected.delete(key);
+            this.loop.retryItem(key);
+          }
         }
         return;
       case 'delete':
@@ -67,7 +96,7 @@ export class ObjectActuator {
         } catch (err) {
           if (isNotFound(err)) return;
           // Changed since we looked: decide again on fresh data.
-          if (isConflict(err)) return this.replan();
+          if (isConflict(err)) return this.loop.replan();
           throw err;
         }
     }

@@ -1,6 +1,6 @@
 import type { CSIStorageCapacity } from '@topovol/shared';
 import type { CapacityItem } from './capacity-item.js';
-import { itemKey } from './capacity-item.js';
+import { itemBaseKey, itemKey } from './capacity-item.js';
 import type { MeasuredCapacity, ObjectIdentity } from './capacity-object.js';
 import { itemOfObject, newCapacityObject } from './capacity-object.js';
 import { formatBytes, quantityBytes } from '@topovol/shared';
@@ -47,15 +47,21 @@ export function planItem(id: ObjectIdentity, item: CapacityItem, measured: Measu
 /**
  * Objects of ours that no desired item explains: their class is gone or no longer ours, their
  * segment lost its last node, or their shape is foreign. Classes in `frozen` (a StorageClass we
- * cannot interpret right now) keep their objects until the class is fixed or deleted.
+ * cannot interpret right now) keep their objects until the class is fixed or deleted. An object
+ * whose item only changed its `absent` keys (a deeper segment appeared or went) stays until the
+ * object replacing it exists: `replacing` holds the base keys (itemBaseKey) of desired items
+ * without an object yet. Deleting first would leave the segment's nodes with no capacity at all
+ * until the driver answers for the new item, for as long as it cannot.
  */
-export function planObsolete(desiredKeys: ReadonlySet<string>, objects: readonly CSIStorageCapacity[], frozen: ReadonlySet<string>): ObjectAction[] {
+export function planObsolete(desiredKeys: ReadonlySet<string>, objects: readonly CSIStorageCapacity[], frozen: ReadonlySet<string>, replacing: ReadonlySet<string> = new Set()): ObjectAction[] {
   const out: ObjectAction[] = [];
   for (const o of objects) {
     if (o.metadata?.deletionTimestamp) continue;
     const item = itemOfObject(o);
     if (item && frozen.has(item.storageClassName)) continue;
-    if (!item || !desiredKeys.has(itemKey(item))) out.push({ kind: 'delete', object: o, why: 'obsolete' });
+    if (item && desiredKeys.has(itemKey(item))) continue;
+    if (item && replacing.has(itemBaseKey(item))) continue;
+    out.push({ kind: 'delete', object: o, why: 'obsolete' });
   }
   return out;
 }

@@ -10,9 +10,37 @@ export function domainsWithoutPool(segments: readonly Segment[], pools: readonly
   return segments.filter((s) => !pools.some((p) => segmentContains(p.domain, s)));
 }
 
-/** Pools whose domain holds at least one of the segments; capacity elsewhere is of no use to the scheduler. */
-export function poolsWithNodes(segments: readonly Segment[], pools: readonly ConstrainedPool[]): ConstrainedPool[] {
-  return pools.filter((p) => segments.some((s) => segmentContains(p.domain, s)));
+/** What one pool serves, given the pools listed before it. */
+export interface PoolService {
+  pool: ConstrainedPool;
+  /** The segments whose nodes get their volumes from this pool. */
+  serves: Segment[];
+  /** Whether that is every segment in its domain (else earlier pools serve some of them). */
+  wholeDomain: boolean;
+  /** Segments in its domain served by a pool listed before it. */
+  taken: Segment[];
+}
+
+/**
+ * Which pool serves which segments, as Ceph-CSI picks a pool for a volume: the first listed pool
+ * whose domain the node's topology matches (internal/util/topology.go, matchPoolToTopology). With
+ * overlapping domains a later pool serves only what the earlier ones leave. Pools whose domain
+ * holds no segment are left out: capacity there is of no use to the scheduler.
+ */
+export function poolServices(segments: readonly Segment[], pools: readonly ConstrainedPool[]): PoolService[] {
+  const chosen = new Map<ConstrainedPool, Segment[]>();
+  for (const s of segments) {
+    const p = pools.find((q) => segmentContains(q.domain, s));
+    if (p) chosen.set(p, [...(chosen.get(p) ?? []), s]);
+  }
+  const out: PoolService[] = [];
+  for (const pool of pools) {
+    const inDomain = segments.filter((s) => segmentContains(pool.domain, s));
+    if (inDomain.length === 0) continue;
+    const serves = chosen.get(pool) ?? [];
+    out.push({ pool, serves, wholeDomain: serves.length === inDomain.length, taken: inDomain.filter((s) => !serves.includes(s)) });
+  }
+  return out;
 }
 
 export function formatSegment(s: Segment): string {

@@ -1,11 +1,12 @@
 import { expect } from 'chai';
 import type { CSIStorageCapacity, PersistentVolume, StorageClass } from '@topovol/shared';
-import { EPHEMERAL_CLASS, itemKey, parseItemKey } from '../../src/objects/capacity-item.js';
+import fc from 'fast-check';
+import { EPHEMERAL_CLASS, itemBaseKey, itemKey, parseItemKey } from '../../src/objects/capacity-item.js';
 import type { CapacityItem } from '../../src/objects/capacity-item.js';
 import { itemOfObject, LABEL_POOL, newCapacityObject } from '../../src/objects/capacity-object.js';
 import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
 import { desiredItems } from '../../src/objects/desired-items.js';
-import { itemsToRefreshAfterFailure } from '../../src/objects/failure-refresh.js';
+import { itemCoversNode, itemsToRefreshAfterFailure } from '../../src/objects/failure-refresh.js';
 import { planItem, planObsolete } from '../../src/objects/plan-capacity-objects.js';
 import { quantityBytes } from '@topovol/shared';
 import { volumeAffectsItem } from '../../src/objects/volume-affects-item.js';
@@ -14,6 +15,7 @@ import { parseConstrainedPools } from '../../src/pools/topology-constrained-pool
 const DRIVER = 'test.csi.topovol.io';
 const ZONE = 'topology.kubernetes.io/zone';
 const REGION = 'topology.kubernetes.io/region';
+const RACK = 'topology.test/rack';
 const GiB = 1n << 30n;
 
 const sc = (name: string, extra: Partial<StorageClass> = {}): StorageClass => ({ metadata: { name }, provisioner: DRIVER, volumeBindingMode: 'WaitForFirstConsumer', ...extra });
@@ -82,6 +84,41 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       expect(got.problems).to.have.length(1);
       expect(got.problems[0]).to.include({ storageClassName: 'ceph', reason: 'NoPoolForDomain' });
       expect(got.problems[0]!.message).to.contain(`${ZONE}=z9`);
+    });
+
+    it('overlapping pool domains: the first listed pool that matches a node serves it, as Ceph-CSI picks (matchPoolToTopology)', function () {
+      const east = { poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] };
+      const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: REGION, value: 'east' }, { domainLabel: ZONE, value: 'z1' }] };
+      const nodes = { bare: { [REGION]: 'east' }, z1: { [REGION]: 'east', [ZONE]: 'z1' }, z2: { [REGION]: 'east', [ZONE]: 'z2' } };
+      const segments = Object.values(nodes);
+      const servedBy = (list: (typeof east)[]): Record<string, string[]> => {
+        const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segments, opts).items.values()].map((d) => d.item);
+        return Object.fromEntries(Object.entries(nodes).map(([n, labels]) => [n, items.filter((i) => itemCoversNode(i, labels)).map((i) => i.pool)]));
+      };
+      // The zone pool first: the region pool serves what it leaves, and no object offers it on z1's nodes.
+      expect(servedBy([eastZ1, east])).to.deep.equal({ bare: ['east'], z1: ['east-z1'], z2: ['east'] });
+      // The region pool first: Ceph-CSI never reaches the zone pool, so it is not published, and that is a Warning.
+      expect(servedBy([east, eastZ1])).to.deep.equal({ bare: ['east'], z1: ['east'], z2: ['east'] });
+      const shadowed = desiredItems([sc('ceph', { parameters: pools([east, eastZ1]) })], segments, opts);
+      expect(shadowed.problems.map((p) => p.reason)).to.deep.equal(['PoolNeverChosen']);
+      expect(shadowed.problems[0]!.message).to.contain('pool east-z1 is never chosen');
+    });
+
+    it("property: every segment's nodes are offered exactly the pool Ceph-CSI would provision from, or none when no pool matches", function () {
+      const label = fc.constantFrom(REGION, ZONE, RACK);
+      const value = fc.constantFrom('a', 'b');
+      const domain = fc.dictionary(label, value, { minKeys: 1, maxKeys: 3 });
+      const segment = fc.dictionary(label, value, { maxKeys: 3 });
+      fc.assert(
+        fc.property(fc.array(domain, { minLength: 1, maxLength: 4 }), fc.uniqueArray(segment, { minLength: 1, maxLength: 6, selector: (s) => JSON.stringify(Object.entries(s).sort()) }), (domains, segs) => {
+          const list = domains.map((d, i) => ({ poolName: `p${i}`, domainSegments: Object.entries(d).map(([domainLabel, v]) => ({ domainLabel, value: v })) }));
+          const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segs, opts).items.values()].map((d) => d.item);
+          for (const s of segs) {
+            const ceph = list.find((p) => p.domainSegments.every((d) => s[d.domainLabel] === d.value))?.poolName;
+            expect(items.filter((i) => itemCoversNode(i, s)).map((i) => i.pool), JSON.stringify(s)).to.deep.equal(ceph ? [ceph] : []);
+          }
+        }),
+      );
     });
 
     it('an unreadable pool list freezes the class (objects kept) and is a problem, not a crash', function () {
@@ -175,6 +212,17 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       expect(objs[3]!.metadata?.labels?.[LABEL_POOL]).to.equal('p1');
       const acts = planObsolete(new Set([itemKey(keep), itemKey({ ...pooled, pool: 'p2' })]), objs, new Set(['bad']));
       expect(acts.map((a) => a.object.metadata?.name)).to.deep.equal(['g', 'p']);
+    });
+    it('keeps an object whose item was only re-cut (deeper keys; a pool\'s segments) until every replacement exists', function () {
+      const region: CapacityItem = { storageClassName: 'fast', segment: { [REGION]: 'east' }, pool: '' };
+      const regionExclusive: CapacityItem = { ...region, absent: [ZONE] };
+      const poolDomain: CapacityItem = { storageClassName: 'ceph', segment: { [REGION]: 'east' }, pool: 'east' };
+      const poolPart: CapacityItem = { storageClassName: 'ceph', segment: { [REGION]: 'east', [ZONE]: 'z2' }, pool: 'east' };
+      const objs = [existing(region, '1Gi', { name: 'r' }), existing(poolDomain, '1Gi', { name: 'p' }), existing(gone, '1Gi', { name: 'g' })];
+      const desired = new Set([itemKey(regionExclusive), itemKey(poolPart)]);
+      const waiting = new Set([itemBaseKey(regionExclusive), itemBaseKey(poolPart)]);
+      expect(planObsolete(desired, objs, new Set(), waiting).map((a) => a.object.metadata?.name), 'replacements not created yet').to.deep.equal(['g']);
+      expect(planObsolete(desired, objs, new Set(), new Set()).map((a) => a.object.metadata?.name), 'once they exist').to.deep.equal(['r', 'p', 'g']);
     });
   });
 

@@ -5,7 +5,7 @@ import { itemKey } from '../../src/objects/capacity-item.js';
 import type { CapacityItem } from '../../src/objects/capacity-item.js';
 import { newCapacityObject } from '../../src/objects/capacity-object.js';
 import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
-import { ObjectActuator } from '../../src/objects/object-actuator.js';
+import { ObjectActuator, PENDING_TRUST_MS } from '../../src/objects/object-actuator.js';
 import { FakeObjectStore, testContext } from './capacity-fakes.js';
 
 const DRIVER = 'test.csi.topovol.io';
@@ -21,7 +21,9 @@ const capacities = (store: FakeObjectStore): [string | undefined, bigint | undef
 describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', function () {
   let store: FakeObjectStore;
   let replans: number;
-  const actuator = (dryRun = false): ObjectActuator => new ObjectActuator(store, NS, () => replans++, dryRun);
+  let retried: string[];
+  let now: number;
+  const actuator = (dryRun = false): ObjectActuator => new ObjectActuator(store, NS, { replan: () => replans++, retryItem: (k) => retried.push(k) }, dryRun, () => now);
   const seeded = (capacity: bigint): CSIStorageCapacity => {
     const o = newCapacityObject(id, item, { available: capacity });
     return store.seed(R, { ...o, metadata: { ...o.metadata, name: 'csisc-a' } });
@@ -30,6 +32,8 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
   beforeEach(function () {
     store = new FakeObjectStore();
     replans = 0;
+    retried = [];
+    now = 1_000_000;
   });
 
   it('create: the store holds the new object, and it is pending until the informer shows it', async function () {
@@ -52,6 +56,26 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
     await store.delete(R, 'csisc-a', NS);
     await actuator().execute(testContext(), { kind: 'update', item, object: { ...old, capacity: '9Gi' }, changed: ['capacity'] });
     expect(capacities(store)).to.deep.equal([]);
+    expect(retried, "the informer's delete event plans it again").to.deep.equal([]);
+  });
+
+  it('update: an object it created that was deleted before the informer showed it is forgotten, and its item planned again', async function () {
+    const a = actuator();
+    await a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: 5n * GiB }) });
+    const created = a.pending(itemKey(item))!;
+    await store.delete(R, created.metadata!.name!, NS);
+    await a.execute(testContext(), { kind: 'update', item, object: { ...created, capacity: '7Gi' }, changed: ['capacity'] });
+    expect(a.pending(itemKey(item)), 'no longer taken for an existing object').to.equal(undefined);
+    expect(retried).to.deep.equal([itemKey(item)]);
+  });
+
+  it('a created object the informer has not shown is trusted for PENDING_TRUST_MS, then planned as missing', async function () {
+    const a = actuator();
+    await a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: 5n * GiB }) });
+    now += PENDING_TRUST_MS;
+    expect(a.pending(itemKey(item)), 'within the trust period').to.not.equal(undefined);
+    now += 1;
+    expect(a.pending(itemKey(item)), 'after it').to.equal(undefined);
   });
 
   it('update: a stale resourceVersion is refused and fails the reconcile (retried on fresh data)', async function () {
