@@ -20,11 +20,20 @@ export class AssumeCache<T extends KubeObject> {
     this.assumed.set(key, obj);
   }
 
-  /** The newer of the informer's object and our written one. */
+  /**
+   * The newer of the informer's object and our written one. Nothing when the informer has nothing:
+   * the binder writes only objects the informer showed, so one it no longer has was deleted, even
+   * if our write's answer was stored after the delete event (as the scheduler's assume cache
+   * assumes only objects its informer has: k8s.io/kubernetes pkg/scheduler/util/assumecache).
+   */
   get(key: string, cached: T | undefined): T | undefined {
     const mine = this.assumed.get(key);
     if (!mine) return cached;
-    if (cached && rvNumber(cached) >= rvNumber(mine)) {
+    if (!cached) {
+      this.assumed.delete(key);
+      return undefined;
+    }
+    if (rvNumber(cached) >= rvNumber(mine)) {
       this.assumed.delete(key);
       return cached;
     }

@@ -1,4 +1,4 @@
-import { claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
@@ -45,6 +45,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const assumedVolume = (name: string): PersistentVolume | undefined => volumes.get(name, pvs.cache.get(name));
   /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
   const issues = new FirstSeen<SelectedNodeIssue>();
+  /** Selected nodes removed from unbound claims (the provisioner gave them back), by claim uid. */
+  const removals = new Map<string, { count: number; last: number }>();
   /** Volumes a worker has decided to bind and is writing now. */
   const inFlight = new Set<string>();
   const world: BinderWorld = {
@@ -69,6 +71,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       const seen = issues.get(c.metadata?.uid ?? '');
       return seen && { issue: seen.value, since: seen.since };
     },
+    selectedNodeRemovals: (c) => removals.get(c.metadata?.uid ?? ''),
     lastProvisioningActivity: (c) => {
       // Only Events in the claim's namespace that name it: another namespace could otherwise hold
       // off the removal of this claim's stale selected-node with an Event carrying its uid.
@@ -120,10 +123,17 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
 
   pvcs.addEventHandler({
     onAdd: enqueueClaim,
-    onUpdate: (_, c) => enqueueClaim(c),
+    onUpdate: (old, c) => {
+      if (old.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) {
+        const uid = c.metadata?.uid ?? '';
+        removals.set(uid, { count: (removals.get(uid)?.count ?? 0) + 1, last: Date.now() });
+      }
+      enqueueClaim(c);
+    },
     onDelete: (c) => {
       claims.forget(objectKey(c));
       issues.forget(c.metadata?.uid ?? '');
+      removals.delete(c.metadata?.uid ?? '');
       // Its volume may now be Released.
       const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
       if (v) enqueueVolume(v);

@@ -19,4 +19,9 @@ export interface BinderWorld extends VolumeCandidates {
   selectedNodeIssue(claim: PersistentVolumeClaim): { issue: SelectedNodeIssue; since: number } | undefined;
   /** The latest time the external provisioner reported working on the claim (Provisioning Events), if ever. */
   lastProvisioningActivity(claim: PersistentVolumeClaim): number | undefined;
+  /**
+   * How often this process saw the claim's selected node removed while it was unbound (the
+   * provisioner giving the node back, e.g. after ResourceExhausted), and when last; undefined if never.
+   */
+  selectedNodeRemovals(claim: PersistentVolumeClaim): { count: number; last: number } | undefined;
 }

@@ -50,8 +50,17 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   // The claim is bound to another volume. One provisioned for it with Delete is not needed any more:
   // released to its deleter. Otherwise undo the binding: a claimRef the controller made goes; a
   // user's pre-binding keeps the claim's name and loses only the uid.
-  if (volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec?.persistentVolumeReclaimPolicy === 'Delete') return release(volume, world, false);
+  if (releasedWhenClaimBoundElsewhere(volume)) return release(volume, world, false);
   return [{ kind: 'unbindVolume', volume, keepClaimRef: volume.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined }];
+}
+
+/**
+ * Whether a volume whose claim (same uid) is bound to another volume is Released rather than
+ * unbound: only one provisioned for it with Delete (upstream's syncVolume, the
+ * `claim.Spec.VolumeName != volume.Name` branch). The server check before Released applies it too.
+ */
+export function releasedWhenClaimBoundElsewhere(volume: PersistentVolume): boolean {
+  return volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED] !== undefined && volume.spec?.persistentVolumeReclaimPolicy === 'Delete';
 }
 
 /**

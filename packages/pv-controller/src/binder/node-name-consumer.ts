@@ -56,9 +56,28 @@ export function provisionForNodeName(claim: PersistentVolumeClaim, sc: StorageCl
       ...pendingStatus(claim),
     ];
   }
+  const wait = reselectWaitMs(world.selectedNodeRemovals(claim), world.now());
+  if (wait > 0) return [...pendingStatus(claim), { kind: 'requeueAfter', ms: wait }];
   return [
     { kind: 'annotateClaim', claim, set: { [ANN_SELECTED_NODE]: placed.nodeName }, forPlacedPod: placedPodConfirmation(placed) },
     event(claim, 'Normal', Reasons.NodeNameBypassedScheduler, `pod ${pod} runs on node "${placed.nodeName}" without the scheduler (spec.nodeName); selected that node for provisioning`),
     ...pendingStatus(claim),
   ];
+}
+
+/** The first wait before selecting a hand-placed pod's node again after the provisioner gave it back. */
+export const RESELECT_BACKOFF_INITIAL_MS = 1_000;
+/** The longest such wait: kube-scheduler retries an unschedulable pod at least this often (podMaxInUnschedulablePodsDuration). */
+export const RESELECT_BACKOFF_MAX_MS = 5 * 60_000;
+
+/**
+ * How long to wait before selecting the placed pod's node again, doubling with each time the
+ * provisioner removed the selected node (ResourceExhausted on a full node, a node without the
+ * driver): re-selecting at once would repeat CreateVolume, the claim's writes and their Events as
+ * fast as the two controllers can go. For scheduled pods, kube-scheduler's pod backoff paces this.
+ */
+export function reselectWaitMs(removals: { count: number; last: number } | undefined, now: number): number {
+  if (!removals || removals.count === 0) return 0;
+  const backoff = Math.min(RESELECT_BACKOFF_INITIAL_MS * 2 ** (removals.count - 1), RESELECT_BACKOFF_MAX_MS);
+  return Math.max(0, removals.last + backoff - now);
 }

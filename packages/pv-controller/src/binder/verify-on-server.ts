@@ -1,6 +1,7 @@
 import { isNotFound, Resources } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
+import { releasedWhenClaimBoundElsewhere } from './decide-volume.js';
 import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-node-checks.js';
 
 /**
@@ -29,14 +30,17 @@ function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | '
 }
 
 /**
- * Upstream's isVolumeReleased, on the server's claim: the volume's claim is gone, re-created under
- * the same name, or bound to another volume. Why not, or undefined.
+ * Upstream's syncVolume, on the server's claim: the volume's claim is gone or re-created under the
+ * same name, or bound to another volume while this one was provisioned for it with Delete. A claim
+ * bound elsewhere otherwise only unbinds the volume, so a cache that missed the claim must not get
+ * it Released (a static volume with Delete would go to its deleter). Why not, or undefined.
  */
 export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeClaim | undefined): string | undefined {
   const ref = volume.spec?.claimRef;
-  if (!live || !ref) return undefined;
-  const boundElsewhere = !!live.spec?.volumeName && live.spec.volumeName !== volume.metadata?.name;
-  if (live.metadata?.uid === ref.uid && !boundElsewhere) return `claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${volume.metadata?.name}`;
+  if (!live || !ref || live.metadata?.uid !== ref.uid) return undefined;
+  const boundTo = live.spec?.volumeName;
+  if (!boundTo || boundTo === volume.metadata?.name) return `claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${volume.metadata?.name}`;
+  if (!releasedWhenClaimBoundElsewhere(volume)) return `claim ${ref.namespace}/${ref.name} is bound to volume ${boundTo}: volume ${volume.metadata?.name} is to be unbound, not released; deciding again`;
   return undefined;
 }
 

@@ -170,4 +170,27 @@ describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
     await eventFor(admin, claim, 'ScheduledWithoutScheduler');
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('example.com/csi'));
   });
+
+  it('selects a placed pod\'s node again only with backoff when the provisioner keeps giving it back (node full)', async function () {
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls }));
+    await admin.create(Resources.pods, pod('p', 'c', name('node-a')));
+    // The provisioner's side, as sig-storage-lib-external-provisioner's rescheduleProvisioning
+    // after ResourceExhausted: every selected node is removed as soon as it shows up.
+    const removals: number[] = [];
+    const windowMs = 6_000;
+    let start: number | undefined;
+    while (start === undefined || Date.now() - start < windowMs) {
+      const c = await getPVC(admin, ns, 'c');
+      if (c.metadata?.annotations?.[SEL]) {
+        await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { metadata: { resourceVersion: c.metadata.resourceVersion, annotations: { [SEL]: null } } }).catch(() => undefined);
+        removals.push(Date.now());
+        start ??= Date.now();
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // Selected again after 1 s, then 2 s, then 4 s: at most four selections in the window, where
+    // selecting at once would have made one every poll. The node is still selected in the end.
+    expect(removals.length, `selections seen in ${windowMs} ms`).to.be.within(2, 4);
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(name('node-a')), 30_000);
+  });
 });

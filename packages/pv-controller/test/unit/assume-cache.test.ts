@@ -9,10 +9,19 @@ describe('binder AssumeCache: our writes until the informer catches up', functio
     const cache = new AssumeCache<PersistentVolume>();
     cache.assume('pv-1', pv('12', 'c1'));
     expect(cache.get('pv-1', pv('10'))?.spec?.claimRef?.name).to.equal('c1');
-    expect(cache.get('pv-1', undefined)?.metadata?.resourceVersion).to.equal('12');
     // Caught up (someone wrote after us, even): the informer's object from now on.
     expect(cache.get('pv-1', pv('13'))?.spec?.claimRef).to.equal(undefined);
     expect(cache.get('pv-1', pv('10'))?.metadata?.resourceVersion).to.equal('10');
+  });
+
+  it('an object the informer no longer has is gone, even when our write was stored after its delete event', function () {
+    const cache = new AssumeCache<PersistentVolume>();
+    // The delete event forgets first; the answer to our last write lands after it.
+    cache.forget('pv-1');
+    cache.assume('pv-1', pv('12', 'c1'));
+    expect(cache.get('pv-1', undefined)).to.equal(undefined);
+    // And it stays gone: the copy is dropped, not kept for later.
+    expect(cache.get('pv-1', pv('5'))?.metadata?.resourceVersion).to.equal('5');
   });
 
   it('the same resourceVersion is the informer catching up', function () {

@@ -93,6 +93,11 @@ function nodeNameCases(): ClaimCase[] {
   return [
     { name: 'binds a volume reachable from that node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('far', '1Gi', { storageClassName: 'late', nodeAffinity: zoneB }), vol('near', '2Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['bindVolume near (for placed p on n1)', 'bindClaim near'] },
     { name: 'no volume: selects its node', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: [`annotate ${SEL} (for placed p on n1)`, 'event Normal ScheduledWithoutScheduler'] },
+    // The provisioner gave the node back (ResourceExhausted, no driver there): not selected again at once, or the two loops would spin.
+    { name: 'node given back once, 0.4 s ago: wait out the rest of the first second', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], selectedNodeRemovals: { count: 1, last: 999_600 } }, want: ['requeueAfter 600'] },
+    { name: 'node given back once, 1 s ago: selected again', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], selectedNodeRemovals: { count: 1, last: 999_000 } }, want: [`annotate ${SEL} (for placed p on n1)`, 'event Normal ScheduledWithoutScheduler'] },
+    { name: 'node given back 4 times, last 5 s ago: the wait doubles to 8 s', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], selectedNodeRemovals: { count: 4, last: 995_000 } }, want: ['requeueAfter 3000'] },
+    { name: 'node given back 20 times: the wait stops growing at 5 minutes', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1')], selectedNodeRemovals: { count: 20, last: 1_000_000 } }, want: ['requeueAfter 300000'] },
     { name: 'a Succeeded pod does not pin the claim', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1', 'Succeeded')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'a Failed pod does not pin the claim', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1', 'Failed')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'node outside allowedTopologies: one Warning, nothing selected', claim: c, w: { ...base, classes: [limited], pods: [pod('p', 'c', 'n1')] }, want: ['event Warning NodeNotAllowedByStorageClass'] },

@@ -5,6 +5,8 @@ import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } f
 import type { BinderAction, SelectedNodeConfirmation } from '../../src/binder/actions.js';
 import { placedPodRefuted, releaseRefuted, selectedNodeIssueRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
 import type { ServerView } from '../../src/binder/verify-on-server.js';
+import { decideVolume } from '../../src/binder/decide-volume.js';
+import { world } from './world-fixture.js';
 
 // What the server says, against what the cache-made decision needs before Released or a selected-node's removal.
 const volume: PersistentVolume = { metadata: { name: 'v1' }, spec: { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } } };
@@ -15,14 +17,33 @@ const podOnServer = (nodeName?: string, phase = 'Pending'): Pod => ({ metadata: 
 const zoneA = [{ matchLabelExpressions: [{ key: 'zone', values: ['a'] }] }];
 
 describe('releaseRefuted', function () {
-  const cases: { name: string; live: PersistentVolumeClaim | undefined; refuted: boolean }[] = [
+  const provisionedDelete: PersistentVolume = { ...volume, metadata: { name: 'v1', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.test' } }, spec: { ...volume.spec, persistentVolumeReclaimPolicy: 'Delete' } };
+  const provisionedRetain: PersistentVolume = { ...provisionedDelete, spec: { ...volume.spec, persistentVolumeReclaimPolicy: 'Retain' } };
+  const staticDelete: PersistentVolume = { ...volume, spec: { ...volume.spec, persistentVolumeReclaimPolicy: 'Delete' } };
+  const cases: { name: string; live: PersistentVolumeClaim | undefined; refuted: boolean; volume?: PersistentVolume }[] = [
     { name: 'the claim is gone on the server too: released', live: undefined, refuted: false },
     { name: 're-created under the same name (another uid): released', live: claimOnServer('uid-other', 'v1'), refuted: false },
-    { name: 'bound to another volume: released', live: claimOnServer('uid-c', 'v2'), refuted: false },
+    { name: 'bound to another volume, this one provisioned for it with Delete: released', live: claimOnServer('uid-c', 'v2'), refuted: false, volume: provisionedDelete },
+    { name: 'bound to another volume, this one static (no provisioned-by) with Delete: refused (it is unbound, not released)', live: claimOnServer('uid-c', 'v2'), refuted: true, volume: staticDelete },
+    { name: 'bound to another volume, this one provisioned with Retain: refused (unbound)', live: claimOnServer('uid-c', 'v2'), refuted: true, volume: provisionedRetain },
     { name: 'still there, bound to this volume: refused', live: claimOnServer('uid-c', 'v1'), refuted: true },
     { name: 'still there, not bound yet: refused', live: claimOnServer('uid-c'), refuted: true },
   ];
-  for (const c of cases) it(c.name, () => expect(releaseRefuted(volume, c.live) !== undefined).to.equal(c.refuted));
+  for (const c of cases) it(c.name, () => expect(releaseRefuted(c.volume ?? volume, c.live) !== undefined).to.equal(c.refuted));
+
+  it('property: on the server\'s claim it releases exactly what decideVolume releases when its cache has that claim', function () {
+    const volumes = fc.record({ provisioned: fc.boolean(), policy: fc.constantFrom('Delete', 'Retain', 'Recycle') }).map(
+      (g): PersistentVolume => ({ metadata: { name: 'v1', annotations: g.provisioned ? { 'pv.kubernetes.io/provisioned-by': 'csi.test' } : {} }, spec: { ...volume.spec, persistentVolumeReclaimPolicy: g.policy } }),
+    );
+    const live = fc.option(fc.record({ uid: fc.constantFrom('uid-c', 'uid-other'), volumeName: fc.option(fc.constantFrom('v1', 'v2'), { nil: undefined }) }), { nil: undefined });
+    fc.assert(
+      fc.property(volumes, live, (v, g) => {
+        const claimNow = g && claimOnServer(g.uid, g.volumeName);
+        const releases = decideVolume(v, world({ volumes: [v], claims: claimNow ? [claimNow] : [] })).some((a) => a.kind === 'volumePhase' && a.phase === 'Released');
+        expect(releaseRefuted(v, claimNow) === undefined, JSON.stringify(g)).to.equal(releases);
+      }),
+    );
+  });
 
   it('never lets a volume be released while the server has its claim (same uid) bound to it or to nothing', function () {
     fc.assert(

@@ -20,6 +20,8 @@ export interface WorldInput {
   noted?: { issue: SelectedNodeIssue; since: number };
   /** lastProvisioningActivity for every claim; default: none. */
   provisioningActivity?: number;
+  /** selectedNodeRemovals for every claim; default: none seen. */
+  selectedNodeRemovals?: { count: number; last: number };
 }
 
 /**
@@ -45,6 +47,7 @@ export function world(o: WorldInput = {}): BinderWorld {
     staleSelectedNodeGraceMs: o.graceMs ?? 60_000,
     selectedNodeIssue: () => o.noted,
     lastProvisioningActivity: () => o.provisioningActivity,
+    selectedNodeRemovals: () => o.selectedNodeRemovals,
     claim: (ns, n) => o.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
     storageClass: (n) => o.classes?.find((c) => c.metadata?.name === n),
     defaultStorageClass: () => pickDefaultClass(o.classes ?? []),
