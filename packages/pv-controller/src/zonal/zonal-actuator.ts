@@ -9,9 +9,12 @@ import { countZonalUpgrade } from './zonal-metrics.js';
  *   dry-run mode: would have been).
  * - MalformedZonalLabels (Warning): a zone/region label value cannot be read (e.g. "a____b"), or
  *   the API server refused the affinity built from it; the PV is left unchanged.
+ * - ZonalAffinityNotKept (Warning): the patch was accepted but the stored PV has no nodeAffinity
+ *   (a mutating admission webhook removed it).
  */
 export const REASON_CONVERTED = 'ZonalLabelsConverted';
 export const REASON_MALFORMED = 'MalformedZonalLabels';
+export const REASON_NOT_KEPT = 'ZonalAffinityNotKept';
 
 export interface ZonalActuatorDeps {
   client: KubeClient;
@@ -59,6 +62,13 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
           throw new TerminalError(`nodeAffinity refused for volume ${name}`, { cause: err });
         }
         throw err;
+      }
+      // A mutating webhook may drop the field: say so rather than report a conversion that did not happen.
+      if (written.spec?.nodeAffinity == null) {
+        countZonalUpgrade('error');
+        d.log.warn('the API server accepted the nodeAffinity patch but the volume has none', { volume: name });
+        d.events.event(written, 'Warning', REASON_NOT_KEPT, `the API server accepted spec.nodeAffinity (${decision.summary}) but the stored volume has none: an admission webhook may have removed it`);
+        return;
       }
       d.log.info('set nodeAffinity from zonal labels', { volume: name, nodeAffinity: decision.summary });
       countZonalUpgrade('upgraded');

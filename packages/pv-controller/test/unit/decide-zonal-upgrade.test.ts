@@ -10,12 +10,12 @@ const BR = 'failure-domain.beta.kubernetes.io/region';
 const Z = 'topology.kubernetes.io/zone';
 const R = 'topology.kubernetes.io/region';
 
-function volume(labels: Record<string, string> | undefined, extra: { nodeAffinity?: VolumeNodeAffinity; deletionTimestamp?: string } = {}): PersistentVolume {
+function volume(labels: Record<string, string> | undefined, extra: { nodeAffinity?: VolumeNodeAffinity; deletionTimestamp?: string; source?: Partial<NonNullable<PersistentVolume['spec']>> } = {}): PersistentVolume {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
     metadata: { name: 'v', labels, deletionTimestamp: extra.deletionTimestamp },
-    spec: { capacity: { storage: '100Gi' }, storageClassName: 'my-class', nodeAffinity: extra.nodeAffinity },
+    spec: { capacity: { storage: '100Gi' }, storageClassName: 'my-class', nodeAffinity: extra.nodeAffinity, ...extra.source },
   };
 }
 
@@ -88,6 +88,13 @@ describe('decideZonalUpgrade', function () {
     { name: 'already has nodeAffinity: never changed', pv: volume({ [BZ]: a }, { nodeAffinity: affinity(term(['kubernetes.io/hostname', ['n1']])) }), want: { none: 'hasNodeAffinity' } },
     { name: 'an empty nodeAffinity still counts as set', pv: volume({ [Z]: 'z1' }, { nodeAffinity: {} }), want: { none: 'hasNodeAffinity' } },
     { name: 'nodeAffinity set wins over malformed labels (no warning)', pv: volume({ [Z]: 'a____b' }, { nodeAffinity: affinity(term([Z, ['a']])) }), want: { none: 'hasNodeAffinity' } },
+    // csi-translation-lib rewrites an affinity's zone keys to the driver's key when the scheduler reads a migrated volume.
+    { name: 'GCE PD (CSI-migrated, topology translated from its labels): left alone', pv: volume({ [BZ]: a, [BR]: r }, { source: { gcePersistentDisk: { pdName: 'disk-1' } } }), want: { none: 'csiTranslated' } },
+    { name: 'AWS EBS: left alone', pv: volume({ [Z]: 'z1' }, { source: { awsElasticBlockStore: { volumeID: 'vol-1' } } }), want: { none: 'csiTranslated' } },
+    { name: 'Azure Disk: left alone', pv: volume({ [Z]: 'z1' }, { source: { azureDisk: { diskName: 'd', diskURI: 'u' } } }), want: { none: 'csiTranslated' } },
+    { name: 'Cinder: left alone', pv: volume({ [Z]: 'z1' }, { source: { cinder: { volumeID: 'c' } } }), want: { none: 'csiTranslated' } },
+    { name: 'vSphere: left alone', pv: volume({ [Z]: 'z1' }, { source: { vsphereVolume: { volumePath: '[ds] v.vmdk' } } }), want: { none: 'csiTranslated' } },
+    { name: 'a CSI volume is converted (no translation applies)', pv: volume({ [Z]: 'z1' }, { source: { csi: { driver: 'pd.csi.storage.gke.io', volumeHandle: 'h' } } }), want: { upgrade: [term([Z, ['z1']]), UNLABELLED] } },
     { name: 'terminating PV: left alone', pv: volume({ [Z]: 'z1' }, { deletionTimestamp: '2026-01-01T00:00:00Z' }), want: { none: 'terminating' } },
     { name: 'malformed: empty element a____b', pv: volume({ [BZ]: 'a____b' }), want: { malformed: /failure-domain\.beta\.kubernetes\.io\/zone="a____b".*empty element/ } },
     { name: 'malformed: leading delimiter __a', pv: volume({ [Z]: '__a' }), want: { malformed: /topology\.kubernetes\.io\/zone="__a"/ } },

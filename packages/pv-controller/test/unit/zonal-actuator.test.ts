@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EventRecorder, isConflict, isTerminalError, KubeClient, logger, metricsRegistry } from '@topovol/shared';
 import type { EventType, KubeObject, PersistentVolume } from '@topovol/shared';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
-import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED } from '../../src/zonal/zonal-actuator.js';
+import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED, REASON_NOT_KEPT } from '../../src/zonal/zonal-actuator.js';
 
 // nock stands in for the API server only for answers the real one rarely gives on demand (422 for
 // an affinity our decision thought valid, 500); the normal path and real Conflicts are covered by
@@ -84,11 +84,21 @@ describe('zonal actuator: write outcomes', function () {
       .patch(PATH, (b: { metadata?: Record<string, unknown>; spec?: Record<string, unknown> }) => {
         return JSON.stringify(b.metadata) === JSON.stringify({ resourceVersion: '41' }) && Object.keys(b.spec ?? {}).join() === 'nodeAffinity';
       })
-      .reply(200, { ...volume, metadata: { ...volume.metadata, resourceVersion: '42' } });
+      .reply(200, { ...volume, metadata: { ...volume.metadata, resourceVersion: '42' }, spec: { ...volume.spec, nodeAffinity: decision.kind === 'upgrade' ? decision.nodeAffinity : undefined } });
     await applyZonalDecision(deps(), volume, decision);
     expect(scope.isDone()).to.equal(true);
     expect(await count('upgraded')).to.equal(before + 1);
     expect(events.captured).to.deep.equal([{ type: 'Normal', reason: REASON_CONVERTED, message: 'set spec.nodeAffinity from zone/region labels: topology.kubernetes.io/zone in (z1); nodes without zone/region labels too (2 terms)' }]);
+  });
+
+  it('accepted, but stored without the affinity (a mutating webhook dropped it): a Warning, not counted as converted', async function () {
+    const upgraded = await count('upgraded');
+    const errors = await count('error');
+    nock(SERVER).patch(PATH).reply(200, { ...volume, metadata: { ...volume.metadata, resourceVersion: '42' } });
+    await applyZonalDecision(deps(), volume, decision);
+    expect(await count('upgraded')).to.equal(upgraded);
+    expect(await count('error')).to.equal(errors + 1);
+    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_NOT_KEPT}`]);
   });
 
   it('Conflict: rethrown for a retry, not counted as an error, no Event', async function () {
