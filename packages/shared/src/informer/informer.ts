@@ -33,7 +33,7 @@ export interface InformerOptions<T> {
 
 interface ListResponse {
   metadata?: { resourceVersion?: string; continue?: string };
-  items?: KubeObject[];
+  items?: KubeObject[] | null;
 }
 
 const relists = counter<'resource'>({
@@ -62,6 +62,8 @@ export const DEFAULT_LIST_PAGE_SIZE = 5000;
 
 const BACKOFF_START_MS = 800;
 const BACKOFF_MAX_MS = 10_000;
+/** A watch shorter than this without an event is an error (client-go's reflector: 1 s). */
+const SHORT_WATCH_MS = 1_000;
 
 /** Removes managedFields: the default transform, since no controller reads them and they dominate memory. */
 export function dropManagedFields<T extends KubeObject>(obj: T): T {
@@ -158,11 +160,14 @@ export class Informer<T extends KubeObject = KubeObject> {
         const started = Date.now();
         const outcome = await this.watchOnce(signal);
         if (Date.now() - started > 30_000) backoff = start;
-        if (outcome === 'gone') {
+        if (outcome.kind === 'gone') {
           needList = true;
           watchRestarts.inc({ resource: this.label, reason: 'gone' });
           continue;
         }
+        // A watch that ends at once with nothing in it is an error, as client-go's reflector calls
+        // it ("very short watch"): re-watching at once would spin against a proxy that closes it.
+        if (outcome.events === 0 && Date.now() - started < SHORT_WATCH_MS) throw new Error(`watch closed after ${Date.now() - started} ms without an event`);
         watchRestarts.inc({ resource: this.label, reason: 'timeout' });
         backoff = start;
       } catch (err) {
@@ -194,6 +199,9 @@ export class Informer<T extends KubeObject = KubeObject> {
         },
         signal,
       });
+      // An answer without the field (an empty body from a misbehaving proxy reads as {}) is no
+      // list: taken for an empty one, it would delete every cached object.
+      if (page.items === undefined) throw new Error(`list of ${this.label} answered without items`);
       for (const raw of page.items ?? []) {
         // List items carry no apiVersion/kind; set them so cached objects are self-describing.
         raw.apiVersion ??= apiVersionOf(this.resource);
@@ -227,7 +235,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   /** One watch request; 'gone' when the server says our resourceVersion is too old. */
-  private async watchOnce(signal: AbortSignal): Promise<'closed' | 'gone'> {
+  private async watchOnce(signal: AbortSignal): Promise<{ kind: 'closed'; events: number } | { kind: 'gone' }> {
     await this.client.limiter.wait(signal);
     let gone = false;
     let failure: unknown;
@@ -243,8 +251,9 @@ export class Informer<T extends KubeObject = KubeObject> {
     };
     if (this.opts.labelSelector) query.labelSelector = this.opts.labelSelector;
     if (this.opts.fieldSelector) query.fieldSelector = this.opts.fieldSelector;
+    let events = 0;
     try {
-      await streamWatch(
+      events = await streamWatch(
         this.client,
         collectionPath(this.resource, this.opts.namespace),
         query,
@@ -267,7 +276,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       signal.removeEventListener('abort', onAbort);
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('watch event handling failed');
-    return gone ? 'gone' : 'closed';
+    return gone ? { kind: 'gone' } : { kind: 'closed', events };
   }
 
   private apply(e: WatchEvent): 'ok' | 'gone' {

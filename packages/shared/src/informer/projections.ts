@@ -60,6 +60,8 @@ export function projectPod(o: KubeObject): Pod {
       conditions: p.status?.conditions?.filter((c) => c.type === 'PodScheduled'),
       containerStatuses: states(p.status?.containerStatuses),
       initContainerStatuses: states(p.status?.initContainerStatuses),
+      // isPodTerminated reads them too: a debug container still running keeps the pod alive.
+      ephemeralContainerStatuses: states(p.status?.ephemeralContainerStatuses),
     },
   };
 }

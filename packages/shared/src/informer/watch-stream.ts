@@ -10,8 +10,11 @@ export interface WatchEvent {
 
 /**
  * One watch request streamed line by line. Resolves when the server ends the stream (a normal
- * timeout); rejects on transport errors and non-200 answers (as KubeApiError with the Status).
+ * timeout) with the number of events it carried; rejects on transport errors, non-200 answers (as
+ * KubeApiError with the Status) and a line that is not an event (as client-go's decoder ends the
+ * watch: the caller resumes from the last event it applied, so nothing after it is skipped).
  * ERROR events are passed to the handler like any other: the caller decides (410 means relist).
+ * `idleTimeoutMs` bounds the wait for the response's headers too, and every silence after them.
  */
 export async function streamWatch(
   client: KubeClient,
@@ -20,32 +23,46 @@ export async function streamWatch(
   onEvent: (e: WatchEvent) => void,
   signal: AbortSignal,
   idleTimeoutMs: number,
-): Promise<void> {
+): Promise<number> {
   const ac = new AbortController();
-  const onAbort = (): void => ac.abort();
+  // Deferred: the caller aborts from inside an event's handler, i.e. from the body's 'data'
+  // callback. When the same read also carried the end of the response (the API server sends a
+  // 410's ERROR event and closes), aborting there destroyed the socket Node was handing back to
+  // its pool, and the AbortError was emitted on it with no listener: the process exited.
+  const onAbort = (): void => void setImmediate(() => ac.abort());
   signal.addEventListener('abort', onAbort);
+  let events = 0;
+  let undecodable = false;
+  let opened = false;
+  // A silent peer would stall the informer forever, before the headers (a stalled proxy) as after
+  // them (a half-open connection): cut it when nothing, not even a bookmark, arrives for a while.
+  let idle: NodeJS.Timeout | undefined = setTimeout(() => ac.abort(), idleTimeoutMs);
   try {
     const body = await client.openStream(path, { ...query, watch: 'true' }, ac.signal);
+    opened = true;
     await new Promise<void>((resolve, reject) => {
-      // A silent half-open connection would stall the informer forever: cut it when nothing,
-      // not even a bookmark, arrives for a while.
-      const idle = setTimeout(() => ac.abort(), idleTimeoutMs);
       const lines = lineSplitter((line) => {
+        if (undecodable) return;
         let e: WatchEvent;
         try {
           e = JSON.parse(line) as WatchEvent;
         } catch {
+          undecodable = true;
+          onAbort();
           return;
         }
+        events++;
         onEvent(e);
       });
       body.on('data', (chunk: Buffer) => {
-        idle.refresh();
+        idle?.refresh();
         lines.push(chunk);
       });
       const finish = (err?: unknown): void => {
         clearTimeout(idle);
-        if (err && !signal.aborted) reject(err instanceof Error ? err : new Error('watch stream failed'));
+        idle = undefined;
+        if (undecodable) reject(new Error('watch stream carried a line that is not an event'));
+        else if (err && !signal.aborted) reject(err instanceof Error ? err : new Error('watch stream failed'));
         else resolve();
       };
       body.on('error', finish);
@@ -55,9 +72,17 @@ export async function streamWatch(
       });
       body.on('close', () => finish());
       ac.signal.addEventListener('abort', () => finish(signal.aborted ? undefined : new Error('watch idle timeout')));
+      if (ac.signal.aborted) finish(signal.aborted ? undefined : new Error('watch idle timeout'));
     });
+    return events;
+  } catch (err) {
+    // Cut before the headers came: the request's own AbortError says less than why it was cut.
+    if (!opened && ac.signal.aborted && !signal.aborted) throw new Error(`watch idle timeout (no answer within ${idleTimeoutMs} ms)`, { cause: err });
+    throw err;
   } finally {
+    clearTimeout(idle);
     signal.removeEventListener('abort', onAbort);
-    ac.abort();
+    // Ends the request if it is still open (deferred, as above).
+    onAbort();
   }
 }

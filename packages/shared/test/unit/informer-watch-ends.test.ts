@@ -1,0 +1,158 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { KubeClient } from '../../src/client/kube-client.js';
+import { Informer } from '../../src/informer/informer.js';
+import { Resources } from '../../src/informer/resources.js';
+import { streamWatch } from '../../src/informer/watch-stream.js';
+import type { KubeObject } from '../../src/informer/object-key.js';
+import { eventually } from '@topovol/testing';
+
+// A local HTTP server plays the API server's answers that a real one gives only by chance of timing
+// (a 410 in the same packet as the end of the stream) or never (a proxy's empty answers).
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, n: { lists: number; watches: number }) => void | Promise<void>;
+
+const pv = (name: string, rv: number): KubeObject => ({ metadata: { name, resourceVersion: String(rv) } });
+const line = (o: unknown): string => `${JSON.stringify(o)}\n`;
+const gone = line({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } });
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function apiServer(handler: Handler): Promise<{ client: KubeClient; n: { lists: number; watches: number }; watchQueries: URLSearchParams[]; close: () => void }> {
+  const n = { lists: 0, watches: 0 };
+  const watchQueries: URLSearchParams[] = [];
+  const srv = http.createServer((req, res) => {
+    const q = new URL(req.url ?? '/', 'http://x').searchParams;
+    if (q.get('watch') === 'true') {
+      n.watches++;
+      watchQueries.push(q);
+    } else n.lists++;
+    void handler(req, res, n);
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  return {
+    client: KubeClient.forEndpoint({ server: `http://127.0.0.1:${port}` }, { qps: 0, burst: 0 }),
+    n,
+    watchQueries,
+    close: () => {
+      srv.closeAllConnections();
+      srv.close();
+    },
+  };
+}
+
+const isWatch = (req: http.IncomingMessage): boolean => (req.url ?? '').includes('watch=true');
+const list = (res: http.ServerResponse, rv: number, items: KubeObject[]): void => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ kind: 'PersistentVolumeList', apiVersion: 'v1', metadata: { resourceVersion: String(rv) }, items }));
+};
+/** Holds a watch open until the server closes. */
+const hold = (res: http.ServerResponse): void => {
+  res.writeHead(200);
+  res.flushHeaders();
+};
+
+describe('informer: how watches end (a local HTTP server as the API server)', function () {
+  this.timeout(20_000);
+  let close: (() => void) | undefined;
+  let informer: Informer<KubeObject> | undefined;
+  afterEach(async function () {
+    await informer?.stop();
+    informer = undefined;
+    close?.();
+  });
+  const start = (client: KubeClient, backoff = { startMs: 50, maxMs: 200 }): Informer<KubeObject> => {
+    informer = new Informer<KubeObject>(client, Resources.persistentVolumes, { backoff });
+    informer.start();
+    return informer;
+  };
+
+  const endings: [string, (res: http.ServerResponse) => void][] = [
+    ['the ERROR and the end in one write', (res) => res.end(gone)],
+    ['the ERROR, then the end at once', (res) => {
+      res.write(gone);
+      res.end();
+    }],
+    ['an event, the ERROR and the end in one write', (res) => res.end(line({ type: 'MODIFIED', object: pv('a', 11) }) + gone)],
+  ];
+  for (const [name, end] of endings) {
+    it(`410 Gone with ${name}: the process lives and relists`, async function () {
+      const s = await apiServer((req, res, n) => {
+        if (!isWatch(req)) return list(res, 10 * n.lists, [pv('a', 5)]);
+        if (n.watches > 1) return hold(res);
+        res.writeHead(200);
+        end(res);
+      });
+      close = s.close;
+      const inf = start(s.client);
+      await inf.waitForSync();
+      await eventually(() => expect(s.n.lists).to.equal(2));
+      await sleep(200);
+      expect(inf.cache.get('a')?.metadata?.resourceVersion).to.equal('5');
+    });
+  }
+
+  it('a watch closed at once with no event is retried with backoff, not at once', async function () {
+    const s = await apiServer((req, res, n) => {
+      if (!isWatch(req)) return list(res, 10 * n.lists, []);
+      res.writeHead(200);
+      res.end();
+    });
+    close = s.close;
+    const inf = start(s.client, { startMs: 200, maxMs: 400 });
+    await inf.waitForSync();
+    await sleep(1_500);
+    // Backoff of 200-400 ms, then 400-800: a handful; re-watching at once made thousands.
+    expect(s.n.watches).to.be.within(1, 6);
+  });
+
+  it('a line that is not an event ends the watch, and the next one resumes after the last event applied', async function () {
+    const s = await apiServer((req, res, n) => {
+      if (!isWatch(req)) return list(res, 10, [pv('a', 5)]);
+      if (n.watches > 1) return hold(res);
+      res.writeHead(200);
+      res.write(line({ type: 'MODIFIED', object: pv('a', 11) }));
+      res.write('{"type":"MODIFIED","object":\n');
+      res.end(line({ type: 'MODIFIED', object: pv('a', 14) }));
+    });
+    close = s.close;
+    const inf = start(s.client);
+    await inf.waitForSync();
+    await eventually(() => expect(s.n.watches).to.be.at.least(2));
+    expect(s.watchQueries[1]?.get('resourceVersion'), 'not 14: the event after the bad line may have skipped one').to.equal('11');
+    expect(inf.cache.get('a')?.metadata?.resourceVersion).to.equal('11');
+  });
+
+  it('an empty answer to a relist is an error, not an empty list: nothing is deleted', async function () {
+    const deleted: string[] = [];
+    const s = await apiServer((req, res, n) => {
+      if (!isWatch(req)) {
+        if (n.lists === 2) {
+          res.writeHead(200);
+          return void res.end();
+        }
+        return list(res, 10 * n.lists, [pv('a', 5), pv('b', 6)]);
+      }
+      if (n.watches > 1) return hold(res);
+      res.writeHead(200);
+      res.end(gone);
+    });
+    close = s.close;
+    const inf = start(s.client);
+    inf.addEventHandler({ onDelete: (o) => void deleted.push(o.metadata?.name ?? '') });
+    await inf.waitForSync();
+    await eventually(() => expect(s.n.lists).to.equal(3));
+    expect(deleted).to.deep.equal([]);
+    expect(inf.cache.list().map((o) => o.metadata?.name).sort()).to.deep.equal(['a', 'b']);
+  });
+
+  it('a watch whose headers never come is cut at the idle timeout', async function () {
+    const s = await apiServer(() => undefined);
+    close = s.close;
+    const ac = new AbortController();
+    let err: unknown;
+    await streamWatch(s.client, '/api/v1/persistentvolumes', {}, () => undefined, ac.signal, 300).catch((e: unknown) => (err = e));
+    expect(String(err)).to.contain('watch idle timeout');
+  });
+});
