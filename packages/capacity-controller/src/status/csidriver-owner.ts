@@ -24,9 +24,13 @@ export class CSIDriverOwner {
     private readonly now: () => number,
   ) {}
 
-  /** The reference, from the last lookup if it is recent enough. */
-  async reference(): Promise<OwnerReference | undefined> {
-    if (this.cached && this.now() - this.cached.atMs < this.ttlMs) return this.cached.ref;
+  /**
+   * The reference, from the last lookup if it is recent enough and `fresh` is not asked for. An
+   * object about to be created asks for a fresh one: with a CSIDriver deleted and created again, a
+   * cached uid would make the garbage collector delete each object as soon as it is created.
+   */
+  async reference(fresh = false): Promise<OwnerReference | undefined> {
+    if (!fresh && this.cached && this.now() - this.cached.atMs < this.ttlMs) return this.cached.ref;
     let ref: OwnerReference | undefined;
     try {
       const d = await this.client.get<CSIDriver>(Resources.csiDrivers, this.driverName);

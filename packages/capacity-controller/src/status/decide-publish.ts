@@ -48,7 +48,8 @@ export function stableJson(v: unknown): string {
  * by someone else, or a deleted object, is rewritten, while unchanged content is not. expiryTime
  * alone is refreshed only once the earliest owned expiry is within half of expiryMs, and only to a
  * later one: an idle cluster then costs one write per expiryMs/2, not one per poll, and a figure
- * the driver has not confirmed again is not renewed.
+ * the driver has not confirmed again is not renewed. An owned expiry more than expiryMs ahead (a
+ * clock that ran ahead when it was written) is brought back to the wanted one.
  */
 export function decidePublish(input: PublishInput): PublishDecision {
   const mine = statusApplier(input.live, input.fieldManager);
@@ -64,6 +65,9 @@ export function decidePublish(input: PublishInput): PublishDecision {
       const t = p.expiryTime === undefined ? NaN : Date.parse(p.expiryTime);
       const next = wanted.get(JSON.stringify([s.storageClassName, p.name])) ?? -Infinity;
       if ((Number.isNaN(t) || t < refreshBefore) && !(next <= t)) return { write: true, reason: 'refresh' };
+      // Later than any expiry this writer could have set now: written while its clock ran ahead
+      // (corrected since). Kept, it would outlive this writer by that much: bring it back.
+      if (t > input.nowMs + input.expiryMs && next < t) return { write: true, reason: 'refresh' };
     }
   }
   return { write: false };

@@ -27,7 +27,7 @@ export { summarizeStatus } from './status-summary.js';
 export type { StatusSummary } from './status-summary.js';
 export { isLiveSummary, shardSummaryNeedsWrite, summarizeShard, totalsFromShards } from './shard-summary.js';
 export { expiredPools, isExpired } from './expiry.js';
-export { mergeConditions } from './merge-conditions.js';
+export { CONDITION_MESSAGE_MAX, fitConditionMessage, mergeConditions } from './merge-conditions.js';
 export { decidePublish } from './decide-publish.js';
 export { planPrune } from './plan-prune.js';
 export type { PruneStep } from './plan-prune.js';

@@ -32,9 +32,12 @@ export function perNodeFieldManager(nodeName: string, prefix = 'topovol-capacity
  * turn at pruning. A pool that had lapsed when the copy was made was not renewed in time; the next
  * writer takes over at its next write after that, within expiryMs/2 and a poll.
  */
-export function isPruner(obj: CapacityStatusObject | undefined, storageClassName: string, nodeName: string, asOfMs: number): boolean {
+export function isPruner(obj: CapacityStatusObject | undefined, storageClassName: string, nodeName: string, asOfMs: number, expiryMs = Infinity): boolean {
   const entry = obj?.status?.storage?.find((s) => s.storageClassName === storageClassName);
-  const live = (entry?.pools ?? []).filter((p) => !isExpired(p, asOfMs)).map((p) => p.name);
+  // A pool whose expiry lies further ahead than a writer of this shard sets one (a clock that ran
+  // ahead) is no sign of a live writer: its writer may be gone, and then nobody would prune.
+  const plausible = (p: { expiryTime?: string }): boolean => p.expiryTime === undefined || !(Date.parse(p.expiryTime) > asOfMs + expiryMs);
+  const live = (entry?.pools ?? []).filter((p) => !isExpired(p, asOfMs) && plausible(p)).map((p) => p.name);
   if (live.length === 0) return true;
   return live.reduce((a, b) => (b < a ? b : a)) === nodeName;
 }
@@ -117,7 +120,7 @@ export class NodeShardWriter {
   async maintain(): Promise<number> {
     const fresh = this.fresh;
     this.fresh = false;
-    if (!isPruner(this.cached, this.storageClassName, this.opts.nodeName, this.cachedAt)) return 0;
+    if (!isPruner(this.cached, this.storageClassName, this.opts.nodeName, this.cachedAt, this.opts.expiryMs)) return 0;
     let obj = fresh ? this.cached : await this.writer.read();
     let pruned = 0;
     if (obj) ({ pruned, obj } = await this.writer.prune(obj));

@@ -65,7 +65,7 @@ export class StatusObjectWriter<T extends CapacityStatusObject> {
 
   /** Creates the object, or reads it when someone else just did. */
   async createOrGet(): Promise<T> {
-    const owner = await this.opts.owner.reference();
+    const owner = await this.opts.owner.reference(true);
     const obj = {
       apiVersion: CSI_DRIVER_CAPACITY_API_VERSION,
       kind: this.target.resource.kind,

@@ -236,6 +236,16 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       for (const o of [head!, ...shards]) expect(o.metadata!.ownerReferences, o.metadata!.name).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid }]);
       expect(managedFieldsOf(head!).map((m) => m.manager)).to.include.members([OBJECT_FIELD_MANAGER, SUMMARY_FIELD_MANAGER]);
       for (const o of shards) expect(managedFieldsOf(o).map((m) => m.manager)).to.include.members([OBJECT_FIELD_MANAGER, 'topovol-capacity']);
+
+      // The CSIDriver deleted and created again (a driver re-installed): the garbage collector
+      // deletes the objects it owned; those created again must name the new uid, not the cached one
+      // (the collector would delete them again, every round, for an expiry period).
+      await admin.delete(Resources.csiDrivers, name);
+      const uid2 = await createCSIDriver(admin, name);
+      await deleteDriverStatus(admin, name);
+      await writer.publish(entries('1Gi'), []);
+      const again = await driverStatus(admin, name);
+      for (const o of [again.head!, ...again.shards]) expect(o.metadata!.ownerReferences, o.metadata!.name).to.deep.equal([{ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', name, uid: uid2 }]);
       await deleteDriverStatus(admin, name);
       await admin.delete(Resources.csiDrivers, name);
     });

@@ -4,6 +4,8 @@ import {
   decidePublish,
   expiredPools,
   isPruner,
+  CONDITION_MESSAGE_MAX,
+  fitConditionMessage,
   mergeConditions,
   perNodeFieldManager,
   planPrune,
@@ -115,6 +117,13 @@ describe('capacity status: mergeConditions', function () {
     const out = mergeConditions([{ type: 'Ready', status: 'True', reason: 'B', message: 'b' }], old, 2, 'NOW');
     expect(out).to.deep.equal([{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z', reason: 'B', message: 'b', observedGeneration: 2 }]);
   });
+  it("cuts a message longer than metav1.Condition's limit (the API server would refuse the head's whole write), saying how much", function () {
+    const long = 'x'.repeat(40_000);
+    const [c] = mergeConditions([{ type: 'PoolsCoverDomains', status: 'False', reason: 'NoPoolForDomain', message: long }], undefined, 1, '2026-11-27T00:00:00Z');
+    expect(c!.message.length).to.be.within(CONDITION_MESSAGE_MAX - 8, CONDITION_MESSAGE_MAX);
+    expect(c!.message).to.match(/… \(\d+ more characters\)$/);
+    expect(fitConditionMessage('short')).to.equal('short');
+  });
   it('sets now when the status changes or the condition is new; sorted by type', function () {
     const out = mergeConditions([{ type: 'Ready', status: 'False', reason: 'C', message: '' }, { type: 'PoolMissing', status: 'True', reason: 'D', message: '' }], old, 1, 'NOW');
     expect(out.map((c) => [c.type, c.lastTransitionTime])).to.deep.equal([['PoolMissing', 'NOW'], ['Ready', 'NOW']]);
@@ -143,6 +152,7 @@ describe('capacity status: decidePublish', function () {
     { name: 'capacity changed: write', live: live(T0 + 60_000), nowMs: T0, capacity: '2Gi', want: 'changed' },
     { name: 'entry owned by someone else (taken over): write', live: live(T0 + 60_000, '1Gi', 'kubectl-edit'), nowMs: T0, want: 'changed' },
     { name: 'object without any entry (e.g. recreated): write', live: object([], []), nowMs: T0, want: 'changed' },
+    { name: 'owned expiry a year ahead (written while the clock ran ahead): brought back', live: live(T0 + 365 * 86_400_000), nowMs: T0, want: 'refresh' },
   ];
   for (const c of cases) {
     it(c.name, function () {
@@ -214,6 +224,11 @@ describe('capacity status: per-node helpers', function () {
     ['no object: anyone', undefined, 'z', true],
   ];
   for (const [name, o, node, want] of cases) it(name, () => expect(isPruner(o, '<ephemeral>', node, T0)).to.equal(want));
+  it('a smallest pool whose expiry is further ahead than any writer sets (a clock that ran ahead) does not hold the pruning', function () {
+    const skewed = object([{ storageClassName: '<ephemeral>', pools: [pool('a', T0 + 365 * 86_400_000), pool('b', T0 + 10_000)] }], []);
+    expect(isPruner(skewed, '<ephemeral>', 'b', T0, 60_000)).to.equal(true);
+    expect(isPruner(skewed, '<ephemeral>', 'a', T0, 60_000)).to.equal(false);
+  });
   it('field manager names stay within 128 characters and distinct', function () {
     expect(perNodeFieldManager('node-1')).to.equal('topovol-capacity/node-1');
     const long1 = perNodeFieldManager('x'.repeat(200) + '1');
