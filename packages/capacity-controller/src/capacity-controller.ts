@@ -1,4 +1,4 @@
-import { Controller, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
+import { Controller, projectEvent, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, Runnable, StorageClass } from '@topovol/shared';
 import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
 import { F, readCapacityFlags } from './capacity-flags.js';
@@ -70,7 +70,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
     classes: informers.forResource<StorageClass>(Resources.storageClasses),
     volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
     claims: informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),
-    failures: informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS }),
+    failures: informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent }),
     objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
       namespace: flags.namespace,
       labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),

@@ -149,6 +149,8 @@ export class CapacityLoop {
     });
     const failed = (ev: Event): void => {
       const o = ev.involvedObject;
+      // A provisioner records its Events in the claim's namespace; one from elsewhere is not its.
+      if (ev.metadata?.namespace !== o?.namespace) return;
       const claim = o?.namespace && o.name ? this.inf.claims.cache.get(`${o.namespace}/${o.name}`) : undefined;
       if (claim && (!o?.uid || o.uid === claim.metadata?.uid)) this.provisioningFailed(claim, claim.metadata?.annotations?.[ANN_SELECTED_NODE]);
     };
@@ -165,7 +167,14 @@ export class CapacityLoop {
     const keys = itemsToRefreshAfterFailure(this.desired.items, cls, labels);
     if (keys.length === 0) return;
     this.log.debug('provisioning failed: refreshing its capacity', { claim: `${claim.metadata?.namespace}/${claim.metadata?.name}`, node, items: keys.length });
+    // Anyone who may write Events or claims in a namespace can report a failure as often as they
+    // like (an Event's count, a selected-node toggled): each item takes one such refresh per poll
+    // interval, so the driver is asked at most twice as often as by polls alone.
+    const now = this.now();
     for (const key of keys) {
+      const st = this.state.get(key);
+      if (st?.failureRefreshAt !== undefined && now - st.failureRefreshAt < this.opts.pollIntervalMs) continue;
+      if (st) st.failureRefreshAt = now;
       this.markDirty(key);
       this.queue.add(itemRefresh(key));
     }

@@ -17,6 +17,8 @@ export interface ItemState {
    * window: a poll or the first measurement just before an event must not delay it.
    */
   eventCallAt?: number;
+  /** When a failed provisioning last marked it dirty: at most once per poll interval (anyone may bump a failure Event). */
+  failureRefreshAt?: number;
   /** A GetCapacity call for this item is running or waiting for a slot. */
   inflight?: boolean;
   error?: string;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { LABEL_REGION, LABEL_ZONE, logger, quantityBytes, Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, Node, StorageClass } from '@topovol/shared';
+import { ANN_SELECTED_NODE, LABEL_REGION, LABEL_ZONE, logger, quantityBytes, Resources } from '@topovol/shared';
+import type { CSIStorageCapacity, Event, Node, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { CapacityLoop } from '../../src/capacity-loop.js';
 import type { CapacityLoopOptions } from '../../src/capacity-loop.js';
 import { SYNC } from '../../src/capacity-key.js';
@@ -95,6 +95,44 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
       expect(coveringNode(n1)).to.deep.equal([['fast', 10n * GiB]]);
       await polls(3);
       expect(objects()).to.have.length(1);
+    });
+  });
+
+  describe('failed provisioning reported again and again (anyone may bump an Event\'s count or toggle a selected node)', function () {
+    const n1 = { [LABEL_ZONE]: 'a' };
+    const claim: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'tenant', uid: 'uid-c', annotations: { [ANN_SELECTED_NODE]: 'n1' } }, spec: { storageClassName: 'fast' } };
+    const failure = (count: number, namespace = 'tenant'): Event => ({
+      metadata: { name: 'c.1', namespace, uid: `ev-${namespace}` },
+      involvedObject: { kind: 'PersistentVolumeClaim', namespace: 'tenant', name: 'c', uid: 'uid-c' },
+      reason: 'ProvisioningFailed',
+      count,
+    });
+    beforeEach(async function () {
+      await start({ kind: 'domains', labels: [LABEL_ZONE], anyNode: true }, [node('n1', n1)], true);
+      inf.claims.set(claim);
+    });
+
+    it('costs at most one extra GetCapacity per item and poll interval', async function () {
+      const before = meter.calls.length;
+      for (let s = 5; s <= 120; s += 5) {
+        queue.advance(5_000);
+        inf.failures.set(failure(s / 5));
+        await queue.drain(loop.reconcile);
+      }
+      // Two polls and at most two failure-triggered calls in 120 s; every bump made one before.
+      expect(meter.calls.length - before).to.be.within(2, 4);
+    });
+
+    it('an Event in another namespace naming the claim refreshes nothing', async function () {
+      queue.advance(10_000);
+      await queue.drain(loop.reconcile);
+      const before = meter.calls.length;
+      inf.failures.set(failure(1, 'elsewhere'));
+      await queue.drain(loop.reconcile);
+      expect(meter.calls.length).to.equal(before);
+      inf.failures.set(failure(1));
+      await queue.drain(loop.reconcile);
+      expect(meter.calls.length, 'the same Event in the claim\'s namespace does').to.equal(before + 1);
     });
   });
 

@@ -42,8 +42,12 @@ function doubt(v: PersistentVolume, world: RollbackWorld, claimUid: string, node
 export function decideMark(v: PersistentVolume, world: RollbackWorld): MarkDecision {
   const usage = usageOf(v);
   if (usage === 'used' || v.metadata?.deletionTimestamp) return { kind: 'none' };
-  const evidence = usedEvidence(v, world);
-  if (usage === 'unused') return evidence ? { kind: 'markUsed', volume: v, because: evidence } : { kind: 'none' };
+  if (usage === 'unused') {
+    const evidence = usedEvidence(v, world);
+    return evidence ? { kind: 'markUsed', volume: v, because: evidence } : { kind: 'none' };
+  }
+  // The cheap checks first: the evidence walks every node's volumesInUse, and most volumes are
+  // never candidates (static, old, Released), while claim updates anyone may make re-check them.
   if (!v.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED]) return { kind: 'none' };
   if (v.status?.phase === 'Released' || v.status?.phase === 'Failed') return { kind: 'none' };
   const created = Date.parse(v.metadata?.creationTimestamp ?? '');
@@ -54,6 +58,7 @@ export function decideMark(v: PersistentVolume, world: RollbackWorld): MarkDecis
   if (!claim || claim.metadata?.uid !== ref.uid) return { kind: 'none' };
   const node = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
   if (!node) return { kind: 'none' };
+  const evidence = usedEvidence(v, world);
   if (evidence) return { kind: 'markUsed', volume: v, because: evidence, node };
   // Not seen yet, but the cached claim is not bound either: the claim or pod watch lags behind the
   // volume's (they deliver in any order). Undecided, and looked at again on the claim's or pod's

@@ -53,6 +53,11 @@ export class RollbackReconciler {
     await writeMark(this.d.marks, decideMark(v, this.d.world));
   }
 
+  /** The pod is gone: what was noted about it goes too (a pod deleted unscheduled has no update that ends its wait). */
+  forgetPod(uid: string): void {
+    this.stuck.forget(uid);
+  }
+
   /** pod/ keys: is the pod stuck, and can undoing its volumes be justified? */
   pod(namespace: string, name: string): Promise<number | void> {
     return countingErrors(async () => {

@@ -1,4 +1,4 @@
-import { claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectEvent, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
@@ -28,7 +28,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
   const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
   const attachments = informers.forResource<VolumeAttachment>(Resources.volumeAttachments);
-  const failures = informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS });
+  const failures = informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
   const records = informers.forResource<ProvisioningRollback>(ProvisioningRollbacks);
 
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
@@ -136,7 +136,14 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     enqueuePod(p);
     for (const k of claimKeysOfPod(p)) enqueueClaimUsers(k);
   };
-  pods.addEventHandler({ onAdd: onPod, onUpdate: (_, p) => onPod(p), onDelete: onPod });
+  pods.addEventHandler({
+    onAdd: onPod,
+    onUpdate: (_, p) => onPod(p),
+    onDelete: (p) => {
+      reconciler.forgetPod(p.metadata?.uid ?? '');
+      onPod(p);
+    },
+  });
   const onVolume = (v: PersistentVolume): void => {
     enqueueVolume(v);
     const ref = v.spec?.claimRef;

@@ -33,6 +33,17 @@ describe('decideMark', function () {
       expect(d.kind === 'markUnused' ? `markUnused ${d.node}` : d.kind).to.equal(c.want);
     });
   }
+
+  it('asks for the costly evidence (every node\'s volumesInUse) only for volumes that may be marked', function () {
+    const costly = (w: W) => ({
+      ...world(w),
+      nodesUsingVolume: (): string[] => {
+        throw new Error('evidence asked for');
+      },
+    });
+    for (const v of [pv('v', 'c', { provisioned: false }), pv('v', 'c', { ageMs: 3_600_000 }), pv('v', 'c', { usage: 'used', forNode: 'a' })]) expect(decideMark(v, costly(fresh)).kind).to.equal('none');
+    expect(decideMark(pv('v', 'c'), { ...costly(fresh), claim: () => undefined }).kind).to.equal('none');
+  });
 });
 
 /** The pod `p` with one pinned claim, as the scheduler left it: PodScheduled=False, Unschedulable, with this message. */

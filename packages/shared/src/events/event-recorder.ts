@@ -25,7 +25,7 @@ const eventErrors = counter<'component'>({
 
 const eventsDropped = counter<'component' | 'reason'>({
   name: 'topovol_events_dropped_total',
-  help: 'Events not written because their object had too many recently (client-go\'s spam filter: a burst of 25 per object, then one per 5 minutes), by component and reason.',
+  help: 'Events not written because their object had too many recently (client-go\'s spam filter: a burst of 25 per object, then one per 5 minutes) or 1,000 were already waiting to be written (client-go\'s queue), by component and reason.',
   labelNames: ['component', 'reason'],
 });
 
@@ -41,6 +41,13 @@ interface Seen {
 }
 
 const MAX_REMEMBERED = 4096;
+
+/**
+ * Events waiting to be written, at most (client-go's maxQueuedEvents): past it they are dropped.
+ * Writes share the client's rate limit with the loops, and anyone who can make a loop say
+ * something about each of many objects could otherwise queue Events faster than they drain.
+ */
+export const MAX_PENDING_EVENTS = 1000;
 
 /**
  * client-go tries each Event up to 12 times when the API server fails it (tools/record/event.go,
@@ -60,6 +67,7 @@ export class EventRecorder {
   private readonly seen = new Map<string, Seen>();
   private readonly perObject = new Map<string, TokenBucket>();
   private chain: Promise<void> = Promise.resolve();
+  private pendingWrites = 0;
   private readonly log = logger().child({ component: 'event-recorder' });
 
   constructor(
@@ -78,11 +86,26 @@ export class EventRecorder {
       eventsDropped.inc({ component: this.component, reason });
       return;
     }
+    if (!this.dryRun && this.pendingWrites >= MAX_PENDING_EVENTS) {
+      eventsDropped.inc({ component: this.component, reason });
+      return;
+    }
     eventsTotal.inc({ component: this.component, type, reason });
     this.log.debug('event', { object: `${obj.kind}/${md.namespace ? `${md.namespace}/` : ''}${md.name}`, type, reason, message });
     if (this.dryRun) return;
+    // Only what the Event names is kept while it waits, not the whole object.
+    const ref: KubeObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: md.name, namespace: md.namespace, uid: md.uid, resourceVersion: md.resourceVersion } };
+    this.pendingWrites++;
     // Serialised so that aggregation sees its own earlier writes.
-    this.chain = this.chain.then(() => this.write(obj, type, reason, message)).catch(() => undefined);
+    this.chain = this.chain
+      .then(() => this.write(ref, type, reason, message))
+      .catch(() => undefined)
+      .finally(() => this.pendingWrites--);
+  }
+
+  /** Events recorded and not yet written. */
+  pending(): number {
+    return this.pendingWrites;
   }
 
   eventf(obj: KubeObject, type: EventType, reason: string, fmt: string, ...args: unknown[]): void {

@@ -1,5 +1,5 @@
 import type { KubeObject } from './object-key.js';
-import type { Node, Pod } from '../types/wire.js';
+import type { Event, Node, Pod } from '../types/wire.js';
 
 // One projection per resource for the whole process. Informers are shared between loops, so a
 // loop-private projection would either conflict with another loop's (the factory refuses that) or,
@@ -63,5 +63,34 @@ export function projectPod(o: KubeObject): Pod {
       // isPodTerminated reads them too: a debug container still running keeps the pod alive.
       ephemeralContainerStatuses: states(p.status?.ephemeralContainerStatuses),
     },
+  };
+}
+
+/** The longest Event message kept in a cache; the API server sets no limit on core/v1 Events. */
+export const EVENT_MESSAGE_KEPT = 1024;
+
+/**
+ * The fields of an Event the loops read (who it is about, why, when, a message to quote), without
+ * its labels, annotations and the rest of a long message: anyone who may create Events in a
+ * namespace decides their size, and the loops cache them cluster-wide (kube-controller-manager and
+ * external-provisioner cache none), so whole Events would let one tenant fill the process's memory.
+ */
+export function projectEvent(o: KubeObject): Event {
+  const e = o as Event;
+  const md = e.metadata ?? {};
+  const message = e.message === undefined ? undefined : e.message.length > EVENT_MESSAGE_KEPT ? `${e.message.slice(0, EVENT_MESSAGE_KEPT)}…` : e.message;
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: md.name, namespace: md.namespace, uid: md.uid, resourceVersion: md.resourceVersion, creationTimestamp: md.creationTimestamp },
+    involvedObject: { kind: e.involvedObject?.kind, namespace: e.involvedObject?.namespace, name: e.involvedObject?.name, uid: e.involvedObject?.uid },
+    reason: e.reason,
+    type: e.type,
+    message,
+    count: e.count,
+    firstTimestamp: e.firstTimestamp,
+    lastTimestamp: e.lastTimestamp,
+    eventTime: e.eventTime,
+    series: e.series,
   };
 }

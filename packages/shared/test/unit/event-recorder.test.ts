@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { KubeApiError } from '../../src/client/errors.js';
 import type { KubeClient } from '../../src/client/kube-client.js';
-import { EVENT_WRITE_TRIES, EventRecorder } from '../../src/events/event-recorder.js';
+import { EVENT_WRITE_TRIES, EventRecorder, MAX_PENDING_EVENTS } from '../../src/events/event-recorder.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import type { Event } from '../../src/types/wire.js';
 
@@ -30,6 +30,30 @@ describe('EventRecorder', function () {
     for (let i = 0; i < 3; i++) r.event(claim('a'), 'Normal', 'WaitForFirstConsumer', 'waiting');
     await r.flush();
     expect(writes).to.deep.equal(['create a WaitForFirstConsumer', 'patch a', 'patch a']);
+  });
+
+  it('keeps at most 1,000 Events waiting to be written (client-go\'s queue): past it they are dropped, and memory stays bounded', async function () {
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const written: string[] = [];
+    const client = {
+      create: async (_r: unknown, e: Event) => {
+        await gate;
+        written.push(e.involvedObject.name ?? '');
+        return e;
+      },
+    } as unknown as KubeClient;
+    const r = new EventRecorder(client, 'test', 'host', false, new FakeClock());
+    for (let i = 0; i < 5000; i++) r.event(claim(`c${i}`), 'Normal', 'WaitForFirstConsumer', 'waiting');
+    expect(r.pending()).to.equal(MAX_PENDING_EVENTS);
+    release();
+    await r.flush();
+    expect(r.pending()).to.equal(0);
+    expect(written).to.have.length(MAX_PENDING_EVENTS);
+    // Room again once they are written.
+    r.event(claim('later'), 'Normal', 'WaitForFirstConsumer', 'waiting');
+    await r.flush();
+    expect(written.at(-1)).to.equal('later');
   });
 
   it('lets 25 Events per object through, then one per 5 minutes, per object (client-go\'s spam filter)', async function () {
