@@ -58,6 +58,11 @@ export class RollbackReconciler {
     this.stuck.forget(uid);
   }
 
+  /** How many pods this process remembers waiting (bounded by the pods that exist). */
+  waitingPods(): number {
+    return this.stuck.size;
+  }
+
   /** pod/ keys: is the pod stuck, and can undoing its volumes be justified? */
   pod(namespace: string, name: string): Promise<number | void> {
     return countingErrors(async () => {

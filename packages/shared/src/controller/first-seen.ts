@@ -20,4 +20,8 @@ export class FirstSeen<T> {
   forget(key: string): void {
     this.seen.delete(key);
   }
+
+  get size(): number {
+    return this.seen.size;
+  }
 }
