@@ -17,7 +17,7 @@ import { desiredItems } from './objects/desired-items.js';
 import { itemsToRefreshAfterFailure } from './objects/failure-refresh.js';
 import { ObjectActuator } from './objects/object-actuator.js';
 import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
-import { callNeededSince, refreshDecision } from './objects/refresh-timing.js';
+import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
@@ -168,13 +168,12 @@ export class CapacityLoop {
     if (keys.length === 0) return;
     this.log.debug('provisioning failed: refreshing its capacity', { claim: `${claim.metadata?.namespace}/${claim.metadata?.name}`, node, items: keys.length });
     // Anyone who may write Events or claims in a namespace can report a failure as often as they
-    // like (an Event's count, a selected-node toggled): each item takes one such refresh per poll
-    // interval, so the driver is asked at most twice as often as by polls alone.
+    // like (an Event's count, a selected-node toggled): each item takes two such refreshes at once
+    // and then one per poll interval, so the driver is asked at most about twice as often as by polls.
     const now = this.now();
     for (const key of keys) {
       const st = this.state.get(key);
-      if (st?.failureRefreshAt !== undefined && now - st.failureRefreshAt < this.opts.pollIntervalMs) continue;
-      if (st) st.failureRefreshAt = now;
+      if (st && !takeFailureRefresh(st, now, this.opts.pollIntervalMs)) continue;
       this.markDirty(key);
       this.queue.add(itemRefresh(key));
     }

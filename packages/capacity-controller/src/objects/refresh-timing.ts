@@ -17,8 +17,11 @@ export interface ItemState {
    * window: a poll or the first measurement just before an event must not delay it.
    */
   eventCallAt?: number;
-  /** When a failed provisioning last marked it dirty: at most once per poll interval (anyone may bump a failure Event). */
-  failureRefreshAt?: number;
+  /**
+   * Refreshes a failed provisioning may still cause: a bucket of FAILURE_REFRESH_BURST refilled at
+   * one per poll interval (anyone may bump a failure Event), and when it was last refilled.
+   */
+  failureTokens?: { tokens: number; at: number };
   /** A GetCapacity call for this item is running or waiting for a slot. */
   inflight?: boolean;
   error?: string;
@@ -82,4 +85,19 @@ export function callNeededSince(st: ItemState, cause: 'first' | 'event' | 'retry
     case 'retry':
       return Infinity;
   }
+}
+
+/** One failed provisioning usually shows twice (the selected node removed, then its Event): both may refresh. */
+export const FAILURE_REFRESH_BURST = 2;
+
+/** Whether a failed provisioning may refresh the item now; takes one token if so. */
+export function takeFailureRefresh(st: ItemState, now: number, pollIntervalMs: number): boolean {
+  const b = st.failureTokens ?? { tokens: FAILURE_REFRESH_BURST, at: now };
+  const tokens = Math.min(FAILURE_REFRESH_BURST, b.tokens + (now - b.at) / pollIntervalMs);
+  if (tokens < 1) {
+    st.failureTokens = { tokens, at: now };
+    return false;
+  }
+  st.failureTokens = { tokens: tokens - 1, at: now };
+  return true;
 }

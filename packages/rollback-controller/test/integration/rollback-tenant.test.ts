@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { classifyError, projectPod, Resources } from '@topovol/shared';
+import { classifyError, PROVISIONING_FAILED_EVENTS, projectEvent, projectPod, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -128,7 +128,7 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
 
       // The victim's pod is looked at again after the loop has the forged Event; then the tenant's
       // own, legitimate failure. With one worker, the victim's decision is made before the tenant's.
-      const events = loop.informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed' });
+      const events = loop.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
       await eventually(() => expect(events.cache.list().some((e) => e.metadata?.name === 'uid' && e.metadata.namespace === tenantNs)).to.equal(true));
       await admin.patch(Resources.pods, 'p', victim, 'merge', { metadata: { annotations: { 'topovol.dev/touched': 'after-forgery' } } });
       const pods = loop.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
