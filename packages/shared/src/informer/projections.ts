@@ -19,9 +19,10 @@ export function projectNode(o: KubeObject): Node {
 }
 
 /**
- * Pods: identity (with creation time and controller), annotations, the claims they use, where they run, tolerations,
+ * Pods: identity (with creation time and controller), the claims they use, where they run, tolerations,
  * and whether they ran (phase, container states, PodScheduled). Containers are dropped: the biggest
- * part of a pod and read by no loop.
+ * part of a pod and read by no loop. So are annotations (labels were never kept): no loop reads them, and a pod's
+ * writer decides their size (up to 256 KiB of annotations per pod), cached for every pod in the cluster.
  */
 type PodVolume = NonNullable<NonNullable<Pod['spec']>['volumes']>[number];
 
@@ -43,7 +44,6 @@ export function projectPod(o: KubeObject): Pod {
       creationTimestamp: md.creationTimestamp,
       ownerReferences: md.ownerReferences?.filter((o) => o.controller),
       deletionTimestamp: md.deletionTimestamp,
-      annotations: md.annotations,
     },
     spec: {
       nodeName: p.spec?.nodeName,

@@ -27,6 +27,12 @@ describe('the claims a pod uses', function () {
     expect(claimNamesOfPod(slim)).to.deep.equal(['data-web-0', 'web-0-scratch']);
     expect(slim.spec?.volumes?.map((v) => v.name)).to.deep.equal(['data', 'scratch']);
   });
+
+  it('the projection keeps no annotations (read by no loop; up to 256 KiB a pod, sized by whoever writes the pod)', function () {
+    const slim = projectPod(pod({ metadata: { name: 'web-0', namespace: 'ns', annotations: { big: 'x'.repeat(200_000) } } }));
+    expect(slim.metadata).to.not.have.property('annotations');
+    expect(JSON.stringify(slim).length).to.be.below(2048);
+  });
 });
 
 describe('isPodTerminated (pkg/volume/util IsPodTerminated)', function () {
