@@ -165,9 +165,11 @@ export class Informer<T extends KubeObject = KubeObject> {
           watchRestarts.inc({ resource: this.label, reason: 'gone' });
           continue;
         }
-        // A watch that ends at once with nothing in it is an error, as client-go's reflector calls
-        // it ("very short watch"): re-watching at once would spin against a proxy that closes it.
-        if (outcome.events === 0 && Date.now() - started < SHORT_WATCH_MS) throw new Error(`watch closed after ${Date.now() - started} ms without an event`);
+        // A watch that ends at once with nothing in it, as client-go's reflector's "very short
+        // watch": waits the first backoff step, not a growing one (a growing backoff here was seen
+        // to leave a new informer blind for a minute on a busy API server), so a proxy that closes
+        // every watch costs a few requests a second, not thousands.
+        if (outcome.events === 0 && Date.now() - started < SHORT_WATCH_MS) await sleep(start, signal);
         watchRestarts.inc({ resource: this.label, reason: 'timeout' });
         backoff = start;
       } catch (err) {
