@@ -170,10 +170,9 @@ export class CapacityLoop {
     // Anyone who may write Events or claims in a namespace can report a failure as often as they
     // like (an Event's count, a selected-node toggled): each item takes two such refreshes at once
     // and then one per poll interval, so the driver is asked at most about twice as often as by polls.
-    const now = this.now();
     for (const key of keys) {
       const st = this.state.get(key);
-      if (st && !takeFailureRefresh(st, now, this.opts.pollIntervalMs)) continue;
+      if (st && !takeFailureRefresh(st, this.now, this.opts.pollIntervalMs)) continue;
       this.markDirty(key);
       this.queue.add(itemRefresh(key));
     }

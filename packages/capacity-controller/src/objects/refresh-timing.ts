@@ -1,3 +1,4 @@
+import { realClock, TokenBucket } from '@topovol/shared';
 import type { MeasuredCapacity } from './capacity-object.js';
 
 /** What the loop knows of one item between GetCapacity calls. */
@@ -18,10 +19,10 @@ export interface ItemState {
    */
   eventCallAt?: number;
   /**
-   * Refreshes a failed provisioning may still cause: a bucket of FAILURE_REFRESH_BURST refilled at
-   * one per poll interval (anyone may bump a failure Event), and when it was last refilled.
+   * Refreshes a failed provisioning may still cause: FAILURE_REFRESH_BURST at once, refilled at one
+   * per poll interval (anyone may bump a failure Event). Made on the first failure.
    */
-  failureTokens?: { tokens: number; at: number };
+  failureRefreshes?: TokenBucket;
   /** A GetCapacity call for this item is running or waiting for a slot. */
   inflight?: boolean;
   error?: string;
@@ -90,14 +91,8 @@ export function callNeededSince(st: ItemState, cause: 'first' | 'event' | 'retry
 /** One failed provisioning usually shows twice (the selected node removed, then its Event): both may refresh. */
 export const FAILURE_REFRESH_BURST = 2;
 
-/** Whether a failed provisioning may refresh the item now; takes one token if so. */
-export function takeFailureRefresh(st: ItemState, now: number, pollIntervalMs: number): boolean {
-  const b = st.failureTokens ?? { tokens: FAILURE_REFRESH_BURST, at: now };
-  const tokens = Math.min(FAILURE_REFRESH_BURST, b.tokens + (now - b.at) / pollIntervalMs);
-  if (tokens < 1) {
-    st.failureTokens = { tokens, at: now };
-    return false;
-  }
-  st.failureTokens = { tokens: tokens - 1, at: now };
-  return true;
+/** Whether a failed provisioning may refresh the item now (on the loop's clock); takes a token if so. */
+export function takeFailureRefresh(st: ItemState, now: () => number, pollIntervalMs: number): boolean {
+  st.failureRefreshes ??= new TokenBucket(1000 / pollIntervalMs, FAILURE_REFRESH_BURST, { ...realClock, now });
+  return st.failureRefreshes.tryAccept();
 }

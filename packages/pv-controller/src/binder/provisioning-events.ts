@@ -1,20 +1,8 @@
-import type { Event, KubeObject } from '@topovol/shared';
+import { slimEvent } from '@topovol/shared';
+import type { Event } from '@topovol/shared';
 
-/** Keep only what the stale-selected-node check reads from a provisioner's Event. */
-export function slimProvisioningEvent(o: KubeObject): Event {
-  const e = o as Event;
-  return {
-    apiVersion: 'v1',
-    kind: 'Event',
-    metadata: { name: e.metadata?.name, namespace: e.metadata?.namespace, resourceVersion: e.metadata?.resourceVersion, uid: e.metadata?.uid },
-    involvedObject: { kind: e.involvedObject?.kind, namespace: e.involvedObject?.namespace, name: e.involvedObject?.name, uid: e.involvedObject?.uid },
-    reason: e.reason,
-    firstTimestamp: e.firstTimestamp,
-    lastTimestamp: e.lastTimestamp,
-    eventTime: e.eventTime,
-    series: e.series,
-  };
-}
+/** What the stale-selected-node check reads of a provisioner's Event (the shared slim projection). */
+export const slimProvisioningEvent = slimEvent;
 
 /** When the Event last happened: the newest of its timestamps (legacy recorders set lastTimestamp, events.k8s.io ones eventTime/series). */
 export function eventTime(e: Event): number {

@@ -30,8 +30,7 @@ async function getOrUndefined<T extends KubeObject>(client: KubeClient, resource
 export function liveReads(client: KubeClient, evidence: (live: PersistentVolume) => string | undefined): RollbackServerReads {
   return {
     claim: (ns, name) => getOrUndefined<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, name, ns),
-    // A list's items carry no kind: the pod may become an Event's involvedObject (reportRaced).
-    pods: async (ns) => (await client.list<Pod>(Resources.pods, { namespace: ns })).items.map((p) => ({ apiVersion: 'v1', kind: 'Pod', ...p })),
+    pods: async (ns) => (await client.list<Pod>(Resources.pods, { namespace: ns })).items,
     volumeUse: async (name) => {
       const live = await getOrUndefined<PersistentVolume>(client, Resources.persistentVolumes, name);
       if (!live) return 'it is gone';

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
 import { KubeApiError } from './errors.js';
-import { collectionPath } from '../informer/resources.js';
+import { collectionPath, describeItem } from '../informer/resources.js';
 import type { ResourceType } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
 import type { ApiEndpoint } from './endpoint.js';
@@ -240,7 +240,7 @@ export class KubeClient {
         query: { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: 500, continue: cont },
         signal: opts.signal,
       });
-      items.push(...(page.items ?? []));
+      for (const item of page.items ?? []) items.push(describeItem(r, item));
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion;
     } while (cont);

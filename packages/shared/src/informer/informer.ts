@@ -7,7 +7,7 @@ import { IndexedCache } from './indexed-cache.js';
 import type { IndexFunc } from './indexed-cache.js';
 import type { KubeObject } from './object-key.js';
 import { objectKey } from './object-key.js';
-import { apiVersionOf, collectionPath } from './resources.js';
+import { collectionPath, describeItem } from './resources.js';
 import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
 import type { WatchEvent } from './watch-stream.js';
@@ -62,7 +62,7 @@ export const DEFAULT_LIST_PAGE_SIZE = 5000;
 
 const BACKOFF_START_MS = 800;
 const BACKOFF_MAX_MS = 10_000;
-/** A watch shorter than this without an event is an error (client-go's reflector: 1 s). */
+/** A watch shorter than this without an event is followed by a backoff step (client-go's reflector: 1 s). */
 const SHORT_WATCH_MS = 1_000;
 
 /** Removes managedFields: the default transform, since no controller reads them and they dominate memory. */
@@ -205,10 +205,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       // list: taken for an empty one, it would delete every cached object.
       if (page.items === undefined) throw new Error(`list of ${this.label} answered without items`);
       for (const raw of page.items ?? []) {
-        // List items carry no apiVersion/kind; set them so cached objects are self-describing.
-        raw.apiVersion ??= apiVersionOf(this.resource);
-        raw.kind ??= this.resource.kind;
-        const obj = this.project(raw);
+        const obj = this.project(describeItem(this.resource, raw));
         listed.set(objectKey(obj), obj);
       }
       cont = page.metadata?.continue || undefined;

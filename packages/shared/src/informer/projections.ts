@@ -66,31 +66,38 @@ export function projectPod(o: KubeObject): Pod {
   };
 }
 
-/** The longest Event message kept in a cache; the API server sets no limit on core/v1 Events. */
-export const EVENT_MESSAGE_KEPT = 1024;
-
 /**
- * The fields of an Event the loops read (who it is about, why, when, a message to quote), without
- * its labels, annotations and the rest of a long message: anyone who may create Events in a
- * namespace decides their size, and the loops cache them cluster-wide (kube-controller-manager and
- * external-provisioner cache none), so whole Events would let one tenant fill the process's memory.
+ * Who an Event is about, why, and when it last happened (its timestamps as every kind of recorder
+ * writes them): what the binder's stale-selected-node check reads of the provisioner's Events.
  */
-export function projectEvent(o: KubeObject): Event {
+export function slimEvent(o: KubeObject): Event {
   const e = o as Event;
   const md = e.metadata ?? {};
-  const message = e.message === undefined ? undefined : e.message.length > EVENT_MESSAGE_KEPT ? `${e.message.slice(0, EVENT_MESSAGE_KEPT)}…` : e.message;
   return {
     apiVersion: 'v1',
     kind: 'Event',
-    metadata: { name: md.name, namespace: md.namespace, uid: md.uid, resourceVersion: md.resourceVersion, creationTimestamp: md.creationTimestamp },
+    metadata: { name: md.name, namespace: md.namespace, resourceVersion: md.resourceVersion, uid: md.uid },
     involvedObject: { kind: e.involvedObject?.kind, namespace: e.involvedObject?.namespace, name: e.involvedObject?.name, uid: e.involvedObject?.uid },
     reason: e.reason,
-    type: e.type,
-    message,
-    count: e.count,
     firstTimestamp: e.firstTimestamp,
     lastTimestamp: e.lastTimestamp,
     eventTime: e.eventTime,
     series: e.series,
   };
+}
+
+/** The longest Event message kept in a cache; the API server sets no limit on core/v1 Events. */
+export const EVENT_MESSAGE_KEPT = 1024;
+
+/**
+ * slimEvent, with the type, count and a message to quote: what the rollback and capacity loops read
+ * of ProvisioningFailed Events. No labels, no annotations, no more than EVENT_MESSAGE_KEPT of the
+ * message: anyone who may create Events in a namespace decides their size, and the loops cache them
+ * cluster-wide (kube-controller-manager and external-provisioner cache none), so whole Events would
+ * let one tenant fill the process's memory.
+ */
+export function projectEvent(o: KubeObject): Event {
+  const e = o as Event;
+  const message = e.message === undefined || e.message.length <= EVENT_MESSAGE_KEPT ? e.message : `${e.message.slice(0, EVENT_MESSAGE_KEPT)}…`;
+  return { ...slimEvent(e), type: e.type, message, count: e.count };
 }

@@ -1,3 +1,5 @@
+import type { KubeObject } from './object-key.js';
+
 /** What an informer needs to know to list and watch one resource type. */
 export interface ResourceType {
   /** "" for the core group. */
@@ -17,6 +19,13 @@ export function collectionPath(r: ResourceType, namespace?: string): string {
 
 export function apiVersionOf(r: ResourceType): string {
   return r.group === '' ? r.version : `${r.group}/${r.version}`;
+}
+
+/** A list's items carry no apiVersion/kind: sets them, so an item is self-describing (an Event's involvedObject, say). */
+export function describeItem<T extends KubeObject>(r: ResourceType, item: T): T {
+  item.apiVersion ??= apiVersionOf(r);
+  item.kind ??= r.kind;
+  return item;
 }
 
 const core = (plural: string, kind: string, namespaced: boolean): ResourceType => ({ group: '', version: 'v1', plural, kind, namespaced });
