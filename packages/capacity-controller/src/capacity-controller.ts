@@ -51,9 +51,12 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   // (hack/bench/capacity-labels.sh).
   const writeClient = env.client.withRateLimit(flags.qps, flags.burst);
   const statusClient = env.client.withRateLimit(flags.qps, flags.burst);
+  // Expiry times are written here and judged by every other instance (one per node in per-node
+  // mode): all of them take time from the API server's clock, not their node's.
+  const now = (): number => env.client.serverClock.now();
   const source = new CapacitySource(csi, { driverName, timeoutMs: flags.timeoutMs, attempts: flags.attempts });
   const workers = env.options.concurrentWorkers;
-  const perNode = flags.nodeName ? perNodeStatus({ env, flags, driverName, source, writeClient: statusClient }) : undefined;
+  const perNode = flags.nodeName ? perNodeStatus({ env, flags, driverName, source, writeClient: statusClient, now }) : undefined;
   const managedBy = flags.nodeName ? perNodeManagedBy(flags.managedBy, flags.nodeName) : flags.managedBy;
 
   const caps = await csi.controllerGetCapabilities().catch(() => new Set<string>());
@@ -76,7 +79,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
       labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),
     }),
   };
-  const status = new CapacityStatusWriter(statusClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, log: env.log });
+  const status = new CapacityStatusWriter(statusClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, now, log: env.log });
   const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString });
   const loop = new CapacityLoop(
     inf,
@@ -99,6 +102,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
       unimplementedRetryMs: flags.unimplementedRetryMs,
       callSlots: workers,
       dryRun: env.options.dryRun,
+      now,
     },
     env.log,
   );

@@ -14,6 +14,8 @@ export interface PerNodeDeps {
   driverName: string;
   source: CapacitySource;
   writeClient: KubeClient;
+  /** The clock expiry times are taken on (the API server's). */
+  now: () => number;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface PerNodeDeps {
  * A runnable of its own, on its own timer: it reconciles no key and holds no worker.
  */
 export function perNodeStatus(deps: PerNodeDeps): Runnable {
-  const { flags, driverName, source, writeClient } = deps;
+  const { flags, driverName, source, writeClient, now } = deps;
   return runnableFunc(NODE_STATUS_RUNNABLE, (signal) =>
     runPerNodeWriter({
       client: writeClient,
@@ -35,6 +37,7 @@ export function perNodeStatus(deps: PerNodeDeps): Runnable {
       refreshMs: flags.pollIntervalMs,
       expiryMs: flags.expiryMs,
       shards: flags.statusShards,
+      now,
       signal,
       capacity: async () => {
         const m = await source.get({}, {}, signal);

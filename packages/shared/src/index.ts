@@ -1,5 +1,6 @@
 export * from './client/errors.js';
 export * from './client/kube-client.js';
+export * from './client/server-clock.js';
 export * from './client/endpoint.js';
 export * from './client/load-endpoint.js';
 export type { StaticEndpointOptions } from './client/static-endpoint.js';

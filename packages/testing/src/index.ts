@@ -7,7 +7,7 @@ export { createTestNamespace } from './test-namespace.js';
 export { installCrds } from './install-crds.js';
 export { eventually, pollUntil } from './eventually.js';
 export { ManagedProcess } from './managed-process.js';
-export { startManagerBinary } from './manager-binary.js';
+export { CLOCK_SKEW_PRELOAD, startManagerBinary } from './manager-binary.js';
 export type { ManagerBinaryOptions } from './manager-binary.js';
 export { freePort } from './free-port.js';
 export { repoRoot } from './repo-root.js';

@@ -4,6 +4,12 @@ import { freePort } from './free-port.js';
 import { ManagedProcess } from './managed-process.js';
 import { repoRoot } from './repo-root.js';
 
+/**
+ * `node --import` of the clock preload (clock-skew-preload.ts): with TOPOVOL_TEST_CLOCK_SKEW_MS in
+ * its environment, a manager runs as on a node whose wall clock is off by that much.
+ */
+export const CLOCK_SKEW_PRELOAD: readonly string[] = ['--import', path.join(repoRoot(), 'packages', 'testing', 'dist', 'src', 'clock-skew-preload.js')];
+
 export interface ManagerBinaryOptions {
   name: string;
   kubeconfig: string;

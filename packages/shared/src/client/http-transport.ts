@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { performance } from 'node:perf_hooks';
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 
@@ -43,6 +44,8 @@ export interface HttpAnswer {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** Monotonic time (performance.now) at which the headers arrived: when the server's Date was current. */
+  headersAt: number;
 }
 
 /**
@@ -60,6 +63,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
       reject(err);
     };
     const r = open(req, (res) => {
+      const headersAt = performance.now();
       // Our requests do not ask for gzip (kube-client.ts), but a caller's headers may.
       const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
       const chunks: Buffer[] = [];
@@ -70,7 +74,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), headersAt });
       });
     });
     const timer = req.timeoutMs

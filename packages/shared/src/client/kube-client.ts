@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
 import { KubeApiError } from './errors.js';
@@ -12,6 +13,7 @@ import { StaticEndpoint } from './static-endpoint.js';
 import type { StaticEndpointOptions } from './static-endpoint.js';
 import { openStream, originOf, send } from './http-transport.js';
 import type { HttpOrigin, HttpRequest } from './http-transport.js';
+import { ServerClock } from './server-clock.js';
 
 export interface ClientOptions {
   /** Client-side rate limit; 0 or negative means unthrottled (as --kube-api-qps). */
@@ -83,6 +85,8 @@ export interface ObjectList<T> {
 export class KubeClient {
   readonly limiter: TokenBucket;
   readonly server: string;
+  /** The API server's clock from its answers' Date headers; shared by every client derived from this one. */
+  readonly serverClock: ServerClock;
   private readonly origin: HttpOrigin;
   private agent?: Promise<http.Agent>;
   private builtFor?: Readonly<Record<string, string | string[]>>;
@@ -93,8 +97,10 @@ export class KubeClient {
     readonly options: ClientOptions,
     private readonly impersonate?: { user: string; groups: string[] },
     limiter?: TokenBucket,
+    serverClock?: ServerClock,
   ) {
     this.server = endpoint.server;
+    this.serverClock = serverClock ?? new ServerClock();
     this.origin = originOf(endpoint.server);
     this.limiter = limiter ?? new TokenBucket(options.qps, options.burst);
   }
@@ -115,7 +121,7 @@ export class KubeClient {
 
   /** The same credentials impersonating a user (for RBAC tests); has its own rate limit. */
   forUser(user: string, groups: string[] = []): KubeClient {
-    return new KubeClient(this.endpoint, this.options, { user, groups });
+    return new KubeClient(this.endpoint, this.options, { user, groups }, undefined, this.serverClock);
   }
 
   /**
@@ -123,7 +129,12 @@ export class KubeClient {
    * (e.g. capacity objects) has its own API budget and cannot starve the others.
    */
   withRateLimit(qps: number, burst: number): KubeClient {
-    return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate);
+    return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate, undefined, this.serverClock);
+  }
+
+  /** The same client reading the API server's time into `clock` (tests: a clock whose local fallback is skewed). */
+  withServerClock(clock: ServerClock): KubeClient {
+    return new KubeClient(this.endpoint, this.options, this.impersonate, this.limiter, clock);
   }
 
   /** Request headers: the shared ones below, then a caller's, then the body's content type. */
@@ -200,6 +211,7 @@ export class KubeClient {
       timeoutMs: this.options.timeoutMs ?? 60_000,
       signal: opts.signal,
     });
+    this.serverClock.observe(answer.headers.date, answer.headersAt);
     if (answer.status < 200 || answer.status >= 300) {
       throw KubeApiError.fromResponse(answer.status, answer.body, headerValue(answer.headers['retry-after']));
     }
@@ -213,6 +225,7 @@ export class KubeClient {
   async openStream(path: string, query: Record<string, QueryValue>, signal: AbortSignal): Promise<http.IncomingMessage> {
     const req: HttpRequest = { method: 'GET', origin: this.origin, path: KubeClient.pathWithQuery(path, query), headers: await this.headers(), agent: await this.connection(), signal };
     const res = await openStream(req);
+    this.serverClock.observe(res.headers.date, performance.now());
     if (res.statusCode === 200) return res;
     const chunks: Buffer[] = [];
     for await (const c of res) chunks.push(c as Buffer);

@@ -41,6 +41,10 @@ const lost = counter<'name'>({
 
 const JITTER = 1.2;
 
+/** The election record of a Lease, comparable as a string. */
+const recordOf = (s: NonNullable<Lease['spec']>): string =>
+  JSON.stringify([s.holderIdentity ?? '', s.leaseDurationSeconds ?? 0, s.acquireTime ?? '', s.renewTime ?? '', s.leaseTransitions ?? 0]);
+
 /**
  * Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics: a held lease is
  * trusted until leaseDuration has passed since *we observed* its last change (on the local monotonic
@@ -49,7 +53,9 @@ const JITTER = 1.2;
  * lease so a standby takes over at its next retry.
  */
 export class LeaderElector {
-  private observed?: { spec: NonNullable<Lease['spec']>; resourceVersion?: string; at: number };
+  private observed?: { spec: NonNullable<Lease['spec']>; at: number };
+  /** Set by an attempt that found the lease validly held by another identity. */
+  private takenBy?: string;
   private leading = false;
   private lastRenew = 0;
   private readonly abort = new AbortController();
@@ -107,17 +113,24 @@ export class LeaderElector {
       if (signal.aborted) return;
       const deadline = monotonicMs() + this.config.renewDeadlineMs;
       let renewed = false;
+      this.takenBy = undefined;
       while (!signal.aborted && monotonicMs() < deadline) {
         if (await this.tryAcquireOrRenew(deadline)) {
           renewed = true;
           break;
         }
+        // Another identity holds a lease it renewed: it leads now, so stop at once. client-go
+        // tries again until the renew deadline (leaderelection.go, renew), writing meanwhile; a
+        // process frozen past its lease would keep writing for a whole renew deadline after its
+        // first look showed the new leader.
+        if (this.takenBy !== undefined) break;
         await sleep(Math.min(this.config.retryPeriodMs, Math.max(0, deadline - monotonicMs())), signal);
       }
       if (signal.aborted) return;
       if (!renewed) {
         lost.inc({ name: this.config.name });
-        this.log.error('failed to renew lease within the renew deadline: leadership lost', { renewDeadlineMs: this.config.renewDeadlineMs });
+        if (this.takenBy !== undefined) this.log.error('another identity holds the lease: leadership lost', { holder: this.takenBy });
+        else this.log.error('failed to renew lease within the renew deadline: leadership lost', { renewDeadlineMs: this.config.renewDeadlineMs });
         this.setLeading(false);
         this.callbacks.onStoppedLeading('lost');
         return;
@@ -173,7 +186,7 @@ export class LeaderElector {
           metadata: { name, namespace },
           spec: { holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 },
         }, { signal });
-        this.observe({ holderIdentity: identity, leaseDurationSeconds: leaseSeconds, renewTime: nowIso }, undefined);
+        this.observe({ holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 });
         this.lastRenew = monotonicMs();
         this.log.info('acquired lease (created)');
         return true;
@@ -183,12 +196,15 @@ export class LeaderElector {
       }
     }
     const spec = current.spec ?? {};
-    this.observe(spec, current.metadata?.resourceVersion);
+    this.observe(spec);
     const holder = spec.holderIdentity ?? '';
     const held = holder !== '' && holder !== identity;
     const observedAt = this.observed?.at ?? 0;
     const durationMs = (spec.leaseDurationSeconds ?? leaseSeconds) * 1000;
-    if (held && monotonicMs() < observedAt + durationMs) return false;
+    if (held && monotonicMs() < observedAt + durationMs) {
+      this.takenBy = holder;
+      return false;
+    }
 
     const takingOver = holder !== identity;
     const next: Lease = {
@@ -204,7 +220,7 @@ export class LeaderElector {
     };
     try {
       const updated = await this.client.replace<Lease>(Resources.leases, next, { signal });
-      this.observe(updated.spec ?? {}, updated.metadata?.resourceVersion);
+      this.observe(updated.spec ?? {});
       this.lastRenew = monotonicMs();
       if (takingOver) {
         if (holder !== '') transitions.inc({ name });
@@ -217,14 +233,15 @@ export class LeaderElector {
     }
   }
 
-  /** Remembers when the record last changed, by our clock. */
-  private observe(spec: NonNullable<Lease['spec']>, resourceVersion: string | undefined): void {
-    const changed =
-      !this.observed ||
-      this.observed.resourceVersion !== resourceVersion ||
-      this.observed.spec.holderIdentity !== spec.holderIdentity ||
-      this.observed.spec.renewTime !== spec.renewTime;
-    if (changed) this.observed = { spec, resourceVersion, at: monotonicMs() };
+  /**
+   * Remembers when the record last changed, by our clock. The record is the election's fields only,
+   * as client-go compares its LeaderElectionRecord: a write to the Lease's metadata (a label, an
+   * annotation, a GitOps tool) changes its resourceVersion but renews nobody, and counted as a
+   * change it would keep a dead leader's lease alive for as long as such writes come.
+   */
+  private observe(spec: NonNullable<Lease['spec']>): void {
+    const changed = !this.observed || recordOf(this.observed.spec) !== recordOf(spec);
+    if (changed) this.observed = { spec, at: monotonicMs() };
     const leader = spec.holderIdentity ?? '';
     if (leader && leader !== this.lastLeader) {
       this.lastLeader = leader;

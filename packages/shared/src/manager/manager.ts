@@ -168,12 +168,14 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
           startRunnables(l, true);
         },
         onStoppedLeading: (reason) => {
-          if (reason === 'lost' && !exiting) {
-            // As kube-controller-manager: a loop that lost its lease must not keep writing.
-            log.error('leader election lost; exiting', { lease: `${namespace}/${name}` });
-            exiting = true;
-            io.exit(1);
-          }
+          if (reason !== 'lost') return;
+          // As kube-controller-manager: a loop that lost its lease must not keep writing. Also in
+          // the middle of a graceful shutdown, whose reconciles would otherwise write alongside
+          // the new leader until the shutdown timeout (controller-runtime skips the graceful
+          // shutdown once the lock is lost: pkg/manager/internal.go, OnStoppedLeading).
+          log.error(exiting ? 'leader election lost while shutting down; exiting now' : 'leader election lost; exiting', { lease: `${namespace}/${name}` });
+          exiting = true;
+          io.exit(1);
         },
       },
     );

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject, Lease } from '../../src/index.js';
@@ -84,6 +85,37 @@ describe('leader election with two manager processes', function () {
     const handover = (Date.parse(taken.spec!.acquireTime!) - lastRenew) / 1000;
     expect(handover).to.be.at.most(LEASE_S + 2 * RETRY_S * JITTER + 0.5);
     expect(await stampedBy('second')).to.match(new RegExp(`/${standby.proc.pid}$`));
+  });
+
+  it('a leader that loses its lease while shutting down exits at once with code 1, not after its in-flight reconciles', async function () {
+    const m = await startEchoManager(cp, `mgr-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`, '--shutdown-timeout=60s']);
+    managers.push(m);
+    await stampedBy('first');
+    // A reconcile that takes a minute: the graceful shutdown waits for it.
+    await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'slow', namespace: ns, labels: { 'test.topovol.dev/echo': '' } }, data: { hold: '60000' } });
+    await eventually(() => expect(readFileSync(m.proc.logFile, 'utf8')).to.contain('holding'));
+    const stopping = m.proc.stop(90_000);
+    // Meanwhile another identity takes the Lease and keeps it renewed (a standby after a partition).
+    let stealing = true;
+    const thief = (async () => {
+      while (stealing) {
+        const l = await lease();
+        const now = new Date().toISOString().replace('Z', '000Z');
+        await admin.replace<Lease>(Resources.leases, { ...l, spec: { ...l.spec, holderIdentity: 'thief', renewTime: now } }).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    })();
+    try {
+      // Without the fix it kept reconciling as a second leader until the shutdown timeout, then exited 0.
+      expect(await m.proc.waitForExit()).to.equal(1);
+      expect(readFileSync(m.proc.logFile, 'utf8')).to.contain('leader election lost while shutting down');
+    } finally {
+      stealing = false;
+      await thief;
+      await stopping;
+      // The other tests' managers watch every namespace: they must not find it holding.
+      await admin.delete(Resources.configMaps, 'slow', ns);
+    }
   });
 
   it('a graceful stop releases the lease and the standby takes over within a few seconds, exit code 0', async function () {

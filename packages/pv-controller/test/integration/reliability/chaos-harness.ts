@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, Lease } from '@topovol/shared';
-import { controllerKubeconfig, INSTALL_NAMESPACE, repoRoot, sharedControlPlane, startManagerBinary } from '@topovol/testing';
+import { CLOCK_SKEW_PRELOAD, controllerKubeconfig, INSTALL_NAMESPACE, sharedControlPlane, startManagerBinary } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 
 export { CHAOS_SCALE, recordChaosResult } from '@topovol/testing';
@@ -71,4 +71,4 @@ export async function kubeconfigVia(server: string, name: string): Promise<strin
 }
 
 /** `node --import` of the clock preload (packages/testing/src/clock-skew-preload.ts). */
-export const CLOCK_PRELOAD = ['--import', path.join(repoRoot(), 'packages', 'testing', 'dist', 'src', 'clock-skew-preload.js')];
+export const CLOCK_PRELOAD = CLOCK_SKEW_PRELOAD;

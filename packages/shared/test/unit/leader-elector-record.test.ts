@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import { KubeApiError } from '../../src/client/errors.js';
+import type { KubeClient } from '../../src/client/kube-client.js';
+import { LeaderElector } from '../../src/leaderelection/leader-elector.js';
+import type { LeaderElectionConfig } from '../../src/leaderelection/leader-elector.js';
+import type { Lease } from '../../src/types/wire.js';
+
+/** A Lease store behind the three calls the elector makes; `onGet` may change the stored Lease first. */
+function leaseStore(onGet: (lease: Lease | undefined) => Lease | undefined = (l) => l): { client: KubeClient; gets: () => number; set: (l: Lease | undefined) => void; get: () => Lease | undefined } {
+  let lease: Lease | undefined;
+  let rv = 0;
+  let gets = 0;
+  const stored = (l: Lease): Lease => ({ ...l, metadata: { ...l.metadata, resourceVersion: String(++rv) } });
+  const client = {
+    get: () => {
+      gets++;
+      lease = onGet(lease);
+      return lease ? Promise.resolve(lease) : Promise.reject(new KubeApiError(404, { reason: 'NotFound' }));
+    },
+    create: (_r: unknown, obj: Lease) => {
+      if (lease) return Promise.reject(new KubeApiError(409, { reason: 'AlreadyExists' }));
+      lease = stored(obj);
+      return Promise.resolve(lease);
+    },
+    replace: (_r: unknown, obj: Lease) => {
+      if (obj.metadata?.resourceVersion !== lease?.metadata?.resourceVersion) return Promise.reject(new KubeApiError(409, { reason: 'Conflict' }));
+      lease = stored(obj);
+      return Promise.resolve(lease);
+    },
+  } as unknown as KubeClient;
+  return { client, gets: () => gets, set: (l) => (lease = l ? stored(l) : undefined), get: () => lease };
+}
+
+const config = (identity: string): LeaderElectionConfig => ({ namespace: 'ns', name: 'l', identity, leaseDurationMs: 600, renewDeadlineMs: 2_000, retryPeriodMs: 100 });
+const heldBy = (holderIdentity: string): Lease => ({
+  apiVersion: 'coordination.k8s.io/v1',
+  kind: 'Lease',
+  metadata: { name: 'l', namespace: 'ns' },
+  spec: { holderIdentity, leaseDurationSeconds: 1, acquireTime: new Date().toISOString(), renewTime: new Date().toISOString(), leaseTransitions: 0 },
+});
+
+describe('LeaderElector: what counts as a renewal, and when a leader steps down', function () {
+  this.timeout(20_000);
+
+  it('a dead leader\'s lease whose metadata keeps changing (labels, annotations) is taken over: only the election record counts', async function () {
+    // Someone writes a label on the Lease before every read: a new resourceVersion each time, the record unchanged.
+    let n = 0;
+    const store = leaseStore((l) => (l && l.spec?.holderIdentity === 'dead' ? { ...l, metadata: { ...l.metadata, resourceVersion: `label-${++n}`, labels: { touched: String(n) } } } : l));
+    store.set(heldBy('dead'));
+    const started = new Promise<void>((resolve) => {
+      const e = new LeaderElector(store.client, config('me'), { onStartedLeading: resolve, onStoppedLeading: () => undefined });
+      void e.run();
+      after(() => e.stop());
+    });
+    await started;
+    expect(store.get()?.spec?.holderIdentity).to.equal('me');
+    expect(n, 'the metadata churned meanwhile').to.be.greaterThan(1);
+  });
+
+  it('a leader that finds another identity holding a renewed lease stops at once, not after the renew deadline', async function () {
+    const store = leaseStore();
+    let getsAtTheft = 0;
+    const lost = new Promise<string>((resolve) => {
+      const e = new LeaderElector(store.client, config('me'), {
+        onStartedLeading: () => {
+          // Taken over (a frozen leader resumed, a hand edit): the new holder renewed it.
+          store.set(heldBy('other'));
+          getsAtTheft = store.gets();
+        },
+        onStoppedLeading: resolve,
+      });
+      void e.run();
+      after(() => e.stop());
+    });
+    expect(await lost).to.equal('lost');
+    // One look at the Lease: with retries every 100 ms until a 2 s renew deadline it would take about twenty.
+    expect(store.gets() - getsAtTheft).to.equal(1);
+    expect(store.get()?.spec?.holderIdentity).to.equal('other');
+  });
+});
