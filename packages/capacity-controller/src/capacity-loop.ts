@@ -28,6 +28,7 @@ import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacityMeter } from './source/get-capacity.js';
 import { requestKey, RunningRequests } from './source/running-requests.js';
+import { poolRefKey } from './status/index.js';
 import type { StatusCondition } from './status/index.js';
 
 /** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
@@ -402,7 +403,9 @@ export class CapacityLoop {
       return st.error !== undefined || this.unsupported ? { ...st.measured, atMs: st.refreshedAt } : st.measured;
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
-    await this.status.publish(entries, this.conditions());
+    // Pools of items not measured since this process started (a restart) stay as published.
+    const unmeasured = new Set(statusEntries([...this.desired.items.values()].filter((d) => !this.state.get(itemKey(d.item))?.measured), () => ({ available: 0n })).map((e) => poolRefKey(e)));
+    await this.status.publish(entries, this.conditions(), (storageClassName, pool) => unmeasured.has(poolRefKey({ storageClassName, pool })));
     await this.status.pruneExpired();
     return this.opts.statusRefreshMs;
   }

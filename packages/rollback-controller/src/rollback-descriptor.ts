@@ -12,7 +12,9 @@ export const rollbackDescriptor: ControllerDescriptor = {
   rbac: [
     // get: the volume's mark re-read from the server right before a claim is deleted.
     { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
-    { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+    // patch: a claim the rollback keeps after it may have sent its delete is fenced (one
+    // annotation, conditional on the resourceVersion checked), so a late delete cannot land.
+    { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
     // list: the namespace's pods read from the server right before and right after a claim delete.
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },

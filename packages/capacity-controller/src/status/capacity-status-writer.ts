@@ -3,6 +3,8 @@ import type { KubeClient, Logger } from '@topovol/shared';
 import { buildStorageStatus, rfc3339 } from './build-storage-status.js';
 import type { CapacityEntry, StatusCondition } from './capacity-entry.js';
 import type { CSIDriverCapacity, CSIDriverCapacityShard } from './capacity-status-types.js';
+import { carryOver } from './carry-over.js';
+import type { KeepPublished } from './carry-over.js';
 import { CSIDriverOwner } from './csidriver-owner.js';
 import { expiredPools } from './expiry.js';
 import { statusApplier } from './managed-fields.js';
@@ -75,12 +77,14 @@ export class CapacityStatusWriter {
     this.summarizer = new StatusSummarizer({ head: this.head, shard, expiryMs: this.expiryMs, now: this.now, log: this.log });
   }
 
-  async publish(entries: CapacityEntry[], conditions: StatusCondition[]): Promise<{ wrote: boolean }> {
+  /** keepPublished: pools the caller has no figure for yet, kept as published until they expire (carryOver). */
+  async publish(entries: CapacityEntry[], conditions: StatusCondition[], keepPublished?: KeepPublished): Promise<{ wrote: boolean }> {
     const nowMs = this.now();
-    const { storage, rejected } = buildStorageStatus(entries, nowMs, this.expiryMs);
-    for (const r of rejected) this.log.warn('capacity entry not published', { storageClassName: r.entry.storageClassName, pool: r.entry.pool, reason: r.reason });
-    const wanted = splitByShard(storage, this.shards);
+    const built = buildStorageStatus(entries, nowMs, this.expiryMs);
+    for (const r of built.rejected) this.log.warn('capacity entry not published', { storageClassName: r.entry.storageClassName, pool: r.entry.pool, reason: r.reason });
     const live = await listShards(this.client, this.driverName);
+    const storage = keepPublished ? carryOver(built.storage, live.values(), this.fieldManager, keepPublished, nowMs) : built.storage;
+    const wanted = splitByShard(storage, this.shards);
     // Every shard we want pools in, and every one we own some in (to release them: a changed shard
     // count, a segment gone).
     const touched = new Set([...wanted.keys(), ...[...live].filter(([, o]) => o && statusApplier(o, this.fieldManager)).map(([i]) => i)]);

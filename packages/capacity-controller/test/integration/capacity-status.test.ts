@@ -251,6 +251,25 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
     });
   });
 
+  describe('a restarted central writer', function () {
+    it('keeps the pools it published, with their expiry, until it has figures; a pool it no longer tracks is released', async function () {
+      const name = uniqueDriver('restart');
+      const entries: CapacityEntry[] = ['z1', 'z2'].map((z) => ({ storageClassName: 'fast', pool: `zone=${z}`, nodeTopology: { matchLabels: { zone: z } }, capacity: '5Gi' }));
+      const before = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 600_000 });
+      await before.publish(entries, []);
+      const published = await driverStatus(admin, name);
+      // The new process: no figure yet (its driver has not answered), both pools still tracked.
+      const after = new CapacityStatusWriter(writerClient, { driverName: name, fieldManager: 'topovol-capacity', expiryMs: 600_000 });
+      await after.publish([], [], () => true);
+      const kept = await driverStatus(admin, name);
+      expect(kept.storage).to.deep.equal(published.storage);
+      // z2 is no longer tracked (its nodes went): released at once, as before.
+      await after.publish([], [], (_cls, pool) => pool === 'zone=z1');
+      expect(poolsOf((await driverStatus(admin, name)).storage, 'fast')).to.deep.equal(['zone=z1']);
+      await deleteDriverStatus(admin, name);
+    });
+  });
+
   describe('pruning other writers\' entries', function () {
     it('an owner refreshing between the pruner\'s read and write wins (resourceVersion precondition); afterwards the entry and its manager go', async function () {
       const name = uniqueDriver('race');

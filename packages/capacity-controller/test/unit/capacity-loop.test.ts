@@ -24,6 +24,18 @@ const pv = (name: string): PersistentVolume => ({
   },
 });
 
+const loopOptions = (queue: FakeCapacityQueue): CapacityLoopOptions => ({
+  driverName: DRIVER,
+  immediateBinding: false,
+  ephemeral: false,
+  mode: { kind: 'csinode' },
+  identity: { driverName: DRIVER, managedBy: 'topovol-capacity', namespace: NS },
+  pollIntervalMs: 60_000,
+  minRefreshMs: MIN_REFRESH_MS,
+  statusRefreshMs: 20_000,
+  now: () => queue.now,
+});
+
 /**
  * The capacity loop driven without an API server: informers filled by hand, a fake meter for
  * GetCapacity, and a queue whose clock the test moves. Two classes with equal parameters on one node
@@ -42,17 +54,7 @@ describe('CapacityLoop: GetCapacity calls shared and coalesced (fake informers a
     store = new FakeObjectStore();
     inf = fakeInformers();
     store.watch(Resources.csiStorageCapacities, inf.objects);
-    const opts: CapacityLoopOptions = {
-      driverName: DRIVER,
-      immediateBinding: false,
-      ephemeral: false,
-      mode: { kind: 'csinode' },
-      identity: { driverName: DRIVER, managedBy: 'topovol-capacity', namespace: NS },
-      pollIntervalMs: 60_000,
-      minRefreshMs: MIN_REFRESH_MS,
-      statusRefreshMs: 20_000,
-      now: () => queue.now,
-    };
+    const opts = loopOptions(queue);
     const status = { publish: () => Promise.resolve({ wrote: false }), pruneExpired: () => Promise.resolve(0) };
     loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, opts, logger());
     loop.register();
@@ -128,5 +130,37 @@ describe('CapacityLoop: GetCapacity calls shared and coalesced (fake informers a
       ['fast', 4n * GiB],
       ['slow', 4n * GiB],
     ]);
+  });
+});
+
+describe('CapacityLoop: a restarted instance keeps the pools it published until it has figures', function () {
+  it('publishes before its driver answers with every tracked pool kept as published, and a pool it no longer tracks not kept', async function () {
+    const queue = new FakeCapacityQueue();
+    const meter = new FakeMeter({ available: 10n * GiB });
+    meter.hold();
+    const store = new FakeObjectStore();
+    const inf = fakeInformers();
+    store.watch(Resources.csiStorageCapacities, inf.objects);
+    const calls: { pools: number; keep?: (cls: string, pool: string) => boolean }[] = [];
+    const status = {
+      publish: (entries: unknown[], _c: unknown, keep?: (cls: string, pool: string) => boolean) => {
+        calls.push({ pools: entries.length, ...(keep ? { keep } : {}) });
+        return Promise.resolve({ wrote: false });
+      },
+      pruneExpired: () => Promise.resolve(0),
+    };
+    const opts = loopOptions(queue);
+    const loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, opts, logger());
+    loop.register();
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('fast'));
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    const first = calls[0];
+    expect(first, 'the status was published while the driver had not answered').to.not.equal(undefined);
+    expect(first!.pools).to.equal(0);
+    expect(first!.keep?.('fast', `${NODE_KEY}=n1`)).to.equal(true);
+    expect(first!.keep?.('gone', `${NODE_KEY}=n1`)).to.equal(false);
   });
 });

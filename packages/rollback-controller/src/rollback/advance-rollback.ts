@@ -84,8 +84,18 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   const pod = recordedPod(pods, r);
   const claimUsers = pods.filter((p) => claimNamesOfPod(p).includes(c.name));
   const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers });
-  if (plan.kind === 'alreadyDeleted') return { state: 'Deleted' };
-  if (plan.kind === 'keep') return { state: 'Kept', why: plan.why };
+  if (plan.kind === 'alreadyDeleted') {
+    // Still there and Terminating: our delete, sent before a crash (or before the pod list below
+    // failed), and the pod scheduled meanwhile holds it. Say so now, or nobody ever will.
+    if (claim?.metadata?.uid === c.uid && pod?.spec?.nodeName) d.actuator.reportRaced(pod, c);
+    return { state: 'Deleted' };
+  }
+  if (plan.kind === 'keep') {
+    // A delete of ours may still be on its way (sent before a crash, or timed out here but not at
+    // the server): before the claim is recorded Kept, make sure it cannot land any more.
+    if ((await d.actuator.fenceClaim(r, c, claim?.metadata?.resourceVersion)) === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when it was to be kept` };
+    return { state: 'Kept', why: plan.why };
+  }
   await d.beforeClaimDelete?.(c);
   // Gone by the time of the delete (an earlier delete of ours landing late, or someone else's):
   // the same as gone at the read above, re-created from the record; recorded Kept, it would be lost.

@@ -5,11 +5,11 @@ import type { RollbackDecision } from './decide-rollback.js';
 import { newRollback } from './intent/new-rollback.js';
 import { ProvisioningRollbacks, STARTED_CONDITION } from './intent/provisioning-rollback.js';
 import type { ClaimState, Condition, ProvisioningRollback, ProvisioningRollbackStatus, RollbackClaim, RollbackPhase } from './intent/provisioning-rollback.js';
-import { Reasons } from './marks.js';
+import { ANN_KEPT_BY, Reasons } from './marks.js';
 import { countRecreated, countRollback } from './rollback-metrics.js';
 
-/** The client calls the rollback actuator makes: the record's create and status, the claims' delete and create. */
-export type RollbackWrites = Pick<KubeClient, 'create' | 'delete' | 'replaceStatus'>;
+/** The client calls the rollback actuator makes: the record's create and status, the claims' delete, fence and create. */
+export type RollbackWrites = Pick<KubeClient, 'create' | 'delete' | 'patch' | 'replaceStatus'>;
 
 export interface RollbackActuatorDeps {
   client: RollbackWrites;
@@ -112,6 +112,23 @@ export class RollbackActuator {
     }
     failpoint('rollback-claim-deleted');
     return 'deleted';
+  }
+
+  /**
+   * Fences a claim the rollback keeps: a write conditional on the resourceVersion it was checked at
+   * (the rollback's name in an annotation), so that no delete of this claim sent earlier, with that
+   * or an older resourceVersion as its precondition, can land any more. 'gone' when the claim no
+   * longer exists (such a delete landed first). A write since the check rejects with 409 Conflict.
+   */
+  async fenceClaim(r: ProvisioningRollback, c: RollbackClaim, resourceVersion: string | undefined): Promise<'fenced' | 'gone'> {
+    const patch = { metadata: { uid: c.uid, resourceVersion, annotations: { [ANN_KEPT_BY]: r.metadata?.name ?? '' } } };
+    try {
+      await this.d.client.patch(Resources.persistentVolumeClaims, c.name, r.spec.pod.namespace, 'merge', patch);
+    } catch (err) {
+      if (isNotFound(err)) return 'gone';
+      throw err;
+    }
+    return 'fenced';
   }
 
   /** The scheduler bound the pod between the re-check and the claim's delete: say so on the pod. */

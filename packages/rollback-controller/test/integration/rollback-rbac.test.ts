@@ -1,11 +1,15 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
 import type { Event, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { EventRecorder, logger, Resources } from '@topovol/shared';
+import { advanceRollback } from '../../src/rollback/advance-rollback.js';
+import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
+import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
+import { liveReads } from '../../src/rollback/rollback-server-reads.js';
 import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
 import type { ManagedProcess, NecessityScenario } from '@topovol/testing';
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
-import { claim, createNode, failProvisioning, pod, PROVISIONER, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
+import { bindPod, claim, createNode, failProvisioning, pod, PROVISIONER, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
 
 /**
  * The rollback loop's ClusterRole exercised in one scenario (kube-controller-manager's binder binds
@@ -105,8 +109,44 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   };
 };
 
+/**
+ * The fence: a rollback recorded for pod p, then p scheduled before the claim's delete. The claim
+ * is kept, and patched first (conditional on the resourceVersion checked) so that a delete sent
+ * earlier cannot land after it. Driven through the actuator as the loop's ServiceAccount: the
+ * loop's own timing cannot put the scheduling in that window on demand.
+ */
+const keptScenario: NecessityScenario = async (client, admin) => {
+  const ns = await createTestNamespace(admin, 'rbac-rbk-');
+  const c1 = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim(ns, 'c1', `${ns}-none`));
+  const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1']));
+  const events = new EventRecorder(client, 'topovol-rollback', 'test');
+  const actuator = new RollbackActuator({ client, events, log: logger(), dryRun: false });
+  const deps = { actuator, reads: { ...liveReads(client, () => undefined), volumeUse: () => Promise.resolve(undefined) } };
+  const ac = new AbortController();
+  const reached = (async () => {
+    const volume = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: `${ns}-v1` } } as PersistentVolume;
+    await actuator.decide(p, { kind: 'rollback', why: 'test', pinned: [{ claim: c1, volume, node: `${ns}-a` }], attempt: 1, evidenceTime: Date.now() });
+    await bindPod(admin, ns, 'p', `${ns}-a`);
+    await pollUntil(async () => {
+      const [r] = await recordsOf(admin, p.metadata!.uid!);
+      if (r?.status?.phase !== 'Aborted') await advanceRollback(deps, r!, decideIntent(r!, () => undefined)).catch(() => undefined);
+      expect((await recordsOf(admin, p.metadata!.uid!))[0]?.status?.phase).to.equal('Aborted');
+      expect((await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c1', ns)).metadata?.annotations?.['rollback.topovol.io/kept-by']).to.be.a('string');
+    }, ac.signal);
+  })();
+  return {
+    reached,
+    stop: async () => {
+      ac.abort();
+      await events.flush();
+      await admin.delete(Resources.pods, 'p', ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+    },
+  };
+};
+
 let kcm: ManagedProcess | undefined;
 describeRuleNecessity(rollbackDescriptor, rollbackScenario, {
+  variants: [{ name: 'kept claim', scenario: keptScenario, covers: (atom) => atom.group === '' && atom.resource === 'persistentvolumeclaims' && atom.verb === 'patch' }],
   before: async () => {
     kcm = await startKubeControllerManager(await sharedControlPlane(), ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']);
   },

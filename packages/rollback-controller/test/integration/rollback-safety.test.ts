@@ -135,6 +135,15 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect(done.status?.claims?.find((c) => c.name === 'c1')).to.deep.include({ state: 'Kept', message: `pod p was scheduled to node ${f.name('a')}` });
     const after = await f.claim('c1');
     expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+    // Fenced: a delete sent with the preconditions the rollback checked (one that outlived its
+    // timeout, or an old leader's) can no longer land now that the claim is recorded Kept.
+    expect(after.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.equal(r!.metadata!.name);
+    const late = await f.admin.delete(Resources.persistentVolumeClaims, 'c1', f.ns, { preconditions: { uid: c1.metadata!.uid!, resourceVersion: c1.metadata!.resourceVersion! } }).then(
+      () => 'deleted',
+      (err: unknown) => classifyError(err).kind,
+    );
+    expect(late).to.equal('Conflict');
+    expect((await f.claim('c1')).metadata?.deletionTimestamp).to.equal(undefined);
   });
 
   it('another pod using the claim, scheduled after the rollback was recorded (the cache did not have it), stops it before any delete', async function () {

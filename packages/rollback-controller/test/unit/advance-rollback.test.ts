@@ -149,3 +149,72 @@ describe('advancing a rollback when the claim is written between the last re-rea
     );
   });
 });
+
+describe('advancing a rollback after a delete whose outcome it did not see', function () {
+  /** The store with claim c and the record; the record's claim already Deleting when `deleting`. */
+  const world = (): { store: FakeWrites; events: FakeEvents; name: string; pod: { scheduled: boolean } } => {
+    const store = new FakeWrites();
+    store.seed(Resources.persistentVolumeClaims, decidedClaim());
+    const name = store.seed(ProvisioningRollbacks, rollbackRecord()).metadata!.name!;
+    return { store, events: new FakeEvents(), name, pod: { scheduled: false } };
+  };
+  const deps = (w: ReturnType<typeof world>): Parameters<typeof advanceRollback>[0] => ({
+    actuator: new RollbackActuator({ client: w.store, events: w.events, log: logger(), dryRun: false }),
+    reads: {
+      claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
+      volumeUse: () => Promise.resolve(undefined),
+      pods: () => Promise.resolve([recordedPod(w.pod)]),
+    },
+  });
+  const look = async (w: ReturnType<typeof world>): Promise<ProvisioningRollback> => {
+    const r = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
+    await advanceRollback(deps(w), r, decideIntent(r, (ns, n) => w.store.stored(Resources.persistentVolumeClaims, n, ns))).catch(() => undefined);
+    return w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
+  };
+
+  it('a delete that timed out here but reaches the server after the claim was recorded Kept fails its precondition: the claim stays', async function () {
+    const w = world();
+    // The first delete is sent, and the answer never comes (a timeout, a reset): it is still on its way.
+    const del = w.store.delete.bind(w.store);
+    let late: (() => Promise<void>) | undefined;
+    w.store.delete = (...args: Parameters<FakeWrites['delete']>) => {
+      if (args[0] === Resources.persistentVolumeClaims && !late) {
+        late = () => del(...args);
+        return Promise.reject(Object.assign(new Error('DELETE persistentvolumeclaims/c: timed out'), { code: 'ETIMEDOUT' }));
+      }
+      return del(...args);
+    };
+    expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleting' });
+    // Meanwhile the scheduler places the pod (no write of the claim): the next look keeps the claim.
+    w.pod.scheduled = true;
+    const kept = await look(w);
+    expect(kept.status?.claims?.[0]).to.include({ state: 'Kept' });
+    expect((await look(w)).status?.phase).to.equal('Aborted');
+    // Now the old delete arrives.
+    const landed = await late!().then(
+      () => 'deleted',
+      (err: unknown) => (isConflict(err) ? 'conflict' : String(err)),
+    );
+    expect(landed).to.equal('conflict');
+    const c = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
+    expect(c?.metadata?.uid).to.equal('uid-c');
+    expect(c?.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.equal(w.name);
+  });
+
+  it('a claim found Terminating while the record says Deleting (the process died after the delete): the pod scheduled meanwhile is told, once', async function () {
+    const w = world();
+    const r0 = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
+    // The first look marks it Deleting and dies after the delete; the pvc-protection finalizer keeps the claim, Terminating.
+    const actuator = new RollbackActuator({ client: w.store, events: w.events, log: logger(), dryRun: false });
+    await actuator.announce(r0);
+    await actuator.setClaim(w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!, 'c', 'Deleting');
+    const cur = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')!;
+    await w.store.replace(Resources.persistentVolumeClaims, { ...cur, metadata: { ...cur.metadata, deletionTimestamp: '2026-11-27T10:00:00Z', finalizers: ['kubernetes.io/pvc-protection'] } });
+    w.pod.scheduled = true;
+    const after = await look(w);
+    expect(after.status?.claims?.[0]).to.include({ state: 'Deleted' });
+    expect(w.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackRaced')).to.have.length(1);
+    await look(w);
+    expect(w.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackRaced'), 'not again while it waits').to.have.length(1);
+  });
+});
