@@ -11,6 +11,7 @@ import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, S
 import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
 import { BinderReconciler } from './reconcile-binder.js';
 import { keysNeedingSync } from './resync-keys.js';
+import { watchForSecondBinder } from './second-binder.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { VolumeIndex } from './volume-index.js';
@@ -80,6 +81,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     },
   };
   const actuator = new BinderActuator({ client, events, volumes, claims, log, dryRun: options.dryRun });
+  watchForSecondBinder(pvs, pvcs, events, log);
   registerCollectorMetrics(
     () => pvs.cache.list(),
     () => pvcs.cache.list(),

@@ -20,4 +20,5 @@ export const Reasons = {
   UnusableVolume: 'UnusableVolume',
   InvalidClaimRef: 'InvalidClaimRef',
   UnknownBindingMode: 'UnknownVolumeBindingMode',
+  SecondBinder: 'SecondBinderRunning',
 } as const;

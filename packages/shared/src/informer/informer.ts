@@ -12,6 +12,13 @@ import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
 import type { WatchEvent } from './watch-stream.js';
 
+/**
+ * Sees each object as the server sent it (managedFields included), before the projection, with the
+ * cached copy it replaces (undefined for a new one). For what the projection drops and one check
+ * needs, without caching it: e.g. which field manager wrote a field.
+ */
+export type RawObserver<T> = (raw: KubeObject, cached: T | undefined) => void;
+
 export interface EventHandler<T> {
   onAdd?(obj: T): void;
   onUpdate?(oldObj: T, newObj: T): void;
@@ -79,6 +86,7 @@ export function dropManagedFields<T extends KubeObject>(obj: T): T {
 export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
+  private readonly rawObservers: RawObserver<T>[] = [];
   private readonly log: Logger;
   /** `plural` or `plural.group`, as in log lines and readiness messages. */
   readonly label: string;
@@ -101,6 +109,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.handlers.push(h);
     // Late subscribers see the current contents, as client-go's AddEventHandler does.
     if (this.synced) for (const o of this.cache.list()) this.safely(() => h.onAdd?.(o));
+  }
+
+  /** Observes objects as listed or watched, before projection (RawObserver). */
+  addRawObserver(fn: RawObserver<T>): void {
+    this.rawObservers.push(fn);
   }
 
   addIndex(name: string, fn: IndexFunc<T>): void {
@@ -205,6 +218,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       // list: taken for an empty one, it would delete every cached object.
       if (page.items === undefined) throw new Error(`list of ${this.label} answered without items`);
       for (const raw of page.items ?? []) {
+        if (this.rawObservers.length > 0) this.observeRaw(raw);
         const obj = this.project(describeItem(this.resource, raw));
         listed.set(objectKey(obj), obj);
       }
@@ -290,6 +304,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (rv) this.resourceVersion = rv;
       return 'ok';
     }
+    if (e.type !== 'DELETED' && this.rawObservers.length > 0) this.observeRaw(raw);
     const obj = this.project(raw);
     const key = objectKey(obj);
     if (e.type === 'DELETED') {
@@ -303,6 +318,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (rv) this.resourceVersion = rv;
     cachedObjects.set({ resource: this.label }, this.cache.size);
     return 'ok';
+  }
+
+  private observeRaw(raw: KubeObject): void {
+    const cached = this.cache.get(objectKey(raw));
+    for (const fn of this.rawObservers) this.safely(() => fn(raw, cached));
   }
 
   private project(raw: KubeObject): T {

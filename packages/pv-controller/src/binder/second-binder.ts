@@ -1,0 +1,63 @@
+import { counter, errorMessage } from '@topovol/shared';
+import type { EventRecorder, Informer, KubeObject, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { Reasons } from './binder-reasons.js';
+
+/** The field manager of kube-controller-manager's writes (its user agent's first word). */
+export const UPSTREAM_MANAGER = 'kube-controller-manager';
+
+const secondBinderWrites = counter<'kind'>({
+  name: 'topovol_pv_binder_second_binder_writes_total',
+  help: "Bindings this process saw kube-controller-manager's binder write while it ran (claimRef of a volume, volumeName of a claim, by kind): both binders run, which can release volumes (docs/install.md).",
+  labelNames: ['kind'],
+});
+
+type Fields = { [k: string]: Fields | undefined };
+
+function ownsField(fieldsV1: unknown, path: readonly string[]): boolean {
+  let at = fieldsV1 as Fields | undefined;
+  for (const p of path) {
+    if (typeof at !== 'object' || at === null) return false;
+    at = at[p];
+  }
+  return at !== undefined;
+}
+
+/**
+ * Whether this object's binding was just written by kube-controller-manager's binder: the cached copy
+ * (seen by this process, unbound) did not have it, the new one does, and kube-controller-manager's
+ * field manager owns the field. First sightings (a list after a start) are history, not a second
+ * binder at work; a hand-made binding (kubectl) has another manager.
+ */
+export function boundByUpstream(raw: KubeObject, cached: KubeObject | undefined, kind: 'volume' | 'claim'): boolean {
+  if (!cached) return false;
+  const path = kind === 'volume' ? ['f:spec', 'f:claimRef'] : ['f:spec', 'f:volumeName'];
+  const was = kind === 'volume' ? (cached as PersistentVolume).spec?.claimRef : (cached as PersistentVolumeClaim).spec?.volumeName;
+  const now = kind === 'volume' ? (raw as PersistentVolume).spec?.claimRef : (raw as PersistentVolumeClaim).spec?.volumeName;
+  if (was || !now) return false;
+  return (raw.metadata?.managedFields ?? []).some((m) => m.manager === UPSTREAM_MANAGER && m.operation === 'Update' && ownsField(m.fieldsV1, path));
+}
+
+/**
+ * Reports kube-controller-manager's binder at work next to this one, which it cannot prevent (the
+ * two hold different Leases): both bind the same waiting claim to different volumes, and the
+ * volume whose claim write lost goes Released (docs/install.md, "one binder per cluster"). A Warning
+ * Event on the object, an error log line and a metric, for each binding it sees written.
+ */
+export function watchForSecondBinder(pvs: Informer<PersistentVolume>, pvcs: Informer<PersistentVolumeClaim>, events: Pick<EventRecorder, 'event'>, log: Logger): void {
+  const report = (raw: KubeObject, kind: 'volume' | 'claim'): void => {
+    secondBinderWrites.inc({ kind });
+    const message = `kube-controller-manager's persistentvolume-binder-controller bound this ${kind} while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`;
+    log.error('another binder is running', { kind, object: raw.metadata?.namespace ? `${raw.metadata.namespace}/${raw.metadata.name}` : raw.metadata?.name, manager: UPSTREAM_MANAGER });
+    try {
+      events.event({ apiVersion: 'v1', kind: kind === 'volume' ? 'PersistentVolume' : 'PersistentVolumeClaim', metadata: { name: raw.metadata?.name, namespace: raw.metadata?.namespace, uid: raw.metadata?.uid } }, 'Warning', Reasons.SecondBinder, message);
+    } catch (err) {
+      log.error('cannot record the second binder', { error: errorMessage(err) });
+    }
+  };
+  pvs.addRawObserver((raw, cached) => {
+    if (boundByUpstream(raw, cached, 'volume')) report(raw, 'volume');
+  });
+  pvcs.addRawObserver((raw, cached) => {
+    if (boundByUpstream(raw, cached, 'claim')) report(raw, 'claim');
+  });
+}

@@ -1,0 +1,36 @@
+import { expect } from 'chai';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { boundByUpstream, UPSTREAM_MANAGER } from '../../src/binder/second-binder.js';
+
+const entry = (manager: string, fields: Record<string, unknown>, operation = 'Update'): NonNullable<NonNullable<KubeObject['metadata']>['managedFields']>[number] =>
+  ({ manager, operation, apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: fields });
+const claimRefBy = (manager: string, operation?: string) => entry(manager, { 'f:spec': { 'f:claimRef': {} } }, operation);
+const finalizersBy = (manager: string) => entry(manager, { 'f:metadata': { 'f:finalizers': {} } });
+
+const volume = (claimRef: boolean, managedFields: ReturnType<typeof entry>[] = []): PersistentVolume => ({
+  metadata: { name: 'v', managedFields },
+  spec: claimRef ? { claimRef: { namespace: 'ns', name: 'c', uid: 'u' } } : {},
+});
+const claim = (volumeName: string | undefined, managedFields: ReturnType<typeof entry>[] = []): PersistentVolumeClaim => ({
+  metadata: { name: 'c', namespace: 'ns', managedFields },
+  spec: volumeName ? { volumeName } : {},
+});
+
+describe('boundByUpstream: kube-controller-manager\'s binder seen binding next to this one', function () {
+  const cases: { name: string; raw: KubeObject; cached: KubeObject | undefined; kind: 'volume' | 'claim'; want: boolean }[] = [
+    { name: 'a volume this process saw free, now bound by kube-controller-manager', raw: volume(true, [claimRefBy(UPSTREAM_MANAGER)]), cached: volume(false), kind: 'volume', want: true },
+    { name: 'a claim this process saw unbound, its volumeName written by kube-controller-manager', raw: claim('v', [entry(UPSTREAM_MANAGER, { 'f:spec': { 'f:volumeName': {} } })]), cached: claim(undefined), kind: 'claim', want: true },
+    { name: 'bound by this binder (another manager)', raw: volume(true, [claimRefBy('topovol-controller-manager'), finalizersBy(UPSTREAM_MANAGER)]), cached: volume(false), kind: 'volume', want: false },
+    { name: 'pre-bound by hand (kubectl)', raw: volume(true, [claimRefBy('kubectl-patch')]), cached: volume(false), kind: 'volume', want: false },
+    { name: 'first sight (a list after a start): history, not a binder at work', raw: volume(true, [claimRefBy(UPSTREAM_MANAGER)]), cached: undefined, kind: 'volume', want: false },
+    { name: 'already bound when last seen (a later write of kube-controller-manager, e.g. a resize)', raw: volume(true, [claimRefBy(UPSTREAM_MANAGER)]), cached: volume(true), kind: 'volume', want: false },
+    { name: 'kube-controller-manager wrote only the protection finalizer', raw: volume(true, [claimRefBy('csi-provisioner'), finalizersBy(UPSTREAM_MANAGER)]), cached: volume(false), kind: 'volume', want: false },
+    { name: 'an apply by a manager of that name (not the binder\'s update)', raw: volume(true, [claimRefBy(UPSTREAM_MANAGER, 'Apply')]), cached: volume(false), kind: 'volume', want: false },
+    { name: 'unbound again (released by hand): nothing bound', raw: volume(false, [claimRefBy(UPSTREAM_MANAGER)]), cached: volume(true), kind: 'volume', want: false },
+  ];
+  for (const c of cases) {
+    it(c.name, function () {
+      expect(boundByUpstream(c.raw, c.cached, c.kind)).to.equal(c.want);
+    });
+  }
+});
