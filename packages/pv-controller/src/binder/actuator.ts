@@ -1,4 +1,4 @@
-import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, Resources } from '@topovol/shared';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, failpoint, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { AssumeCache } from './assume-cache.js';
@@ -72,9 +72,11 @@ export class BinderActuator {
             const metadata = missingMark ? { ...v.metadata, annotations: { ...v.metadata?.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' } } : v.metadata;
             next = await this.d.client.replace(Resources.persistentVolumes, { ...v, metadata, spec: { ...v.spec, claimRef } });
             wroteVolume(next);
+            failpoint('binder-volume-claimref', v.metadata?.name);
           }
           if (next.status?.phase !== 'Bound') {
             wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }));
+            failpoint('binder-volume-bound', v.metadata?.name);
           }
           break;
         }
@@ -88,6 +90,7 @@ export class BinderActuator {
             const annotations = { [ANN_BIND_COMPLETED]: 'yes', ...(a.boundByController ? { [ANN_BOUND_BY_CONTROLLER]: 'yes' } : {}), ...ann };
             next = await this.d.client.replace(Resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, annotations }, spec: { ...c.spec, volumeName: v.metadata?.name } });
             wroteClaim(next);
+            failpoint('binder-claim-volumename', v.metadata?.name);
           }
           wroteClaim(await this.writeClaimStatus(next, 'Bound', v));
           break;

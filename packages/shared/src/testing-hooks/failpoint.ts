@@ -4,9 +4,9 @@
  * exactly once after a crash between any two of its writes. Unset (always, outside such tests), a
  * failpoint is a no-op.
  */
-export function failpoint(name: string): void {
+export function failpoint(name: string, about?: string): void {
   const armed = process.env.TOPOVOL_FAILPOINTS;
   if (!armed || !armed.split(',').includes(name)) return;
-  process.stderr.write(`failpoint ${name}: killing the process\n`);
+  process.stderr.write(`failpoint ${name}${about ? ` (${about})` : ''}: killing the process\n`);
   process.kill(process.pid, 'SIGKILL');
 }
