@@ -4,6 +4,10 @@ export class MinHeap<T> {
 
   constructor(private readonly less: (a: T, b: T) => number) {}
 
+  get size(): number {
+    return this.items.length;
+  }
+
   peek(): T | undefined {
     return this.items[0];
   }

@@ -103,7 +103,22 @@ export class WorkQueue<K = string> {
     const entry: DelayedEntry<K> = { key, id, at, seq: this.delayedSeq++ };
     this.delayed.set(id, entry); // a superseded entry stays in the heap and is skipped later
     this.heap.push(entry);
+    // Rebuilt from the live entries once superseded ones outnumber them: a key whose delay keeps
+    // alternating between long and short (a re-check in an hour, then a retry in a millisecond)
+    // would otherwise leave one entry per turn until its hour passes (client-go updates the entry
+    // in place instead, heap.Fix in util/workqueue/delaying_queue.go).
+    if (this.heap.size > 2 * this.delayed.size + 64) this.compactDelayed();
     this.armTimer();
+  }
+
+  /** Entries in the delayed heap, superseded ones included (tests, debugging). */
+  delayedHeapSize(): number {
+    return this.heap.size;
+  }
+
+  private compactDelayed(): void {
+    this.heap.clear();
+    for (const e of this.delayed.values()) this.heap.push(e);
   }
 
   /** Adds key after its rate limiter's backoff: the caller's processing of it failed. */

@@ -123,6 +123,27 @@ describe('WorkQueue', function () {
     });
   });
 
+  it('a key whose delay alternates between long and short does not grow the delayed heap (superseded entries are dropped)', async function () {
+    const clock = new FakeClock();
+    const q = newQueue({ clock });
+    // Another key delayed far ahead keeps superseded entries from surfacing at the top.
+    q.addAfter('far', 30 * 60_000);
+    for (let i = 0; i < 10_000; i++) {
+      q.addAfter('k', 60 * 60_000);
+      q.addAfter('k', 1);
+      clock.advance(1);
+      await settle();
+      const got = await q.get();
+      expect(got).to.equal('k');
+      q.done('k');
+    }
+    expect(q.delayedHeapSize()).to.be.at.most(2 * 2 + 64);
+    // Still right: 'far' comes at its time, once.
+    clock.advance(30 * 60_000);
+    await settle();
+    expect(await q.get()).to.equal('far');
+  });
+
   describe('priority: lower levels first, FIFO within a level, dedup unchanged', function () {
     const level = (k: string): number => (k.startsWith('pvc/') ? 0 : 1);
     const cases = [
