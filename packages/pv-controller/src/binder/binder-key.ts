@@ -21,7 +21,9 @@ export function binderKeyString(k: BinderKey): string {
 /**
  * Claims before volume bookkeeping: a claim can take a volume the binder has not yet written
  * Available (find-matching-volume.ts), so at start-up, with every object queued, bindings begin at
- * once instead of after one Available write per pre-existing volume.
+ * once instead of after one Available write per pre-existing volume. Not strictly: one volume key
+ * goes after every FAIR_SHARE claim keys while both wait (LeveledFifo), so a volume to release is
+ * not held back for as long as claims keep coming.
  */
 export function binderKeyPriority(k: BinderKey): number {
   return k.kind === 'claim' ? 0 : 1;

@@ -22,12 +22,19 @@ export class Fifo<T> {
   }
 }
 
+/** Items taken in a row from a level while a later one waits, before one of the later level's is taken. */
+export const FAIR_SHARE = 32;
+
 /**
  * FIFOs by priority level: shift() takes from the lowest level that has items, in order within a
- * level. A queue whose keys are all of one level behaves as a plain FIFO.
+ * level, except that after FAIR_SHARE items in a row taken while a later level waited it takes one
+ * from the next waiting level: no level starves while an earlier one keeps refilling (upstream's
+ * binder has a queue and a worker per kind for the same reason). A queue whose keys are all of one
+ * level behaves as a plain FIFO.
  */
 export class LeveledFifo<T> {
   private readonly levels: Fifo<T>[] = [];
+  private passedOver = 0;
 
   constructor(private readonly levelOf: (item: T) => number) {}
 
@@ -43,7 +50,21 @@ export class LeveledFifo<T> {
   }
 
   shift(): T | undefined {
-    for (const l of this.levels) if (l && l.length > 0) return l.shift();
-    return undefined;
+    let first: Fifo<T> | undefined;
+    for (const l of this.levels) {
+      if (!l || l.length === 0) continue;
+      if (!first) {
+        first = l;
+        continue;
+      }
+      // A later level waits.
+      if (++this.passedOver > FAIR_SHARE) {
+        this.passedOver = 0;
+        return l.shift();
+      }
+      return first.shift();
+    }
+    this.passedOver = 0;
+    return first?.shift();
   }
 }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { metricsRegistry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
+import { FAIR_SHARE } from '../../src/workqueue/fifo.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
 import type { WorkQueueOptions } from '../../src/workqueue/work-queue.js';
 
@@ -159,6 +160,21 @@ describe('WorkQueue', function () {
         expect(await drainOrder(q)).to.deep.equal(want);
       });
     }
+  });
+
+  it('priority does not starve: with claims added as fast as they are taken, a waiting volume key is taken after FAIR_SHARE of them', async function () {
+    const q = newQueue({ priority: (k: string) => (k.startsWith('pvc/') ? 0 : 1) });
+    q.add('pv/1');
+    let n = 0;
+    for (let i = 0; i < 40; i++) q.add(`pvc/${n++}`);
+    const taken: string[] = [];
+    for (let i = 0; i < 100 && !taken.includes('pv/1'); i++) {
+      const k = (await q.get())!;
+      taken.push(k);
+      q.done(k);
+      q.add(`pvc/${n++}`);
+    }
+    expect(taken.indexOf('pv/1')).to.equal(FAIR_SHARE);
   });
 
   it('never hands a key to a second worker while the first has it', async function () {
