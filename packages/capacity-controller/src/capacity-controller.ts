@@ -52,8 +52,10 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   const writeClient = env.client.withRateLimit(flags.qps, flags.burst);
   const statusClient = env.client.withRateLimit(flags.qps, flags.burst);
   // Expiry times are written here and judged by every other instance (one per node in per-node
-  // mode): all of them take time from the API server's clock, not their node's.
+  // mode): all of them take time from the API server's clock, not their node's. The loop's own
+  // intervals stay on this process's clock; figures' times are moved onto the server's when published.
   const now = (): number => env.client.serverClock.now();
+  const toStatusTime = (localMs: number): number => localMs + (now() - Date.now());
   const source = new CapacitySource(csi, { driverName, timeoutMs: flags.timeoutMs, attempts: flags.attempts });
   const workers = env.options.concurrentWorkers;
   const perNode = flags.nodeName ? perNodeStatus({ env, flags, driverName, source, writeClient: statusClient, now }) : undefined;
@@ -102,7 +104,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
       unimplementedRetryMs: flags.unimplementedRetryMs,
       callSlots: workers,
       dryRun: env.options.dryRun,
-      now,
+      toStatusTime,
     },
     env.log,
   );

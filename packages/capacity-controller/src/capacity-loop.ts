@@ -53,7 +53,11 @@ export interface CapacityLoopOptions extends DesiredOptions {
   /** --dry-run: decide and log, write nothing (no objects, no status). */
   dryRun?: boolean;
   now?: () => number;
+  /** A time of `now`'s clock on the status writer's (the API server's); default: the same clock. */
+  toStatusTime?: (ms: number) => number;
 }
+
+const identity = (ms: number): number => ms;
 
 /**
  * The central capacity loop. Keys (capacity-key.ts): `sync` recomputes segments × classes and
@@ -400,7 +404,7 @@ export class CapacityLoop {
     const entries = statusEntries(this.desired.items.values(), (d) => {
       const st = this.state.get(itemKey(d.item));
       if (!st?.measured) return undefined;
-      return st.error !== undefined || this.unsupported ? { ...st.measured, atMs: st.refreshedAt } : st.measured;
+      return st.error !== undefined || this.unsupported ? { ...st.measured, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : st.measured;
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     // Pools of items not measured since this process started (a restart) stay as published.

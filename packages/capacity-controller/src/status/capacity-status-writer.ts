@@ -83,7 +83,7 @@ export class CapacityStatusWriter {
     const built = buildStorageStatus(entries, nowMs, this.expiryMs);
     for (const r of built.rejected) this.log.warn('capacity entry not published', { storageClassName: r.entry.storageClassName, pool: r.entry.pool, reason: r.reason });
     const live = await listShards(this.client, this.driverName);
-    const storage = keepPublished ? carryOver(built.storage, live.values(), this.fieldManager, keepPublished, nowMs) : built.storage;
+    const storage = keepPublished ? carryOver(built.storage, live.values(), this.fieldManager, keepPublished, nowMs, this.expiryMs) : built.storage;
     const wanted = splitByShard(storage, this.shards);
     // Every shard we want pools in, and every one we own some in (to release them: a changed shard
     // count, a segment gone).

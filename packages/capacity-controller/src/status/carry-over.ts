@@ -8,13 +8,14 @@ export type KeepPublished = (storageClassName: string, pool: string) => boolean;
 
 /**
  * `storage` plus the pools `manager` has published in `live` that the caller has no figure for yet
- * (`keep`), as they are, with their own expiryTime, unless they have expired. A restarted instance
+ * (`keep`), as they are, with their own expiryTime, unless they have expired (or expire further
+ * ahead than this writer would set). A restarted instance
  * publishes before its driver has answered (or while it does not answer): without this, its first
  * write would release every pool it had published, and the aggregated status would lose them at
  * once instead of letting them lapse at their expiry, as a figure the driver no longer confirms
  * does. (Its CSIStorageCapacity objects, which kube-scheduler reads, survive a restart anyway.)
  */
-export function carryOver(storage: readonly StorageStatus[], live: Iterable<CSIDriverCapacityShard | undefined>, manager: string, keep: KeepPublished, nowMs: number): StorageStatus[] {
+export function carryOver(storage: readonly StorageStatus[], live: Iterable<CSIDriverCapacityShard | undefined>, manager: string, keep: KeepPublished, nowMs: number, expiryMs: number): StorageStatus[] {
   const have = new Set(storage.flatMap((s) => (s.pools ?? []).map((p) => poolRefKey({ storageClassName: s.storageClassName, pool: p.name }))));
   const byClass = new Map(storage.map((s) => [s.storageClassName, [...(s.pools ?? [])]]));
   let carried = false;
@@ -24,7 +25,9 @@ export function carryOver(storage: readonly StorageStatus[], live: Iterable<CSID
     for (const s of o.status?.storage ?? []) {
       for (const p of s.pools ?? []) {
         const ref = poolRefKey({ storageClassName: s.storageClassName, pool: p.name });
-        if (have.has(ref) || !keep(s.storageClassName, p.name) || isExpired(p, nowMs) || !ownsPool(mine.fieldsV1, s.storageClassName, p.name)) continue;
+        // An expiry further ahead than this writer sets one (written while a clock ran ahead) is not kept.
+        const implausible = p.expiryTime !== undefined && Date.parse(p.expiryTime) > nowMs + expiryMs;
+        if (have.has(ref) || !keep(s.storageClassName, p.name) || isExpired(p, nowMs) || implausible || !ownsPool(mine.fieldsV1, s.storageClassName, p.name)) continue;
         have.add(ref);
         const pools = byClass.get(s.storageClassName) ?? [];
         byClass.set(s.storageClassName, pools);

@@ -5,6 +5,9 @@ import type { CSIDriverCapacityShard, StorageStatus } from '../../src/status/ind
 const NOW = Date.parse('2026-11-27T10:00:00Z');
 const later = '2026-11-27T10:05:00Z';
 const earlier = '2026-11-27T09:55:00Z';
+const EXPIRY = 10 * 60_000;
+/** Written while a clock ran a year ahead. */
+const farAhead = '2027-11-27T10:00:00Z';
 
 /** A shard whose pools of class `fast` are owned, per manager, as listed (server-side apply's managedFields). */
 function shard(pools: { name: string; expiryTime: string; owner: string }[]): CSIDriverCapacityShard {
@@ -35,6 +38,7 @@ describe('carryOver: pools kept as published until the caller has a figure for t
     { name: 'b', expiryTime: later, owner: 'me' },
     { name: 'c', expiryTime: earlier, owner: 'me' },
     { name: 'd', expiryTime: later, owner: 'someone-else' },
+    { name: 'e', expiryTime: farAhead, owner: 'me' },
   ]);
   const cases: { name: string; storage: StorageStatus[]; keep: (cls: string, pool: string) => boolean; want: string[] }[] = [
     { name: 'nothing measured yet (a restart): every live, owned pool stays', storage: [], keep: () => true, want: ['fast/a:1Gi', 'fast/b:1Gi'] },
@@ -44,12 +48,12 @@ describe('carryOver: pools kept as published until the caller has a figure for t
   ];
   for (const c of cases) {
     it(c.name, function () {
-      expect(names(carryOver(c.storage, [live, undefined], 'me', c.keep, NOW))).to.deep.equal(c.want);
+      expect(names(carryOver(c.storage, [live, undefined], 'me', c.keep, NOW, EXPIRY))).to.deep.equal(c.want);
     });
   }
 
-  it('keeps the pool\'s own expiry (it lapses when it would have), never an expired pool or another manager\'s', function () {
-    const out = carryOver([], [live], 'me', () => true, NOW);
+  it('keeps the pool\'s own expiry (it lapses when it would have), never an expired pool, one expiring implausibly far ahead, or another manager\'s', function () {
+    const out = carryOver([], [live], 'me', () => true, NOW, EXPIRY);
     expect(out[0]!.pools!.map((p) => [p.name, p.expiryTime])).to.deep.equal([
       ['a', later],
       ['b', later],

@@ -29,7 +29,8 @@ function ownsField(fieldsV1: unknown, path: readonly string[]): boolean {
  * binder at work; a hand-made binding (kubectl) has another manager.
  */
 export function boundByUpstream(raw: KubeObject, cached: KubeObject | undefined, kind: 'volume' | 'claim'): boolean {
-  if (!cached) return false;
+  // Not seen before, or seen as another object of that name: history, not a binder at work now.
+  if (!cached || cached.metadata?.uid !== raw.metadata?.uid) return false;
   const path = kind === 'volume' ? ['f:spec', 'f:claimRef'] : ['f:spec', 'f:volumeName'];
   const was = kind === 'volume' ? (cached as PersistentVolume).spec?.claimRef : (cached as PersistentVolumeClaim).spec?.volumeName;
   const now = kind === 'volume' ? (raw as PersistentVolume).spec?.claimRef : (raw as PersistentVolumeClaim).spec?.volumeName;

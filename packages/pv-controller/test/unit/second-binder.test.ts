@@ -8,11 +8,11 @@ const claimRefBy = (manager: string, operation?: string) => entry(manager, { 'f:
 const finalizersBy = (manager: string) => entry(manager, { 'f:metadata': { 'f:finalizers': {} } });
 
 const volume = (claimRef: boolean, managedFields: ReturnType<typeof entry>[] = []): PersistentVolume => ({
-  metadata: { name: 'v', managedFields },
+  metadata: { name: 'v', uid: 'uid-v', managedFields },
   spec: claimRef ? { claimRef: { namespace: 'ns', name: 'c', uid: 'u' } } : {},
 });
 const claim = (volumeName: string | undefined, managedFields: ReturnType<typeof entry>[] = []): PersistentVolumeClaim => ({
-  metadata: { name: 'c', namespace: 'ns', managedFields },
+  metadata: { name: 'c', namespace: 'ns', uid: 'uid-c', managedFields },
   spec: volumeName ? { volumeName } : {},
 });
 
@@ -26,6 +26,7 @@ describe('boundByUpstream: kube-controller-manager\'s binder seen binding next t
     { name: 'already bound when last seen (a later write of kube-controller-manager, e.g. a resize)', raw: volume(true, [claimRefBy(UPSTREAM_MANAGER)]), cached: volume(true), kind: 'volume', want: false },
     { name: 'kube-controller-manager wrote only the protection finalizer', raw: volume(true, [claimRefBy('csi-provisioner'), finalizersBy(UPSTREAM_MANAGER)]), cached: volume(false), kind: 'volume', want: false },
     { name: 'an apply by a manager of that name (not the binder\'s update)', raw: volume(true, [claimRefBy(UPSTREAM_MANAGER, 'Apply')]), cached: volume(false), kind: 'volume', want: false },
+    { name: 'another volume of that name (deleted and created again, seen by a relist)', raw: volume(true, [claimRefBy(UPSTREAM_MANAGER)]), cached: { ...volume(false), metadata: { name: 'v', uid: 'old-uid' } }, kind: 'volume', want: false },
     { name: 'unbound again (released by hand): nothing bound', raw: volume(false, [claimRefBy(UPSTREAM_MANAGER)]), cached: volume(true), kind: 'volume', want: false },
   ];
   for (const c of cases) {

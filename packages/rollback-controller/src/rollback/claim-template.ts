@@ -1,6 +1,7 @@
 import { ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_MIGRATED_TO, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import type { ClaimTemplate } from './intent/provisioning-rollback.js';
+import { ANN_KEPT_BY } from './marks.js';
 
 /** Binding and scheduling state that must not survive into the re-created claim. */
 const DROPPED_ANNOTATIONS = [ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER, ANN_MIGRATED_TO];
@@ -25,12 +26,18 @@ export function claimTemplate(c: PersistentVolumeClaim): ClaimTemplate {
   };
 }
 
-/** The claim to create: the template under its recorded name, in the pod's namespace. */
+/**
+ * The claim to create: the template under its recorded name, in the pod's namespace. An earlier
+ * rollback's fence (ANN_KEPT_BY) stays in the template, where it makes the fenced claim differ from
+ * the one decided on, but is not carried into a new claim.
+ */
 export function claimFromTemplate(t: ClaimTemplate, namespace: string, name: string): PersistentVolumeClaim {
+  const { [ANN_KEPT_BY]: _fence, ...rest } = t.metadata.annotations ?? {};
+  const annotations = Object.keys(rest).length > 0 ? rest : undefined;
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: { name, namespace, labels: t.metadata.labels, annotations: t.metadata.annotations, ownerReferences: t.metadata.ownerReferences },
+    metadata: { name, namespace, labels: t.metadata.labels, annotations, ownerReferences: t.metadata.ownerReferences },
     spec: structuredClone(t.spec),
   };
 }

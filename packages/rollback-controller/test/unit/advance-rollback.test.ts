@@ -201,7 +201,7 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(c?.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.equal(w.name);
   });
 
-  it('a claim found Terminating while the record says Deleting (the process died after the delete): the pod scheduled meanwhile is told, once', async function () {
+  it('a claim found Terminating while the record says Deleting (the process died after the delete): the pod scheduled meanwhile is told, and not again while the claim terminates', async function () {
     const w = world();
     const r0 = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
     // The first look marks it Deleting and dies after the delete; the pvc-protection finalizer keeps the claim, Terminating.

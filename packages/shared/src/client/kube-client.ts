@@ -211,7 +211,8 @@ export class KubeClient {
       timeoutMs: this.options.timeoutMs ?? 60_000,
       signal: opts.signal,
     });
-    this.serverClock.observe(answer.headers.date, answer.headersAt);
+    // Only kube-apiserver's own answers (it sets Audit-Id on each): not a proxy's error page.
+    if (answer.headers['audit-id']) this.serverClock.observe(answer.headers.date, answer.headersAt);
     if (answer.status < 200 || answer.status >= 300) {
       throw KubeApiError.fromResponse(answer.status, answer.body, headerValue(answer.headers['retry-after']));
     }
@@ -225,7 +226,7 @@ export class KubeClient {
   async openStream(path: string, query: Record<string, QueryValue>, signal: AbortSignal): Promise<http.IncomingMessage> {
     const req: HttpRequest = { method: 'GET', origin: this.origin, path: KubeClient.pathWithQuery(path, query), headers: await this.headers(), agent: await this.connection(), signal };
     const res = await openStream(req);
-    this.serverClock.observe(res.headers.date, performance.now());
+    if (res.headers['audit-id']) this.serverClock.observe(res.headers.date, performance.now());
     if (res.statusCode === 200) return res;
     const chunks: Buffer[] = [];
     for await (const c of res) chunks.push(c as Buffer);

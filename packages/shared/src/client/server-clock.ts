@@ -8,6 +8,8 @@ const skewGauge = gauge({
 
 /** Samples kept; the estimate is their median, so one answer delayed in a queue does not move it. */
 const SAMPLES = 7;
+/** How far the median may stray from the estimate before the estimate follows it. */
+const JITTER_MS = 1_000;
 /** At most one sample per second: the Date header has a resolution of one second anyway. */
 const MIN_SAMPLE_GAP_MS = 1_000;
 
@@ -18,8 +20,9 @@ const MIN_SAMPLE_GAP_MS = 1_000;
  * nodes' clocks need not agree (docs/capacity-status.md, "Clocks").
  *
  * Each sample is the header's second plus half a second (the header truncates), less the local
- * monotonic time at which the answer's headers arrived; the estimate is the median of the last few.
- * Between samples it advances with the monotonic clock, so a local clock step changes nothing.
+ * monotonic time at which the answer's headers arrived; the estimate is the median of the last few,
+ * followed only when it strays more than a second. Between samples it advances with the monotonic
+ * clock, so a local clock step changes nothing.
  * Until the first answer it is the local wall clock.
  */
 export class ServerClock {
@@ -41,7 +44,10 @@ export class ServerClock {
     this.offsets.push(serverMs + 500 - atMonotonic);
     if (this.offsets.length > SAMPLES) this.offsets.shift();
     const sorted = [...this.offsets].sort((a, b) => a - b);
-    this.offset = sorted[sorted.length >> 1];
+    const median = sorted[sorted.length >> 1]!;
+    // Each sample is off by up to half a second (the header's resolution): the estimate moves only
+    // when the median is further away than that, so it does not step back and forth with them.
+    if (this.offset === undefined || Math.abs(median - this.offset) > JITTER_MS) this.offset = median;
     skewGauge.set(Math.round(this.now() - this.wall()) / 1000);
   }
 

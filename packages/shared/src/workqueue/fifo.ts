@@ -28,9 +28,10 @@ export const FAIR_SHARE = 32;
 /**
  * FIFOs by priority level: shift() takes from the lowest level that has items, in order within a
  * level, except that after FAIR_SHARE items in a row taken while a later level waited it takes one
- * from the next waiting level: no level starves while an earlier one keeps refilling (upstream's
- * binder has a queue and a worker per kind for the same reason). A queue whose keys are all of one
- * level behaves as a plain FIFO.
+ * from the next waiting level: with two levels (the binder's claims and volumes), neither starves
+ * while the other keeps refilling (upstream's binder has a queue and a worker per kind for the same
+ * reason). With three or more refilling at once, the third and later wait for the second to empty.
+ * A queue whose keys are all of one level behaves as a plain FIFO.
  */
 export class LeveledFifo<T> {
   private readonly levels: Fifo<T>[] = [];
