@@ -64,12 +64,6 @@ export async function metricValue(name: string, labels: Record<string, string> =
   return all.find((m) => m.name === name)?.values.find((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))?.value ?? 0;
 }
 
-export async function objectWrites(): Promise<number> {
-  let n = 0;
-  for (const verb of ['create', 'update', 'delete']) n += await metricValue('topovol_capacity_object_writes_total', { verb });
-  return n;
-}
-
 /**
  * Deletes a PV the way it goes away in a cluster: the API server's StorageObjectInUseProtection
  * admission adds the pv-protection finalizer, which kube-controller-manager (not running here)
