@@ -55,7 +55,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   // mode): all of them take time from the API server's clock, not their node's. The loop's own
   // intervals stay on this process's clock; figures' times are moved onto the server's when published.
   const now = (): number => env.client.serverClock.now();
-  const toStatusTime = (localMs: number): number => localMs + (now() - Date.now());
+  const toStatusTime = (localMs: number): number => localMs + (env.client.serverClock.skewMs() ?? 0);
   const source = new CapacitySource(csi, { driverName, timeoutMs: flags.timeoutMs, attempts: flags.attempts });
   const workers = env.options.concurrentWorkers;
   const perNode = flags.nodeName ? perNodeStatus({ env, flags, driverName, source, writeClient: statusClient, now }) : undefined;

@@ -3,7 +3,7 @@ import type { CSIDriver, CSIStorageCapacity, Event, Logger, Node, PersistentVolu
 import { isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
-import { statusEntries } from './aggregate/status-entries.js';
+import { statusEntries, statusPoolName } from './aggregate/status-entries.js';
 import { itemRefresh, STATUS, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
 import type { CapacityEvents, CapacityInformers, CapacityLoopClient, CapacityQueue, CapacityStatusPublisher } from './capacity-loop-deps.js';
@@ -408,7 +408,8 @@ export class CapacityLoop {
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     // Pools of items not measured since this process started (a restart) stay as published.
-    const unmeasured = new Set(statusEntries([...this.desired.items.values()].filter((d) => !this.state.get(itemKey(d.item))?.measured), () => ({ available: 0n })).map((e) => poolRefKey(e)));
+    const unmeasured = new Set<string>();
+    for (const { item } of this.desired.items.values()) if (!this.state.get(itemKey(item))?.measured) unmeasured.add(poolRefKey({ storageClassName: item.storageClassName, pool: statusPoolName(item) }));
     await this.status.publish(entries, this.conditions(), (storageClassName, pool) => unmeasured.has(poolRefKey({ storageClassName, pool })));
     await this.status.pruneExpired();
     return this.opts.statusRefreshMs;

@@ -11,6 +11,11 @@ import type { CapacityEntry } from '../status/index.js';
  * (`zone=z1,rack=r1`), which is unique within a class. A whole-cluster segment has no nodeTopology
  * (neither nodeTopology nor nodeList means the entire cluster).
  */
+/** An item's pool name in the aggregated status (see statusEntries). */
+export function statusPoolName(item: DesiredItem['item']): string {
+  return item.pool || formatSegment(item.segment);
+}
+
 export function statusEntries(items: Iterable<DesiredItem>, measured: (key: DesiredItem) => (MeasuredCapacity & { atMs?: number }) | undefined): CapacityEntry[] {
   const out: CapacityEntry[] = [];
   for (const d of items) {
@@ -20,7 +25,7 @@ export function statusEntries(items: Iterable<DesiredItem>, measured: (key: Desi
     const hasTopology = Object.keys(item.segment).length > 0;
     out.push({
       storageClassName: item.storageClassName,
-      pool: item.pool || formatSegment(item.segment),
+      pool: statusPoolName(item),
       ...(hasTopology ? { nodeTopology: itemSelector(item) } : {}),
       capacity: formatBytes(m.available),
       ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: formatBytes(m.maximumVolumeSize) } : {}),

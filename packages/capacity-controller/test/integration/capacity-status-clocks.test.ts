@@ -2,13 +2,13 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources, ServerClock } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
-import { CLOCK_SKEW_PRELOAD, controllerClient, controllerKubeconfig, createReadyNode, createTestNamespace, eventually, installCrds, registerDriverOnNode, sharedControlPlane, startManagerBinary } from '@topovol/testing';
+import { CLOCK_SKEW_PRELOAD, controllerKubeconfig, createReadyNode, createTestNamespace, eventually, registerDriverOnNode, sharedControlPlane, startManagerBinary } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { NodeShardWriter } from '../../src/status/index.js';
 import type { StorageStatus } from '../../src/status/index.js';
 import { startDriver } from './capacity-harness.js';
-import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, uniqueDriver } from './status-helpers.js';
+import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, statusClients, uniqueDriver } from './status-helpers.js';
 
 const MIN = 60_000;
 /** A node whose clock runs ten minutes ahead of the API server's. */
@@ -31,10 +31,7 @@ describe('capacity status: a node whose clock runs ahead (real API server)', fun
   let writerClient: KubeClient;
 
   before(async function () {
-    const cp = await sharedControlPlane();
-    admin = cp.adminClient();
-    await installCrds(admin);
-    writerClient = await controllerClient('capacity');
+    ({ admin, writerClient } = await statusClients());
   });
 
   it('on its own clock a pruner ten minutes ahead removes a live pool; on the API server\'s it keeps it and stamps correct expiries', async function () {

@@ -1,10 +1,9 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
-import { controllerClient, installCrds, sharedControlPlane } from '@topovol/testing';
 import { CapacityStatusWriter, CSIDriverCapacities, CSIDriverCapacityShards, DEFAULT_STATUS_SHARDS, NodeShardWriter } from '../../src/status/index.js';
 import type { CapacityEntry, CSIDriverCapacity } from '../../src/status/index.js';
-import { createCSIDriver, deleteDriverStatus, driverStatus, uniqueDriver } from './status-helpers.js';
+import { createCSIDriver, deleteDriverStatus, driverStatus, statusClients, uniqueDriver } from './status-helpers.js';
 
 const NODES = 5_000;
 const CLASSES = 10;
@@ -37,9 +36,7 @@ describe('capacity status at 5,000 nodes × 10 classes: every stored object stay
   let driverName = '';
 
   before(async function () {
-    admin = (await sharedControlPlane()).adminClient();
-    await installCrds(admin);
-    writerClient = await controllerClient('capacity');
+    ({ admin, writerClient } = await statusClients());
     driverName = uniqueDriver('scale');
     await createCSIDriver(admin, driverName);
   });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isInvalid, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
-import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/testing';
+import { eventually } from '@topovol/testing';
 import {
   CapacityStatusWriter,
   CSIDriverCapacities,
@@ -17,7 +17,7 @@ import {
 } from '../../src/status/index.js';
 import type { CapacityEntry, CSIDriverCapacity, CSIDriverCapacityShard } from '../../src/status/index.js';
 import { managedFieldsOf, ownsPool } from '../../src/status/managed-fields.js';
-import { createCSIDriver, deleteDriverStatus, driverStatus, poolsOf, statusWrites as writes, uniqueDriver } from './status-helpers.js';
+import { createCSIDriver, deleteDriverStatus, driverStatus, poolsOf, statusClients, statusWrites as writes, uniqueDriver } from './status-helpers.js';
 
 /** The parts of a CustomResourceDefinition the test reads back. */
 interface Schema {
@@ -46,10 +46,7 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
   let writerClient: KubeClient;
 
   before(async function () {
-    const cp = await sharedControlPlane();
-    admin = cp.adminClient();
-    await installCrds(admin);
-    writerClient = await controllerClient('capacity');
+    ({ admin, writerClient } = await statusClients());
   });
 
   describe('the CRD', function () {

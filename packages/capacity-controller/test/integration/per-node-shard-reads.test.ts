@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
-import { controllerClient, eventually, installCrds, sharedControlPlane } from '@topovol/testing';
+import { eventually } from '@topovol/testing';
 import { NodeShardWriter, runPerNodeWriter, shardName, shardOf } from '../../src/status/index.js';
-import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, recordingClient, uniqueDriver } from './status-helpers.js';
+import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, recordingClient, statusClients, uniqueDriver } from './status-helpers.js';
 import type { RecordedRequest } from './status-helpers.js';
 
 const API = '/apis/topovol.io/v1alpha1';
@@ -52,9 +52,7 @@ describe('capacity status per node: each writer touches only its own shard (real
   let writerClient: KubeClient;
 
   before(async function () {
-    admin = (await sharedControlPlane()).adminClient();
-    await installCrds(admin);
-    writerClient = await controllerClient('capacity');
+    ({ admin, writerClient } = await statusClients());
   });
 
   it('in steady state a poll costs a non-pruner no request and a shard\'s pruner one GET of its shard; a changed figure is one write to its shard, not followed by a read', async function () {

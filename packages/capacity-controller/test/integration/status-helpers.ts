@@ -1,8 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
+import { controllerClient, installCrds, sharedControlPlane } from '@topovol/testing';
 import { CSIDriverCapacities, CSIDriverCapacityShards, LABEL_CAPACITY_DRIVER, readDriverStatus } from '../../src/status/index.js';
 import type { CSIDriverCapacity, DriverCapacityStatus, StorageStatus } from '../../src/status/index.js';
+
+/**
+ * The status suites' clients: admin, which reads (with the CRDs installed), and the capacity loop's
+ * ServiceAccount with the generated RBAC, which the writers run as.
+ */
+export async function statusClients(): Promise<{ admin: KubeClient; writerClient: KubeClient }> {
+  const admin = (await sharedControlPlane()).adminClient();
+  await installCrds(admin);
+  return { admin, writerClient: await controllerClient('capacity') };
+}
 
 export const uniqueDriver = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}.csi.topovol.test`;
 

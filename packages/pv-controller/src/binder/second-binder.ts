@@ -1,4 +1,4 @@
-import { counter, errorMessage } from '@topovol/shared';
+import { counter, objectKey } from '@topovol/shared';
 import type { EventRecorder, Informer, KubeObject, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { Reasons } from './binder-reasons.js';
 
@@ -47,13 +47,8 @@ export function boundByUpstream(raw: KubeObject, cached: KubeObject | undefined,
 export function watchForSecondBinder(pvs: Informer<PersistentVolume>, pvcs: Informer<PersistentVolumeClaim>, events: Pick<EventRecorder, 'event'>, log: Logger): void {
   const report = (raw: KubeObject, kind: 'volume' | 'claim'): void => {
     secondBinderWrites.inc({ kind });
-    const message = `kube-controller-manager's persistentvolume-binder-controller bound this ${kind} while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`;
-    log.error('another binder is running', { kind, object: raw.metadata?.namespace ? `${raw.metadata.namespace}/${raw.metadata.name}` : raw.metadata?.name, manager: UPSTREAM_MANAGER });
-    try {
-      events.event({ apiVersion: 'v1', kind: kind === 'volume' ? 'PersistentVolume' : 'PersistentVolumeClaim', metadata: { name: raw.metadata?.name, namespace: raw.metadata?.namespace, uid: raw.metadata?.uid } }, 'Warning', Reasons.SecondBinder, message);
-    } catch (err) {
-      log.error('cannot record the second binder', { error: errorMessage(err) });
-    }
+    log.error('another binder is running', { kind, object: objectKey(raw), manager: UPSTREAM_MANAGER });
+    events.event(raw, 'Warning', Reasons.SecondBinder, `kube-controller-manager's persistentvolume-binder-controller bound this ${kind} while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`);
   };
   pvs.addRawObserver((raw, cached) => {
     if (boundByUpstream(raw, cached, 'volume')) report(raw, 'volume');

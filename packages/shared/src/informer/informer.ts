@@ -13,8 +13,8 @@ import { streamWatch } from './watch-stream.js';
 import type { WatchEvent } from './watch-stream.js';
 
 /**
- * Sees each object as the server sent it (managedFields included), before the projection, with the
- * cached copy it replaces (undefined for a new one). For what the projection drops and one check
+ * Sees each object as the server sent it (managedFields included; a listed one with its apiVersion
+ * and kind set), before the projection, with the cached copy it replaces (undefined for a new one). For what the projection drops and one check
  * needs, without caching it: e.g. which field manager wrote a field.
  */
 export type RawObserver<T> = (raw: KubeObject, cached: T | undefined) => void;
@@ -218,8 +218,9 @@ export class Informer<T extends KubeObject = KubeObject> {
       // list: taken for an empty one, it would delete every cached object.
       if (page.items === undefined) throw new Error(`list of ${this.label} answered without items`);
       for (const raw of page.items ?? []) {
-        if (this.rawObservers.length > 0) this.observeRaw(raw);
-        const obj = this.project(describeItem(this.resource, raw));
+        const item = describeItem(this.resource, raw);
+        if (this.rawObservers.length > 0) this.observeRaw(item);
+        const obj = this.project(item);
         listed.set(objectKey(obj), obj);
       }
       cont = page.metadata?.continue || undefined;
