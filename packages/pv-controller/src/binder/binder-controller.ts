@@ -15,6 +15,7 @@ import { watchForSecondBinder } from './second-binder.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { VolumeIndex } from './volume-index.js';
+import { isFreeVolume, newlyOffered } from './volume-offer.js';
 
 const PV_BINDER = 'pv-binder';
 
@@ -87,7 +88,16 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     () => pvcs.cache.list(),
   );
 
-  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, selectedNodeIssues: issues, dryRun: options.dryRun });
+  // A volume reserved for a claim whose writes then failed is still free, with no event to say so
+  // when nothing on it changed (a timeout, or a conflict on the claim): claims that passed it by
+  // while it was reserved are queued again.
+  const reservationFailed = (names: string[]): void => {
+    for (const n of names) {
+      const v = world.volume(n);
+      if (v && isFreeVolume(v)) enqueueWaitingClaims(volumeClass(v));
+    }
+  };
+  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, reservationFailed, selectedNodeIssues: issues, dryRun: options.dryRun });
 
   const queue = new WorkQueue<BinderKey>(PV_BINDER, { keyString: binderKeyString, priority: binderKeyPriority });
   const controller = new Controller<BinderKey>(
@@ -145,21 +155,21 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       }
     },
   });
-  const onVolume = (v: PersistentVolume): void => {
+  const onVolume = (old: PersistentVolume | undefined, v: PersistentVolume): void => {
     enqueueVolume(v);
     const ref = v.spec?.claimRef;
     if (ref?.name && ref.namespace) enqueueClaimKey(`${ref.namespace}/${ref.name}`);
-    // A volume that (again) has no claim may be what a waiting claim needs.
-    else if (!v.spec?.claimRef) enqueueWaitingClaims(volumeClass(v));
+    // A volume that is (again) free, or offers something new, may be what a waiting claim needs.
+    else if (newlyOffered(old, v)) enqueueWaitingClaims(volumeClass(v));
   };
   pvs.addEventHandler({
     onAdd: (v) => {
       index.upsertVolume(v);
-      onVolume(v);
+      onVolume(undefined, v);
     },
-    onUpdate: (_, v) => {
+    onUpdate: (old, v) => {
       index.upsertVolume(v);
-      onVolume(v);
+      onVolume(old, v);
     },
     onDelete: (v) => {
       index.deleteVolume(objectKey(v));

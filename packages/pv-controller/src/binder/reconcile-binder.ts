@@ -19,6 +19,8 @@ export interface BinderGlueDeps {
   claims: AssumeCache<PersistentVolumeClaim>;
   /** Volumes a worker has decided to bind and is writing now (the world's free volumes skip them). */
   inFlight: Set<string>;
+  /** Called with the volumes a failed reconcile had reserved, once their reservation is dropped. */
+  reservationFailed: (volumes: string[]) => void;
   /** Selected-node problems noted by the decisions, by claim uid (the world reads them back). */
   selectedNodeIssues: FirstSeen<SelectedNodeIssue>;
   dryRun: boolean;
@@ -43,9 +45,11 @@ export class BinderReconciler {
     // workers pick the next volume instead of racing for this one into a Conflict.
     const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
     for (const n of picked) inFlight.add(n);
+    let failed = false;
     try {
       await this.run(actions);
     } catch (err) {
+      failed = true;
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
       if (picked.length > 0) countBind(stale ? 'conflict' : 'error');
       // Our view was stale: drop what we assumed so the retry reads the informer's truth.
@@ -56,6 +60,7 @@ export class BinderReconciler {
       throw err;
     } finally {
       for (const n of picked) inFlight.delete(n);
+      if (failed && picked.length > 0) this.d.reservationFailed(picked);
     }
     if (actions.some((a) => a.kind === 'bindClaim') && !wasBound && !this.d.dryRun) {
       countBind('bound');

@@ -1,9 +1,10 @@
 import { volumeNodeAffinityMatches } from '@topovol/shared';
 import type { Node, PersistentVolume } from '@topovol/shared';
 import { accessModesKey } from './access-modes.js';
-import { capacityBytes, isUnclaimedPhase } from './check-volume-satisfies-claim.js';
+import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { volumeClass } from './claim-helpers.js';
 import { compareVolumes, SortedVolumes } from './sorted-volumes.js';
+import { isFreeVolume } from './volume-offer.js';
 
 interface FreeEntry {
   /** Class and access-mode group: the lists a volume is filed in. */
@@ -12,11 +13,6 @@ interface FreeEntry {
   group: string;
   bytes: bigint;
   affine: boolean;
-}
-
-/** Free = could be chosen for a new claim: no claimRef, not being deleted, Available (as upstream). */
-function isFree(v: PersistentVolume): boolean {
-  return !v.spec?.claimRef && !v.metadata?.deletionTimestamp && isUnclaimedPhase(v);
 }
 
 const listKey = (cls: string, group: string): string => `${cls}\n${group}`;
@@ -59,7 +55,7 @@ export class VolumeIndex {
       set.add(name);
     }
     const bytes = capacityBytes(v);
-    if (!isFree(v) || bytes === undefined) return;
+    if (!isFreeVolume(v) || bytes === undefined) return;
     const cls = volumeClass(v);
     const group = accessModesKey(v.spec?.accessModes);
     const entry: FreeEntry = { list: listKey(cls, group), cls, group, bytes, affine: hasAffinity(v) };

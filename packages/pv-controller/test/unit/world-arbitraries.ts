@@ -8,34 +8,37 @@ export const SEL = 'volume.kubernetes.io/selected-node';
 export const sizes = ['500Mi', '1Gi', '2Gi', '5Gi'];
 export const modes = [['ReadWriteOnce'], ['ReadWriteMany'], ['ReadWriteOnce', 'ReadWriteMany'], ['ReadOnlyMany']];
 
-const volumeArb = (i: number): fc.Arbitrary<PersistentVolume> =>
-  fc
-    .record({
-      size: fc.constantFrom(...sizes),
-      cls: fc.constantFrom('', 'fast', 'late'),
-      accessModes: fc.constantFrom(...modes),
-      ref: fc.constantFrom('none', 'c-by-name', 'c-uid', 'c-old-uid', 'other'),
-      phase: fc.constantFrom('Available', 'Available', 'Bound', 'Released', 'Failed', 'Pending'),
-      deleting: fc.boolean(),
-      tier: fc.constantFrom(undefined, 'gold'),
-      vac: fc.constantFrom(undefined, 'gold'),
-      block: fc.boolean(),
-    })
-    .map((r) =>
-      vol(`v${i}`, r.size, {
-        storageClassName: r.cls,
-        accessModes: r.accessModes,
-        phase: r.phase,
-        deleting: r.deleting,
-        labels: r.tier ? { tier: r.tier } : undefined,
-        volumeAttributesClassName: r.vac,
-        volumeMode: r.block ? 'Block' : undefined,
-        claimRef:
-          r.ref === 'none'
-            ? undefined
-            : { namespace: 'ns', name: r.ref === 'other' ? 'other' : 'c', uid: r.ref === 'c-uid' ? 'uid-c' : r.ref === 'c-old-uid' ? 'old' : r.ref === 'other' ? 'uid-other' : undefined },
-      }),
-    );
+/** A volume's random features, before it is built (volumeArb); exported for tests that vary some of them. */
+export const volumeRecordArb = fc.record({
+  size: fc.constantFrom(...sizes),
+  cls: fc.constantFrom('', 'fast', 'late'),
+  accessModes: fc.constantFrom(...modes),
+  ref: fc.constantFrom('none', 'c-by-name', 'c-uid', 'c-old-uid', 'other'),
+  phase: fc.constantFrom('Available', 'Available', 'Bound', 'Released', 'Failed', 'Pending'),
+  deleting: fc.boolean(),
+  tier: fc.constantFrom(undefined, 'gold'),
+  vac: fc.constantFrom(undefined, 'gold'),
+  block: fc.boolean(),
+});
+
+export type VolumeRecord = typeof volumeRecordArb extends fc.Arbitrary<infer T> ? T : never;
+
+export const volumeFromRecord = (i: number, r: VolumeRecord): PersistentVolume =>
+  vol(`v${i}`, r.size, {
+    storageClassName: r.cls,
+    accessModes: r.accessModes,
+    phase: r.phase,
+    deleting: r.deleting,
+    labels: r.tier ? { tier: r.tier } : undefined,
+    volumeAttributesClassName: r.vac,
+    volumeMode: r.block ? 'Block' : undefined,
+    claimRef:
+      r.ref === 'none'
+        ? undefined
+        : { namespace: 'ns', name: r.ref === 'other' ? 'other' : 'c', uid: r.ref === 'c-uid' ? 'uid-c' : r.ref === 'c-old-uid' ? 'old' : r.ref === 'other' ? 'uid-other' : undefined },
+  });
+
+const volumeArb = (i: number): fc.Arbitrary<PersistentVolume> => volumeRecordArb.map((r) => volumeFromRecord(i, r));
 
 export const worldArb = fc.record({
   volumes: fc.tuple(...Array.from({ length: 6 }, (_, i) => volumeArb(i))),
