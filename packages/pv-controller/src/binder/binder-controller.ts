@@ -82,7 +82,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     },
   };
   const actuator = new BinderActuator({ client, events, volumes, claims, log, dryRun: options.dryRun });
-  watchForSecondBinder(pvs, pvcs, events, log);
+  // Only the leader reports (its workers run), as only it records the binder's other Events.
+  watchForSecondBinder(pvs, pvcs, events, log, () => controller.isRunning());
   registerCollectorMetrics(
     () => pvs.cache.list(),
     () => pvcs.cache.list(),

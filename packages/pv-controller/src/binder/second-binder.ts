@@ -42,10 +42,18 @@ export function boundByUpstream(raw: KubeObject, cached: KubeObject | undefined,
  * Reports kube-controller-manager's binder at work next to this one, which it cannot prevent (the
  * two hold different Leases): both bind the same waiting claim to different volumes, and the
  * volume whose claim write lost goes Released (docs/install.md, "one binder per cluster"). A Warning
- * Event on the object, an error log line and a metric, for each binding it sees written.
+ * Event on the object, an error log line and a metric, for each binding it sees written while
+ * `leading()`: standbys watch the same objects, and would record every Event once more each.
  */
-export function watchForSecondBinder(pvs: Informer<PersistentVolume>, pvcs: Informer<PersistentVolumeClaim>, events: Pick<EventRecorder, 'event'>, log: Logger): void {
+export function watchForSecondBinder(
+  pvs: Pick<Informer<PersistentVolume>, 'addRawObserver'>,
+  pvcs: Pick<Informer<PersistentVolumeClaim>, 'addRawObserver'>,
+  events: Pick<EventRecorder, 'event'>,
+  log: Logger,
+  leading: () => boolean,
+): void {
   const report = (raw: KubeObject, kind: 'volume' | 'claim'): void => {
+    if (!leading()) return;
     secondBinderWrites.inc({ kind });
     log.error('another binder is running', { kind, object: objectKey(raw), manager: UPSTREAM_MANAGER });
     events.event(raw, 'Warning', Reasons.SecondBinder, `kube-controller-manager's persistentvolume-binder-controller bound this ${kind} while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`);

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
-import type { KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { boundByUpstream, UPSTREAM_MANAGER } from '../../src/binder/second-binder.js';
+import { logger } from '@topovol/shared';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, RawObserver } from '@topovol/shared';
+import { FakeEvents } from '@topovol/testing';
+import { boundByUpstream, UPSTREAM_MANAGER, watchForSecondBinder } from '../../src/binder/second-binder.js';
 
 const entry = (manager: string, fields: Record<string, unknown>, operation = 'Update'): NonNullable<NonNullable<KubeObject['metadata']>['managedFields']>[number] =>
   ({ manager, operation, apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: fields });
@@ -34,4 +36,22 @@ describe('boundByUpstream: kube-controller-manager\'s binder seen binding next t
       expect(boundByUpstream(c.raw, c.cached, c.kind)).to.equal(c.want);
     });
   }
+});
+
+describe('watchForSecondBinder: who reports', function () {
+  function observed(leading: boolean): FakeEvents {
+    const observers: RawObserver<PersistentVolume>[] = [];
+    const events = new FakeEvents();
+    watchForSecondBinder({ addRawObserver: (fn) => observers.push(fn) }, { addRawObserver: () => undefined }, events, logger(), () => leading);
+    for (const fn of observers) fn(volume(true, [claimRefBy(UPSTREAM_MANAGER)]), volume(false));
+    return events;
+  }
+
+  it('the leader records a SecondBinderRunning Warning on the volume', function () {
+    expect(observed(true).recorded.map((e) => [e.type, e.reason, e.name])).to.deep.equal([['Warning', 'SecondBinderRunning', 'v']]);
+  });
+
+  it('a standby, which watches the same objects, records nothing', function () {
+    expect(observed(false).recorded).to.deep.equal([]);
+  });
 });

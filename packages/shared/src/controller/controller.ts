@@ -108,6 +108,11 @@ export class Controller<K = string> implements Runnable {
     this.queue.add(key);
   }
 
+  /** Whether its workers run and take keys: on the replica that leads (or runs without election), until it stops. */
+  isRunning(): boolean {
+    return this.running !== undefined && !this.queue.shuttingDown();
+  }
+
   /**
    * While the workers run, add every key of `keys()` to the queue every `periodMs` (a non-positive
    * period: never). Level-triggered loops need it where the world changes without an event they
