@@ -200,9 +200,13 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
       return late ? `caches not synced after ${Math.round(opts.cacheSyncTimeoutMs / 1000)}s: ${waiting.join(', ')}` : `waiting for caches: ${waiting.join(', ')}`;
     });
     const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, os.hostname(), opts.dryRun);
-    const runnables = new RunnableGroup(runnablesOf(await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }) })), (r, err) =>
-      log.error('controller stopped with an error', { controller: name, runnable: r.name, error: errorMessage(err) }),
-    );
+    // A runnable whose work ended with an error leaves its loop dead, and (on the leader) its Lease
+    // held, so no replica would do that work: the process stops, releasing its Leases, and exits
+    // 1 for its pod to be restarted (controller-runtime's manager returns the first runnable error).
+    const runnables = new RunnableGroup(runnablesOf(await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }) })), (r, err) => {
+      log.error('controller stopped with an error; exiting', { controller: name, runnable: r.name, error: errorMessage(err) });
+      void shutdown(1, `${name}: ${r.name} stopped with an error`);
+    });
     setUp = true;
     const l: Loop = { descriptor, runnables, events, scope: own };
     loops.push(l);

@@ -118,6 +118,16 @@ describe('leader election with two manager processes', function () {
     }
   });
 
+  it('a leader whose loop stops with an error releases its leases and exits 1, so that another replica does the work', async function () {
+    const m = await startEchoManager(cp, `failing-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`, '--controllers=echo,failing']);
+    managers.push(m);
+    expect(await m.proc.waitForExit()).to.equal(1);
+    const log = readFileSync(m.proc.logFile, 'utf8');
+    expect(log).to.match(/became leader.*topovol-failing/);
+    expect(log).to.match(/controller stopped with an error; exiting.*the failing fixture failed/);
+    for (const name of ['topovol-failing', 'topovol-echo']) expect((await admin.get<Lease>(Resources.leases, name, ns)).spec?.holderIdentity, name).to.equal('');
+  });
+
   it('a graceful stop releases the lease and the standby takes over within a few seconds, exit code 0', async function () {
     const [leader, standby] = await startPair();
     const held = await lease();
