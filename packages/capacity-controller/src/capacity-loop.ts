@@ -1,4 +1,4 @@
-import { aborted, ANN_SELECTED_NODE, DONE, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
+import { aborted, ANN_SELECTED_NODE, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
@@ -337,7 +337,7 @@ export class CapacityLoop {
     st.error = errorMessage(err);
     st.failures++;
     // Per item, doubling from 1 s up to the poll interval, as a failed reconcile would back off.
-    const wait = Math.min(FAILURE_BACKOFF_MS * 2 ** (st.failures - 1), this.opts.pollIntervalMs);
+    const wait = doublingBackoffMs(FAILURE_BACKOFF_MS, st.failures, this.opts.pollIntervalMs);
     st.retryAt = this.now() + wait;
     this.log.warn('GetCapacity failed', { driver: this.opts.driverName, storageClass: d.item.storageClassName, segment: d.item.segment, pool: d.item.pool || undefined, error: st.error, retryInMs: wait });
     this.queue.add(STATUS);
@@ -356,7 +356,7 @@ export class CapacityLoop {
 
   private driverUnsupported(message: string): number {
     const count = (this.unsupported?.count ?? 0) + 1;
-    const wait = Math.min((this.opts.unimplementedRetryMs ?? 10 * 60_000) * 2 ** (count - 1), 3_600_000);
+    const wait = doublingBackoffMs(this.opts.unimplementedRetryMs ?? 10 * 60_000, count, 3_600_000);
     const first = !this.unsupported;
     this.unsupported = { message, retryAt: this.now() + wait, count };
     if (!first) return wait;

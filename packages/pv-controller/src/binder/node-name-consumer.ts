@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, NO_PROVISIONER } from '@topovol/shared';
+import { ANN_SELECTED_NODE, doublingBackoffMs, NO_PROVISIONER } from '@topovol/shared';
 import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction, PlacedPodConfirmation } from './actions.js';
@@ -78,6 +78,5 @@ export const RESELECT_BACKOFF_MAX_MS = 5 * 60_000;
  */
 export function reselectWaitMs(removals: { count: number; last: number } | undefined, now: number): number {
   if (!removals || removals.count === 0) return 0;
-  const backoff = Math.min(RESELECT_BACKOFF_INITIAL_MS * 2 ** (removals.count - 1), RESELECT_BACKOFF_MAX_MS);
-  return Math.max(0, removals.last + backoff - now);
+  return Math.max(0, removals.last + doublingBackoffMs(RESELECT_BACKOFF_INITIAL_MS, removals.count, RESELECT_BACKOFF_MAX_MS) - now);
 }

@@ -1,4 +1,4 @@
-import { claimNamesOfPod } from '@topovol/shared';
+import { claimNamesOfPod, doublingBackoffMs } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn } from './stuck-evidence.js';
@@ -87,7 +87,7 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   }
   const now = world.now();
   if (last) {
-    const next = Date.parse(last.metadata?.creationTimestamp ?? '') + world.backoffBaseMs * 2 ** (history.length - 1);
+    const next = Date.parse(last.metadata?.creationTimestamp ?? '') + doublingBackoffMs(world.backoffBaseMs, history.length);
     if (next > now) return { kind: 'wait', ms: next - now, why: `${why}; backing off after rollback ${history.length}` };
   }
   const undecided = undecidedClaims(pod, pinned, world);

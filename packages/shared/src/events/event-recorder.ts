@@ -7,6 +7,7 @@ import { errorMessage, logger } from '../logging/logger.js';
 import { counter } from '../metrics/registry.js';
 import { realClock } from '../ratelimit/clock.js';
 import type { Clock } from '../ratelimit/clock.js';
+import { doublingBackoffMs } from '../ratelimit/doubling-backoff.js';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
 import type { Event } from '../types/wire.js';
 
@@ -129,7 +130,7 @@ export class EventRecorder {
         this.log.warn('cannot write event', { reason, error: errorMessage(err), tries: attempt });
         return;
       }
-      const wait = Math.min(RETRY_FIRST_MS * 2 ** (attempt - 1), RETRY_MAX_MS);
+      const wait = doublingBackoffMs(RETRY_FIRST_MS, attempt, RETRY_MAX_MS);
       await new Promise<void>((resolve) => this.clock.setTimeout(resolve, wait));
     }
   }

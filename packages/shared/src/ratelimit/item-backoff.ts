@@ -1,5 +1,6 @@
 import { realClock } from './clock.js';
 import type { Clock } from './clock.js';
+import { doublingBackoffMs } from './doubling-backoff.js';
 import { TokenBucket } from './token-bucket.js';
 
 /**
@@ -32,8 +33,7 @@ export class ItemExponentialBackoff<K> implements RateLimiter<K> {
   when(item: K): number {
     const n = this.failures.get(item) ?? 0;
     this.failures.set(item, n + 1);
-    // 2 ** n becomes Infinity after ~1000 failures rather than wrapping; the cap absorbs it.
-    return Math.min(this.maxMs, this.baseMs * 2 ** n);
+    return doublingBackoffMs(this.baseMs, n + 1, this.maxMs);
   }
 
   forget(item: K): void {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { FakeClock } from '../../src/ratelimit/clock.js';
+import { doublingBackoffMs } from '../../src/ratelimit/doubling-backoff.js';
 import {
   BucketRateLimiter,
   defaultControllerRateLimiter,
@@ -118,5 +119,16 @@ describe('defaultControllerRateLimiter', function () {
     expect(r.numRequeues('a')).to.equal(0);
     for (let i = 0; i < 40; i++) r.when('slow');
     expect(r.when('slow')).to.equal(MAX_MS);
+  });
+});
+
+describe('doublingBackoffMs', function () {
+  it('doubles from the base with each failure in a row, up to the cap; nothing before the first failure', function () {
+    expect([0, 1, 2, 3, 4, 5].map((n) => doublingBackoffMs(100, n, 1000))).to.deep.equal([0, 100, 200, 400, 800, 1000]);
+  });
+
+  it('stays at the cap however many failures (2^n grows to Infinity, never wraps), and has none by default', function () {
+    expect(doublingBackoffMs(5, 5000, 1_000_000)).to.equal(1_000_000);
+    expect(doublingBackoffMs(5, 11)).to.equal(5120);
   });
 });
