@@ -15,7 +15,7 @@ import { watchForSecondBinder } from './second-binder.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { VolumeIndex } from './volume-index.js';
-import { isFreeVolume, newlyOffered } from './volume-offer.js';
+import { newlyOffered } from './volume-offer.js';
 
 const PV_BINDER = 'pv-binder';
 
@@ -89,16 +89,11 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     () => pvcs.cache.list(),
   );
 
-  // A volume reserved for a claim whose writes then failed is still free, with no event to say so
-  // when nothing on it changed (a timeout, or a conflict on the claim): claims that passed it by
-  // while it was reserved are queued again.
-  const reservationFailed = (names: string[]): void => {
-    for (const n of names) {
-      const v = world.volume(n);
-      if (v && isFreeVolume(v)) enqueueWaitingClaims(volumeClass(v));
-    }
+  // Claims that may have passed a reserved volume by, once its reservation failed (BinderReconciler.passedOver).
+  const requeueClaims = (keys: string[]): void => {
+    for (const k of keys) enqueueClaimKey(k);
   };
-  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, reservationFailed, selectedNodeIssues: issues, dryRun: options.dryRun });
+  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, requeueClaims, selectedNodeIssues: issues, dryRun: options.dryRun });
 
   const queue = new WorkQueue<BinderKey>(PV_BINDER, { keyString: binderKeyString, priority: binderKeyPriority });
   const controller = new Controller<BinderKey>(

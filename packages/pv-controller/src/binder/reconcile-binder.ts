@@ -19,8 +19,8 @@ export interface BinderGlueDeps {
   claims: AssumeCache<PersistentVolumeClaim>;
   /** Volumes a worker has decided to bind and is writing now (the world's free volumes skip them). */
   inFlight: Set<string>;
-  /** Called with the volumes a failed reconcile had reserved, once their reservation is dropped. */
-  reservationFailed: (volumes: string[]) => void;
+  /** Queues these claims (namespace/name) again: see BinderReconciler.passedOver. */
+  requeueClaims: (keys: string[]) => void;
   /** Selected-node problems noted by the decisions, by claim uid (the world reads them back). */
   selectedNodeIssues: FirstSeen<SelectedNodeIssue>;
   dryRun: boolean;
@@ -32,10 +32,21 @@ export interface BinderGlueDeps {
  * guards, the actuator's writes, the assume cache undone on a conflict, and the metrics.
  */
 export class BinderReconciler {
+  /**
+   * Unbound claims last decided with no volume to take while some volume was reserved: they may
+   * have passed a reserved one by. When a reservation's writes fail, its volume is still free and
+   * no event says so (nothing on it changed), so these are queued again; not the claim whose
+   * writes failed (its own retry backs off), nor every waiting claim of the class (two claims
+   * failing on one volume would wake each other without end).
+   */
+  private readonly passedOver = new Set<string>();
+
   constructor(private readonly d: BinderGlueDeps) {}
 
   async claim(namespace: string, name: string): Promise<number | void> {
     const { world, inFlight } = this.d;
+    const key = `${namespace}/${name}`;
+    this.passedOver.delete(key);
     const claim = world.claim(namespace, name);
     if (!claim) return;
     const wasBound = claim.status?.phase === 'Bound';
@@ -44,6 +55,7 @@ export class BinderReconciler {
     // Reserved from the decision (no await in between) until the write is done, so that other
     // workers pick the next volume instead of racing for this one into a Conflict.
     const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
+    if (picked.length === 0 && inFlight.size > 0 && !claim.spec?.volumeName) this.passedOver.add(key);
     for (const n of picked) inFlight.add(n);
     let failed = false;
     try {
@@ -54,13 +66,17 @@ export class BinderReconciler {
       if (picked.length > 0) countBind(stale ? 'conflict' : 'error');
       // Our view was stale: drop what we assumed so the retry reads the informer's truth.
       if (stale) {
-        this.d.claims.forget(`${namespace}/${name}`);
+        this.d.claims.forget(key);
         for (const n of picked) this.d.volumes.forget(n);
       }
       throw err;
     } finally {
       for (const n of picked) inFlight.delete(n);
-      if (failed && picked.length > 0) this.d.reservationFailed(picked);
+      if (failed && picked.length > 0 && this.passedOver.size > 0) {
+        const keys = [...this.passedOver];
+        this.passedOver.clear();
+        this.d.requeueClaims(keys);
+      }
     }
     if (actions.some((a) => a.kind === 'bindClaim') && !wasBound && !this.d.dryRun) {
       countBind('bound');

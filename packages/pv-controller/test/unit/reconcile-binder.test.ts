@@ -4,68 +4,94 @@ import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, R
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
+import type { BinderWorld } from '../../src/binder/binder-world.js';
 import { BinderReconciler } from '../../src/binder/reconcile-binder.js';
 import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js';
 import { claim, vol, world } from './world-fixture.js';
 
-/** FakeWrites whose volume PUTs fail as a timed-out or refused request does, with nothing written. */
-class FailingVolumeWrites extends FakeWrites {
-  failVolumes = false;
-  override replace<T extends KubeObject>(r: ResourceType, obj: T, opts: { subresource?: 'status' } = {}): Promise<T> {
-    if (this.failVolumes && r === Resources.persistentVolumes) return Promise.reject(new KubeApiError(500, { message: 'etcdserver: request timed out' }));
+/** FakeWrites whose volume PUTs wait for `release`, then fail (as a timed-out request: nothing written) or go through. */
+class GatedVolumeWrites extends FakeWrites {
+  private gate?: Promise<boolean>;
+  private open?: (ok: boolean) => void;
+  hold(): void {
+    this.gate = new Promise((resolve) => (this.open = resolve));
+  }
+  release(ok: boolean): void {
+    this.open?.(ok);
+  }
+  override async replace<T extends KubeObject>(r: ResourceType, obj: T, opts: { subresource?: 'status' } = {}): Promise<T> {
+    if (r === Resources.persistentVolumes && this.gate && !(await this.gate)) throw new KubeApiError(500, { message: 'etcdserver: request timed out' });
     return super.replace(r, obj, opts);
   }
 }
 
-// The glue around the decisions: what a failed reconcile hands back. A volume reserved for a claim
-// stays free when the writes fail; nothing on it changed, so no event would wake the claims that
-// passed it by while it was reserved.
-describe('binder reconcile: reserved volumes', function () {
-  function setup(): { r: BinderReconciler; store: FailingVolumeWrites; dropped: string[][]; inFlight: Set<string>; inFlightWhenDropped: string[][] } {
-    const v = vol('v', '1Gi');
-    const c = claim('c', '1Gi');
-    const store = new FailingVolumeWrites();
-    store.seed<PersistentVolume>(Resources.persistentVolumes, v);
-    store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, c);
+// The glue around the decisions: a claim decided while another's reservation was held may have
+// passed the reserved volume by; if that reservation's writes fail, the volume is still free and no
+// event says so (nothing on it changed).
+describe('binder reconcile: claims passed over while a volume was reserved', function () {
+  function setup(): { r: BinderReconciler; store: GatedVolumeWrites; requeued: string[][]; inFlightWhenRequeued: string[][] } {
+    const store = new GatedVolumeWrites();
+    store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v', '1Gi'));
+    for (const n of ['c1', 'c2']) store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim(n, '1Gi'));
     const volumes = new AssumeCache<PersistentVolume>();
     const claims = new AssumeCache<PersistentVolumeClaim>();
     const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes, claims, log: logger(), dryRun: false });
-    const dropped: string[][] = [];
-    const inFlightWhenDropped: string[][] = [];
+    const requeued: string[][] = [];
+    const inFlightWhenRequeued: string[][] = [];
     const inFlight = new Set<string>();
+    const base = world({
+      volumes: [store.stored(Resources.persistentVolumes, 'v')!],
+      claims: ['c1', 'c2'].map((n) => store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, 'ns')!),
+    });
+    // As the binder's world: free volumes skip the reserved ones.
+    const w: BinderWorld = { ...base, *freeVolumes(...args) { for (const v of base.freeVolumes(...args)) if (!inFlight.has(v.metadata!.name!)) yield v; } };
     const client = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
     const r = new BinderReconciler({
-      world: world({ volumes: [store.stored(Resources.persistentVolumes, 'v')!], claims: [store.stored(Resources.persistentVolumeClaims, 'c', 'ns')!] }),
+      world: w,
       client,
       actuator,
       volumes,
       claims,
       inFlight,
-      reservationFailed: (names) => {
-        dropped.push(names);
-        inFlightWhenDropped.push([...inFlight]);
+      requeueClaims: (keys) => {
+        requeued.push(keys);
+        inFlightWhenRequeued.push([...inFlight]);
       },
       selectedNodeIssues: new FirstSeen<SelectedNodeIssue>(),
       dryRun: false,
     });
-    return { r, store, dropped, inFlight, inFlightWhenDropped };
+    return { r, store, requeued, inFlightWhenRequeued };
   }
 
-  it('hands a failed binding\'s volume back, no longer reserved, so waiting claims can be queued for it', async function () {
-    const { r, store, dropped, inFlight, inFlightWhenDropped } = setup();
-    store.failVolumes = true;
-    let failed: unknown;
-    await r.claim('ns', 'c').catch((err: unknown) => (failed = err));
-    expect(failed, 'the reconcile fails, to be retried').to.be.instanceOf(KubeApiError);
-    expect(dropped).to.deep.equal([['v']]);
-    expect(inFlightWhenDropped, 'released before the claims are queued').to.deep.equal([[]]);
-    expect([...inFlight]).to.deep.equal([]);
+  it("queues the claim that passed the volume by once the reservation fails, not the failing claim (its retry backs off)", async function () {
+    const { r, store, requeued, inFlightWhenRequeued } = setup();
+    store.hold();
+    const first = r.claim('ns', 'c1').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await r.claim('ns', 'c2'); // v is reserved for c1: c2 finds nothing
+    store.release(false);
+    expect(await first, 'c1 fails, to be retried').to.be.instanceOf(KubeApiError);
+    expect(requeued).to.deep.equal([['ns/c2']]);
+    expect(inFlightWhenRequeued, 'v no longer reserved').to.deep.equal([[]]);
   });
 
-  it('hands nothing back when the binding was written', async function () {
-    const { r, store, dropped } = setup();
-    await r.claim('ns', 'c');
-    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.spec?.claimRef?.name).to.equal('c');
-    expect(dropped).to.deep.equal([]);
+  it('queues nobody when the reservation succeeds, or when nobody was passed over', async function () {
+    const ok = setup();
+    ok.store.hold();
+    const first = ok.r.claim('ns', 'c1');
+    await ok.r.claim('ns', 'c2');
+    ok.store.release(true);
+    await first;
+    expect(ok.store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.spec?.claimRef?.name).to.equal('c1');
+    expect(ok.requeued).to.deep.equal([]);
+
+    const alone = setup();
+    alone.store.hold();
+    const failing = alone.r.claim('ns', 'c1').catch(() => undefined);
+    alone.store.release(false);
+    await failing;
+    expect(alone.requeued, 'two claims failing on one volume must not wake each other without end').to.deep.equal([]);
   });
 });

@@ -106,7 +106,7 @@ describe('binder re-sync: keysNeedingSync', function () {
           get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)),
         });
         const actuator = new BinderActuator({ client: store, events, volumes, claims, log: logger(), dryRun: false });
-        const r = new BinderReconciler({ world: world(w), client, actuator, volumes, claims, inFlight: new Set(), reservationFailed: () => undefined, selectedNodeIssues: issues, dryRun: false });
+        const r = new BinderReconciler({ world: world(w), client, actuator, volumes, claims, inFlight: new Set(), requeueClaims: () => undefined, selectedNodeIssues: issues, dryRun: false });
         for (const c of w.claims ?? []) {
           const k = `pvc/ns/${c.metadata!.name!}`;
           if (picked.has(k)) continue;
