@@ -7,6 +7,7 @@ import { capacityKeyString, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
 import { CapacityLoop } from './capacity-loop.js';
 import { managedSelector } from './objects/capacity-object.js';
+import { otherPublishersReport, otherPublishersSelector } from './objects/other-publishers.js';
 import { resolveOwner } from './objects/resolve-owner.js';
 import { perNodeStatus } from './per-node-loop.js';
 import { perNodeManagedBy } from './objects/managed-by.js';
@@ -111,6 +112,12 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   const controller = new Controller<CapacityKey>(CAPACITY_CONTROLLER, loop.reconcile, { queue, workers });
   loop.register();
   queue.add(SYNC);
+  // Another publisher of this driver's capacity (external-provisioner --enable-capacity, or another
+  // Topovol instance): reported, as nothing here can stop it.
+  const others = informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
+    labelSelector: otherPublishersSelector({ driverName, managedBy, base: flags.managedBy, ...(flags.nodeName ? { nodeName: flags.nodeName } : {}) }),
+  });
+  const otherPublishers = otherPublishersReport(others, inf.classes, env.events, env.log, driverName, flags.pollIntervalMs);
   env.log.info('capacity loop set up', { driver: driverName, topology: flags.topology, namespace: flags.namespace, managedBy, node: flags.nodeName || undefined });
-  return perNode ? [controller, loop.getCapacityCalls, perNode] : [controller, loop.getCapacityCalls];
+  return perNode ? [controller, loop.getCapacityCalls, perNode, otherPublishers] : [controller, loop.getCapacityCalls, otherPublishers];
 }

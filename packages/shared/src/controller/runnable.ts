@@ -49,6 +49,22 @@ export function runnableFunc(name: string, run: (signal: AbortSignal) => Promise
   };
 }
 
+/** Resolves after ms or on abort (at once if it already has); its abort listener is removed either way (one per retry would leak). */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const onAbort = (): void => {
+      clearTimeout(t);
+      resolve();
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /** Resolves once the signal has aborted (at once if it already has). */
 export function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();

@@ -10,6 +10,7 @@ import { objectKey } from './object-key.js';
 import { collectionPath, describeItem } from './resources.js';
 import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
+import { sleep } from '../controller/runnable.js';
 import type { WatchEvent } from './watch-stream.js';
 
 /**
@@ -341,19 +342,4 @@ export class Informer<T extends KubeObject = KubeObject> {
       this.log.error('event handler failed', { error: errorMessage(err) });
     }
   }
-}
-
-/** Resolves after ms or on abort; its abort listener is removed either way (one per retry would leak). */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(t);
-      resolve();
-    };
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

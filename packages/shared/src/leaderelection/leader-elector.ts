@@ -1,5 +1,6 @@
 import { classifyError, isNotFound } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
+import { sleep } from '../controller/runnable.js';
 import { Resources } from '../informer/resources.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import type { Logger } from '../logging/logger.js';
@@ -280,17 +281,4 @@ function monotonicMs(): number {
 /** metav1.MicroTime's wire format (RFC 3339 with microseconds). */
 function microTime(d: Date): string {
   return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done);
-  });
 }

@@ -1,0 +1,110 @@
+import { gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, runnableFunc, sleep } from '@topovol/shared';
+import type { CSIStorageCapacity, Logger, Runnable, StorageClass } from '@topovol/shared';
+import type { CapacityEvents, InformerView } from '../capacity-loop-deps.js';
+import { ProblemReporter } from '../problem-reporter.js';
+import type { Problem } from '../problem-reporter.js';
+
+/** external-provisioner's managed-by value (cmd/csi-provisioner/csi-provisioner.go); with --node-deployment, "-<node>" follows. */
+export const EXTERNAL_PROVISIONER = 'external-provisioner';
+/** A label value's limit: a longer per-node value is hashed by external-provisioner, and not looked for here. */
+const LABEL_VALUE_MAX = 63;
+
+export const OTHER_PUBLISHER_REASON = 'OtherCapacityPublisher';
+
+const otherObjects = gauge<'driver'>({
+  name: 'topovol_capacity_other_publisher_objects',
+  help: "CSIStorageCapacity objects of this instance's driver that another publisher manages (external-provisioner --enable-capacity, or another Topovol capacity instance) and that can cover what this instance publishes: more than 0 means two publishers, and kube-scheduler trusts the larger figure (docs/capacity.md).",
+  labelNames: ['driver'],
+});
+
+export interface PublisherIdentity {
+  driverName: string;
+  /** This instance's managed-by value. */
+  managedBy: string;
+  /** --capacity-managed-by: the central instance's value, and the base of the per-node ones. */
+  base: string;
+  /** Per node: this instance's node. */
+  nodeName?: string;
+}
+
+/**
+ * The label selector of the driver's objects another publisher manages that can cover this
+ * instance's segments. Central: any of the driver's objects not managed by it, cluster-wide (a
+ * publisher keeps its objects in its own namespace). Per node (thousands of instances), only the
+ * publishers that cover its node: a central external-provisioner, external-provisioner's instance
+ * on this node, and a central Topovol.
+ */
+export function otherPublishersSelector(id: PublisherIdentity): string {
+  const driver = `${LABEL_CSI_DRIVER_NAME}=${id.driverName}`;
+  if (!id.nodeName) return `${driver},${LABEL_CSI_MANAGED_BY}!=${id.managedBy}`;
+  const onNode = `${EXTERNAL_PROVISIONER}-${id.nodeName}`;
+  const values = [EXTERNAL_PROVISIONER, ...(onNode.length <= LABEL_VALUE_MAX ? [onNode] : []), id.base];
+  return `${driver},${LABEL_CSI_MANAGED_BY} in (${values.join(',')})`;
+}
+
+/** One problem per StorageClass that other publishers' objects cover, on the StorageClass where it exists. */
+export function otherPublisherProblems(driverName: string, objects: readonly CSIStorageCapacity[], storageClass: (name: string) => StorageClass | undefined): Problem[] {
+  const byClass = new Map<string, { managers: Set<string>; namespaces: Set<string>; count: number }>();
+  for (const o of objects) {
+    const cls = o.storageClassName ?? '';
+    const c = byClass.get(cls) ?? { managers: new Set<string>(), namespaces: new Set<string>(), count: 0 };
+    c.managers.add(o.metadata?.labels?.[LABEL_CSI_MANAGED_BY] ?? '');
+    c.namespaces.add(o.metadata?.namespace ?? '');
+    c.count++;
+    byClass.set(cls, c);
+  }
+  return [...byClass].sort(([a], [b]) => (a < b ? -1 : 1)).map(([cls, c]) => ({
+    target: storageClass(cls),
+    id: `other-publisher\u0000${cls}`,
+    reason: OTHER_PUBLISHER_REASON,
+    message:
+      `${c.count} CSIStorageCapacity object(s) of driver ${driverName} for this class are also published by ${[...c.managers].sort().join(', ')} (namespace ${[...c.namespaces].sort().join(', ')}): ` +
+      'kube-scheduler reads every object of a class that covers a node and trusts the larger figure, so with two publishers a node can look as if it had room it has not. ' +
+      'Run one publisher per driver: external-provisioner without --enable-capacity, or no Topovol capacity loop for this driver (docs/capacity.md).',
+    fields: { storageClass: cls, driver: driverName, managers: [...c.managers].sort().join(',') },
+  }));
+}
+
+/**
+ * Reports another publisher of this driver's capacity, which this instance cannot stop: a Warning
+ * Event on each StorageClass it covers, a log line (once while the finding stays the same) and
+ * the topovol_capacity_other_publisher_objects gauge. The objects are watched on every replica;
+ * only the leader reports, through the runnable returned (started with the loop's others), at
+ * each change of those objects and every `recheckMs`.
+ */
+export function otherPublishersReport(
+  objects: Pick<InformerView<CSIStorageCapacity>, 'cache' | 'addEventHandler'>,
+  classes: Pick<InformerView<StorageClass>, 'cache'>,
+  events: CapacityEvents,
+  log: Logger,
+  driverName: string,
+  recheckMs: number,
+): Runnable {
+  const reporter = new ProblemReporter(events, log);
+  let leading = false;
+  let queued = false;
+  const check = (): void => {
+    if (queued) return;
+    queued = true;
+    // Coalesced: a relist of many objects reports once.
+    setImmediate(() => {
+      queued = false;
+      const found = objects.cache.list();
+      otherObjects.set({ driver: driverName }, found.length);
+      if (leading) reporter.report(otherPublisherProblems(driverName, found, (n) => classes.cache.get(n)));
+    });
+  };
+  otherObjects.set({ driver: driverName }, 0);
+  objects.addEventHandler({ onAdd: check, onUpdate: check, onDelete: check });
+  return runnableFunc('capacity-other-publishers', async (signal) => {
+    leading = true;
+    try {
+      while (!signal.aborted) {
+        check();
+        await sleep(recheckMs, signal);
+      }
+    } finally {
+      leading = false;
+    }
+  });
+}

@@ -1,0 +1,49 @@
+import { expect } from 'chai';
+import { LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, Resources } from '@topovol/shared';
+import type { CSIStorageCapacity, Event } from '@topovol/shared';
+import { createTestNamespace, eventually } from '@topovol/testing';
+import { GiB } from '@topovol/testing/csi-test-driver';
+import { EXTERNAL_PROVISIONER, OTHER_PUBLISHER_REASON } from '../../src/objects/other-publishers.js';
+import { capacityObjects, metricValue } from './capacity-harness.js';
+import { useCapacityTestbed } from './capacity-testbed.js';
+
+const ZONE = 'topology.kubernetes.io/zone';
+
+// external-provisioner --enable-capacity left running for the same driver: kube-scheduler reads
+// both publishers' objects for a class and segment and trusts the larger figure. Topovol cannot
+// stop it; it says so on the StorageClass and in a metric.
+describe('capacity: another publisher of the same driver (real API server, CSI over gRPC)', function () {
+  this.timeout(120_000);
+  const tb = useCapacityTestbed('capother-');
+
+  it("external-provisioner's object for one of our classes: a Warning on the class and the metric, gone with the object; our own objects are not counted", async function () {
+    tb.driver.setCapacity({ [ZONE]: 'a' }, 5n * GiB);
+    await tb.addNode('n1', { [ZONE]: 'a' });
+    await tb.addClass('fast');
+    await tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    await eventually(async () => expect((await capacityObjects(tb.admin, tb.ns)).map((o) => o.capacity)).to.deep.equal(['5Gi']));
+    const gauge = (): Promise<number> => metricValue('topovol_capacity_other_publisher_objects', { driver: tb.driverName });
+    expect(await gauge(), 'our own objects').to.equal(0);
+
+    // As external-provisioner writes them (pkg/capacity/capacity.go), in its own namespace.
+    const theirs = await createTestNamespace(tb.admin, 'ext-prov-');
+    const obj = await tb.admin.create<CSIStorageCapacity>(Resources.csiStorageCapacities, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'CSIStorageCapacity',
+      metadata: { generateName: 'csisc-', namespace: theirs, labels: { [LABEL_CSI_DRIVER_NAME]: tb.driverName, [LABEL_CSI_MANAGED_BY]: EXTERNAL_PROVISIONER } },
+      storageClassName: tb.name('fast'),
+      nodeTopology: { matchLabels: { [ZONE]: 'a' } },
+      capacity: '100Gi',
+    });
+    await eventually(async () => {
+      const events = await tb.admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${tb.name('fast')},reason=${OTHER_PUBLISHER_REASON}` });
+      expect(events.items.map((e) => `${e.type}: ${e.message}`).join('\n')).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* are also published by external-provisioner \(namespace ext-prov-/);
+    });
+    expect(await gauge()).to.equal(1);
+
+    await tb.admin.delete(Resources.csiStorageCapacities, obj.metadata!.name!, theirs);
+    await eventually(async () => expect(await gauge()).to.equal(0));
+    // Our figure was never touched.
+    expect((await capacityObjects(tb.admin, tb.ns)).map((o) => o.capacity)).to.deep.equal(['5Gi']);
+  });
+});

@@ -1,0 +1,30 @@
+import { expect } from 'chai';
+import { LABEL_CSI_MANAGED_BY } from '@topovol/shared';
+import type { CSIStorageCapacity, StorageClass } from '@topovol/shared';
+import { otherPublisherProblems, otherPublishersSelector } from '../../src/objects/other-publishers.js';
+
+describe('other publishers of a driver\'s capacity', function () {
+  it('central: every object of the driver managed by someone else, cluster-wide', function () {
+    expect(otherPublishersSelector({ driverName: 'd.example.com', managedBy: 'topovol', base: 'topovol' })).to.equal('csi.storage.k8s.io/drivername=d.example.com,csi.storage.k8s.io/managed-by!=topovol');
+  });
+
+  it('per node: only the publishers that cover its node (central external-provisioner, its instance on this node, a central Topovol)', function () {
+    expect(otherPublishersSelector({ driverName: 'd', managedBy: 'topovol-n1', base: 'topovol', nodeName: 'n1' })).to.equal(
+      'csi.storage.k8s.io/drivername=d,csi.storage.k8s.io/managed-by in (external-provisioner,external-provisioner-n1,topovol)',
+    );
+    // external-provisioner hashes a value past 63 characters; that one is not looked for.
+    const long = 'n'.repeat(60);
+    expect(otherPublishersSelector({ driverName: 'd', managedBy: 'x', base: 'topovol', nodeName: long })).to.equal('csi.storage.k8s.io/drivername=d,csi.storage.k8s.io/managed-by in (external-provisioner,topovol)');
+  });
+
+  it('one Warning per class, on the class where it exists, naming the publishers and namespaces', function () {
+    const obj = (cls: string, by: string, ns: string): CSIStorageCapacity => ({ metadata: { name: `o-${cls}-${by}`, namespace: ns, labels: { [LABEL_CSI_MANAGED_BY]: by } }, storageClassName: cls });
+    const fast: StorageClass = { metadata: { name: 'fast' }, provisioner: 'd' };
+    const problems = otherPublisherProblems('d', [obj('fast', 'external-provisioner', 'kube-system'), obj('fast', 'external-provisioner-n1', 'csi'), obj('gone', 'external-provisioner', 'kube-system')], (n) => (n === 'fast' ? fast : undefined));
+    expect(problems.map((p) => [p.target?.metadata?.name, p.reason, p.id])).to.deep.equal([
+      ['fast', 'OtherCapacityPublisher', 'other-publisher\u0000fast'],
+      [undefined, 'OtherCapacityPublisher', 'other-publisher\u0000gone'],
+    ]);
+    expect(problems[0]!.message).to.match(/^2 CSIStorageCapacity object\(s\) of driver d for this class are also published by external-provisioner, external-provisioner-n1 \(namespace csi, kube-system\)/);
+  });
+});
