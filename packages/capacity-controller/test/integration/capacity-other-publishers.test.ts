@@ -1,7 +1,10 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { expect } from 'chai';
 import { LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, Event } from '@topovol/shared';
-import { createTestNamespace, eventually } from '@topovol/testing';
+import { createTestNamespace, csiBinaries, eventually, ManagedProcess, sharedControlPlane } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { EXTERNAL_PROVISIONER, OTHER_PUBLISHER_REASON } from '../../src/objects/other-publishers.js';
 import { capacityObjects, metricValue } from './capacity-harness.js';
@@ -15,6 +18,9 @@ const ZONE = 'topology.kubernetes.io/zone';
 describe('capacity: another publisher of the same driver (real API server, CSI over gRPC)', function () {
   this.timeout(120_000);
   const tb = useCapacityTestbed('capother-');
+
+  const otherPublisherEvents = async (): Promise<string> =>
+    (await tb.admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${tb.name('fast')},reason=${OTHER_PUBLISHER_REASON}` })).items.map((e) => `${e.type}: ${e.message}`).join('\n');
 
   it("external-provisioner's object for one of our classes: a Warning on the class and the metric, gone with the object; our own objects are not counted", async function () {
     tb.driver.setCapacity({ [ZONE]: 'a' }, 5n * GiB);
@@ -35,15 +41,42 @@ describe('capacity: another publisher of the same driver (real API server, CSI o
       nodeTopology: { matchLabels: { [ZONE]: 'a' } },
       capacity: '100Gi',
     });
-    await eventually(async () => {
-      const events = await tb.admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${tb.name('fast')},reason=${OTHER_PUBLISHER_REASON}` });
-      expect(events.items.map((e) => `${e.type}: ${e.message}`).join('\n')).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* are also published by external-provisioner \(namespace ext-prov-/);
-    });
+    await eventually(async () => expect(await otherPublisherEvents()).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* are also published by external-provisioner \(namespace ext-prov-/));
     expect(await gauge()).to.equal(1);
 
     await tb.admin.delete(Resources.csiStorageCapacities, obj.metadata!.name!, theirs);
     await eventually(async () => expect(await gauge()).to.equal(0));
     // Our figure was never touched.
     expect((await capacityObjects(tb.admin, tb.ns)).map((o) => o.capacity)).to.deep.equal(['5Gi']);
+  });
+
+  it('the real external-provisioner with --enable-capacity against the same driver is reported', async function () {
+    // A cold build of csi-provisioner takes minutes on two cores; cached afterwards.
+    this.timeout(50 * 60_000);
+    const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
+    const cp = await sharedControlPlane();
+    tb.driver.setCapacity({ [ZONE]: 'a' }, 5n * GiB);
+    await tb.addNode('n1', { [ZONE]: 'a' });
+    await tb.addClass('fast');
+    await tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    const theirs = await createTestNamespace(tb.admin, 'ext-prov-');
+    const provisioner = new ManagedProcess({
+      name: 'csi-provisioner',
+      command: binary,
+      args: [`--csi-address=${tb.driver.endpoint}`, `--kubeconfig=${cp.kubeconfigPath}`, '--leader-election=false', '--enable-capacity=true', '--capacity-poll-interval=1s', '--capacity-ownerref-level=-1', '--v=3'],
+      logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'topovol-other-publisher-')), 'csi-provisioner.log'),
+      // Where its objects go, as a Deployment's downward API sets it.
+      env: { ...process.env, NAMESPACE: theirs },
+    });
+    try {
+      await eventually(async () => {
+        expect(provisioner.running, `csi-provisioner exited:\n${provisioner.logTail(30)}`).to.equal(true);
+        const written = await tb.admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: theirs });
+        expect(written.items.map((o) => o.metadata?.labels?.[LABEL_CSI_MANAGED_BY]), 'written by the real external-provisioner').to.deep.equal([EXTERNAL_PROVISIONER]);
+        expect(await otherPublisherEvents()).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* are also published by external-provisioner \(namespace ext-prov-/);
+      }, 60_000);
+    } finally {
+      await provisioner.stop();
+    }
   });
 });
