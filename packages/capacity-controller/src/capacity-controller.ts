@@ -117,7 +117,9 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   const others = informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
     labelSelector: otherPublishersSelector({ driverName, managedBy, base: flags.managedBy, ...(flags.nodeName ? { nodeName: flags.nodeName } : {}) }),
   });
-  const otherPublishers = otherPublishersReport(others, inf.classes, env.events, env.log, driverName, flags.pollIntervalMs);
+  const onNode = flags.nodeName;
+  const target = onNode ? (): Node | undefined => inf.nodes.cache.get(onNode) : (cls: string): StorageClass | undefined => inf.classes.cache.get(cls);
+  const otherPublishers = otherPublishersReport(others, target, env.events, env.log, driverName, flags.pollIntervalMs);
   env.log.info('capacity loop set up', { driver: driverName, topology: flags.topology, namespace: flags.namespace, managedBy, node: flags.nodeName || undefined });
   return perNode ? [controller, loop.getCapacityCalls, perNode, otherPublishers] : [controller, loop.getCapacityCalls, otherPublishers];
 }

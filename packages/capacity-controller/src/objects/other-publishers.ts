@@ -1,5 +1,5 @@
 import { gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, runnableFunc, sleep } from '@topovol/shared';
-import type { CSIStorageCapacity, Logger, Runnable, StorageClass } from '@topovol/shared';
+import type { CSIStorageCapacity, KubeObject, Logger, Runnable } from '@topovol/shared';
 import type { CapacityEvents, InformerView } from '../capacity-loop-deps.js';
 import { ProblemReporter } from '../problem-reporter.js';
 import type { Problem } from '../problem-reporter.js';
@@ -42,8 +42,12 @@ export function otherPublishersSelector(id: PublisherIdentity): string {
   return `${driver},${LABEL_CSI_MANAGED_BY} in (${values.join(',')})`;
 }
 
-/** One problem per StorageClass that other publishers' objects cover, on the StorageClass where it exists. */
-export function otherPublisherProblems(driverName: string, objects: readonly CSIStorageCapacity[], storageClass: (name: string) => StorageClass | undefined): Problem[] {
+/**
+ * One problem per StorageClass that other publishers' objects cover, on `target(class)`: the
+ * StorageClass for the central instance, its own Node per node (thousands of instances would
+ * otherwise each record a Warning on the same class).
+ */
+export function otherPublisherProblems(driverName: string, objects: readonly CSIStorageCapacity[], target: (storageClassName: string) => KubeObject | undefined): Problem[] {
   const byClass = new Map<string, { managers: Set<string>; namespaces: Set<string>; count: number }>();
   for (const o of objects) {
     const cls = o.storageClassName ?? '';
@@ -54,11 +58,11 @@ export function otherPublisherProblems(driverName: string, objects: readonly CSI
     byClass.set(cls, c);
   }
   return [...byClass].sort(([a], [b]) => (a < b ? -1 : 1)).map(([cls, c]) => ({
-    target: storageClass(cls),
+    target: target(cls),
     id: `other-publisher\u0000${cls}`,
     reason: OTHER_PUBLISHER_REASON,
     message:
-      `${c.count} CSIStorageCapacity object(s) of driver ${driverName} for this class are also published by ${[...c.managers].sort().join(', ')} (namespace ${[...c.namespaces].sort().join(', ')}): ` +
+      `${c.count} CSIStorageCapacity object(s) of driver ${driverName} for class ${cls} are also published by ${[...c.managers].sort().join(', ')} (namespace ${[...c.namespaces].sort().join(', ')}): ` +
       'kube-scheduler reads every object of a class that covers a node and trusts the larger figure, so with two publishers a node can look as if it had room it has not. ' +
       'Run one publisher per driver: external-provisioner without --enable-capacity, or no Topovol capacity loop for this driver (docs/capacity.md).',
     fields: { storageClass: cls, driver: driverName, managers: [...c.managers].sort().join(',') },
@@ -67,14 +71,15 @@ export function otherPublisherProblems(driverName: string, objects: readonly CSI
 
 /**
  * Reports another publisher of this driver's capacity, which this instance cannot stop: a Warning
- * Event on each StorageClass it covers, a log line (once while the finding stays the same) and
+ * Event for each StorageClass it covers, on `target(class)` (otherPublisherProblems), a log line
+ * (once while the finding stays the same) and
  * the topovol_capacity_other_publisher_objects gauge. The objects are watched on every replica;
  * only the leader reports, through the runnable returned (started with the loop's others), at
  * each change of those objects and every `recheckMs`.
  */
 export function otherPublishersReport(
   objects: Pick<InformerView<CSIStorageCapacity>, 'cache' | 'addEventHandler'>,
-  classes: Pick<InformerView<StorageClass>, 'cache'>,
+  target: (storageClassName: string) => KubeObject | undefined,
   events: CapacityEvents,
   log: Logger,
   driverName: string,
@@ -91,7 +96,7 @@ export function otherPublishersReport(
       queued = false;
       const found = objects.cache.list();
       otherObjects.set({ driver: driverName }, found.length);
-      if (leading) reporter.report(otherPublisherProblems(driverName, found, (n) => classes.cache.get(n)));
+      if (leading) reporter.report(otherPublisherProblems(driverName, found, target));
     });
   };
   otherObjects.set({ driver: driverName }, 0);

@@ -19,6 +19,15 @@ describe('capacity: another publisher of the same driver (real API server, CSI o
   this.timeout(120_000);
   const tb = useCapacityTestbed('capother-');
 
+  /** An object for class fast of zone a, as external-provisioner writes them (pkg/capacity/capacity.go), in its own namespace. */
+  const theirObject = (namespace: string, managedBy: string): CSIStorageCapacity => ({
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'CSIStorageCapacity',
+    metadata: { generateName: 'csisc-', namespace, labels: { [LABEL_CSI_DRIVER_NAME]: tb.driverName, [LABEL_CSI_MANAGED_BY]: managedBy } },
+    storageClassName: tb.name('fast'),
+    nodeTopology: { matchLabels: { [ZONE]: 'a' } },
+    capacity: '100Gi',
+  });
   const otherPublisherEvents = async (): Promise<string> =>
     (await tb.admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${tb.name('fast')},reason=${OTHER_PUBLISHER_REASON}` })).items.map((e) => `${e.type}: ${e.message}`).join('\n');
 
@@ -31,17 +40,9 @@ describe('capacity: another publisher of the same driver (real API server, CSI o
     const gauge = (): Promise<number> => metricValue('topovol_capacity_other_publisher_objects', { driver: tb.driverName });
     expect(await gauge(), 'our own objects').to.equal(0);
 
-    // As external-provisioner writes them (pkg/capacity/capacity.go), in its own namespace.
     const theirs = await createTestNamespace(tb.admin, 'ext-prov-');
-    const obj = await tb.admin.create<CSIStorageCapacity>(Resources.csiStorageCapacities, {
-      apiVersion: 'storage.k8s.io/v1',
-      kind: 'CSIStorageCapacity',
-      metadata: { generateName: 'csisc-', namespace: theirs, labels: { [LABEL_CSI_DRIVER_NAME]: tb.driverName, [LABEL_CSI_MANAGED_BY]: EXTERNAL_PROVISIONER } },
-      storageClassName: tb.name('fast'),
-      nodeTopology: { matchLabels: { [ZONE]: 'a' } },
-      capacity: '100Gi',
-    });
-    await eventually(async () => expect(await otherPublisherEvents()).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* are also published by external-provisioner \(namespace ext-prov-/));
+    const obj = await tb.admin.create(Resources.csiStorageCapacities, theirObject(theirs, EXTERNAL_PROVISIONER));
+    await eventually(async () => expect(await otherPublisherEvents()).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* for class .* are also published by external-provisioner \(namespace ext-prov-/));
     expect(await gauge()).to.equal(1);
 
     await tb.admin.delete(Resources.csiStorageCapacities, obj.metadata!.name!, theirs);
@@ -73,10 +74,26 @@ describe('capacity: another publisher of the same driver (real API server, CSI o
         expect(provisioner.running, `csi-provisioner exited:\n${provisioner.logTail(30)}`).to.equal(true);
         const written = await tb.admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: theirs });
         expect(written.items.map((o) => o.metadata?.labels?.[LABEL_CSI_MANAGED_BY]), 'written by the real external-provisioner').to.deep.equal([EXTERNAL_PROVISIONER]);
-        expect(await otherPublisherEvents()).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* are also published by external-provisioner \(namespace ext-prov-/);
+        expect(await otherPublisherEvents()).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* for class .* are also published by external-provisioner \(namespace ext-prov-/);
       }, 60_000);
     } finally {
       await provisioner.stop();
     }
+  });
+
+  it("per node: external-provisioner's instance on this node is reported on the Node; another node's is not this instance's to report", async function () {
+    tb.driver.setCapacity({ [ZONE]: 'a' }, 5n * GiB);
+    await tb.addNode('n1', { [ZONE]: 'a' });
+    await tb.addClass('fast');
+    await tb.start([`--capacity-node-name=${tb.name('n1')}`, '--capacity-ownerref-level=-1', '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    await eventually(async () => expect((await capacityObjects(tb.admin, tb.ns)).map((o) => o.capacity)).to.deep.equal(['5Gi']));
+    const theirs = await createTestNamespace(tb.admin, 'ext-prov-');
+    await tb.admin.create(Resources.csiStorageCapacities, theirObject(theirs, `${EXTERNAL_PROVISIONER}-${tb.name('elsewhere')}`));
+    await tb.admin.create(Resources.csiStorageCapacities, theirObject(theirs, `${EXTERNAL_PROVISIONER}-${tb.name('n1')}`));
+    const onNode = async (): Promise<string> =>
+      (await tb.admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${tb.name('n1')},reason=${OTHER_PUBLISHER_REASON}` })).items.map((e) => `${e.type}: ${e.message}`).join('\n');
+    await eventually(async () => expect(await onNode()).to.match(new RegExp(`^Warning: 1 CSIStorageCapacity object\\(s\\) of driver .* for class ${tb.name('fast')} are also published by ${EXTERNAL_PROVISIONER}-${tb.name('n1')} \\(`)));
+    expect(await metricValue('topovol_capacity_other_publisher_objects', { driver: tb.driverName })).to.equal(1);
+    expect(await otherPublisherEvents(), 'nothing on the class: thousands of instances would each record one').to.equal('');
   });
 });

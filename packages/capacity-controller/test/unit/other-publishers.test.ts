@@ -17,7 +17,7 @@ describe('other publishers of a driver\'s capacity', function () {
     expect(otherPublishersSelector({ driverName: 'd', managedBy: 'x', base: 'topovol', nodeName: long })).to.equal('csi.storage.k8s.io/drivername=d,csi.storage.k8s.io/managed-by in (external-provisioner,topovol)');
   });
 
-  it('one Warning per class, on the class where it exists, naming the publishers and namespaces', function () {
+  it('one Warning per class, on the target given for the class, naming the publishers and namespaces', function () {
     const obj = (cls: string, by: string, ns: string): CSIStorageCapacity => ({ metadata: { name: `o-${cls}-${by}`, namespace: ns, labels: { [LABEL_CSI_MANAGED_BY]: by } }, storageClassName: cls });
     const fast: StorageClass = { metadata: { name: 'fast' }, provisioner: 'd' };
     const problems = otherPublisherProblems('d', [obj('fast', 'external-provisioner', 'kube-system'), obj('fast', 'external-provisioner-n1', 'csi'), obj('gone', 'external-provisioner', 'kube-system')], (n) => (n === 'fast' ? fast : undefined));
@@ -25,6 +25,6 @@ describe('other publishers of a driver\'s capacity', function () {
       ['fast', 'OtherCapacityPublisher', 'other-publisher\u0000fast'],
       [undefined, 'OtherCapacityPublisher', 'other-publisher\u0000gone'],
     ]);
-    expect(problems[0]!.message).to.match(/^2 CSIStorageCapacity object\(s\) of driver d for this class are also published by external-provisioner, external-provisioner-n1 \(namespace csi, kube-system\)/);
+    expect(problems[0]!.message).to.match(/^2 CSIStorageCapacity object\(s\) of driver d for class fast are also published by external-provisioner, external-provisioner-n1 \(namespace csi, kube-system\)/);
   });
 });
