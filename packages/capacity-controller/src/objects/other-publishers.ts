@@ -1,4 +1,4 @@
-import { gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, runnableFunc, sleep } from '@topovol/shared';
+import { errorMessage, gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, runnableFunc, sleep } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeObject, Logger, Runnable } from '@topovol/shared';
 import type { CapacityEvents, InformerView } from '../capacity-loop-deps.js';
 import { ProblemReporter } from '../problem-reporter.js';
@@ -94,9 +94,14 @@ export function otherPublishersReport(
     // Coalesced: a relist of many objects reports once.
     setImmediate(() => {
       queued = false;
-      const found = objects.cache.list();
-      otherObjects.set({ driver: driverName }, found.length);
-      if (leading) reporter.report(otherPublisherProblems(driverName, found, target));
+      // From a timer: anything thrown here would end the process.
+      try {
+        const found = objects.cache.list();
+        otherObjects.set({ driver: driverName }, found.length);
+        if (leading) reporter.report(otherPublisherProblems(driverName, found, target));
+      } catch (err) {
+        log.error('checking for other capacity publishers failed', { error: errorMessage(err) });
+      }
     });
   };
   otherObjects.set({ driver: driverName }, 0);
