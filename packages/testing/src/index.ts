@@ -6,6 +6,7 @@ export { sharedControlPlane, stopSharedControlPlane } from './shared-control-pla
 export { createTestNamespace } from './test-namespace.js';
 export { installCrds } from './install-crds.js';
 export { eventually, pollUntil } from './eventually.js';
+export { metricSum } from './metric-sum.js';
 export { ManagedProcess } from './managed-process.js';
 export { CLOCK_SKEW_PRELOAD, startManagerBinary } from './manager-binary.js';
 export type { ManagerBinaryOptions } from './manager-binary.js';

@@ -1,13 +1,10 @@
 import { expect } from 'chai';
-import { metricsRegistry, Resources } from '@topovol/shared';
+import { Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, eventually, metricSum, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, getPV, pv, pvc, RunningBinder } from './binder-harness.js';
 
-async function binderAdds(): Promise<number> {
-  const { values } = (await metricsRegistry.getSingleMetric('workqueue_adds_total')?.get()) ?? { values: [] };
-  return values.find((v) => v.labels.name === 'pv-binder')?.value ?? 0;
-}
+const binderAdds = (): Promise<number> => metricSum('workqueue_adds_total', { name: 'pv-binder' });
 
 const WAITING = 20;
 

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { EventRecorder, isConflict, logger, metricsRegistry, Resources } from '@topovol/shared';
+import { EventRecorder, isConflict, logger, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, Pod } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, InProcessLoop, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, eventually, InProcessLoop, metricSum, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
 import type { ControlPlane, InProcessLoopOptions, ManagedProcess } from '@topovol/testing';
 import { zonalPvUpgradeDescriptor } from '../../src/zonal-pv-upgrade-descriptor.js';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
@@ -27,13 +27,7 @@ const RunningZonal = {
   start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(zonalPvUpgradeDescriptor, ['--concurrent-workers=1', ...args], opts),
 };
 
-async function metricValue(name: string, labels: Record<string, string>): Promise<number> {
-  const m = metricsRegistry.getSingleMetric(name);
-  if (!m) return 0;
-  const { values } = await m.get();
-  return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
-}
-const upgrades = (result: string): Promise<number> => metricValue('topovol_zonal_pv_upgrades_total', { result });
+const upgrades = (result: string): Promise<number> => metricSum('topovol_zonal_pv_upgrades_total', { result });
 
 type Reqs = [string, string[]][];
 /** One term, each key In its values: someone else's affinity, or the first term of ours. */
@@ -345,7 +339,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
     it('reports (counter, Event recorded, log) but writes nothing', async function () {
       const dryBefore = await upgrades('dry_run');
       const upgradedBefore = await upgrades('upgraded');
-      const eventsBefore = await metricValue('topovol_events_total', { component: COMPONENT, type: 'Normal', reason: REASON_CONVERTED });
+      const eventsBefore = await metricSum('topovol_events_total', { component: COMPONENT, type: 'Normal', reason: REASON_CONVERTED });
       const created = [
         await admin.create(Resources.persistentVolumes, zonalPV('zonal-volume-1', { [BZ]: 'us-central1-a', [BR]: 'us-central1' })),
         await admin.create(Resources.persistentVolumes, zonalPV('multi-zonal-volume-1', { [BZ]: 'us-central1-a__us-central1-b', [BR]: 'us-central1' })),
@@ -354,7 +348,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
       expect(await upgrades('upgraded')).to.equal(upgradedBefore);
       // The Event is recorded (and counted) as in a real run; like every other write, the
       // manager's dry-run recorder does not send it to the API server.
-      expect(await metricValue('topovol_events_total', { component: COMPONENT, type: 'Normal', reason: REASON_CONVERTED })).to.equal(eventsBefore + created.length);
+      expect(await metricSum('topovol_events_total', { component: COMPONENT, type: 'Normal', reason: REASON_CONVERTED })).to.equal(eventsBefore + created.length);
       await loop.events.flush();
       for (const c of created) {
         const now = await getPV(admin, c.metadata!.name!);
