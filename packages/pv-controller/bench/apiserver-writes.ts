@@ -44,3 +44,25 @@ export function writesBetween(before: VolumeWrites, after: VolumeWrites): Volume
   }
   return { total: after.total - before.total, byKind };
 }
+
+/**
+ * Creates and patches of core/v1 Events the API server answered. Both binders record their Events
+ * through the core/v1 API (client-go's record package; Topovol's EventRecorder), kube-scheduler
+ * through events.k8s.io/v1, which the API server counts under another group: so over the delayed
+ * scenario's window this is the binder's Event writes.
+ */
+export async function coreEventWrites(admin: KubeClient): Promise<number> {
+  return parseCoreEventWrites(await admin.requestText('GET', '/metrics'));
+}
+
+export function parseCoreEventWrites(metricsText: string): number {
+  let total = 0;
+  for (const line of metricsText.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    if (labels.resource !== 'events' || labels.group !== '' || !/^2\d\d$/.test(labels.code ?? '')) continue;
+    if (labels.verb !== 'POST' && labels.verb !== 'PATCH') continue;
+    total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}

@@ -9,6 +9,7 @@ import type { BenchOptions, ContenderName } from './bench-flags.js';
 import { busyBetween, cpuMark, ensureNamespace, freshControlPlane, say } from './bench-cluster.js';
 import type { CpuSplit } from './bench-cluster.js';
 import { cdf } from './binding-run.js';
+import { coreEventWrites } from './apiserver-writes.js';
 import { startContender } from './contenders.js';
 import { createAll } from './create-all.js';
 import { delayedClaim, delayedClass, delayedPod, DELAYED_NAMESPACE, localVolume, nodeName, schedulerConfig } from './delayed-objects.js';
@@ -30,6 +31,8 @@ export interface DelayedRun {
   /** First pod create to the last claim Bound. */
   windowSeconds: number;
   binder: { peakRssMiB: number; cpuSeconds: number; cpuMsPerBinding: number };
+  /** Event creates and patches of the binder over the window (core/v1; kube-scheduler writes events.k8s.io/v1). */
+  binderEventWrites?: number;
   machineBusyFraction: number;
   ownBusyFraction: number;
   /** CPU seconds over the window of the binder, kube-apiserver, etcd and the bench. */
@@ -90,6 +93,7 @@ export async function runDelayed(name: ContenderName, claims: number, nodes: num
 
     say(`${name}: creating ${claims} pods`);
     const createdAt = new Map<string, number>();
+    const events0 = await coreEventWrites(admin);
     const mark0 = cpuMark(sampler.cpuSeconds() ?? 0, performance.now());
     const progress = setInterval(() => say(`${name}: ${pods.reachedAt.size}/${claims} pods scheduled, ${bound.reachedAt.size}/${claims} claims Bound`), 10_000);
     let complete: boolean;
@@ -101,6 +105,7 @@ export async function runDelayed(name: ContenderName, claims: number, nodes: num
     }
     const mark1 = cpuMark(sampler.cpuSeconds() ?? NaN, performance.now());
     sampler.stop();
+    const binderEventWrites = (await coreEventWrites(admin)) - events0;
 
     const waits: number[] = [];
     let lastBound = mark0.at;
@@ -127,6 +132,7 @@ export async function runDelayed(name: ContenderName, claims: number, nodes: num
       podScheduledMs: summarize(podWaits),
       windowSeconds: (lastBound - mark0.at) / 1000,
       binder: { peakRssMiB: sampler.peakRssMiB, cpuSeconds: cpu, cpuMsPerBinding: (cpu * 1000) / Math.max(1, bound.reachedAt.size) },
+      binderEventWrites,
       ...busyBetween(mark0, mark1),
       logDir,
     };

@@ -14,6 +14,7 @@ import { keysNeedingSync } from './resync-keys.js';
 import { watchForSecondBinder } from './second-binder.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
+import { consumerChanged } from './consumer-change.js';
 import { VolumeIndex } from './volume-index.js';
 import { newlyOffered } from './volume-offer.js';
 
@@ -187,7 +188,15 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const onPod = (p: Pod): void => {
     for (const k of claimKeysOfPod(p)) enqueueClaimKey(k);
   };
-  pods.addEventHandler({ onAdd: onPod, onUpdate: (_, p) => onPod(p), onDelete: onPod });
+  pods.addEventHandler({
+    onAdd: onPod,
+    onUpdate: (old, p) => {
+      if (!consumerChanged(old, p)) return;
+      onPod(old);
+      onPod(p);
+    },
+    onDelete: onPod,
+  });
   /** Claims that wait on a node: selected for them, or where a hand-placed pod of theirs runs. */
   const enqueueNodeClaims = (n: Node): void => {
     const name = n.metadata?.name ?? '';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
-import type { KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
+import { projectPod, Resources } from '@topovol/shared';
+import type { KubeClient, KubeObject, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, metricSum, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, getPV, pv, pvc, RunningBinder } from './binder-harness.js';
 
@@ -28,7 +28,36 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
     await binder?.stop();
     await deleteNow(admin, Resources.persistentVolumes, `${ns}-small`).catch(() => undefined);
     await admin.delete(Resources.storageClasses, ns).catch(() => undefined);
+    await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);
   });
+
+  /**
+   * Resolves once the binder's informer for `resource` has handed this resourceVersion to its
+   * handlers (ours is added after the binder's), and the turn after, where keys are queued.
+   */
+  function handledBy<T extends KubeObject>(informer: { addEventHandler(h: { onUpdate: (old: T, o: T) => void }): void }): (rv: string) => Promise<void> {
+    const arrived = new Set<string>();
+    const waiting = new Map<string, () => void>();
+    informer.addEventHandler({
+      onUpdate: (_, o) => {
+        const rv = o.metadata?.resourceVersion ?? '';
+        arrived.add(rv);
+        waiting.get(rv)?.();
+      },
+    });
+    // The event may come before the write's answer.
+    return (rv) => new Promise<void>((resolve) => (arrived.has(rv) ? resolve() : waiting.set(rv, resolve))).then(() => new Promise((r) => setImmediate(r)));
+  }
+
+  /** The work-queue adds one write caused, once the binder has handled its event. */
+  async function addsOf<T extends KubeObject>(handled: (rv: string) => Promise<void>, write: () => Promise<T>): Promise<number> {
+    // Earlier reconciles (Pending, nothing to write) settle first.
+    await new Promise((r) => setTimeout(r, 300));
+    const before = await binderAdds();
+    const written = await write();
+    await handled(written.metadata!.resourceVersion!);
+    return (await binderAdds()) - before;
+  }
 
   it('a status-only write of a free volume queues no waiting claim; a label change queues them all', async function () {
     await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: ns }, provisioner: 'kubernetes.io/no-provisioner' });
@@ -38,28 +67,8 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
     for (let i = 0; i < WAITING; i++) await admin.create(Resources.persistentVolumeClaims, pvc(ns, `big-${i}`, '10Gi', { class: ns }));
     await eventually(async () => expect((await getPV(admin, volumeName)).status?.phase).to.equal('Available'));
 
-    // Resolves once the binder's informer has handed this resourceVersion of the volume to its
-    // handlers (ours is added after the binder's), and the turn after, where wakes are walked.
-    const arrived = new Set<string>();
-    const waiting = new Map<string, () => void>();
-    binder.informers.forResource<PersistentVolume>(Resources.persistentVolumes).addEventHandler({
-      onUpdate: (_, v) => {
-        const rv = v.metadata?.resourceVersion ?? '';
-        arrived.add(rv);
-        waiting.get(rv)?.();
-      },
-    });
-    // The event may come before the write's answer.
-    const handled = (rv: string): Promise<void> =>
-      new Promise<void>((resolve) => (arrived.has(rv) ? resolve() : waiting.set(rv, resolve))).then(() => new Promise((r) => setImmediate(r)));
-    const write = async (change: (v: PersistentVolume) => Promise<PersistentVolume>): Promise<number> => {
-      // The claims' own reconciles (Pending, nothing to write) settle first.
-      await new Promise((r) => setTimeout(r, 300));
-      const before = await binderAdds();
-      const written = await change(await getPV(admin, volumeName));
-      await handled(written.metadata!.resourceVersion!);
-      return (await binderAdds()) - before;
-    };
+    const handled = handledBy<PersistentVolume>(binder.informers.forResource<PersistentVolume>(Resources.persistentVolumes));
+    const write = async (change: (v: PersistentVolume) => Promise<PersistentVolume>): Promise<number> => addsOf(handled, async () => change(await getPV(admin, volumeName)));
 
     const statusAdds: number[] = [];
     for (let i = 0; i < 3; i++) {
@@ -69,5 +78,40 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
 
     expect(labelAdds, 'a label change queues every waiting claim of the class (and the volume)').to.be.at.least(WAITING);
     for (const n of statusAdds) expect(n, 'a status-only write queues the volume, not the waiting claims').to.be.below(WAITING);
+  });
+
+  // A pod's update queues its claims only when what their decisions read of it changed
+  // (consumer-change.ts): kube-scheduler's status writes on a pod that waits do not.
+  it("a pending pod's status write queues none of its claims; its binding to a node does", async function () {
+    const cls = `${ns}-late`;
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'WaitForFirstConsumer' });
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'late', '1Gi', { class: cls }));
+    await admin.create<Pod>(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: ns },
+      spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'late' } }] },
+    });
+    const handled = handledBy<Pod>(binder.informers.forResource<Pod>(Resources.pods, { transform: projectPod }));
+    const getPod = (): Promise<Pod> => admin.get<Pod>(Resources.pods, 'p', ns);
+
+    const statusAdds: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      statusAdds.push(
+        await addsOf(handled, async () => {
+          const p = await getPod();
+          const condition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: `attempt ${i}`, lastTransitionTime: new Date().toISOString() };
+          return admin.replaceStatus(Resources.pods, { ...p, status: { ...p.status, conditions: [condition] } });
+        }),
+      );
+    }
+    const bindAdds = await addsOf(handled, async () => {
+      await admin.request('POST', `/api/v1/namespaces/${ns}/pods/p/binding`, { body: { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'p', namespace: ns }, target: { apiVersion: 'v1', kind: 'Node', name: `${ns}-node` } } });
+      return getPod();
+    });
+
+    expect(statusAdds, 'status writes queue nothing').to.deep.equal([0, 0, 0]);
+    expect(bindAdds, 'the binding queues the claim').to.be.at.least(1);
+    await admin.delete(Resources.pods, 'p', ns, { gracePeriodSeconds: 0 });
   });
 });

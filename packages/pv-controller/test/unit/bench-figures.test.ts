@@ -11,7 +11,7 @@ import { spread } from '../../bench/run-medians.js';
 import { cpuSplit, failoverSection, largeNSection } from '../../bench/benchmarks-doc-sections.js';
 import type { BindingRecord } from '../../bench/bench-report.js';
 import type { BindingRun } from '../../bench/binding-run.js';
-import { parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
+import { parseCoreEventWrites, parseVolumeWrites, writesBetween } from '../../bench/apiserver-writes.js';
 import { boundFigures, cdf, timeline } from '../../bench/binding-run.js';
 import { killEvery, MAX_ROUNDS, medianRoundSeconds, repeatRounds } from '../../bench/pair-rounds.js';
 import { failoverRecordPrefix, firstAfter } from '../../bench/run-failover.js';
@@ -35,6 +35,17 @@ describe('pv-binder bench figures', function () {
     expect(w.total).to.equal(27);
     expect(w.byKind).to.deep.equal({ 'PUT persistentvolumes': 10, 'PUT persistentvolumes/status': 10, 'PATCH persistentvolumeclaims': 7 });
     expect(writesBetween({ total: 5, byKind: { 'PUT persistentvolumes': 5 } }, w)).to.deep.equal({ total: 22, byKind: { 'PUT persistentvolumes': 5, 'PUT persistentvolumes/status': 10, 'PATCH persistentvolumeclaims': 7 } });
+  });
+
+  it("counts the binder's Event writes: core/v1 creates and patches that succeeded, not kube-scheduler's events.k8s.io ones", function () {
+    const text = [
+      'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 1000',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="PATCH",version="v1"} 652',
+      'apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="PATCH",version="v1"} 3',
+      'apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="events",scope="resource",subresource="",verb="LIST",version="v1"} 9',
+      'apiserver_request_total{code="201",component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 940',
+    ].join('\n');
+    expect(parseCoreEventWrites(text)).to.equal(1652);
   });
 
   it('timeline counts claims Bound from the clock start and ends at the last one', function () {

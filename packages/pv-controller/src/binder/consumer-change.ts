@@ -1,0 +1,27 @@
+import { claimKeysOfPod, isPodTerminated } from '@topovol/shared';
+import type { Pod } from '@topovol/shared';
+
+/**
+ * What a claim's decision reads of a pod that uses it (wait-for-consumer.ts, node-name-consumer.ts,
+ * selected-node-checks.ts): who it is, the claims it uses, where it was placed, and whether it is
+ * live. The rest of the cached pod (its PodScheduled condition, its containers' restarts) is there
+ * for other loops.
+ */
+function consumerView(p: Pod): string {
+  const md = p.metadata;
+  return JSON.stringify([md?.namespace, md?.name, md?.uid, p.spec?.nodeName, claimKeysOfPod(p), isPodTerminated(p), md?.deletionTimestamp !== undefined && md.deletionTimestamp !== null]);
+}
+
+/**
+ * Whether a pod update may change the decision of a claim it uses, and so queue the claim again.
+ * kube-scheduler writes a pending pod's status (its PodScheduled condition) while the pod waits
+ * for a delayed-binding claim; each such write queued the claim, which decided to wait again and
+ * recorded its WaitForPodScheduled Event again (a PATCH of the Event's count), about one extra
+ * decision and one extra write per pod in a scheduling burst (hack/bench/README.md, "Events
+ * while pods wait"). Upstream's binder does not watch pods for this at all: it says which pods a
+ * claim waits for only when it syncs the claim (emitEventForUnboundDelayBindingClaim in
+ * pkg/controller/volume/persistentvolume/pv_controller.go).
+ */
+export function consumerChanged(old: Pod, next: Pod): boolean {
+  return consumerView(old) !== consumerView(next);
+}
