@@ -2,12 +2,30 @@ import { errorMessage, gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, runna
 import type { CSIStorageCapacity, KubeObject, Logger, Runnable } from '@topovol/shared';
 import type { CapacityEvents, InformerView } from '../capacity-loop-deps.js';
 import { ProblemReporter } from '../problem-reporter.js';
+import { fnv1a32 } from '../status/status-shards.js';
 import type { Problem } from '../problem-reporter.js';
 
 /** external-provisioner's managed-by value (cmd/csi-provisioner/csi-provisioner.go); with --node-deployment, "-<node>" follows. */
 export const EXTERNAL_PROVISIONER = 'external-provisioner';
-/** A label value's limit: a longer per-node value is hashed by external-provisioner, and not looked for here. */
+/** validation.DNS1035LabelMaxLength, the limit external-provisioner keeps its per-node value to. */
 const LABEL_VALUE_MAX = 63;
+
+const fnvHex = (s: string): string => fnv1a32(s).toString(16).padStart(8, '0');
+
+/**
+ * external-provisioner's managed-by value on `nodeName` with --node-deployment: "external-provisioner-<node>",
+ * or, past 63 characters, the shortened form of its getNameWithMaxLength (cmd/csi-provisioner/util.go,
+ * the same in v6.3.0 and later): the base cut short, an 8-digit FNV-1a hash, then the node; or, for a
+ * node name too long to keep, the base and a hash of the whole. Node names are ASCII, so lengths in
+ * characters are Go's lengths in bytes.
+ */
+export function externalProvisionerManagedBy(nodeName: string): string {
+  const name = `${EXTERNAL_PROVISIONER}-${nodeName}`;
+  if (name.length <= LABEL_VALUE_MAX) return name;
+  const baseLength = LABEL_VALUE_MAX - 10 - nodeName.length;
+  if (baseLength <= 0) return `${EXTERNAL_PROVISIONER.slice(0, LABEL_VALUE_MAX - 9)}-${fnvHex(name)}`.slice(0, LABEL_VALUE_MAX);
+  return `${EXTERNAL_PROVISIONER.slice(0, baseLength)}-${fnvHex(EXTERNAL_PROVISIONER)}-${nodeName}`;
+}
 
 export const OTHER_PUBLISHER_REASON = 'OtherCapacityPublisher';
 
@@ -37,8 +55,7 @@ export interface PublisherIdentity {
 export function otherPublishersSelector(id: PublisherIdentity): string {
   const driver = `${LABEL_CSI_DRIVER_NAME}=${id.driverName}`;
   if (!id.nodeName) return `${driver},${LABEL_CSI_MANAGED_BY}!=${id.managedBy}`;
-  const onNode = `${EXTERNAL_PROVISIONER}-${id.nodeName}`;
-  const values = [EXTERNAL_PROVISIONER, ...(onNode.length <= LABEL_VALUE_MAX ? [onNode] : []), id.base];
+  const values = [EXTERNAL_PROVISIONER, externalProvisionerManagedBy(id.nodeName), id.base];
   return `${driver},${LABEL_CSI_MANAGED_BY} in (${values.join(',')})`;
 }
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { LABEL_CSI_MANAGED_BY } from '@topovol/shared';
 import type { CSIStorageCapacity, StorageClass } from '@topovol/shared';
-import { otherPublisherProblems, otherPublishersSelector } from '../../src/objects/other-publishers.js';
+import { externalProvisionerManagedBy, otherPublisherProblems, otherPublishersSelector } from '../../src/objects/other-publishers.js';
 
 describe('other publishers of a driver\'s capacity', function () {
   it('central: every object of the driver managed by someone else, cluster-wide', function () {
@@ -12,10 +12,30 @@ describe('other publishers of a driver\'s capacity', function () {
     expect(otherPublishersSelector({ driverName: 'd', managedBy: 'topovol-n1', base: 'topovol', nodeName: 'n1' })).to.equal(
       'csi.storage.k8s.io/drivername=d,csi.storage.k8s.io/managed-by in (external-provisioner,external-provisioner-n1,topovol)',
     );
-    // external-provisioner hashes a value past 63 characters; that one is not looked for.
-    const long = 'n'.repeat(60);
-    expect(otherPublishersSelector({ driverName: 'd', managedBy: 'x', base: 'topovol', nodeName: long })).to.equal('csi.storage.k8s.io/drivername=d,csi.storage.k8s.io/managed-by in (external-provisioner,topovol)');
+    // external-provisioner shortens a value past 63 characters; the shortened one is looked for.
+    const long = 'ip-10-0-12-34.eu-west-1.compute.internal.example.com';
+    expect(otherPublishersSelector({ driverName: 'd', managedBy: 'x', base: 'topovol', nodeName: long })).to.equal(
+      `csi.storage.k8s.io/drivername=d,csi.storage.k8s.io/managed-by in (external-provisioner,e-53f40b57-${long},topovol)`,
+    );
   });
+
+  // Expected values printed by getNameWithMaxLength("external-provisioner", node, 63) of
+  // external-provisioner v6.3.0 (cmd/csi-provisioner/util.go), run with Go on these node names.
+  const upstream: [string, string][] = [
+    ['n1', 'external-provisioner-n1'],
+    ['a'.repeat(42), `external-provisioner-${'a'.repeat(42)}`],
+    ['b'.repeat(43), `external-p-53f40b57-${'b'.repeat(43)}`],
+    ['ip-10-0-12-34.eu-west-1.compute.internal.example.com', 'e-53f40b57-ip-10-0-12-34.eu-west-1.compute.internal.example.com'],
+    ['c'.repeat(52), `e-53f40b57-${'c'.repeat(52)}`],
+    ['d'.repeat(53), 'external-provisioner-7345255e'],
+    ['e'.repeat(70), 'external-provisioner-2603e358'],
+  ];
+  for (const [node, want] of upstream) {
+    it(`names external-provisioner's instance on node ${node.slice(0, 16)}… (${node.length} characters) as it does itself`, function () {
+      expect(externalProvisionerManagedBy(node)).to.equal(want);
+      expect(want.length).to.be.at.most(63);
+    });
+  }
 
   it('one Warning per class, on the target given for the class, naming the publishers and namespaces', function () {
     const obj = (cls: string, by: string, ns: string): CSIStorageCapacity => ({ metadata: { name: `o-${cls}-${by}`, namespace: ns, labels: { [LABEL_CSI_MANAGED_BY]: by } }, storageClassName: cls });
