@@ -82,6 +82,11 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
       labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),
     }),
   };
+  // Another publisher of this driver's capacity (external-provisioner --enable-capacity, or another
+  // Topovol instance): reported, as nothing here can stop it.
+  const others = informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
+    labelSelector: otherPublishersSelector({ driverName, managedBy, base: flags.managedBy, ...(flags.nodeName ? { nodeName: flags.nodeName } : {}) }),
+  });
   const status = new CapacityStatusWriter(statusClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, now, log: env.log });
   const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString });
   const loop = new CapacityLoop(
@@ -106,17 +111,13 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
       callSlots: workers,
       dryRun: env.options.dryRun,
       toStatusTime,
+      otherPublisherObjects: () => others.cache.list(),
     },
     env.log,
   );
   const controller = new Controller<CapacityKey>(CAPACITY_CONTROLLER, loop.reconcile, { queue, workers });
   loop.register();
   queue.add(SYNC);
-  // Another publisher of this driver's capacity (external-provisioner --enable-capacity, or another
-  // Topovol instance): reported, as nothing here can stop it.
-  const others = informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
-    labelSelector: otherPublishersSelector({ driverName, managedBy, base: flags.managedBy, ...(flags.nodeName ? { nodeName: flags.nodeName } : {}) }),
-  });
   const onNode = flags.nodeName;
   const target = onNode ? (): Node | undefined => inf.nodes.cache.get(onNode) : (cls: string): StorageClass | undefined => inf.classes.cache.get(cls);
   const otherPublishers = otherPublishersReport(others, target, env.events, env.log, driverName, flags.pollIntervalMs);

@@ -46,6 +46,8 @@ export interface CapacityLoopOptions extends DesiredOptions {
   pollIntervalMs: number;
   minRefreshMs: number;
   statusRefreshMs: number;
+  /** The driver's objects other publishers manage, for the SolePublisher condition (other-publishers.ts). */
+  otherPublisherObjects?: () => readonly CSIStorageCapacity[];
   /** After Unimplemented, ask again this long later, doubling while it lasts (up to an hour). */
   unimplementedRetryMs?: number;
   /** GetCapacity calls at once (default 4); they never hold a worker. */
@@ -422,6 +424,7 @@ export class CapacityLoop {
       failing: [...this.state.values()].find((s) => s.error)?.error,
       unsupported: this.unsupported?.message,
       problems: this.desired.problems,
+      ...(this.opts.otherPublisherObjects ? { others: { driverName: this.opts.driverName, objects: this.opts.otherPublisherObjects() } } : {}),
     });
   }
 }

@@ -1,4 +1,6 @@
+import type { CSIStorageCapacity } from '@topovol/shared';
 import type { ClassProblem } from '../objects/desired-items.js';
+import { solePublisherCondition } from '../objects/other-publishers.js';
 import type { StatusCondition } from '../status/index.js';
 
 export interface LoopHealth {
@@ -10,9 +12,11 @@ export interface LoopHealth {
   /** Why the driver does not answer GetCapacity, while it does not. */
   unsupported?: string;
   problems: readonly ClassProblem[];
+  /** The driver's objects another publisher manages (otherPublishersSelector); absent: not watched. */
+  others?: { driverName: string; objects: readonly CSIStorageCapacity[] };
 }
 
-/** The conditions of the central loop's aggregated status: Ready, and whether pools cover every domain. */
+/** The conditions of the central loop's aggregated status: Ready, whether pools cover every domain, and whether it publishes alone. */
 export function loopConditions(h: LoopHealth): StatusCondition[] {
   const ready: StatusCondition =
     h.unsupported !== undefined
@@ -28,5 +32,5 @@ export function loopConditions(h: LoopHealth): StatusCondition[] {
     gaps.length > 0
       ? { type: 'PoolsCoverDomains', status: 'False', reason: gaps[0]!.reason, message: gaps.map((p) => `${p.storageClassName}: ${p.message}`).join('\n') }
       : { type: 'PoolsCoverDomains', status: 'True', reason: 'AllDomainsServed', message: 'every domain with nodes is served by a pool of each pool-constrained class' };
-  return [ready, pools];
+  return h.others ? [ready, pools, solePublisherCondition(h.others.driverName, h.others.objects)] : [ready, pools];
 }

@@ -3,6 +3,7 @@ import type { CSIStorageCapacity, KubeObject, Logger, Runnable } from '@topovol/
 import type { CapacityEvents, InformerView } from '../capacity-loop-deps.js';
 import { ProblemReporter } from '../problem-reporter.js';
 import { fnv1a32 } from '../status/status-shards.js';
+import type { StatusCondition } from '../status/index.js';
 import type { Problem } from '../problem-reporter.js';
 
 /** external-provisioner's managed-by value (cmd/csi-provisioner/csi-provisioner.go); with --node-deployment, "-<node>" follows. */
@@ -84,6 +85,28 @@ export function otherPublisherProblems(driverName: string, objects: readonly CSI
       'Run one publisher per driver: external-provisioner without --enable-capacity, or no Topovol capacity loop for this driver (docs/capacity.md).',
     fields: { storageClass: cls, driver: driverName, managers: [...c.managers].sort().join(',') },
   }));
+}
+
+/** The managers and namespaces of other publishers' objects, sorted: one finding, however many objects. */
+function publishersOf(objects: readonly CSIStorageCapacity[]): { managers: string; namespaces: string } {
+  const managers = new Set(objects.map((o) => o.metadata?.labels?.[LABEL_CSI_MANAGED_BY] ?? ''));
+  const namespaces = new Set(objects.map((o) => o.metadata?.namespace ?? ''));
+  return { managers: [...managers].sort().join(', '), namespaces: [...namespaces].sort().join(', ') };
+}
+
+/**
+ * The central instance's `SolePublisher` condition on the driver's CSIDriverCapacity: what the
+ * OtherCapacityPublisher Warnings say per class, in one place `kubectl describe` shows.
+ */
+export function solePublisherCondition(driverName: string, objects: readonly CSIStorageCapacity[]): StatusCondition {
+  if (objects.length === 0) return { type: 'SolePublisher', status: 'True', reason: 'NoOtherPublisher', message: `no other manager publishes CSIStorageCapacity objects of driver ${driverName}` };
+  const { managers, namespaces } = publishersOf(objects);
+  return {
+    type: 'SolePublisher',
+    status: 'False',
+    reason: OTHER_PUBLISHER_REASON,
+    message: `${objects.length} CSIStorageCapacity object(s) of driver ${driverName} are also published by ${managers} (namespace ${namespaces}): kube-scheduler trusts the larger of two figures; run one publisher per driver (docs/capacity.md).`,
+  };
 }
 
 /**

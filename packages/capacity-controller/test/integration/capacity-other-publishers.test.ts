@@ -7,6 +7,8 @@ import type { CSIStorageCapacity, Event } from '@topovol/shared';
 import { createTestNamespace, csiBinaries, eventually, ManagedProcess, sharedControlPlane } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { EXTERNAL_PROVISIONER, externalProvisionerManagedBy, OTHER_PUBLISHER_REASON } from '../../src/objects/other-publishers.js';
+import { CSIDriverCapacities } from '../../src/status/index.js';
+import type { CSIDriverCapacity } from '../../src/status/index.js';
 import { capacityObjects, metricValue } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
@@ -31,22 +33,30 @@ describe('capacity: another publisher of the same driver (real API server, CSI o
   const otherPublisherEvents = async (): Promise<string> =>
     (await tb.admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${tb.name('fast')},reason=${OTHER_PUBLISHER_REASON}` })).items.map((e) => `${e.type}: ${e.message}`).join('\n');
 
-  it("external-provisioner's object for one of our classes: a Warning on the class and the metric, gone with the object; our own objects are not counted", async function () {
+  it("external-provisioner's object for one of our classes: a Warning on the class, the metric and the SolePublisher condition, gone with the object; our own objects are not counted", async function () {
     tb.driver.setCapacity({ [ZONE]: 'a' }, 5n * GiB);
     await tb.addNode('n1', { [ZONE]: 'a' });
     await tb.addClass('fast');
-    await tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    // The aggregated status is published every third of the expiry: 1 s here.
+    await tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms', '--capacity-status-expiry=3s']);
     await eventually(async () => expect((await capacityObjects(tb.admin, tb.ns)).map((o) => o.capacity)).to.deep.equal(['5Gi']));
     const gauge = (): Promise<number> => metricValue('topovol_capacity_other_publisher_objects', { driver: tb.driverName });
+    const sole = async (): Promise<string> => {
+      const c = (await tb.admin.get<CSIDriverCapacity>(CSIDriverCapacities, tb.driverName).catch(() => undefined))?.status?.conditions?.find((x) => x.type === 'SolePublisher');
+      return `${c?.status} ${c?.reason}`;
+    };
+    await eventually(async () => expect(await sole()).to.equal('True NoOtherPublisher'));
     expect(await gauge(), 'our own objects').to.equal(0);
 
     const theirs = await createTestNamespace(tb.admin, 'ext-prov-');
     const obj = await tb.admin.create(Resources.csiStorageCapacities, theirObject(theirs, EXTERNAL_PROVISIONER));
     await eventually(async () => expect(await otherPublisherEvents()).to.match(/^Warning: 1 CSIStorageCapacity object\(s\) of driver .* for class .* are also published by external-provisioner \(namespace ext-prov-/));
     expect(await gauge()).to.equal(1);
+    await eventually(async () => expect(await sole()).to.equal(`False ${OTHER_PUBLISHER_REASON}`));
 
     await tb.admin.delete(Resources.csiStorageCapacities, obj.metadata!.name!, theirs);
     await eventually(async () => expect(await gauge()).to.equal(0));
+    await eventually(async () => expect(await sole()).to.equal('True NoOtherPublisher'));
     // Our figure was never touched.
     expect((await capacityObjects(tb.admin, tb.ns)).map((o) => o.capacity)).to.deep.equal(['5Gi']);
   });

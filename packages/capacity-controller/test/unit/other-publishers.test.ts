@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { LABEL_CSI_MANAGED_BY } from '@topovol/shared';
 import type { CSIStorageCapacity, StorageClass } from '@topovol/shared';
+import { loopConditions } from '../../src/aggregate/loop-conditions.js';
 import { externalProvisionerManagedBy, otherPublisherProblems, otherPublishersSelector } from '../../src/objects/other-publishers.js';
 
 describe('other publishers of a driver\'s capacity', function () {
@@ -46,5 +47,16 @@ describe('other publishers of a driver\'s capacity', function () {
       [undefined, 'OtherCapacityPublisher', 'other-publisher\u0000gone'],
     ]);
     expect(problems[0]!.message).to.match(/^2 CSIStorageCapacity object\(s\) of driver d for class fast are also published by external-provisioner, external-provisioner-n1 \(namespace csi, kube-system\)/);
+  });
+
+  it('the central status says SolePublisher, False with the managers and namespaces while another publisher writes objects of the driver', function () {
+    const health = { total: 1, measured: 1, problems: [] };
+    const obj = (by: string, ns: string): CSIStorageCapacity => ({ metadata: { name: `o-${by}`, namespace: ns, labels: { [LABEL_CSI_MANAGED_BY]: by } }, storageClassName: 'fast' });
+    expect(loopConditions(health).map((c) => c.type), 'not watched: no condition').to.deep.equal(['Ready', 'PoolsCoverDomains']);
+    const alone = loopConditions({ ...health, others: { driverName: 'd', objects: [] } })[2]!;
+    expect(alone).to.include({ type: 'SolePublisher', status: 'True', reason: 'NoOtherPublisher' });
+    const two = loopConditions({ ...health, others: { driverName: 'd', objects: [obj('external-provisioner', 'kube-system'), obj('topovol-2', 'ops'), obj('external-provisioner', 'kube-system')] } })[2]!;
+    expect(two).to.include({ type: 'SolePublisher', status: 'False', reason: 'OtherCapacityPublisher' });
+    expect(two.message).to.match(/^3 CSIStorageCapacity object\(s\) of driver d are also published by external-provisioner, topovol-2 \(namespace kube-system, ops\)/);
   });
 });
