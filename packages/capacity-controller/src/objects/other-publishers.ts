@@ -16,7 +16,7 @@ const fnvHex = (s: string): string => fnv1a32(s).toString(16).padStart(8, '0');
 /**
  * external-provisioner's managed-by value on `nodeName` with --node-deployment: "external-provisioner-<node>",
  * or, past 63 characters, the shortened form of its getNameWithMaxLength (cmd/csi-provisioner/util.go,
- * the same in v6.3.0 and later): the base cut short, an 8-digit FNV-1a hash, then the node; or, for a
+ * identical since v5.3.0): the base cut short, an 8-digit FNV-1a hash, then the node; or, for a
  * node name too long to keep, the base and a hash of the whole. Node names are ASCII, so lengths in
  * characters are Go's lengths in bytes.
  */
@@ -105,7 +105,8 @@ export function solePublisherCondition(driverName: string, objects: readonly CSI
     type: 'SolePublisher',
     status: 'False',
     reason: OTHER_PUBLISHER_REASON,
-    message: `${objects.length} CSIStorageCapacity object(s) of driver ${driverName} are also published by ${managers} (namespace ${namespaces}): kube-scheduler trusts the larger of two figures; run one publisher per driver (docs/capacity.md).`,
+    // No count: the head is rewritten when the message changes, and the other publisher's objects come and go.
+    message: `CSIStorageCapacity objects of driver ${driverName} are also published by ${managers} (namespace ${namespaces}): kube-scheduler trusts the larger of two figures; run one publisher per driver (docs/capacity.md).`,
   };
 }
 

@@ -3,7 +3,7 @@ import type { Pod } from '@topovol/shared';
 
 /**
  * What a claim's decision reads of a pod that uses it (wait-for-consumer.ts, node-name-consumer.ts,
- * selected-node-checks.ts): who it is, the claims it uses, where it was placed, and whether it is
+ * selected-node-checks.ts, reclaim-volume.ts): who it is, the claims it uses, where it was placed, and whether it is
  * live. The rest of the cached pod (its PodScheduled condition, its containers' restarts) is there
  * for other loops.
  */
