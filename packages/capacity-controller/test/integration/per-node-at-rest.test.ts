@@ -172,7 +172,14 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     // No read of the head either: a pruner keeps the head as it last read or wrote it. (Head reads
     // seen here once came from a non-pruner that dated its old copy of the shard at each poll and
     // took a turn at pruning; per-node-shard-reads.test.ts replays that interleaving exactly.)
-    expect(seen.filter((r) => !r.what.startsWith('watch ') && !expected.includes(r.what)), 'nothing but the status heartbeats and the pruners\' reads').to.deep.equal([]);
+    expect(seen.filter((r) => !r.what.startsWith('watch ') && !expected.includes(r.what) && r.what !== 'get csidrivercapacities'), 'nothing but the status heartbeats and the pruners\' reads').to.deep.equal([]);
+    // Except after a Conflict: the pruners of different shards renew their entries on the one head,
+    // and the totals are written with the head's resourceVersion as a precondition; the one that
+    // loses reads the head again (StatusSummarizer.writeTotals). A clean-clone run saw one such read.
+    const headConflicts = seen.filter((r) => r.what === 'patch csidrivercapacities/status' && r.code === 409).length;
+    const headReads = seen.filter((r) => r.what === 'get csidrivercapacities').length;
+    const headRequests = JSON.stringify(seen.filter((r) => r.what.endsWith(' csidrivercapacities') || r.what.endsWith(' csidrivercapacities/status')));
+    expect(headReads, `head reads: only after a write of the head met a Conflict (${headConflicts} did): ${headRequests}`).to.be.at.most(headConflicts);
     // Each shard is read by its pruner (its smallest node name) only: at most once per poll, and not
     // in a poll whose own write returned the shard.
     for (const shard of new Set(shardOfNode.values())) {
