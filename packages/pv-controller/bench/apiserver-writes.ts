@@ -19,15 +19,22 @@ export async function volumeWrites(admin: KubeClient): Promise<VolumeWrites> {
   return parseVolumeWrites(await admin.requestText('GET', '/metrics'));
 }
 
-export function parseVolumeWrites(metricsText: string): VolumeWrites {
-  const byKind: Record<string, number> = {};
-  let total = 0;
+/** Every apiserver_request_total series in a /metrics text: its labels and its value. */
+function* requestCounts(metricsText: string): Generator<{ labels: Record<string, string>; value: number }> {
   for (const line of metricsText.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
-    if (!WRITE_VERBS.has(labels.verb ?? '') || !RESOURCES.has(labels.resource ?? '')) continue;
-    if (!/^2\d\d$/.test(labels.code ?? '')) continue;
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    yield { labels, value: Number(line.slice(line.lastIndexOf(' ') + 1)) };
+  }
+}
+
+const answered = (labels: Record<string, string>): boolean => /^2\d\d$/.test(labels.code ?? '');
+
+export function parseVolumeWrites(metricsText: string): VolumeWrites {
+  const byKind: Record<string, number> = {};
+  let total = 0;
+  for (const { labels, value } of requestCounts(metricsText)) {
+    if (!WRITE_VERBS.has(labels.verb ?? '') || !RESOURCES.has(labels.resource ?? '') || !answered(labels)) continue;
     const kind = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
     byKind[kind] = (byKind[kind] ?? 0) + value;
     total += value;
@@ -57,12 +64,8 @@ export async function coreEventWrites(admin: KubeClient): Promise<number> {
 
 export function parseCoreEventWrites(metricsText: string): number {
   let total = 0;
-  for (const line of metricsText.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
-    if (labels.resource !== 'events' || labels.group !== '' || !/^2\d\d$/.test(labels.code ?? '')) continue;
-    if (labels.verb !== 'POST' && labels.verb !== 'PATCH') continue;
-    total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  for (const { labels, value } of requestCounts(metricsText)) {
+    if (labels.resource === 'events' && labels.group === '' && (labels.verb === 'POST' || labels.verb === 'PATCH') && answered(labels)) total += value;
   }
   return total;
 }

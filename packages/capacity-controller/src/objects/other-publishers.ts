@@ -2,16 +2,13 @@ import { errorMessage, gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, runna
 import type { CSIStorageCapacity, KubeObject, Logger, Runnable } from '@topovol/shared';
 import type { CapacityEvents, InformerView } from '../capacity-loop-deps.js';
 import { ProblemReporter } from '../problem-reporter.js';
-import { fnv1a32 } from '../status/status-shards.js';
+import { fnv1a32Hex } from '../status/status-shards.js';
+import { LABEL_VALUE_MAX } from './managed-by.js';
 import type { StatusCondition } from '../status/index.js';
 import type { Problem } from '../problem-reporter.js';
 
 /** external-provisioner's managed-by value (cmd/csi-provisioner/csi-provisioner.go); with --node-deployment, "-<node>" follows. */
 export const EXTERNAL_PROVISIONER = 'external-provisioner';
-/** validation.DNS1035LabelMaxLength, the limit external-provisioner keeps its per-node value to. */
-const LABEL_VALUE_MAX = 63;
-
-const fnvHex = (s: string): string => fnv1a32(s).toString(16).padStart(8, '0');
 
 /**
  * external-provisioner's managed-by value on `nodeName` with --node-deployment: "external-provisioner-<node>",
@@ -24,8 +21,8 @@ export function externalProvisionerManagedBy(nodeName: string): string {
   const name = `${EXTERNAL_PROVISIONER}-${nodeName}`;
   if (name.length <= LABEL_VALUE_MAX) return name;
   const baseLength = LABEL_VALUE_MAX - 10 - nodeName.length;
-  if (baseLength <= 0) return `${EXTERNAL_PROVISIONER.slice(0, LABEL_VALUE_MAX - 9)}-${fnvHex(name)}`.slice(0, LABEL_VALUE_MAX);
-  return `${EXTERNAL_PROVISIONER.slice(0, baseLength)}-${fnvHex(EXTERNAL_PROVISIONER)}-${nodeName}`;
+  if (baseLength <= 0) return `${EXTERNAL_PROVISIONER.slice(0, LABEL_VALUE_MAX - 9)}-${fnv1a32Hex(name)}`.slice(0, LABEL_VALUE_MAX);
+  return `${EXTERNAL_PROVISIONER.slice(0, baseLength)}-${fnv1a32Hex(EXTERNAL_PROVISIONER)}-${nodeName}`;
 }
 
 export const OTHER_PUBLISHER_REASON = 'OtherCapacityPublisher';
@@ -66,32 +63,33 @@ export function otherPublishersSelector(id: PublisherIdentity): string {
  * otherwise each record a Warning on the same class).
  */
 export function otherPublisherProblems(driverName: string, objects: readonly CSIStorageCapacity[], target: (storageClassName: string) => KubeObject | undefined): Problem[] {
-  const byClass = new Map<string, { managers: Set<string>; namespaces: Set<string>; count: number }>();
+  const byClass = new Map<string, CSIStorageCapacity[]>();
   for (const o of objects) {
     const cls = o.storageClassName ?? '';
-    const c = byClass.get(cls) ?? { managers: new Set<string>(), namespaces: new Set<string>(), count: 0 };
-    c.managers.add(o.metadata?.labels?.[LABEL_CSI_MANAGED_BY] ?? '');
-    c.namespaces.add(o.metadata?.namespace ?? '');
-    c.count++;
-    byClass.set(cls, c);
+    const group = byClass.get(cls);
+    if (group) group.push(o);
+    else byClass.set(cls, [o]);
   }
-  return [...byClass].sort(([a], [b]) => (a < b ? -1 : 1)).map(([cls, c]) => ({
-    target: target(cls),
-    id: `other-publisher\u0000${cls}`,
-    reason: OTHER_PUBLISHER_REASON,
-    message:
-      `${c.count} CSIStorageCapacity object(s) of driver ${driverName} for class ${cls} are also published by ${[...c.managers].sort().join(', ')} (namespace ${[...c.namespaces].sort().join(', ')}): ` +
-      'kube-scheduler reads every object of a class that covers a node and trusts the larger figure, so with two publishers a node can look as if it had room it has not. ' +
-      'Run one publisher per driver: external-provisioner without --enable-capacity, or no Topovol capacity loop for this driver (docs/capacity.md).',
-    fields: { storageClass: cls, driver: driverName, managers: [...c.managers].sort().join(',') },
-  }));
+  return [...byClass].sort(([a], [b]) => (a < b ? -1 : 1)).map(([cls, group]) => {
+    const { managers, namespaces } = publishersOf(group);
+    return {
+      target: target(cls),
+      id: `other-publisher\u0000${cls}`,
+      reason: OTHER_PUBLISHER_REASON,
+      message:
+        `${group.length} CSIStorageCapacity object(s) of driver ${driverName} for class ${cls} are also published by ${managers.join(', ')} (namespace ${namespaces.join(', ')}): ` +
+        'kube-scheduler reads every object of a class that covers a node and trusts the larger figure, so with two publishers a node can look as if it had room it has not. ' +
+        'Run one publisher per driver: external-provisioner without --enable-capacity, or no Topovol capacity loop for this driver (docs/capacity.md).',
+      fields: { storageClass: cls, driver: driverName, managers: managers.join(',') },
+    };
+  });
 }
 
-/** The managers and namespaces of other publishers' objects, sorted: one finding, however many objects. */
-function publishersOf(objects: readonly CSIStorageCapacity[]): { managers: string; namespaces: string } {
+/** The distinct managers and namespaces of other publishers' objects, sorted. */
+function publishersOf(objects: readonly CSIStorageCapacity[]): { managers: string[]; namespaces: string[] } {
   const managers = new Set(objects.map((o) => o.metadata?.labels?.[LABEL_CSI_MANAGED_BY] ?? ''));
   const namespaces = new Set(objects.map((o) => o.metadata?.namespace ?? ''));
-  return { managers: [...managers].sort().join(', '), namespaces: [...namespaces].sort().join(', ') };
+  return { managers: [...managers].sort(), namespaces: [...namespaces].sort() };
 }
 
 /**
@@ -106,7 +104,7 @@ export function solePublisherCondition(driverName: string, objects: readonly CSI
     status: 'False',
     reason: OTHER_PUBLISHER_REASON,
     // No count: the head is rewritten when the message changes, and the other publisher's objects come and go.
-    message: `CSIStorageCapacity objects of driver ${driverName} are also published by ${managers} (namespace ${namespaces}): kube-scheduler trusts the larger of two figures; run one publisher per driver (docs/capacity.md).`,
+    message: `CSIStorageCapacity objects of driver ${driverName} are also published by ${managers.join(', ')} (namespace ${namespaces.join(', ')}): kube-scheduler trusts the larger of two figures; run one publisher per driver (docs/capacity.md).`,
   };
 }
 

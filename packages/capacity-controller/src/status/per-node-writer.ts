@@ -8,7 +8,7 @@ import { CSIDriverOwner } from './csidriver-owner.js';
 import { isExpired } from './expiry.js';
 import { headWriter, shardWriter } from './status-object-targets.js';
 import type { StatusObjectWriter } from './status-object-writer.js';
-import { DEFAULT_STATUS_SHARDS, shardCountProblem, shardOf } from './status-shards.js';
+import { DEFAULT_STATUS_SHARDS, fnv1a32Hex, shardCountProblem, shardOf } from './status-shards.js';
 import { StatusSummarizer } from './status-summarizer.js';
 
 /** A per-node writer's field manager; field manager names are limited to 128 characters. */
@@ -16,9 +16,7 @@ export function perNodeFieldManager(nodeName: string, prefix = 'topovol-capacity
   const name = prefix + nodeName;
   if (name.length <= 128) return name;
   // A readable head plus a hash (FNV-1a) of the whole node name keeps it unique and stable.
-  let h = 0x811c9dc5;
-  for (let i = 0; i < nodeName.length; i++) h = Math.imul(h ^ nodeName.charCodeAt(i), 0x01000193) >>> 0;
-  return `${name.slice(0, 119)}-${h.toString(16).padStart(8, '0')}`;
+  return `${name.slice(0, 119)}-${fnv1a32Hex(nodeName)}`;
 }
 
 /**

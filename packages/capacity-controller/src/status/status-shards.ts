@@ -21,6 +21,11 @@ export function fnv1a32(s: string): number {
   return h;
 }
 
+/** fnv1a32 as 8 hex digits: the short, stable suffix of names shortened to fit a limit. */
+export function fnv1a32Hex(s: string): string {
+  return fnv1a32(s).toString(16).padStart(8, '0');
+}
+
 export function shardOf(pool: string, shards: number): number {
   return fnv1a32(pool) % shards;
 }

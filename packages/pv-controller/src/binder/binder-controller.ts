@@ -192,8 +192,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     onAdd: onPod,
     onUpdate: (old, p) => {
       if (!consumerChanged(old, p)) return;
-      onPod(old);
-      onPod(p);
+      // A pod re-created under the same name may use other claims than the one it replaced.
+      for (const k of new Set([...claimKeysOfPod(old), ...claimKeysOfPod(p)])) enqueueClaimKey(k);
     },
     onDelete: onPod,
   });

@@ -9,7 +9,7 @@ import type { Pod } from '@topovol/shared';
  */
 function consumerView(p: Pod): string {
   const md = p.metadata;
-  return JSON.stringify([md?.namespace, md?.name, md?.uid, p.spec?.nodeName, claimKeysOfPod(p), isPodTerminated(p), md?.deletionTimestamp !== undefined && md.deletionTimestamp !== null]);
+  return JSON.stringify([md?.namespace, md?.name, md?.uid, p.spec?.nodeName, claimKeysOfPod(p), isPodTerminated(p), Boolean(md?.deletionTimestamp)]);
 }
 
 /**
