@@ -1,6 +1,6 @@
 import { aborted, ANN_SELECTED_NODE, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
-import { isUnimplemented } from '@topovol/shared/csi';
+import { CsiError, GrpcStatus, isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
 import { statusEntries, statusPoolName } from './aggregate/status-entries.js';
@@ -33,6 +33,8 @@ import type { StatusCondition } from './status/index.js';
 
 /** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
 export const FAILURE_BACKOFF_MS = 1_000;
+/** While the one call of an Unimplemented period runs, how often the other items look again. */
+const PROBE_WAIT_MS = 1_000;
 
 export interface CapacityLoopOptions extends DesiredOptions {
   mode: SegmentMode;
@@ -78,8 +80,16 @@ export class CapacityLoop {
   private readonly running = new RunningRequests();
   private readonly objects: ObjectActuator;
   private readonly problems: ProblemReporter;
-  /** The driver answered Unimplemented: why, when to ask again, how many times in a row. */
-  private unsupported?: { message: string; retryAt: number; count: number };
+  /**
+   * The driver answered Unimplemented: why, when to ask again, how many periods in a row it did, and
+   * whether the one call of this period is running.
+   */
+  private unsupported?: { message: string; retryAt: number; count: number; probing?: boolean };
+  /**
+   * Unimplemented verdicts so far. A call remembers the count it started under: one started before
+   * the latest verdict was asked before it was known, and its Unimplemented says nothing new.
+   */
+  private verdicts = 0;
   private readonly now: () => number;
   private readonly calls: CallSlots;
   /** Cancels the GetCapacity calls still running when the loop stops (they outlive their reconcile). */
@@ -234,8 +244,11 @@ export class CapacityLoop {
   private async refreshItem(ctx: ReconcileContext, key: string): Promise<Result> {
     const d = this.desired.items.get(key);
     if (!d) return DONE;
-    // Unimplemented: one call per backoff period, whichever item comes first.
-    if (this.unsupported && this.now() < this.unsupported.retryAt) return requeueAfter(this.unsupported.retryAt - this.now());
+    // Unimplemented: one call per backoff period, whichever item comes first; the rest wait for its
+    // answer (an answer queues every item; another Unimplemented sets the next period).
+    const u = this.unsupported;
+    if (u && this.now() < u.retryAt) return requeueAfter(u.retryAt - this.now());
+    if (u?.probing) return requeueAfter(PROBE_WAIT_MS);
     let st = this.state.get(key);
     if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0, createdAt: this.now() }));
     // Its completion enqueues the key again.
@@ -247,30 +260,43 @@ export class CapacityLoop {
       // its landing enqueues this item.
       if (this.running.covers(requestKey(d.parameters, d.item.segment), callNeededSince(st, next.cause, this.opts))) return DONE;
       if (next.cause === 'event') st.eventCallAt = now;
-      this.measure(ctx, key, d, st, now);
-      return DONE;
+      if (u) u.probing = true;
+      this.measure(ctx, key, d, st, now, u !== undefined);
     }
-    if (next.current && st.measured && d.item.storageClassName !== EPHEMERAL_CLASS) await this.ensureObjects(ctx, key, d.item, st.measured);
-    return requeueAfter(next.afterMs);
+    // Each answer reaches the objects as it lands, as external-provisioner writes every answer at
+    // once (pkg/capacity/capacity.go, syncCapacity), even while a change since its call keeps the
+    // item dirty: a newer figure than the object's is never worse, and volume events that keep
+    // coming must not hold the objects at their old figure. A failed last call publishes nothing.
+    if (st.measured && st.error === undefined && st.measuredFor === requestKey(d.parameters, d.item.segment) && d.item.storageClassName !== EPHEMERAL_CLASS) {
+      await this.ensureObjects(ctx, key, d.item, st.measured);
+    }
+    return next.call ? DONE : requeueAfter(next.afterMs);
   }
 
   /**
    * Asks the driver without holding a worker (see CallSlots); the answer lands in the item's state
    * and the item is enqueued again to publish it.
    */
-  private measure(ctx: ReconcileContext, key: string, d: DesiredItem, st: ItemState, startedAt: number): void {
+  private measure(ctx: ReconcileContext, key: string, d: DesiredItem, st: ItemState, startedAt: number, probe: boolean): void {
     st.dirty = false;
     st.inflight = true;
     const rk = requestKey(d.parameters, d.item.segment);
+    const asked = this.verdicts;
     this.running.begin(rk, startedAt);
     this.calls
-      .run(() => this.source.get(d.parameters, d.item.segment, AbortSignal.any([ctx.signal, this.stopping.signal])))
+      .run(() => {
+        // Waited for a slot while another call found the driver Unimplemented: not asked (see driverUnsupported).
+        const u = this.unsupported;
+        if (u && this.verdicts > asked) return Promise.reject(new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, u.message));
+        return this.source.get(d.parameters, d.item.segment, AbortSignal.any([ctx.signal, this.stopping.signal]));
+      })
       .then(
         (measured) => this.measured(rk, d, st, measured, startedAt),
-        (err: unknown) => this.measureFailed(d, st, err),
+        (err: unknown) => this.measureFailed(d, st, err, asked),
       )
       .finally(() => {
         st.inflight = false;
+        if (probe && this.unsupported) this.unsupported.probing = false;
         this.running.end(rk, startedAt);
         if (this.stopping.signal.aborted) return;
         for (const k of new Set([key, ...(this.byRequest.get(rk) ?? [])])) this.queue.add(itemRefresh(k));
@@ -303,7 +329,8 @@ export class CapacityLoop {
     }
     // One landing instant for all: their next polls fall due together, so they share that call too.
     const landedAt = this.now();
-    this.take(d, st, measured, startedAt, landedAt);
+    // An item dropped (or re-made) while its call ran takes nothing: its metric series is gone.
+    if (this.state.get(itemKey(d.item)) === st) this.take(d, st, measured, startedAt, landedAt);
     for (const k of this.byRequest.get(rk) ?? []) {
       const other = this.state.get(k);
       const od = this.desired.items.get(k);
@@ -321,6 +348,7 @@ export class CapacityLoop {
     st.answerStartedAt = startedAt;
     const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
     st.measured = measured;
+    st.measuredFor = requestKey(d.parameters, d.item.segment);
     st.refreshedAt = landedAt;
     st.error = undefined;
     st.failures = 0;
@@ -329,11 +357,11 @@ export class CapacityLoop {
     if (changed) this.queue.add(STATUS);
   }
 
-  private measureFailed(d: DesiredItem, st: ItemState, err: unknown): void {
+  private measureFailed(d: DesiredItem, st: ItemState, err: unknown, asked: number): void {
     st.dirty = true;
     if (this.stopping.signal.aborted) return;
     if (isUnimplemented(err)) {
-      this.driverUnsupported(errorMessage(err));
+      this.driverUnsupported(errorMessage(err), asked);
       return;
     }
     st.error = errorMessage(err);
@@ -356,12 +384,15 @@ export class CapacityLoop {
     return { driver: this.opts.driverName, storage_class: item.storageClassName, segment: formatSegment(item.segment), pool: item.pool };
   }
 
-  private driverUnsupported(message: string): number {
+  private driverUnsupported(message: string, asked: number): void {
+    // The calls that started before the latest verdict (every item's, at start-up) count as one.
+    if (this.unsupported && asked < this.verdicts) return;
+    this.verdicts++;
     const count = (this.unsupported?.count ?? 0) + 1;
     const wait = doublingBackoffMs(this.opts.unimplementedRetryMs ?? 10 * 60_000, count, 3_600_000);
     const first = !this.unsupported;
     this.unsupported = { message, retryAt: this.now() + wait, count };
-    if (!first) return wait;
+    if (!first) return;
     this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it until it does', { driver: this.opts.driverName, error: message, retryInMs: wait });
     // Once, on the CSIDriver object if there is one, where `kubectl describe csidriver` shows it.
     this.writeClient
@@ -369,7 +400,6 @@ export class CapacityLoop {
       .then((d) => this.events.event(d, 'Warning', 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`))
       .catch(() => undefined);
     this.queue.add(STATUS);
-    return wait;
   }
 
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */

@@ -4,6 +4,8 @@ import type { MeasuredCapacity } from './capacity-object.js';
 /** What the loop knows of one item between GetCapacity calls. */
 export interface ItemState {
   measured?: MeasuredCapacity;
+  /** The GetCapacity request (requestKey) `measured` answers: a class re-created with other parameters asks another. */
+  measuredFor?: string;
   /** When the last successful call returned: the poll interval counts from here. */
   refreshedAt: number;
   /** A volume event (or a failed provisioning, a changed class) since the last call started: ask again. */
@@ -42,8 +44,8 @@ export type RefreshDecision =
    * failed calls, paced by their backoff (retryAt) alone.
    */
   | { call: true; cause: 'first' | 'event' | 'retry' | 'poll' }
-  /** Not now: ask again after `afterMs`; `current`: the figure is good, so its object can be published. */
-  | { call: false; afterMs: number; current: boolean };
+  /** Not now: ask again after `afterMs`. */
+  | { call: false; afterMs: number };
 
 /**
  * When to ask the driver for an item, decided on the leading edge: the first change after a quiet
@@ -61,12 +63,12 @@ export function refreshDecision(st: ItemState, now: number, iv: RefreshIntervals
   if (!st.measured || st.dirty) {
     const windowEnd = st.measured && st.eventCallAt !== undefined ? st.eventCallAt + iv.minRefreshMs : 0;
     const earliest = Math.max(windowEnd, retryAt);
-    if (now < earliest) return { call: false, afterMs: earliest - now, current: false };
+    if (now < earliest) return { call: false, afterMs: earliest - now };
     return { call: true, cause: !st.measured ? 'first' : st.failures > 0 ? 'retry' : 'event' };
   }
   const due = st.refreshedAt + iv.pollIntervalMs;
-  if (now >= due) return now < retryAt ? { call: false, afterMs: retryAt - now, current: true } : { call: true, cause: 'poll' };
-  return { call: false, afterMs: Math.max(1, due - now), current: true };
+  if (now >= due) return now < retryAt ? { call: false, afterMs: retryAt - now } : { call: true, cause: 'poll' };
+  return { call: false, afterMs: Math.max(1, due - now) };
 }
 
 /**

@@ -94,6 +94,35 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
     await eventually(async () => expect(await pools()).to.deep.equal([`${name('fast')}/${ZONE}=z1`]), 60_000, 250);
   });
 
+  it('a slow driver and volumes that keep coming: each answer still reaches the object while the changes last', async function () {
+    driver.setCapacity({ [ZONE]: 'z1' }, 30n * GiB);
+    await addNode('n1', { [ZONE]: 'z1' });
+    await addClass('churn');
+    await start(['--capacity-poll-interval=10m', '--capacity-min-refresh-interval=200ms']);
+    const figure = async (): Promise<string | undefined> => (await capacityObjects(admin, ns)).find((o) => o.storageClassName === name('churn'))?.capacity;
+    await eventually(async () => expect(await figure()).to.equal('30Gi'));
+    // Every call takes a second; a volume is created every 100 ms, so one lands during each call
+    // and the item is dirty whenever an answer comes back.
+    driver.injectFailure('GetCapacity', { delayMs: 1_000 });
+    driver.setCapacity({ [ZONE]: 'z1' }, 20n * GiB);
+    let churning = true;
+    let made = 0;
+    const churn = (async (): Promise<void> => {
+      while (churning) {
+        await addVolume(`churn-${made++}`, 'churn', 'z1');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    try {
+      // The churn stops only in `finally`: the figure has to arrive while it runs.
+      await eventually(async () => expect(await figure(), 'the new figure, published while volumes still come').to.equal('20Gi'), 60_000, 250);
+    } finally {
+      churning = false;
+      await churn;
+      driver.clearFailures('GetCapacity');
+    }
+  });
+
   it('a failed provisioning refreshes the capacity it relied on: selected-node removed, or a ProvisioningFailed Event', async function () {
     driver.setCapacity({ [ZONE]: 'z1' }, 10n * GiB);
     driver.setCapacity({ [ZONE]: 'z2' }, 20n * GiB);

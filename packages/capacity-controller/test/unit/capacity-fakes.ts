@@ -135,14 +135,20 @@ export function fakeInformers(): FakeInformers {
 /** GetCapacity answered from memory; `calls` lists the requests in the order they were asked. */
 export class FakeMeter implements CapacityMeter {
   readonly calls: { parameters: Record<string, string>; segment: Segment }[] = [];
+  /** Set: every call fails with it (e.g. a CsiError), instead of answering. */
+  failure?: Error;
+  /** Runs as each call is asked, before it answers (what happens in the world during a call). */
+  during?: () => void;
   constructor(public answer: MeasuredCapacity = { available: 100n << 30n }) {}
 
   private gate: Promise<void> = Promise.resolve();
 
   get(parameters: Record<string, string>, segment: Segment): Promise<MeasuredCapacity> {
     this.calls.push({ parameters, segment });
+    this.during?.();
     const answer = this.answer;
-    return this.gate.then(() => answer);
+    const failure = this.failure;
+    return this.gate.then(() => (failure ? Promise.reject(failure) : answer));
   }
 
   /** Calls made from now on answer only once the returned function is called (a slow driver). */

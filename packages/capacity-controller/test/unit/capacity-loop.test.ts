@@ -1,40 +1,10 @@
 import { expect } from 'chai';
-import { logger, quantityBytes, Resources } from '@topovol/shared';
-import type { CSINode, CSIStorageCapacity, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import { logger, Resources } from '@topovol/shared';
 import { CapacityLoop } from '../../src/capacity-loop.js';
-import type { CapacityLoopOptions } from '../../src/capacity-loop.js';
 import { SYNC } from '../../src/capacity-key.js';
 import { fakeInformers, FakeCapacityQueue, FakeMeter, FakeObjectStore } from './capacity-fakes.js';
 import type { FakeInformers } from './capacity-fakes.js';
-
-const DRIVER = 'test.csi.topovol.io';
-const NS = 'topovol-system';
-const NODE_KEY = 'topology.test/node';
-const GiB = 1n << 30n;
-const MIN_REFRESH_MS = 5_000;
-
-const node: Node = { metadata: { name: 'n1', labels: { [NODE_KEY]: 'n1' } } };
-const csiNode: CSINode = { metadata: { name: 'n1' }, spec: { drivers: [{ name: DRIVER, nodeID: 'n1', topologyKeys: [NODE_KEY] }] } };
-const sc = (name: string): StorageClass => ({ metadata: { name }, provisioner: DRIVER, volumeBindingMode: 'WaitForFirstConsumer', parameters: { type: 'lvm' } });
-const pv = (name: string): PersistentVolume => ({
-  metadata: { name },
-  spec: {
-    csi: { driver: DRIVER, volumeHandle: name },
-    nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: NODE_KEY, operator: 'In', values: ['n1'] }] }] } },
-  },
-});
-
-const loopOptions = (queue: FakeCapacityQueue): CapacityLoopOptions => ({
-  driverName: DRIVER,
-  immediateBinding: false,
-  ephemeral: false,
-  mode: { kind: 'csinode' },
-  identity: { driverName: DRIVER, managedBy: 'topovol-capacity', namespace: NS },
-  pollIntervalMs: 60_000,
-  minRefreshMs: MIN_REFRESH_MS,
-  statusRefreshMs: 20_000,
-  now: () => queue.now,
-});
+import { csiNode, fakeLoop, GiB, loopOptions, MIN_REFRESH_MS, node, NODE_KEY, publishedFigures, pv, sc } from './capacity-loop-fixtures.js';
 
 /**
  * The capacity loop driven without an API server: informers filled by hand, a fake meter for
@@ -49,15 +19,7 @@ describe('CapacityLoop: GetCapacity calls shared and coalesced (fake informers a
   let loop: CapacityLoop;
 
   beforeEach(async function () {
-    queue = new FakeCapacityQueue();
-    meter = new FakeMeter({ available: 10n * GiB });
-    store = new FakeObjectStore();
-    inf = fakeInformers();
-    store.watch(Resources.csiStorageCapacities, inf.objects);
-    const opts = loopOptions(queue);
-    const status = { publish: () => Promise.resolve({ wrote: false }), pruneExpired: () => Promise.resolve(0) };
-    loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, opts, logger());
-    loop.register();
+    ({ queue, meter, store, inf, loop } = fakeLoop());
     inf.nodes.set(node);
     inf.csiNodes.set(csiNode);
     inf.classes.set(sc('fast'));
@@ -66,11 +28,7 @@ describe('CapacityLoop: GetCapacity calls shared and coalesced (fake informers a
     await queue.drain(loop.reconcile);
   });
 
-  const published = (): [string | undefined, bigint | undefined][] =>
-    store
-      .list<CSIStorageCapacity>(Resources.csiStorageCapacities)
-      .map((o): [string | undefined, bigint | undefined] => [o.storageClassName, quantityBytes(o.capacity)])
-      .sort(([a], [b]) => String(a).localeCompare(String(b)));
+  const published = (): ReturnType<typeof publishedFigures> => publishedFigures(store);
 
   it('two classes with equal parameters on one node share one call, and both publish its answer', function () {
     expect(meter.calls).to.deep.equal([{ parameters: { type: 'lvm' }, segment: { [NODE_KEY]: 'n1' } }]);

@@ -24,27 +24,27 @@ describe('capacity refresh timing: leading edge, coalesced bursts, polls', funct
   });
 
   it('changes within the interval of a change\'s call wait for its end, merged into one call', function () {
-    expect(at({ measured, refreshedAt: T - 900, dirty: true, eventCallAt: T - 1_000 })).to.deep.equal({ call: false, afterMs: MIN - 1_000, current: false });
+    expect(at({ measured, refreshedAt: T - 900, dirty: true, eventCallAt: T - 1_000 })).to.deep.equal({ call: false, afterMs: MIN - 1_000 });
     expect(at({ measured, refreshedAt: T - 900, dirty: true, eventCallAt: T - MIN })).to.deep.equal({ call: true, cause: 'event' });
   });
 
   it('after failures, the backoff alone paces the retries', function () {
-    expect(at({ measured, dirty: true, failures: 2, retryAt: T + 2_000, eventCallAt: T - 10_000 })).to.deep.equal({ call: false, afterMs: 2_000, current: false });
-    expect(at({ measured, dirty: true, failures: 2, retryAt: T, eventCallAt: T - 1_000 })).to.deep.equal({ call: false, afterMs: MIN - 1_000, current: false });
+    expect(at({ measured, dirty: true, failures: 2, retryAt: T + 2_000, eventCallAt: T - 10_000 })).to.deep.equal({ call: false, afterMs: 2_000 });
+    expect(at({ measured, dirty: true, failures: 2, retryAt: T, eventCallAt: T - 1_000 })).to.deep.equal({ call: false, afterMs: MIN - 1_000 });
     expect(at({ measured, dirty: true, failures: 2, retryAt: T - 1 })).to.deep.equal({ call: true, cause: 'retry' });
-    expect(at({ dirty: true, failures: 1, retryAt: T + 500 })).to.deep.equal({ call: false, afterMs: 500, current: false });
+    expect(at({ dirty: true, failures: 1, retryAt: T + 500 })).to.deep.equal({ call: false, afterMs: 500 });
   });
 
-  it('nothing changed: the next poll counts from the last answer; the figure is current meanwhile', function () {
-    expect(at({ measured, refreshedAt: T - 10_000 })).to.deep.equal({ call: false, afterMs: POLL - 10_000, current: true });
+  it('nothing changed: the next poll counts from the last answer', function () {
+    expect(at({ measured, refreshedAt: T - 10_000 })).to.deep.equal({ call: false, afterMs: POLL - 10_000 });
     expect(at({ measured, refreshedAt: T - POLL })).to.deep.equal({ call: true, cause: 'poll' });
   });
   it('the first measurement ignores any window: there is nothing to coalesce with', function () {
     expect(at({ dirty: true, eventCallAt: T - 1 })).to.deep.equal({ call: true, cause: 'first' });
   });
 
-  it('a poll that falls due during a backoff waits for it, and the figure stays current', function () {
-    expect(at({ measured, refreshedAt: T - POLL, failures: 1, retryAt: T + 3_000 })).to.deep.equal({ call: false, afterMs: 3_000, current: true });
+  it('a poll that falls due during a backoff waits for it', function () {
+    expect(at({ measured, refreshedAt: T - POLL, failures: 1, retryAt: T + 3_000 })).to.deep.equal({ call: false, afterMs: 3_000 });
   });
 
   // Any state, any time: the rules each decision keeps, and waiting as told always leads to a call.
@@ -62,7 +62,7 @@ describe('capacity refresh timing: leading edge, coalesced bursts, polls', funct
       fc.assert(
         fc.property(state, fc.integer({ min: T, max: T + 2 * POLL }), (st, now) => {
           const d = at(st, now);
-          if (!d.call) return d.afterMs > 0 && d.current === (st.measured !== undefined && !st.dirty);
+          if (!d.call) return d.afterMs > 0;
           const afterBackoff = now >= (st.retryAt ?? 0);
           const afterWindow = !st.measured || !st.dirty || st.eventCallAt === undefined || now >= st.eventCallAt + MIN;
           const afterPoll = !st.measured || st.dirty || now >= st.refreshedAt + POLL;

@@ -1,0 +1,93 @@
+import { expect } from 'chai';
+import { metricsRegistry } from '@topovol/shared';
+import type { StorageClass } from '@topovol/shared';
+import { CsiError, GrpcStatus } from '@topovol/shared/csi';
+import { SYNC } from '../../src/capacity-key.js';
+import { csiNode, fakeLoop, GiB, MIN_REFRESH_MS, node, publishedFigures, pv, sc } from './capacity-loop-fixtures.js';
+
+/** The classes a `topovol_capacity_available_bytes` series exists for. */
+async function availableSeriesClasses(): Promise<string[]> {
+  const m = metricsRegistry.getSingleMetric('topovol_capacity_available_bytes');
+  const values = m ? (await m.get()).values : [];
+  return values.map((v) => String(v.labels.storage_class));
+}
+
+/**
+ * What becomes of each GetCapacity answer (fake informers, store and meter; the test moves the
+ * clock): it reaches the objects even while changes keep coming, it is dropped for an item that
+ * went away during its call, and a driver without GetCapacity is asked once per backoff period.
+ */
+describe('CapacityLoop: each answer lands where it belongs', function () {
+  it('a volume event during every call does not hold the objects at their first figure: each answer is published', async function () {
+    const { queue, meter, store, inf, loop } = fakeLoop();
+    let made = 0;
+    // Volumes keep coming, one during each call: the item is dirty whenever an answer lands.
+    meter.during = () => inf.volumes.set(pv(`churn-${made++}`));
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('busy'));
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    for (let round = 1; round <= 5; round++) {
+      const figure = BigInt(20 - round) * GiB;
+      meter.answer = { available: figure };
+      queue.advance(MIN_REFRESH_MS);
+      await queue.drain(loop.reconcile);
+      expect(publishedFigures(store), `round ${round}`).to.deep.equal([['busy', figure]]);
+    }
+    // One call per --capacity-min-refresh-interval while the changes last, as before.
+    expect(meter.calls.length).to.be.at.most(7);
+  });
+
+  it('an answer that lands after its item went away leaves no metric series behind', async function () {
+    const { queue, meter, inf, loop } = fakeLoop();
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    const gone: StorageClass = { ...sc('answer-after-delete'), parameters: { type: 'gone' } };
+    inf.classes.set(gone);
+    const release = meter.hold();
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    expect(meter.calls).to.have.length(1);
+    inf.classes.remove(gone);
+    await queue.drain(loop.reconcile);
+    release();
+    await queue.drain(loop.reconcile);
+    expect(await availableSeriesClasses()).to.not.include('answer-after-delete');
+  });
+
+  it('a driver without GetCapacity: all items at start-up count as one Unimplemented, and each backoff period costs one call', async function () {
+    const { queue, meter, store, inf, loop } = fakeLoop();
+    meter.failure = new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, 'unknown service csi.v1.Controller');
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    // Ten requests (parameters differ), more than the loop's four call slots.
+    for (let i = 0; i < 10; i++) inf.classes.set({ ...sc(`c${i}`), parameters: { type: `t${i}` } });
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    const atStart = meter.calls.length;
+    expect(atStart, 'calls waiting for a slot when the verdict came are not made').to.be.at.most(4);
+
+    // --capacity-unimplemented-retry's default: 10 minutes, then 20.
+    queue.advance(10 * 60_000);
+    await queue.drain(loop.reconcile);
+    queue.advance(1_000);
+    await queue.drain(loop.reconcile);
+    expect(meter.calls.length - atStart, 'one call after the first period').to.equal(1);
+    queue.advance(20 * 60_000 - 1_000);
+    await queue.drain(loop.reconcile);
+    queue.advance(1_000);
+    await queue.drain(loop.reconcile);
+    expect(meter.calls.length - atStart, 'one more after the second').to.equal(2);
+
+    // The driver upgraded in place: the next period's call answers, and every item is published.
+    meter.failure = undefined;
+    queue.advance(40 * 60_000);
+    for (let i = 0; i < 5; i++) {
+      await queue.drain(loop.reconcile);
+      queue.advance(1_000);
+    }
+    await queue.drain(loop.reconcile);
+    expect(publishedFigures(store).map(([c]) => c)).to.deep.equal(Array.from({ length: 10 }, (_, i) => `c${i}`));
+  });
+});
