@@ -11,7 +11,8 @@ import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLB
 import { liveReads } from './rollback-server-reads.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { RollbackReconciler } from './reconcile-rollback.js';
-import { usedEvidence, volumesInUseMentions } from './usage-evidence.js';
+import { usageOf } from './marks.js';
+import { podUseOfClaim, unwatchedSinceProvisioned, usedEvidence, volumesInUseMentions } from './usage-evidence.js';
 
 const ROLLBACK = 'rollback';
 
@@ -41,8 +42,13 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   records.addIndex('history', rollbackByHistory);
   records.addIndex('claim', rollbackByClaim);
 
-  /** What this process saw of claims being provisioned (memory only: a restart sees afresh, and never marks what it did not see). */
+  /**
+   * What this process saw of claims being provisioned (memory only: a restart sees afresh, and never
+   * marks what it did not see, nor vouches for an unused mark it did not see made).
+   */
   const observed = new Map<string, ProvisioningObservation>();
+  /** By claim key: a pod using the claim was deleted after it was scheduled or ran (see usedEvidence). */
+  const endedUse = new Map<string, string>();
   // --dry-run: the marks we would have written, laid over the cache so that the decisions reported
   // are the ones a real run would make.
   const dryMarks = new Map<string, { labels: Record<string, string>; annotations: Record<string, string> }>();
@@ -61,6 +67,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     attachmentsOf: (name) => attachments.cache.byIndex('pv', name),
     provisioningFailures: (c) => eventsAbout(failures.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c),
     provisioningObserved: (uid) => observed.get(uid),
+    endedUse: (ns, name) => endedUse.get(`${ns}/${name}`),
     rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),
     now: () => Date.now(),
     graceMs: extraNumber(options.extra, GRACE_FLAG, 2 * 60_000),
@@ -93,7 +100,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     historyTtlMs,
     actuator,
     // Every piece of evidence the caches hold, after the label as the server has it.
-    reads: liveReads(client, (live) => usedEvidence(live, world)),
+    reads: liveReads(client, (live) => usedEvidence(live, world) ?? unwatchedSinceProvisioned(live, world)),
     observe: (c) => observe(c),
     enqueueRecord: (name) => queue.add(recordKey(name)),
   });
@@ -141,7 +148,20 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onUpdate: (_, p) => onPod(p),
     onDelete: (p) => {
       reconciler.forgetPod(p.metadata?.uid ?? '');
+      // Its use outlives it, for claims whose volume is marked unused (kept until the claim goes).
+      // The last state the watch delivered holds its node and phase: spec.nodeName is never cleared.
+      for (const k of claimKeysOfPod(p)) {
+        const use = podUseOfClaim(p, k.slice(k.indexOf('/') + 1));
+        if (use && pvs.cache.byIndex('claim', k).some((v) => usageOf(withDryMarks(v)!) === 'unused')) endedUse.set(k, `${use}, and was deleted`);
+      }
       onPod(p);
+    },
+    // A gap in the pod watch: a pod may have been scheduled, used a volume and gone unseen, so no
+    // unused mark is vouched for any longer (unwatchedSinceProvisioned), nor any provisioning seen.
+    onRelist: () => {
+      if (observed.size > 0) log.info('pods relisted after a gap in their watch: volumes marked unused are no longer vouched for', { observations: observed.size });
+      observed.clear();
+      for (const v of pvs.cache.byIndex('unused', 'unused')) enqueueVolume(v);
     },
   });
   const onVolume = (v: PersistentVolume): void => {
@@ -155,6 +175,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onUpdate: (_, c) => enqueueClaimUsers(objectKey(c)),
     onDelete: (c) => {
       observed.delete(c.metadata?.uid ?? '');
+      endedUse.delete(objectKey(c));
       enqueueClaimUsers(objectKey(c));
       // A rollback waiting for this claim to go can re-create it now.
       for (const r of records.cache.byIndex('claim', objectKey(c))) if (!isFinished(r)) queue.add(recordKey(r.metadata!.name!));

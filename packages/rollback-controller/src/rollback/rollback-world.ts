@@ -25,8 +25,13 @@ export interface RollbackWorld {
   attachmentsOf(volumeName: string): VolumeAttachment[];
   /** ProvisioningFailed Events recorded on the claim (by its uid). */
   provisioningFailures(claim: PersistentVolumeClaim): Event[];
-  /** What this process saw of the claim's provisioning (by claim uid), if anything. */
+  /**
+   * What this process saw of the claim's provisioning (by claim uid), if anything. Forgotten when
+   * the pod watch has a gap (a relist), so it also says the claim's pods were watched since.
+   */
   provisioningObserved(claimUid: string): ProvisioningObservation | undefined;
+  /** Evidence left by a pod seen deleted after it was scheduled or ran, for the claim it used. */
+  endedUse(namespace: string, claimName: string): string | undefined;
   /** The workload's rollbacks (ProvisioningRollback objects), newest first. */
   rollbacksOf(historyKey: string): ProvisioningRollback[];
   now(): number;

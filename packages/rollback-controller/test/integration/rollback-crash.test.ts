@@ -8,8 +8,11 @@ import type { AuditEvent, ManagedProcess } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
-/** Each write of a rollback, after which the process can die (packages/shared/src/testing-hooks/failpoint.ts). */
-const FAILPOINTS = ['rollback-intent-recorded', 'rollback-claim-deleted', 'rollback-claim-recreated'] as const;
+/**
+ * The writes of a rollback after the claim's delete, after which the process can die
+ * (packages/shared/src/testing-hooks/failpoint.ts): the restarted loop finishes the rollback.
+ */
+const FAILPOINTS = ['rollback-claim-deleted', 'rollback-claim-recreated'] as const;
 
 /**
  * The rollback loop as an operator runs it: the real manager binary, as the loop's own
@@ -66,6 +69,42 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
   after(() => f.stopSuite());
   beforeEach(() => f.startTest('rbc-'));
   afterEach(() => f.stopTest());
+
+  // Before the delete, the restarted process cannot vouch for the volume: while nobody watched, a
+  // pod could have been scheduled with the claim, written to the volume and been deleted, and a
+  // driver without attach leaves no trace of that. It stops the rollback and keeps the claim.
+  it('killed at rollback-intent-recorded: the restarted loop, which did not watch the claim since its provisioning, keeps the claim', async function () {
+    const audit = new AuditLogTail(auditLog);
+    const first = await startManager(`${f.ns}-first`, 'rollback-intent-recorded');
+    let second: ManagedProcess | undefined;
+    try {
+      const p: Pod = await f.podWithClaims('p');
+      await observed(first, `${f.ns}/c1`);
+      const c1 = await f.provisionC1OnA();
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
+
+      second = await startManager(`${f.ns}-second`);
+      const done = await eventually(async () => {
+        const records = await recordsOf(f.admin, p.metadata!.uid!);
+        expect(records, 'one rollback recorded').to.have.length(1);
+        expect(records[0]!.status?.phase).to.equal('Aborted');
+        return records[0]!;
+      }, 90_000);
+      expect(done.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Kept');
+      expect((await f.claim('c1')).metadata?.uid, 'the claim is the one it was').to.equal(c1.metadata?.uid);
+      await eventually(async () => expect(await f.usage(), 'marked used by the process that cannot vouch for it').to.equal('used'));
+      expect((await f.volume('v1')).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/not watched without a gap/);
+      // Whichever came first: the mark written used, or the delete's own check.
+      expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/not watched without a gap|its mark is used/);
+      expect(claimWrites(audit, f.ns, 'delete'), 'no claim deleted').to.deep.equal([]);
+      expect(claimWrites(audit, f.ns, 'create'), 'no claim created').to.deep.equal([]);
+    } finally {
+      await first.stop();
+      await second?.stop();
+    }
+  });
 
   for (const fp of FAILPOINTS) {
     it(`killed at ${fp}`, async function () {

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
+import { metricsRegistry, projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, LABEL_USAGE } from '../../src/rollback/marks.js';
-import { claim, createNode, eventFor, failProvisioning, pod, provision, recordsOf, RunningRollback, SEL, seenByLoop, selectNode, updateNodeStatus } from './rollback-harness.js';
+import { bindPod, claim, createNode, eventFor, failProvisioning, pod, provision, recordsOf, RunningRollback, SEL, seenByLoop, selectNode, updateNodeStatus } from './rollback-harness.js';
 
 const get = (admin: KubeClient, ns: string, name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
 const getPV = (admin: KubeClient, name: string): Promise<PersistentVolume> => admin.get<PersistentVolume>(Resources.persistentVolumes, name);
@@ -143,6 +143,59 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
       const refused = await eventFor(admin, p, 'ProvisioningRollbackRefused');
       expect(refused.message).to.match(/marked used|has run/);
+      expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+    });
+
+    // A CSI driver without attach (attachRequired: false, as most node-local drivers) gets no
+    // VolumeAttachment, and the kubelet lists only attachable volumes in volumesInUse: a pod's
+    // scheduling is then the only trace of use. Here the pod is bound, its node goes away before its
+    // kubelet reports any status, the pod is force-deleted, and its ReplicaSet makes another.
+    it('a pod that was scheduled and deleted before reporting anything: its replacement is not rolled back', async function () {
+      const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: `${ns}-rs-uid`, controller: true };
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+      const p1 = await admin.create<Pod>(Resources.pods, { ...pod(ns, 'web-1', ['c1']), metadata: { name: 'web-1', namespace: ns, ownerReferences: [owner] } });
+      await selectNode(admin, ns, 'c1', name('a'));
+      await seenByLoop(rollback!, ns, 'c1');
+      await provision(admin, ns, 'c1', name('a'), name('v1'));
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
+      const c1 = await get(admin, ns, 'c1');
+      await bindPod(admin, ns, 'web-1', name('a'));
+      await admin.delete(Resources.pods, 'web-1', ns, { gracePeriodSeconds: 0 });
+      const p2 = await admin.create<Pod>(Resources.pods, { ...p1, metadata: { name: 'web-2', namespace: ns, ownerReferences: [owner] } });
+      await admin.delete(Resources.nodes, name('a'));
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/was scheduled to node/));
+      expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used');
+      await eventFor(admin, p2, 'ProvisioningRollbackRefused');
+      expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
+    });
+
+    it('a gap in the pod watch (its informer lists again): a volume marked unused is no longer vouched for, and not rolled back', async function () {
+      const { p, c1 } = await c1ProvisionedOnA(rollback);
+      // What a 410 Gone does to the watch (an expired resourceVersion), without waiting for one.
+      const pods = rollback!.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+      await pods.stop();
+      pods.start();
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/not watched without a gap/));
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      await eventFor(admin, p, 'ProvisioningRollbackRefused');
+      expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+    });
+
+    it('a claim pre-populated from another claim (a clone) is never rolled back: a new provisioning may not hold the same data', async function () {
+      await admin.create(Resources.persistentVolumeClaims, { ...claim(ns, 'c1', cls), spec: { ...claim(ns, 'c1', cls).spec, dataSource: { kind: 'PersistentVolumeClaim', name: 'source' } } });
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
+      const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
+      for (const c of ['c1', 'c2']) await selectNode(admin, ns, c, name('a'));
+      await seenByLoop(rollback!, ns, 'c1');
+      await provision(admin, ns, 'c1', name('a'), name('v1'));
+      const c1 = await eventually(async () => {
+        const c = await get(admin, ns, 'c1');
+        expect(c.status?.phase).to.equal('Bound');
+        return c;
+      });
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/pre-populated from PersistentVolumeClaim source/));
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      await eventFor(admin, p, 'ProvisioningRollbackRefused');
       expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
     });
 

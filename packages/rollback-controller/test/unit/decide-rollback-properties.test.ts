@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import type { PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
-import { claim, failed, node, pod, pv, world } from './rollback-world-fixture.js';
+import { claim, failed, node, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
 /** What the generator may make true of one pinned volume; each is evidence it may hold data, or is not this pod's. */
@@ -12,7 +12,13 @@ const volumeFacts = fc.record({
   claimRefUid: fc.constantFrom('match', 'match', 'match', 'stale'),
   attached: fc.constantFrom(false, false, false, true),
   inUse: fc.constantFrom(false, false, false, true),
-  otherPod: fc.constantFrom<'none' | 'Pending' | 'Running'>('none', 'none', 'none', 'Pending', 'Running'),
+  otherPod: fc.constantFrom<'none' | 'Pending' | 'Scheduled' | 'Running'>('none', 'none', 'none', 'none', 'Pending', 'Scheduled', 'Running'),
+  /** This process watched the claim's pods since the volume was provisioned (not restarted, no relist since). */
+  watched: fc.constantFrom(true, true, true, true, true, true, true, false),
+  /** A pod of the claim was seen deleted after it was scheduled. */
+  endedUse: fc.constantFrom(false, false, false, false, false, false, false, true),
+  /** The claim was restored from a snapshot. */
+  prePopulated: fc.constantFrom(false, false, false, false, false, false, false, true),
 });
 type VolumeFacts = typeof volumeFacts extends fc.Arbitrary<infer T> ? T : never;
 
@@ -34,6 +40,8 @@ function build(f: WorldFacts): { p: Pod; w: W } {
   const pods: Pod[] = [p];
   const attachments: VolumeAttachment[] = [];
   const inUse: string[] = [];
+  const observed: NonNullable<W['observed']> = {};
+  const ended: NonNullable<W['ended']> = {};
   f.volumes.forEach((v: VolumeFacts, i) => {
     const c = names[i]!;
     const vol = pv(`v${i + 1}`, c, { usage: v.usage, forNode: 'a', forPod: v.forPod });
@@ -41,14 +49,19 @@ function build(f: WorldFacts): { p: Pod; w: W } {
     pvs.push(vol);
     if (v.attached) attachments.push({ metadata: { name: `va-${i}` }, spec: { attacher: 'x', nodeName: 'a', source: { persistentVolumeName: `v${i + 1}` } } });
     if (v.inUse) inUse.push(`v${i + 1}`);
-    if (v.otherPod !== 'none') pods.push(pod(`q${i}`, [c], { phase: v.otherPod }));
+    if (v.otherPod !== 'none') pods.push(pod(`q${i}`, [c], v.otherPod === 'Scheduled' ? { nodeName: 'a' } : { phase: v.otherPod }));
+    if (v.watched) observed[`uid-${c}`] = seen();
+    if (v.endedUse) ended[`ns/${c}`] = `pod ns/q using claim ${c} was scheduled to node a, and was deleted`;
   });
+  const dataSource = { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' };
   const w: W = {
     pvs,
     pods,
     attachments,
     inUse: { a: inUse },
-    claims: [...names.map((c, i) => claim(c, { volume: `v${i + 1}` })), claim('s')],
+    claims: [...names.map((c, i) => (f.volumes[i]!.prePopulated ? { ...claim(c), spec: { volumeName: `v${i + 1}`, dataSource } } : claim(c, { volume: `v${i + 1}` }))), claim('s')],
+    observed,
+    ended,
     nodes: [...(f.nodeA === 'gone' ? [] : [node('a', f.nodeA === 'cordoned' ? { unschedulable: true } : {})]), node('b')],
     failures: f.siblingFailed ? { s: [failed('rpc error: code = ResourceExhausted')] } : {},
   };
@@ -58,12 +71,13 @@ function build(f: WorldFacts): { p: Pod; w: W } {
 /**
  * Stated from the generated facts, not from the implementation's own checks: a pinned volume may
  * be rolled back only if nothing suggests it holds data (the pod never ran, no attachment, no node
- * reports it in use, no other pod uses its claim, not marked used) and it is this pod's (provisioned
- * for it, bound to the claim that exists now).
+ * reports it in use, no other pod uses its claim, none was seen deleted after using it, the claim was
+ * not pre-populated, not marked used, and its claim's pods were watched since it was provisioned) and
+ * it is this pod's (provisioned for it, bound to the claim that exists now).
  */
 function mayRollBack(f: WorldFacts, v: VolumeFacts): boolean {
   const podRan = f.podPhase !== 'Pending' || f.containerStarted;
-  return !podRan && v.usage === 'unused' && v.forPod === 'uid-p' && v.claimRefUid === 'match' && !v.attached && !v.inUse && v.otherPod === 'none';
+  return !podRan && v.usage === 'unused' && v.forPod === 'uid-p' && v.claimRefUid === 'match' && !v.attached && !v.inUse && v.otherPod === 'none' && v.watched && !v.endedUse && !v.prePopulated;
 }
 
 // Safety of the rollback decisions over random clusters (kubernetes #94217's fix must never undo a
@@ -81,7 +95,7 @@ describe('rollback decisions: safety properties', function () {
         rollbacks++;
         f.volumes.forEach((v, i) => expect(mayRollBack(f, v), `v${i + 1} rolled back though ${JSON.stringify({ ...v, podPhase: f.podPhase, containerStarted: f.containerStarted })}`).to.equal(true));
       }),
-      { numRuns: 3000 },
+      { numRuns: 6000 },
     );
     // Not vacuous: many worlds reach the point where the evidence decides, both ways.
     expect(rollbacks, 'rollbacks decided').to.be.above(10);

@@ -22,6 +22,12 @@ describe('decideMark', function () {
     { name: 'not dynamically provisioned → untouched', v: pv('v', 'c', { provisioned: false }), w: fresh, want: 'none' },
     { name: 'older than the mark window → untouched', v: pv('v', 'c', { ageMs: 3_600_000 }), w: fresh, want: 'none' },
     { name: 'no selected-node → untouched', v: pv('v', 'c'), w: { ...fresh, claims: [claim('c', { volume: 'v' })] }, want: 'none' },
+    { name: 'provisioned from a snapshot (the claim\'s dataSource) → used: it holds data from the start', v: pv('v', 'c'), w: { ...fresh, claims: [{ ...claim('c', { volume: 'v', selected: 'a' }), spec: { volumeName: 'v', dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 's' } } }] }, want: 'markUsed' },
+    { name: 'unused, watched since provisioned, no evidence → stays unused', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], pods: [pod('p', ['c'])], observed: { 'uid-c': seen() } }, want: 'none' },
+    { name: 'unused, but this process did not watch its claim\'s pods since it was provisioned (a restart) → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], pods: [pod('p', ['c'])] }, want: 'markUsed' },
+    { name: 'unused and a pod of its claim is scheduled (a driver without attach reports nothing else) → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], pods: [pod('p', ['c'], { nodeName: 'a' })], observed: { 'uid-c': seen() } }, want: 'markUsed' },
+    { name: 'unused and a pod of its claim was seen deleted after it was scheduled → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], observed: { 'uid-c': seen() }, ended: { 'ns/c': 'pod ns/p using claim c was scheduled to node a, and was deleted' } }, want: 'markUsed' },
+    { name: 'unused, its claim pre-populated from another claim (a clone) → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [{ ...claim('c', { volume: 'v' }), spec: { volumeName: 'v', dataSourceRef: { kind: 'PersistentVolumeClaim', name: 'src' } } }], observed: { 'uid-c': seen() } }, want: 'markUsed' },
     { name: 'unused and its pod runs → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], pods: [pod('p', ['c'], { phase: 'Running' })] }, want: 'markUsed' },
     { name: 'unused and a node has it in use → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], inUse: { a: ['v'] } }, want: 'markUsed' },
     { name: 'unused and a VolumeAttachment exists → used', v: pv('v', 'c', { usage: 'unused', forNode: 'a' }), w: { claims: [claim('c', { volume: 'v' })], attachments: [{ metadata: { name: 'va' }, spec: { attacher: 'x', nodeName: 'a', source: { persistentVolumeName: 'v' } } }] }, want: 'markUsed' },
@@ -55,7 +61,8 @@ function unschedulable(message: string): Pod {
 // Detection, justification, evidence, pacing (kubernetes #94217).
 describe('decideRollback', function () {
   const unusedOnA = pv('v1', 'c1', { usage: 'unused', forNode: 'a' });
-  const base: W = { pvs: [unusedOnA], claims: [claim('c1', { volume: 'v1' }), claim('c2')], nodes: [node('a'), node('b')], failures: { c2: [failed('rpc error: code = ResourceExhausted')] } };
+  // This process watched c1 (and the ephemeral claim below) from its provisioning on.
+  const base: W = { pvs: [unusedOnA], claims: [claim('c1', { volume: 'v1' }), claim('c2')], nodes: [node('a'), node('b')], failures: { c2: [failed('rpc error: code = ResourceExhausted')] }, observed: { 'uid-c1': seen(), 'uid-p-scratch': seen() } };
   const P = pod('p', ['c1', 'c2']);
   const cases: { name: string; p?: Pod; w: W; want: string }[] = [
     { name: 'sibling failed and lost its selected node: every claim decided → rollback at once', w: base, want: 'rollback' },
@@ -71,8 +78,11 @@ describe('decideRollback', function () {
     { name: 'volume marked used → refuse', w: { ...base, pvs: [pv('v1', 'c1', { usage: 'used', forNode: 'a' })] }, want: 'refuse' },
     { name: 'evidence of use seen now → refuse', w: { ...base, inUse: { b: ['v1'] } }, want: 'refuse' },
     { name: 'volume without our marks → none', w: { ...base, pvs: [pv('v1', 'c1')] }, want: 'none' },
+    { name: 'this process did not watch the volume\'s claim since it was provisioned (it restarted since) → refuse', w: { ...base, observed: {} }, want: 'refuse' },
+    { name: 'the claim was pre-populated from a snapshot → refuse', w: { ...base, claims: [{ ...claim('c1', { volume: 'v1' }), spec: { volumeName: 'v1', dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 's' } } }, claim('c2')] }, want: 'refuse' },
     // Replaced pods: the same workload, once the pod it was provisioned for is gone.
     { name: 'a replacement pod of the same workload, the original gone → rollback', p: pod('p2', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'rollback' },
+    { name: 'a replacement pod, the original seen deleted after it was scheduled (it may have written) → refuse', p: pod('p2', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })], ended: { 'ns/c1': 'pod ns/p using claim c1 was scheduled to node a, and was deleted' } }, want: 'refuse' },
     { name: 'a replacement pod while the original still exists → refuse', p: pod('p2', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pods: [pod('p', [], { owner: 'rs-uid' })], pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'refuse' },
     { name: 'a pod of another workload → refuse', p: pod('p2', ['c1', 'c2'], { owner: 'other-rs' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })] }, want: 'refuse' },
     // The scheduler's own report: the pinned volume's node cannot take the pod, the others are excluded by the volume.

@@ -18,6 +18,8 @@ export interface W {
   attachments?: VolumeAttachment[];
   failures?: Record<string, Event[]>;
   observed?: Record<string, ProvisioningObservation>;
+  /** By claim key (ns/name): evidence left by a pod seen deleted. */
+  ended?: Record<string, string>;
   rollbacks?: ProvisioningRollback[];
   /** Not part of the world: what the loop's glue passes to decideRollback. */
   stuckSince?: number;
@@ -34,6 +36,7 @@ export function world(w: W): RollbackWorld {
     attachmentsOf: (n) => (w.attachments ?? []).filter((a) => a.spec?.source?.persistentVolumeName === n),
     provisioningFailures: (c) => w.failures?.[c.metadata?.name ?? ''] ?? [],
     provisioningObserved: (uid) => w.observed?.[uid],
+    endedUse: (ns, n) => w.ended?.[`${ns}/${n}`],
     rollbacksOf: (key) => (w.rollbacks ?? []).filter((r) => historyKeyOfRecord(r) === key),
     now: () => NOW,
     graceMs: 60_000,

@@ -25,6 +25,13 @@ export interface EventHandler<T> {
   onUpdate?(oldObj: T, newObj: T): void;
   /** Called with the last state the cache held. */
   onDelete?(obj: T): void;
+  /**
+   * A list after the first (the watch's resourceVersion expired, or the informer was restarted):
+   * events between the last watched one and this list are lost, so what a handler saw is no longer
+   * the whole history (an object created and deleted in the gap was never seen). Called before the
+   * list's adds, updates and deletes.
+   */
+  onRelist?(): void;
 }
 
 export interface InformerOptions<T> {
@@ -93,6 +100,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly label: string;
   private abort?: AbortController;
   private synced = false;
+  /** A list has completed before: the next one follows a gap in the history. */
+  private listed = false;
   private syncWaiters: (() => void)[] = [];
   private resourceVersion = '';
   private running?: Promise<void>;
@@ -201,6 +210,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   private async listAndReplace(signal: AbortSignal): Promise<void> {
     relists.inc({ resource: this.label });
+    if (this.listed) this.emit((h) => h.onRelist?.());
     const path = collectionPath(this.resource, this.opts.namespace);
     const listed = new Map<string, T>();
     let cont: string | undefined;
@@ -228,6 +238,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       rv = page.metadata?.resourceVersion ?? rv;
     } while (cont);
 
+    this.listed = true;
     // Reconcile the cache with the list: what vanished while we were not watching is a delete.
     for (const key of this.cache.keys()) {
       if (!listed.has(key)) {

@@ -37,6 +37,7 @@ describe('Informer against a real kube-apiserver', function () {
       onAdd: (o) => seen.push(`add ${o.metadata!.name}`),
       onUpdate: (_, o) => seen.push(`update ${o.metadata!.name} ${o.data?.v ?? ''}`),
       onDelete: (o) => seen.push(`delete ${o.metadata!.name}`),
+      onRelist: () => seen.push('relist'),
     });
   });
 
@@ -130,5 +131,8 @@ describe('Informer against a real kube-apiserver', function () {
     await eventually(async () => expect(await metricValue('topovol_informer_lists_total', { resource: 'configmaps' })).to.be.greaterThan(listsBefore));
     expect(await metricValue('topovol_informer_watch_restarts_total', { resource: 'configmaps', reason: 'gone' })).to.be.greaterThan(goneBefore);
     await expectCacheEqualsServer();
+    // The handlers are told that the history has a gap, before the relist's own events.
+    expect(seen.filter((e) => e === 'relist'), 'one relist, and only after the first list').to.have.length(1);
+    expect(seen.indexOf('relist')).to.be.lessThan(seen.indexOf('delete k1'));
   });
 });
