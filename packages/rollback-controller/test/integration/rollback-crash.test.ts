@@ -6,6 +6,7 @@ import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, sharedControlPlane, startManagerBinary } from '@topovol/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
+import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
 /**
@@ -70,12 +71,13 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
   beforeEach(() => f.startTest('rbc-'));
   afterEach(() => f.stopTest());
 
-  // Before the delete, the restarted process cannot vouch for the volume: while nobody watched, a
-  // pod could have been scheduled with the claim, written to the volume and been deleted, and a
-  // driver without attach leaves no trace of that. It stops the rollback and keeps the claim.
-  it('killed at rollback-intent-recorded: the restarted loop, which did not watch the claim since its provisioning, keeps the claim', async function () {
+  /**
+   * Pod p's claim c1 rolled back by a manager killed right after write `fp`, then by a second one
+   * started afresh; `check` runs once the record is `phase`, with both managers still up.
+   */
+  async function acrossACrash(fp: string, phase: 'Completed' | 'Aborted', check: (r: { audit: AuditLogTail; p: Pod; c1: PersistentVolumeClaim; done: ProvisioningRollback }) => Promise<void>): Promise<void> {
     const audit = new AuditLogTail(auditLog);
-    const first = await startManager(`${f.ns}-first`, 'rollback-intent-recorded');
+    const first = await startManager(`${f.ns}-first`, fp);
     let second: ManagedProcess | undefined;
     try {
       const p: Pod = await f.podWithClaims('p');
@@ -89,9 +91,21 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       const done = await eventually(async () => {
         const records = await recordsOf(f.admin, p.metadata!.uid!);
         expect(records, 'one rollback recorded').to.have.length(1);
-        expect(records[0]!.status?.phase).to.equal('Aborted');
+        expect(records[0]!.status?.phase).to.equal(phase);
         return records[0]!;
       }, 90_000);
+      await check({ audit, p, c1, done });
+    } finally {
+      await first.stop();
+      await second?.stop();
+    }
+  }
+
+  // Before the delete, the restarted process cannot vouch for the volume: while nobody watched, a
+  // pod could have been scheduled with the claim, written to the volume and been deleted, and a
+  // driver without attach leaves no trace of that. It stops the rollback and keeps the claim.
+  it('killed at rollback-intent-recorded: the restarted loop, which did not watch the claim since its provisioning, keeps the claim', async function () {
+    await acrossACrash('rollback-intent-recorded', 'Aborted', async ({ audit, p, c1, done }) => {
       expect(done.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Kept');
       expect((await f.claim('c1')).metadata?.uid, 'the claim is the one it was').to.equal(c1.metadata?.uid);
       await eventually(async () => expect(await f.usage(), 'marked used by the process that cannot vouch for it').to.equal('used'));
@@ -100,32 +114,12 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/not watched without a gap|its mark is used/);
       expect(claimWrites(audit, f.ns, 'delete'), 'no claim deleted').to.deep.equal([]);
       expect(claimWrites(audit, f.ns, 'create'), 'no claim created').to.deep.equal([]);
-    } finally {
-      await first.stop();
-      await second?.stop();
-    }
+    });
   });
 
   for (const fp of FAILPOINTS) {
     it(`killed at ${fp}`, async function () {
-      const audit = new AuditLogTail(auditLog);
-      const first = await startManager(`${f.ns}-first`, fp);
-      let second: ManagedProcess | undefined;
-      try {
-        const p: Pod = await f.podWithClaims('p');
-        await observed(first, `${f.ns}/c1`);
-        const c1 = await f.provisionC1OnA();
-        await eventually(async () => expect(await f.usage()).to.equal('unused'));
-        await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
-        expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
-
-        second = await startManager(`${f.ns}-second`);
-        const done = await eventually(async () => {
-          const records = await recordsOf(f.admin, p.metadata!.uid!);
-          expect(records, 'one rollback recorded').to.have.length(1);
-          expect(records[0]!.status?.phase).to.equal('Completed');
-          return records[0]!;
-        }, 90_000);
+      await acrossACrash(fp, 'Completed', async ({ audit, p, c1, done }) => {
         const now = await f.claim('c1');
         expect(now.metadata?.uid).to.not.equal(c1.metadata?.uid);
         expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Recreated', uid: now.metadata?.uid });
@@ -140,10 +134,7 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
         });
         const claims = (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items.map((c) => c.metadata?.name).sort();
         expect(claims).to.deep.equal(['c1', 'c2']);
-      } finally {
-        await first.stop();
-        await second?.stop();
-      }
+      });
     });
   }
 });

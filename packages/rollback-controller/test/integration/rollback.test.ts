@@ -55,9 +55,10 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
    * P with claims c1 and c2 (or c1 only); c1 provisioned on node a and marked unused. A c2 still
    * provisioning is undecided: the rollback would wait the grace period for it.
    */
-  async function c1ProvisionedOnA(rollback: RunningRollback | undefined, sibling = true): Promise<{ p: Pod; c1: PersistentVolumeClaim; v1: PersistentVolume }> {
+  async function c1ProvisionedOnA(rollback: RunningRollback | undefined, sibling = true, c1Spec: Partial<NonNullable<PersistentVolumeClaim['spec']>> = {}, mark = 'unused'): Promise<{ p: Pod; c1: PersistentVolumeClaim; v1: PersistentVolume }> {
     expect(rollback).to.not.equal(undefined);
-    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+    const c1Claim = claim(ns, 'c1', cls);
+    await admin.create(Resources.persistentVolumeClaims, { ...c1Claim, spec: { ...c1Claim.spec, ...c1Spec } });
     if (sibling) await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
     const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', sibling ? ['c1', 'c2'] : ['c1']));
     await selectNode(admin, ns, 'c1', name('a'));
@@ -71,10 +72,10 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
     });
     const v1 = await eventually(async () => {
       const v = await getPV(admin, name('v1'));
-      expect(v.metadata?.labels?.[LABEL_USAGE]).to.equal('unused');
+      expect(v.metadata?.labels?.[LABEL_USAGE]).to.equal(mark);
       return v;
     });
-    expect(v1.metadata?.annotations).to.include({ [ANN_PROVISIONED_FOR_NODE]: name('a'), [ANN_PROVISIONED_FOR_POD]: p.metadata?.uid });
+    if (mark === 'unused') expect(v1.metadata?.annotations).to.include({ [ANN_PROVISIONED_FOR_NODE]: name('a'), [ANN_PROVISIONED_FOR_POD]: p.metadata?.uid });
     return { p, c1, v1 };
   }
 
@@ -182,18 +183,8 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
     });
 
     it('a claim pre-populated from another claim (a clone) is never rolled back: a new provisioning may not hold the same data', async function () {
-      await admin.create(Resources.persistentVolumeClaims, { ...claim(ns, 'c1', cls), spec: { ...claim(ns, 'c1', cls).spec, dataSource: { kind: 'PersistentVolumeClaim', name: 'source' } } });
-      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
-      const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
-      for (const c of ['c1', 'c2']) await selectNode(admin, ns, c, name('a'));
-      await seenByLoop(rollback!, ns, 'c1');
-      await provision(admin, ns, 'c1', name('a'), name('v1'));
-      const c1 = await eventually(async () => {
-        const c = await get(admin, ns, 'c1');
-        expect(c.status?.phase).to.equal('Bound');
-        return c;
-      });
-      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/pre-populated from PersistentVolumeClaim source/));
+      const { p, c1, v1 } = await c1ProvisionedOnA(rollback, true, { dataSource: { kind: 'PersistentVolumeClaim', name: 'source' } }, 'used');
+      expect(v1.metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/pre-populated from PersistentVolumeClaim source/);
       await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
       await eventFor(admin, p, 'ProvisioningRollbackRefused');
       expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
