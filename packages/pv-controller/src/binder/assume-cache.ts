@@ -16,8 +16,12 @@ function rvNumber(o: KubeObject | undefined): bigint {
 export class AssumeCache<T extends KubeObject> {
   private readonly assumed = new Map<string, T>();
 
+  /** `onAssume`: sees each write as it is remembered (e.g. to keep an index on it). */
+  constructor(private readonly onAssume?: (obj: T) => void) {}
+
   assume(key: string, obj: T): void {
     this.assumed.set(key, obj);
+    this.onAssume?.(obj);
   }
 
   /**

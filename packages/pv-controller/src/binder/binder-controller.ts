@@ -15,7 +15,7 @@ import { watchForSecondBinder } from './second-binder.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
 import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { consumerChanged } from './consumer-change.js';
-import { VolumeIndex } from './volume-index.js';
+import { BinderVolumes } from './volume-view.js';
 import { newlyOffered } from './volume-offer.js';
 
 const PV_BINDER = 'pv-binder';
@@ -35,34 +35,25 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     transform: slimProvisioningEvent,
   });
 
+  /** Volumes a worker has decided to bind and is writing now. */
+  const inFlight = new Set<string>();
   // Candidates are found through indexes, never a scan of all volumes.
-  const index = new VolumeIndex();
+  const bv = new BinderVolumes((name) => pvs.cache.get(name), inFlight);
+  const { index } = bv;
+  const volumes = bv.assumed;
   pvcs.addIndex('class', unboundClaimByClass);
   pvcs.addIndex('selectedNode', claimBySelectedNode);
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
   pods.addIndex('nodeName', podByNodeName);
   provisioningEvents.addIndex('claimUid', involvedObjectUid);
 
-  const volumes = new AssumeCache<PersistentVolume>();
   const claims = new AssumeCache<PersistentVolumeClaim>();
-  const assumedVolume = (name: string): PersistentVolume | undefined => volumes.get(name, pvs.cache.get(name));
   /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
   const issues = new FirstSeen<SelectedNodeIssue>();
   /** Selected nodes removed from unbound claims (the provisioner gave them back), by claim uid. */
   const removals = new Map<string, { count: number; last: number }>();
-  /** Volumes a worker has decided to bind and is writing now. */
-  const inFlight = new Set<string>();
   const world: BinderWorld = {
-    volume: assumedVolume,
-    preBoundVolumes: (ns, name) => index.preBoundTo(ns, name).flatMap((n) => assumedVolume(n) ?? []),
-    accessModeGroups: (cls) => index.accessModeGroups(cls),
-    *freeVolumes(cls, group, minBytes, nodeName) {
-      for (const n of nodeName === undefined ? index.freeVolumes(cls, group, minBytes) : index.freeVolumesForNode(cls, group, nodeName, minBytes)) {
-        if (inFlight.has(n)) continue;
-        const v = assumedVolume(n);
-        if (v) yield v;
-      }
-    },
+    ...bv.view,
     claim: (ns, name) => claims.get(`${ns}/${name}`, pvcs.cache.get(`${ns}/${name}`)),
     storageClass: (name) => classes.cache.get(name),
     defaultStorageClass: () => pickDefaultClass(classes.cache.list()),
@@ -161,16 +152,15 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   };
   pvs.addEventHandler({
     onAdd: (v) => {
-      index.upsertVolume(v);
+      bv.observed(v);
       onVolume(undefined, v);
     },
     onUpdate: (old, v) => {
-      index.upsertVolume(v);
+      bv.observed(v);
       onVolume(old, v);
     },
     onDelete: (v) => {
-      index.deleteVolume(objectKey(v));
-      volumes.forget(objectKey(v));
+      bv.deleted(objectKey(v));
       const ref = v.spec?.claimRef;
       if (ref?.name && ref.namespace) enqueueClaimKey(`${ref.namespace}/${ref.name}`);
     },
