@@ -44,8 +44,13 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         current = await d.actuator.setClaim(current, s.claim.name, 'Kept', undefined, s.why);
         break;
       case 'createClaim': {
-        let uid = await d.actuator.createClaim(current, s.claim);
-        if (uid === undefined) {
+        const created = await d.actuator.createClaim(current, s.claim);
+        if (created === 'namespaceGone') {
+          current = await d.actuator.setClaim(current, s.claim.name, 'Abandoned', undefined, `namespace ${current.spec.pod.namespace} is being deleted`);
+          break;
+        }
+        let uid = created === 'exists' ? undefined : created.uid;
+        if (created === 'exists') {
           const next = afterCreateRefused(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
           if (next.kind === 'waitTerminating') return next.ms;
           uid = next.uid;
@@ -60,7 +65,7 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         // Its protection finalizer: a pod holds it (see the raced report), or it is going.
         return s.ms;
       case 'finish':
-        await d.actuator.finish(current, s.phase);
+        await d.actuator.finish(current, s.phase, s.message);
         return undefined;
     }
   }

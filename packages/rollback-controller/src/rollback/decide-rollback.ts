@@ -97,7 +97,10 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   }
   const refused = refusal(pod, pinned, world);
   if (refused) return { kind: 'refuse', why: refused };
-  return { kind: 'rollback', why, pinned, attempt: history.length + 1, evidenceTime: Math.max(...verdicts.map((v) => v.at)) };
+  // After the newest recorded attempt, not the count: once the oldest record has expired, the count
+  // would name a record that still exists (its create refused, the rollback silently not made).
+  const attempt = Math.max(0, ...history.map((r) => r.spec.attempt ?? 0)) + 1;
+  return { kind: 'rollback', why, pinned, attempt, evidenceTime: Math.max(...verdicts.map((v) => v.at)) };
 }
 
 /**

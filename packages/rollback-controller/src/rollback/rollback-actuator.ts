@@ -1,4 +1,4 @@
-import { failpoint, isAlreadyExists, isNotFound, Resources } from '@topovol/shared';
+import { failpoint, isAlreadyExists, isNamespaceGone, isNotFound, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, KubeObject, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { claimFromTemplate } from './claim-template.js';
 import type { RollbackDecision } from './decide-rollback.js';
@@ -143,22 +143,27 @@ export class RollbackActuator {
     countRollback('aborted');
   }
 
-  /** Creates the claim from the recorded template; the re-created uid, or undefined when a claim of that name exists. */
-  async createClaim(r: ProvisioningRollback, c: RollbackClaim): Promise<string | undefined> {
+  /**
+   * Creates the claim from the recorded template: its uid; `exists` when a claim of that name
+   * exists; `namespaceGone` when its namespace is gone or being deleted (never retried: a namespace
+   * of that name made later is someone else's).
+   */
+  async createClaim(r: ProvisioningRollback, c: RollbackClaim): Promise<{ uid: string | undefined } | 'exists' | 'namespaceGone'> {
     try {
       const created = await this.d.client.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claimFromTemplate(c.template, r.spec.pod.namespace, c.name));
       failpoint('rollback-claim-recreated');
       countRecreated();
       this.d.events.event(created, 'Normal', Reasons.ClaimRecreated, `re-created by provisioning rollback ${r.metadata?.name} for pod ${r.spec.pod.name}; Pending until the pod is scheduled again`);
-      return created.metadata?.uid;
+      return { uid: created.metadata?.uid };
     } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-      return undefined;
+      if (isAlreadyExists(err)) return 'exists';
+      if (isNamespaceGone(err, r.spec.pod.namespace)) return 'namespaceGone';
+      throw err;
     }
   }
 
-  async finish(r: ProvisioningRollback, phase: RollbackPhase): Promise<void> {
-    const message = phase === 'Completed' ? 'claims re-created; the pod can be scheduled on another node' : 'stopped before any claim was deleted';
+  async finish(r: ProvisioningRollback, phase: RollbackPhase, why?: string): Promise<void> {
+    const message = why ?? (phase === 'Completed' ? 'claims re-created; the pod can be scheduled on another node' : 'stopped before any claim was deleted');
     const condition = { type: 'Complete', status: 'True' as const, reason: phase, message };
     await this.writeStatus(r, { phase, message, completionTime: nowRfc3339(), conditions: withCondition(r, condition) });
     if (phase === 'Completed') this.d.events.event(podRef(r), 'Normal', Reasons.RollbackCompleted, `provisioning rollback ${r.metadata?.name}: ${message}`);
@@ -167,7 +172,7 @@ export class RollbackActuator {
   /** One claim's state in the record, written with the record's resourceVersion (a stale writer fails). */
   setClaim(r: ProvisioningRollback, name: string, state: ClaimState, uid?: string, message?: string): Promise<ProvisioningRollback> {
     const claims = [...(r.status?.claims ?? []).filter((c) => c.name !== name), { name, state, uid, message }];
-    const phase: RollbackPhase = claims.some((c) => c.state === 'Deleted' || c.state === 'Recreated') ? 'Recreating' : 'Deleting';
+    const phase: RollbackPhase = claims.some((c) => c.state === 'Deleted' || c.state === 'Recreated' || c.state === 'Abandoned') ? 'Recreating' : 'Deleting';
     return this.writeStatus(r, { phase, claims });
   }
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
-import type { KubeObject, Pod } from '@topovol/shared';
+import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { eventually } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
@@ -118,12 +118,11 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     expect(back.metadata?.ownerReferences).to.deep.equal([owned]);
   });
 
-  it('a re-create that fails counts as an error (the alert\'s metric) and is retried until the claim is back', async function () {
-    const errors = await counter('error');
-    const p = await f.podWithClaims('p');
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
-    // From the moment the claim is deleted, the namespace refuses new claims (an admission policy).
+  /**
+   * From now on the test namespace refuses new claims (a ValidatingAdmissionPolicy), as a webhook or
+   * a quota can; returns the function that lifts it. Waits until a claim is really refused.
+   */
+  async function refuseClaims(): Promise<() => Promise<void>> {
     const policy = `${f.ns}-refuse-claims`;
     await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
       apiVersion: 'admissionregistration.k8s.io/v1',
@@ -141,7 +140,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       metadata: { name: policy },
       spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } },
     } as KubeObject);
-    // Policies take effect within a second or so: wait until a claim is really refused.
+    // Policies take effect within a second or so.
     await eventually(async () => {
       const probe = await f.admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject).then(
         () => true,
@@ -152,15 +151,48 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
         throw new Error('claims are not refused yet');
       }
     });
-    try {
-      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
-      await eventually(async () => expect(await counter('error')).to.be.greaterThan(errors), 60_000);
-      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
-      expect(r!.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Deleted');
-    } finally {
+    return async () => {
       await f.admin.delete(Resources.validatingAdmissionPolicyBindings, binding.metadata!.name!);
       await f.admin.delete(Resources.validatingAdmissionPolicies, policy);
-    }
+    };
+  }
+
+  /** Pod p's c1 rolled back up to its delete: the re-create is refused, counted as an error, and the record says Deleted. */
+  async function deletedNotRecreated(): Promise<{ p: Pod; c1: PersistentVolumeClaim; lift: () => Promise<void> }> {
+    const errors = await counter('error');
+    const p = await f.podWithClaims('p');
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const lift = await refuseClaims();
+    await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    await eventually(async () => expect(await counter('error')).to.be.greaterThan(errors), 60_000);
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    expect(r!.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Deleted');
+    return { p, c1, lift };
+  }
+
+  it('a re-create that fails counts as an error (the alert\'s metric) and is retried until the claim is back', async function () {
+    const { c1, lift } = await deletedNotRecreated();
+    await lift();
     await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+  });
+
+  // A namespace deleted in the middle of a rollback (its pods and claims go with it): the claim is
+  // not re-created, and the record finishes rather than retrying until a namespace of the same name,
+  // perhaps another tenant's, appears and gets the old tenant's claim.
+  it('the namespace deleted after a claim was deleted: the record ends Aborted, the claim Abandoned, no retry', async function () {
+    const { p, lift } = await deletedNotRecreated();
+    try {
+      await f.admin.delete(Resources.namespaces, f.ns);
+      const done = await eventually(async () => {
+        const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+        expect(r!.status?.phase).to.equal('Aborted');
+        return r!;
+      }, 60_000);
+      expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Abandoned', message: `namespace ${f.ns} is being deleted` });
+      expect(done.status?.message).to.equal(`claim(s) c1 not re-created: namespace ${f.ns} is being deleted`);
+    } finally {
+      await lift();
+    }
   });
 });

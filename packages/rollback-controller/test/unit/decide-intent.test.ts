@@ -30,8 +30,14 @@ describe('decideIntent', function () {
     { name: 'all re-created: Completed', r: rb({ c1: 'Recreated', c2: 'Recreated' }), live: {}, want: ['finish Completed'] },
     { name: 'one re-created, one kept: Completed', r: rb({ c1: 'Recreated', c2: 'Kept' }), live: {}, want: ['finish Completed'] },
     { name: 'all kept: Aborted', r: rb({ c1: 'Kept', c2: 'Kept' }), live: {}, want: ['finish Aborted'] },
+    { name: 'deleted, then its namespace went (Abandoned): Aborted, nothing re-created', r: rb({ c1: 'Abandoned', c2: 'Abandoned' }), live: {}, want: ['finish Aborted'] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideIntent(c.r, live(c.live)))).to.deep.equal(c.want));
+
+  it('a record finished with abandoned claims says which, and why', function () {
+    const [finish] = decideIntent(rb({ c1: 'Abandoned', c2: 'Kept' }), live({}));
+    expect(finish).to.deep.equal({ kind: 'finish', phase: 'Aborted', message: `claim(s) c1 not re-created: namespace ${rb({}).spec.pod.namespace} is being deleted` });
+  });
 
   it('says how soon to look again at a claim still terminating (the requeue is the decision\'s)', function () {
     const [step] = decideIntent(rb({ c1: 'Deleted', c2: 'Recreated' }), live({ c1: 'old-c1', c2: 'new' }));

@@ -95,6 +95,7 @@ describe('decideRollback', function () {
     { name: 'a failure older than the last rollback → none', w: { ...base, failures: { c2: [failed('ResourceExhausted', NOW - 600_000)] }, rollbacks: [record('uid-p', 1, NOW - 300_000)] }, want: 'none' },
     { name: 'a new failure after the last rollback, within its backoff → wait', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 10_000)] }, want: 'wait' },
     { name: 'a new failure after the last rollback, backoff over → rollback (attempt 2)', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 60_000)] }, want: 'rollback 2' },
+    { name: 'attempt 1 expired from the history, 2 and 3 kept, backoff over → rollback (attempt 4, not a second 3)', w: { ...base, rollbacks: [record('uid-p', 3, NOW - 60_000), record('uid-p', 2, NOW - 3_600_000)] }, want: 'rollback 4' },
     { name: 'the workload had 3 rollbacks → limit', w: { ...base, rollbacks: [record('uid-p', 3, NOW - 3_600_000), record('uid-p', 2, NOW - 7_200_000), record('uid-p', 1, NOW - 9_000_000)] }, want: 'limit' },
     // Histories are per namespace (owner references are namespace-local) and per StatefulSet replica.
     { name: '3 rollbacks recorded for the same owner uid in another namespace → rollback (attempt 1)', p: pod('p', ['c1', 'c2'], { owner: 'rs-uid' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'rs-uid' })], rollbacks: [1, 2, 3].map((n) => record('rs-uid', n, NOW - n * 3_600_000, { namespace: 'other', kind: 'ReplicaSet' })) }, want: 'rollback 1' },

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { isConflict, logger, Resources } from '@topovol/shared';
+import { isConflict, KubeApiError, logger, Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -81,20 +81,48 @@ describe('rollback actuator over an in-memory API server', function () {
   describe('createClaim', function () {
     it("re-creates the claim from the record's template, and says so on it", async function () {
       const r = store.seed(ProvisioningRollbacks, record());
-      const uid = await actuator().createClaim(r, r.spec.claims[0]!);
+      const created = await actuator().createClaim(r, r.spec.claims[0]!);
       const c = storedClaim();
-      expect(c?.metadata?.uid).to.equal(uid).and.not.equal('uid-c');
+      expect(created).to.deep.equal({ uid: c?.metadata?.uid });
+      expect(c?.metadata?.uid).to.not.equal('uid-c');
       expect(c?.metadata?.labels).to.deep.equal({ app: 'db' });
       expect(c?.spec).to.deep.equal({ storageClassName: 'late', resources: { requests: { storage: '1Gi' } } });
       expect(reasons()).to.deep.equal([`PersistentVolumeClaim/c Normal ${Reasons.ClaimRecreated}`]);
     });
 
-    it('a claim of that name exists: undefined, the claim is left as it is, no Event', async function () {
+    it('a claim of that name exists: exists, the claim is left as it is, no Event', async function () {
       const r = store.seed(ProvisioningRollbacks, record());
       const existing = store.seed(Resources.persistentVolumeClaims, { ...decidedClaim(), metadata: { ...decidedClaim().metadata, uid: 'uid-someone' } });
-      expect(await actuator().createClaim(r, r.spec.claims[0]!)).to.equal(undefined);
+      expect(await actuator().createClaim(r, r.spec.claims[0]!)).to.equal('exists');
       expect(storedClaim()).to.deep.equal(existing);
       expect(events.recorded).to.deep.equal([]);
+    });
+
+    // As kube-apiserver answers a create in a namespace being deleted (NamespaceLifecycle) or gone.
+    const refusals: [string, KubeApiError][] = [
+      ['being deleted (403, cause NamespaceTerminating)', new KubeApiError(403, { reason: 'Forbidden', message: 'persistentvolumeclaims "c" is forbidden: unable to create new content in namespace ns because it is being terminated', details: { name: 'c', kind: 'persistentvolumeclaims', causes: [{ reason: 'NamespaceTerminating', message: 'namespace ns is being terminated', field: 'metadata.namespace' }] } })],
+      ['gone (404 for the namespace)', new KubeApiError(404, { reason: 'NotFound', message: 'namespaces "ns" not found', details: { name: 'ns', kind: 'namespaces' } })],
+    ];
+    for (const [why, err] of refusals) {
+      it(`its namespace ${why}: namespaceGone, nothing written (a later namespace of that name is someone else's)`, async function () {
+        const r = store.seed(ProvisioningRollbacks, record());
+        const refusing = Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(err) });
+        const a = new RollbackActuator({ client: refusing, events, log: logger(), dryRun: false });
+        expect(await a.createClaim(r, r.spec.claims[0]!)).to.equal('namespaceGone');
+        expect(storedClaim()).to.equal(undefined);
+      });
+    }
+
+    it('another refusal (a webhook, a quota) is thrown: retried, counted as an error', async function () {
+      const r = store.seed(ProvisioningRollbacks, record());
+      const quota = new KubeApiError(403, { reason: 'Forbidden', message: 'exceeded quota: claims' });
+      const refusing = Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(quota) });
+      const a = new RollbackActuator({ client: refusing, events, log: logger(), dryRun: false });
+      const thrown = await a.createClaim(r, r.spec.claims[0]!).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(thrown).to.equal(quota);
     });
   });
 

@@ -37,7 +37,8 @@ export interface ApiStatus {
   message?: string;
   reason?: string;
   code?: number;
-  details?: { name?: string; kind?: string; retryAfterSeconds?: number; causes?: { message?: string; field?: string }[] };
+  /** A cause's `reason` is Go's StatusCause.Type (e.g. NamespaceTerminating). */
+  details?: { name?: string; kind?: string; retryAfterSeconds?: number; causes?: { reason?: string; message?: string; field?: string }[] };
 }
 
 /** A non-2xx answer of the API server, with its Status when the body was one. */
@@ -164,3 +165,15 @@ export const isForbidden = is('Forbidden');
 export const isInvalid = is('Invalid');
 export const isTimeout = is('Timeout');
 export const isConnectionError = is('Connection');
+
+/**
+ * A create refused because its namespace is gone (404 for the namespace itself) or being deleted
+ * (403 with cause NamespaceTerminating, from the NamespaceLifecycle admission plugin): nothing can
+ * be created there, and a namespace of that name made later is someone else's.
+ */
+export function isNamespaceGone(err: unknown, namespace: string): boolean {
+  if (!(err instanceof KubeApiError)) return false;
+  const d = err.status.details;
+  if (err.code === 404) return d?.kind === 'namespaces' && d.name === namespace;
+  return err.code === 403 && (d?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating');
+}

@@ -15,7 +15,8 @@ export type IntentStep =
   | { kind: 'noteRecreated'; claim: RollbackClaim; uid: string }
   /** The old claim is still terminating (a protection finalizer): look again after `ms`. */
   | { kind: 'waitTerminating'; claim: RollbackClaim; ms: number }
-  | { kind: 'finish'; phase: 'Completed' | 'Aborted' };
+  /** `message`: what the record says, when more than the phase (claims abandoned with their namespace). */
+  | { kind: 'finish'; phase: 'Completed' | 'Aborted'; message?: string };
 
 /** How soon a claim still terminating is looked at again: its finalizer goes with its last pod, which no event of ours announces. */
 export const TERMINATING_RECHECK_MS = 1_000;
@@ -55,10 +56,13 @@ export function decideIntent(r: ProvisioningRollback, claim: (namespace: string,
         break;
       case 'Kept':
       case 'Recreated':
+      case 'Abandoned':
         break;
     }
   }
   if (open) return steps;
   const recreated = r.spec.claims.some((c) => claimState(r, c.name) === 'Recreated');
-  return [{ kind: 'finish', phase: recreated ? 'Completed' : 'Aborted' }];
+  const abandoned = r.spec.claims.filter((c) => claimState(r, c.name) === 'Abandoned').map((c) => c.name);
+  const message = abandoned.length > 0 ? `claim(s) ${abandoned.join(', ')} not re-created: namespace ${ns} is being deleted` : undefined;
+  return [{ kind: 'finish', phase: recreated ? 'Completed' : 'Aborted', ...(message ? { message } : {}) }];
 }

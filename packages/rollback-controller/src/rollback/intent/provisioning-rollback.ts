@@ -27,7 +27,8 @@ export interface ClaimTemplate {
   spec: NonNullable<PersistentVolumeClaim['spec']>;
 }
 
-export type ClaimState = 'Deleting' | 'Deleted' | 'Kept' | 'Recreated';
+/** `Abandoned`: deleted, and not re-created because its namespace went away (a later namespace of that name is someone else's). */
+export type ClaimState = 'Deleting' | 'Deleted' | 'Kept' | 'Recreated' | 'Abandoned';
 export type RollbackPhase = 'Deleting' | 'Recreating' | 'Completed' | 'Aborted';
 
 export interface RollbackClaimStatus {
