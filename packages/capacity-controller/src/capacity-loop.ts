@@ -73,7 +73,7 @@ const identity = (ms: number): number => ms;
  * while changes keep coming, so a burst costs a few calls per item and a lone change waits for none.
  */
 export class CapacityLoop {
-  private desired: DesiredState = { items: new Map(), frozen: new Set(), problems: [] };
+  private desired: DesiredState = { items: new Map(), frozen: new Map(), problems: [] };
   private readonly state = new Map<string, ItemState>();
   /** Item keys by GetCapacity request (requestKey): items of one request share its calls. */
   private byRequest = new Map<string, string[]>();

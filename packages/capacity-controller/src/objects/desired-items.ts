@@ -21,8 +21,11 @@ export interface ClassProblem {
 
 export interface DesiredState {
   items: Map<string, DesiredItem>;
-  /** Classes whose existing objects are kept as they are (their parameters cannot be read now). */
-  frozen: Set<string>;
+  /**
+   * Classes whose existing objects are kept as they are (their parameters cannot be read now), with
+   * when the class was created (ms; NaN if unknown): only objects made since are this class's.
+   */
+  frozen: Map<string, number>;
   problems: ClassProblem[];
 }
 
@@ -47,7 +50,7 @@ export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
  */
 export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], opts: DesiredOptions): DesiredState {
   const items = new Map<string, DesiredItem>();
-  const frozen = new Set<string>();
+  const frozen = new Map<string, number>();
   const problems: ClassProblem[] = [];
   const add = (item: CapacityItem, parameters: Record<string, string>): void => {
     items.set(itemKey(item), { item, parameters });
@@ -68,7 +71,7 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
       continue;
     }
     if ('error' in pools) {
-      frozen.add(name);
+      frozen.set(name, Date.parse(c.metadata?.creationTimestamp ?? ''));
       problems.push({ storageClassName: name, reason: 'InvalidTopologyConstrainedPools', message: pools.error });
       continue;
     }

@@ -47,18 +47,22 @@ export function planItem(id: ObjectIdentity, item: CapacityItem, measured: Measu
 /**
  * Objects of ours that no desired item explains: their class is gone or no longer ours, their
  * segment lost its last node, or their shape is foreign. Classes in `frozen` (a StorageClass we
- * cannot interpret right now) keep their objects until the class is fixed or deleted. An object
+ * cannot interpret right now) keep their objects until the class is fixed or deleted, except
+ * objects older than the class: those were made for an earlier class of that name, deleted and
+ * re-created (parameters are immutable, so that is how they change) within one sync. An object
  * whose item only changed its `absent` keys (a deeper segment appeared or went) stays until the
  * object replacing it exists: `replacing` holds the base keys (itemBaseKey) of desired items
  * without an object yet. Deleting first would leave the segment's nodes with no capacity at all
  * until the driver answers for the new item, for as long as it cannot.
  */
-export function planObsolete(desiredKeys: ReadonlySet<string>, objects: readonly CSIStorageCapacity[], frozen: ReadonlySet<string>, replacing: ReadonlySet<string> = new Set()): ObjectAction[] {
+export function planObsolete(desiredKeys: ReadonlySet<string>, objects: readonly CSIStorageCapacity[], frozen: ReadonlyMap<string, number>, replacing: ReadonlySet<string> = new Set()): ObjectAction[] {
   const out: ObjectAction[] = [];
   for (const o of objects) {
     if (o.metadata?.deletionTimestamp) continue;
     const item = itemOfObject(o);
-    if (item && frozen.has(item.storageClassName)) continue;
+    const classCreated = item ? frozen.get(item.storageClassName) : undefined;
+    // Second resolution on both sides: an object made in the class's second counts as the class's.
+    if (classCreated !== undefined && !(Date.parse(o.metadata?.creationTimestamp ?? '') < classCreated)) continue;
     if (item && desiredKeys.has(itemKey(item))) continue;
     if (item && replacing.has(itemBaseKey(item))) continue;
     out.push({ kind: 'delete', object: o, why: 'obsolete' });

@@ -59,7 +59,7 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       expect(got.items.has(itemKey(itemOfObject(o)!))).to.equal(true);
       // The same labels without the exclusion (an object written before it existed) is a different, obsolete item.
       const legacy = existing({ ...shallow, absent: undefined }, '1Gi', { name: 'old' });
-      expect(planObsolete(new Set(got.items.keys()), [legacy], new Set()).map((a) => a.object.metadata?.name)).to.deep.equal(['old']);
+      expect(planObsolete(new Set(got.items.keys()), [legacy], new Map()).map((a) => a.object.metadata?.name)).to.deep.equal(['old']);
       // Foreign expressions are not ours.
       expect(itemOfObject({ ...o, nodeTopology: { matchLabels: {}, matchExpressions: [{ key: ZONE, operator: 'In', values: ['z1'] }] } })).to.equal(undefined);
       const pooled = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: REGION, value: 'east' }] }]) })], mixed, opts);
@@ -122,9 +122,9 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
     });
 
     it('an unreadable pool list freezes the class (objects kept) and is a problem, not a crash', function () {
-      const got = desiredItems([sc('bad', { parameters: { topologyConstrainedPools: '[{"poolName":' } })], segs, opts);
+      const got = desiredItems([sc('bad', { metadata: { name: 'bad', creationTimestamp: '2026-11-23T11:00:00Z' }, parameters: { topologyConstrainedPools: '[{"poolName":' } })], segs, opts);
       expect(got.items.size).to.equal(0);
-      expect([...got.frozen]).to.deep.equal(['bad']);
+      expect([...got.frozen]).to.deep.equal([['bad', Date.parse('2026-11-23T11:00:00Z')]]);
       expect(got.problems[0]).to.include({ reason: 'InvalidTopologyConstrainedPools' });
     });
   });
@@ -210,8 +210,15 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
     it('deletes objects of segments, classes and pools no longer desired; keeps frozen classes', function () {
       const objs = [existing(keep, '1Gi', { name: 'k' }), existing(gone, '1Gi', { name: 'g' }), existing(frozen, '1Gi', { name: 'f' }), existing(pooled, '1Gi', { name: 'p' })];
       expect(objs[3]!.metadata?.labels?.[LABEL_POOL]).to.equal('p1');
-      const acts = planObsolete(new Set([itemKey(keep), itemKey({ ...pooled, pool: 'p2' })]), objs, new Set(['bad']));
+      const acts = planObsolete(new Set([itemKey(keep), itemKey({ ...pooled, pool: 'p2' })]), objs, new Map([['bad', Date.parse('2026-11-23T09:00:00Z')]]));
       expect(acts.map((a) => a.object.metadata?.name)).to.deep.equal(['g', 'p']);
+    });
+    it('a frozen class keeps only its own objects: those of an earlier class of that name (deleted and re-created, unreadable now) go', function () {
+      const objs = [existing(frozen, '1Gi', { name: 'earlier', created: '2026-11-23T10:00:00Z' }), existing(frozen, '1Gi', { name: 'its-own', created: '2026-11-23T12:00:00Z' }), existing(frozen, '1Gi', { name: 'same-second', created: '2026-11-23T11:00:00Z' })];
+      const acts = planObsolete(new Set(), objs, new Map([['bad', Date.parse('2026-11-23T11:00:00Z')]]));
+      expect(acts.map((a) => a.object.metadata?.name)).to.deep.equal(['earlier']);
+      // A class without a creation time (NaN): all kept, as before.
+      expect(planObsolete(new Set(), objs, new Map([['bad', Number.NaN]]))).to.deep.equal([]);
     });
     it('keeps an object whose item was only re-cut (deeper keys; a pool\'s segments) until every replacement exists', function () {
       const region: CapacityItem = { storageClassName: 'fast', segment: { [REGION]: 'east' }, pool: '' };
@@ -221,8 +228,8 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       const objs = [existing(region, '1Gi', { name: 'r' }), existing(poolDomain, '1Gi', { name: 'p' }), existing(gone, '1Gi', { name: 'g' })];
       const desired = new Set([itemKey(regionExclusive), itemKey(poolPart)]);
       const waiting = new Set([itemBaseKey(regionExclusive), itemBaseKey(poolPart)]);
-      expect(planObsolete(desired, objs, new Set(), waiting).map((a) => a.object.metadata?.name), 'replacements not created yet').to.deep.equal(['g']);
-      expect(planObsolete(desired, objs, new Set(), new Set()).map((a) => a.object.metadata?.name), 'once they exist').to.deep.equal(['r', 'p', 'g']);
+      expect(planObsolete(desired, objs, new Map(), waiting).map((a) => a.object.metadata?.name), 'replacements not created yet').to.deep.equal(['g']);
+      expect(planObsolete(desired, objs, new Map(), new Set()).map((a) => a.object.metadata?.name), 'once they exist').to.deep.equal(['r', 'p', 'g']);
     });
   });
 
