@@ -441,7 +441,7 @@ export class CapacityLoop {
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     // Pools of items not measured since this process started (a restart) stay as published.
     const unmeasured = new Set<string>();
-    for (const { item } of this.desired.items.values()) if (!this.state.get(itemKey(item))?.measured) unmeasured.add(poolRefKey({ storageClassName: item.storageClassName, pool: statusPoolName(item) }));
+    for (const d of this.desired.items.values()) if (!this.state.get(itemKey(d.item))?.measured) unmeasured.add(poolRefKey({ storageClassName: d.item.storageClassName, pool: statusPoolName(d) }));
     await this.status.publish(entries, this.conditions(), (storageClassName, pool) => unmeasured.has(poolRefKey({ storageClassName, pool })));
     await this.status.pruneExpired();
     return this.opts.statusRefreshMs;

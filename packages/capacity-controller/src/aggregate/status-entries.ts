@@ -7,13 +7,15 @@ import type { CapacityEntry } from '../status/index.js';
 
 /**
  * The central instance's entries of the aggregated status: one pool per tracked item that has
- * been measured. Pool names are the constrained pool's name, else the segment spelled out
- * (`zone=z1,rack=r1`), which is unique within a class. A whole-cluster segment has no nodeTopology
+ * been measured. Pool names are the constrained pool's name (with the segment, `east zone=z2`, for
+ * a pool published per segment it serves), else the segment spelled out (`zone=z1,rack=r1`): each
+ * unique within a class. A whole-cluster segment has no nodeTopology
  * (neither nodeTopology nor nodeList means the entire cluster).
  */
 /** An item's pool name in the aggregated status (see statusEntries). */
-export function statusPoolName(item: DesiredItem['item']): string {
-  return item.pool || formatSegment(item.segment);
+export function statusPoolName(d: DesiredItem): string {
+  if (!d.item.pool) return formatSegment(d.item.segment);
+  return d.poolPart ? `${d.item.pool} ${formatSegment(d.item.segment)}` : d.item.pool;
 }
 
 export function statusEntries(items: Iterable<DesiredItem>, measured: (key: DesiredItem) => (MeasuredCapacity & { atMs?: number }) | undefined): CapacityEntry[] {
@@ -25,7 +27,7 @@ export function statusEntries(items: Iterable<DesiredItem>, measured: (key: Desi
     const hasTopology = Object.keys(item.segment).length > 0;
     out.push({
       storageClassName: item.storageClassName,
-      pool: statusPoolName(item),
+      pool: statusPoolName(d),
       ...(hasTopology ? { nodeTopology: itemSelector(item) } : {}),
       capacity: formatBytes(m.available),
       ...(m.maximumVolumeSize !== undefined ? { maximumVolumeSize: formatBytes(m.maximumVolumeSize) } : {}),

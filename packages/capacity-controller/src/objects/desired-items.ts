@@ -11,6 +11,8 @@ export interface DesiredItem {
   item: CapacityItem;
   /** The GetCapacity parameters: the class's, or none for `<ephemeral>`. */
   parameters: Record<string, string>;
+  /** A constrained pool published per segment it serves (earlier pools take part of its domain), not as its domain. */
+  poolPart?: boolean;
 }
 
 export interface ClassProblem {
@@ -52,8 +54,8 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
   const items = new Map<string, DesiredItem>();
   const frozen = new Map<string, number>();
   const problems: ClassProblem[] = [];
-  const add = (item: CapacityItem, parameters: Record<string, string>): void => {
-    items.set(itemKey(item), { item, parameters });
+  const add = (item: CapacityItem, parameters: Record<string, string>, poolPart = false): void => {
+    items.set(itemKey(item), { item, parameters, ...(poolPart ? { poolPart } : {}) });
   };
   // A segment overlapped by deeper ones excludes their nodes; a pool's domain deliberately does not.
   const deeper = deeperKeys(segments);
@@ -83,7 +85,7 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
       // serves, each matching exactly its own nodes: its domain's selector would also offer its
       // capacity on nodes whose volumes Ceph-CSI puts in another pool.
       if (wholeDomain) add({ storageClassName: name, segment: pool.domain, pool: pool.name }, asked);
-      else for (const s of serves) add({ storageClassName: name, ...exclusive(s), pool: pool.name }, asked);
+      else for (const s of serves) add({ storageClassName: name, ...exclusive(s), pool: pool.name }, asked, true);
       if (serves.length === 0) {
         problems.push({
           storageClassName: name,

@@ -6,6 +6,8 @@ import type { CapacityItem } from '../../src/objects/capacity-item.js';
 import { itemOfObject, LABEL_POOL, newCapacityObject } from '../../src/objects/capacity-object.js';
 import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
 import { desiredItems } from '../../src/objects/desired-items.js';
+import { statusEntries } from '../../src/aggregate/status-entries.js';
+import { buildStorageStatus } from '../../src/status/build-storage-status.js';
 import { itemCoversNode, itemsToRefreshAfterFailure } from '../../src/objects/failure-refresh.js';
 import { planItem, planObsolete } from '../../src/objects/plan-capacity-objects.js';
 import { quantityBytes } from '@topovol/shared';
@@ -119,6 +121,18 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
           }
         }),
       );
+    });
+
+    it('a pool published per segment it serves has one aggregated-status pool per segment, none rejected as a duplicate', function () {
+      const east = { poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] };
+      const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: REGION, value: 'east' }, { domainLabel: ZONE, value: 'z1' }] };
+      const segments: Record<string, string>[] = [{ [REGION]: 'east' }, { [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z2' }];
+      const items = [...desiredItems([sc('ceph', { parameters: pools([eastZ1, east]) })], segments, opts).items.values()];
+      const entries = statusEntries(items, () => ({ available: GiB }));
+      expect(entries.map((e) => e.pool)).to.deep.equal(['east topology.kubernetes.io/region=east', 'east topology.kubernetes.io/region=east,topology.kubernetes.io/zone=z2', 'east-z1']);
+      const built = buildStorageStatus(entries, Date.parse('2026-11-27T12:00:00Z'), 60_000);
+      expect(built.rejected).to.deep.equal([]);
+      expect(built.storage[0]?.pools?.map((p) => p.name)).to.have.length(3);
     });
 
     it('an unreadable pool list freezes the class (objects kept) and is a problem, not a crash', function () {
