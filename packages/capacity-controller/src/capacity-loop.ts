@@ -33,8 +33,6 @@ import type { StatusCondition } from './status/index.js';
 
 /** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
 export const FAILURE_BACKOFF_MS = 1_000;
-/** While the one call of an Unimplemented period runs, how often the other items look again. */
-const PROBE_WAIT_MS = 1_000;
 
 export interface CapacityLoopOptions extends DesiredOptions {
   mode: SegmentMode;
@@ -245,10 +243,10 @@ export class CapacityLoop {
     const d = this.desired.items.get(key);
     if (!d) return DONE;
     // Unimplemented: one call per backoff period, whichever item comes first; the rest wait for its
-    // answer (an answer queues every item; another Unimplemented sets the next period).
+    // end, which queues every item (an answer ends the period; another Unimplemented sets the next).
     const u = this.unsupported;
     if (u && this.now() < u.retryAt) return requeueAfter(u.retryAt - this.now());
-    if (u?.probing) return requeueAfter(PROBE_WAIT_MS);
+    if (u?.probing) return DONE;
     let st = this.state.get(key);
     if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0, createdAt: this.now() }));
     // Its completion enqueues the key again.
@@ -299,7 +297,8 @@ export class CapacityLoop {
         if (probe && this.unsupported) this.unsupported.probing = false;
         this.running.end(rk, startedAt);
         if (this.stopping.signal.aborted) return;
-        for (const k of new Set([key, ...(this.byRequest.get(rk) ?? [])])) this.queue.add(itemRefresh(k));
+        const waiting = probe ? this.desired.items.keys() : [];
+        for (const k of new Set([key, ...(this.byRequest.get(rk) ?? []), ...waiting])) this.queue.add(itemRefresh(k));
       });
   }
 

@@ -16,12 +16,15 @@ function rvNumber(o: KubeObject | undefined): bigint {
 export class AssumeCache<T extends KubeObject> {
   private readonly assumed = new Map<string, T>();
 
-  /** `onAssume`: sees each write as it is remembered (e.g. to keep an index on it). */
-  constructor(private readonly onAssume?: (obj: T) => void) {}
+  /**
+   * `onAssume` sees each write as it is remembered, `onForget` each key whose write is dropped (to
+   * keep an index on the newest copy: ours, then the informer's again).
+   */
+  constructor(private readonly hooks: { onAssume?: (obj: T) => void; onForget?: (key: string) => void } = {}) {}
 
   assume(key: string, obj: T): void {
     this.assumed.set(key, obj);
-    this.onAssume?.(obj);
+    this.hooks.onAssume?.(obj);
   }
 
   /**
@@ -45,6 +48,6 @@ export class AssumeCache<T extends KubeObject> {
   }
 
   forget(key: string): void {
-    this.assumed.delete(key);
+    if (this.assumed.delete(key)) this.hooks.onForget?.(key);
   }
 }

@@ -57,6 +57,9 @@ export class BinderReconciler {
     const picked = actions.flatMap((a) => (a.kind === 'bindVolume' ? [a.volume.metadata!.name!] : []));
     if (picked.length === 0 && inFlight.size > 0 && !claim.spec?.volumeName) this.passedOver.add(key);
     for (const n of picked) inFlight.add(n);
+    // Which picked volumes this run writes (their view moves on): a later write of the run that
+    // fails leaves those as the server answered them.
+    const viewed = new Map(picked.map((n) => [n, world.volume(n)?.metadata?.resourceVersion]));
     let failed = false;
     try {
       await this.run(actions);
@@ -64,10 +67,13 @@ export class BinderReconciler {
       failed = true;
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
       if (picked.length > 0) countBind(stale ? 'conflict' : 'error');
-      // Our view was stale: drop what we assumed so the retry reads the informer's truth.
+      // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
+      // volume this run wrote (a claim write that conflicts after it): its answer is the server's,
+      // and forgetting it would hide from the retry the volume it already holds, which it would
+      // pass by as taken and take another (the first left bound to a claim bound elsewhere).
       if (stale) {
         this.d.claims.forget(key);
-        for (const n of picked) this.d.volumes.forget(n);
+        for (const n of picked) if (world.volume(n)?.metadata?.resourceVersion === viewed.get(n)) this.d.volumes.forget(n);
       }
       throw err;
     } finally {

@@ -25,9 +25,17 @@ export class BinderVolumes {
     /** Volumes a worker has decided to bind and is writing now: never offered to another claim. */
     inFlight: ReadonlySet<string>,
   ) {
-    // A write's answer for a volume the informer no longer has is a deleted volume: not indexed.
-    this.assumed = new AssumeCache<PersistentVolume>((v) => {
-      if (this.cached(v.metadata?.name ?? '')) this.index.upsertVolume(v);
+    this.assumed = new AssumeCache<PersistentVolume>({
+      // A write's answer for a volume the informer no longer has is a deleted volume: not indexed.
+      onAssume: (v) => {
+        if (this.cached(v.metadata?.name ?? '')) this.index.upsertVolume(v);
+      },
+      // Our write dropped (found stale): the index follows the informer's copy again, as the view does.
+      onForget: (name) => {
+        const v = this.cached(name);
+        if (v) this.index.upsertVolume(v);
+        else this.index.deleteVolume(name);
+      },
     });
     const index = this.index;
     const newest = (name: string): PersistentVolume | undefined => this.assumed.get(name, this.cached(name));
@@ -53,7 +61,7 @@ export class BinderVolumes {
 
   /** An informer delete. */
   deleted(name: string): void {
-    this.index.deleteVolume(name);
     this.assumed.forget(name);
+    this.index.deleteVolume(name);
   }
 }

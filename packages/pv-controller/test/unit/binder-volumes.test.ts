@@ -9,13 +9,14 @@ import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js
 import { BinderVolumes } from '../../src/binder/volume-view.js';
 import { claim, vol, world } from './world-fixture.js';
 
-/** FakeWrites whose next claim PUTs fail with 500 (an API server that times out on etcd): nothing written. */
+/** FakeWrites whose next claim PUTs fail with `failure` (nothing written). */
 class FailingClaimWrites extends FakeWrites {
   failClaimWrites = 0;
+  failure = new KubeApiError(500, { message: 'etcdserver: request timed out' });
   override async replace<T extends KubeObject>(r: ResourceType, obj: T, opts: { subresource?: 'status' } = {}): Promise<T> {
     if (r === Resources.persistentVolumeClaims && !opts.subresource && this.failClaimWrites > 0) {
       this.failClaimWrites--;
-      throw new KubeApiError(500, { message: 'etcdserver: request timed out' });
+      throw this.failure;
     }
     return super.replace(r, obj, opts);
   }
@@ -24,35 +25,56 @@ class FailingClaimWrites extends FakeWrites {
 // The binder's volume view as setupBinder builds it (BinderVolumes: the informer's copies, our
 // writes, the index), with an informer that has not delivered anything since the start.
 describe('binder volumes: a bind half written, retried before the informer catches up', function () {
-  it('the retry finishes the volume it wrote, and takes no second one (upstream stores its writes where its search reads)', async function () {
-    const store = new FailingClaimWrites();
-    const v1 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v1', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' } }));
-    const v2 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v2', '2Gi'));
-    const c = store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim('c', '1Gi'));
-    // The informer's view, frozen at the start: it lags every write below.
-    const informer = new Map<string, PersistentVolume>([
-      ['v1', v1],
-      ['v2', v2],
-    ]);
-    const inFlight = new Set<string>();
-    const bv = new BinderVolumes((name) => informer.get(name), inFlight);
-    for (const v of informer.values()) bv.observed(v);
-    const claims = new AssumeCache<PersistentVolumeClaim>();
-    const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
-    const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
-    const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
-    const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssue>(), dryRun: false });
+  const failures: [string, KubeApiError][] = [
+    ['500 (an API server timing out on etcd)', new KubeApiError(500, { message: 'etcdserver: request timed out' })],
+    ['409 Conflict (the claim changed since the decision)', new KubeApiError(409, { reason: 'Conflict', message: 'the object has been modified; please apply your changes to the latest version and try again' })],
+  ];
+  for (const [why, failure] of failures) {
+    it(`the claim write fails with ${why}: the retry finishes the volume it wrote, and takes no second one (upstream stores its writes where its search reads)`, async function () {
+      const store = new FailingClaimWrites();
+      store.failure = failure;
+      const v1 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v1', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' } }));
+      const v2 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v2', '2Gi'));
+      const c = store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim('c', '1Gi'));
+      // The informer's view, frozen at the start: it lags every write below.
+      const informer = new Map<string, PersistentVolume>([
+        ['v1', v1],
+        ['v2', v2],
+      ]);
+      const inFlight = new Set<string>();
+      const bv = new BinderVolumes((name) => informer.get(name), inFlight);
+      for (const v of informer.values()) bv.observed(v);
+      const claims = new AssumeCache<PersistentVolumeClaim>();
+      const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
+      const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
+      const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
+      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssue>(), dryRun: false });
 
-    store.failClaimWrites = 1;
-    const failed = await r.claim('ns', 'c').then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    expect(failed, 'the claim write failed').to.be.instanceOf(KubeApiError);
-    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v1')?.spec?.claimRef?.name, 'v1 was written first').to.equal('c');
+      store.failClaimWrites = 1;
+      const failed = await r.claim('ns', 'c').then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(failed, 'the claim write failed').to.equal(failure);
+      expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v1')?.spec?.claimRef?.name, 'v1 was written first').to.equal('c');
 
-    await r.claim('ns', 'c');
-    expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
-    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+      await r.claim('ns', 'c');
+      expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+      expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+    });
+  }
+
+  it('a dropped write (found stale) puts the volume back in the index as the informer has it', function () {
+    const informer = new Map<string, PersistentVolume>([['v1', vol('v1', '1Gi')]]);
+    const bv = new BinderVolumes((name) => informer.get(name), new Set());
+    bv.observed(informer.get('v1')!);
+    const written = { ...vol('v1', '1Gi'), metadata: { name: 'v1', resourceVersion: '9' }, spec: { ...vol('v1', '1Gi').spec, claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } } };
+    bv.assumed.assume('v1', written);
+    const free = (): string[] => [...bv.view.freeVolumes('', [...bv.view.accessModeGroups('')][0] ?? 'ReadWriteOnce', 0n)].map((v) => v.metadata!.name!);
+    expect(bv.view.preBoundVolumes('ns', 'c').map((v) => v.metadata?.name)).to.deep.equal(['v1']);
+    expect(free()).to.deep.equal([]);
+    bv.assumed.forget('v1');
+    expect(bv.view.preBoundVolumes('ns', 'c')).to.deep.equal([]);
+    expect(free()).to.deep.equal(['v1']);
   });
 });

@@ -47,6 +47,7 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         const created = await d.actuator.createClaim(current, s.claim);
         if (created === 'namespaceGone') {
           current = await d.actuator.setClaim(current, s.claim.name, 'Abandoned', undefined, `namespace ${current.spec.pod.namespace} is being deleted`);
+          d.actuator.reportAbandoned(current, s.claim);
           break;
         }
         let uid = created === 'exists' ? undefined : created.uid;

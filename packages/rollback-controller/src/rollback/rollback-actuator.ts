@@ -137,6 +137,15 @@ export class RollbackActuator {
     this.d.events.event(pod, 'Warning', Reasons.RollbackRaced, `scheduled to node ${pod.spec?.nodeName} while claim ${c.name} was being deleted for a rollback: the claim stays Terminating while this pod exists (its volume was never used); delete the pod to let the claim be re-created`);
   }
 
+  /**
+   * A deleted claim not re-created: its namespace is being deleted. Logged and counted as aborted
+   * (an Event could not be written in that namespace any more).
+   */
+  reportAbandoned(r: ProvisioningRollback, c: RollbackClaim): void {
+    this.d.log.warn('claim not re-created: its namespace is being deleted', { rollback: r.metadata?.name, namespace: r.spec.pod.namespace, claim: c.name });
+    countRollback('aborted');
+  }
+
   /** The rollback stopped before this claim was deleted. */
   reportAborted(r: ProvisioningRollback, c: RollbackClaim, why: string): void {
     this.d.events.event(podRef(r), 'Normal', Reasons.RollbackAborted, `rollback stopped before claim ${c.name} was deleted: ${why}`);

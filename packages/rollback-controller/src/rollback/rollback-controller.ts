@@ -148,11 +148,15 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onUpdate: (_, p) => onPod(p),
     onDelete: (p) => {
       reconciler.forgetPod(p.metadata?.uid ?? '');
-      // Its use outlives it, for claims whose volume is marked unused (kept until the claim goes).
-      // The last state the watch delivered holds its node and phase: spec.nodeName is never cleared.
+      // Its use outlives it, for claims this process may vouch for: their provisioning observed (the
+      // unused mark may be written and not yet seen), or their volume marked unused. Kept until the
+      // claim goes. The last state the watch delivered holds its node and phase: spec.nodeName is
+      // never cleared.
       for (const k of claimKeysOfPod(p)) {
         const use = podUseOfClaim(p, k.slice(k.indexOf('/') + 1));
-        if (use && pvs.cache.byIndex('claim', k).some((v) => usageOf(withDryMarks(v)!) === 'unused')) endedUse.set(k, `${use}, and was deleted`);
+        if (!use) continue;
+        const observedClaim = observed.has(pvcs.cache.get(k)?.metadata?.uid ?? '');
+        if (observedClaim || pvs.cache.byIndex('claim', k).some((v) => usageOf(withDryMarks(v)!) === 'unused')) endedUse.set(k, `${use}, and was deleted`);
       }
       onPod(p);
     },

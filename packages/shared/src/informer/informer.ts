@@ -28,8 +28,8 @@ export interface EventHandler<T> {
   /**
    * A list after the first (the watch's resourceVersion expired, or the informer was restarted):
    * events between the last watched one and this list are lost, so what a handler saw is no longer
-   * the whole history (an object created and deleted in the gap was never seen). Called before the
-   * list's adds, updates and deletes.
+   * the whole history (an object created and deleted in the gap was never seen). Called once the
+   * list's pages are in, before its adds, updates and deletes.
    */
   onRelist?(): void;
 }
@@ -210,7 +210,6 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   private async listAndReplace(signal: AbortSignal): Promise<void> {
     relists.inc({ resource: this.label });
-    if (this.listed) this.emit((h) => h.onRelist?.());
     const path = collectionPath(this.resource, this.opts.namespace);
     const listed = new Map<string, T>();
     let cont: string | undefined;
@@ -238,6 +237,9 @@ export class Informer<T extends KubeObject = KubeObject> {
       rv = page.metadata?.resourceVersion ?? rv;
     } while (cont);
 
+    // After the pages (handlers kept acting on the old cache while they came), before the list's
+    // own events: what a handler concluded from the history before the gap is dropped in one place.
+    if (this.listed) this.emit((h) => h.onRelist?.());
     this.listed = true;
     // Reconcile the cache with the list: what vanished while we were not watching is a delete.
     for (const key of this.cache.keys()) {
