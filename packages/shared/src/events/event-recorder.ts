@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { classifyError, isNotFound } from '../client/errors.js';
+import { classifyError, isAlreadyExists, isNotFound } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
 import { Resources } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
@@ -120,8 +120,11 @@ export class EventRecorder {
   }
 
   private async write(obj: KubeObject, type: EventType, reason: string, message: string): Promise<void> {
+    // One name for every try, as client-go's makeEvent: a create that landed though its answer was
+    // lost (a timeout, a 504) is found taken by the next try, not written a second time.
+    const name = `${obj.metadata?.name ?? 'unknown'}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`;
     for (let attempt = 1; ; attempt++) {
-      const err = await this.writeOnce(obj, type, reason, message);
+      const err = await this.writeOnce(obj, type, reason, message, name, attempt > 1);
       if (err === undefined) return;
       const c = classifyError(err);
       // A refusal (invalid, forbidden, a name taken) fails the same way again; the rest may pass.
@@ -135,8 +138,8 @@ export class EventRecorder {
     }
   }
 
-  /** One try at writing the Event; resolves with what failed it, if anything. */
-  private async writeOnce(obj: KubeObject, type: EventType, reason: string, message: string): Promise<unknown> {
+  /** One try at writing the Event under `name`; resolves with what failed it, if anything. `retry`: a create of it may have landed. */
+  private async writeOnce(obj: KubeObject, type: EventType, reason: string, message: string, name: string, retry: boolean): Promise<unknown> {
     const md = obj.metadata ?? {};
     // Cluster-scoped objects get their events in "default", as client-go does.
     const namespace = md.namespace || 'default';
@@ -155,7 +158,6 @@ export class EventRecorder {
           // Expired (events have a TTL): start a new one.
         }
       }
-      const name = `${md.name ?? 'unknown'}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`;
       const ev: Event = {
         apiVersion: 'v1',
         kind: 'Event',
@@ -178,7 +180,12 @@ export class EventRecorder {
         reportingComponent: this.component,
         reportingInstance: this.host || this.component,
       };
-      await this.client.create<Event>(Resources.events, ev);
+      try {
+        await this.client.create<Event>(Resources.events, ev);
+      } catch (err) {
+        // Our earlier try's create landed: written.
+        if (!(retry && isAlreadyExists(err))) throw err;
+      }
       this.remember(key, { namespace, name, count: 1, firstTimestamp: now });
       return undefined;
     } catch (err) {

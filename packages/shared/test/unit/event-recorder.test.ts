@@ -114,6 +114,30 @@ describe('EventRecorder', function () {
     expect(tries()).to.equal(5);
   });
 
+  it('a create that landed though its answer was lost (504) is not written twice: the retry finds its name taken', async function () {
+    const clock = new FakeClock();
+    const stored = new Map<string, Event>();
+    let lost = 1;
+    const client = {
+      create: (_r: unknown, e: Event) => {
+        if (stored.has(e.metadata!.name!)) return Promise.reject(new KubeApiError(409, { reason: 'AlreadyExists', message: `events "${e.metadata!.name}" already exists` }));
+        stored.set(e.metadata!.name!, e);
+        if (lost-- > 0) return Promise.reject(new KubeApiError(504, { reason: 'Timeout', message: 'the server was unable to return a response in the time allotted' }));
+        return Promise.resolve(e);
+      },
+      patch: (_r: unknown, name: string, _ns: string, _t: string, body: { count: number }) => {
+        stored.get(name)!.count = body.count;
+        return Promise.resolve({});
+      },
+    } as unknown as KubeClient;
+    const r = new EventRecorder(client, 'test', 'host', false, clock);
+    r.event(claim('a'), 'Normal', 'ProvisioningRollback', 'rolling back');
+    await flushDriving(r, clock);
+    r.event(claim('a'), 'Normal', 'ProvisioningRollback', 'rolling back');
+    await flushDriving(r, clock);
+    expect([...stored.values()].map((e) => `${e.involvedObject.name} ${e.reason} ${e.count}`), 'one Event, counted twice').to.deep.equal(['a ProvisioningRollback 2']);
+  });
+
   it('gives up after client-go\'s number of tries, and at once on a refusal that cannot pass (422, 403)', async function () {
     for (const [code, failures, want] of [
       [500, 100, EVENT_WRITE_TRIES],
