@@ -20,6 +20,7 @@ export * from './informer/informer-factory.js';
 export * from './informer/informer-scope.js';
 export * from './informer/object-key.js';
 export * from './informer/resources.js';
+export * from './informer/watch-stream.js';
 export * from './leaderelection/leader-elector.js';
 export * from './logging/logger.js';
 export * from './manager/index.js';

@@ -100,7 +100,11 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     historyTtlMs,
     actuator,
     // Every piece of evidence the caches hold, after the label as the server has it.
-    reads: liveReads(client, (live) => usedEvidence(live, world) ?? unwatchedSinceProvisioned(live, world)),
+    reads: liveReads(
+      client,
+      (live) => usedEvidence(live, world) ?? unwatchedSinceProvisioned(live, world),
+      () => pods.lastResourceVersion(),
+    ),
     observe: (c) => observe(c),
     enqueueRecord: (name) => queue.add(recordKey(name)),
   });

@@ -182,6 +182,31 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
     });
 
+    // A cache that lags: the loop's pod watch is behind (here: stopped, so no relist marks a gap)
+    // while another pod with the claim is created, scheduled and deleted. The decision and the
+    // delete's live checks (the pods that exist now) cannot see it; the server's replay of the pod
+    // events since the watch's resourceVersion, read right before the delete, does.
+    it('a pod that used the claim and went while the loop\'s pod watch lagged: found in the replay before the delete, the claim kept', async function () {
+      const { p, c1 } = await c1ProvisionedOnA(rollback);
+      const pods = rollback!.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+      await pods.stop();
+      try {
+        await admin.create<Pod>(Resources.pods, pod(ns, 'q', ['c1']));
+        await bindPod(admin, ns, 'q', name('a'));
+        await admin.delete(Resources.pods, 'q', ns, { gracePeriodSeconds: 0 });
+        await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+        const done = await eventually(async () => {
+          const [r] = await recordsOf(admin, p.metadata!.uid!);
+          expect(r?.status?.phase).to.equal('Aborted');
+          return r!;
+        }, 60_000);
+        expect(done.status?.claims?.find((c) => c.name === 'c1')?.message).to.match(/pod .*\/q using claim c1 was scheduled to node .* \(seen in the pod events since the loop's watch\)/);
+        expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim kept').to.equal(c1.metadata?.uid);
+      } finally {
+        pods.start();
+      }
+    });
+
     it('a claim pre-populated from another claim (a clone) is never rolled back: a new provisioning may not hold the same data', async function () {
       const { p, c1, v1 } = await c1ProvisionedOnA(rollback, true, { dataSource: { kind: 'PersistentVolumeClaim', name: 'source' } }, 'used');
       expect(v1.metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/pre-populated from PersistentVolumeClaim source/);

@@ -120,8 +120,8 @@ describe('EventRecorder', function () {
     let lost = 1;
     const client = {
       create: (_r: unknown, e: Event) => {
-        if (stored.has(e.metadata!.name!)) return Promise.reject(new KubeApiError(409, { reason: 'AlreadyExists', message: `events "${e.metadata!.name}" already exists` }));
-        stored.set(e.metadata!.name!, e);
+        if (stored.has(e.metadata.name!)) return Promise.reject(new KubeApiError(409, { reason: 'AlreadyExists', message: `events "${e.metadata.name}" already exists` }));
+        stored.set(e.metadata.name!, e);
         if (lost-- > 0) return Promise.reject(new KubeApiError(504, { reason: 'Timeout', message: 'the server was unable to return a response in the time allotted' }));
         return Promise.resolve(e);
       },
