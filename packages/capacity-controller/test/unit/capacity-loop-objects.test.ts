@@ -7,10 +7,8 @@ import { SYNC } from '../../src/capacity-key.js';
 import { PENDING_TRUST_MS } from '../../src/objects/object-actuator.js';
 import { fakeInformers, FakeCapacityQueue, FakeMeter, FakeObjectStore } from './capacity-fakes.js';
 import type { FakeInformers } from './capacity-fakes.js';
+import { DRIVER, GiB, NS } from './capacity-loop-fixtures.js';
 
-const DRIVER = 'test.csi.topovol.io';
-const NS = 'topovol-system';
-const GiB = 1n << 30n;
 const POLL_MS = 60_000;
 const R = Resources.csiStorageCapacities;
 

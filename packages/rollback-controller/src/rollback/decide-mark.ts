@@ -2,7 +2,7 @@ import { ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE } from '@topovol/shared'
 import type { PersistentVolume } from '@topovol/shared';
 import { usageOf } from './marks.js';
 import type { RollbackWorld } from './rollback-world.js';
-import { unwatchedSinceProvisioned, usedEvidence } from './usage-evidence.js';
+import { unusedMarkDoubt, usedEvidence } from './usage-evidence.js';
 
 export type MarkDecision =
   | { kind: 'none' }
@@ -43,7 +43,7 @@ export function decideMark(v: PersistentVolume, world: RollbackWorld): MarkDecis
   const usage = usageOf(v);
   if (usage === 'used' || v.metadata?.deletionTimestamp) return { kind: 'none' };
   if (usage === 'unused') {
-    const evidence = usedEvidence(v, world) ?? unwatchedSinceProvisioned(v, world);
+    const evidence = unusedMarkDoubt(v, world);
     return evidence ? { kind: 'markUsed', volume: v, because: evidence } : { kind: 'none' };
   }
   // The cheap checks first: the evidence walks every node's volumesInUse, and most volumes are

@@ -3,7 +3,7 @@ import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shar
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
-import { podMayHaveRun, unwatchedSinceProvisioned, usedEvidence } from './usage-evidence.js';
+import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
 
 export interface PinnedClaim {
@@ -56,7 +56,7 @@ function refusal(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld): string 
     if (!provisionedFor(p.volume, pod, world)) return `volume ${name} was provisioned for another pod (uid ${p.volume.metadata?.annotations?.[ANN_PROVISIONED_FOR_POD] ?? 'unknown'})`;
     const others = world.podsUsingClaim(pod.metadata?.namespace ?? '', p.claim.metadata?.name ?? '').filter((x) => x.metadata?.uid !== pod.metadata?.uid);
     if (others.length > 0) return `claim ${p.claim.metadata?.name} is also used by pod ${others[0]!.metadata?.name}`;
-    const evidence = usedEvidence(p.volume, world) ?? unwatchedSinceProvisioned(p.volume, world);
+    const evidence = unusedMarkDoubt(p.volume, world);
     if (evidence) return `volume ${name} may hold data: ${evidence}`;
   }
   return undefined;

@@ -1,4 +1,4 @@
-import { claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectEvent, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
@@ -12,7 +12,7 @@ import { liveReads } from './rollback-server-reads.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { RollbackReconciler } from './reconcile-rollback.js';
 import { usageOf } from './marks.js';
-import { podUseOfClaim, unwatchedSinceProvisioned, usedEvidence, volumesInUseMentions } from './usage-evidence.js';
+import { podUseOfClaim, unusedMarkDoubt, volumesInUseMentions } from './usage-evidence.js';
 
 const ROLLBACK = 'rollback';
 
@@ -102,7 +102,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     // Every piece of evidence the caches hold, after the label as the server has it.
     reads: liveReads(
       client,
-      (live) => usedEvidence(live, world) ?? unwatchedSinceProvisioned(live, world),
+      (live) => unusedMarkDoubt(live, world),
       () => pods.lastResourceVersion(),
     ),
     observe: (c) => observe(c),
@@ -157,7 +157,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
       // claim goes. The last state the watch delivered holds its node and phase: spec.nodeName is
       // never cleared.
       for (const k of claimKeysOfPod(p)) {
-        const use = podUseOfClaim(p, k.slice(k.indexOf('/') + 1));
+        const use = podUseOfClaim(p, splitKey(k).name);
         if (!use) continue;
         const observedClaim = observed.has(pvcs.cache.get(k)?.metadata?.uid ?? '');
         if (observedClaim || pvs.cache.byIndex('claim', k).some((v) => usageOf(withDryMarks(v)!) === 'unused')) endedUse.set(k, `${use}, and was deleted`);

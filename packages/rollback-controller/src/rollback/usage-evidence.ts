@@ -33,11 +33,10 @@ export function usedEvidence(v: PersistentVolume, world: RollbackWorld): string 
     const claim = world.claim(ref.namespace, ref.name);
     // Pods name claims, not uids: only the claim this volume is bound to counts.
     if (claim && (!ref.uid || claim.metadata?.uid === ref.uid)) {
+      // One that ran says more than one that was only scheduled.
       const pods = world.podsUsingClaim(ref.namespace, ref.name);
-      for (const p of [...pods.filter(podMayHaveRun), ...pods]) {
-        const use = podUseOfClaim(p, ref.name);
-        if (use) return use;
-      }
+      const user = pods.find(podMayHaveRun) ?? pods.find((p) => p.spec?.nodeName);
+      if (user) return podUseOfClaim(user, ref.name);
       const ended = world.endedUse(ref.namespace, ref.name);
       if (ended) return ended;
       // A restored or cloned volume holds data from the start, which a new provisioning may not
@@ -68,8 +67,13 @@ export function volumesInUseMentions(entry: string, v: PersistentVolume): boolea
  * not running yet, or its pod watch was relisted after 410 Gone) leaves no trace a later look can
  * find for a driver without attach.
  */
-export function unwatchedSinceProvisioned(v: PersistentVolume, world: RollbackWorld): string | undefined {
+function unwatchedSinceProvisioned(v: PersistentVolume, world: RollbackWorld): string | undefined {
   const uid = v.spec?.claimRef?.uid;
   if (uid && world.provisioningObserved(uid)) return undefined;
   return 'its claim\'s pods were not watched without a gap since it was provisioned (a restart, or a relist of pods): a pod may have used it unseen';
+}
+
+/** Why a volume marked unused may hold data after all: any evidence of use, or a mark this process cannot vouch for. */
+export function unusedMarkDoubt(v: PersistentVolume, world: RollbackWorld): string | undefined {
+  return usedEvidence(v, world) ?? unwatchedSinceProvisioned(v, world);
 }
