@@ -115,6 +115,8 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
     },
     env.log,
   );
+  // No startKeys (Controller): its keys are bounded on a standby (SYNC and STATUS; item keys only
+  // for items a SYNC has planned, and a standby plans none), so adds before start are kept.
   const controller = new Controller<CapacityKey>(CAPACITY_CONTROLLER, loop.reconcile, { queue, workers });
   loop.register();
   queue.add(SYNC);

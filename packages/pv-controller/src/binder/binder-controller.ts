@@ -94,7 +94,16 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       if (key.kind === 'claim') return requeueAfter(await reconciler.claim(key.namespace, key.name));
       return requeueAfter(await reconciler.volume(key.name, ctx.log));
     },
-    { queue, workers: extraNumber(options.extra, WORKERS_FLAG, WORKERS_DEFAULT) },
+    {
+      queue,
+      workers: extraNumber(options.extra, WORKERS_FLAG, WORKERS_DEFAULT),
+      // Every claim and volume, as the informers' adds queued them (upstream's binder does not start
+      // its informers before it leads). Every other handler queues one of these or a gone claim's key.
+      startKeys: function* () {
+        for (const c of pvcs.cache.list()) yield claimKeyOf(objectKey(c));
+        for (const v of pvs.cache.list()) yield volumeKey(objectKey(v));
+      },
+    },
   );
   // Upstream's periodic resync of every claim and volume: level-triggered, so whatever changed
   // without an event we watch (a node that joined, a class created later) is seen within a period.

@@ -37,7 +37,7 @@ export function setupZonalPvUpgrade(env: ControllerEnv): Controller<string> {
       await applyZonalDecision({ ...deps, log: ctx.log }, pv, decision);
       return DONE;
     },
-    { queue, workers: options.concurrentWorkers },
+    { queue, workers: options.concurrentWorkers, startKeys: () => pvs.cache.list().map(objectKey) },
   );
 
   pvs.addEventHandler({

@@ -121,7 +121,17 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
           return requeueAfter(await reconciler.pod(key.namespace, key.name));
       }
     },
-    { queue, workers: options.concurrentWorkers },
+    {
+      queue,
+      workers: options.concurrentWorkers,
+      // What the handlers queue for the objects cached now: every pod, volume and record (a pod's,
+      // claim's, node's, attachment's or failure's event queues pods and volumes, a record's itself).
+      startKeys: function* () {
+        for (const r of records.cache.list()) yield recordKey(objectKey(r));
+        for (const v of pvs.cache.list()) yield volumeKey(objectKey(v));
+        for (const p of pods.cache.list()) yield podKeyOf(objectKey(p));
+      },
+    },
   );
 
   const enqueuePod = (p: Pod): void => queue.add(podKeyOf(objectKey(p)));

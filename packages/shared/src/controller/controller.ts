@@ -35,6 +35,18 @@ export interface ControllerOptions<K> {
    */
   queue: WorkQueue<K>;
   workers?: number;
+  /**
+   * The keys to reconcile when the workers start, in place of every key added before: the queue is
+   * held until then (WorkQueue.hold), so the handlers of a replica that does not lead (or has not
+   * synced) queue nothing. controller-runtime starts a controller's event sources in
+   * Controller.Start, which replays the caches as Create events; here the handlers must run from the
+   * start (they keep the loop's indexes and observations), so the loop says instead which keys its
+   * caches call for. They must cover every key its handlers would have queued for the objects
+   * cached now; a key of an object already gone is not needed (a level-triggered reconcile of it
+   * finds nothing to do). Without startKeys, adds before start are kept, as client-go's queue keeps
+   * them.
+   */
+  startKeys?: () => Iterable<K>;
   /** For tests: drive the re-sync period with a FakeClock (the queue has its own clock). */
   clock?: Clock;
 }
@@ -89,6 +101,7 @@ export class Controller<K = string> implements Runnable {
   private readonly clock: Clock;
   private running?: Promise<void>;
   private resync?: { periodMs: number; keys: () => Iterable<K> };
+  private readonly startKeys?: () => Iterable<K>;
   private cancelResync?: Cancel;
 
   constructor(
@@ -99,6 +112,8 @@ export class Controller<K = string> implements Runnable {
     this.workers = Math.max(1, opts.workers ?? 1);
     this.clock = opts.clock ?? realClock;
     this.queue = opts.queue;
+    this.startKeys = opts.startKeys;
+    if (this.startKeys) this.queue.hold();
     this.log = logger().child({ controller: name });
     maxConcurrent.set({ controller: name }, this.workers);
     activeWorkers.set({ controller: name }, 0);
@@ -129,15 +144,27 @@ export class Controller<K = string> implements Runnable {
     if (!r || this.queue.shuttingDown()) return;
     this.cancelResync = this.clock.setTimeout(() => {
       this.scheduleResync();
-      this.resyncSlice(r.keys()[Symbol.iterator](), 0);
+      this.addSlicesOf('re-sync', r.keys);
     }, r.periodMs);
   }
 
+  private addSlicesOf(walk: 're-sync' | 'start-up', keys: () => Iterable<K>): void {
+    let it: Iterator<K>;
+    try {
+      it = keys()[Symbol.iterator]();
+    } catch (err) {
+      this.log.error(`${walk} walk stopped early`, { error: errorMessage(err), keys: 0 });
+      return;
+    }
+    this.addSlices(walk, it, 0);
+  }
+
   /**
-   * Adds the re-sync's keys RESYNC_SLICE at a time, one slice per turn of the event loop: a walk
-   * over 100,000 objects (whose keys may be computed as it goes) must not stall watches and workers.
+   * Adds a walk's keys (a re-sync's, or the start-up keys) RESYNC_SLICE at a time, one slice per
+   * turn of the event loop: a walk over 100,000 objects (whose keys may be computed as it goes)
+   * must not stall watches and workers.
    */
-  private resyncSlice(keys: Iterator<K>, added: number): void {
+  private addSlices(walk: 're-sync' | 'start-up', keys: Iterator<K>, added: number): void {
     for (let i = 0; i < RESYNC_SLICE; i++) {
       let next: IteratorResult<K>;
       try {
@@ -145,17 +172,17 @@ export class Controller<K = string> implements Runnable {
       } catch (err) {
         // A loop's key walk that throws must not take the process down from a timer: this walk
         // ends here and the next period walks again.
-        this.log.error('re-sync stopped early', { error: errorMessage(err), keys: added });
+        this.log.error(`${walk} walk stopped early`, { error: errorMessage(err), keys: added });
         return;
       }
       if (next.done) {
-        this.log.debug('re-sync queued its keys', { keys: added });
+        this.log.debug(`${walk} walk queued its keys`, { keys: added });
         return;
       }
       this.queue.add(next.value);
       added++;
     }
-    if (!this.queue.shuttingDown()) setImmediate(() => this.resyncSlice(keys, added));
+    if (!this.queue.shuttingDown()) setImmediate(() => this.addSlices(walk, keys, added));
   }
 
   /**
@@ -165,7 +192,9 @@ export class Controller<K = string> implements Runnable {
   start(signal?: AbortSignal): Promise<void> {
     if (!this.running) {
       signal?.addEventListener('abort', () => this.halt(), { once: true });
+      this.queue.release();
       this.running = Promise.all(Array.from({ length: this.workers }, () => this.worker())).then(() => undefined);
+      if (this.startKeys) this.addSlicesOf('start-up', this.startKeys);
       this.scheduleResync();
       this.log.info('workers started', { workers: this.workers, resyncPeriodMs: this.resync?.periodMs });
     }

@@ -20,6 +20,11 @@ export class Fifo<T> {
     }
     return item;
   }
+
+  clear(): void {
+    this.items = [];
+    this.head = 0;
+  }
 }
 
 /** Items taken in a row from a level while a later one waits, before one of the later level's is taken. */
@@ -48,6 +53,11 @@ export class LeveledFifo<T> {
   push(item: T): void {
     const i = Math.max(0, Math.floor(this.levelOf(item)));
     (this.levels[i] ??= new Fifo<T>()).push(item);
+  }
+
+  clear(): void {
+    this.levels.length = 0;
+    this.passedOver = 0;
   }
 
   shift(): T | undefined {

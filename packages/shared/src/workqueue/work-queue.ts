@@ -59,6 +59,7 @@ export class WorkQueue<K = string> {
   private timer: { at: number; cancel: Cancel } | undefined;
 
   private shutting = false;
+  private held = false;
   private drain = false;
   private drainWaiters: (() => void)[] = [];
 
@@ -75,6 +76,7 @@ export class WorkQueue<K = string> {
 
   /** Marks key as needing work. No-op if it is already waiting, or once the queue is shutting down. */
   add(key: K): void {
+    if (this.held) return;
     const id = this.keyString(key);
     if (this.shutting || this.dirty.has(id)) return;
     this.dirty.set(id, key);
@@ -91,7 +93,7 @@ export class WorkQueue<K = string> {
 
   /** Adds key after ms. Pending delayed adds of one key are merged, keeping the earliest time. */
   addAfter(key: K, ms: number): void {
-    if (this.shutting) return;
+    if (this.shutting || this.held) return;
     if (!(ms > 0)) {
       this.add(key);
       return;
@@ -123,7 +125,7 @@ export class WorkQueue<K = string> {
 
   /** Adds key after its rate limiter's backoff: the caller's processing of it failed. */
   addRateLimited(key: K): void {
-    if (this.shutting) return;
+    if (this.shutting || this.held) return;
     this.metrics?.retried();
     this.addAfter(key, this.rateLimiter.when(this.keyString(key)));
   }
@@ -163,6 +165,35 @@ export class WorkQueue<K = string> {
       // the next queued key first, and the drain is not declared over in between.
       if (this.drainWaiters.length > 0) queueMicrotask(() => this.settleDrain());
     }
+  }
+
+  /**
+   * Until release(), adds of any kind are ignored, and what was queued or delayed is dropped. For a
+   * controller that queues its own start-up keys when its workers start (ControllerOptions.startKeys):
+   * on a standby replica the informers' handlers keep running, for the loop's indexes and what it
+   * observes, and would otherwise queue a key for every object that ever changed (a deleted one's
+   * included) for a leader that may never come.
+   */
+  hold(): void {
+    if (this.processing.size > 0) throw new Error(`work queue ${this.name}: hold() while keys are being processed`);
+    this.held = true;
+    this.dirty.clear();
+    this.queue.clear();
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.delayed.clear();
+    this.heap.clear();
+    this.metrics?.dropped();
+  }
+
+  /** Ends hold(): adds count again. */
+  release(): void {
+    this.held = false;
+  }
+
+  /** Whether adds are ignored until release() (hold). */
+  isHeld(): boolean {
+    return this.held;
   }
 
   /** Keys waiting to be handed out (excluding delayed adds and keys re-added while processing). */
@@ -383,6 +414,11 @@ class QueueMetrics<K> {
     if (started === undefined) return;
     this.f.workDuration.observe(this.labels, (this.clock.now() - started) / 1000);
     this.startTimes.delete(key);
+  }
+
+  /** The queued keys were dropped (hold): none of them will be taken. */
+  dropped(): void {
+    this.addTimes.clear();
   }
 
   retried(): void {

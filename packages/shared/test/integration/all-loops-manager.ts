@@ -17,14 +17,16 @@ export interface AllLoopsManager {
  * objects in `ns`. Installs the CRDs the capacity and rollback loops watch, so that a test file
  * using it passes when run alone as well as after the others.
  */
-export async function startAllLoopsManager(cp: ControlPlane, ns: string): Promise<AllLoopsManager> {
+export async function startAllLoopsManager(cp: ControlPlane, ns: string, opts: { instance?: string; args?: string[] } = {}): Promise<AllLoopsManager> {
   await installCrds(cp.adminClient());
+  // Replicas (instance) share the driver's name, each with a socket of its own, as sidecars would.
+  const id = opts.instance ? `${ns}-${opts.instance}` : ns;
   const driver = new CsiTestDriver({ name: `${ns}.csi.topovol.test`, controllerCapabilities: ['CREATE_DELETE_VOLUME', 'GET_CAPACITY'], capacity: [{ segment: { zone: 'z1' }, capacity: 4n << 30n }] });
-  await driver.start(`unix://${path.join(cp.dir, `${ns}-csi.sock`)}`);
+  await driver.start(`unix://${path.join(cp.dir, `${id}-csi.sock`)}`);
   const metricsPort = await freePort();
   const probePort = await freePort();
   const manager = new ManagedProcess({
-    name: `${ns}-manager`,
+    name: `${id}-manager`,
     command: process.execPath,
     args: [
       path.join(repoRoot(), 'bin', 'topovol-controller-manager.js'),
@@ -37,8 +39,9 @@ export async function startAllLoopsManager(cp: ControlPlane, ns: string): Promis
       `--capacity-namespace=${ns}`,
       '--capacity-ownerref-level=-1',
       '--log-format=json',
+      ...(opts.args ?? []),
     ],
-    logFile: path.join(cp.dir, `${ns}-manager.log`),
+    logFile: path.join(cp.dir, `${id}-manager.log`),
   });
   return {
     manager,

@@ -256,6 +256,90 @@ describe('Controller runner', function () {
     expect(calls).to.equal(0);
   });
 
+  describe('startKeys: a standby builds no backlog (controller-runtime starts its sources in Start)', function () {
+    /** A controller with start keys, whose reconciles record their key; a clock of its own. */
+    function withStartKeys(prefix: string, startKeys: () => Iterable<string>): { c: Controller<string>; seen: string[]; queue: WorkQueue<string>; name: string } {
+      const seen: string[] = [];
+      const name = unique(prefix);
+      const clock = new FakeClock();
+      const queue = new WorkQueue<string>(name, { clock });
+      const c = new Controller<string>(name, (_ctx, key) => {
+        seen.push(key);
+        return Promise.resolve(DONE);
+      }, { queue, clock, startKeys });
+      return { c, seen, queue, name };
+    }
+
+    it('adds before start (plain, delayed, rate-limited) queue nothing; the workers start with the start keys, then take adds', async function () {
+      let cached = ['a', 'b'];
+      const { c, seen, queue, name } = withStartKeys('start-keys', () => cached);
+      for (let i = 0; i < 1_000; i++) c.enqueue(`gone-${i}`);
+      queue.addAfter('later', 5);
+      queue.addRateLimited('failed');
+      await settle();
+      expect(queue.len(), 'nothing waits while held').to.equal(0);
+      expect(queue.isQueued('gone-1')).to.equal(false);
+      await metricsRegistry.metrics(); // a scrape publishes the depth and the adds
+      expect(await metric('workqueue_depth', { name })).to.equal(0);
+      expect(await metric('workqueue_adds_total', { name })).to.equal(0);
+      cached = ['a', 'b', 'c'];
+      void c.start();
+      c.enqueue('d');
+      await settle();
+      expect([...seen].sort()).to.deep.equal(['a', 'b', 'c', 'd']);
+      await c.stop(1_000);
+    });
+
+    it('a queue with keys in it when the controller is built drops them (the start keys replace them)', async function () {
+      const name = unique('start-keys-prequeued');
+      const queue = new WorkQueue<string>(name, { clock: new FakeClock() });
+      queue.add('before-construction');
+      const seen: string[] = [];
+      const c = new Controller<string>(name, (_ctx, key) => {
+        seen.push(key);
+        return Promise.resolve(DONE);
+      }, { queue, startKeys: () => ['x'] });
+      void c.start();
+      await settle();
+      expect(seen).to.deep.equal(['x']);
+      await c.stop(1_000);
+    });
+
+    it('walks start keys a slice per turn and queues each once; a walk that throws keeps the keys before it', async function () {
+      let pulled = 0;
+      const many = withStartKeys('start-keys-slices', function* () {
+        for (let i = 0; i < 2_500; i++) {
+          pulled++;
+          yield `k${i}`;
+        }
+      });
+      void many.c.start();
+      expect(pulled, 'one slice at start, the rest later').to.be.within(1, 1_001);
+      for (let i = 0; i < 50 && many.seen.length < 2_500; i++) await settle();
+      expect(new Set(many.seen).size).to.equal(2_500);
+      await many.c.stop(1_000);
+
+      const broken = withStartKeys('start-keys-throws', function* () {
+        yield 'a';
+        throw new Error('a key walk bug');
+      });
+      void broken.c.start();
+      await settle();
+      expect(broken.seen).to.deep.equal(['a']);
+      await broken.c.stop(1_000);
+    });
+
+    it('without startKeys, adds before start are kept (client-go)', async function () {
+      const clock = new FakeClock();
+      const { c, seen } = recordingController('no-start-keys', clock);
+      c.enqueue('early');
+      void c.start();
+      await settle();
+      expect(seen).to.deep.equal(['0:early']);
+      await c.stop(1_000);
+    });
+  });
+
   it('re-syncs every key of the list once per period while running, and stops at stop', async function () {
     const clock = new FakeClock();
     const { c, seen } = recordingController('resync', clock);

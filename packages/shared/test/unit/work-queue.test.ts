@@ -279,6 +279,27 @@ describe('WorkQueue', function () {
     q.shutDown();
   });
 
+  it('hold drops what is queued or delayed and ignores adds until release', async function () {
+    const clock = new FakeClock();
+    const q = newQueue({ clock });
+    q.add('queued');
+    q.addAfter('delayed', 10);
+    q.hold();
+    expect(q.isHeld()).to.equal(true);
+    q.add('held');
+    q.addAfter('held-later', 5);
+    q.addRateLimited('held-failed');
+    clock.advance(1_000);
+    await settle();
+    expect(q.len()).to.equal(0);
+    expect(q.isQueued('queued')).to.equal(false);
+    q.release();
+    q.add('after');
+    clock.advance(1_000);
+    await settle();
+    expect(await drainOrder(q)).to.deep.equal(['after']);
+  });
+
   describe('addAfter', function () {
     type Op = [key: string, ms?: number]; // ms undefined: plain add()
     const cases: { name: string; ops: Op[]; steps: [advance: number, len: number][]; want: string[] }[] = [
