@@ -16,6 +16,11 @@ export interface InProcessLoopOptions {
    * (e.g. a list the identity may not do). Default true: resolve once they run.
    */
   waitForSync?: boolean;
+  /**
+   * A replica that does not lead yet: its informers sync and its handlers run, but only the
+   * runnables that need no Lease start, until lead(). Resolves once synced.
+   */
+  standby?: boolean;
 }
 
 /**
@@ -40,10 +45,15 @@ export class InProcessLoop {
     const runnables = new RunnableGroup(runnablesOf(await d.setup({ client, informers, events, options, log: logger() })));
     const abort = new AbortController();
     informers.start();
-    const running = informers.waitForSync(abort.signal).then(() => runnables.start(true));
+    const running = informers.waitForSync(abort.signal).then(() => runnables.start(opts.standby !== true));
     if (opts.waitForSync === false) running.catch(() => undefined);
     else await running;
     return new InProcessLoop(runnables, informers, events, abort);
+  }
+
+  /** A standby takes the Lease: its other runnables start (the manager's onStartedLeading). */
+  lead(): void {
+    this.runnables.start(true);
   }
 
   /**

@@ -300,6 +300,44 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
     });
   });
 
+  // The deleted pod's use must be recorded by the handler (its last state) when no reconcile ran
+  // while it existed: here deterministically, because the replica that sees it stands by (its
+  // handlers run, its workers do not start before it leads) and the leader is stopped meanwhile.
+  it('a standby that saw a pod scheduled and deleted while no worker ran: once it leads, the replacement is not rolled back', async function () {
+    const leader = await RunningRollback.start();
+    const standby = await RunningRollback.start([], { standby: true });
+    try {
+      const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: `${ns}-rs-uid`, controller: true };
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+      const p1 = await admin.create<Pod>(Resources.pods, { ...pod(ns, 'web-1', ['c1']), metadata: { name: 'web-1', namespace: ns, ownerReferences: [owner] } });
+      await selectNode(admin, ns, 'c1', name('a'));
+      await seenByLoop(leader, ns, 'c1');
+      await seenByLoop(standby, ns, 'c1');
+      await provision(admin, ns, 'c1', name('a'), name('v1'));
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
+      const c1 = await get(admin, ns, 'c1');
+      await leader.stop();
+
+      await bindPod(admin, ns, 'web-1', name('a'));
+      await admin.delete(Resources.pods, 'web-1', ns, { gracePeriodSeconds: 0 });
+      const p2 = await admin.create<Pod>(Resources.pods, { ...p1, metadata: { name: 'web-2', namespace: ns, ownerReferences: [owner] } });
+      await admin.delete(Resources.nodes, name('a'));
+      const pods = standby.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+      await eventually(() => expect(pods.cache.get(`${ns}/web-2`), 'the standby has seen the replacement').to.not.equal(undefined));
+      await eventually(() => expect(pods.cache.get(`${ns}/web-1`), 'and the deletion').to.equal(undefined));
+
+      standby.lead();
+      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/was scheduled to node .*and was deleted/));
+      expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used');
+      await eventFor(admin, p2, 'ProvisioningRollbackRefused');
+      expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
+    } finally {
+      await leader.stop();
+      await standby.stop();
+      await admin.delete(Resources.pods, 'web-2', ns).catch(() => undefined);
+    }
+  });
+
   it('--dry-run writes nothing and reports the same decisions', async function () {
     const rollback = await RunningRollback.start(['--dry-run']);
     try {
