@@ -159,6 +159,22 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     // controller-runtime's order: what runs on every replica starts without waiting for the Lease.
     startRunnables(l, false);
     const name = `topovol-${l.descriptor.name}`;
+    const check = (): string | undefined => (!l.elector || l.elector.healthy() ? undefined : 'lease renewal overdue');
+    http.addHealthzCheck(`leader-election-${l.descriptor.name}`, check);
+    http.addReadyzCheck(`leader-election-${l.descriptor.name}`, check);
+    // Campaign once this loop's caches have synced (controller-runtime's manager starts its leader
+    // election after its caches): a replica that cannot sync them (a broken watch, a list it may not
+    // make) never holds the Lease that a replica able to work would take; held, it would keep the loop
+    // stopped on every replica. A standby syncs while it waits, so a failover is not delayed.
+    void l.scope
+      .waitForSync()
+      .then(() => {
+        if (!exiting) campaign(l, name);
+      })
+      .catch((err: unknown) => log.error('leader election not started', { controller: l.descriptor.name, error: errorMessage(err) }));
+  };
+
+  const campaign = (l: Loop, name: string): void => {
     l.elector = new LeaderElector(
       electionClient ?? client,
       { namespace, name, identity, leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs },
@@ -179,11 +195,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
         },
       },
     );
-    const elector = l.elector;
-    const check = (): string | undefined => (elector.healthy() ? undefined : 'lease renewal overdue');
-    http.addHealthzCheck(`leader-election-${l.descriptor.name}`, check);
-    http.addReadyzCheck(`leader-election-${l.descriptor.name}`, check);
-    void elector.run();
+    void l.elector.run();
   };
 
   /** Sets one loop up (its own pace: one waiting for a CSI socket holds up no other) and starts it. */

@@ -128,6 +128,22 @@ describe('leader election with two manager processes', function () {
     for (const name of ['topovol-failing', 'topovol-echo']) expect((await admin.get<Lease>(Resources.leases, name, ns)).spec?.holderIdentity, name).to.equal('');
   });
 
+  // Without it, the replica started first took the Lease and, its caches never synced, kept the loop
+  // stopped on every replica (--cache-sync-timeout only fails its readiness).
+  it('a replica whose caches cannot sync never campaigns: one that can takes the Lease and reconciles', async function () {
+    // The widgets CRD is absent (manager-endpoints.test.ts creates and deletes it).
+    await eventually(async () => expect(await admin.get(Resources.customResourceDefinitions, 'widgets.test.topovol.dev').then(() => 'present', () => 'absent')).to.equal('absent'), 60_000);
+    const stuck = await startEchoManager(cp, `unsynced-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`, '--echo-watch-widgets']);
+    managers.push(stuck);
+    await eventually(async () => expect((await httpGet(stuck.probePort, '/readyz?verbose')).body).to.match(/loop-echo failed: waiting for caches: .*widgets/));
+    await new Promise((r) => setTimeout(r, 3 * RETRY_S * 1000));
+    expect(await lease().catch(() => undefined), 'no Lease taken by the replica that cannot sync').to.equal(undefined);
+    expect(readFileSync(stuck.proc.logFile, 'utf8')).to.not.contain('became leader');
+    const able = await startEchoManager(cp, `able-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`]);
+    managers.push(able);
+    expect(await stampedBy('first')).to.match(new RegExp(`/${able.proc.pid}$`));
+  });
+
   it('a graceful stop releases the lease and the standby takes over within a few seconds, exit code 0', async function () {
     const [leader, standby] = await startPair();
     const held = await lease();
