@@ -13,7 +13,7 @@ import { BinderReconciler } from './reconcile-binder.js';
 import { keysNeedingSync } from './resync-keys.js';
 import { watchForSecondBinder } from './second-binder.js';
 import type { SelectedNodeIssue } from './selected-node-checks.js';
-import { claimBySelectedNode, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
+import { claimBySelectedNode, claimWaitingForVolume, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { consumerChanged } from './consumer-change.js';
 import { BinderVolumes } from './volume-view.js';
 import { newlyOffered } from './volume-offer.js';
@@ -43,6 +43,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const volumes = bv.assumed;
   pvcs.addIndex('class', unboundClaimByClass);
   pvcs.addIndex('selectedNode', claimBySelectedNode);
+  pvcs.addIndex('waitingForVolume', claimWaitingForVolume);
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
   pods.addIndex('nodeName', podByNodeName);
   provisioningEvents.addIndex('claimUid', involvedObjectUid);
@@ -158,6 +159,9 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     if (ref?.name && ref.namespace) enqueueClaimKey(`${ref.namespace}/${ref.name}`);
     // A volume that is (again) free, or offers something new, may be what a waiting claim needs.
     else if (newlyOffered(old, v)) enqueueWaitingClaims(volumeClass(v));
+    // A claim that names this volume may have been decided before the volume was in the cache
+    // (created together, the claim's event first): without this it waited for the re-sync.
+    for (const c of pvcs.cache.byIndex('waitingForVolume', objectKey(v))) enqueueClaim(c);
   };
   pvs.addEventHandler({
     onAdd: (v) => {

@@ -8,6 +8,13 @@ import { claimClass } from './claim-helpers.js';
 /** Claims not yet bound to a volume, by storage class: those a new volume of the class may satisfy. */
 export const unboundClaimByClass = (c: PersistentVolumeClaim): string[] => (c.spec?.volumeName ? [] : [claimClass(c)]);
 
+/**
+ * Claims that name a volume (`volumeName`) and are not Bound to it yet, by that volume's name: the
+ * volume's own events concern them (it appeared, or its claimRef was freed). Upstream's binder
+ * leaves such a claim to its next periodic re-sync.
+ */
+export const claimWaitingForVolume = (c: PersistentVolumeClaim): string[] => (c.spec?.volumeName && c.status?.phase !== 'Bound' ? [c.spec.volumeName] : []);
+
 export function claimBySelectedNode(c: PersistentVolumeClaim): string[] {
   const n = c.metadata?.annotations?.[ANN_SELECTED_NODE];
   return n ? [n] : [];

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { projectPod, Resources } from '@topovol/shared';
-import type { KubeClient, KubeObject, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
+import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, metricSum, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, getPV, pv, pvc, RunningBinder } from './binder-harness.js';
 
@@ -27,6 +27,7 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
   after(async function () {
     await binder?.stop();
     await deleteNow(admin, Resources.persistentVolumes, `${ns}-small`).catch(() => undefined);
+    await deleteNow(admin, Resources.persistentVolumes, `${ns}-named`).catch(() => undefined);
     await admin.delete(Resources.storageClasses, ns).catch(() => undefined);
     await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);
   });
@@ -113,5 +114,23 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
     expect(statusAdds, 'status writes queue nothing').to.deep.equal([0, 0, 0]);
     expect(bindAdds, 'the binding queues the claim').to.be.at.least(1);
     await admin.delete(Resources.pods, 'p', ns, { gracePeriodSeconds: 0 });
+  });
+
+  // Upstream's binder leaves a claim naming a volume not there yet to its periodic re-sync (15 s);
+  // here the volume's add queues it (binder-indexes.ts, claimWaitingForVolume).
+  it('a claim naming a volume that does not exist yet binds when the volume appears, with no re-sync', async function () {
+    const claims = binder.informers.forResource(Resources.persistentVolumeClaims);
+    const before = await binderAdds();
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'named', '1Gi', { volumeName: `${ns}-named` }));
+    // The binder has decided the claim (its key was taken) with no volume to bind.
+    await eventually(() => expect(claims.cache.get(`${ns}/named`)).to.not.equal(undefined));
+    await eventually(async () => expect(await binderAdds()).to.be.above(before));
+    await new Promise((r) => setTimeout(r, 500));
+    await admin.create(Resources.persistentVolumes, pv(`${ns}-named`, '1Gi'));
+    await eventually(async () => {
+      const c = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'named', ns);
+      expect([c.status?.phase, c.spec?.volumeName]).to.deep.equal(['Bound', `${ns}-named`]);
+    }, 20_000);
+    expect((await getPV(admin, `${ns}-named`)).spec?.claimRef?.name).to.equal('named');
   });
 });

@@ -159,22 +159,6 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     // controller-runtime's order: what runs on every replica starts without waiting for the Lease.
     startRunnables(l, false);
     const name = `topovol-${l.descriptor.name}`;
-    const check = (): string | undefined => (!l.elector || l.elector.healthy() ? undefined : 'lease renewal overdue');
-    http.addHealthzCheck(`leader-election-${l.descriptor.name}`, check);
-    http.addReadyzCheck(`leader-election-${l.descriptor.name}`, check);
-    // Campaign once this loop's caches have synced (controller-runtime's manager starts its leader
-    // election after its caches): a replica that cannot sync them (a broken watch, a list it may not
-    // make) never holds the Lease that a replica able to work would take; held, it would keep the loop
-    // stopped on every replica. A standby syncs while it waits, so a failover is not delayed.
-    void l.scope
-      .waitForSync()
-      .then(() => {
-        if (!exiting) campaign(l, name);
-      })
-      .catch((err: unknown) => log.error('leader election not started', { controller: l.descriptor.name, error: errorMessage(err) }));
-  };
-
-  const campaign = (l: Loop, name: string): void => {
     l.elector = new LeaderElector(
       electionClient ?? client,
       { namespace, name, identity, leaseDurationMs: opts.leaseDurationMs, renewDeadlineMs: opts.renewDeadlineMs, retryPeriodMs: opts.retryPeriodMs },
@@ -195,7 +179,23 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
         },
       },
     );
-    void l.elector.run();
+    const elector = l.elector;
+    const check = (): string | undefined => (elector.healthy() ? undefined : 'lease renewal overdue');
+    http.addHealthzCheck(`leader-election-${l.descriptor.name}`, check);
+    http.addReadyzCheck(`leader-election-${l.descriptor.name}`, check);
+    // Campaign once this loop's caches have synced (controller-runtime's manager starts its leader
+    // election after its caches): a replica that cannot sync them (a broken watch, a list it may not
+    // make) never holds the Lease that a replica able to work would take, keeping the loop stopped
+    // on every replica. A standby syncs while it waits, so its takeover is not delayed; a lone
+    // replica restarted after a crash waits for its sync, then for its old Lease to expire. The
+    // elector exists before: leader_election_master_status is 0 meanwhile, so an alert on no leader
+    // sees a loop no replica can sync.
+    void l.scope
+      .waitForSync()
+      .then(() => {
+        if (!exiting) void elector.run();
+      })
+      .catch((err: unknown) => log.error('leader election not started', { controller: l.descriptor.name, error: errorMessage(err) }));
   };
 
   /** Sets one loop up (its own pace: one waiting for a CSI socket holds up no other) and starts it. */

@@ -139,6 +139,7 @@ describe('leader election with two manager processes', function () {
     await new Promise((r) => setTimeout(r, 3 * RETRY_S * 1000));
     expect(await lease().catch(() => undefined), 'no Lease taken by the replica that cannot sync').to.equal(undefined);
     expect(readFileSync(stuck.proc.logFile, 'utf8')).to.not.contain('became leader');
+    expect(await masterStatus(stuck), 'a no-leader alert sees it (the series is 0, not absent)').to.equal(0);
     const able = await startEchoManager(cp, `able-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`]);
     managers.push(able);
     expect(await stampedBy('first')).to.match(new RegExp(`/${able.proc.pid}$`));

@@ -32,7 +32,7 @@ describe('a standby replica queues nothing; it starts from its caches when it le
   });
   after(async function () {
     for (const r of replicas.splice(0)) {
-      if (r.manager.pid) process.kill(r.manager.pid, 'SIGCONT');
+      if (r.manager.running && r.manager.pid) process.kill(r.manager.pid, 'SIGCONT');
       await r.stop();
     }
     for (const v of volumes) await admin.delete(Resources.persistentVolumes, v).catch(() => undefined);
@@ -107,7 +107,8 @@ describe('a standby replica queues nothing; it starts from its caches when it le
     // reach the standby only as events while its queues are held.
     process.kill(a.manager.pid!, 'SIGSTOP');
     await admin.create(Resources.persistentVolumes, pv(`${ns}-late`));
-    await admin.create(Resources.persistentVolumeClaims, claim('late'));
+    // Pre-bound, as the others: a leftover Available volume of another test cannot take it.
+    await admin.create(Resources.persistentVolumeClaims, claim('late', `${ns}-late`));
     await deleteClaim('c2');
     await eventually(async () => expect(await holder('pv-binder')).to.not.equal(leaderId), 30_000);
     await eventually(async () => expect(await boundTo('late'), b.manager.logTail(10)).to.equal(`${ns}-late`), 30_000);
