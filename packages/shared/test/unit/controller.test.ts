@@ -305,19 +305,26 @@ describe('Controller runner', function () {
       await c.stop(1_000);
     });
 
-    it('walks start keys a slice per turn and queues each once; a walk that throws keeps the keys before it', async function () {
+    it('queues every start key before the first is taken, in the queue\'s order; a walk that throws keeps the keys before it', async function () {
       let pulled = 0;
-      const many = withStartKeys('start-keys-slices', function* () {
+      const name = unique('start-keys-all');
+      const queue = new WorkQueue<string>(name, { clock: new FakeClock(), priority: (k) => (k.startsWith('v') ? 1 : 0) });
+      const seen: string[] = [];
+      const c = new Controller<string>(name, (_ctx, key) => {
+        seen.push(key);
+        return Promise.resolve(DONE);
+      }, { queue, workers: 1, startKeys: function* () {
         for (let i = 0; i < 2_500; i++) {
           pulled++;
-          yield `k${i}`;
+          yield i % 2 === 0 ? `v${i}` : `c${i}`;
         }
-      });
-      void many.c.start();
-      expect(pulled, 'one slice at start, the rest later').to.be.within(1, 1_001);
-      for (let i = 0; i < 50 && many.seen.length < 2_500; i++) await settle();
-      expect(new Set(many.seen).size).to.equal(2_500);
-      await many.c.stop(1_000);
+      } });
+      void c.start();
+      expect(pulled, 'all at start').to.equal(2_500);
+      for (let i = 0; i < 50 && seen.length < 2_500; i++) await settle();
+      expect(new Set(seen).size).to.equal(2_500);
+      expect(seen.slice(0, 32).every((k) => k.startsWith('c')), 'level 0 first, as queued before the workers took any').to.equal(true);
+      await c.stop(1_000);
 
       const broken = withStartKeys('start-keys-throws', function* () {
         yield 'a';
