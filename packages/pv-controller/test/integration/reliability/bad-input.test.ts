@@ -202,8 +202,13 @@ describe('reliability: bad input to the binder (real API server)', function () {
   it('objects deleted while being processed: claims and volumes removed mid-binding leave no claim mis-bound or lost', async function () {
     const cls = name('churn');
     const n = 30;
-    for (let i = 0; i < n; i++) await volume(pv(name(`v${i}`), '1Gi', { class: cls }));
-    for (let i = 0; i < n; i++) await available(`v${i}`);
+    // Twice as many volumes as claims: a claim bound before its deletion leaves its volume Released
+    // (Retain), so with one volume per claim the survivors could run out of volumes when more than
+    // a third of the deleted claims were bound first (a legitimate Pending, which failed a clean run
+    // on a loaded machine); with 2n, the 15 survivors always find one (60 - 10 deleted - 15 taken).
+    const supply = 2 * n;
+    for (let i = 0; i < supply; i++) await volume(pv(name(`v${i}`), '1Gi', { class: cls }));
+    for (let i = 0; i < supply; i++) await available(`v${i}`);
     // Every other claim is deleted right after it is created (its protection finalizer removed, as
     // the controller does once no pod uses it), and every third volume is deleted while claims
     // arrive (it stays Terminating under its protection finalizer, as in a cluster): the binder
@@ -218,7 +223,8 @@ describe('reliability: bad input to the binder (real API server)', function () {
     // Every surviving claim is Bound to a volume that names it back, none is Lost, no volume serves two.
     await eventually(async () => {
       const claims = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items.filter((c) => !c.metadata?.deletionTimestamp);
-      for (const c of claims) expect(c.status?.phase, `${c.metadata?.name}`).to.equal('Bound');
+      const free = (await admin.list<PersistentVolume>(Resources.persistentVolumes)).items.filter((v) => v.metadata?.name?.startsWith(`${ns}-`) && v.status?.phase === 'Available' && !v.metadata?.deletionTimestamp).length;
+      for (const c of claims) expect(c.status?.phase, `${c.metadata?.name} (${free} volumes Available)`).to.equal('Bound');
     }, 60_000);
     const claims = (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items;
     const volumes = (await admin.list<PersistentVolume>(Resources.persistentVolumes)).items.filter((v) => v.metadata?.name?.startsWith(`${ns}-`));
