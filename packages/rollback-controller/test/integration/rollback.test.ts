@@ -79,6 +79,38 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
     return { p, c1, v1 };
   }
 
+  /**
+   * web-1, a pod of ReplicaSet web using claim c1, provisioned on node a and marked unused, seen by
+   * every loop in `seenBy`. `replaceOnA` then does what a lost node does to it: web-1 is bound to a,
+   * force-deleted before it reports anything, replaced by web-2, and node a is deleted.
+   */
+  async function webReplicaUnusedOnA(seenBy: RunningRollback[]): Promise<{ c1: PersistentVolumeClaim; replaceOnA: () => Promise<Pod> }> {
+    const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: `${ns}-rs-uid`, controller: true };
+    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
+    const p1 = await admin.create<Pod>(Resources.pods, { ...pod(ns, 'web-1', ['c1']), metadata: { name: 'web-1', namespace: ns, ownerReferences: [owner] } });
+    await selectNode(admin, ns, 'c1', name('a'));
+    for (const loop of seenBy) await seenByLoop(loop, ns, 'c1');
+    await provision(admin, ns, 'c1', name('a'), name('v1'));
+    await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
+    const c1 = await get(admin, ns, 'c1');
+    const replaceOnA = async (): Promise<Pod> => {
+      await bindPod(admin, ns, 'web-1', name('a'));
+      await admin.delete(Resources.pods, 'web-1', ns, { gracePeriodSeconds: 0 });
+      const p2 = await admin.create<Pod>(Resources.pods, { ...p1, metadata: { name: 'web-2', namespace: ns, ownerReferences: [owner] } });
+      await admin.delete(Resources.nodes, name('a'));
+      return p2;
+    };
+    return { c1, replaceOnA };
+  }
+
+  /** v1 ends marked used for `why`, web-2's rollback is refused, and c1 is the claim it was. */
+  async function expectKept(p2: Pod, c1: PersistentVolumeClaim, why: RegExp): Promise<void> {
+    await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(why));
+    expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used');
+    await eventFor(admin, p2, 'ProvisioningRollbackRefused');
+    expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
+  }
+
   describe('with the controller running', function () {
     let rollback: RunningRollback;
     before(async function () {
@@ -152,22 +184,8 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
     // scheduling is then the only trace of use. Here the pod is bound, its node goes away before its
     // kubelet reports any status, the pod is force-deleted, and its ReplicaSet makes another.
     it('a pod that was scheduled and deleted before reporting anything: its replacement is not rolled back', async function () {
-      const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: `${ns}-rs-uid`, controller: true };
-      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
-      const p1 = await admin.create<Pod>(Resources.pods, { ...pod(ns, 'web-1', ['c1']), metadata: { name: 'web-1', namespace: ns, ownerReferences: [owner] } });
-      await selectNode(admin, ns, 'c1', name('a'));
-      await seenByLoop(rollback!, ns, 'c1');
-      await provision(admin, ns, 'c1', name('a'), name('v1'));
-      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
-      const c1 = await get(admin, ns, 'c1');
-      await bindPod(admin, ns, 'web-1', name('a'));
-      await admin.delete(Resources.pods, 'web-1', ns, { gracePeriodSeconds: 0 });
-      const p2 = await admin.create<Pod>(Resources.pods, { ...p1, metadata: { name: 'web-2', namespace: ns, ownerReferences: [owner] } });
-      await admin.delete(Resources.nodes, name('a'));
-      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/was scheduled to node/));
-      expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used');
-      await eventFor(admin, p2, 'ProvisioningRollbackRefused');
-      expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
+      const { c1, replaceOnA } = await webReplicaUnusedOnA([rollback]);
+      await expectKept(await replaceOnA(), c1, /was scheduled to node/);
     });
 
     it('a gap in the pod watch (its informer lists again): a volume marked unused is no longer vouched for, and not rolled back', async function () {
@@ -307,30 +325,16 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
     const leader = await RunningRollback.start();
     const standby = await RunningRollback.start([], { standby: true });
     try {
-      const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: `${ns}-rs-uid`, controller: true };
-      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
-      const p1 = await admin.create<Pod>(Resources.pods, { ...pod(ns, 'web-1', ['c1']), metadata: { name: 'web-1', namespace: ns, ownerReferences: [owner] } });
-      await selectNode(admin, ns, 'c1', name('a'));
-      await seenByLoop(leader, ns, 'c1');
-      await seenByLoop(standby, ns, 'c1');
-      await provision(admin, ns, 'c1', name('a'), name('v1'));
-      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
-      const c1 = await get(admin, ns, 'c1');
+      const { c1, replaceOnA } = await webReplicaUnusedOnA([leader, standby]);
       await leader.stop();
 
-      await bindPod(admin, ns, 'web-1', name('a'));
-      await admin.delete(Resources.pods, 'web-1', ns, { gracePeriodSeconds: 0 });
-      const p2 = await admin.create<Pod>(Resources.pods, { ...p1, metadata: { name: 'web-2', namespace: ns, ownerReferences: [owner] } });
-      await admin.delete(Resources.nodes, name('a'));
+      const p2 = await replaceOnA();
       const pods = standby.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
       await eventually(() => expect(pods.cache.get(`${ns}/web-2`), 'the standby has seen the replacement').to.not.equal(undefined));
       await eventually(() => expect(pods.cache.get(`${ns}/web-1`), 'and the deletion').to.equal(undefined));
 
       standby.lead();
-      await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.annotations?.['rollback.topovol.io/used-because']).to.match(/was scheduled to node .*and was deleted/));
-      expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used');
-      await eventFor(admin, p2, 'ProvisioningRollbackRefused');
-      expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
+      await expectKept(p2, c1, /was scheduled to node .*and was deleted/);
     } finally {
       await leader.stop();
       await standby.stop();

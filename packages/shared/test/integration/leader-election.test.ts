@@ -4,7 +4,7 @@ import { Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject, Lease } from '../../src/index.js';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
-import { httpGet, startEchoManager } from './manager-process.js';
+import { httpGet, sample, startEchoManager } from './manager-process.js';
 import type { EchoManager } from './manager-process.js';
 
 // Short timings keep the test quick; the relations between them are what client-go's algorithm
@@ -51,9 +51,7 @@ describe('leader election with two manager processes', function () {
   }
 
   async function masterStatus(m: EchoManager): Promise<number | undefined> {
-    const { body } = await httpGet(m.metricsPort, '/metrics');
-    const line = body.split('\n').find((l) => l.startsWith('leader_election_master_status{name="topovol-echo"}'));
-    return line ? Number(line.split(' ').pop()) : undefined;
+    return sample((await httpGet(m.metricsPort, '/metrics')).body, 'leader_election_master_status', { name: 'topovol-echo' });
   }
 
   /** Only the leader reconciles: a labelled ConfigMap gets stamped by exactly one process. */

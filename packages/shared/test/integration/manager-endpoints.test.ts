@@ -3,7 +3,7 @@ import { Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject } from '../../src/index.js';
 import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
-import { httpGet, startEchoManager } from './manager-process.js';
+import { httpGet, sample, startEchoManager } from './manager-process.js';
 import type { EchoManager } from './manager-process.js';
 
 const WIDGET_CRD = {
@@ -17,15 +17,6 @@ const WIDGET_CRD = {
     versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
   },
 };
-
-/** Parses the Prometheus text format into "name{labels} value" lookups. */
-function sample(body: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of body.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.split(' ').pop());
-  }
-  return undefined;
-}
 
 describe('manager HTTP endpoints: /metrics and /readyz', function () {
   this.timeout(120_000);

@@ -36,3 +36,12 @@ export async function httpGet(port: number, p: string): Promise<{ status: number
   const res = await fetch(`http://127.0.0.1:${port}${p}`);
   return { status: res.status, body: await res.text() };
 }
+
+/** The value of the first series of `name` in a Prometheus text body whose labels include `labels`. */
+export function sample(body: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of body.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.split(' ').pop());
+  }
+  return undefined;
+}

@@ -5,7 +5,7 @@ import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/te
 import type { ControlPlane } from '@topovol/testing';
 import { startAllLoopsManager } from './all-loops-manager.js';
 import type { AllLoopsManager } from './all-loops-manager.js';
-import { httpGet } from './manager-process.js';
+import { httpGet, sample } from './manager-process.js';
 
 // Two replicas of the real manager binary with every loop. A standby keeps its informers synced
 // (so that it binds at once when it takes over), and their handlers keep running, for the loops'
@@ -39,11 +39,7 @@ describe('a standby replica queues nothing; it starts from its caches when it le
   });
 
   /** A queue's series on a replica's /metrics (undefined if absent). */
-  const queueMetric = async (r: AllLoopsManager, metric: string, queue: string): Promise<number | undefined> => {
-    const { body } = await httpGet(r.metricsPort, '/metrics');
-    const line = body.split('\n').find((l) => l.startsWith(`${metric}{name="${queue}"}`));
-    return line === undefined ? undefined : Number(line.split(' ').pop());
-  };
+  const queueMetric = async (r: AllLoopsManager, metric: string, queue: string): Promise<number | undefined> => sample((await httpGet(r.metricsPort, '/metrics')).body, metric, { name: queue });
   const holder = async (loop: string): Promise<string | undefined> =>
     (await admin.get<Lease>(Resources.leases, `topovol-${loop}`, ns).catch(() => undefined))?.spec?.holderIdentity;
   const pv = (name: string): PersistentVolume => {
