@@ -68,12 +68,18 @@ export class BinderReconciler {
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
       if (picked.length > 0) countBind(stale ? 'conflict' : 'error');
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
-      // volume this run wrote (a claim write that conflicts after it): its answer is the server's,
-      // and forgetting it would hide from the retry the volume it already holds, which it would
-      // pass by as taken and take another (the first left bound to a claim bound elsewhere).
+      // volume this run wrote (a claim write that conflicts after it), nor one the view already
+      // holds for this claim (an earlier run wrote it, and this one had nothing to write): that is
+      // the server's answer, and forgetting it would hide from the retry the volume it already
+      // holds, which it would pass by as taken and take another (the first left bound to a claim
+      // bound elsewhere; upstream keeps its own writes where its search reads).
       if (stale) {
         this.d.claims.forget(key);
-        for (const n of picked) if (world.volume(n)?.metadata?.resourceVersion === viewed.get(n)) this.d.volumes.forget(n);
+        const uid = claim.metadata?.uid;
+        for (const n of picked) {
+          const v = world.volume(n);
+          if (v?.metadata?.resourceVersion === viewed.get(n) && !(uid && v?.spec?.claimRef?.uid === uid)) this.d.volumes.forget(n);
+        }
       }
       throw err;
     } finally {

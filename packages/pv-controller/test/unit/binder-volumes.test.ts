@@ -62,6 +62,38 @@ describe('binder volumes: a bind half written, retried before the informer catch
       expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
       expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
     });
+
+    it(`the claim write fails with ${why} twice: the second failure, which writes nothing to the volume, does not forget it either`, async function () {
+      const store = new FailingClaimWrites();
+      store.failure = failure;
+      const v1 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v1', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' } }));
+      const v2 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v2', '2Gi'));
+      const c = store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim('c', '1Gi'));
+      const informer = new Map<string, PersistentVolume>([
+        ['v1', v1],
+        ['v2', v2],
+      ]);
+      const inFlight = new Set<string>();
+      const bv = new BinderVolumes((name) => informer.get(name), inFlight);
+      for (const v of informer.values()) bv.observed(v);
+      const claims = new AssumeCache<PersistentVolumeClaim>();
+      const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
+      const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
+      const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
+      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssue>(), dryRun: false });
+
+      store.failClaimWrites = 2;
+      for (const attempt of [1, 2]) expect(await r.claim('ns', 'c').then(() => undefined, (err: unknown) => err), `attempt ${attempt} failed`).to.equal(failure);
+      // Forgotten, v1 would look free as the lagging informer has it: another claim could take it,
+      // and this one would pass it by and take v2, leaving v1 bound to a claim bound elsewhere.
+      const free = [...w.freeVolumes('', [...w.accessModeGroups('')][0] ?? 'ReadWriteOnce', 0n)].map((v) => v.metadata?.name);
+      expect(free, 'v1 is not offered to other claims').to.not.include('v1');
+      expect(w.preBoundVolumes('ns', 'c').map((v) => v.metadata?.name), 'v1 is still known to be held for c').to.deep.equal(['v1']);
+
+      await r.claim('ns', 'c');
+      expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+      expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+    });
   }
 
   it('a dropped write (found stale) puts the volume back in the index as the informer has it', function () {
