@@ -35,7 +35,7 @@ describe('admission policy protecting the rollback marks', function () {
     admin = (await sharedControlPlane()).adminClient();
     ns = await createTestNamespace(admin, 'vap-');
     // Both identities may write PVs as far as RBAC goes: only the policy tells them apart.
-    await admin.create<KubeObject>(Resources.clusterRoles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: name('pv-writer') }, rules: [{ apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'create', 'update', 'patch'] }] } as KubeObject);
+    await admin.create<KubeObject>(Resources.clusterRoles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: name('pv-writer') }, rules: [{ apiGroups: [''], resources: ['persistentvolumes', 'persistentvolumes/status'], verbs: ['get', 'create', 'update', 'patch'] }] } as KubeObject);
     await admin.create<KubeObject>(Resources.clusterRoleBindings, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRoleBinding',
@@ -64,7 +64,7 @@ describe('admission policy protecting the rollback marks', function () {
     });
     await admin.delete(Resources.clusterRoleBindings, name('pv-writer')).catch(() => undefined);
     await admin.delete(Resources.clusterRoles, name('pv-writer')).catch(() => undefined);
-    for (const n of ['alice', 'ctl', 'aio', 'plain', 'used']) await admin.delete(Resources.persistentVolumes, name(n)).catch(() => undefined);
+    for (const n of ['alice', 'ctl', 'aio', 'plain', 'used', 'st-used', 'st-plain']) await admin.delete(Resources.persistentVolumes, name(n)).catch(() => undefined);
   });
 
   it('rejects another user setting the unused label, accepts the controller\'s ServiceAccount', async function () {
@@ -92,5 +92,18 @@ describe('admission policy protecting the rollback marks', function () {
     expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { annotations: { [ANN_PROVISIONED_FOR_WORKLOAD]: 'someone-else' } } }))).to.match(/provisioned-for/);
     expect(await rejection(alice.patch(Resources.persistentVolumes, name('used'), undefined, 'merge', { metadata: { labels: { team: 'storage' } } }))).to.equal('accepted');
     expect(await rejection(alice.create(Resources.persistentVolumes, pv('plain')))).to.equal('accepted');
+  });
+
+  it('holds writes through persistentvolumes/status to the same rules (the status strategy lets them change labels and annotations)', async function () {
+    await controller.create(Resources.persistentVolumes, pv('st-used', { [LABEL_USAGE]: 'used' }, { [ANN_PROVISIONED_FOR_NODE]: 'n1' }));
+    await admin.create(Resources.persistentVolumes, pv('st-plain'));
+    const viaStatus = (n: string, metadata: object): Promise<unknown> => alice.patch(Resources.persistentVolumes, name(n), undefined, 'merge', { metadata }, { subresource: 'status' });
+    expect(await rejection(viaStatus('st-plain', { labels: { [LABEL_USAGE]: 'unused' } }))).to.match(/only the Topovol rollback controller may mark a volume unused/);
+    expect(await rejection(viaStatus('st-used', { labels: { [LABEL_USAGE]: null } }))).to.match(/permanent/);
+    expect(await rejection(viaStatus('st-used', { annotations: { [ANN_PROVISIONED_FOR_NODE]: 'n2' } }))).to.match(/provisioned-for/);
+    // What the refusals protect: through /status, the API server does keep a label change.
+    expect(await rejection(viaStatus('st-plain', { labels: { team: 'storage' } }))).to.equal('accepted');
+    expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, name('st-plain'))).metadata?.labels?.team).to.equal('storage');
+    expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, name('st-used'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used');
   });
 });
