@@ -27,6 +27,13 @@ export interface FaultRates {
 
 export type FaultKind = 'throttle' | 'serverError' | 'reset' | 'delay' | 'cutWatch' | 'forwarded';
 
+/** A request as holdUntilRelease sees it: the path without its query. */
+export interface HeldRequest {
+  method: string;
+  path: string;
+  watch: boolean;
+}
+
 /**
  * Test tooling, not product code: a plain-HTTP proxy on loopback in front of the real
  * kube-apiserver that injects the faults a real cluster produces under load or during upgrades,
@@ -43,7 +50,10 @@ export class FaultProxy {
   readonly delayedWrites: string[] = [];
   private readonly sockets = new Set<Socket>();
   /** Open watch streams: turning cutWatch on cuts all of them, besides a share of later ones. */
-  private readonly watches = new Set<{ cut: () => void }>();
+  private readonly watches = new Set<{ cut: () => void; hold: () => void; req: HeldRequest }>();
+  /** What holdUntilRelease holds, and how to let each held request or stream go. */
+  private holding?: (r: HeldRequest) => boolean;
+  private held: { req: HeldRequest; go: () => void }[] = [];
 
   private constructor(
     private readonly server: http.Server,
@@ -83,6 +93,29 @@ export class FaultProxy {
     if ((rates.cutWatch ?? 0) > 0) for (const w of [...this.watches]) w.cut();
   }
 
+  /**
+   * Holds back what `match` selects until release(): a matching request is forwarded only then,
+   * and a matching watch (open ones included) delivers nothing meanwhile, its events kept back in
+   * order: a list or a watch lagging behind the others, as on a stalled connection. (kube-apiserver
+   * may end a watch whose reader stalls for long; the client then resumes from its last event and
+   * the events come late all the same.)
+   */
+  holdUntilRelease(match: (r: HeldRequest) => boolean): void {
+    this.holding = match;
+    for (const w of this.watches) if (match(w.req)) w.hold();
+  }
+
+  /**
+   * Lets go, in the order they were held, what `only` selects (and goes on holding the rest, and
+   * what holdUntilRelease selects); without `only`, everything, and holds nothing more.
+   */
+  release(only?: (r: HeldRequest) => boolean): void {
+    if (!only) this.holding = undefined;
+    const go = this.held.filter((h) => !only || only(h.req));
+    this.held = this.held.filter((h) => !go.includes(h));
+    for (const h of go) h.go();
+  }
+
   /** Total injected faults so far. */
   get injected(): number {
     return this.counts.throttle + this.counts.serverError + this.counts.reset + this.counts.delay + this.counts.cutWatch;
@@ -109,9 +142,14 @@ export class FaultProxy {
     return kinds.sort((a, b) => this.since[a] - this.since[b])[0];
   }
 
-  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+  private handle(req: http.IncomingMessage, res: http.ServerResponse, released = false): void {
     const r = this.rates;
     const watch = /[?&]watch=(true|1)/.test(req.url ?? '');
+    const seen: HeldRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, watch };
+    if (!watch && !released && this.holding?.(seen)) {
+      this.held.push({ req: seen, go: () => this.handle(req, res, true) });
+      return;
+    }
     const owed = this.owed(watch);
     const hit = (kind: Exclude<FaultKind, 'forwarded'>): boolean => (owed ? owed === kind : this.roll(r[kind]));
     if (hit('reset')) {
@@ -145,7 +183,13 @@ export class FaultProxy {
       { protocol: 'https:', hostname: this.upstream.hostname, port: this.upstream.port, method: req.method, path: req.url, headers, ca: this.ca },
       (upRes) => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        const watch = { cut: (): void => undefined };
+        const seen: HeldRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, watch: true };
+        const watch = { cut: (): void => undefined, hold: (): void => undefined, req: seen };
+        watch.hold = (): void => {
+          upRes.unpipe(res);
+          upRes.pause();
+          this.held.push({ req: seen, go: () => upRes.pipe(res) });
+        };
         // Half of the next chunk, then the connection goes: a truncated JSON event (or, with no
         // event within a second, just the connection).
         watch.cut = (): void => {
@@ -166,6 +210,7 @@ export class FaultProxy {
         if (!/[?&]watch=(true|1)/.test(req.url ?? '')) return;
         this.watches.add(watch);
         res.on('close', () => this.watches.delete(watch));
+        if (this.holding?.(seen)) watch.hold();
       },
     );
     up.on('error', () => res.socket?.destroy());

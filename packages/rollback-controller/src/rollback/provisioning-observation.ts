@@ -10,6 +10,9 @@ import { workloadOf } from './workload.js';
  * (the volume itself may already exist: the claim and volume watches deliver in any order), and
  * the only basis on which a volume is later marked unused. A process that did not see it (it
  * started later, or was not leading, or first saw the claim bound) never marks the volume unused.
+ * The caller looks only at claims listed after the pods (Informer.listedAfter): a claim state older
+ * than the pods' list could hide a pod that used the volume and went before that list. A pod that
+ * goes later is seen going, and its use is kept whatever was observed (EndedUse).
  */
 export function observeProvisioning(claim: PersistentVolumeClaim, world: RollbackWorld): ProvisioningObservation | undefined {
   const ns = claim.metadata?.namespace ?? '';

@@ -1,5 +1,6 @@
-import { claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
+import { EndedUse } from './ended-use.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { observeProvisioning } from './provisioning-observation.js';
@@ -11,7 +12,6 @@ import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLB
 import { liveReads } from './rollback-server-reads.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { RollbackReconciler } from './reconcile-rollback.js';
-import { usageOf } from './marks.js';
 import { podUseOfClaim, unusedMarkDoubt, volumesInUseMentions } from './usage-evidence.js';
 
 const ROLLBACK = 'rollback';
@@ -48,7 +48,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
    */
   const observed = new Map<string, ProvisioningObservation>();
   /** By claim key: a pod using the claim was deleted after it was scheduled or ran (see usedEvidence). */
-  const endedUse = new Map<string, string>();
+  const endedUse = new EndedUse((key) => pvcs.cache.get(key) !== undefined);
   // --dry-run: the marks we would have written, laid over the cache so that the decisions reported
   // are the ones a real run would make.
   const dryMarks = new Map<string, { labels: Record<string, string>; annotations: Record<string, string> }>();
@@ -136,12 +136,35 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
 
   const enqueuePod = (p: Pod): void => queue.add(podKeyOf(objectKey(p)));
   const enqueueVolume = (v: PersistentVolume): void => queue.add(volumeKey(objectKey(v)));
+  /** The pods' list (pods.lastListDone()) for which the claims were last asked to list again. */
+  let claimsRelistedFor = 0;
+  /**
+   * A claim's state must be no older than the pods' list for its provisioning to be observed: a
+   * pod that used its volume and was deleted before that list is in neither cache, and the pod left
+   * waiting would look like the one it was provisioned for. Claims listed before (or while) the
+   * pods were are listed again, once per pods' list: at start-up and after each relist of the pods.
+   */
+  const listClaimsAfterPods = (): void => {
+    const podsList = pods.lastListDone();
+    if (podsList === 0 || claimsRelistedFor === podsList || pvcs.listedAfter(pods)) return;
+    claimsRelistedFor = podsList;
+    log.info('claims listed again after the pods, so that a provisioning is observed only on claim states newer than the pods list');
+    pvcs.relist();
+  };
+  void pods.waitForSync().then(listClaimsAfterPods);
   /** Records what this process sees of a claim's provisioning (see observeProvisioning). */
   const observe = (c: PersistentVolumeClaim): void => {
     const uid = c.metadata?.uid ?? '';
     const seen = observeProvisioning(c, world);
+    if (!seen) return;
+    // Not before the claims were listed after the pods (listClaimsAfterPods); their candidates are
+    // looked at again once that list is in (the claims' onRelist below).
+    if (!pvcs.listedAfter(pods)) {
+      listClaimsAfterPods();
+      return;
+    }
     const had = observed.get(uid);
-    if (seen && (!had || had.node !== seen.node || had.podUid !== seen.podUid)) {
+    if (!had || had.node !== seen.node || had.podUid !== seen.podUid) {
       observed.set(uid, seen);
       // Tests of the real binary wait for this line before they let the volume appear.
       log.debug('provisioning observed', { claim: objectKey(c), node: seen.node, podUid: seen.podUid });
@@ -162,15 +185,12 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onUpdate: (_, p) => onPod(p),
     onDelete: (p) => {
       reconciler.forgetPod(p.metadata?.uid ?? '');
-      // Its use outlives it, for claims this process may vouch for: their provisioning observed (the
-      // unused mark may be written and not yet seen), or their volume marked unused. Kept until the
-      // claim goes. The last state the watch delivered holds its node and phase: spec.nodeName is
-      // never cleared.
+      // Its use outlives it (EndedUse), for every claim it named: the claim's own events may come
+      // later than this (the claim watch lags the pod watch), with a provisioning then observed.
+      // The last state the watch delivered holds its node and phase: spec.nodeName is never cleared.
       for (const k of claimKeysOfPod(p)) {
         const use = podUseOfClaim(p, splitKey(k).name);
-        if (!use) continue;
-        const observedClaim = observed.has(pvcs.cache.get(k)?.metadata?.uid ?? '');
-        if (observedClaim || pvs.cache.byIndex('claim', k).some((v) => usageOf(withDryMarks(v)!) === 'unused')) endedUse.set(k, `${use}, and was deleted`);
+        if (use) endedUse.record(k, `${use}, and was deleted`, Date.now());
       }
       onPod(p);
     },
@@ -179,6 +199,8 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onRelist: () => {
       if (observed.size > 0) log.info('pods relisted after a gap in their watch: volumes marked unused are no longer vouched for', { observations: observed.size });
       observed.clear();
+      // Once this list is in (after this call's turn): claims listed before it are listed again.
+      queueMicrotask(listClaimsAfterPods);
       for (const v of pvs.cache.byIndex('unused', 'unused')) enqueueVolume(v);
     },
   });
@@ -191,9 +213,15 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   pvcs.addEventHandler({
     onAdd: (c) => enqueueClaimUsers(objectKey(c)),
     onUpdate: (_, c) => enqueueClaimUsers(objectKey(c)),
+    // Claims unchanged by a relist get no event: once the list is in (after this call's turn), look
+    // at every claim that may be being provisioned again (observe, above).
+    onRelist: () =>
+      queueMicrotask(() => {
+        for (const c of pvcs.cache.list()) if (c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) enqueueClaimUsers(objectKey(c));
+      }),
     onDelete: (c) => {
       observed.delete(c.metadata?.uid ?? '');
-      endedUse.delete(objectKey(c));
+      endedUse.forget(objectKey(c));
       enqueueClaimUsers(objectKey(c));
       // A rollback waiting for this claim to go can re-create it now.
       for (const r of records.cache.byIndex('claim', objectKey(c))) if (!isFinished(r)) queue.add(recordKey(r.metadata!.name!));

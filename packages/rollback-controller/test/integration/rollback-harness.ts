@@ -26,6 +26,8 @@ export async function seenByLoop(loop: RunningRollback, ns: string, claimName: s
   await eventually(() => {
     if (!claims.cache.get(`${ns}/${claimName}`)?.metadata?.annotations?.[SEL]) throw new Error(`the loop has not seen ${claimName}'s selected node yet`);
     if (!pods.cache.list().some((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(claimName))) throw new Error('the loop has not seen the pod yet');
+    // Provisionings are observed only on claims listed after the pods (the loop lists them again at start-up).
+    if (!claims.listedAfter(pods)) throw new Error('the loop has not listed the claims after the pods yet');
   });
   // The handlers run right after the cache is updated.
   await new Promise((r) => setImmediate(r));

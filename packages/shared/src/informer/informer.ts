@@ -91,6 +91,9 @@ export function dropManagedFields<T extends KubeObject>(obj: T): T {
  * gives up: any watch error or close restarts the watch with backoff from the last resourceVersion,
  * and 410 Gone (or an expired continue token) leads to a full relist that reconciles the cache.
  */
+/** Orders the starts and ends of lists across every informer of the process (see listedAfter). */
+let listSequence = 0;
+
 export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
@@ -105,6 +108,12 @@ export class Informer<T extends KubeObject = KubeObject> {
   private syncWaiters: (() => void)[] = [];
   private resourceVersion = '';
   private running?: Promise<void>;
+  /** listSequence when the list the cache now reflects was asked for, and when it was in (0: none yet). */
+  private listAskedAt = 0;
+  private listDoneAt = 0;
+  /** relist() was called: list again instead of (or before) the next watch. */
+  private relistWanted = false;
+  private watchAbort?: AbortController;
 
   constructor(
     private readonly client: KubeClient,
@@ -137,6 +146,33 @@ export class Informer<T extends KubeObject = KubeObject> {
   /** The resourceVersion of the last list or event the cache reflects. */
   lastResourceVersion(): string {
     return this.resourceVersion;
+  }
+
+  /**
+   * Whether the list this cache now reflects was asked for after `other`'s last list was in (false
+   * while either has not listed). Lists here are consistent reads (no resourceVersion), so this
+   * cache's contents, and every event after them, are no older than the state `other` listed: what
+   * `other`'s watch has delivered since covers the whole time this cache's objects describe.
+   * Objects of different resources have no comparable resourceVersions (KEP-5504 orders one
+   * resource's only), so this order of the requests is what relates the two.
+   */
+  listedAfter(other: Informer<KubeObject>): boolean {
+    return other.listDoneAt > 0 && this.listAskedAt > other.listDoneAt;
+  }
+
+  /** listSequence when the last list was in (0: none yet): changes with every list. */
+  lastListDone(): number {
+    return this.listDoneAt;
+  }
+
+  /**
+   * Lists again now: the current watch is ended and the cache replaced by a fresh list (handlers see
+   * onRelist, then the differences). For a loop that needs this cache listed after another's
+   * (listedAfter).
+   */
+  relist(): void {
+    this.relistWanted = true;
+    this.watchAbort?.abort();
   }
 
   /** Test seam: the next watch resumes from this resourceVersion (e.g. one the server expired). */
@@ -176,12 +212,19 @@ export class Informer<T extends KubeObject = KubeObject> {
     let needList = true;
     while (!signal.aborted) {
       try {
+        if (this.relistWanted) {
+          this.relistWanted = false;
+          needList = true;
+        }
         if (needList) {
           await this.listAndReplace(signal);
           needList = false;
+          // A relist asked for while this one was under way needs a list asked for after it.
+          if (this.relistWanted) continue;
         }
         const started = Date.now();
         const outcome = await this.watchOnce(signal);
+        if (this.relistWanted) continue;
         if (Date.now() - started > 30_000) backoff = start;
         if (outcome.kind === 'gone') {
           needList = true;
@@ -210,6 +253,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   private async listAndReplace(signal: AbortSignal): Promise<void> {
     relists.inc({ resource: this.label });
+    const askedAt = ++listSequence;
     const path = collectionPath(this.resource, this.opts.namespace);
     const listed = new Map<string, T>();
     let cont: string | undefined;
@@ -254,6 +298,8 @@ export class Informer<T extends KubeObject = KubeObject> {
       else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit((h) => h.onUpdate?.(old, obj));
     }
     this.resourceVersion = rv;
+    this.listAskedAt = askedAt;
+    this.listDoneAt = ++listSequence;
     cachedObjects.set({ resource: this.label }, this.cache.size);
     if (!this.synced) {
       this.synced = true;
@@ -265,9 +311,11 @@ export class Informer<T extends KubeObject = KubeObject> {
   /** One watch request; 'gone' when the server says our resourceVersion is too old. */
   private async watchOnce(signal: AbortSignal): Promise<{ kind: 'closed'; events: number } | { kind: 'gone' }> {
     await this.client.limiter.wait(signal);
+    if (this.relistWanted) return { kind: 'closed', events: 0 };
     let gone = false;
     let failure: unknown;
     const inner = new AbortController();
+    this.watchAbort = inner;
     const onAbort = (): void => inner.abort();
     signal.addEventListener('abort', onAbort);
     // Spread watch lengths so many informers do not all reconnect at once (as client-go: 5-10 min).
@@ -302,6 +350,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       );
     } finally {
       signal.removeEventListener('abort', onAbort);
+      this.watchAbort = undefined;
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('watch event handling failed');
     return gone ? { kind: 'gone' } : { kind: 'closed', events };

@@ -135,4 +135,32 @@ describe('Informer against a real kube-apiserver', function () {
     expect(seen.filter((e) => e === 'relist'), 'one relist, and only after the first list').to.have.length(1);
     expect(seen.indexOf('relist')).to.be.lessThan(seen.indexOf('delete k1'));
   });
+
+  it('relist() lists again at once, and listedAfter orders two informers by when their lists were asked for and done', async function () {
+    const other = new Informer<ConfigMap>(client, Resources.configMaps, { namespace: ns });
+    try {
+      expect(informer.listedAfter(other), 'neither has listed').to.equal(false);
+      other.start();
+      await other.waitForSync();
+      informer.start();
+      await informer.waitForSync();
+      expect(informer.listedAfter(other), 'asked for after the other was in').to.equal(true);
+      expect(other.listedAfter(informer)).to.equal(false);
+      await admin.create(Resources.configMaps, cm(ns, 'r1'));
+      await expectCacheEqualsServer();
+      const listsBefore = await metricValue('topovol_informer_lists_total', { resource: 'configmaps' });
+      const doneBefore = other.lastListDone();
+      // Asked of an informer whose watch is open (up to ten minutes): it must not wait for it to end.
+      other.relist();
+      await eventually(() => expect(other.lastListDone()).to.be.greaterThan(doneBefore), 60_000);
+      expect(await metricValue('topovol_informer_lists_total', { resource: 'configmaps' })).to.equal(listsBefore + 1);
+      expect(informer.listedAfter(other), 'the other listed again since').to.equal(false);
+      expect(other.listedAfter(informer)).to.equal(true);
+      // Its watch goes on after the list.
+      await admin.create(Resources.configMaps, cm(ns, 'r2'));
+      await eventually(() => expect(other.cache.get(`${ns}/r2`)).to.not.equal(undefined));
+    } finally {
+      await other.stop();
+    }
+  });
 });
