@@ -1,10 +1,16 @@
 import { claimNamesOfPod, isGone, isNotFound, Resources, streamWatch } from '@topovol/shared';
-import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
+import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
 import { usageOf } from './marks.js';
+import { compareResourceVersions } from './resource-version.js';
 import { podUseOfClaim } from './usage-evidence.js';
 
-/** How long the server is asked to hold the replay watch open after replaying (its timeoutSeconds). */
-const REPLAY_SECONDS = 1;
+/**
+ * The replay watch's timeoutSeconds. kube-apiserver's watch cache sends a watcher a bookmark about
+ * 2 s before its deadline, and none when that point has already passed when the watch starts
+ * (k8s.io/apiserver/pkg/storage/cacher, cacheWatcher.nextBookmarkTime; its bookmark timer ticks
+ * every 1-1.25 s): 1 s never gets one, 5 s leaves room for one before the server ends the watch.
+ */
+export const REPLAY_SECONDS = 5;
 
 /**
  * What a rollback reads from the server, not the cache, right before and after a claim's delete:
@@ -27,41 +33,78 @@ async function getOrUndefined<T extends KubeObject>(client: KubeClient, resource
   }
 }
 
+export interface ReplayOptions {
+  /** The watch's timeoutSeconds (tests shorten it so that no bookmark can come). */
+  timeoutSeconds?: number;
+}
+
 /**
  * A pod of the claim that was scheduled or ran, among the namespace's pod events after
  * `resourceVersion` (what the loop's pod informer has handled) as the server replays them: one that
  * came and went while the informer lagged, which neither the informer nor a list of the pods that
- * exist now shows. Why, or undefined when none; a resourceVersion the server no longer has (410)
- * cannot be checked, and counts as use.
+ * exist now shows. Why, or undefined when none (kubernetes #94217: a volume is deleted in a
+ * rollback only while no pod can have used it).
+ *
+ * "None" holds only for a replay that provably reached now: the resourceVersion of a list of the
+ * namespace's pods taken just before the watch, reached by an event or a bookmark. kube-apiserver
+ * ends a watch at its timeout even with events still queued for it (a backlog of large pod
+ * updates), so a watch that merely ended proves nothing; one that did not reach the list counts
+ * as use. So does a resourceVersion the server no longer has (410), which cannot be checked.
  */
-export async function missedPodUse(client: KubeClient, namespace: string, claimName: string, resourceVersion: string): Promise<string | undefined> {
+export async function missedPodUse(
+  client: KubeClient,
+  namespace: string,
+  claimName: string,
+  resourceVersion: string,
+  opts: ReplayOptions = {},
+): Promise<string | undefined> {
   if (!resourceVersion) return 'the pod watch has not started, so pods since its provisioning cannot be checked';
+  const seconds = opts.timeoutSeconds ?? REPLAY_SECONDS;
+  const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+  // One item is enough: only the list's resourceVersion is wanted, a consistent read of now.
+  const now = (await client.request<ObjectList<Pod>>('GET', path, { query: { limit: 1 } })).metadata?.resourceVersion ?? '';
+  // The informer has already handled everything up to the list: nothing to replay. The watch cache
+  // would not show it either: it sends no bookmark at the watch's own resourceVersion (cacher,
+  // cacheWatcher.process).
+  const behind = compareResourceVersions(resourceVersion, now);
+  if (behind !== undefined && behind >= 0) return undefined;
   let found: string | undefined;
   let gone = false;
+  let reached = false;
   const ac = new AbortController();
   await streamWatch(
     client,
-    `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-    { resourceVersion, timeoutSeconds: String(REPLAY_SECONDS), allowWatchBookmarks: 'true' },
+    path,
+    { resourceVersion, timeoutSeconds: String(seconds), allowWatchBookmarks: 'true' },
     (e) => {
+      // The abort is deferred: events of the same read may still come.
+      if (found || gone || reached) return;
       if (e.type === 'ERROR') {
         gone = true;
         ac.abort();
         return;
       }
-      if (e.type === 'BOOKMARK' || found) return;
+      // A bookmark is a Pod with only its resourceVersion set.
       const p = e.object as Pod;
-      if (claimNamesOfPod(p).includes(claimName)) found = podUseOfClaim(p, claimName);
+      if (e.type !== 'BOOKMARK' && claimNamesOfPod(p).includes(claimName)) found = podUseOfClaim(p, claimName);
+      // Events come in resourceVersion order, so every event up to the list's was seen. An
+      // incomparable resourceVersion (KEP-5504) proves nothing: the replay goes on, then counts as
+      // incomplete.
+      const order = compareResourceVersions(p.metadata?.resourceVersion ?? '', now);
+      if (order !== undefined && order >= 0) reached = true;
+      if (found || reached) ac.abort();
     },
     ac.signal,
-    (REPLAY_SECONDS + 10) * 1000,
+    (seconds + 10) * 1000,
   ).catch((err: unknown) => {
     // 410 as the answer's status rather than an ERROR event: the same.
     if (isGone(err)) gone = true;
     else if (!ac.signal.aborted) throw err;
   });
+  if (found) return `${found} (seen in the pod events since the loop's watch)`;
   if (gone) return 'the pod watch is too far behind the server to tell whether a pod used it meanwhile';
-  return found && `${found} (seen in the pod events since the loop's watch)`;
+  if (!reached) return "the replay of the pod events since the loop's watch did not reach the pods listed now: cannot tell whether a pod used it meanwhile";
+  return undefined;
 }
 
 /**
