@@ -48,8 +48,8 @@ export type BinderAction =
   | { kind: 'updateVolumeMeta'; volume: PersistentVolume; set?: Record<string, string>; remove?: string[]; removeFinalizers?: string[] }
   /** Nothing to write now; look at the claim again after this long (a grace period running). */
   | { kind: 'requeueAfter'; ms: number }
-  /** Remember in memory (no write) since when a selected-node problem has been seen; undefined forgets. */
-  | { kind: 'noteSelectedNodeIssue'; claim: PersistentVolumeClaim; issue: SelectedNodeIssue | undefined; at: number }
+  /** Remember in memory (no write) since when a selected-node problem has been seen with that node; undefined forgets. */
+  | { kind: 'noteSelectedNodeIssue'; claim: PersistentVolumeClaim; issue: SelectedNodeIssue | undefined; node: string; at: number }
   | { kind: 'event'; target: PersistentVolume | PersistentVolumeClaim; type: EventType; reason: string; message: string };
 
 export function event(target: PersistentVolume | PersistentVolumeClaim, type: EventType, reason: string, message: string): BinderAction {

@@ -12,7 +12,8 @@ import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
 import { BinderReconciler } from './reconcile-binder.js';
 import { keysNeedingSync } from './resync-keys.js';
 import { watchForSecondBinder } from './second-binder.js';
-import type { SelectedNodeIssue } from './selected-node-checks.js';
+import { parseIssueSeen } from './selected-node-checks.js';
+import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import { claimBySelectedNode, claimWaitingForVolume, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { consumerChanged } from './consumer-change.js';
 import { BinderVolumes } from './volume-view.js';
@@ -50,7 +51,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
 
   const claims = new AssumeCache<PersistentVolumeClaim>();
   /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
-  const issues = new FirstSeen<SelectedNodeIssue>();
+  const issues = new FirstSeen<SelectedNodeIssueSeen>();
   /** Selected nodes removed from unbound claims (the provisioner gave them back), by claim uid. */
   const removals = new Map<string, { count: number; last: number }>();
   const world: BinderWorld = {
@@ -64,7 +65,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     staleSelectedNodeGraceMs: extraNumber(options.extra, STALE_SELECTED_NODE_GRACE_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS),
     selectedNodeIssue: (c) => {
       const seen = issues.get(c.metadata?.uid ?? '');
-      return seen && { issue: seen.value, since: seen.since };
+      return seen && { ...parseIssueSeen(seen.value), since: seen.since };
     },
     selectedNodeRemovals: (c) => removals.get(c.metadata?.uid ?? ''),
     lastProvisioningActivity: (c) => {

@@ -15,8 +15,8 @@ export interface BinderWorld extends VolumeCandidates {
   now(): number;
   /** How long a selected-node must look stale before it is cleared; negative disables clearing. */
   staleSelectedNodeGraceMs: number;
-  /** The selected-node problem this process last noted for the claim, and since when (see noteSelectedNodeIssue). */
-  selectedNodeIssue(claim: PersistentVolumeClaim): { issue: SelectedNodeIssue; since: number } | undefined;
+  /** The selected-node problem this process last noted for the claim, with which node, and since when (see noteSelectedNodeIssue). */
+  selectedNodeIssue(claim: PersistentVolumeClaim): { issue: SelectedNodeIssue; node: string; since: number } | undefined;
   /** The latest time the external provisioner reported working on the claim (Provisioning Events), if ever. */
   lastProvisioningActivity(claim: PersistentVolumeClaim): number | undefined;
   /**

@@ -8,7 +8,8 @@ import { countBind, observeBind } from './binder-metrics.js';
 import { claimClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
-import type { SelectedNodeIssue } from './selected-node-checks.js';
+import { issueSeen } from './selected-node-checks.js';
+import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import { StaleViewError, verifyOnServer } from './verify-on-server.js';
 
 export interface BinderGlueDeps {
@@ -22,7 +23,7 @@ export interface BinderGlueDeps {
   /** Queues these claims (namespace/name) again: see BinderReconciler.passedOver. */
   requeueClaims: (keys: string[]) => void;
   /** Selected-node problems noted by the decisions, by claim uid (the world reads them back). */
-  selectedNodeIssues: FirstSeen<SelectedNodeIssue>;
+  selectedNodeIssues: FirstSeen<SelectedNodeIssueSeen>;
   dryRun: boolean;
 }
 
@@ -113,7 +114,7 @@ export class BinderReconciler {
     for (const a of actions) {
       if (a.kind !== 'noteSelectedNodeIssue') continue;
       const uid = a.claim.metadata?.uid ?? '';
-      if (a.issue) this.d.selectedNodeIssues.note(uid, a.issue, a.at);
+      if (a.issue) this.d.selectedNodeIssues.note(uid, issueSeen(a.issue, a.node), a.at);
       else this.d.selectedNodeIssues.forget(uid);
     }
   }

@@ -8,6 +8,16 @@ import type { BinderWorld } from './binder-world.js';
 /** Why a claim's volume.kubernetes.io/selected-node may be stale. */
 export type SelectedNodeIssue = 'gone' | 'notAllowed' | 'noConsumer';
 
+/** A problem as the loop remembers it, with the node it was seen with, in one string (FirstSeen compares values with ===). */
+export type SelectedNodeIssueSeen = `${SelectedNodeIssue} ${string}`;
+
+export const issueSeen = (issue: SelectedNodeIssue, node: string): SelectedNodeIssueSeen => `${issue} ${node}`;
+
+export function parseIssueSeen(v: SelectedNodeIssueSeen): { issue: SelectedNodeIssue; node: string } {
+  const i = v.indexOf(' ');
+  return { issue: v.slice(0, i) as SelectedNodeIssue, node: v.slice(i + 1) };
+}
+
 /** allowedTopologies of a class as a node selector (each term ORed, as the scheduler reads it). */
 export function allowedTopologiesMatch(allowed: StorageClass['allowedTopologies'], node: Node): boolean {
   const terms = allowed ?? [];
@@ -73,11 +83,20 @@ export function checkSelectedNode(claim: PersistentVolumeClaim, selected: string
   const remembered = world.selectedNodeIssue(claim);
   const now = world.now();
   const actions: BinderAction[] = [];
-  const same = found !== undefined && remembered?.issue === found.issue;
-  if (!same && (found || remembered)) actions.push({ kind: 'noteSelectedNodeIssue', claim, issue: found?.issue, at: now });
+  // The same problem with the same node: a node selected again since starts its own clock.
+  const same = found !== undefined && remembered?.issue === found.issue && remembered.node === found.node;
+  if (!same && (found || remembered)) actions.push({ kind: 'noteSelectedNodeIssue', claim, issue: found?.issue, node: selected, at: now });
   const grace = world.staleSelectedNodeGraceMs;
   if (!found || !(grace >= 0)) return actions;
-  const since = Math.max(same ? remembered.since : now, world.lastProvisioningActivity(claim) ?? -Infinity);
+  const activity = world.lastProvisioningActivity(claim);
+  // Once the provisioner has tried, a CreateVolume may have made the volume (a call that timed
+  // out, or a provisioner that died before writing the PV): only that provisioner can finish it
+  // (it retries while the annotation is there) or give the node back on a final error. Removing the
+  // annotation under it would leave that volume without a PV. Only a node that is gone is let go
+  // after a grace with no activity, as the provisioner itself does when it finds the node missing
+  // (sig-storage-lib-external-provisioner #121).
+  if (activity !== undefined && found.issue !== 'gone') return actions;
+  const since = Math.max(same ? remembered.since : now, activity ?? -Infinity);
   const left = since + grace - now;
   if (left > 0) return [...actions, { kind: 'requeueAfter', ms: left }];
   return [...actions, { kind: 'annotateClaim', claim, remove: [ANN_SELECTED_NODE], confirm: found }, stripEvent(claim, found, sc?.metadata?.name ?? '', world)];

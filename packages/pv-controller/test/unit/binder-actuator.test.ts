@@ -178,7 +178,7 @@ describe('binder actuator over an in-memory API server', function () {
     await actuator().run([
       { kind: 'event', target: v, type: 'Warning', reason: 'VolumeFailedRecycle', message: 'no recycler' },
       { kind: 'requeueAfter', ms: 1000 },
-      { kind: 'noteSelectedNodeIssue', claim: cl, issue: undefined, at: 0 },
+      { kind: 'noteSelectedNodeIssue', claim: cl, issue: undefined, node: 'n1', at: 0 },
     ]);
     expect(store.snapshot()).to.deep.equal(before);
     expect(events.recorded).to.deep.equal([{ kind: undefined, name: 'v', type: 'Warning', reason: 'VolumeFailedRecycle', message: 'no recycler' }]);

@@ -5,7 +5,7 @@ import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
 import { BinderReconciler } from '../../src/binder/reconcile-binder.js';
-import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js';
+import type { SelectedNodeIssueSeen } from '../../src/binder/selected-node-checks.js';
 import { BinderVolumes } from '../../src/binder/volume-view.js';
 import { claim, vol, world } from './world-fixture.js';
 
@@ -48,7 +48,7 @@ describe('binder volumes: a bind half written, retried before the informer catch
       const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
       const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
       const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
-      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssue>(), dryRun: false });
+      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
 
       store.failClaimWrites = 1;
       const failed = await r.claim('ns', 'c').then(
@@ -80,7 +80,7 @@ describe('binder volumes: a bind half written, retried before the informer catch
       const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
       const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
       const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
-      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssue>(), dryRun: false });
+      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
 
       store.failClaimWrites = 2;
       for (const attempt of [1, 2]) expect(await r.claim('ns', 'c').then(() => undefined, (err: unknown) => err), `attempt ${attempt} failed`).to.equal(failure);

@@ -47,6 +47,8 @@ describe('binder decisions: safety properties', function () {
         expect(a.noted, 'removed without the problem having been seen before').to.not.equal(undefined);
         const since = Math.max(w.noted!.since, w.provisioningActivity ?? -Infinity);
         expect(1_000_000 - since).to.be.at.least(60_000);
+        // A node the provisioner has tried is left to it, unless the node is gone.
+        if (strip.confirm!.issue !== 'gone') expect(w.provisioningActivity, 'removed under a provisioner that tried').to.equal(undefined);
       }),
       { numRuns: 3000 },
     );

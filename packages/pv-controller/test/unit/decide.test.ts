@@ -57,7 +57,7 @@ function selectedNodeCases(): ClaimCase[] {
   const base: WorldInput = { classes: [sc('late', WFFC)], nodes: [node('n1'), node('n2')], now: 1_000_000, graceMs: 60_000 };
   const terminated = pod('done', 'c', 'n1', 'Succeeded');
   const deleting = { ...pod('going', 'c', 'n1'), metadata: { name: 'going', namespace: 'ns', deletionTimestamp: '2026-01-01T00:00:00Z' } };
-  const noted = (issue: 'gone' | 'notAllowed' | 'noConsumer', since: number): WorldInput['noted'] => ({ issue, since });
+  const noted = (issue: 'gone' | 'notAllowed' | 'noConsumer', since: number, node = 'n1'): WorldInput['noted'] => ({ issue, node, since });
   const limited = sc('late', { ...WFFC, allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['a'] }] }] });
   return [
     { name: 'no pod, first seen → note it and wait out the grace', claim: selected, w: base, want: [...signal, 'note noConsumer', 'requeueAfter 60000'] },
@@ -65,7 +65,9 @@ function selectedNodeCases(): ClaimCase[] {
     { name: 'no pod for the grace → removed, confirmed on the server', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000) }, want: [`annotate  -${SEL} (confirm noConsumer)`, 'event Normal SelectedNodeStale'] },
     { name: 'pod placed on another node for the grace → removed', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), pods: [pod('p2', 'c', 'n2')] }, want: [`annotate  -${SEL} (confirm noConsumer)`, 'event Normal SelectedNodeStale'] },
     { name: 'terminated or deleting pods count as none', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), pods: [terminated, deleting] }, want: [`annotate  -${SEL} (confirm noConsumer)`, 'event Normal SelectedNodeStale'] },
-    { name: 'provisioner active 10s ago → kept, look again when its grace ends', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), provisioningActivity: 990_000 }, want: [...signal, 'requeueAfter 50000'] },
+    { name: 'provisioner active 10s ago → kept, left to the provisioner', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), provisioningActivity: 990_000 }, want: signal },
+    { name: 'provisioner active long before the grace → still kept: a CreateVolume may have made the volume', claim: selected, w: { ...base, noted: noted('noConsumer', 0), provisioningActivity: 0 }, want: signal },
+    { name: 'the problem noted with another node (a node selected again since) → its clock restarts', claim: selected, w: { ...base, noted: noted('noConsumer', 0, 'n2') }, want: [...signal, 'note noConsumer', 'requeueAfter 60000'] },
     { name: 'an unscheduled pod (the scheduler may be binding it) → kept, problem forgotten', claim: selected, w: { ...base, noted: noted('noConsumer', 900_000), pods: [pod('p', 'c')] }, want: [...signal, 'note none'] },
     { name: 'a pod on the selected node → kept', claim: selected, w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: signal },
     { name: 'a negative grace disables removal', claim: selected, w: { ...base, noted: noted('noConsumer', 0), graceMs: -1 }, want: signal },
@@ -78,6 +80,8 @@ function selectedNodeCases(): ClaimCase[] {
     { name: 'node missing from the cache, first seen → kept (a lagging cache is no evidence)', claim: selected, w: { ...base, nodes: [], pods: [pod('p', 'c')] }, want: [...signal, 'note gone', 'requeueAfter 60000'] },
     { name: 'node missing for the grace → removed, confirmed on the server', claim: selected, w: { ...base, nodes: [], pods: [pod('p', 'c')], noted: noted('gone', 900_000) }, want: [`annotate  -${SEL} (confirm gone)`, 'event Warning SelectedNodeGone'] },
     { name: 'node missing for the grace but the provisioner is working → kept', claim: selected, w: { ...base, nodes: [], noted: noted('gone', 900_000), provisioningActivity: 999_000 }, want: [...signal, 'requeueAfter 59000'] },
+    { name: 'node missing, the provisioner active only before the grace → removed (it does the same when it finds the node gone)', claim: selected, w: { ...base, nodes: [], noted: noted('gone', 0), provisioningActivity: 0 }, want: [`annotate  -${SEL} (confirm gone)`, 'event Warning SelectedNodeGone'] },
+    { name: 'node outside allowedTopologies, the provisioner tried before → kept, left to it', claim: selected, w: { ...base, classes: [limited], nodes: [node('n1', { zone: 'b' })], pods: [pod('p', 'c')], noted: noted('notAllowed', 0), provisioningActivity: 0 }, want: signal },
     { name: 'node outside allowedTopologies, first seen → kept', claim: selected, w: { ...base, classes: [limited], nodes: [node('n1', { zone: 'b' })], pods: [pod('p', 'c')] }, want: [...signal, 'note notAllowed', 'requeueAfter 60000'] },
     { name: 'node outside allowedTopologies for the grace → removed, confirmed on the server', claim: selected, w: { ...base, classes: [limited], nodes: [node('n1', { zone: 'b' })], pods: [pod('p', 'c')], noted: noted('notAllowed', 0) }, want: [`annotate  -${SEL} (confirm notAllowed)`, 'event Warning SelectedNodeNotAllowed'] },
     { name: 'the problem changed (node gone → no consumer): its clock restarts', claim: selected, w: { ...base, noted: noted('gone', 0) }, want: [...signal, 'note noConsumer', 'requeueAfter 60000'] },

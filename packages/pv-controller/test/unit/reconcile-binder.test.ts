@@ -6,7 +6,7 @@ import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
 import type { BinderWorld } from '../../src/binder/binder-world.js';
 import { BinderReconciler } from '../../src/binder/reconcile-binder.js';
-import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js';
+import type { SelectedNodeIssueSeen } from '../../src/binder/selected-node-checks.js';
 import { claim, vol, world } from './world-fixture.js';
 
 /** FakeWrites whose volume PUTs wait for `release`, then fail (as a timed-out request: nothing written) or go through. */
@@ -57,7 +57,7 @@ describe('binder reconcile: claims passed over while a volume was reserved', fun
         requeued.push(keys);
         inFlightWhenRequeued.push([...inFlight]);
       },
-      selectedNodeIssues: new FirstSeen<SelectedNodeIssue>(),
+      selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(),
       dryRun: false,
     });
     return { r, store, requeued, inFlightWhenRequeued };

@@ -10,7 +10,7 @@ import type { BinderKey } from '../../src/binder/binder-key.js';
 import type { BinderWorld } from '../../src/binder/binder-world.js';
 import { BinderReconciler } from '../../src/binder/reconcile-binder.js';
 import { keysNeedingSync } from '../../src/binder/resync-keys.js';
-import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js';
+import type { SelectedNodeIssueSeen } from '../../src/binder/selected-node-checks.js';
 import { build, worldArb } from './world-arbitraries.js';
 import { claim, vol, world } from './world-fixture.js';
 import type { WorldInput } from './world-fixture.js';
@@ -98,7 +98,7 @@ describe('binder re-sync: keysNeedingSync', function () {
         for (const c of w.claims ?? []) store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, c);
         const before = store.snapshot();
         const events = new FakeEvents();
-        const issues = new FirstSeen<SelectedNodeIssue>();
+        const issues = new FirstSeen<SelectedNodeIssueSeen>();
         const volumes = new AssumeCache<PersistentVolume>();
         const claims = new AssumeCache<PersistentVolumeClaim>();
         // A key with no plan must not read the server either.

@@ -75,7 +75,7 @@ export function build(a: Arb): { c: ReturnType<typeof claim>; w: WorldInput } {
     pods: a.podOn === null ? [] : [pod('p', 'c', a.podOn)],
     now: 1_000_000,
     graceMs: 60_000,
-    noted: a.noted === undefined ? undefined : { issue: 'noConsumer', since: a.noted },
+    noted: a.noted === undefined || !a.claim.selected ? undefined : { issue: 'noConsumer', node: a.claim.selected, since: a.noted },
     provisioningActivity: a.activity,
   };
   return { c, w };

@@ -17,7 +17,7 @@ export interface WorldInput {
   now?: number;
   graceMs?: number;
   /** The selected-node problem noted earlier for every claim, and since when; default: none noted. */
-  noted?: { issue: SelectedNodeIssue; since: number };
+  noted?: { issue: SelectedNodeIssue; node: string; since: number };
   /** lastProvisioningActivity for every claim; default: none. */
   provisioningActivity?: number;
   /** selectedNodeRemovals for every claim; default: none seen. */
