@@ -20,7 +20,10 @@ export function workloadOf(p: Pod): ObjectRef {
  * any uid as its controller, but only ever shares a history with its own namespace.
  */
 export function historyKey(namespace: string, workload: ObjectRef, podName: string): string {
-  return `${namespace}/${workload.uid}${workload.kind === 'StatefulSet' ? `/${podName}` : ''}`;
+  // An encoding no part can forge: the API server does not check an owner reference's uid, so a
+  // pod naming "<uid>/web-0" as its controller would, joined with "/", share replica web-0's history
+  // (its cap and backoff, even its record names).
+  return JSON.stringify([namespace, workload.uid, workload.kind === 'StatefulSet' ? podName : '']);
 }
 
 export const historyKeyOfPod = (p: Pod): string => historyKey(p.metadata?.namespace ?? '', workloadOf(p), p.metadata?.name ?? '');
