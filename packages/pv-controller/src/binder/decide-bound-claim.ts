@@ -9,8 +9,8 @@ import { claimStatusFor } from './claim-status.js';
 
 /**
  * A claim whose binding completed once (pv.kubernetes.io/bind-completed), as upstream's
- * syncBoundClaim: keep it Bound (re-binding a volume that lost its claimRef; for a claim that was
- * never Bound, only one that satisfies it), or declare it Lost,
+ * syncBoundClaim: keep it Bound (re-binding a volume that lost its claimRef; for a claim not Bound
+ * now, Lost included, only one that satisfies it), or declare it Lost,
  * once, with a Warning, when its volume is gone or belongs to another claim. Lost clears the
  * volume's access modes and capacity from the claim's status.
  */
@@ -26,12 +26,13 @@ export function decideBoundClaim(claim: PersistentVolumeClaim, world: BinderWorl
     // Unbound volume (our PV write was lost or undone), or all well: bind() writes only what differs.
     const actions: BinderAction[] = [];
     // Topovol: upstream re-binds any such volume to a claim carrying bind-completed, an annotation
-    // anyone who may write claims can set. A claim that was Bound (status, which only controllers
-    // write) is re-bound as upstream; one that never was gets the checks of a claim naming a volume,
-    // so that it cannot take a free volume of another class, mode or size.
+    // anyone who may write claims can set. A claim Bound now (status, which only controllers write)
+    // is re-bound as upstream; any other gets the checks of a claim naming a volume, so that it
+    // cannot take a free volume of another class, mode or size. Lost is no proof of an earlier
+    // binding: a claim given the annotation by hand and naming a missing volume becomes Lost too.
     const unfit = !ref && claim.status?.phase !== 'Bound' ? volumeMismatch(claim, volume) : undefined;
     if (unfit) {
-      return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${unfit} (the claim carries ${ANN_BIND_COMPLETED} but was never Bound)`)];
+      return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${unfit} (the claim carries ${ANN_BIND_COMPLETED} but is not Bound)`)];
     }
     if (!ref || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace) {
       actions.push({ kind: 'bindVolume', volume, claim, boundByController: true });
