@@ -32,7 +32,7 @@ export const binderFlags: FlagSpec[] = [
     name: STALE_SELECTED_NODE_GRACE_FLAG,
     type: 'duration',
     default: STALE_SELECTED_NODE_GRACE_DEFAULT_MS,
-    help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). 0 removes at once; a negative value never removes.`,
+    help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). Outside allowedTopologies or used by no pod, a claim the provisioner has tried at all is left to it: its CreateVolume may have made the volume. 0 removes at once; a negative value never removes.`,
   },
   {
     name: SYNC_PERIOD_FLAG,

@@ -72,9 +72,10 @@ function stripEvent(claim: PersistentVolumeClaim, found: SelectedNodeConfirmatio
  * (sig-storage-lib-external-provisioner #121), outside the class's allowedTopologies, or no pod that
  * could use it is left (kubernetes #112347: the pod was deleted or placed elsewhere). Upstream's
  * binder leaves such a claim stuck. Topovol removes the annotation, but only when the same problem
- * has been seen for the whole grace period, the external provisioner has shown no activity on the
- * claim (its per-attempt `Provisioning` Event) for the grace period either, and the loop has
- * re-read the node (or the namespace's pods) from the server: a cache that lags is never enough.
+ * with the same node has been seen for the whole grace period, the external provisioner has shown
+ * no activity on the claim (its per-attempt `Provisioning` Event) ever, or for a node that is gone
+ * for the grace period, and the loop has re-read the node (or the namespace's pods) from the
+ * server: a cache that lags is never enough.
  * The caller has already ruled out a volume pre-bound to the claim (provisioning that finished).
  * Returns the actions to take now: remember the problem, wait, or remove the annotation.
  */

@@ -199,8 +199,9 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onRelist: () => {
       if (observed.size > 0) log.info('pods relisted after a gap in their watch: volumes marked unused are no longer vouched for', { observations: observed.size });
       observed.clear();
-      // Once this list is in (after this call's turn): claims listed before it are listed again.
-      queueMicrotask(listClaimsAfterPods);
+      // This list is the pods' current one already (Informer.listedAfter): claims listed before it
+      // are listed again, and none is observed meanwhile.
+      listClaimsAfterPods();
       for (const v of pvs.cache.byIndex('unused', 'unused')) enqueueVolume(v);
     },
   });

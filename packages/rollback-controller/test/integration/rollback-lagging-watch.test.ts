@@ -88,6 +88,32 @@ describe('rollback with one watch lagging the other: a pod that used the volume 
     await expectUsed(/pod .*p0 .*was scheduled to node .*, and was deleted/);
   });
 
+  it('the pods are relisted after a gap while the claim watch lags: nothing is observed on the claim state from before the relist', async function () {
+    const l = await startLoop(true);
+    const { claims, pods } = caches(l);
+    await eventually(() => expect(claims.listedAfter(pods), 'claims listed after the pods').to.equal(true));
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
+    for (const p of ['p0', 'p1']) await f.admin.create(Resources.pods, pod(f.ns, p, ['c1']));
+    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
+    // Cached: c1 Pending with node a, and both pods unscheduled (two users: nothing observed).
+    await eventually(() => expect(claims.cache.get(`${f.ns}/c1`)?.metadata?.annotations?.['volume.kubernetes.io/selected-node']).to.equal(f.name('a')));
+    await eventually(() => expect(podsOf(l, 'c1')).to.deep.equal(['p0', 'p1']));
+
+    // Both watches stall while p0 is placed, uses the volume and goes.
+    proxy.holdUntilRelease((r) => r.watch && (r.path === CLAIMS || r.path === PODS));
+    await p0UsesAndGoes();
+    // The pod watch is re-established by a list (as after 410 Gone): p0's last state is the
+    // unscheduled one, p1 is left alone, and the claim cache still shows c1 Pending with node a.
+    const listed = pods.lastListDone();
+    pods.relist();
+    await eventually(() => expect(pods.lastListDone()).to.be.greaterThan(listed));
+    expect(podsOf(l, 'c1')).to.deep.equal(['p1']);
+    await new Promise((r) => setImmediate(r));
+
+    proxy.release();
+    await expectUsed(/not provably unused/);
+  });
+
   it('the claims were listed before the pods: a pod that came and went between the two lists still counts', async function () {
     await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
     for (const p of ['p0', 'p1']) await f.admin.create(Resources.pods, pod(f.ns, p, ['c1']));

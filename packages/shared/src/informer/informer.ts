@@ -240,6 +240,8 @@ export class Informer<T extends KubeObject = KubeObject> {
         backoff = start;
       } catch (err) {
         if (signal.aborted) break;
+        // relist() cut the watch before its answer came: no failure, list now.
+        if (this.relistWanted) continue;
         const c = classifyError(err);
         if (c.kind === 'Gone') needList = true;
         watchRestarts.inc({ resource: this.label, reason: c.kind === 'Gone' ? 'gone' : 'error' });
@@ -281,6 +283,10 @@ export class Informer<T extends KubeObject = KubeObject> {
       rv = page.metadata?.resourceVersion ?? rv;
     } while (cont);
 
+    // The list's place in the order of lists (listedAfter) holds from here on, before any handler
+    // runs: one acting on the list's events, or on the gap, must see this list as the current one.
+    this.listAskedAt = askedAt;
+    this.listDoneAt = ++listSequence;
     // After the pages (handlers kept acting on the old cache while they came), before the list's
     // own events: what a handler concluded from the history before the gap is dropped in one place.
     if (this.listed) this.emit((h) => h.onRelist?.());
@@ -298,8 +304,6 @@ export class Informer<T extends KubeObject = KubeObject> {
       else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit((h) => h.onUpdate?.(old, obj));
     }
     this.resourceVersion = rv;
-    this.listAskedAt = askedAt;
-    this.listDoneAt = ++listSequence;
     cachedObjects.set({ resource: this.label }, this.cache.size);
     if (!this.synced) {
       this.synced = true;

@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Informer, metricsRegistry, Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject } from '../../src/index.js';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -161,6 +162,27 @@ describe('Informer against a real kube-apiserver', function () {
       await eventually(() => expect(other.cache.get(`${ns}/r2`)).to.not.equal(undefined));
     } finally {
       await other.stop();
+    }
+  });
+
+  it('relist() asked while a list is under way lists again after it: the list it gets was asked for after the call', async function () {
+    const proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 3);
+    const behindClient = proxy.client(cp.adminToken);
+    const behind = new Informer<ConfigMap>(behindClient, Resources.configMaps, { namespace: ns });
+    try {
+      proxy.holdUntilRelease((r) => !r.watch && r.path.endsWith('/configmaps'));
+      behind.start();
+      // Its first list is held at the proxy; this suite's informer lists meanwhile, then relist() is asked.
+      informer.start();
+      await informer.waitForSync();
+      behind.relist();
+      proxy.release();
+      await behind.waitForSync();
+      await eventually(() => expect(behind.listedAfter(informer), 'a list asked for after relist()').to.equal(true));
+    } finally {
+      await behind.stop();
+      behindClient.close();
+      await proxy.stop();
     }
   });
 });
