@@ -1,5 +1,5 @@
 import { aborted, ANN_SELECTED_NODE, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
-import type { CSIDriver, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
+import type { CSIDriver, CSINode, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { CsiError, GrpcStatus, isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
@@ -22,7 +22,7 @@ import type { ItemState } from './objects/refresh-timing.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
 import { ProblemReporter } from './problem-reporter.js';
-import { computeSegments } from './segments/compute-segments.js';
+import { computeSegments, segmentLabelKeys } from './segments/compute-segments.js';
 import { unsegmentedNodes } from './segments/unsegmented-nodes.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
@@ -207,9 +207,11 @@ export class CapacityLoop {
   private async sync(ctx: ReconcileContext): Promise<number> {
     const only = this.opts.onlyNode;
     const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
-    const segments = computeSegments(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
+    const csiNodeOf = (n: string): CSINode | undefined => this.inf.csiNodes.cache.get(n);
+    const segments = computeSegments(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
+    const labelKeys = segmentLabelKeys(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
     const before = this.desired;
-    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts);
+    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, (k) => labelKeys.get(k));
     this.byRequest = new Map();
     const now = this.now();
     for (const [key, d] of this.desired.items) {

@@ -50,7 +50,7 @@ export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
  * classes × segments, with Ceph-CSI's topology-constrained pools: a class listing topology-constrained pools is tracked
  * per pool, in the pool's domain, and segments no pool serves are reported as problems.
  */
-export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], opts: DesiredOptions): DesiredState {
+export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], opts: DesiredOptions, keysOnNodes?: (segmentKey: string) => ReadonlySet<string> | undefined): DesiredState {
   const items = new Map<string, DesiredItem>();
   const frozen = new Map<string, number>();
   const problems: ClassProblem[] = [];
@@ -58,7 +58,7 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
     items.set(itemKey(item), { item, parameters, ...(poolPart ? { poolPart } : {}) });
   };
   // A segment overlapped by deeper ones excludes their nodes; a pool's domain deliberately does not.
-  const deeper = deeperKeys(segments);
+  const deeper = deeperKeys(segments, keysOnNodes);
   const exclusive = (segment: Segment): Pick<CapacityItem, 'segment' | 'absent'> => {
     const absent = deeper.get(segmentKey(segment));
     return { segment, ...(absent ? { absent } : {}) };

@@ -1,6 +1,6 @@
 import type { CSINode, Node } from '@topovol/shared';
 import type { Segment } from './segment.js';
-import { uniqueSegments } from './segment.js';
+import { segmentKey, uniqueSegments } from './segment.js';
 import type { SegmentMode } from './segment-mode.js';
 
 /**
@@ -45,6 +45,21 @@ export function segmentOfNode(mode: SegmentMode, node: Node, csiNode: CSINode | 
       return Object.keys(out).length > 0 ? out : undefined;
     }
   }
+}
+
+/** The label keys the nodes of each segment carry, by segment key (see deeperKeys). */
+export function segmentLabelKeys(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const n of nodes) {
+    if (n.metadata?.deletionTimestamp) continue;
+    const s = segmentOfNode(mode, n, csiNodeOf(n.metadata?.name ?? ''), driverName);
+    if (!s) continue;
+    const key = segmentKey(s);
+    let keys = out.get(key);
+    if (!keys) out.set(key, (keys = new Set()));
+    for (const k of Object.keys(n.metadata?.labels ?? {})) keys.add(k);
+  }
+  return out;
 }
 
 /** Every segment with at least one node, deduplicated and in a stable order. */

@@ -8,8 +8,14 @@ import { segmentKey } from './segment.js';
  * nodes, so the scheduler (which accepts a node when any matching CSIStorageCapacity has room,
  * kube-scheduler's volumebinding plugin) cannot use a region's figure for a node in a full zone.
  * Grouped by key set, so the cost is segments × key sets², not segments².
+ *
+ * A key some node of the shallower segment carries itself is not excluded (`keysOnNodes`: the label
+ * keys of a segment's nodes, by segment key): the selector would then match none of them and the
+ * scheduler would find no capacity there at all. Such a node has a gap in its labels (region and
+ * rack without zone in domains mode), or labels its CSINode does not list (csinode mode); its
+ * segment's figure then also matches the deeper nodes carrying that key, as upstream's always does.
  */
-export function deeperKeys(segments: readonly Segment[]): Map<string, readonly string[]> {
+export function deeperKeys(segments: readonly Segment[], keysOnNodes: (segmentKey: string) => ReadonlySet<string> | undefined = () => undefined): Map<string, readonly string[]> {
   const groups = new Map<string, { keys: string[]; members: Segment[]; byKey: Set<string> }>();
   for (const s of segments) {
     const keys = Object.keys(s).sort();
@@ -29,9 +35,10 @@ export function deeperKeys(segments: readonly Segment[]): Map<string, readonly s
         if (!shallow.byKey.has(key)) continue;
         let set = found.get(key);
         if (!set) found.set(key, (set = new Set()));
-        for (const k of extra) set.add(k);
+        const carried = keysOnNodes(key);
+        for (const k of extra) if (!carried?.has(k)) set.add(k);
       }
     }
   }
-  return new Map([...found].map(([k, set]) => [k, [...set].sort()]));
+  return new Map([...found].filter(([, set]) => set.size > 0).map(([k, set]) => [k, [...set].sort()]));
 }

@@ -206,4 +206,21 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
     await admin.delete(Resources.nodes, name('deep'));
     await eventually(async () => expect(await selectors()).to.deep.equal([{ matchLabels: { [REGION]: 'east' } }]));
   });
+
+  it('a node with a gap in its labels (rack without zone) is not excluded from its own segment by the rack it carries', async function () {
+    const RACK = 'topology.test.topovol.io/rack';
+    driver.setCapacity({ [REGION]: 'east' }, 100n * GiB);
+    driver.setCapacity({ [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' }, 1n * GiB);
+    await addNode('deep', { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' }, []);
+    await addNode('gapped', { [REGION]: 'east', [RACK]: 'r7' }, []);
+    await addClass('fast');
+    await start(['--capacity-topology=domains', `--domain-labels=${REGION};${ZONE};${RACK}`, '--capacity-poll-interval=10m']);
+    const objects = async (): Promise<CSIStorageCapacity[]> => (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
+    // The region's object must match the gapped node (kube-scheduler reads the node's labels): zone
+    // excluded (no node of the region segment has one), rack not (the gapped node has one).
+    await eventually(async () => {
+      const region = (await objects()).find((o) => Object.keys(o.nodeTopology?.matchLabels ?? {}).length === 1);
+      expect(region?.nodeTopology).to.deep.equal({ matchLabels: { [REGION]: 'east' }, matchExpressions: [{ key: ZONE, operator: 'DoesNotExist' }] });
+    });
+  });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CSINode, Node } from '@topovol/shared';
-import { computeSegments, domainAncestors, segmentOfNode } from '../../src/segments/compute-segments.js';
+import { computeSegments, segmentLabelKeys, domainAncestors, segmentOfNode } from '../../src/segments/compute-segments.js';
 import fc from 'fast-check';
 import { deeperKeys } from '../../src/segments/deeper-keys.js';
 import { segmentKey } from '../../src/segments/segment.js';
@@ -117,7 +117,8 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, KEP-147
         fc.property(fc.array(fc.record({ r: fc.constantFrom('a', 'b'), z: fc.option(fc.constantFrom('1', '2')), k: fc.option(fc.constantFrom('x', 'y')) }), { minLength: 1, maxLength: 12 }), (specs) => {
           const nodes = specs.map((sp, i) => node(`n${i}`, { [REGION]: sp.r, ...(sp.z ? { [ZONE]: sp.z } : {}), ...(sp.k && sp.z ? { [RACK]: sp.k } : {}) }));
           const segs = computeSegments(domains, nodes, () => undefined, DRIVER);
-          const deeper = deeperKeys(segs);
+          const keys = segmentLabelKeys(domains, nodes, () => undefined, DRIVER);
+          const deeper = deeperKeys(segs, (k) => keys.get(k));
           for (const n of nodes) {
             const labels = n.metadata!.labels!;
             const matching = segs.filter((s) => Object.entries(s).every(([k, v]) => labels[k] === v) && (deeper.get(segmentKey(s)) ?? []).every((k) => labels[k] === undefined));
@@ -125,6 +126,29 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, KEP-147
           }
         }),
       );
+    });
+    it('property: labels with gaps (rack without zone): every node still matches its own segment, never none', function () {
+      fc.assert(
+        fc.property(fc.array(fc.record({ r: fc.constantFrom('a', 'b'), z: fc.option(fc.constantFrom('1', '2')), k: fc.option(fc.constantFrom('x', 'y')) }), { minLength: 1, maxLength: 12 }), (specs) => {
+          const nodes = specs.map((sp, i) => node(`n${i}`, { [REGION]: sp.r, ...(sp.z ? { [ZONE]: sp.z } : {}), ...(sp.k ? { [RACK]: sp.k } : {}) }));
+          const segs = computeSegments(domains, nodes, () => undefined, DRIVER);
+          const keys = segmentLabelKeys(domains, nodes, () => undefined, DRIVER);
+          const deeper = deeperKeys(segs, (k) => keys.get(k));
+          for (const n of nodes) {
+            const labels = n.metadata!.labels!;
+            const own = segmentOfNode(domains, n, undefined, DRIVER)!;
+            const ownExcluded = (deeper.get(segmentKey(own)) ?? []).some((k) => labels[k] !== undefined);
+            expect(ownExcluded, `node ${n.metadata!.name} is excluded by its own segment's selector`).to.equal(false);
+          }
+        }),
+      );
+    });
+    it('a node with rack but no zone is not excluded from its region by a rack it carries', function () {
+      const gap = node('gap', { [REGION]: 'east', [RACK]: 'r7' });
+      const deep = node('deep', { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' });
+      const segs = computeSegments(domains, [gap, deep], () => undefined, DRIVER);
+      const keys = segmentLabelKeys(domains, [gap, deep], () => undefined, DRIVER);
+      expect(deeperKeys(segs, (k) => keys.get(k)).get(segmentKey({ [REGION]: 'east' }))).to.deep.equal([ZONE]);
     });
   });
 
