@@ -23,7 +23,9 @@ import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { computeSegments, segmentLabelKeys } from './segments/compute-segments.js';
-import { unsegmentedNodes } from './segments/unsegmented-nodes.js';
+import { selfExcludedNodes, unsegmentedNodes } from './segments/unsegmented-nodes.js';
+import { deeperKeys } from './segments/deeper-keys.js';
+import type { Segment } from './segments/segment.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacityMeter } from './source/get-capacity.js';
@@ -209,9 +211,11 @@ export class CapacityLoop {
     const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
     const csiNodeOf = (n: string): CSINode | undefined => this.inf.csiNodes.cache.get(n);
     const segments = computeSegments(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
-    const labelKeys = segmentLabelKeys(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
+    // domains mode only: there a segment's own nodes never carry the next domain key, so leaving
+    // out of its exclusions what they do carry still tells the deeper nodes apart (deeperKeys).
+    const labelKeys = this.opts.mode.kind === 'domains' ? segmentLabelKeys(this.opts.mode, nodes, csiNodeOf, this.opts.driverName) : undefined;
     const before = this.desired;
-    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, (k) => labelKeys.get(k));
+    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)));
     this.byRequest = new Map();
     const now = this.now();
     for (const [key, d] of this.desired.items) {
@@ -234,7 +238,7 @@ export class CapacityLoop {
       const gone = before.items.get(key);
       if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
     }
-    this.reportProblems(nodes);
+    this.reportProblems(nodes, segments);
     for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen, this.awaitingObjects())) await this.objects.execute(ctx, a);
     this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
@@ -404,8 +408,9 @@ export class CapacityLoop {
   }
 
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
-  private reportProblems(nodes: readonly Node[]): void {
-    const unsegmented = unsegmentedNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
+  private reportProblems(nodes: readonly Node[], segments: readonly Segment[]): void {
+    const csiNodeOf = (n: string): CSINode | undefined => this.inf.csiNodes.cache.get(n);
+    const unsegmented = [...unsegmentedNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName), ...selfExcludedNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName, deeperKeys(segments))];
     this.problems.report(loopProblems(this.opts.driverName, this.desired.problems, (n) => this.inf.classes.cache.get(n), unsegmented));
   }
 

@@ -9,11 +9,11 @@ import { segmentKey } from './segment.js';
  * kube-scheduler's volumebinding plugin) cannot use a region's figure for a node in a full zone.
  * Grouped by key set, so the cost is segments × key sets², not segments².
  *
- * A key some node of the shallower segment carries itself is not excluded (`keysOnNodes`: the label
- * keys of a segment's nodes, by segment key): the selector would then match none of them and the
- * scheduler would find no capacity there at all. Such a node has a gap in its labels (region and
- * rack without zone in domains mode), or labels its CSINode does not list (csinode mode); its
- * segment's figure then also matches the deeper nodes carrying that key, as upstream's always does.
+ * With `keysOnNodes` (the label keys of a segment's nodes, by segment key; given in domains mode),
+ * a key some node of the shallower segment carries itself is not excluded: the selector would then
+ * match none of them and the scheduler would find no capacity there at all. Such a node has a gap
+ * in its labels (region and rack without zone); the next domain key, which no node of the segment
+ * has, still keeps the deeper nodes out.
  */
 export function deeperKeys(segments: readonly Segment[], keysOnNodes: (segmentKey: string) => ReadonlySet<string> | undefined = () => undefined): Map<string, readonly string[]> {
   const groups = new Map<string, { keys: string[]; members: Segment[]; byKey: Set<string> }>();

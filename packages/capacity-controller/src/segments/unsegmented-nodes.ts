@@ -1,4 +1,6 @@
 import type { CSINode, Node } from '@topovol/shared';
+import { segmentOfNode } from './compute-segments.js';
+import { segmentKey } from './segment.js';
 import type { SegmentMode } from './segment-mode.js';
 
 /** A node the driver serves that belongs to no segment, and why: its storage is counted nowhere. */
@@ -33,6 +35,29 @@ export function unsegmentedNodes(mode: SegmentMode, nodes: readonly Node[], csiN
         if (labels[mode.labels[0] ?? ''] === undefined) out.push({ node, why: `it lacks the first domain label ${mode.labels[0] ?? ''}` });
         break;
     }
+  }
+  return out;
+}
+
+/**
+ * csinode mode: nodes that carry a label their own segment's selector excludes (`deeper`, see
+ * deeperKeys): a CSINode listing fewer topology keys than the node has labels for (a driver rollout
+ * adding a key), next to nodes whose CSINodes list that key. No label selector can tell such a
+ * node from the deeper ones, so no object of its segment matches it and kube-scheduler sees no
+ * capacity there; this says so. (In domains mode the exclusions leave out what a segment's own
+ * nodes carry, as such a node has a gap in its labels and the next domain key still tells the
+ * deeper nodes apart.)
+ */
+export function selfExcludedNodes(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string, deeper: ReadonlyMap<string, readonly string[]>): UnsegmentedNode[] {
+  if (mode.kind !== 'csinode') return [];
+  const out: UnsegmentedNode[] = [];
+  for (const node of nodes) {
+    if (node.metadata?.deletionTimestamp) continue;
+    const s = segmentOfNode(mode, node, csiNodeOf(node.metadata?.name ?? ''), driverName);
+    if (!s) continue;
+    const labels = node.metadata?.labels ?? {};
+    const carried = (deeper.get(segmentKey(s)) ?? []).filter((k) => labels[k] !== undefined);
+    if (carried.length > 0) out.push({ node, why: `it has label(s) ${carried.join(', ')}, which its CSINode does not list as topology keys for driver ${driverName} while other nodes' CSINodes do: no CSIStorageCapacity object can match it` });
   }
   return out;
 }

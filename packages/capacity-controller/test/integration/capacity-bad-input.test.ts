@@ -57,6 +57,22 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
     await canaryFollows();
   });
 
+  it('a node whose CSINode lists fewer topology keys than its labels carry, next to nodes listing them (a driver rollout adding a key): a Warning on it', async function () {
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    driver.setCapacity({ [ZONE]: 'good', [RACK]: 'r1' }, 1n * GiB);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addNode('racked', { [ZONE]: 'good', [RACK]: 'r1' }, [ZONE, RACK]);
+    // Labelled with a rack like the new nodes, but its driver lists only the zone: the zone's object
+    // must exclude the racked nodes, so it cannot match this one either.
+    await addNode('old-plugin', { [ZONE]: 'good', [RACK]: 'r2' }, [ZONE]);
+    await addClass('fast');
+    await start();
+    await eventually(async () => expect((await events(name('old-plugin'))).join('\n')).to.match(new RegExp(`Warning/NodeWithoutTopology: .*label\\(s\\) ${RACK}, which its CSINode does not list`)));
+    expect((await events(name('good'))).join('\n'), 'a node its segment matches gets no Warning').to.not.match(/NodeWithoutTopology/);
+    // The loop goes on publishing both segments (the zone's object excludes the racked nodes).
+    await eventually(async () => expect((await figures()).map((f) => f.split('=')[0])).to.have.members([`fast {"${RACK}":"r1","${ZONE}":"good"}`, `fast {"${ZONE}":"good"}`]));
+  });
+
   it('a node labelled zone "a____b" (a valid label value) is an opaque segment value: published as it is', async function () {
     driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
     driver.setCapacity({ [ZONE]: 'a____b' }, 3n * GiB);

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { deeperKeys } from '../../src/segments/deeper-keys.js';
 import { segmentKey } from '../../src/segments/segment.js';
 import { parseSegmentMode } from '../../src/segments/segment-mode.js';
+import { selfExcludedNodes } from '../../src/segments/unsegmented-nodes.js';
 import type { SegmentMode } from '../../src/segments/segment-mode.js';
 
 const DRIVER = 'hostpath.csi.k8s.io';
@@ -170,5 +171,28 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, KEP-147
         else expect(got).to.deep.equal(c.want);
       });
     }
+  });
+});
+
+describe('selfExcludedNodes: nodes no object of their own segment can match', function () {
+  const REGION_ = 'topology.kubernetes.io/region';
+  const ZONE_ = 'topology.kubernetes.io/zone';
+  const n = (name: string, labels: Record<string, string>): Node => ({ metadata: { name, labels } });
+  const csi = (keys: string[]): CSINode => ({ metadata: { name: 'x' }, spec: { drivers: [{ name: 'd.example.com', nodeID: 'x', topologyKeys: keys }] } });
+  it('csinode: a node whose CSINode lists fewer keys than its labels carry, beside nodes listing them, is reported; the others are not', function () {
+    const nodes = [n('old', { [REGION_]: 'east', [ZONE_]: 'z1' }), n('new', { [REGION_]: 'east', [ZONE_]: 'z1' }), n('alone', { [REGION_]: 'west', [ZONE_]: 'z9' })];
+    const keys: Record<string, string[]> = { old: [REGION_], new: [REGION_, ZONE_], alone: [REGION_] };
+    const csiOf = (name: string): CSINode => csi(keys[name]!);
+    const mode = { kind: 'csinode' } as const;
+    const segs = computeSegments(mode, nodes, csiOf, 'd.example.com');
+    const got = selfExcludedNodes(mode, nodes, csiOf, 'd.example.com', deeperKeys(segs));
+    expect(got.map((u) => u.node.metadata?.name)).to.deep.equal(['old']);
+    expect(got[0]!.why).to.match(/label\(s\) topology.kubernetes.io\/zone, which its CSINode does not list/);
+  });
+  it('domains: never (the exclusions leave out what a segment\'s own nodes carry)', function () {
+    const mode = { kind: 'domains', labels: [REGION_, ZONE_] } as const;
+    const nodes = [n('a', { [REGION_]: 'east' }), n('b', { [REGION_]: 'east', [ZONE_]: 'z1' })];
+    const segs = computeSegments(mode, nodes, () => csi([]), 'd.example.com');
+    expect(selfExcludedNodes(mode, nodes, () => csi([]), 'd.example.com', deeperKeys(segs))).to.deep.equal([]);
   });
 });
