@@ -150,7 +150,9 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   /**
    * Whether the list this cache now reflects was asked for after `other`'s last list was in (false
-   * while either has not listed). Lists here are consistent reads (no resourceVersion), so this
+   * while either has not listed). While a list's events are delivered it already counts as the
+   * current one, though the cache is only partly replaced: a handler may rely on the object it was
+   * given, not on the rest of the cache. Lists here are consistent reads (no resourceVersion), so this
    * cache's contents, and every event after them, are no older than the state `other` listed: what
    * `other`'s watch has delivered since covers the whole time this cache's objects describe.
    * Objects of different resources have no comparable resourceVersions (KEP-5504 orders one
