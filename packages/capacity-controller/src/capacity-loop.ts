@@ -1,5 +1,5 @@
 import { aborted, ANN_SELECTED_NODE, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
-import type { CSIDriver, CSINode, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
+import type { CSIDriver, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { CsiError, GrpcStatus, isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
@@ -22,10 +22,10 @@ import type { ItemState } from './objects/refresh-timing.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
 import { ProblemReporter } from './problem-reporter.js';
-import { computeSegments, segmentLabelKeys } from './segments/compute-segments.js';
+import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
+import type { PlacedNode } from './segments/compute-segments.js';
 import { selfExcludedNodes, unsegmentedNodes } from './segments/unsegmented-nodes.js';
-import { deeperKeys } from './segments/deeper-keys.js';
-import type { Segment } from './segments/segment.js';
+import { uniqueSegments } from './segments/segment.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacityMeter } from './source/get-capacity.js';
@@ -73,7 +73,7 @@ const identity = (ms: number): number => ms;
  * while changes keep coming, so a burst costs a few calls per item and a lone change waits for none.
  */
 export class CapacityLoop {
-  private desired: DesiredState = { items: new Map(), frozen: new Map(), problems: [] };
+  private desired: DesiredState = { items: new Map(), frozen: new Map(), problems: [], exclusions: new Map() };
   private readonly state = new Map<string, ItemState>();
   /** Item keys by GetCapacity request (requestKey): items of one request share its calls. */
   private byRequest = new Map<string, string[]>();
@@ -209,11 +209,11 @@ export class CapacityLoop {
   private async sync(ctx: ReconcileContext): Promise<number> {
     const only = this.opts.onlyNode;
     const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
-    const csiNodeOf = (n: string): CSINode | undefined => this.inf.csiNodes.cache.get(n);
-    const segments = computeSegments(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
+    const placed = placeNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
+    const segments = uniqueSegments(placed.map((p) => p.segment));
     // domains mode only: there a segment's own nodes never carry the next domain key, so leaving
     // out of its exclusions what they do carry still tells the deeper nodes apart (deeperKeys).
-    const labelKeys = this.opts.mode.kind === 'domains' ? segmentLabelKeys(this.opts.mode, nodes, csiNodeOf, this.opts.driverName) : undefined;
+    const labelKeys = this.opts.mode.kind === 'domains' ? segmentLabelKeys(placed) : undefined;
     const before = this.desired;
     this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)));
     this.byRequest = new Map();
@@ -238,7 +238,7 @@ export class CapacityLoop {
       const gone = before.items.get(key);
       if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
     }
-    this.reportProblems(nodes, segments);
+    this.reportProblems(nodes, placed);
     for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen, this.awaitingObjects())) await this.objects.execute(ctx, a);
     this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
@@ -408,9 +408,8 @@ export class CapacityLoop {
   }
 
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
-  private reportProblems(nodes: readonly Node[], segments: readonly Segment[]): void {
-    const csiNodeOf = (n: string): CSINode | undefined => this.inf.csiNodes.cache.get(n);
-    const unsegmented = [...unsegmentedNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName), ...selfExcludedNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName, deeperKeys(segments))];
+  private reportProblems(nodes: readonly Node[], placed: readonly PlacedNode[]): void {
+    const unsegmented = [...unsegmentedNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName), ...selfExcludedNodes(this.opts.mode, placed, this.opts.driverName, this.desired.exclusions)];
     this.problems.report(loopProblems(this.opts.driverName, this.desired.problems, (n) => this.inf.classes.cache.get(n), unsegmented));
   }
 

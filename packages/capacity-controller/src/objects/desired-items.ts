@@ -29,6 +29,8 @@ export interface DesiredState {
    */
   frozen: Map<string, number>;
   problems: ClassProblem[];
+  /** The keys each overlapped segment's selector excludes (DoesNotExist), by segment key (deeperKeys). */
+  exclusions: ReadonlyMap<string, readonly string[]>;
 }
 
 export interface DesiredOptions {
@@ -104,5 +106,5 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
     }
   }
   if (opts.ephemeral) for (const segment of segments) add({ storageClassName: EPHEMERAL_CLASS, ...exclusive(segment), pool: '' }, {});
-  return { items, frozen, problems };
+  return { items, frozen, problems, exclusions: deeper };
 }

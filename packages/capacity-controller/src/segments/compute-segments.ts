@@ -47,30 +47,38 @@ export function segmentOfNode(mode: SegmentMode, node: Node, csiNode: CSINode | 
   }
 }
 
+/** A node (not being deleted) and the segment it belongs to. */
+export interface PlacedNode {
+  node: Node;
+  segment: Segment;
+}
+
+/** The nodes that belong to a segment, each with its segment: what a sync computes once. */
+export function placeNodes(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string): PlacedNode[] {
+  const out: PlacedNode[] = [];
+  for (const node of nodes) {
+    if (node.metadata?.deletionTimestamp) continue;
+    const segment = segmentOfNode(mode, node, csiNodeOf(node.metadata?.name ?? ''), driverName);
+    if (segment) out.push({ node, segment });
+  }
+  return out;
+}
+
 /** The label keys the nodes of each segment carry, by segment key (see deeperKeys). */
-export function segmentLabelKeys(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string): Map<string, Set<string>> {
+export function segmentLabelKeys(placed: readonly PlacedNode[]): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
-  for (const n of nodes) {
-    if (n.metadata?.deletionTimestamp) continue;
-    const s = segmentOfNode(mode, n, csiNodeOf(n.metadata?.name ?? ''), driverName);
-    if (!s) continue;
-    const key = segmentKey(s);
+  for (const { node, segment } of placed) {
+    const key = segmentKey(segment);
     let keys = out.get(key);
     if (!keys) out.set(key, (keys = new Set()));
-    for (const k of Object.keys(n.metadata?.labels ?? {})) keys.add(k);
+    for (const k of Object.keys(node.metadata?.labels ?? {})) keys.add(k);
   }
   return out;
 }
 
 /** Every segment with at least one node, deduplicated and in a stable order. */
 export function computeSegments(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string): Segment[] {
-  const found: Segment[] = [];
-  for (const n of nodes) {
-    if (n.metadata?.deletionTimestamp) continue;
-    const s = segmentOfNode(mode, n, csiNodeOf(n.metadata?.name ?? ''), driverName);
-    if (s) found.push(s);
-  }
-  return uniqueSegments(found);
+  return uniqueSegments(placeNodes(mode, nodes, csiNodeOf, driverName).map((p) => p.segment));
 }
 
 /**

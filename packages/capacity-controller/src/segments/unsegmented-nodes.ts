@@ -1,5 +1,5 @@
 import type { CSINode, Node } from '@topovol/shared';
-import { segmentOfNode } from './compute-segments.js';
+import type { PlacedNode } from './compute-segments.js';
 import { segmentKey } from './segment.js';
 import type { SegmentMode } from './segment-mode.js';
 
@@ -48,15 +48,12 @@ export function unsegmentedNodes(mode: SegmentMode, nodes: readonly Node[], csiN
  * nodes carry, as such a node has a gap in its labels and the next domain key still tells the
  * deeper nodes apart.)
  */
-export function selfExcludedNodes(mode: SegmentMode, nodes: readonly Node[], csiNodeOf: (name: string) => CSINode | undefined, driverName: string, deeper: ReadonlyMap<string, readonly string[]>): UnsegmentedNode[] {
+export function selfExcludedNodes(mode: SegmentMode, placed: readonly PlacedNode[], driverName: string, deeper: ReadonlyMap<string, readonly string[]>): UnsegmentedNode[] {
   if (mode.kind !== 'csinode') return [];
   const out: UnsegmentedNode[] = [];
-  for (const node of nodes) {
-    if (node.metadata?.deletionTimestamp) continue;
-    const s = segmentOfNode(mode, node, csiNodeOf(node.metadata?.name ?? ''), driverName);
-    if (!s) continue;
+  for (const { node, segment } of placed) {
     const labels = node.metadata?.labels ?? {};
-    const carried = (deeper.get(segmentKey(s)) ?? []).filter((k) => labels[k] !== undefined);
+    const carried = (deeper.get(segmentKey(segment)) ?? []).filter((k) => labels[k] !== undefined);
     if (carried.length > 0) out.push({ node, why: `it has label(s) ${carried.join(', ')}, which its CSINode does not list as topology keys for driver ${driverName} while other nodes' CSINodes do: no CSIStorageCapacity object can match it` });
   }
   return out;

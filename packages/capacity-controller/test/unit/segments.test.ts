@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CSINode, Node } from '@topovol/shared';
-import { computeSegments, segmentLabelKeys, domainAncestors, segmentOfNode } from '../../src/segments/compute-segments.js';
+import { computeSegments, domainAncestors, placeNodes, segmentLabelKeys, segmentOfNode } from '../../src/segments/compute-segments.js';
 import fc from 'fast-check';
 import { deeperKeys } from '../../src/segments/deeper-keys.js';
 import { segmentKey } from '../../src/segments/segment.js';
@@ -118,7 +118,7 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, KEP-147
         fc.property(fc.array(fc.record({ r: fc.constantFrom('a', 'b'), z: fc.option(fc.constantFrom('1', '2')), k: fc.option(fc.constantFrom('x', 'y')) }), { minLength: 1, maxLength: 12 }), (specs) => {
           const nodes = specs.map((sp, i) => node(`n${i}`, { [REGION]: sp.r, ...(sp.z ? { [ZONE]: sp.z } : {}), ...(sp.k && sp.z ? { [RACK]: sp.k } : {}) }));
           const segs = computeSegments(domains, nodes, () => undefined, DRIVER);
-          const keys = segmentLabelKeys(domains, nodes, () => undefined, DRIVER);
+          const keys = segmentLabelKeys(placeNodes(domains, nodes, () => undefined, DRIVER));
           const deeper = deeperKeys(segs, (k) => keys.get(k));
           for (const n of nodes) {
             const labels = n.metadata!.labels!;
@@ -133,7 +133,7 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, KEP-147
         fc.property(fc.array(fc.record({ r: fc.constantFrom('a', 'b'), z: fc.option(fc.constantFrom('1', '2')), k: fc.option(fc.constantFrom('x', 'y')) }), { minLength: 1, maxLength: 12 }), (specs) => {
           const nodes = specs.map((sp, i) => node(`n${i}`, { [REGION]: sp.r, ...(sp.z ? { [ZONE]: sp.z } : {}), ...(sp.k ? { [RACK]: sp.k } : {}) }));
           const segs = computeSegments(domains, nodes, () => undefined, DRIVER);
-          const keys = segmentLabelKeys(domains, nodes, () => undefined, DRIVER);
+          const keys = segmentLabelKeys(placeNodes(domains, nodes, () => undefined, DRIVER));
           const deeper = deeperKeys(segs, (k) => keys.get(k));
           for (const n of nodes) {
             const labels = n.metadata!.labels!;
@@ -148,7 +148,7 @@ describe('capacity segments (external-provisioner pkg/capacity/topology, KEP-147
       const gap = node('gap', { [REGION]: 'east', [RACK]: 'r7' });
       const deep = node('deep', { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' });
       const segs = computeSegments(domains, [gap, deep], () => undefined, DRIVER);
-      const keys = segmentLabelKeys(domains, [gap, deep], () => undefined, DRIVER);
+      const keys = segmentLabelKeys(placeNodes(domains, [gap, deep], () => undefined, DRIVER));
       expect(deeperKeys(segs, (k) => keys.get(k)).get(segmentKey({ [REGION]: 'east' }))).to.deep.equal([ZONE]);
     });
   });
@@ -185,7 +185,7 @@ describe('selfExcludedNodes: nodes no object of their own segment can match', fu
     const csiOf = (name: string): CSINode => csi(keys[name]!);
     const mode = { kind: 'csinode' } as const;
     const segs = computeSegments(mode, nodes, csiOf, 'd.example.com');
-    const got = selfExcludedNodes(mode, nodes, csiOf, 'd.example.com', deeperKeys(segs));
+    const got = selfExcludedNodes(mode, placeNodes(mode, nodes, csiOf, 'd.example.com'), 'd.example.com', deeperKeys(segs));
     expect(got.map((u) => u.node.metadata?.name)).to.deep.equal(['old']);
     expect(got[0]!.why).to.match(/label\(s\) topology.kubernetes.io\/zone, which its CSINode does not list/);
   });
@@ -193,6 +193,6 @@ describe('selfExcludedNodes: nodes no object of their own segment can match', fu
     const mode = { kind: 'domains', labels: [REGION_, ZONE_] } as const;
     const nodes = [n('a', { [REGION_]: 'east' }), n('b', { [REGION_]: 'east', [ZONE_]: 'z1' })];
     const segs = computeSegments(mode, nodes, () => csi([]), 'd.example.com');
-    expect(selfExcludedNodes(mode, nodes, () => csi([]), 'd.example.com', deeperKeys(segs))).to.deep.equal([]);
+    expect(selfExcludedNodes(mode, placeNodes(mode, nodes, () => csi([]), 'd.example.com'), 'd.example.com', deeperKeys(segs))).to.deep.equal([]);
   });
 });
