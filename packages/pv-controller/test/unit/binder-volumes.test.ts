@@ -22,6 +22,32 @@ class FailingClaimWrites extends FakeWrites {
   }
 }
 
+/**
+ * Claim c (1Gi), volumes v1 (1Gi, Delete, provisioned) and v2 (2Gi) in a store whose claim PUTs fail
+ * with `failure` when told to, and a reconciler whose informer view is frozen at the start: it lags
+ * every write.
+ */
+function halfWrittenBind(failure: KubeApiError) {
+  const store = new FailingClaimWrites();
+  store.failure = failure;
+  const v1 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v1', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' } }));
+  const v2 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v2', '2Gi'));
+  const c = store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim('c', '1Gi'));
+  const informer = new Map<string, PersistentVolume>([
+    ['v1', v1],
+    ['v2', v2],
+  ]);
+  const inFlight = new Set<string>();
+  const bv = new BinderVolumes((name) => informer.get(name), inFlight);
+  for (const v of informer.values()) bv.observed(v);
+  const claims = new AssumeCache<PersistentVolumeClaim>();
+  const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
+  const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
+  const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
+  const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
+  return { store, w, r };
+}
+
 // The binder's volume view as setupBinder builds it (BinderVolumes: the informer's copies, our
 // writes, the index), with an informer that has not delivered anything since the start.
 describe('binder volumes: a bind half written, retried before the informer catches up', function () {
@@ -31,24 +57,7 @@ describe('binder volumes: a bind half written, retried before the informer catch
   ];
   for (const [why, failure] of failures) {
     it(`the claim write fails with ${why}: the retry finishes the volume it wrote, and takes no second one (upstream stores its writes where its search reads)`, async function () {
-      const store = new FailingClaimWrites();
-      store.failure = failure;
-      const v1 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v1', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' } }));
-      const v2 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v2', '2Gi'));
-      const c = store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim('c', '1Gi'));
-      // The informer's view, frozen at the start: it lags every write below.
-      const informer = new Map<string, PersistentVolume>([
-        ['v1', v1],
-        ['v2', v2],
-      ]);
-      const inFlight = new Set<string>();
-      const bv = new BinderVolumes((name) => informer.get(name), inFlight);
-      for (const v of informer.values()) bv.observed(v);
-      const claims = new AssumeCache<PersistentVolumeClaim>();
-      const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
-      const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
-      const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
-      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
+      const { store, r } = halfWrittenBind(failure);
 
       store.failClaimWrites = 1;
       const failed = await r.claim('ns', 'c').then(
@@ -64,23 +73,7 @@ describe('binder volumes: a bind half written, retried before the informer catch
     });
 
     it(`the claim write fails with ${why} twice: the second failure, which writes nothing to the volume, does not forget it either`, async function () {
-      const store = new FailingClaimWrites();
-      store.failure = failure;
-      const v1 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v1', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.example.com' } }));
-      const v2 = store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v2', '2Gi'));
-      const c = store.seed<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claim('c', '1Gi'));
-      const informer = new Map<string, PersistentVolume>([
-        ['v1', v1],
-        ['v2', v2],
-      ]);
-      const inFlight = new Set<string>();
-      const bv = new BinderVolumes((name) => informer.get(name), inFlight);
-      for (const v of informer.values()) bv.observed(v);
-      const claims = new AssumeCache<PersistentVolumeClaim>();
-      const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
-      const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
-      const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
-      const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
+      const { store, w, r } = halfWrittenBind(failure);
 
       store.failClaimWrites = 2;
       for (const attempt of [1, 2]) expect(await r.claim('ns', 'c').then(() => undefined, (err: unknown) => err), `attempt ${attempt} failed`).to.equal(failure);

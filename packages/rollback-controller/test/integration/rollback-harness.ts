@@ -1,6 +1,6 @@
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
 import { claimNamesOfPod, projectPod, Resources, retryOnConflict } from '@topovol/shared';
-import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { Event, Informer, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { createReadyNode, eventually, InProcessLoop, installCrds, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -15,14 +15,21 @@ export const RunningRollback = {
   },
 };
 
+/** The loop's own claim and pod informers (the factory hands back the ones its setup asked for). */
+export function loopCaches(loop: RunningRollback): { claims: Informer<PersistentVolumeClaim>; pods: Informer<Pod> } {
+  return {
+    claims: loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),
+    pods: loop.informers.forResource<Pod>(Resources.pods, { transform: projectPod }),
+  };
+}
+
 /**
  * Waits until the loop's own cache shows the claim with its selected node and the pod unscheduled,
  * i.e. until the loop has seen the provisioning being asked for: a volume it did not see being
  * provisioned is never marked unused. (A real provisioner takes far longer than the watch.)
  */
 export async function seenByLoop(loop: RunningRollback, ns: string, claimName: string): Promise<void> {
-  const claims = loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
-  const pods = loop.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+  const { claims, pods } = loopCaches(loop);
   await eventually(() => {
     if (!claims.cache.get(`${ns}/${claimName}`)?.metadata?.annotations?.[SEL]) throw new Error(`the loop has not seen ${claimName}'s selected node yet`);
     if (!pods.cache.list().some((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(claimName))) throw new Error('the loop has not seen the pod yet');

@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { claimNamesOfPod, projectPod, Resources } from '@topovol/shared';
-import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { claimNamesOfPod, Resources } from '@topovol/shared';
 import { eventually, FaultProxy, INSTALL_NAMESPACE, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoop } from '@topovol/testing';
 import { ANN_USED_BECAUSE } from '../../src/rollback/marks.js';
-import { bindPod, claim, pod, provision, RunningRollback, selectNode } from './rollback-harness.js';
+import { bindPod, claim, loopCaches, pod, provision, RunningRollback, selectNode } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
 const CLAIMS = '/api/v1/persistentvolumeclaims';
@@ -45,10 +44,7 @@ describe('rollback with one watch lagging the other: a pod that used the volume 
     loop = await RunningRollback.start([], { client: proxy.client(token), waitForSync });
     return loop;
   };
-  const caches = (l: InProcessLoop) => ({
-    claims: l.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),
-    pods: l.informers.forResource<Pod>(Resources.pods, { transform: projectPod }),
-  });
+  const caches = loopCaches;
   const podsOf = (l: InProcessLoop, claimName: string): string[] =>
     caches(l)
       .pods.cache.list()
