@@ -157,12 +157,9 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     const uid = c.metadata?.uid ?? '';
     const seen = observeProvisioning(c, world);
     if (!seen) return;
-    // Not before the claims were listed after the pods (listClaimsAfterPods); their candidates are
-    // looked at again once that list is in (the claims' onRelist below).
-    if (!pvcs.listedAfter(pods)) {
-      listClaimsAfterPods();
-      return;
-    }
+    // Not before the claims were listed after the pods (listClaimsAfterPods asks for that list once
+    // the pods have listed); their candidates are looked at again once it is in (the claims' onRelist below).
+    if (!pvcs.listedAfter(pods)) return;
     const had = observed.get(uid);
     if (!had || had.node !== seen.node || had.podUid !== seen.podUid) {
       observed.set(uid, seen);
