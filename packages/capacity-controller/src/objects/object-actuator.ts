@@ -2,6 +2,7 @@ import { isConflict, isNotFound, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, ReconcileContext } from '@topovol/shared';
 import { capacityMetrics } from '../capacity-metrics.js';
 import { itemKey } from './capacity-item.js';
+import { itemKeyOfObject } from './capacity-object.js';
 import type { ObjectAction } from './plan-capacity-objects.js';
 
 /** The writes the actuator makes: nothing else of the client. */
@@ -11,7 +12,8 @@ export type CapacityObjectWriter = Pick<KubeClient, 'create' | 'replace' | 'dele
  * How long a created object is trusted to exist while the informer has not shown it. An informer
  * shows a create within a second or two; one that was deleted before the watch saw it (across a
  * relist, which reports deletes only of objects it had cached) is never shown. After this, the
- * object is planned as missing: created again, and the older of any two deleted as a duplicate.
+ * object is planned as missing: created again, and the newer of any two deleted as a duplicate
+ * (planItem keeps the oldest).
  */
 export const PENDING_TRUST_MS = 60_000;
 
@@ -58,6 +60,11 @@ export class ObjectActuator {
     if (this.expected.get(key)?.object.metadata?.name === name) this.expected.delete(key);
   }
 
+  /** A deleted object remembered as created is remembered no more. */
+  private forget(o: CSIStorageCapacity): void {
+    for (const key of itemKeyOfObject(o)) if (this.expected.get(key)?.object.metadata?.name === o.metadata?.name) this.expected.delete(key);
+  }
+
   async execute(ctx: ReconcileContext, a: ObjectAction): Promise<void> {
     if (this.dryRun) {
       ctx.log.info('dry run: would write CSIStorageCapacity', { action: a.kind, name: a.object.metadata?.name, storageClass: a.object.storageClassName, capacity: a.object.capacity });
@@ -93,8 +100,11 @@ export class ObjectActuator {
           await this.client.delete(Resources.csiStorageCapacities, md.name ?? '', this.namespace, { preconditions: { uid: md.uid, resourceVersion: md.resourceVersion } });
           capacityMetrics.wrote('delete');
           ctx.log.info('deleted CSIStorageCapacity', { name: md.name, why: a.why });
+          this.forget(a.object);
         } catch (err) {
-          if (isNotFound(err)) return;
+          // Gone: one remembered as created (a duplicate the informer never showed) is forgotten,
+          // or each refresh would plan its delete again until PENDING_TRUST_MS.
+          if (isNotFound(err)) return this.forget(a.object);
           // Changed since we looked: decide again on fresh data.
           if (isConflict(err)) return this.loop.replan();
           throw err;

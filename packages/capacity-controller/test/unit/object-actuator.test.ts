@@ -98,6 +98,18 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
     expect(replans).to.equal(0);
   });
 
+  it('delete: an object it created and the informer never showed is remembered no more once deleted, or found gone (no 404 DELETE at every refresh)', async function () {
+    for (const deletedBehind of [false, true]) {
+      const a = actuator();
+      await a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: 5n * GiB }) });
+      const created = a.pending(itemKey(item))!;
+      if (deletedBehind) await store.delete(R, created.metadata!.name!, NS);
+      await a.execute(testContext(), { kind: 'delete', object: created, why: 'duplicate' });
+      expect(a.pending(itemKey(item)), deletedBehind ? 'found gone' : 'deleted').to.equal(undefined);
+      expect(capacities(store)).to.deep.equal([]);
+    }
+  });
+
   it('delete: an object changed since it was planned is kept, and the loop decides again', async function () {
     const old = seeded(5n * GiB);
     await store.replace(R, { ...old, capacity: '6Gi' });
