@@ -1,5 +1,5 @@
 import { aborted, ANN_SELECTED_NODE, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
-import type { CSIDriver, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
+import type { CSIDriver, CSINode, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { CsiError, GrpcStatus, isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
@@ -16,7 +16,8 @@ import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desire
 import { desiredItems } from './objects/desired-items.js';
 import { itemsToRefreshAfterFailure } from './objects/failure-refresh.js';
 import { ObjectActuator } from './objects/object-actuator.js';
-import { planItem, planObsolete } from './objects/plan-capacity-objects.js';
+import { madeForEarlierClass, planItem, planObsolete } from './objects/plan-capacity-objects.js';
+import type { ObjectAction } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
 import { volumeAffectsItem } from './objects/volume-affects-item.js';
@@ -24,6 +25,7 @@ import { formatSegment } from './pools/pool-coverage.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
 import type { PlacedNode } from './segments/compute-segments.js';
+import { KeptRegistration } from './segments/kept-registration.js';
 import { selfExcludedNodes, unsegmentedNodes } from './segments/unsegmented-nodes.js';
 import { uniqueSegments } from './segments/segment.js';
 import type { SegmentMode } from './segments/segment-mode.js';
@@ -73,7 +75,7 @@ const identity = (ms: number): number => ms;
  * while changes keep coming, so a burst costs a few calls per item and a lone change waits for none.
  */
 export class CapacityLoop {
-  private desired: DesiredState = { items: new Map(), frozen: new Map(), problems: [], exclusions: new Map() };
+  private desired: DesiredState = { items: new Map(), frozen: new Map(), created: new Map(), problems: [], exclusions: new Map() };
   private readonly state = new Map<string, ItemState>();
   /** Item keys by GetCapacity request (requestKey): items of one request share its calls. */
   private byRequest = new Map<string, string[]>();
@@ -94,6 +96,8 @@ export class CapacityLoop {
   private readonly calls: CallSlots;
   /** Cancels the GetCapacity calls still running when the loop stops (they outlive their reconcile). */
   private readonly stopping = new AbortController();
+  /** Per node: the driver's registration kept while kubelet has it unregistered (kept-registration.ts). */
+  private readonly kept: KeptRegistration | undefined;
 
   constructor(
     private readonly inf: CapacityInformers,
@@ -110,6 +114,7 @@ export class CapacityLoop {
     this.problems = new ProblemReporter(events, log);
     this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
+    this.kept = opts.onlyNode ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
   }
 
   /** The informer handlers: which changes lead to which keys. */
@@ -209,7 +214,8 @@ export class CapacityLoop {
   private async sync(ctx: ReconcileContext): Promise<number> {
     const only = this.opts.onlyNode;
     const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
-    const placed = placeNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName);
+    const csiNodeOf = this.csiNodeLookup();
+    const placed = placeNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
     const segments = uniqueSegments(placed.map((p) => p.segment));
     // domains mode only: there a segment's own nodes never carry the next domain key, so leaving
     // out of its exclusions what they do carry still tells the deeper nodes apart (deeperKeys).
@@ -238,8 +244,10 @@ export class CapacityLoop {
       const gone = before.items.get(key);
       if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
     }
-    this.reportProblems(nodes, placed);
-    for (const a of planObsolete(this.objectKeys(), this.inf.objects.cache.list(), this.desired.frozen, this.awaitingObjects())) await this.objects.execute(ctx, a);
+    this.reportProblems(nodes, placed, csiNodeOf);
+    // Per node, before the driver has registered here: its objects wait for it (kept-registration.ts).
+    const waiting = this.kept?.waitsForRegistration(placed.length === 0 && nodes.some((n) => !n.metadata?.deletionTimestamp));
+    if (!waiting) for (const a of this.obsolete(this.objectKeys())) await this.objects.execute(ctx, a);
     this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
     return this.opts.pollIntervalMs;
@@ -379,7 +387,9 @@ export class CapacityLoop {
   }
 
   private async ensureObjects(ctx: ReconcileContext, key: string, item: CapacityItem, measured: MeasuredCapacity): Promise<void> {
-    const objects = this.inf.objects.cache.byIndex('item', key).filter((o) => !o.metadata?.deletionTimestamp);
+    // Never one made for an earlier class of this name (planObsolete deletes it).
+    const classCreated = this.desired.created.get(item.storageClassName);
+    const objects = this.inf.objects.cache.byIndex('item', key).filter((o) => !o.metadata?.deletionTimestamp && !madeForEarlierClass(o, classCreated));
     const pending = this.objects.pending(key);
     if (pending && !objects.some((o) => o.metadata?.name === pending.metadata?.name)) objects.push(pending);
     for (const a of planItem(this.opts.identity, item, measured, objects)) await this.objects.execute(ctx, a);
@@ -407,9 +417,15 @@ export class CapacityLoop {
     this.queue.add(STATUS);
   }
 
+  /** The CSINodes a sync places nodes with; per node, with the driver's kept registration. */
+  private csiNodeLookup(): (name: string) => CSINode | undefined {
+    const kept = this.kept;
+    return kept ? (n) => kept.csiNodeOf(this.inf.csiNodes.cache.get(n)) : (n) => this.inf.csiNodes.cache.get(n);
+  }
+
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
-  private reportProblems(nodes: readonly Node[], placed: readonly PlacedNode[]): void {
-    const unsegmented = [...unsegmentedNodes(this.opts.mode, nodes, (n) => this.inf.csiNodes.cache.get(n), this.opts.driverName), ...selfExcludedNodes(this.opts.mode, placed, this.opts.driverName, this.desired.exclusions)];
+  private reportProblems(nodes: readonly Node[], placed: readonly PlacedNode[], csiNodeOf: (name: string) => CSINode | undefined): void {
+    const unsegmented = [...unsegmentedNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName), ...selfExcludedNodes(this.opts.mode, placed, this.opts.driverName, this.desired.exclusions)];
     this.problems.report(loopProblems(this.opts.driverName, this.desired.problems, (n) => this.inf.classes.cache.get(n), unsegmented));
   }
 
@@ -418,12 +434,19 @@ export class CapacityLoop {
     return new Set([...this.desired.items].filter(([, d]) => d.item.storageClassName !== EPHEMERAL_CLASS).map(([k]) => k));
   }
 
+  /** The deletes a sync plans for objects no desired item explains (planObsolete). */
+  private obsolete(keys: ReadonlySet<string>): ObjectAction[] {
+    const d = this.desired;
+    return planObsolete(keys, this.inf.objects.cache.list(), d.frozen, this.awaitingObjects(), d.created, [...d.items.values()].map((x) => x.item));
+  }
+
   /** Base keys of the items that have no object yet, not even one just created (see planObsolete). */
   private awaitingObjects(): Set<string> {
     const out = new Set<string>();
     for (const [key, d] of this.desired.items) {
       if (d.item.storageClassName === EPHEMERAL_CLASS || this.objects.pending(key)) continue;
-      if (this.inf.objects.cache.byIndex('item', key).some((o) => !o.metadata?.deletionTimestamp)) continue;
+      const created = this.desired.created.get(d.item.storageClassName);
+      if (this.inf.objects.cache.byIndex('item', key).some((o) => !o.metadata?.deletionTimestamp && !madeForEarlierClass(o, created))) continue;
       out.add(itemBaseKey(d.item));
     }
     return out;
@@ -434,7 +457,7 @@ export class CapacityLoop {
     capacityMetrics.setObjectCounts(
       keys.size,
       [...keys].filter((k) => this.inf.objects.cache.byIndex('item', k).length > 0).length,
-      planObsolete(keys, this.inf.objects.cache.list(), this.desired.frozen, this.awaitingObjects()).length,
+      this.obsolete(keys).length,
     );
     // A figure is renewed while its last call succeeded; once the driver cannot be asked, it keeps
     // the expiry of its last answer and lapses.

@@ -28,6 +28,12 @@ export interface DesiredState {
    * when the class was created (ms; NaN if unknown): only objects made since are this class's.
    */
   frozen: Map<string, number>;
+  /**
+   * When each tracked class was created (ms; NaN if unknown). An object older than its class was
+   * made for an earlier class of that name (deleted and re-created, perhaps with other parameters
+   * or pools, while this process did not see the delete): it is never reused, and it goes.
+   */
+  created: Map<string, number>;
   problems: ClassProblem[];
   /** The keys each overlapped segment's selector excludes (DoesNotExist), by segment key (deeperKeys). */
   exclusions: ReadonlyMap<string, readonly string[]>;
@@ -55,6 +61,7 @@ export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
 export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], opts: DesiredOptions, keysOnNodes?: (segmentKey: string) => ReadonlySet<string> | undefined): DesiredState {
   const items = new Map<string, DesiredItem>();
   const frozen = new Map<string, number>();
+  const created = new Map<string, number>();
   const problems: ClassProblem[] = [];
   const add = (item: CapacityItem, parameters: Record<string, string>, poolPart = false): void => {
     items.set(itemKey(item), { item, parameters, ...(poolPart ? { poolPart } : {}) });
@@ -68,6 +75,7 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
   for (const c of classes) {
     const name = c.metadata?.name;
     if (!name || !isTrackedClass(c, opts)) continue;
+    created.set(name, Date.parse(c.metadata?.creationTimestamp ?? ''));
     const params = { ...(c.parameters ?? {}) };
     const pools = parseConstrainedPools(params);
     if (pools === undefined) {
@@ -75,7 +83,7 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
       continue;
     }
     if ('error' in pools) {
-      frozen.set(name, Date.parse(c.metadata?.creationTimestamp ?? ''));
+      frozen.set(name, created.get(name)!);
       problems.push({ storageClassName: name, reason: 'InvalidTopologyConstrainedPools', message: pools.error });
       continue;
     }
@@ -106,5 +114,5 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
     }
   }
   if (opts.ephemeral) for (const segment of segments) add({ storageClassName: EPHEMERAL_CLASS, ...exclusive(segment), pool: '' }, {});
-  return { items, frozen, problems, exclusions: deeper };
+  return { items, frozen, created, problems, exclusions: deeper };
 }

@@ -47,27 +47,59 @@ export function planItem(id: ObjectIdentity, item: CapacityItem, measured: Measu
 /**
  * Objects of ours that no desired item explains: their class is gone or no longer ours, their
  * segment lost its last node, or their shape is foreign. Classes in `frozen` (a StorageClass we
- * cannot interpret right now) keep their objects until the class is fixed or deleted, except
- * objects older than the class: those were made for an earlier class of that name, deleted and
- * re-created (parameters are immutable, so that is how they change) within one sync. An object
- * whose item only changed its `absent` keys (a deeper segment appeared or went) stays until the
- * object replacing it exists: `replacing` holds the base keys (itemBaseKey) of desired items
- * without an object yet. Deleting first would leave the segment's nodes with no capacity at all
- * until the driver answers for the new item, for as long as it cannot.
+ * cannot interpret right now) keep their objects until the class is fixed or deleted. An object
+ * older than its class (`created`; frozen or not) was made for an earlier class of that name,
+ * deleted and re-created (parameters are immutable, so that is how they change) while this process
+ * did not see it go: it goes, as external-provisioner deletes a class's objects on the class's
+ * delete event (`onSCDelete`, pkg/capacity/capacity.go). An object whose item only changed its
+ * `absent` keys (a deeper segment appeared or went), or a pool's object whose pool is now published
+ * for other segments, stays until the objects replacing it exist: `replacing` holds the base keys
+ * (itemBaseKey) of desired items without an object yet. Deleting first would leave the segment's
+ * nodes with no capacity at all until the driver answers for the new item, for as long as it
+ * cannot. Not a pool's object that can select nodes another pool of its class now serves
+ * (`items`): there its figure would stand for a pool Ceph-CSI does not put those volumes in.
  */
-export function planObsolete(desiredKeys: ReadonlySet<string>, objects: readonly CSIStorageCapacity[], frozen: ReadonlyMap<string, number>, replacing: ReadonlySet<string> = new Set()): ObjectAction[] {
+export function planObsolete(
+  desiredKeys: ReadonlySet<string>,
+  objects: readonly CSIStorageCapacity[],
+  frozen: ReadonlyMap<string, number>,
+  replacing: ReadonlySet<string> = new Set(),
+  created: ReadonlyMap<string, number> = new Map(),
+  items: Iterable<CapacityItem> = [],
+): ObjectAction[] {
   const out: ObjectAction[] = [];
+  const pooled = [...items].filter((i) => i.pool !== '');
   for (const o of objects) {
     if (o.metadata?.deletionTimestamp) continue;
     const item = itemOfObject(o);
-    const classCreated = item ? frozen.get(item.storageClassName) : undefined;
-    // Second resolution on both sides: an object made in the class's second counts as the class's.
-    if (classCreated !== undefined && !(Date.parse(o.metadata?.creationTimestamp ?? '') < classCreated)) continue;
+    if (item && madeForEarlierClass(o, created.get(item.storageClassName) ?? frozen.get(item.storageClassName))) {
+      out.push({ kind: 'delete', object: o, why: 'obsolete' });
+      continue;
+    }
+    if (item && frozen.has(item.storageClassName)) continue;
     if (item && desiredKeys.has(itemKey(item))) continue;
-    if (item && replacing.has(itemBaseKey(item))) continue;
+    if (item && replacing.has(itemBaseKey(item)) && !(item.pool && pooled.some((i) => i.storageClassName === item.storageClassName && i.pool !== item.pool && selectorsMayMeet(i, item)))) continue;
     out.push({ kind: 'delete', object: o, why: 'obsolete' });
   }
   return out;
+}
+
+/**
+ * Whether an object was created before the class it names (second resolution on both sides: an
+ * object made in the class's second counts as the class's; an unknown time proves nothing).
+ */
+export function madeForEarlierClass(o: CSIStorageCapacity, classCreated: number | undefined): boolean {
+  return classCreated !== undefined && Date.parse(o.metadata?.creationTimestamp ?? '') < classCreated;
+}
+
+/**
+ * Whether some node could match both items' selectors, judged from the selectors alone: not when
+ * they want different values of a key, or one wants a key the other excludes.
+ */
+function selectorsMayMeet(a: CapacityItem, b: CapacityItem): boolean {
+  for (const [k, v] of Object.entries(a.segment)) if (k in b.segment && b.segment[k] !== v) return false;
+  if ((a.absent ?? []).some((k) => k in b.segment) || (b.absent ?? []).some((k) => k in a.segment)) return false;
+  return true;
 }
 
 function byAge(a: CSIStorageCapacity, b: CSIStorageCapacity): number {

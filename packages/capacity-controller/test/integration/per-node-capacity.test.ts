@@ -165,6 +165,25 @@ describe('capacity per node: one instance per node publishes that node only', fu
     expect(selected).to.equal(name('n3'));
   });
 
+  it('a node plugin unregistered for a moment (kubelet drops it from the CSINode) leaves its node\'s objects in place, as external-provisioner\'s fixed segment does', async function () {
+    const ofClass = async (c: string): Promise<CSIStorageCapacity[]> => (await objects()).filter((o) => o.storageClassName === name(c) && o.nodeTopology?.matchLabels?.[HOST] === name('n1'));
+    const [before] = await ofClass('local');
+    expect(before, 'n1\'s object').to.not.equal(undefined);
+    // What kubelet does when the plugin's registration socket goes: the driver leaves the CSINode.
+    await admin.patch(Resources.csiNodes, name('n1'), undefined, 'merge', { spec: { drivers: [] } });
+    // A class added meanwhile: its n1 object shows that n1's instance synced with the driver unregistered.
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: name('local2') }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer' });
+    try {
+      await eventually(async () => expect(await ofClass('local2')).to.have.length(1));
+      expect((await ofClass('local')).map((o) => o.metadata?.uid), 'the same object, never deleted').to.deep.equal([before!.metadata?.uid]);
+      await admin.patch(Resources.csiNodes, name('n1'), undefined, 'merge', { spec: { drivers: [{ name: driverName, nodeID: name('n1'), topologyKeys: [HOST] }] } });
+    } finally {
+      await admin.delete(Resources.storageClasses, name('local2')).catch(() => undefined);
+    }
+    await eventually(async () => expect((await objects()).filter((o) => o.storageClassName === name('local2'))).to.deep.equal([]));
+    expect((await ofClass('local')).map((o) => o.metadata?.uid)).to.deep.equal([before!.metadata?.uid]);
+  });
+
   it('a node\'s objects go with its instance\'s pod (owner reference, garbage collector): no room claimed for ever', async function () {
     kcm = await startKubeControllerManager(cp, ['garbage-collector-controller']);
     const [n2] = loops.splice(1, 1);

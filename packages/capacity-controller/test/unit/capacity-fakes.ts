@@ -23,6 +23,8 @@ export class FakeObjectStore implements CapacityLoopClient {
   private readonly objects = new Map<string, Map<string, KubeObject>>();
   private nextVersion = 1;
   private nextId = 1;
+  /** Set: objects written without a creationTimestamp get one from this clock (seconds, as the API server's). */
+  clock?: () => number;
   private readonly watchers = new Map<string, FakeInformer<KubeObject>>();
 
   /** Shows this resource's writes to an informer, a moment later, as a watch does. */
@@ -38,7 +40,8 @@ export class FakeObjectStore implements CapacityLoopClient {
   /** Puts an object in place as if someone else had written it. */
   seed<T extends KubeObject>(r: ResourceType, obj: T): T {
     const name = obj.metadata?.name ?? `${obj.metadata?.generateName ?? 'obj-'}${this.nextId++}`;
-    const stored = { ...structuredClone(obj), metadata: { ...obj.metadata, name, uid: obj.metadata?.uid ?? `uid-${name}`, resourceVersion: String(this.nextVersion++) } };
+    const created = obj.metadata?.creationTimestamp ?? (this.clock ? new Date(Math.floor(this.clock() / 1000) * 1000).toISOString().replace('.000Z', 'Z') : undefined);
+    const stored = { ...structuredClone(obj), metadata: { ...obj.metadata, name, uid: obj.metadata?.uid ?? `uid-${name}`, resourceVersion: String(this.nextVersion++), ...(created ? { creationTimestamp: created } : {}) } };
     this.of(r).set(name, stored);
     this.notify(r, (i) => i.set(structuredClone(stored)));
     return structuredClone(stored);

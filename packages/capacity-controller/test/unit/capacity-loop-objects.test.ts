@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { ANN_SELECTED_NODE, LABEL_REGION, LABEL_ZONE, logger, quantityBytes, Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, Event, Node, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
+import type { CSINode, CSIStorageCapacity, Event, Node, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { CapacityLoop } from '../../src/capacity-loop.js';
 import type { CapacityLoopOptions } from '../../src/capacity-loop.js';
 import { SYNC } from '../../src/capacity-key.js';
 import { PENDING_TRUST_MS } from '../../src/objects/object-actuator.js';
 import { fakeInformers, FakeCapacityQueue, FakeMeter, FakeObjectStore } from './capacity-fakes.js';
 import type { FakeInformers } from './capacity-fakes.js';
-import { DRIVER, GiB, NS } from './capacity-loop-fixtures.js';
+import { DRIVER, GiB, NODE_KEY, NS } from './capacity-loop-fixtures.js';
 
 const POLL_MS = 60_000;
 const R = Resources.csiStorageCapacities;
@@ -35,12 +35,26 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
   let inf: FakeInformers;
   let loop: CapacityLoop;
 
-  const start = async (mode: CapacityLoopOptions['mode'], nodes: Node[], watching: boolean): Promise<void> => {
+  /** `restartOn`: a new process over the objects stored so far, on the same clock; `failing`: the driver refuses from the first call. */
+  interface Start {
+    extra?: Partial<CapacityLoopOptions>;
+    csiNodes?: CSINode[];
+    classes?: StorageClass[];
+    restartOn?: FakeObjectStore;
+    failing?: Error;
+  }
+  const start = async (mode: CapacityLoopOptions['mode'], nodes: Node[], watching: boolean, { extra = {}, csiNodes = [], classes = [sc], restartOn, failing }: Start = {}): Promise<void> => {
+    const clock = queue?.now;
     queue = new FakeCapacityQueue();
+    if (restartOn && clock !== undefined) queue.now = clock;
     meter = new FakeMeter({ available: 10n * GiB });
-    store = new FakeObjectStore();
+    if (failing) meter.failure = failing;
+    store = restartOn ?? new FakeObjectStore();
+    store.clock = () => queue.now;
     inf = fakeInformers();
     if (watching) store.watch(R, inf.objects);
+    // A restarted process lists what is stored.
+    for (const o of restartOn?.list<CSIStorageCapacity>(R) ?? []) inf.objects.set(o);
     const opts: CapacityLoopOptions = {
       driverName: DRIVER,
       immediateBinding: false,
@@ -51,12 +65,14 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
       minRefreshMs: 5_000,
       statusRefreshMs: 20_000,
       now: () => queue.now,
+      ...extra,
     };
     const status = { publish: () => Promise.resolve({ wrote: false }), pruneExpired: () => Promise.resolve(0) };
     loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, opts, logger());
     loop.register();
     for (const n of nodes) inf.nodes.set(n);
-    inf.classes.set(sc);
+    for (const c of csiNodes) inf.csiNodes.set(c);
+    for (const c of classes) inf.classes.set(c);
     queue.add(SYNC);
     await queue.drain(loop.reconcile);
   };
@@ -159,6 +175,134 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
       expect(coveringNode(n1)).to.deep.equal([['fast', 7n * GiB]]);
       expect(coveringNode(n2)).to.deep.equal([['fast', 7n * GiB]]);
       expect(objects()).to.have.length(2);
+    });
+  });
+
+  describe('per node: kubelet drops the driver from the node\'s CSINode while its node plugin restarts', function () {
+    const n1 = { [NODE_KEY]: 'n1', [LABEL_ZONE]: 'a' };
+    const registered = (keys: string[]): CSINode => ({ metadata: { name: 'n1' }, spec: { drivers: [{ name: 'other.csi', nodeID: 'n1' }, { name: DRIVER, nodeID: 'n1', topologyKeys: keys }] } });
+    const unregistered: CSINode = { metadata: { name: 'n1' }, spec: { drivers: [{ name: 'other.csi', nodeID: 'n1' }] } };
+    beforeEach(async function () {
+      await start({ kind: 'csinode' }, [node('n1', n1)], true, { extra: { onlyNode: 'n1' }, csiNodes: [registered([NODE_KEY])] });
+      expect(coveringNode(n1)).to.deep.equal([['fast', 10n * GiB]]);
+    });
+
+    it('keeps the node\'s objects for the segment last registered, and refreshes them, as external-provisioner\'s fixed segment does', async function () {
+      const uid = objects()[0]!.metadata!.uid;
+      inf.csiNodes.set(unregistered);
+      await queue.drain(loop.reconcile);
+      meter.answer = { available: 6n * GiB };
+      await polls(2);
+      expect(coveringNode(n1)).to.deep.equal([['fast', 6n * GiB]]);
+      expect(objects().map((o) => o.metadata?.uid)).to.deep.equal([uid]);
+      // A class added meanwhile gets its object for that segment too.
+      inf.classes.set({ ...sc, metadata: { name: 'slow' } });
+      await queue.drain(loop.reconcile);
+      expect(coveringNode(n1).map(([c]) => c).sort()).to.deep.equal(['fast', 'slow']);
+    });
+
+    it('follows the registration again once the driver is back, with the keys it registers', async function () {
+      inf.csiNodes.set(unregistered);
+      await queue.drain(loop.reconcile);
+      inf.csiNodes.set(registered([LABEL_ZONE]));
+      await queue.drain(loop.reconcile);
+      expect(objects().map((o) => o.nodeTopology?.matchLabels)).to.deep.equal([{ [LABEL_ZONE]: 'a' }]);
+    });
+
+    it('still removes them when the node goes, registered or not', async function () {
+      inf.csiNodes.remove(unregistered);
+      await queue.drain(loop.reconcile);
+      inf.nodes.remove(node('n1', n1));
+      await queue.drain(loop.reconcile);
+      expect(objects()).to.deep.equal([]);
+    });
+
+    it('keeps nothing in the central deployment: there a node without the driver has no capacity (as upstream\'s CSINode-driven topology)', async function () {
+      await start({ kind: 'csinode' }, [node('n1', n1)], true, { csiNodes: [registered([NODE_KEY])] });
+      inf.csiNodes.set(unregistered);
+      await queue.drain(loop.reconcile);
+      expect(objects()).to.deep.equal([]);
+    });
+  });
+
+  describe('per node: an instance that starts while kubelet has the driver unregistered (its DaemonSet pod replaced)', function () {
+    const n1 = { [NODE_KEY]: 'n1' };
+    const registered: CSINode = { metadata: { name: 'n1' }, spec: { drivers: [{ name: DRIVER, nodeID: 'n1', topologyKeys: [NODE_KEY] }] } };
+    const unregistered: CSINode = { metadata: { name: 'n1' }, spec: { drivers: [] } };
+
+    it('leaves the objects its predecessor left (owner level 1 or -1) until the driver registers, then takes them over', async function () {
+      await start({ kind: 'csinode' }, [node('n1', n1)], true, { extra: { onlyNode: 'n1' }, csiNodes: [registered] });
+      const [before] = objects();
+      await start({ kind: 'csinode' }, [node('n1', n1)], true, { extra: { onlyNode: 'n1' }, csiNodes: [unregistered], restartOn: store });
+      await polls(2);
+      expect(objects().map((o) => o.metadata?.uid), 'still there').to.deep.equal([before!.metadata?.uid]);
+      meter.answer = { available: 4n * GiB };
+      inf.csiNodes.set(registered);
+      await queue.drain(loop.reconcile);
+      expect(objects().map((o) => [o.metadata?.uid, quantityBytes(o.capacity)])).to.deep.equal([[before!.metadata?.uid, 4n * GiB]]);
+    });
+  });
+
+  describe('a StorageClass deleted and re-created under its name (parameters are immutable: that is how they change), the driver refusing the new one', function () {
+    const n1 = { [LABEL_ZONE]: 'a' };
+    const at = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+    const refused = new Error('rpc error: code = InvalidArgument desc = no volume group small');
+
+    it('in one sync: the earlier class\'s object goes and its figure is not carried over (external-provisioner deletes on the delete event)', async function () {
+      const first: StorageClass = { ...sc, metadata: { name: 'fast', creationTimestamp: at(0) }, parameters: { vg: 'big' } };
+      await start({ kind: 'domains', labels: [LABEL_ZONE], anyNode: true }, [node('n1', n1)], true, { classes: [first] });
+      expect(coveringNode(n1)).to.deep.equal([['fast', 10n * GiB]]);
+      queue.advance(5_000);
+      meter.failure = refused;
+      inf.classes.remove(first);
+      inf.classes.set({ ...first, metadata: { name: 'fast', creationTimestamp: at(queue.now) }, parameters: { vg: 'small' } });
+      await queue.drain(loop.reconcile);
+      await polls(3);
+      expect(objects()).to.deep.equal([]);
+      meter.failure = undefined;
+      meter.answer = { available: 2n * GiB };
+      await polls(1);
+      expect(coveringNode(n1)).to.deep.equal([['fast', 2n * GiB]]);
+    });
+
+    it('across a restart: a pool moved to another domain leaves no figure in the old one', async function () {
+      const pools = (region: string): Record<string, string> => ({ topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: LABEL_REGION, value: region }] }]) });
+      const east = { [LABEL_REGION]: 'east' };
+      const west = { [LABEL_REGION]: 'west' };
+      const mode: CapacityLoopOptions['mode'] = { kind: 'domains', labels: [LABEL_REGION, LABEL_ZONE], anyNode: true };
+      const nodes = [node('e1', east), node('w1', west)];
+      const first: StorageClass = { ...sc, metadata: { name: 'fast', creationTimestamp: at(0) }, parameters: pools('east') };
+      await start(mode, nodes, true, { classes: [first] });
+      expect(coveringNode(east)).to.have.length(1);
+      queue.advance(5_000);
+      const again: StorageClass = { ...first, metadata: { name: 'fast', creationTimestamp: at(queue.now) }, parameters: pools('west') };
+      await start(mode, nodes, true, { classes: [again], restartOn: store, failing: refused });
+      await polls(3);
+      expect(coveringNode(east)).to.deep.equal([]);
+    });
+  });
+
+  describe('pools: an earlier pool gains its first node while the driver cannot answer', function () {
+    it('the later pool\'s object for the whole region goes instead of offering its figure on that node, which Ceph-CSI puts in the earlier pool', async function () {
+      const z1 = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z1' };
+      const z2 = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z2' };
+      const pooled: StorageClass = {
+        ...sc,
+        parameters: {
+          topologyConstrainedPools: JSON.stringify([
+            { poolName: 'p1', domainSegments: [{ domainLabel: LABEL_REGION, value: 'east' }, { domainLabel: LABEL_ZONE, value: 'z1' }] },
+            { poolName: 'p2', domainSegments: [{ domainLabel: LABEL_REGION, value: 'east' }] },
+          ]),
+        },
+      };
+      await start({ kind: 'domains', labels: [LABEL_REGION, LABEL_ZONE], anyNode: true }, [node('a', z2)], true, { classes: [pooled] });
+      expect(objects().map((o) => o.nodeTopology?.matchLabels)).to.deep.equal([{ [LABEL_REGION]: 'east' }]);
+      meter.get = () => Promise.reject(new Error('rpc error: code = Unavailable desc = connection refused'));
+      inf.nodes.set(node('b', z1));
+      await queue.drain(loop.reconcile);
+      await polls(3);
+      const pool = (o: CSIStorageCapacity): string | undefined => o.metadata?.labels?.['capacity.topovol.io/pool'];
+      expect(objects().filter((o) => selects(o, z1)).map(pool)).to.not.include('p2');
     });
   });
 });
