@@ -207,7 +207,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     for (const c of pvcs.cache.byIndex('selectedNode', name)) enqueueClaim(c);
     for (const p of pods.cache.byIndex('nodeName', name)) onPod(p);
   };
-  const sameLabels = (a: Node, b: Node): boolean => JSON.stringify(a.metadata?.labels ?? {}) === JSON.stringify(b.metadata?.labels ?? {});
+  // Taints too: whether the kubelet admits a hand-placed pod reads them (placed-pod-admission.ts).
+  const samePlacement = (a: Node, b: Node): boolean => JSON.stringify([a.metadata?.labels ?? {}, a.spec?.taints ?? []]) === JSON.stringify([b.metadata?.labels ?? {}, b.spec?.taints ?? []]);
   nodes.addEventHandler({
     onAdd: (n) => {
       index.upsertNode(n);
@@ -218,7 +219,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       enqueueNodeClaims(n);
     },
     onUpdate: (old, n) => {
-      if (sameLabels(old, n)) return;
+      if (samePlacement(old, n)) return;
       index.upsertNode(n);
       enqueueNodeClaims(n);
     },

@@ -17,6 +17,7 @@ export const Reasons = {
   SelectedNodeStale: 'SelectedNodeStale',
   NodeNameBypassedScheduler: 'ScheduledWithoutScheduler',
   NodeNameNotAllowed: 'NodeNotAllowedByStorageClass',
+  NodeNameRefused: 'PlacedPodRefusedByNode',
   UnusableVolume: 'UnusableVolume',
   InvalidClaimRef: 'InvalidClaimRef',
   UnknownBindingMode: 'UnknownVolumeBindingMode',

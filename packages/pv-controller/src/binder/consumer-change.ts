@@ -3,13 +3,15 @@ import type { Pod } from '@topovol/shared';
 
 /**
  * What a claim's decision reads of a pod that uses it (wait-for-consumer.ts, node-name-consumer.ts,
+ * placed-pod-admission.ts,
  * selected-node-checks.ts, reclaim-volume.ts): who it is, the claims it uses, where it was placed, and whether it is
  * live. The rest of the cached pod (its PodScheduled condition, its containers' restarts) is there
  * for other loops.
  */
 function consumerView(p: Pod): string {
   const md = p.metadata;
-  return JSON.stringify([md?.namespace, md?.name, md?.uid, p.spec?.nodeName, claimKeysOfPod(p), isPodTerminated(p), Boolean(md?.deletionTimestamp)]);
+  // Tolerations can be added to a running pod; whether the kubelet admits a hand-placed pod reads them.
+  return JSON.stringify([md?.namespace, md?.name, md?.uid, p.spec?.nodeName, claimKeysOfPod(p), isPodTerminated(p), Boolean(md?.deletionTimestamp), p.spec?.nodeName ? p.spec.tolerations : undefined]);
 }
 
 /**

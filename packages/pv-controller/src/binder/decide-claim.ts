@@ -11,7 +11,7 @@ import { provisionClaim } from './claim-provisioning.js';
 import { decideBoundClaim } from './decide-bound-claim.js';
 import { decidePreBoundClaim } from './decide-pre-bound-claim.js';
 import { findBestVolume } from './find-matching-volume.js';
-import { nodeNameConsumer, placedPodConfirmation, provisionForNodeName } from './node-name-consumer.js';
+import { nodeNameConsumer, placedPodConfirmation, provisionForNodeName, refusedPlacedPod } from './node-name-consumer.js';
 import { checkSelectedNode } from './selected-node-checks.js';
 import { waitForConsumer } from './wait-for-consumer.js';
 
@@ -45,7 +45,8 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   const delay = isDelayedBinding(sc);
   const selected = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
   // Topovol: a consumer placed without the scheduler stands in for its selected node.
-  const placed = delay && selected === undefined ? nodeNameConsumer(claim, world) : undefined;
+  const found = delay && selected === undefined ? nodeNameConsumer(claim, world) : undefined;
+  const placed = found?.refused ? undefined : found;
 
   // With a selected node and no consumer placed by hand, only a volume pre-bound to the claim (by
   // the scheduler or a provisioner) qualifies: the scheduler chose provisioning, and a volume may be
@@ -66,6 +67,7 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   }
   if (delay && selected === undefined) {
     if (placed) return provisionForNodeName(claim, sc!, placed, world);
+    if (found) return refusedPlacedPod(claim, found, world);
     return waitForConsumer(claim, world);
   }
   if (cls !== '') {

@@ -5,6 +5,7 @@ import type { BinderAction, PlacedPodConfirmation } from './actions.js';
 import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
+import { kubeletRefusesPlacedPod } from './placed-pod-admission.js';
 import { allowedTopologiesMatch, isLivePod } from './selected-node-checks.js';
 import { waitForConsumer } from './wait-for-consumer.js';
 
@@ -13,6 +14,8 @@ export interface NodeNameConsumer {
   nodeName: string;
   /** The node from the cache; undefined while it has not been seen (yet). */
   node?: Node;
+  /** Why the kubelet will refuse the pod on that node (placed-pod-admission.ts): then nothing is done for it. */
+  refused?: string;
 }
 
 /** What the server must still show before anything is written for the placed pod (verify-on-server.ts). */
@@ -26,16 +29,30 @@ export function placedPodConfirmation(placed: NodeNameConsumer): PlacedPodConfir
  * scheduler (kubernetes #95767, #86262): nobody will pre-bind or select a node for it, so upstream's
  * binder leaves the claim waiting forever while the kubelet waits for the volume. Topovol acts for
  * that pod's node. Pods that terminated (Succeeded, Failed) or are being deleted do not count: they
- * will never use the volume and must not pin it to their old node. With several, the first by name.
+ * will never use the volume and must not pin it to their old node. Nor does a pod the kubelet will
+ * refuse on its node (placed-pod-admission.ts): with only such pods, the first is returned with
+ * `refused` set, and nothing is done for it. With several, the first by name.
  */
 export function nodeNameConsumer(claim: PersistentVolumeClaim, world: BinderWorld): NodeNameConsumer | undefined {
-  const pod = world
+  const pods = world
     .podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '')
     .filter((p) => p.spec?.nodeName && isLivePod(p))
-    .sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1))[0];
-  if (!pod) return undefined;
-  const nodeName = pod.spec!.nodeName!;
-  return { pod, nodeName, node: world.node(nodeName) };
+    .sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
+  let refused: NodeNameConsumer | undefined;
+  for (const pod of pods) {
+    const nodeName = pod.spec!.nodeName!;
+    const node = world.node(nodeName);
+    const why = node && kubeletRefusesPlacedPod(pod, node);
+    if (!why) return { pod, nodeName, node };
+    refused ??= { pod, nodeName, node, refused: why };
+  }
+  return refused;
+}
+
+/** The claim waits as upstream's would: its only hand-placed pods cannot run where they were placed. */
+export function refusedPlacedPod(claim: PersistentVolumeClaim, placed: NodeNameConsumer, world: BinderWorld): BinderAction[] {
+  const msg = `pod ${placed.pod.metadata?.name} was placed on node "${placed.nodeName}" with spec.nodeName, but ${placed.refused}: the kubelet will refuse it, so no volume is bound or provisioned for it there`;
+  return [event(claim, 'Warning', Reasons.NodeNameRefused, msg), ...waitForConsumer(claim, world).filter((a) => a.kind !== 'event')];
 }
 
 /**

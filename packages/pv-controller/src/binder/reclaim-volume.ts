@@ -1,4 +1,4 @@
-import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, IN_TREE_PLUGIN_PREFIX, isPodTerminated } from '@topovol/shared';
+import { ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, isPodTerminated, NO_PROVISIONER } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
@@ -14,14 +14,18 @@ function failed(volume: PersistentVolume, reason: string, message: string): Bind
 /**
  * Who deletes a released Delete volume (upstream's findDeletablePlugin): nobody in this process.
  * A volume provisioned by an external provisioner, migrated to CSI, or of a CSI source is left to
- * the external deleter (external-provisioner; for static CSI volumes with KEP-2644's finalizer);
- * kubernetes.io/ provisioners and other volume sources would need an in-tree plugin, which Topovol
- * does not carry, so the volume goes Failed with upstream's message.
+ * the external deleter (external-provisioner; for static CSI volumes with KEP-2644's finalizer).
+ * So is one provisioned by a `kubernetes.io/…` name other than no-provisioner: provisionClaim hands
+ * such classes to an external provisioner of that name (claim-provisioning.ts), and that
+ * provisioner deletes only volumes it finds Released; upstream, which looks such names up as
+ * in-tree plugins on both sides, writes Failed here, which with Topovol's provisioning side would
+ * leave the volume and its storage for ever. Other volume sources would need an in-tree plugin,
+ * which Topovol does not carry, so the volume goes Failed with upstream's message.
  */
 function deleterProblem(volume: PersistentVolume): string | undefined {
   const name = volume.metadata?.name ?? '';
   const provisionedBy = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
-  if (provisionedBy) return provisionedBy.startsWith(IN_TREE_PLUGIN_PREFIX) ? `no volume plugin matched name: ${provisionedBy}` : undefined;
+  if (provisionedBy) return provisionedBy === NO_PROVISIONER ? `no volume plugin matched name: ${provisionedBy}` : undefined;
   if (volume.metadata?.annotations?.[ANN_MIGRATED_TO] !== undefined || volume.spec?.csi) return undefined;
   return `error getting deleter volume plugin for volume "${name}": no deletable volume plugin matched`;
 }

@@ -163,6 +163,17 @@ describe('pv-binder: delayed binding (WaitForFirstConsumer)', function () {
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).spec?.volumeName).to.equal(name('on-b')));
   });
 
+  it('binds nothing for a pod placed with spec.nodeName on a node the kubelet will refuse it on (its nodeSelector does not match), even with a free PV there', async function () {
+    await admin.create(Resources.persistentVolumes, pv(name('on-b'), '1Gi', { class: cls, nodeAffinity: zone('b') }));
+    const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls }));
+    await admin.create(Resources.pods, { ...pod('p', 'c', name('node-b')), spec: { ...pod('p', 'c', name('node-b')).spec!, nodeSelector: { 'topology.kubernetes.io/zone': 'a' } } });
+    const warning = await eventFor(admin, claim, 'PlacedPodRefusedByNode');
+    expect(warning.type).to.equal('Warning');
+    const c = await getPVC(admin, ns, 'c');
+    expect([c.spec?.volumeName, c.metadata?.annotations?.[SEL]]).to.deep.equal([undefined, undefined]);
+    expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, name('on-b'))).spec?.claimRef).to.equal(undefined);
+  });
+
   it('selects the node of a pod placed without the scheduler when no PV fits, so the provisioner runs', async function () {
     const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls }));
     await admin.create(Resources.pods, pod('p', 'c', name('node-a')));

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
+import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { decideClaim } from '../../src/binder/decide-claim.js';
 import { decideVolume } from '../../src/binder/decide-volume.js';
+import { provisionClaim } from '../../src/binder/claim-provisioning.js';
 import { claim, node, pod, sc, vol, world } from './world-fixture.js';
 import type { WorldInput } from './world-fixture.js';
 
@@ -108,6 +110,9 @@ function nodeNameCases(): ClaimCase[] {
     { name: 'node not seen yet: wait as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'node not seen yet, another pod unscheduled: WaitForPodScheduled as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1'), pod('q', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
     { name: 'a class that does not provision: no selected node, wait as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
+    // The kubelet refuses a pod whose node does not match its nodeSelector or required node
+    // affinity, or that does not tolerate a NoExecute taint there: nothing is bound or selected for it.
+    ...refusedPlacedPods(c, base),
     {
       name: 'a class that does not provision: the volume on that node is bound when it appears',
       claim: claim('c', '1Gi', { storageClassName: 'local' }),
@@ -127,6 +132,24 @@ function nodeNameCases(): ClaimCase[] {
       want: ['bindVolume b-near (for placed p on n1)', 'bindClaim b-near'],
     },
   ].map((x) => ({ ...x, name: `spec.nodeName: ${x.name}` }));
+}
+
+function refusedPlacedPods(c: PersistentVolumeClaim, base: WorldInput): ClaimCase[] {
+  const placed = (spec: Partial<NonNullable<Pod['spec']>>, name = 'p'): Pod => {
+    const p = pod(name, 'c', 'n1');
+    return { ...p, spec: { ...p.spec!, ...spec } };
+  };
+  const tainted: WorldInput = { ...base, nodes: [{ ...node('n1', { zone: 'a' }), spec: { taints: [{ key: 'dedicated', value: 'db', effect: 'NoExecute' }] } }] };
+  const free = [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })];
+  return [
+    { name: 'nodeSelector the node does not match: a Warning, no volume bound although one is free there', claim: c, w: { ...base, pods: [placed({ nodeSelector: { zone: 'b' } })], volumes: free }, want: ['event Warning PlacedPodRefusedByNode'] },
+    { name: 'required node affinity the node does not match: a Warning, no node selected', claim: c, w: { ...base, pods: [placed({ affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: zoneB.required } } })] }, want: ['event Warning PlacedPodRefusedByNode'] },
+    { name: 'a NoExecute taint it does not tolerate: a Warning, no node selected', claim: c, w: { ...tainted, pods: [placed({})] }, want: ['event Warning PlacedPodRefusedByNode'] },
+    { name: 'a NoExecute taint it tolerates: its node is selected', claim: c, w: { ...tainted, pods: [placed({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] })] }, want: [`annotate ${SEL} (for placed p on n1)`, 'event Normal ScheduledWithoutScheduler'] },
+    { name: 'a NoSchedule taint does not stop the kubelet: its node is selected', claim: c, w: { ...base, nodes: [{ ...node('n1', { zone: 'a' }), spec: { taints: [{ key: 'k', effect: 'NoSchedule' }] } }], pods: [placed({})] }, want: [`annotate ${SEL} (for placed p on n1)`, 'event Normal ScheduledWithoutScheduler'] },
+    { name: 'matching nodeSelector and affinity: the free volume there is bound', claim: c, w: { ...base, pods: [placed({ nodeSelector: { zone: 'a' }, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: zoneA.required } } })], volumes: free }, want: ['bindVolume near (for placed p on n1)', 'bindClaim near'] },
+    { name: 'a refused pod and an admitted one: the admitted one counts', claim: c, w: { ...base, pods: [placed({ nodeSelector: { zone: 'b' } }, 'a-refused'), placed({}, 'b-fine')] }, want: [`annotate ${SEL} (for placed b-fine on n1)`, 'event Normal ScheduledWithoutScheduler'] },
+  ];
 }
 
 describe('decideClaim', function () {
@@ -217,7 +240,10 @@ describe('decideVolume', function () {
     { name: 'claim gone, Delete, static CSI volume: Released, left to the CSI deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi }), w: {}, want: ['volumePhase Released'] },
     { name: 'claim gone, Delete, migrated volume: Released, left to CSI', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/migrated-to': 'pd.csi.storage.gke.io' } }), w: {}, want: ['volumePhase Released'] },
     { name: 'claim gone, Delete, no deleter: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete' }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
-    { name: 'claim gone, Delete, an in-tree provisioner that was not migrated: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/host-path' } }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
+    // provisionClaim hands a kubernetes.io/ name that was not migrated to an external provisioner of
+    // that name, which deletes only Released volumes: Failed would leave the volume for ever.
+    { name: 'claim gone, Delete, a kubernetes.io/ provisioner that was not migrated: left Released for the external provisioner provisionClaim handed it to', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/rbd' } }), w: {}, want: ['volumePhase Released'] },
+    { name: 'claim gone, Delete, provisioned-by kubernetes.io/no-provisioner (nobody provisions under it): Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/no-provisioner' } }), w: {}, want: ['volumePhase Released', 'volumePhase Failed', 'event Warning VolumeFailedDelete'] },
     { name: 'claim gone, Recycle: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Released', persistentVolumeReclaimPolicy: 'Recycle' }), w: {}, want: ['volumePhase Failed', 'event Warning VolumeFailedRecycle'] },
     { name: 'claim gone, unknown policy: Failed', v: vol('v', '1Gi', { claimRef: ref, phase: 'Released', persistentVolumeReclaimPolicy: 'Shred' }), w: {}, want: ['volumePhase Failed', 'event Warning VolumeUnknownReclaimPolicy'] },
     { name: 'Failed is re-evaluated and stays Failed (no repeat Event)', v: vol('v', '1Gi', { claimRef: ref, phase: 'Failed', persistentVolumeReclaimPolicy: 'Recycle' }), w: {}, want: [] },
@@ -238,4 +264,18 @@ describe('decideVolume', function () {
     { name: 'stale migrated-to on a CSI-provisioned volume: removed', v: vol('v', '1Gi', { annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/csi', 'pv.kubernetes.io/migrated-to': 'x' } }), w: {}, want: ['volumeMeta  -pv.kubernetes.io/migrated-to'] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideVolume(c.v, world(c.w)))).to.deep.equal(c.want));
+});
+
+describe('provisioning and reclaim agree on who deletes', function () {
+  it('a released Delete volume of a provisioner that provisionClaim hands claims to is never written Failed (its deleter acts only on Released)', function () {
+    const ref = { namespace: 'ns', name: 'c', uid: 'uid-c' };
+    for (const provisioner of ['example.com/csi', 'kubernetes.io/rbd', 'kubernetes.io/host-path', 'kubernetes.io/aws-ebs', 'kubernetes.io/no-provisioner']) {
+      const handed = provisionClaim(claim('c', '1Gi'), 'x', sc('x', { provisioner })).find((a) => a.kind === 'annotateClaim');
+      if (!handed || handed.kind !== 'annotateClaim') continue;
+      const name = handed.set?.['volume.kubernetes.io/storage-provisioner'] ?? '';
+      const released = vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': name } });
+      const phases = decideVolume(released, world({})).flatMap((a) => (a.kind === 'volumePhase' ? [a.phase] : []));
+      expect(phases, provisioner).to.deep.equal(['Released']);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { Node, Pod } from '@topovol/shared';
-import { nodeRejectsPod, tolerates } from '../../src/rollback/node-rejects-pod.js';
+import { tolerates } from '@topovol/shared';
+import { nodeRejectsPod } from '../../src/rollback/node-rejects-pod.js';
 
 type Taint = NonNullable<NonNullable<Node['spec']>['taints']>[number];
 type Toleration = NonNullable<NonNullable<Pod['spec']>['tolerations']>[number];

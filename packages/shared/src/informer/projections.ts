@@ -49,6 +49,12 @@ export function projectPod(o: KubeObject): Pod {
       nodeName: p.spec?.nodeName,
       containers: [],
       tolerations: p.spec?.tolerations,
+      // What the kubelet checks before it runs a pod placed with spec.nodeName (the binder's
+      // placed-pod-admission.ts); the scheduler's softer preferences are not kept.
+      nodeSelector: p.spec?.nodeSelector,
+      affinity: p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+        ? { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: p.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution } }
+        : undefined,
       // Claims only: a generic ephemeral volume's claim is named after the pod and the volume, so
       // its presence is all that is kept of it.
       volumes: (p.spec?.volumes ?? []).flatMap((v): PodVolume[] =>

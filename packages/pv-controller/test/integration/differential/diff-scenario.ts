@@ -47,6 +47,8 @@ export interface PodOptions {
   ephemeral?: Record<string, string>;
   /** Keep it away from every node (it then waits for the scheduler forever). */
   unschedulable?: boolean;
+  /** With nodeName: a node selector of its own, which the kubelet checks before it runs the pod. */
+  nodeSelector?: Record<string, string>;
 }
 
 /** A volume node affinity requiring one label to have one of these values. */
@@ -170,7 +172,7 @@ export class ScenarioContext {
       metadata: { name, namespace: this.ns },
       spec: {
         nodeName: o.nodeName,
-        nodeSelector: o.unschedulable ? { 'diff.topovol.dev/nowhere': 'true' } : o.nodeName ? undefined : { [SCENARIO_LABEL]: this.id },
+        nodeSelector: o.unschedulable ? { 'diff.topovol.dev/nowhere': 'true' } : o.nodeName ? o.nodeSelector : { [SCENARIO_LABEL]: this.id },
         containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }],
         volumes: [
           ...claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })),

@@ -179,6 +179,21 @@ export const nodeNameScenarios: Scenario[] = [
     },
   },
   {
+    name: 'spec.nodeName: a pod placed on a node the kubelet will refuse it on (its nodeSelector or required node affinity does not match the node, or it does not tolerate a `NoExecute` taint there)',
+    async run(s) {
+      const late = await s.storageClass('late', { delayed: true });
+      const n1 = await s.node('n1', { 'topology.kubernetes.io/zone': 'b' }, false);
+      await s.pv('on-b', '1Gi', { class: late, nodeAffinity: affinity('topology.kubernetes.io/zone', ['b']) });
+      await s.pvc('c', '1Gi', { class: late });
+      await s.settle();
+      await s.pod('p', ['c'], { nodeName: n1, nodeSelector: { 'topology.kubernetes.io/zone': 'a' } });
+    },
+    divergence: {
+      upstream: (st) => claimIs(st, 'c', { phase: 'Pending', annotations: {}, events: ['WaitForFirstConsumer'] }),
+      topovol: (st) => claimIs(st, 'c', { phase: 'Pending', annotations: {}, events: ['PlacedPodRefusedByNode', 'WaitForFirstConsumer'] }),
+    },
+  },
+  {
     name: 'spec.nodeName: of two volumes pre-bound to the claim, the one the pod\'s node reaches',
     async run(s) {
       const late = await s.storageClass('late', { delayed: true });
