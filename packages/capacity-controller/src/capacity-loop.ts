@@ -114,7 +114,9 @@ export class CapacityLoop {
     this.problems = new ProblemReporter(events, log);
     this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
-    this.kept = opts.onlyNode ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
+    // Only where a node counts once the driver is registered (not with anyNode, which never looks).
+    const registers = opts.mode.kind === 'csinode' || !opts.mode.anyNode;
+    this.kept = opts.onlyNode && registers ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
   }
 
   /** The informer handlers: which changes lead to which keys. */
@@ -246,8 +248,9 @@ export class CapacityLoop {
     }
     this.reportProblems(nodes, placed, csiNodeOf);
     // Per node, before the driver has registered here: its objects wait for it (kept-registration.ts).
+    // Objects of a class gone or made for an earlier one still go (as upstream's onSCDelete).
     const waiting = this.kept?.waitsForRegistration(placed.length === 0 && nodes.some((n) => !n.metadata?.deletionTimestamp));
-    if (!waiting) for (const a of this.obsolete(this.objectKeys())) await this.objects.execute(ctx, a);
+    for (const a of this.obsolete(this.objectKeys())) if (!waiting || this.classGone(a.object)) await this.objects.execute(ctx, a);
     this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
     return this.opts.pollIntervalMs;
@@ -438,6 +441,12 @@ export class CapacityLoop {
   private obsolete(keys: ReadonlySet<string>): ObjectAction[] {
     const d = this.desired;
     return planObsolete(keys, this.inf.objects.cache.list(), d.frozen, this.awaitingObjects(), d.created, [...d.items.values()].map((x) => x.item));
+  }
+
+  /** An object whose class is not tracked (deleted, another driver's, Immediate) or was re-created since. */
+  private classGone(o: CSIStorageCapacity): boolean {
+    const cls = o.storageClassName ?? '';
+    return !this.desired.created.has(cls) || madeForEarlierClass(o, this.desired.created.get(cls));
   }
 
   /** Base keys of the items that have no object yet, not even one just created (see planObsolete). */

@@ -97,8 +97,8 @@ export function madeForEarlierClass(o: CSIStorageCapacity, classCreated: number 
  * they want different values of a key, or one wants a key the other excludes.
  */
 function selectorsMayMeet(a: CapacityItem, b: CapacityItem): boolean {
-  for (const [k, v] of Object.entries(a.segment)) if (k in b.segment && b.segment[k] !== v) return false;
-  if ((a.absent ?? []).some((k) => k in b.segment) || (b.absent ?? []).some((k) => k in a.segment)) return false;
+  for (const [k, v] of Object.entries(a.segment)) if (Object.hasOwn(b.segment, k) && b.segment[k] !== v) return false;
+  if ((a.absent ?? []).some((k) => Object.hasOwn(b.segment, k)) || (b.absent ?? []).some((k) => Object.hasOwn(a.segment, k))) return false;
   return true;
 }
 

@@ -241,6 +241,21 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
       await queue.drain(loop.reconcile);
       expect(objects().map((o) => [o.metadata?.uid, quantityBytes(o.capacity)])).to.deep.equal([[before!.metadata?.uid, 4n * GiB]]);
     });
+
+    it('still deletes, while it waits, the objects of a class that went meanwhile (as upstream\'s onSCDelete)', async function () {
+      await start({ kind: 'csinode' }, [node('n1', n1)], true, { extra: { onlyNode: 'n1' }, csiNodes: [registered] });
+      await start({ kind: 'csinode' }, [node('n1', n1)], true, { extra: { onlyNode: 'n1' }, csiNodes: [unregistered], classes: [], restartOn: store });
+      expect(objects()).to.deep.equal([]);
+    });
+
+    it('waits for nothing with --capacity-count-unregistered-nodes (a driver without a node plugin never registers): a node that loses its segment loses its objects', async function () {
+      const zoned = node('n1', { [LABEL_ZONE]: 'a' });
+      await start({ kind: 'domains', labels: [LABEL_ZONE], anyNode: true }, [zoned], true, { extra: { onlyNode: 'n1' } });
+      expect(objects()).to.have.length(1);
+      inf.nodes.set(node('n1', {}));
+      await queue.drain(loop.reconcile);
+      expect(objects()).to.deep.equal([]);
+    });
   });
 
   describe('a StorageClass deleted and re-created under its name (parameters are immutable: that is how they change), the driver refusing the new one', function () {

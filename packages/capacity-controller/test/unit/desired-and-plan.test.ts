@@ -245,6 +245,17 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       expect(planObsolete(desired, objs, new Map(), waiting).map((a) => a.object.metadata?.name), 'replacements not created yet').to.deep.equal(['g']);
       expect(planObsolete(desired, objs, new Map(), new Set()).map((a) => a.object.metadata?.name), 'once they exist').to.deep.equal(['r', 'p', 'g']);
     });
+    it('keeps a re-cut pool\'s old object only while no other pool of its class may serve nodes it selects', function () {
+      const poolDomain: CapacityItem = { storageClassName: 'ceph', segment: { [REGION]: 'east' }, pool: 'east' };
+      const poolPart: CapacityItem = { storageClassName: 'ceph', segment: { [REGION]: 'east', [ZONE]: 'z2' }, pool: 'east' };
+      const earlierInZ1: CapacityItem = { storageClassName: 'ceph', segment: { [REGION]: 'east', [ZONE]: 'z1' }, pool: 'z1' };
+      const elsewhere: CapacityItem = { storageClassName: 'ceph', segment: { [REGION]: 'west' }, pool: 'west' };
+      const objs = [existing(poolDomain, '1Gi', { name: 'p' })];
+      const waiting = new Set([itemBaseKey(poolPart)]);
+      const plan = (items: CapacityItem[]): (string | undefined)[] => planObsolete(new Set(items.map(itemKey)), objs, new Map(), waiting, new Map(), items).map((a) => a.object.metadata?.name);
+      expect(plan([poolPart, elsewhere]), 'another pool, in another region').to.deep.equal([]);
+      expect(plan([poolPart, earlierInZ1]), 'another pool now serves z1, inside the old selector').to.deep.equal(['p']);
+    });
   });
 
   describe('volumeAffectsItem (which refreshes a PV event causes)', function () {

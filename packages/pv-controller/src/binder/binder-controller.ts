@@ -15,7 +15,7 @@ import { watchForSecondBinder } from './second-binder.js';
 import { parseIssueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import { claimBySelectedNode, claimWaitingForVolume, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
-import { consumerChanged } from './consumer-change.js';
+import { consumerChanged, nodeChanged } from './consumer-change.js';
 import { BinderVolumes } from './volume-view.js';
 import { newlyOffered } from './volume-offer.js';
 
@@ -207,8 +207,6 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     for (const c of pvcs.cache.byIndex('selectedNode', name)) enqueueClaim(c);
     for (const p of pods.cache.byIndex('nodeName', name)) onPod(p);
   };
-  // Taints too: whether the kubelet admits a hand-placed pod reads them (placed-pod-admission.ts).
-  const samePlacement = (a: Node, b: Node): boolean => JSON.stringify([a.metadata?.labels ?? {}, a.spec?.taints ?? []]) === JSON.stringify([b.metadata?.labels ?? {}, b.spec?.taints ?? []]);
   nodes.addEventHandler({
     onAdd: (n) => {
       index.upsertNode(n);
@@ -219,7 +217,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       enqueueNodeClaims(n);
     },
     onUpdate: (old, n) => {
-      if (samePlacement(old, n)) return;
+      if (!nodeChanged(old, n)) return;
       index.upsertNode(n);
       enqueueNodeClaims(n);
     },

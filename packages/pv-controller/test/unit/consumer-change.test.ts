@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Pod } from '@topovol/shared';
-import { consumerChanged } from '../../src/binder/consumer-change.js';
+import { consumerChanged, nodeChanged } from '../../src/binder/consumer-change.js';
 import { decideClaim } from '../../src/binder/decide-claim.js';
 import { build, worldArb } from './world-arbitraries.js';
 import { node, pod, world } from './world-fixture.js';
@@ -71,6 +71,8 @@ describe('consumerChanged: which pod updates queue the pod claims again', functi
     ['a deleted pod whose last container stops', { nodeName: 'n1', container: 'running', deleting: true }, { nodeName: 'n1', container: 'terminated', deleting: true }, true],
     ['a container restarts, not being deleted', { nodeName: 'n1', container: 'running' }, { nodeName: 'n1', container: 'waiting' }, false],
     ['a pod of the same name, another uid', {}, { uid: 'u2' }, true],
+    ['a placed pod gains a toleration (the kubelet may take it now)', { nodeName: 'n1' }, { nodeName: 'n1', tolerations: true }, true],
+    ['a placed pod taken by the kubelet (container statuses written)', { nodeName: 'n1' }, { nodeName: 'n1', container: 'waiting' }, true],
   ];
   for (const [name, a, b, want] of cases) {
     it(`${name}: ${want ? 'queues' : 'does not queue'}`, function () {
@@ -99,7 +101,9 @@ describe('consumerChanged: which pod updates queue the pod claims again', functi
         if (consumerChanged(old, next)) return;
         quiet++;
         const { c, w: input } = build(w);
-        const nodes = [node('n1'), node('n2', { zone: 'b' })];
+        // n1's NoExecute taint: whether the kubelet takes a pod placed there reads its tolerations
+        // and whether it was taken already (placed-pod-admission.ts).
+        const nodes = [{ ...node('n1'), spec: { taints: [{ key: 'k', effect: 'NoExecute' }] } }, node('n2', { zone: 'b' })];
         const before = decideClaim(c, world({ ...input, nodes, pods: [old] }));
         const after = decideClaim(c, world({ ...input, nodes, pods: [next] }));
         expect(after, `${JSON.stringify(old)} -> ${JSON.stringify(next)} for ${JSON.stringify(c)}`).to.deep.equal(before);
@@ -108,5 +112,14 @@ describe('consumerChanged: which pod updates queue the pod claims again', functi
     );
     // Not vacuous: many updates are status-only (conditions, restarts, resourceVersions).
     expect(quiet, 'updates that queue nothing').to.be.above(1000);
+  });
+});
+
+describe('nodeChanged: which node updates queue the claims waiting on the node again', function () {
+  const n = node('n1', { zone: 'a' });
+  it('labels and taints count; anything else does not', function () {
+    expect(nodeChanged(n, node('n1', { zone: 'b' })), 'labels').to.equal(true);
+    expect(nodeChanged(n, { ...n, spec: { taints: [{ key: 'k', effect: 'NoExecute' }] } }), 'a taint').to.equal(true);
+    expect(nodeChanged(n, { ...n, metadata: { ...n.metadata, resourceVersion: '9' }, status: { volumesInUse: ['x'] } }), 'status, resourceVersion').to.equal(false);
   });
 });

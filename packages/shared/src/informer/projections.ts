@@ -6,7 +6,7 @@ import type { Event, Node, Pod } from '../types/wire.js';
 // worse, hand another loop objects missing the fields it reads. Each projection is the union of
 // what the loops read; add a field here when a loop needs one.
 
-/** Nodes: labels (binding, topology segments), taints and cordon (rollback), volumesInUse (rollback). */
+/** Nodes: labels (binding, topology segments), taints (rollback; the binder's hand-placed pods) and cordon (rollback), volumesInUse (rollback). */
 export function projectNode(o: KubeObject): Node {
   const n = o as Node;
   return {
@@ -20,7 +20,8 @@ export function projectNode(o: KubeObject): Node {
 
 /**
  * Pods: identity (with creation time and controller), the claims they use, where they run, tolerations,
- * and whether they ran (phase, container states, PodScheduled). Containers are dropped: the biggest
+ * whether they ran (phase, container states, PodScheduled), and for pods using claims the nodeSelector
+ * and required node affinity (what the kubelet checks before it runs a hand-placed pod). Containers are dropped: the biggest
  * part of a pod and read by no loop. So are annotations (labels were never kept): no loop reads them, and a pod's
  * writer decides their size (up to 256 KiB of annotations per pod), cached for every pod in the cluster.
  */
@@ -29,6 +30,11 @@ type PodVolume = NonNullable<NonNullable<Pod['spec']>['volumes']>[number];
 export function projectPod(o: KubeObject): Pod {
   const p = o as Pod;
   const md = p.metadata ?? {};
+  // Claims only: a generic ephemeral volume's claim is named after the pod and the volume, so its
+  // presence is all that is kept of it.
+  const volumes = (p.spec?.volumes ?? []).flatMap((v): PodVolume[] =>
+    v.persistentVolumeClaim ? [{ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim }] : v.ephemeral ? [{ name: v.name, ephemeral: {} }] : [],
+  );
   const states = (list: NonNullable<Pod['status']>['containerStatuses']): NonNullable<Pod['status']>['containerStatuses'] =>
     list?.map((s) => ({ name: s.name, image: '', imageID: '', ready: s.ready, restartCount: s.restartCount, started: s.started, state: s.state, lastState: s.lastState }));
   return {
@@ -49,17 +55,10 @@ export function projectPod(o: KubeObject): Pod {
       nodeName: p.spec?.nodeName,
       containers: [],
       tolerations: p.spec?.tolerations,
+      volumes,
       // What the kubelet checks before it runs a pod placed with spec.nodeName (the binder's
-      // placed-pod-admission.ts); the scheduler's softer preferences are not kept.
-      nodeSelector: p.spec?.nodeSelector,
-      affinity: p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
-        ? { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: p.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution } }
-        : undefined,
-      // Claims only: a generic ephemeral volume's claim is named after the pod and the volume, so
-      // its presence is all that is kept of it.
-      volumes: (p.spec?.volumes ?? []).flatMap((v): PodVolume[] =>
-        v.persistentVolumeClaim ? [{ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim }] : v.ephemeral ? [{ name: v.name, ephemeral: {} }] : [],
-      ),
+      // placed-pod-admission.ts), only for pods that use claims; preferences are not kept.
+      ...(volumes.length > 0 ? admissionSelectors(p) : {}),
     },
     status: {
       phase: p.status?.phase,
@@ -69,6 +68,15 @@ export function projectPod(o: KubeObject): Pod {
       // isPodTerminated reads them too: a debug container still running keeps the pod alive.
       ephemeralContainerStatuses: states(p.status?.ephemeralContainerStatuses),
     },
+  };
+}
+
+/** A pod's nodeSelector and required node affinity, the rest of its affinity left out. */
+function admissionSelectors(p: Pod): Pick<NonNullable<Pod['spec']>, 'nodeSelector' | 'affinity'> {
+  const required = p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  return {
+    ...(p.spec?.nodeSelector ? { nodeSelector: p.spec.nodeSelector } : {}),
+    ...(required ? { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } } } : {}),
   };
 }
 

@@ -28,6 +28,22 @@ describe('the claims a pod uses', function () {
     expect(slim.spec?.volumes?.map((v) => v.name)).to.deep.equal(['data', 'scratch']);
   });
 
+  it('the projection keeps a pod\'s nodeSelector and required node affinity (what the kubelet checks of a hand-placed pod), only for pods using claims', function () {
+    const required = { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] };
+    const spec = {
+      nodeSelector: { zone: 'a' },
+      affinity: {
+        nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required, preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: required.nodeSelectorTerms[0]! }] },
+        podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone' }] },
+      },
+    };
+    const withClaims = pod();
+    const slim = projectPod(pod({ spec: { ...withClaims.spec!, ...spec } }));
+    expect([slim.spec?.nodeSelector, slim.spec?.affinity]).to.deep.equal([{ zone: 'a' }, { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } }]);
+    const none = projectPod(pod({ spec: { ...withClaims.spec!, ...spec, volumes: [] } }));
+    expect([none.spec?.nodeSelector, none.spec?.affinity]).to.deep.equal([undefined, undefined]);
+  });
+
   it('the projection keeps no annotations (read by no loop; up to 256 KiB a pod, sized by whoever writes the pod)', function () {
     const slim = projectPod(pod({ metadata: { name: 'web-0', namespace: 'ns', annotations: { big: 'x'.repeat(200_000) } } }));
     expect(slim.metadata).to.not.have.property('annotations');
