@@ -390,9 +390,7 @@ export class CapacityLoop {
   }
 
   private async ensureObjects(ctx: ReconcileContext, key: string, item: CapacityItem, measured: MeasuredCapacity): Promise<void> {
-    // Never one made for an earlier class of this name (planObsolete deletes it).
-    const classCreated = this.desired.created.get(item.storageClassName);
-    const objects = this.inf.objects.cache.byIndex('item', key).filter((o) => !o.metadata?.deletionTimestamp && !madeForEarlierClass(o, classCreated));
+    const objects = this.currentObjects(key, item.storageClassName);
     const pending = this.objects.pending(key);
     if (pending && !objects.some((o) => o.metadata?.name === pending.metadata?.name)) objects.push(pending);
     for (const a of planItem(this.opts.identity, item, measured, objects)) await this.objects.execute(ctx, a);
@@ -443,6 +441,12 @@ export class CapacityLoop {
     return planObsolete(keys, this.inf.objects.cache.list(), d.frozen, this.awaitingObjects(), d.created, [...d.items.values()].map((x) => x.item));
   }
 
+  /** An item's objects that are not being deleted, never one made for an earlier class of this name (planObsolete deletes those). */
+  private currentObjects(key: string, cls: string): CSIStorageCapacity[] {
+    const created = this.desired.created.get(cls);
+    return this.inf.objects.cache.byIndex('item', key).filter((o) => !o.metadata?.deletionTimestamp && !madeForEarlierClass(o, created));
+  }
+
   /** An object whose class is not tracked (deleted, another driver's, Immediate) or was re-created since. */
   private classGone(o: CSIStorageCapacity): boolean {
     const cls = o.storageClassName ?? '';
@@ -454,8 +458,7 @@ export class CapacityLoop {
     const out = new Set<string>();
     for (const [key, d] of this.desired.items) {
       if (d.item.storageClassName === EPHEMERAL_CLASS || this.objects.pending(key)) continue;
-      const created = this.desired.created.get(d.item.storageClassName);
-      if (this.inf.objects.cache.byIndex('item', key).some((o) => !o.metadata?.deletionTimestamp && !madeForEarlierClass(o, created))) continue;
+      if (this.currentObjects(key, d.item.storageClassName).length > 0) continue;
       out.add(itemBaseKey(d.item));
     }
     return out;

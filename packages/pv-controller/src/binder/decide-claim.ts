@@ -67,7 +67,7 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   }
   if (delay && selected === undefined) {
     if (placed) return provisionForNodeName(claim, sc!, placed, world);
-    if (found) return refusedPlacedPod(claim, found, world);
+    if (found) return refusedPlacedPod(claim, found);
     return waitForConsumer(claim, world);
   }
   if (cls !== '') {

@@ -50,9 +50,9 @@ export function nodeNameConsumer(claim: PersistentVolumeClaim, world: BinderWorl
 }
 
 /** The claim waits as upstream's would: its only hand-placed pods cannot run where they were placed. */
-export function refusedPlacedPod(claim: PersistentVolumeClaim, placed: NodeNameConsumer, world: BinderWorld): BinderAction[] {
+export function refusedPlacedPod(claim: PersistentVolumeClaim, placed: NodeNameConsumer): BinderAction[] {
   const msg = `pod ${placed.pod.metadata?.name} was placed on node "${placed.nodeName}" with spec.nodeName, but ${placed.refused}: the kubelet will refuse it, so no volume is bound or provisioned for it there`;
-  return [event(claim, 'Warning', Reasons.NodeNameRefused, msg), ...waitForConsumer(claim, world).filter((a) => a.kind !== 'event')];
+  return [event(claim, 'Warning', Reasons.NodeNameRefused, msg), ...pendingStatus(claim)];
 }
 
 /**
