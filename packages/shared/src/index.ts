@@ -5,6 +5,7 @@ export * from './client/endpoint.js';
 export * from './client/load-endpoint.js';
 export type { StaticEndpointOptions } from './client/static-endpoint.js';
 export * from './client/retry-on-conflict.js';
+export * from './client/get-if-present.js';
 export * from './controller/controller.js';
 export * from './controller/result.js';
 export * from './controller/runnable.js';

@@ -54,6 +54,8 @@ export class FaultProxy {
   /** What holdUntilRelease holds, and how to let each held request or stream go. */
   private holding?: (r: HeldRequest) => boolean;
   private held: { req: HeldRequest; go: () => void }[] = [];
+  /** What answerBareNotFound answers itself. */
+  private notFound?: (r: HeldRequest) => boolean;
 
   private constructor(
     private readonly server: http.Server,
@@ -116,6 +118,15 @@ export class FaultProxy {
     for (const h of go) h.go();
   }
 
+  /**
+   * Answers what `match` selects (none, when undefined) with a bare "404 page not found", as Go's
+   * http.NotFound writes it for an unknown path: what a proxy or an ingress in front of the API
+   * server answers when it routes a request nowhere. It is a 404 that names no object.
+   */
+  answerBareNotFound(match: ((r: HeldRequest) => boolean) | undefined): void {
+    this.notFound = match;
+  }
+
   /** Total injected faults so far. */
   get injected(): number {
     return this.counts.throttle + this.counts.serverError + this.counts.reset + this.counts.delay + this.counts.cutWatch;
@@ -146,6 +157,11 @@ export class FaultProxy {
     const r = this.rates;
     const watch = /[?&]watch=(true|1)/.test(req.url ?? '');
     const seen: HeldRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, watch };
+    if (this.notFound?.(seen)) {
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+      res.end('404 page not found\n');
+      return;
+    }
     if (!watch && !released && this.holding?.(seen)) {
       this.held.push({ req: seen, go: () => this.handle(req, res, true) });
       return;

@@ -1,4 +1,4 @@
-import { isNotFound, Resources } from '@topovol/shared';
+import { getIfPresent, Resources } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import { releasedWhenClaimBoundElsewhere } from './decide-volume.js';
@@ -75,26 +75,17 @@ export function refutation(a: Guarded, view: ServerView): string | undefined {
   return a.confirm ? selectedNodeIssueRefuted(a.claim, a.confirm, view) : undefined;
 }
 
-async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
-  try {
-    return await p;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
 async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf>>): Promise<ServerView> {
   const a = g.action;
   if (g.read === 'claim' && a.kind === 'volumePhase') {
     const ref = a.volume.spec!.claimRef!;
-    return { kind: 'claim', claim: await orUndefined(client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, ref.name!, ref.namespace)) };
+    return { kind: 'claim', claim: await getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, ref.name!, ref.namespace) };
   }
   if (g.read === 'placedPod' && (a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) {
-    return { kind: 'pod', pod: await orUndefined(client.get<Pod>(Resources.pods, a.forPlacedPod.name, a.forPlacedPod.namespace)) };
+    return { kind: 'pod', pod: await getIfPresent<Pod>(client, Resources.pods, a.forPlacedPod.name, a.forPlacedPod.namespace) };
   }
   if (g.read === 'pods') return { kind: 'pods', pods: (await client.list<Pod>(Resources.pods, { namespace: a.kind === 'annotateClaim' ? a.claim.metadata?.namespace : undefined })).items };
-  return { kind: 'node', node: await orUndefined(client.get<Node>(Resources.nodes, a.kind === 'annotateClaim' ? (a.confirm?.node ?? '') : '')) };
+  return { kind: 'node', node: await getIfPresent<Node>(client, Resources.nodes, a.kind === 'annotateClaim' ? (a.confirm?.node ?? '') : '') };
 }
 
 /**

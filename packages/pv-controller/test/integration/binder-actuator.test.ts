@@ -1,7 +1,9 @@
 import { expect } from 'chai';
-import { EventRecorder, logger, Resources } from '@topovol/shared';
+import { readFileSync } from 'node:fs';
+import { EventRecorder, KubeApiError, logger, Resources } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { controllerClient, createTestNamespace, sharedControlPlane } from '@topovol/testing';
+import { controllerClient, createTestNamespace, FaultProxy, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
@@ -18,6 +20,7 @@ const SEL = 'volume.kubernetes.io/selected-node';
  */
 describe('pv-binder actuator: live preconditions on the real API server', function () {
   this.timeout(60_000);
+  let cp: ControlPlane;
   let admin: KubeClient;
   let client: KubeClient;
   let actuator: BinderActuator;
@@ -25,7 +28,8 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
   const nodeName = (s: string): string => `${ns}-${s}`;
 
   before(async function () {
-    admin = (await sharedControlPlane()).adminClient();
+    cp = await sharedControlPlane();
+    admin = cp.adminClient();
     client = await controllerClient('pv-binder');
     const events = new EventRecorder(client, 'persistentvolume-controller', 'test');
     actuator = new BinderActuator({ client, events, volumes: new AssumeCache(), claims: new AssumeCache(), log: logger(), dryRun: false });
@@ -131,6 +135,32 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
     );
     expect(await refused([{ kind: 'volumePhase', volume, phase: 'Released' }])).to.match(/still exists/);
     expect((await getPV(admin, `${ns}-v`)).status?.phase).to.not.equal('Released');
+  });
+
+  it("releases on the server's own NotFound for the claim, never on a 404 naming nothing (a proxy's)", async function () {
+    const proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 7);
+    try {
+      const viaProxy = proxy.client(cp.adminToken);
+      const volume = await admin.create<PersistentVolume>(
+        Resources.persistentVolumes,
+        pv(`${ns}-v`, '1Gi', { claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: 'uid-of-a-deleted-claim' } }),
+      );
+      const release: BinderAction[] = [{ kind: 'volumePhase', volume, phase: 'Released' }];
+      proxy.answerBareNotFound((r) => r.method === 'GET' && r.path === `/api/v1/namespaces/${ns}/persistentvolumeclaims/c`);
+      const err = await verifyOnServer(viaProxy, release).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, 'a bare 404 confirmed the claim gone').to.be.instanceOf(KubeApiError);
+      expect((await getPV(admin, `${ns}-v`)).status?.phase).to.not.equal('Released');
+      // The real kube-apiserver's answer names the claim: that one is "gone".
+      proxy.answerBareNotFound(undefined);
+      expect(await verifyOnServer(viaProxy, release)).to.equal(undefined);
+      await actuator.run(release);
+      expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Released');
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('never mutates the objects it is given: informer caches share them (writes send copies)', async function () {

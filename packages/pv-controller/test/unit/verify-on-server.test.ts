@@ -95,7 +95,7 @@ describe('placedPodRefuted', function () {
     const client = {
       get: (_r: unknown, name: string, ns?: string) => {
         reads.push(`${ns}/${name}`);
-        return Promise.reject(new KubeApiError(404, { reason: 'NotFound', message: `pods "${name}" not found` }));
+        return Promise.reject(new KubeApiError(404, { reason: 'NotFound', message: `pods "${name}" not found`, details: { name, kind: 'pods' } }));
       },
     } as unknown as KubeClient;
     const plan: BinderAction[] = [
@@ -110,5 +110,35 @@ describe('placedPodRefuted', function () {
     reads.length = 0;
     expect(await verifyOnServer(client, [{ ...plan[0]!, forPlacedPod: undefined } as BinderAction, plan[1]!])).to.equal(undefined);
     expect(reads).to.deep.equal([]);
+  });
+});
+
+describe('verifyOnServer: a 404 that does not name the object', function () {
+  // kube-apiserver's answer for an object that is not there names it; "404 page not found" from a
+  // proxy or an ingress in front of it says nothing about the claim or the node.
+  const namedNotFound = (kind: string, name: string): KubeApiError => new KubeApiError(404, { kind: 'Status', reason: 'NotFound', message: `${kind} "${name}" not found`, details: { name, kind } });
+  const bare = (): KubeApiError => KubeApiError.fromResponse(404, '404 page not found');
+  const answering = (err: () => KubeApiError): KubeClient => ({ get: () => Promise.reject(err()) }) as unknown as KubeClient;
+  const release: BinderAction[] = [{ kind: 'volumePhase', volume, phase: 'Released' }];
+  const unselect: BinderAction[] = [{ kind: 'annotateClaim', claim, remove: ['volume.kubernetes.io/selected-node'], confirm: { issue: 'gone', node: 'n1' } }];
+
+  it('confirms a Released only on a 404 naming the claim; a bare 404 fails the check (retried), never releases', async function () {
+    expect(await verifyOnServer(answering(() => namedNotFound('persistentvolumeclaims', 'c')), release)).to.equal(undefined);
+    await verifyOnServer(answering(bare), release).then(
+      () => expect.fail('a bare 404 confirmed the Released'),
+      (err: unknown) => expect(err).to.be.instanceOf(KubeApiError),
+    );
+    await verifyOnServer(answering(() => namedNotFound('persistentvolumeclaims', 'other')), release).then(
+      () => expect.fail('a 404 naming another claim confirmed the Released'),
+      (err: unknown) => expect(err).to.be.instanceOf(KubeApiError),
+    );
+  });
+
+  it("confirms a gone selected node only on a 404 naming the node; a bare 404 fails the check, the annotation stays", async function () {
+    expect(await verifyOnServer(answering(() => namedNotFound('nodes', 'n1')), unselect)).to.equal(undefined);
+    await verifyOnServer(answering(bare), unselect).then(
+      () => expect.fail('a bare 404 confirmed the node gone'),
+      (err: unknown) => expect(err).to.be.instanceOf(KubeApiError),
+    );
   });
 });

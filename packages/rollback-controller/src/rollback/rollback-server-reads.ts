@@ -1,5 +1,5 @@
-import { claimNamesOfPod, isGone, isNotFound, Resources, streamWatch } from '@topovol/shared';
-import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
+import { claimNamesOfPod, getIfPresent, isGone, Resources, streamWatch } from '@topovol/shared';
+import type { KubeClient, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { usageOf } from './marks.js';
 import { compareResourceVersions } from './resource-version.js';
 import { podUseOfClaim } from './usage-evidence.js';
@@ -22,15 +22,6 @@ export interface RollbackServerReads {
   pods(namespace: string): Promise<Pod[]>;
   /** Why the volume may hold data now (its live mark, any other evidence), or undefined while it is provably unused. */
   volumeUse(volumeName: string): Promise<string | undefined>;
-}
-
-async function getOrUndefined<T extends KubeObject>(client: KubeClient, resource: ResourceType, name: string, ns?: string): Promise<T | undefined> {
-  try {
-    return await client.get<T>(resource, name, ns);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 export interface ReplayOptions {
@@ -115,10 +106,10 @@ export async function missedPodUse(
  */
 export function liveReads(client: KubeClient, evidence: (live: PersistentVolume) => string | undefined, podsSeenUpTo: () => string = () => ''): RollbackServerReads {
   return {
-    claim: (ns, name) => getOrUndefined<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, name, ns),
+    claim: (ns, name) => getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, name, ns),
     pods: async (ns) => (await client.list<Pod>(Resources.pods, { namespace: ns })).items,
     volumeUse: async (name) => {
-      const live = await getOrUndefined<PersistentVolume>(client, Resources.persistentVolumes, name);
+      const live = await getIfPresent<PersistentVolume>(client, Resources.persistentVolumes, name);
       if (!live) return 'it is gone';
       if (usageOf(live) !== 'unused') return `its mark is ${usageOf(live) ?? 'missing'}`;
       const ref = live.spec?.claimRef;

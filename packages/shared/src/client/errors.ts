@@ -177,3 +177,15 @@ export function isNamespaceGone(err: unknown, namespace: string): boolean {
   if (err.code === 404) return d?.kind === 'namespaces' && d.name === namespace;
   return err.code === 403 && (d?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating');
 }
+
+/**
+ * A 404 that says this object is not there: kube-apiserver's Status names the resource and the
+ * object (`details.kind` is the resource's plural, `details.name` the name). A 404 without that, e.g.
+ * "404 page not found" from a proxy or an ingress in front of the API server, says nothing about the
+ * object, so a caller that would destroy something on "gone" must not take it as gone.
+ */
+export function isNotFoundNamed(err: unknown, resource: string, name: string): boolean {
+  if (!(err instanceof KubeApiError) || err.code !== 404 || err.reason !== 'NotFound') return false;
+  const d = err.status.details;
+  return d?.kind === resource && d.name === name;
+}

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import nock from 'nock';
-import { classifyError, isAlreadyExists, isConflict, isGone, isNotFound, isTooManyRequests, KubeApiError, parseRetryAfter } from '../../src/client/errors.js';
+import { classifyError, isAlreadyExists, isConflict, isGone, isNotFound, isNotFoundNamed, isTooManyRequests, KubeApiError, parseRetryAfter } from '../../src/client/errors.js';
 import type { ApiErrorKind } from '../../src/client/errors.js';
 import { KubeClient } from '../../src/client/kube-client.js';
+import { getIfPresent } from '../../src/client/get-if-present.js';
 import { Resources } from '../../src/informer/resources.js';
 
 // nock stands in for the API server only to produce error answers a real server rarely gives on
@@ -133,4 +134,31 @@ describe('KubeClient error classification', function () {
     expect(granted).to.equal(10);
     expect(shared.limiter.tryAccept()).to.equal(true);
   });
+});
+
+describe('getIfPresent: only a 404 that names the object is "not there"', function () {
+  before(() => nock.disableNetConnect());
+  afterEach(() => nock.cleanAll());
+  after(() => nock.enableNetConnect());
+  const path = '/api/v1/namespaces/ns/persistentvolumeclaims/c';
+
+  it("is undefined on kube-apiserver's Status naming the claim", async function () {
+    nock(SERVER).get(path).reply(404, status(404, 'NotFound', { details: { name: 'c', kind: 'persistentvolumeclaims' } }));
+    expect(await getIfPresent(client(), Resources.persistentVolumeClaims, 'c', 'ns')).to.equal(undefined);
+  });
+
+  const notAboutTheClaim: [string, Record<string, unknown> | string][] = [
+    ["a proxy's plain 404", '404 page not found'],
+    ['a NotFound Status naming no object', status(404, 'NotFound')],
+    ['a NotFound Status naming another object', status(404, 'NotFound', { details: { name: 'other', kind: 'persistentvolumeclaims' } })],
+    ['a NotFound Status naming another resource', status(404, 'NotFound', { details: { name: 'c', kind: 'configmaps' } })],
+  ];
+  for (const [what, body] of notAboutTheClaim) {
+    it(`throws on ${what} (the caller retries instead of acting on "gone")`, async function () {
+      nock(SERVER).get(path).reply(404, body);
+      const err = await failure(getIfPresent(client(), Resources.persistentVolumeClaims, 'c', 'ns'));
+      expect(isNotFound(err), 'still classified NotFound for everything else').to.equal(true);
+      expect(isNotFoundNamed(err, 'persistentvolumeclaims', 'c')).to.equal(false);
+    });
+  }
 });
