@@ -40,7 +40,7 @@ export interface InformerOptions<T> {
   fieldSelector?: string;
   /** Project each object before it is cached, e.g. to drop managedFields or keep a few pod fields. */
   transform?: (obj: KubeObject) => T;
-  /** Page size of list calls (default DEFAULT_LIST_PAGE_SIZE). */
+  /** Page size of list calls (default listPageSize(resource)). */
   pageSize?: number;
   /** Retry backoff after a failed list or watch: first wait (jittered up to 2×) and cap. */
   backoff?: { startMs: number; maxMs: number };
@@ -74,6 +74,19 @@ const cachedObjects = gauge<'resource'>({
  * (1.75 s unpaged). Pages stay bounded so one list answer never holds every object at once.
  */
 export const DEFAULT_LIST_PAGE_SIZE = 5000;
+
+/**
+ * Events per list page. A page is held whole before its items are projected, and anyone who may
+ * create Events in a namespace decides their size (up to about 1.5 MB each; slimEvent keeps a few
+ * hundred bytes): 5,000 of those would be gigabytes, 32 are some 50 MB at worst. The loops list Events
+ * of a few reasons only (field selectors), so a cluster's pages are few.
+ */
+export const EVENT_LIST_PAGE_SIZE = 32;
+
+/** The page size of a resource's lists when the informer's options give none. */
+export function listPageSize(resource: ResourceType): number {
+  return resource.group === '' && resource.plural === 'events' ? EVENT_LIST_PAGE_SIZE : DEFAULT_LIST_PAGE_SIZE;
+}
 
 const BACKOFF_START_MS = 800;
 const BACKOFF_MAX_MS = 10_000;
@@ -265,7 +278,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     do {
       const page = await this.client.request<ListResponse>('GET', path, {
         query: {
-          limit: this.opts.pageSize ?? DEFAULT_LIST_PAGE_SIZE,
+          limit: this.opts.pageSize ?? listPageSize(this.resource),
           continue: cont,
           labelSelector: this.opts.labelSelector,
           fieldSelector: this.opts.fieldSelector,

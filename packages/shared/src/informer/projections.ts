@@ -81,22 +81,37 @@ function admissionSelectors(p: Pod): Pick<NonNullable<Pod['spec']>, 'nodeSelecto
 }
 
 /**
+ * The longest of an Event's free-form strings kept in a cache. kube-apiserver checks only that a
+ * core/v1 Event's involvedObject.namespace is its own (legacyValidateEvent in
+ * pkg/apis/core/validation/events.go): its involvedObject's name, uid and kind and its reason and type
+ * may be as long as the object may be (about 1.5 MB in etcd). No object's name is longer than 253,
+ * a uid than 36 as the API server makes them, a kind or a reason (events.k8s.io/v1 allows 128) than
+ * this, so a longer value is about nothing the loops look for, and is dropped.
+ */
+export const EVENT_FIELD_KEPT = 253;
+
+const kept = (s: string | undefined): string | undefined => (s === undefined || s.length <= EVENT_FIELD_KEPT ? s : undefined);
+
+/**
  * Who an Event is about, why, and when it last happened (its timestamps as every kind of recorder
- * writes them): what the binder's stale-selected-node check reads of the provisioner's Events.
+ * writes them): what the binder's stale-selected-node check reads of the provisioner's Events. An
+ * Event anyone who may create Events in a namespace writes, cached cluster-wide (kube-controller-manager
+ * and external-provisioner cache none): no string longer than EVENT_FIELD_KEPT is kept.
  */
 export function slimEvent(o: KubeObject): Event {
   const e = o as Event;
   const md = e.metadata ?? {};
+  const io = e.involvedObject;
   return {
     apiVersion: 'v1',
     kind: 'Event',
     metadata: { name: md.name, namespace: md.namespace, resourceVersion: md.resourceVersion, uid: md.uid },
-    involvedObject: { kind: e.involvedObject?.kind, namespace: e.involvedObject?.namespace, name: e.involvedObject?.name, uid: e.involvedObject?.uid },
-    reason: e.reason,
+    involvedObject: { kind: kept(io?.kind), namespace: kept(io?.namespace), name: kept(io?.name), uid: kept(io?.uid) },
+    reason: kept(e.reason),
     firstTimestamp: e.firstTimestamp,
     lastTimestamp: e.lastTimestamp,
     eventTime: e.eventTime,
-    series: e.series,
+    series: e.series ? { count: e.series.count, lastObservedTime: e.series.lastObservedTime } : undefined,
   };
 }
 
@@ -113,5 +128,5 @@ export const EVENT_MESSAGE_KEPT = 1024;
 export function projectEvent(o: KubeObject): Event {
   const e = o as Event;
   const message = e.message === undefined || e.message.length <= EVENT_MESSAGE_KEPT ? e.message : `${e.message.slice(0, EVENT_MESSAGE_KEPT)}…`;
-  return { ...slimEvent(e), type: e.type, message, count: e.count };
+  return { ...slimEvent(e), type: kept(e.type), message, count: e.count };
 }
