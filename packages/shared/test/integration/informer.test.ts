@@ -195,7 +195,7 @@ describe('Informer of Events someone forged to be huge (anyone who may create Ev
     const admin = cp.adminClient();
     const ns = await createTestNamespace(admin, 'big-events-');
     // kube-apiserver accepts any length here (legacyValidateEvent checks only the namespace).
-    const forged = (i: number): KubeObject => ({
+    const forged = (i: number): Event => ({
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name: `forged-${i}`, namespace: ns },
@@ -203,14 +203,14 @@ describe('Informer of Events someone forged to be huge (anyone who may create Ev
       reason: 'ProvisioningFailed',
       type: 'Warning',
       message: 'm'.repeat(50_000),
-    }) as KubeObject;
+    });
     for (let i = 0; i < EVENT_LIST_PAGE_SIZE + 8; i++) await admin.create(Resources.events, forged(i));
     const client = cp.adminClient();
     const limits: unknown[] = [];
     const request = client.request.bind(client);
     client.request = ((method: string, path: string, opts?: { query?: Record<string, unknown> }) => {
       if (method === 'GET' && !opts?.query?.watch) limits.push(opts?.query?.limit);
-      return request(method, path, opts as never);
+      return request(method, path, opts);
     }) as typeof client.request;
     const informer = new Informer<Event>(client, Resources.events, { namespace: ns, fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed', transform: projectEvent });
     try {
