@@ -208,10 +208,10 @@ describe('Informer of Events someone forged to be huge (anyone who may create Ev
     const client = cp.adminClient();
     const limits: unknown[] = [];
     const request = client.request.bind(client);
-    client.request = ((method: string, path: string, opts?: { query?: Record<string, unknown> }) => {
+    client.request = <T>(method: string, path: string, opts?: Parameters<KubeClient['request']>[2]): Promise<T> => {
       if (method === 'GET' && !opts?.query?.watch) limits.push(opts?.query?.limit);
-      return request(method, path, opts);
-    }) as typeof client.request;
+      return request<T>(method, path, opts);
+    };
     const informer = new Informer<Event>(client, Resources.events, { namespace: ns, fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed', transform: projectEvent });
     try {
       informer.start();
