@@ -44,8 +44,10 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   }
   const delay = isDelayedBinding(sc);
   const selected = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
-  // Topovol: a consumer placed without the scheduler stands in for its selected node.
-  const found = delay && selected === undefined ? nodeNameConsumer(claim, world) : undefined;
+  // Topovol: a consumer placed without the scheduler stands in for its selected node; not for a
+  // claim being deleted, which the kubelet never starts a pod on and whose volume would be Released
+  // once the pod goes (upstream waits for a consumer there too).
+  const found = delay && selected === undefined && !claim.metadata?.deletionTimestamp ? nodeNameConsumer(claim, world) : undefined;
   const placed = found?.refused ? undefined : found;
 
   // With a selected node and no consumer placed by hand, only a volume pre-bound to the claim (by

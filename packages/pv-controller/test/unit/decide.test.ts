@@ -91,6 +91,8 @@ function selectedNodeCases(): ClaimCase[] {
   ].map((c) => ({ ...c, name: `selected node: ${c.name}` }));
 }
 
+const deletingClaim = (c: PersistentVolumeClaim): PersistentVolumeClaim => ({ ...c, metadata: { ...c.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['kubernetes.io/pvc-protection'] } });
+
 // kubernetes #95767: pods placed with spec.nodeName, which no scheduler pre-binds for.
 function nodeNameCases(): ClaimCase[] {
   const c = claim('c', '1Gi', { storageClassName: 'late' });
@@ -110,6 +112,12 @@ function nodeNameCases(): ClaimCase[] {
     { name: 'node not seen yet: wait as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'node not seen yet, another pod unscheduled: WaitForPodScheduled as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1'), pod('q', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
     { name: 'a class that does not provision: no selected node, wait as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
+    // A claim being deleted (pvc-protection holds it while the placed pod exists): the kubelet
+    // never starts a pod on a claim being deleted, and a volume bound now would be Released, or
+    // deleted, once the pod goes. Upstream waits; so does Topovol.
+    { name: 'a claim being deleted: no volume bound for the placed pod, wait as upstream', claim: deletingClaim(c), w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['event Normal WaitForFirstConsumer'] },
+    { name: 'a claim being deleted: no node selected for the placed pod, wait as upstream', claim: deletingClaim(c), w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
+    { name: 'a claim being deleted: a volume pre-bound to it is still bound, as upstream', claim: deletingClaim(c), w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('pre', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA, claimRef: { namespace: 'ns', name: 'c' } })] }, want: ['bindVolume pre', 'bindClaim pre'] },
     // The kubelet refuses a pod whose node does not match its nodeSelector or required node
     // affinity, or that does not tolerate a NoExecute taint there: nothing is bound or selected for it.
     ...refusedPlacedPods(c, base),
