@@ -47,12 +47,19 @@ const byName = (a: PersistentVolume, b: PersistentVolume): number => ((a.metadat
 
 /**
  * The pre-bound volume for the claim, if any: the claim's whatever its class, selector, phase or
- * node affinity, as upstream. With several, the first the consumer's node can reach (upstream takes
- * whichever it meets first); if it can reach none, still the first by name: a pre-binding is an
- * instruction, and neither another volume nor a new one may take its place.
+ * node affinity, as upstream. With several, upstream's order: access-mode group by group from the
+ * fewest modes (findByClaim in index.go asks FindMatchingVolume group by group, and that returns the
+ * first pre-bound volume it meets), then by name where upstream takes whichever it meets first. Of
+ * those, the first the consumer's node can reach; if it can reach none, still the first: a
+ * pre-binding is an instruction, and neither another volume nor a new one may take its place.
  */
 function preBoundChoice(claim: PersistentVolumeClaim, volumes: PersistentVolume[], opts: MatchOptions, want: bigint): PersistentVolume | undefined {
-  const named = volumes.filter((v) => isPreBoundTo(v, claim) && fits(claim, v, want)).sort(byName);
+  const named = volumes.filter((v) => isPreBoundTo(v, claim) && fits(claim, v, want));
+  if (named.length > 1) {
+    const groups = groupsForClaim(named.map((v) => accessModesKey(v.spec?.accessModes)), claim.spec?.accessModes);
+    const rank = (v: PersistentVolume): number => groups.indexOf(accessModesKey(v.spec?.accessModes));
+    named.sort((a, b) => rank(a) - rank(b) || byName(a, b));
+  }
   return named.find((v) => !opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node)) ?? named[0];
 }
 

@@ -28,6 +28,20 @@ describe('findMatchingVolume', function () {
     { name: 'pre-bound by name wins over smaller', claim: claim('c', '1Gi'), volumes: [vol('small', '1Gi'), vol('mine', '5Gi', { claimRef: { namespace: 'ns', name: 'c' } })], want: 'mine' },
     { name: 'pre-bound by uid wins', claim: claim('c', '1Gi'), volumes: [vol('small', '1Gi'), vol('mine', '5Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })], want: 'mine' },
     { name: 'pre-bound to an older claim of the same name (uid differs) is not ours', claim: claim('c', '1Gi'), volumes: [vol('old', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'old-uid' } })], want: undefined },
+    // findByClaim (index.go) asks group by group from the fewest access modes: the narrower group's
+    // pre-bound volume is met first, whatever the names.
+    {
+      name: 'two pre-bound volumes: the one in the group of fewer access modes, as upstream',
+      claim: claim('c', '1Gi'),
+      volumes: [vol('a-wide', '1Gi', { accessModes: ['ReadWriteOnce', 'ReadWriteMany'], claimRef: { namespace: 'ns', name: 'c' } }), vol('b-narrow', '1Gi', { claimRef: { namespace: 'ns', name: 'c' } })],
+      want: 'b-narrow',
+    },
+    {
+      name: 'two pre-bound volumes in one group: the first by name',
+      claim: claim('c', '1Gi'),
+      volumes: [vol('b', '1Gi', { claimRef: { namespace: 'ns', name: 'c' } }), vol('a', '2Gi', { claimRef: { namespace: 'ns', name: 'c' } })],
+      want: 'a',
+    },
     { name: 'pre-bound but too small is not used', claim: claim('c', '5Gi'), volumes: [vol('mine', '1Gi', { claimRef: { namespace: 'ns', name: 'c' } })], want: undefined },
     { name: 'delayed binding without a node: only pre-bound', claim: claim('c', '1Gi'), volumes: [vol('free', '1Gi')], opts: { delayBinding: true }, want: undefined },
     { name: 'delayed binding: pre-bound (scheduler) is completed', claim: claim('c', '1Gi'), volumes: [vol('pre', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })], opts: { delayBinding: true }, want: 'pre' },
