@@ -77,7 +77,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   };
   const actuator = new BinderActuator({ client, events, volumes, claims, log, dryRun: options.dryRun });
   // Only the leader reports (its workers run), as only it records the binder's other Events.
-  watchForSecondBinder(pvs, pvcs, events, log, () => controller.isRunning());
+  watchForSecondBinder(pvs, events, log, () => controller.isRunning());
   registerCollectorMetrics(
     () => pvs.cache.list(),
     () => pvcs.cache.list(),

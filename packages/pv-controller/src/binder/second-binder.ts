@@ -1,5 +1,5 @@
 import { counter, objectKey } from '@topovol/shared';
-import type { EventRecorder, Informer, KubeObject, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { EventRecorder, Informer, KubeObject, Logger, PersistentVolume } from '@topovol/shared';
 import { Reasons } from './binder-reasons.js';
 
 /** The field manager of kube-controller-manager's writes (its user agent's first word). */
@@ -7,7 +7,7 @@ export const UPSTREAM_MANAGER = 'kube-controller-manager';
 
 const secondBinderWrites = counter<'kind'>({
   name: 'topovol_pv_binder_second_binder_writes_total',
-  help: "Bindings this process saw kube-controller-manager's binder write while it ran (claimRef of a volume, volumeName of a claim, by kind): both binders run, which can release volumes (docs/install.md).",
+  help: "Bindings this process saw kube-controller-manager's binder write while it ran (a volume's claimRef; kind is always volume): both binders run, which can release volumes (docs/install.md).",
   labelNames: ['kind'],
 });
 
@@ -26,16 +26,20 @@ function ownsField(fieldsV1: unknown, path: readonly string[]): boolean {
  * Whether this object's binding was just written by kube-controller-manager's binder: the cached copy
  * (seen by this process, unbound) did not have it, the new one does, and kube-controller-manager's
  * field manager owns the field. First sightings (a list after a start) are history, not a second
- * binder at work; a hand-made binding (kubectl) has another manager.
+ * binder at work; a hand-made binding (kubectl) has another manager. Only a volume's claimRef
+ * counts: a field manager is whatever name the writer gives (`kubectl --field-manager`), and a
+ * claim's volumeName is written by anyone who may edit claims in its namespace, so a tenant could
+ * raise the alert at will. Volumes are written only by the privileged, and a second binder taking a
+ * volume the other did not is the harm the report is for (a claim-only write completes a binding
+ * the scheduler pre-bound, the same volume either binder would take).
  */
-export function boundByUpstream(raw: KubeObject, cached: KubeObject | undefined, kind: 'volume' | 'claim'): boolean {
+export function boundByUpstream(raw: KubeObject, cached: KubeObject | undefined): boolean {
   // Not seen before, or seen as another object of that name: history, not a binder at work now.
   if (!cached || cached.metadata?.uid !== raw.metadata?.uid) return false;
-  const path = kind === 'volume' ? ['f:spec', 'f:claimRef'] : ['f:spec', 'f:volumeName'];
-  const was = kind === 'volume' ? (cached as PersistentVolume).spec?.claimRef : (cached as PersistentVolumeClaim).spec?.volumeName;
-  const now = kind === 'volume' ? (raw as PersistentVolume).spec?.claimRef : (raw as PersistentVolumeClaim).spec?.volumeName;
+  const was = (cached as PersistentVolume).spec?.claimRef;
+  const now = (raw as PersistentVolume).spec?.claimRef;
   if (was || !now) return false;
-  return (raw.metadata?.managedFields ?? []).some((m) => m.manager === UPSTREAM_MANAGER && m.operation === 'Update' && ownsField(m.fieldsV1, path));
+  return (raw.metadata?.managedFields ?? []).some((m) => m.manager === UPSTREAM_MANAGER && m.operation === 'Update' && ownsField(m.fieldsV1, ['f:spec', 'f:claimRef']));
 }
 
 /**
@@ -47,21 +51,17 @@ export function boundByUpstream(raw: KubeObject, cached: KubeObject | undefined,
  */
 export function watchForSecondBinder(
   pvs: Pick<Informer<PersistentVolume>, 'addRawObserver'>,
-  pvcs: Pick<Informer<PersistentVolumeClaim>, 'addRawObserver'>,
   events: Pick<EventRecorder, 'event'>,
   log: Logger,
   leading: () => boolean,
 ): void {
-  const report = (raw: KubeObject, kind: 'volume' | 'claim'): void => {
+  const report = (raw: KubeObject, kind: 'volume'): void => {
     if (!leading()) return;
     secondBinderWrites.inc({ kind });
     log.error('another binder is running', { kind, object: objectKey(raw), manager: UPSTREAM_MANAGER });
     events.event(raw, 'Warning', Reasons.SecondBinder, `kube-controller-manager's persistentvolume-binder-controller bound this ${kind} while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`);
   };
   pvs.addRawObserver((raw, cached) => {
-    if (boundByUpstream(raw, cached, 'volume')) report(raw, 'volume');
-  });
-  pvcs.addRawObserver((raw, cached) => {
-    if (boundByUpstream(raw, cached, 'claim')) report(raw, 'claim');
+    if (boundByUpstream(raw, cached)) report(raw, 'volume');
   });
 }
