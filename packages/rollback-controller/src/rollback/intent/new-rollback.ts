@@ -1,3 +1,4 @@
+import { labelValueProblem } from '@topovol/shared';
 import type { Pod } from '@topovol/shared';
 import { claimTemplate } from '../claim-template.js';
 import type { PinnedClaim } from '../decide-rollback.js';
@@ -8,10 +9,16 @@ import type { ProvisioningRollback } from './provisioning-rollback.js';
 /** The record of a rollback, written before anything is deleted: the claims and their templates, from the claims as decided on. */
 export function newRollback(pod: Pod, pinned: PinnedClaim[], why: string, attempt: number, evidenceTime: number): ProvisioningRollback {
   const workload = workloadOf(pod);
+  // A label for `kubectl get -l`. The workload's uid comes from the pod's ownerReference, which
+  // whoever creates the pod writes and the API server checks only for being non-empty: a value no
+  // label may hold would fail the record's create at every retry, so it is left off (spec.workload
+  // has it).
+  const labels: Record<string, string> = { 'rollback.topovol.io/pod-uid': pod.metadata?.uid ?? '' };
+  if (labelValueProblem(workload.uid) === undefined) labels['rollback.topovol.io/workload-uid'] = workload.uid;
   return {
     apiVersion: `${ProvisioningRollbacks.group}/${ProvisioningRollbacks.version}`,
     kind: ProvisioningRollbacks.kind,
-    metadata: { name: rollbackName(historyKeyOfPod(pod), attempt), labels: { 'rollback.topovol.io/workload-uid': workload.uid, 'rollback.topovol.io/pod-uid': pod.metadata?.uid ?? '' } },
+    metadata: { name: rollbackName(historyKeyOfPod(pod), attempt), labels },
     spec: {
       pod: { namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' },
       workload,
