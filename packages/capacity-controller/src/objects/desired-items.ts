@@ -58,7 +58,13 @@ export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
  * classes × segments, with Ceph-CSI's topology-constrained pools: a class listing topology-constrained pools is tracked
  * per pool, in the pool's domain, and segments no pool serves are reported as problems.
  */
-export function desiredItems(classes: readonly StorageClass[], segments: readonly Segment[], opts: DesiredOptions, keysOnNodes?: (segmentKey: string) => ReadonlySet<string> | undefined): DesiredState {
+export function desiredItems(
+  classes: readonly StorageClass[],
+  segments: readonly Segment[],
+  opts: DesiredOptions,
+  keysOnNodes?: (segmentKey: string) => ReadonlySet<string> | undefined,
+  unplacedNodeIn?: (domain: Segment) => boolean,
+): DesiredState {
   const items = new Map<string, DesiredItem>();
   const frozen = new Map<string, number>();
   const created = new Map<string, number>();
@@ -93,8 +99,11 @@ export function desiredItems(classes: readonly StorageClass[], segments: readonl
       // A pool serving its whole domain is published as that domain (a region pool serves every
       // zone in it). One that earlier listed pools partly overlap is published per segment it
       // serves, each matching exactly its own nodes: its domain's selector would also offer its
-      // capacity on nodes whose volumes Ceph-CSI puts in another pool.
-      if (wholeDomain) add({ storageClassName: name, segment: pool.domain, pool: pool.name }, asked);
+      // capacity on nodes whose volumes Ceph-CSI puts in another pool. So is one whose domain holds a
+      // node in no segment (the driver not registered there, or its labels incomplete): the
+      // domain's selector would offer capacity there too, where external-provisioner, which
+      // publishes per segment of registered nodes, offers none (pkg/capacity/topology/nodes.go).
+      if (wholeDomain && !unplacedNodeIn?.(pool.domain)) add({ storageClassName: name, segment: pool.domain, pool: pool.name }, asked);
       else for (const s of serves) add({ storageClassName: name, ...exclusive(s), pool: pool.name }, asked, true);
       if (serves.length === 0) {
         problems.push({

@@ -320,4 +320,22 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
       expect(objects().filter((o) => selects(o, z1)).map(pool)).to.not.include('p2');
     });
   });
+
+  describe('pools: a node in the pool\'s domain where the driver is not registered', function () {
+    it('no object covers it (kube-scheduler would send pods there); once the driver registers, the domain\'s object covers both', async function () {
+      const parameters = { topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: LABEL_REGION, value: 'east' }] }]) };
+      const z1 = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z1' };
+      const z2 = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z2' };
+      const csiNode = (name: string): CSINode => ({ metadata: { name }, spec: { drivers: [{ name: DRIVER, nodeID: name }] } });
+      const mode: CapacityLoopOptions['mode'] = { kind: 'domains', labels: [LABEL_REGION, LABEL_ZONE], anyNode: false };
+      await start(mode, [node('n1', z1), node('n2', z2)], true, { classes: [{ ...sc, parameters }], csiNodes: [csiNode('n1')] });
+      expect(coveringNode(z1)).to.deep.equal([['fast', 10n * GiB]]);
+      expect(coveringNode(z2)).to.deep.equal([]);
+      inf.csiNodes.set(csiNode('n2'));
+      queue.add(SYNC);
+      await polls(2);
+      expect(coveringNode(z1)).to.deep.equal([['fast', 10n * GiB]]);
+      expect(coveringNode(z2)).to.deep.equal([['fast', 10n * GiB]]);
+    });
+  });
 });

@@ -88,6 +88,22 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       expect(got.problems[0]!.message).to.contain(`${ZONE}=z9`);
     });
 
+    it('a pool whose domain holds a node in no segment (driver not registered there) is published per segment: no object covers that node', function () {
+      // n1 (zone z1) is registered, n2 (zone z2, same region) is not: external-provisioner publishes
+      // per segment of registered nodes, so kube-scheduler finds no capacity on n2.
+      const registered = { [REGION]: 'east', [ZONE]: 'z1' };
+      const unregistered: Record<string, string> = { [REGION]: 'east', [ZONE]: 'z2' };
+      const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] }]) });
+      const covering = (labels: Record<string, string>, unplacedNodeIn?: (d: Record<string, string>) => boolean): string[] =>
+        [...desiredItems([cls], [registered], opts, undefined, unplacedNodeIn).items.values()].map((d) => d.item).filter((i) => itemCoversNode(i, labels)).map((i) => i.pool);
+      const inDomain = (d: Record<string, string>): boolean => Object.entries(d).every(([k, v]) => unregistered[k] === v);
+      expect(covering(unregistered, inDomain)).to.deep.equal([]);
+      expect(covering(registered, inDomain)).to.deep.equal(['east']);
+      // No such node: the domain's selector, as before.
+      const whole = [...desiredItems([cls], [registered], opts, undefined, () => false).items.values()];
+      expect(whole.map((d) => d.item.segment)).to.deep.equal([{ [REGION]: 'east' }]);
+    });
+
     it('overlapping pool domains: the first listed pool that matches a node serves it, as Ceph-CSI picks (matchPoolToTopology)', function () {
       const east = { poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] };
       const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: REGION, value: 'east' }, { domainLabel: ZONE, value: 'z1' }] };
