@@ -24,8 +24,13 @@ export async function resolveOwner(client: KubeClient, level: number, namespace:
   let obj: KubeObject = await client.get<KubeObject>(Resources.pods, podName, namespace);
   for (let i = 0; i < level; i++) {
     const ref = obj.metadata?.ownerReferences?.find((r) => r.controller);
-    const type = ref && APPS[ref.kind];
-    if (!ref || !type) throw new Error(`--capacity-ownerref-level=${level}: ${obj.kind}/${obj.metadata?.name} has no apps/v1 controller at level ${i + 1}`);
+    // By kind and group: another group's kind of the same name (OpenKruise's apps.kruise.io
+    // StatefulSet) is not the apps/v1 object of that name, which may be another workload's.
+    const type = ref && ref.apiVersion === 'apps/v1' ? APPS[ref.kind] : undefined;
+    if (!ref || !type) {
+      const found = ref ? `its controller is ${ref.apiVersion}/${ref.kind} ${ref.name}` : 'it has no controller';
+      throw new Error(`--capacity-ownerref-level=${level}: ${obj.kind ?? 'Pod'}/${obj.metadata?.name} has no apps/v1 controller at level ${i + 1} (${found}); Topovol follows apps/v1 ReplicaSets, StatefulSets, Deployments and DaemonSets only (docs/divergences.md)`);
+    }
     try {
       obj = await client.get<KubeObject>(type, ref.name, namespace);
     } catch (err) {
