@@ -240,6 +240,25 @@ export const nodeNameScenarios: Scenario[] = [
     },
   },
   {
+    // The kubelet never starts a pod on a claim being deleted, and pvc-protection keeps the claim
+    // while the pod exists: a volume bound or a node selected now would outlive the claim.
+    name: 'spec.nodeName: a claim being deleted while the placed pod holds it gets no volume and no node when its node joins',
+    async run(s) {
+      const late = await s.storageClass('late', { delayed: true });
+      await s.pvc('c', '1Gi', { class: late });
+      await s.pod('p', ['c'], { nodeName: s.name('later') });
+      await s.settle();
+      await s.deleteClaim('c');
+      await s.settle();
+      await s.node('later', { 'topology.kubernetes.io/zone': 'a' }, false);
+      await s.pv('on-a', '1Gi', { class: late, nodeAffinity: affinity('topology.kubernetes.io/zone', ['a']) });
+    },
+    expect(st) {
+      claimIs(st, 'c', { phase: 'Pending', annotations: {}, terminating: true });
+      volumeIs(st, 'on-a', { phase: 'Available', claimRef: null });
+    },
+  },
+  {
     name: 'spec.nodeName: a pod placed on a node that joins later',
     async run(s) {
       const late = await s.storageClass('late', { delayed: true });

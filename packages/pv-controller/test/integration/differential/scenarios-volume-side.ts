@@ -76,6 +76,21 @@ export const preBoundVolumeScenarios: Scenario[] = [
     },
   },
   {
+    // findByClaim (index.go) asks access-mode group by group, the fewest modes first: of two volumes
+    // pre-bound to the claim, the narrower group's is met first, whatever the names.
+    name: 'two volumes pre-bound to the claim in different access-mode groups',
+    async run(s) {
+      await s.pv('a-wide', '1Gi', { accessModes: ['ReadWriteOnce', 'ReadWriteMany'], claimRef: { claim: 'c', withUid: false } });
+      await s.pv('b-narrow', '1Gi', { claimRef: { claim: 'c', withUid: false } });
+      await s.settle();
+      await s.pvc('c', '1Gi');
+    },
+    expect(st) {
+      claimIs(st, 'c', { phase: 'Bound', volumeName: 'b-narrow' });
+      volumeIs(st, 'a-wide', { phase: 'Available', claimRef: boundRef('c', 'none') });
+    },
+  },
+  {
     name: 'pre-bound volume in a larger access-mode group against a free volume in a smaller one',
     async run(s) {
       await s.pv('free', '1Gi');
