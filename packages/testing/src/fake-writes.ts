@@ -46,7 +46,7 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
     const md = obj.metadata ?? {};
     const k = key(r, md.name, md.namespace);
     const cur = this.objects.get(k) as (T & { status?: unknown }) | undefined;
-    if (!cur) return refuse(404, 'NotFound', `${r.plural} "${md.name}" not found`);
+    if (!cur) return notFound(r, md.name);
     const stale = this.precondition(cur, md.uid, md.resourceVersion);
     if (stale) return stale;
     const sent = wire(obj) as T & { status?: unknown };
@@ -63,7 +63,7 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
     if (type !== 'merge' || opts.subresource) throw new Error(`FakeWrites: only merge patches of the main resource (got ${type})`);
     const k = key(r, name, namespace);
     const cur = this.objects.get(k) as T | undefined;
-    if (!cur) return refuse(404, 'NotFound', `${r.plural} "${name}" not found`);
+    if (!cur) return notFound(r, name);
     const md = (patch as KubeObject).metadata;
     const stale = this.precondition(cur, md?.uid, md?.resourceVersion);
     if (stale) return stale;
@@ -73,7 +73,7 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
   delete(r: ResourceType, name: string, namespace?: string, opts: DeleteOptions = {}): Promise<void> {
     const k = key(r, name, namespace);
     const cur = this.objects.get(k);
-    if (!cur) return refuse(404, 'NotFound', `${r.plural} "${name}" not found`);
+    if (!cur) return notFound(r, name);
     const stale = this.precondition(cur, opts.preconditions?.uid, opts.preconditions?.resourceVersion);
     if (stale) return stale;
     this.objects.delete(k);
@@ -131,8 +131,13 @@ const wire = <T>(o: T): T => JSON.parse(JSON.stringify(o)) as T;
 
 const key = (r: ResourceType, name?: string, namespace?: string): string => `${r.group}/${r.plural}/${namespace ?? ''}/${name ?? ''}`;
 
-function refuse(code: number, reason: string, message: string): Promise<never> {
-  return Promise.reject(KubeApiError.fromResponse(code, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message })));
+function refuse(code: number, reason: string, message: string, details?: { name?: string; kind: string }): Promise<never> {
+  return Promise.reject(KubeApiError.fromResponse(code, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, ...(details ? { details } : {}) })));
+}
+
+/** kube-apiserver's 404 for an object that is not there: its Status names the resource and the object. */
+function notFound(r: ResourceType, name: string | undefined): Promise<never> {
+  return refuse(404, 'NotFound', `${r.plural} "${name ?? ''}" not found`, { name, kind: r.plural });
 }
 
 /** RFC 7386 JSON merge patch: objects merge, null removes, anything else replaces. */

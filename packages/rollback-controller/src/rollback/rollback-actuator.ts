@@ -1,4 +1,4 @@
-import { failpoint, isAlreadyExists, isNamespaceGone, isNotFound, Resources } from '@topovol/shared';
+import { failpoint, isAlreadyExists, isNamespaceGone, isNotFoundNamed, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, KubeObject, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { claimFromTemplate } from './claim-template.js';
 import type { RollbackDecision } from './decide-rollback.js';
@@ -107,7 +107,8 @@ export class RollbackActuator {
     try {
       await this.d.client.delete(Resources.persistentVolumeClaims, c.name, r.spec.pod.namespace, { preconditions: { uid: c.uid, resourceVersion } });
     } catch (err) {
-      if (isNotFound(err)) return 'gone';
+      // Only the server's own NotFound for this claim (a proxy's bare 404 says nothing about it).
+      if (isNotFoundNamed(err, Resources.persistentVolumeClaims.plural, c.name)) return 'gone';
       throw err;
     }
     failpoint('rollback-claim-deleted');
@@ -125,7 +126,8 @@ export class RollbackActuator {
     try {
       await this.d.client.patch(Resources.persistentVolumeClaims, c.name, r.spec.pod.namespace, 'merge', patch);
     } catch (err) {
-      if (isNotFound(err)) return 'gone';
+      // Only the server's own NotFound for this claim (a proxy's bare 404 says nothing about it).
+      if (isNotFoundNamed(err, Resources.persistentVolumeClaims.plural, c.name)) return 'gone';
       throw err;
     }
     return 'fenced';

@@ -78,6 +78,23 @@ describe('rollback actuator over an in-memory API server', function () {
     }
   });
 
+  describe("a 404 that names no claim (a proxy's \"404 page not found\") is no proof the claim is gone", function () {
+    const bare = (): Promise<never> => Promise.reject(KubeApiError.fromResponse(404, '404 page not found'));
+    for (const write of ['deleteClaim', 'fenceClaim'] as const) {
+      it(`${write}: thrown (retried), never "gone": the claim is not recorded Deleted, nor left unfenced`, async function () {
+        const r = store.seed(ProvisioningRollbacks, record());
+        store.seed(Resources.persistentVolumeClaims, decidedClaim());
+        const misrouted = Object.assign(Object.create(store) as FakeWrites, { delete: bare, patch: bare });
+        const a = new RollbackActuator({ client: misrouted, events, log: logger(), dryRun: false });
+        const outcome = await a[write](r, r.spec.claims[0]!, r.spec.claims[0]!.resourceVersion).then(
+          (o) => o,
+          (e: unknown) => (e instanceof KubeApiError ? `thrown ${e.code}` : e),
+        );
+        expect(outcome).to.equal('thrown 404');
+      });
+    }
+  });
+
   describe('createClaim', function () {
     it("re-creates the claim from the record's template, and says so on it", async function () {
       const r = store.seed(ProvisioningRollbacks, record());
