@@ -27,8 +27,7 @@ import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
 import type { PlacedNode } from './segments/compute-segments.js';
 import { KeptRegistration } from './segments/kept-registration.js';
 import { selfExcludedNodes, unsegmentedNodes } from './segments/unsegmented-nodes.js';
-import { segmentContains, uniqueSegments } from './segments/segment.js';
-import type { Segment } from './segments/segment.js';
+import { uniqueSegments } from './segments/segment.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacityMeter } from './source/get-capacity.js';
@@ -225,11 +224,10 @@ export class CapacityLoop {
     const labelKeys = this.opts.mode.kind === 'domains' ? segmentLabelKeys(placed) : undefined;
     const before = this.desired;
     // Nodes in no segment (the driver not registered there; nodes being deleted aside, as placeNodes
-    // leaves them out): a pool's domain selector must not cover them (desiredItems).
+    // leaves them out): a pool's domain selector must not reach them (desiredItems).
     const placedNames = new Set(placed.map((p) => p.node.metadata?.name));
-    const unplaced = nodes.filter((n) => !n.metadata?.deletionTimestamp && !placedNames.has(n.metadata?.name));
-    const unplacedNodeIn = (domain: Segment): boolean => unplaced.some((n) => segmentContains(domain, n.metadata?.labels ?? {}));
-    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), unplacedNodeIn);
+    const unplaced = nodes.filter((n) => !n.metadata?.deletionTimestamp && !placedNames.has(n.metadata?.name)).map((n) => n.metadata?.labels ?? {});
+    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), unplaced);
     this.byRequest = new Map();
     const now = this.now();
     for (const [key, d] of this.desired.items) {

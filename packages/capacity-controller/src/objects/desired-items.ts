@@ -3,9 +3,10 @@ import { formatSegment, domainsWithoutPool, poolServices } from '../pools/pool-c
 import { parseConstrainedPools, POOL_NAME_PARAMETER, POOLS_PARAMETER } from '../pools/topology-constrained-pools.js';
 import { deeperKeys } from '../segments/deeper-keys.js';
 import type { Segment } from '../segments/segment.js';
-import { segmentKey } from '../segments/segment.js';
+import { segmentContains, segmentKey } from '../segments/segment.js';
 import type { CapacityItem } from './capacity-item.js';
 import { EPHEMERAL_CLASS, itemKey } from './capacity-item.js';
+import { itemCoversNode } from './failure-refresh.js';
 
 export interface DesiredItem {
   item: CapacityItem;
@@ -63,7 +64,7 @@ export function desiredItems(
   segments: readonly Segment[],
   opts: DesiredOptions,
   keysOnNodes?: (segmentKey: string) => ReadonlySet<string> | undefined,
-  unplacedNodeIn?: (domain: Segment) => boolean,
+  unplacedNodeLabels: readonly Segment[] = [],
 ): DesiredState {
   const items = new Map<string, DesiredItem>();
   const frozen = new Map<string, number>();
@@ -100,11 +101,15 @@ export function desiredItems(
       // zone in it). One that earlier listed pools partly overlap is published per segment it
       // serves, each matching exactly its own nodes: its domain's selector would also offer its
       // capacity on nodes whose volumes Ceph-CSI puts in another pool. So is one whose domain holds a
-      // node in no segment (the driver not registered there, or its labels incomplete): the
-      // domain's selector would offer capacity there too, where external-provisioner, which
-      // publishes per segment of registered nodes, offers none (pkg/capacity/topology/nodes.go).
-      if (wholeDomain && !unplacedNodeIn?.(pool.domain)) add({ storageClassName: name, segment: pool.domain, pool: pool.name }, asked);
-      else for (const s of serves) add({ storageClassName: name, ...exclusive(s), pool: pool.name }, asked, true);
+      // node in no segment (the driver not registered there, or its labels incomplete) outside
+      // every segment it serves: the domain's selector would offer capacity there too, where
+      // external-provisioner, which publishes per segment of registered nodes, offers none
+      // (pkg/capacity/topology/nodes.go). Such a node inside a served segment is matched by that
+      // segment's object as well, upstream's included, so it changes nothing.
+      const parts = serves.map((s): CapacityItem => ({ storageClassName: name, ...exclusive(s), pool: pool.name }));
+      const exposed = unplacedNodeLabels.some((l) => segmentContains(pool.domain, l) && !parts.some((p) => itemCoversNode(p, l)));
+      if (wholeDomain && !exposed) add({ storageClassName: name, segment: pool.domain, pool: pool.name }, asked);
+      else for (const p of parts) add(p, asked, true);
       if (serves.length === 0) {
         problems.push({
           storageClassName: name,

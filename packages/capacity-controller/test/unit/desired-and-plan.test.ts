@@ -94,14 +94,15 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       const registered = { [REGION]: 'east', [ZONE]: 'z1' };
       const unregistered: Record<string, string> = { [REGION]: 'east', [ZONE]: 'z2' };
       const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] }]) });
-      const covering = (labels: Record<string, string>, unplacedNodeIn?: (d: Record<string, string>) => boolean): string[] =>
-        [...desiredItems([cls], [registered], opts, undefined, unplacedNodeIn).items.values()].map((d) => d.item).filter((i) => itemCoversNode(i, labels)).map((i) => i.pool);
-      const inDomain = (d: Record<string, string>): boolean => Object.entries(d).every(([k, v]) => unregistered[k] === v);
-      expect(covering(unregistered, inDomain)).to.deep.equal([]);
-      expect(covering(registered, inDomain)).to.deep.equal(['east']);
+      const items = (unplaced: Record<string, string>[]) => [...desiredItems([cls], [registered], opts, undefined, unplaced).items.values()].map((d) => d.item);
+      const covering = (labels: Record<string, string>, unplaced: Record<string, string>[]): string[] => items(unplaced).filter((i) => itemCoversNode(i, labels)).map((i) => i.pool);
+      expect(covering(unregistered, [unregistered])).to.deep.equal([]);
+      expect(covering(registered, [unregistered])).to.deep.equal(['east']);
       // No such node: the domain's selector, as before.
-      const whole = [...desiredItems([cls], [registered], opts, undefined, () => false).items.values()];
-      expect(whole.map((d) => d.item.segment)).to.deep.equal([{ [REGION]: 'east' }]);
+      expect(items([]).map((i) => i.segment)).to.deep.equal([{ [REGION]: 'east' }]);
+      // An unregistered node inside a served segment (zone z1) or outside the domain changes nothing:
+      // the segment's object, upstream's too, matches it anyway.
+      expect(items([{ [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'west', [ZONE]: 'z9' }, {}]).map((i) => i.segment)).to.deep.equal([{ [REGION]: 'east' }]);
     });
 
     it('overlapping pool domains: the first listed pool that matches a node serves it, as Ceph-CSI picks (matchPoolToTopology)', function () {
