@@ -19,7 +19,7 @@ export type ServerView =
   | { kind: 'claim'; claim: PersistentVolumeClaim | undefined }
   | { kind: 'node'; node: Node | undefined }
   | { kind: 'pods'; pods: Pod[] }
-  | { kind: 'pod'; pod: Pod | undefined };
+  | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
 function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' | 'placedPod' } | undefined {
@@ -57,19 +57,29 @@ export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: 
   return allowedTopologiesMatch(confirm.allowedTopologies, node) ? `${stillThere} is allowed after all; keeping it` : undefined;
 }
 
-/** The pod a binding or a selected node is for, on the server: gone, replaced, ending or moved refutes it. */
-export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView): string | undefined {
+/**
+ * The pod a binding or a selected node is for, on the server: gone, replaced, ending or moved
+ * refutes it; so does its claim (uid `claimUid`, when given) gone or being deleted there
+ * (pvc-protection holds the claim while the pod
+ * exists, the kubelet never starts the pod on it, and a volume bound to it would be released once
+ * the pod goes: decideClaim waits for such a claim, and its cache may not show the delete yet).
+ */
+export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView, claimUid?: string): string | undefined {
   const live = view.kind === 'pod' ? view.pod : undefined;
   const who = `pod ${p.namespace}/${p.name}, placed on node "${p.nodeName}"`;
   if (!live || live.metadata?.uid !== p.uid) return `${who}, is not on the server; deciding again`;
   if (!isLivePod(live)) return `${who}, is ending; deciding again`;
   if (live.spec?.nodeName !== p.nodeName) return `${who}, is on node "${live.spec?.nodeName ?? ''}" on the server; deciding again`;
+  if (claimUid === undefined) return undefined;
+  const claim = view.kind === 'pod' ? view.claim : undefined;
+  if (!claim || claim.metadata?.uid !== claimUid) return `the claim of ${who}, is not on the server; deciding again`;
+  if (claim.metadata?.deletionTimestamp) return `claim ${claim.metadata.namespace}/${claim.metadata.name} of ${who}, is being deleted on the server; deciding again`;
   return undefined;
 }
 
 /** Why the server refutes the guarded action, or undefined. */
 export function refutation(a: Guarded, view: ServerView): string | undefined {
-  if (a.kind !== 'volumePhase' && a.forPlacedPod) return placedPodRefuted(a.forPlacedPod, view);
+  if (a.kind !== 'volumePhase' && a.forPlacedPod) return placedPodRefuted(a.forPlacedPod, view, a.claim.metadata?.uid ?? '');
   if (a.kind === 'bindVolume') return undefined;
   if (a.kind === 'volumePhase') return releaseRefuted(a.volume, view.kind === 'claim' ? view.claim : undefined);
   return a.confirm ? selectedNodeIssueRefuted(a.claim, a.confirm, view) : undefined;
@@ -82,7 +92,12 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
     return { kind: 'claim', claim: await getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, ref.name!, ref.namespace) };
   }
   if (g.read === 'placedPod' && (a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) {
-    return { kind: 'pod', pod: await getIfPresent<Pod>(client, Resources.pods, a.forPlacedPod.name, a.forPlacedPod.namespace) };
+    const c = a.claim.metadata;
+    const [pod, claim] = await Promise.all([
+      getIfPresent<Pod>(client, Resources.pods, a.forPlacedPod.name, a.forPlacedPod.namespace),
+      getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, c?.name ?? '', c?.namespace),
+    ]);
+    return { kind: 'pod', pod, claim };
   }
   if (g.read === 'pods') return { kind: 'pods', pods: (await client.list<Pod>(Resources.pods, { namespace: a.kind === 'annotateClaim' ? a.claim.metadata?.namespace : undefined })).items };
   return { kind: 'node', node: await getIfPresent<Node>(client, Resources.nodes, a.kind === 'annotateClaim' ? (a.confirm?.node ?? '') : '') };

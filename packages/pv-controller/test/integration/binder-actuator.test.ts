@@ -127,6 +127,17 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
     expect((await getPV(admin, `${ns}-v`)).spec?.claimRef?.uid).to.equal(claim.metadata?.uid);
   });
 
+  it('never binds a volume for a placed pod whose claim is being deleted on the server (the cache had not seen the delete)', async function () {
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: 'late' }));
+    const volume = await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-v`, '1Gi', { class: 'late' }));
+    const p = await placedPod();
+    // The StorageObjectInUseProtection admission plugin gave the claim its finalizer: it stays, Terminating.
+    await admin.delete(Resources.persistentVolumeClaims, 'c', ns);
+    expect((await getPVC(admin, ns, 'c')).metadata?.deletionTimestamp).to.be.a('string');
+    expect(await refused([{ kind: 'bindVolume', volume, claim, boundByController: true, forPlacedPod: forPlaced(p) }])).to.match(/is being deleted on the server/);
+    expect((await getPV(admin, `${ns}-v`)).spec?.claimRef).to.equal(undefined);
+  });
+
   it('never releases a volume whose claim the server still has, bound to it', async function () {
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { volumeName: `${ns}-v` }));
     const volume = await admin.create<PersistentVolume>(

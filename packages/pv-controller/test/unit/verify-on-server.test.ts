@@ -93,9 +93,9 @@ describe('placedPodRefuted', function () {
     const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
     const reads: string[] = [];
     const client = {
-      get: (_r: unknown, name: string, ns?: string) => {
+      get: (r: { plural: string }, name: string, ns?: string) => {
         reads.push(`${ns}/${name}`);
-        return Promise.reject(new KubeApiError(404, { reason: 'NotFound', message: `pods "${name}" not found`, details: { name, kind: 'pods' } }));
+        return Promise.reject(new KubeApiError(404, { reason: 'NotFound', message: `${r.plural} "${name}" not found`, details: { name, kind: r.plural } }));
       },
     } as unknown as KubeClient;
     const plan: BinderAction[] = [
@@ -103,7 +103,7 @@ describe('placedPodRefuted', function () {
       { kind: 'bindClaim', claim: c, volume: v, boundByController: true },
     ];
     const refuted = await verifyOnServer(client, plan);
-    expect(reads).to.deep.equal(['ns/p']);
+    expect(reads).to.deep.equal(['ns/p', 'ns/c']);
     expect(refuted?.index).to.equal(0);
     expect(refuted?.why).to.match(/pod ns\/p, placed on node "n1", is not on the server/);
     // Without the placed pod, a binding needs no read.
@@ -111,6 +111,33 @@ describe('placedPodRefuted', function () {
     expect(await verifyOnServer(client, [{ ...plan[0]!, forPlacedPod: undefined } as BinderAction, plan[1]!])).to.equal(undefined);
     expect(reads).to.deep.equal([]);
   });
+});
+
+describe('verifyOnServer: the claim of a binding or a selected node for a placed pod', function () {
+  // The cache may not show the claim's delete yet: pvc-protection holds a claim while a pod names
+  // it, the kubelet never starts the pod on a claim being deleted, and a volume bound to it now
+  // would be Released (with Delete, deleted) once the pod goes.
+  const placed = { namespace: 'ns', name: 'p', uid: 'uid-p', nodeName: 'n1' };
+  const v: PersistentVolume = { metadata: { name: 'v1' }, spec: {} };
+  const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
+  const livePod: Pod = { metadata: { name: 'p', namespace: 'ns', uid: 'uid-p' }, spec: { nodeName: 'n1', containers: [] }, status: { phase: 'Pending' } };
+  const serving = (claimOnServer: PersistentVolumeClaim | undefined): KubeClient =>
+    ({
+      get: (r: { plural: string }, name: string) =>
+        r.plural === 'pods' ? Promise.resolve(livePod) : claimOnServer ? Promise.resolve(claimOnServer) : Promise.reject(new KubeApiError(404, { reason: 'NotFound', details: { name, kind: r.plural } })),
+    }) as unknown as KubeClient;
+  const plans: [string, BinderAction[]][] = [
+    ['a binding', [{ kind: 'bindVolume', volume: v, claim: c, boundByController: true, forPlacedPod: placed }]],
+    ['a selected node', [{ kind: 'annotateClaim', claim: c, set: { 'volume.kubernetes.io/selected-node': 'n1' }, forPlacedPod: placed }]],
+  ];
+  for (const [what, plan] of plans) {
+    it(`${what}: confirmed while the claim is there; refuted once it is being deleted, gone or re-created`, async function () {
+      expect(await verifyOnServer(serving(c), plan)).to.equal(undefined);
+      expect((await verifyOnServer(serving({ ...c, metadata: { ...c.metadata, deletionTimestamp: '2026-11-28T00:00:00Z' } }), plan))?.why).to.match(/claim ns\/c of pod ns\/p, placed on node "n1", is being deleted on the server/);
+      expect((await verifyOnServer(serving(undefined), plan))?.why).to.match(/the claim of pod ns\/p, placed on node "n1", is not on the server/);
+      expect((await verifyOnServer(serving({ ...c, metadata: { ...c.metadata, uid: 'uid-new' } }), plan))?.why).to.match(/is not on the server/);
+    });
+  }
 });
 
 describe('verifyOnServer: a 404 that does not name the object', function () {
