@@ -55,13 +55,13 @@ export function watchForSecondBinder(
   log: Logger,
   leading: () => boolean,
 ): void {
-  const report = (raw: KubeObject, kind: 'volume'): void => {
+  const report = (raw: KubeObject): void => {
     if (!leading()) return;
-    secondBinderWrites.inc({ kind });
-    log.error('another binder is running', { kind, object: objectKey(raw), manager: UPSTREAM_MANAGER });
-    events.event(raw, 'Warning', Reasons.SecondBinder, `kube-controller-manager's persistentvolume-binder-controller bound this ${kind} while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`);
+    secondBinderWrites.inc({ kind: 'volume' });
+    log.error('another binder is running', { kind: 'volume', object: objectKey(raw), manager: UPSTREAM_MANAGER });
+    events.event(raw, 'Warning', Reasons.SecondBinder, `kube-controller-manager's persistentvolume-binder-controller bound this volume while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`);
   };
   pvs.addRawObserver((raw, cached) => {
-    if (boundByUpstream(raw, cached)) report(raw, 'volume');
+    if (boundByUpstream(raw, cached)) report(raw);
   });
 }

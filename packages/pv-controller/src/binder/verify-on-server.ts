@@ -60,9 +60,9 @@ export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: 
 /**
  * The pod a binding or a selected node is for, on the server: gone, replaced, ending or moved
  * refutes it; so does its claim (uid `claimUid`, when given) gone or being deleted there
- * (pvc-protection holds the claim while the pod
- * exists, the kubelet never starts the pod on it, and a volume bound to it would be released once
- * the pod goes: decideClaim waits for such a claim, and its cache may not show the delete yet).
+ * (pvc-protection holds the claim while the pod exists, the kubelet never starts the pod on it, and
+ * a volume bound to it would be released once the pod goes: decideClaim waits for such a claim,
+ * and its cache may not show the delete yet).
  */
 export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView, claimUid?: string): string | undefined {
   const live = view.kind === 'pod' ? view.pod : undefined;
