@@ -1,4 +1,4 @@
-import { getIfPresent, Resources } from '@topovol/shared';
+import { getIfPresent, projectPod, Resources } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import { releasedWhenClaimBoundElsewhere } from './decide-volume.js';
@@ -99,7 +99,8 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
     ]);
     return { kind: 'pod', pod, claim };
   }
-  if (g.read === 'pods') return { kind: 'pods', pods: (await client.list<Pod>(Resources.pods, { namespace: a.kind === 'annotateClaim' ? a.claim.metadata?.namespace : undefined })).items };
+  // Projected as each page arrives: a namespace's pods are as large as their writers made them.
+  if (g.read === 'pods') return { kind: 'pods', pods: (await client.list<Pod>(Resources.pods, { namespace: a.kind === 'annotateClaim' ? a.claim.metadata?.namespace : undefined }, projectPod)).items };
   return { kind: 'node', node: await getIfPresent<Node>(client, Resources.nodes, a.kind === 'annotateClaim' ? (a.confirm?.node ?? '') : '') };
 }
 

@@ -1,4 +1,4 @@
-import { claimNamesOfPod, getIfPresent, isGone, Resources, streamWatch } from '@topovol/shared';
+import { claimNamesOfPod, getIfPresent, isGone, projectPod, Resources, streamWatch } from '@topovol/shared';
 import type { KubeClient, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { usageOf } from './marks.js';
 import { compareResourceVersions } from './resource-version.js';
@@ -107,7 +107,8 @@ export async function missedPodUse(
 export function liveReads(client: KubeClient, evidence: (live: PersistentVolume) => string | undefined, podsSeenUpTo: () => string = () => ''): RollbackServerReads {
   return {
     claim: (ns, name) => getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, name, ns),
-    pods: async (ns) => (await client.list<Pod>(Resources.pods, { namespace: ns })).items,
+    // Projected as each page arrives: a namespace's pods are as large as their writers made them.
+    pods: async (ns) => (await client.list<Pod>(Resources.pods, { namespace: ns }, projectPod)).items,
     volumeUse: async (name) => {
       const live = await getIfPresent<PersistentVolume>(client, Resources.persistentVolumes, name);
       if (!live) return 'it is gone';

@@ -38,6 +38,23 @@ export interface HttpRequest {
   /** Whole-request deadline, answer included; the request fails with code ETIMEDOUT. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The answer's body is read up to this many bytes; past them the request fails with AnswerTooLargeError. */
+  maxBodyBytes?: number;
+}
+
+/**
+ * An answer cut off at the caller's byte limit: its connection is closed and nothing of it is
+ * parsed. A list page held whole is as large as the objects someone else wrote into it.
+ */
+export class AnswerTooLargeError extends Error {
+  readonly code = 'EANSWERTOOLARGE';
+  constructor(
+    readonly path: string,
+    readonly maxBytes: number,
+  ) {
+    super(`${path}: answer over ${maxBytes} bytes; not read further`);
+    this.name = 'AnswerTooLargeError';
+  }
 }
 
 export interface HttpAnswer {
@@ -67,7 +84,17 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
       // Our requests do not ask for gzip (kube-client.ts), but a caller's headers may.
       const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
       const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
+      let bytes = 0;
+      const max = req.maxBodyBytes ?? Infinity;
+      stream.on('data', (c: Buffer) => {
+        if (settled) return;
+        bytes += c.length;
+        if (bytes <= max) return void chunks.push(c);
+        chunks.length = 0;
+        const err = new AnswerTooLargeError(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}`, max);
+        fail(err);
+        r.destroy(err);
+      });
       stream.on('error', fail);
       if (stream !== res) res.on('error', fail);
       stream.on('end', () => {

@@ -14,6 +14,7 @@ import type { StaticEndpointOptions } from './static-endpoint.js';
 import { openStream, originOf, send } from './http-transport.js';
 import type { HttpOrigin, HttpRequest } from './http-transport.js';
 import { ServerClock } from './server-clock.js';
+import { listPages, PageSizer } from './paged-list.js';
 
 export interface ClientOptions {
   /** Client-side rate limit; 0 or negative means unthrottled (as --kube-api-qps). */
@@ -32,6 +33,8 @@ export interface RequestOptions {
   contentType?: string;
   signal?: AbortSignal;
   headers?: Record<string, string>;
+  /** Read at most this many bytes of the answer; past them the call fails with AnswerTooLargeError. */
+  maxBodyBytes?: number;
 }
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
@@ -210,6 +213,7 @@ export class KubeClient {
       body,
       timeoutMs: this.options.timeoutMs ?? 60_000,
       signal: opts.signal,
+      maxBodyBytes: opts.maxBodyBytes,
     });
     // Only kube-apiserver's own answers (it sets Audit-Id on each): not a proxy's error page.
     if (answer.headers['audit-id']) this.serverClock.observe(answer.headers.date, answer.headersAt);
@@ -244,20 +248,18 @@ export class KubeClient {
     return this.request<T>('GET', this.objectPath(r, name, namespace), { signal });
   }
 
-  /** Lists all pages. */
-  async list<T extends KubeObject>(r: ResourceType, opts: ListOptions = {}): Promise<ObjectList<T>> {
+  /**
+   * Lists all pages (of at most 500 objects and LIST_PAGE_MAX_BYTES each). `transform` projects
+   * each object as its page arrives, so only the projections are held: a namespace's pods, say,
+   * may be as large as their writers made them.
+   */
+  async list<T extends KubeObject>(r: ResourceType, opts: ListOptions = {}, transform: (o: KubeObject) => T = (o) => o as T): Promise<ObjectList<T>> {
     const items: T[] = [];
-    let cont: string | undefined;
-    let rv: string | undefined;
-    do {
-      const page = await this.request<ObjectList<T>>('GET', collectionPath(r, opts.namespace), {
-        query: { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, limit: 500, continue: cont },
-        signal: opts.signal,
-      });
-      for (const item of page.items ?? []) items.push(describeItem(r, item));
-      cont = page.metadata?.continue || undefined;
-      rv = page.metadata?.resourceVersion;
-    } while (cont);
+    const query = { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
+    const label = r.group ? `${r.plural}.${r.group}` : r.plural;
+    const rv = await listPages(this, collectionPath(r, opts.namespace), query, new PageSizer(500), label, (page) => {
+      for (const item of page) items.push(transform(describeItem(r, item)));
+    }, opts.signal);
     return { metadata: { resourceVersion: rv }, items };
   }
 

@@ -10,6 +10,7 @@ import { objectKey } from './object-key.js';
 import { collectionPath, describeItem } from './resources.js';
 import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
+import { listPages, PageSizer } from '../client/paged-list.js';
 import { sleep } from '../controller/runnable.js';
 import type { WatchEvent } from './watch-stream.js';
 
@@ -40,15 +41,12 @@ export interface InformerOptions<T> {
   fieldSelector?: string;
   /** Project each object before it is cached, e.g. to drop managedFields or keep a few pod fields. */
   transform?: (obj: KubeObject) => T;
-  /** Page size of list calls (default listPageSize(resource)). */
+  /** Objects per list page at most (default DEFAULT_LIST_PAGE_SIZE). */
   pageSize?: number;
+  /** Bytes of one list page's answer at most (default LIST_PAGE_MAX_BYTES); fewer objects are asked for past them. */
+  pageBytes?: number;
   /** Retry backoff after a failed list or watch: first wait (jittered up to 2×) and cap. */
   backoff?: { startMs: number; maxMs: number };
-}
-
-interface ListResponse {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: KubeObject[] | null;
 }
 
 const relists = counter<'resource'>({
@@ -71,22 +69,10 @@ const cachedObjects = gauge<'resource'>({
  * Objects per list page. client-go's reflector lists from the watch cache in one response at
  * start-up (resourceVersion "0"); a consistent list is paged, and with pages of 500 a cache of
  * 100,000 volumes took 4.2-4.6 s to fill on the bench machine, against 1.8 s with pages of 5,000
- * (1.75 s unpaged). Pages stay bounded so one list answer never holds every object at once.
+ * (1.75 s unpaged). Pages stay bounded so one list answer never holds every object at once, and
+ * within LIST_PAGE_MAX_BYTES whatever the objects' writers made of them (PageSizer).
  */
 export const DEFAULT_LIST_PAGE_SIZE = 5000;
-
-/**
- * Events per list page. A page is held whole before its items are projected, and anyone who may
- * create Events in a namespace decides their size (up to about 1.5 MB each; slimEvent keeps a few
- * hundred bytes): 5,000 of those would be gigabytes, 32 are some 50 MB at worst. The loops list Events
- * of a few reasons only (field selectors), so a cluster's pages are few.
- */
-export const EVENT_LIST_PAGE_SIZE = 32;
-
-/** The page size of a resource's lists when the informer's options give none. */
-export function listPageSize(resource: ResourceType): number {
-  return resource.group === '' && resource.plural === 'events' ? EVENT_LIST_PAGE_SIZE : DEFAULT_LIST_PAGE_SIZE;
-}
 
 const BACKOFF_START_MS = 800;
 const BACKOFF_MAX_MS = 10_000;
@@ -118,6 +104,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   private synced = false;
   /** A list has completed before: the next one follows a gap in the history. */
   private listed = false;
+  /** Page sizes carry over from one list to the next, so a relist does not cut the same pages again. */
+  private readonly pages: PageSizer;
   private syncWaiters: (() => void)[] = [];
   private resourceVersion = '';
   private running?: Promise<void>;
@@ -135,6 +123,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   ) {
     this.label = resource.group ? `${resource.plural}.${resource.group}` : resource.plural;
     this.log = logger().child({ informer: this.label });
+    this.pages = new PageSizer(opts.pageSize ?? DEFAULT_LIST_PAGE_SIZE, opts.pageBytes);
   }
 
   addEventHandler(h: EventHandler<T>): void {
@@ -271,32 +260,16 @@ export class Informer<T extends KubeObject = KubeObject> {
   private async listAndReplace(signal: AbortSignal): Promise<void> {
     relists.inc({ resource: this.label });
     const askedAt = ++listSequence;
-    const path = collectionPath(this.resource, this.opts.namespace);
     const listed = new Map<string, T>();
-    let cont: string | undefined;
-    let rv = '';
-    do {
-      const page = await this.client.request<ListResponse>('GET', path, {
-        query: {
-          limit: this.opts.pageSize ?? listPageSize(this.resource),
-          continue: cont,
-          labelSelector: this.opts.labelSelector,
-          fieldSelector: this.opts.fieldSelector,
-        },
-        signal,
-      });
-      // An answer without the field (an empty body from a misbehaving proxy reads as {}) is no
-      // list: taken for an empty one, it would delete every cached object.
-      if (page.items === undefined) throw new Error(`list of ${this.label} answered without items`);
-      for (const raw of page.items ?? []) {
+    const query = { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector };
+    const rv = await listPages(this.client, collectionPath(this.resource, this.opts.namespace), query, this.pages, this.label, (items) => {
+      for (const raw of items) {
         const item = describeItem(this.resource, raw);
         if (this.rawObservers.length > 0) this.observeRaw(item);
         const obj = this.project(item);
         listed.set(objectKey(obj), obj);
       }
-      cont = page.metadata?.continue || undefined;
-      rv = page.metadata?.resourceVersion ?? rv;
-    } while (cont);
+    }, signal);
 
     // The list's place in the order of lists (listedAfter) holds from here on, before any handler
     // runs: one acting on the list's events, or on the gap, must see this list as the current one.

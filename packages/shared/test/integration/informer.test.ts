@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { EVENT_LIST_PAGE_SIZE, Informer, metricsRegistry, projectEvent, Resources } from '../../src/index.js';
-import type { Event, KubeClient, KubeObject } from '../../src/index.js';
+import { Informer, metricsRegistry, Resources } from '../../src/index.js';
+import type { KubeClient, KubeObject } from '../../src/index.js';
 import { createTestNamespace, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 
@@ -183,49 +183,6 @@ describe('Informer against a real kube-apiserver', function () {
       await behind.stop();
       behindClient.close();
       await proxy.stop();
-    }
-  });
-});
-
-describe('Informer of Events someone forged to be huge (anyone who may create Events in a namespace can)', function () {
-  this.timeout(120_000);
-
-  it('lists them in pages of EVENT_LIST_PAGE_SIZE and caches a few hundred bytes of each, the over-long names dropped', async function () {
-    const cp = await sharedControlPlane();
-    const admin = cp.adminClient();
-    const ns = await createTestNamespace(admin, 'big-events-');
-    // kube-apiserver accepts any length here (legacyValidateEvent checks only the namespace).
-    const forged = (i: number): Event => ({
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: `forged-${i}`, namespace: ns },
-      involvedObject: { kind: 'PersistentVolumeClaim', namespace: ns, name: `c${'x'.repeat(300_000)}`, uid: 'u'.repeat(100_000) },
-      reason: 'ProvisioningFailed',
-      type: 'Warning',
-      message: 'm'.repeat(50_000),
-    });
-    for (let i = 0; i < EVENT_LIST_PAGE_SIZE + 8; i++) await admin.create(Resources.events, forged(i));
-    const client = cp.adminClient();
-    const limits: unknown[] = [];
-    const request = client.request.bind(client);
-    client.request = <T>(method: string, path: string, opts?: Parameters<KubeClient['request']>[2]): Promise<T> => {
-      if (method === 'GET' && !opts?.query?.watch) limits.push(opts?.query?.limit);
-      return request<T>(method, path, opts);
-    };
-    const informer = new Informer<Event>(client, Resources.events, { namespace: ns, fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed', transform: projectEvent });
-    try {
-      informer.start();
-      await eventually(() => expect(informer.cache.list().length).to.equal(EVENT_LIST_PAGE_SIZE + 8), 60_000);
-      expect(limits.length, 'pages listed').to.be.at.least(2);
-      expect(limits.every((l) => l === EVENT_LIST_PAGE_SIZE)).to.equal(true);
-      for (const e of informer.cache.list()) {
-        expect(JSON.stringify(e).length).to.be.below(2048);
-        expect(e.involvedObject).to.deep.include({ kind: 'PersistentVolumeClaim', namespace: ns, name: undefined, uid: undefined });
-        expect(e.reason).to.equal('ProvisioningFailed');
-      }
-    } finally {
-      await informer.stop();
-      client.close();
     }
   });
 });

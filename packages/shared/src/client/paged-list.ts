@@ -1,0 +1,107 @@
+import { counter } from '../metrics/registry.js';
+import { logger } from '../logging/logger.js';
+import type { KubeObject } from '../informer/object-key.js';
+import { AnswerTooLargeError } from './http-transport.js';
+import type { KubeClient, QueryValue } from './kube-client.js';
+
+/**
+ * The most bytes of one list page read before it is parsed. A page is held whole (its bytes, the
+ * text and the parsed objects at once) before anything is projected, and the objects' writers
+ * decide its size: anyone who may create pods, claims or Events in a namespace can make each one
+ * about 1.5 MB (etcd's request limit), so a page of 5,000 could be gigabytes, past the manager's
+ * memory limit (256Mi) or V8's longest string. Volumes and claims as provisioners write them are
+ * about 1 KB each, so pages of 5,000 stay far below this.
+ */
+export const LIST_PAGE_MAX_BYTES = 16 * 1024 * 1024;
+
+const pagesCut = counter<'resource'>({
+  name: 'topovol_list_pages_cut_total',
+  help: 'List pages whose answer was larger than the page byte budget (16 MiB): cut off unparsed and asked for again with fewer objects, by resource. Objects someone made very large.',
+  labelNames: ['resource'],
+});
+
+/**
+ * How many objects the next page asks for. An answer past the byte budget halves the count and the
+ * page is asked for again (same continue token: the server allows a new limit on any page); a page
+ * read whole sizes the next one so that objects as large as its own fill half the budget, never
+ * more than the starting count. A page of one object is read whatever its size: etcd bounds it,
+ * and a list that can never finish would leave its informer unsynced for ever.
+ */
+export class PageSizer {
+  private count: number;
+
+  constructor(
+    readonly limit: number,
+    readonly maxBytes: number = LIST_PAGE_MAX_BYTES,
+  ) {
+    this.count = Math.max(1, limit);
+  }
+
+  /** Objects the next page asks for. */
+  get next(): number {
+    return this.count;
+  }
+
+  /** The byte budget of the next page, or undefined for a page of one object. */
+  get budget(): number | undefined {
+    return this.count > 1 ? this.maxBytes : undefined;
+  }
+
+  /** The page's answer was cut off at the budget. */
+  cut(): void {
+    this.count = Math.max(1, Math.floor(this.count / 2));
+  }
+
+  /** A page of `items` objects was read whole in `bytes`. */
+  read(bytes: number, items: number): void {
+    if (items === 0) return;
+    const perObject = Math.max(1, bytes / items);
+    this.count = Math.max(1, Math.min(this.limit, Math.floor(this.maxBytes / 2 / perObject)));
+  }
+}
+
+interface ListAnswer {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: KubeObject[] | null;
+}
+
+/**
+ * GETs every page of a collection, each within the sizer's byte budget, and hands each page's items
+ * to `onPage` before the next is asked for (so a caller keeps projections, not pages). Returns the
+ * list's resourceVersion. `label` names the resource in the metric and the log line.
+ */
+export async function listPages(
+  client: KubeClient,
+  path: string,
+  query: Record<string, QueryValue>,
+  sizer: PageSizer,
+  label: string,
+  onPage: (items: KubeObject[]) => void,
+  signal?: AbortSignal,
+): Promise<string> {
+  let cont: string | undefined;
+  let rv = '';
+  for (;;) {
+    let text: string;
+    try {
+      text = await client.requestText('GET', path, { query: { ...query, limit: sizer.next, continue: cont }, signal, maxBodyBytes: sizer.budget });
+    } catch (err) {
+      if (!(err instanceof AnswerTooLargeError)) throw err;
+      pagesCut.inc({ resource: label });
+      sizer.cut();
+      logger().info('list page over its byte budget; asking for fewer objects', { resource: label, maxBytes: err.maxBytes, limit: sizer.next });
+      continue;
+    }
+    const page = (text ? JSON.parse(text) : {}) as ListAnswer;
+    // An answer without the field (an empty body from a misbehaving proxy reads as {}) is no
+    // list: taken for an empty one, it would delete every cached object.
+    if (page.items === undefined) throw new Error(`list of ${label} answered without items`);
+    const items = page.items ?? [];
+    // Characters, not bytes: close enough to size the next page (a cut corrects any shortfall).
+    sizer.read(text.length, items.length);
+    onPage(items);
+    cont = page.metadata?.continue || undefined;
+    rv = page.metadata?.resourceVersion ?? rv;
+    if (!cont) return rv;
+  }
+}
