@@ -9,8 +9,14 @@ export const CSI_SOCKET_DIR = '/csi';
 
 type Json = Record<string, unknown>;
 
-/** The manager container's requests and limits (the Helm chart's default `resources`). */
-export const MANAGER_RESOURCES = { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } };
+/**
+ * The manager container's requests and limits (the Helm chart's default `resources`). The memory
+ * limit is what a cluster of some 10,000 volumes, claims and pods needs twice over
+ * (docs/benchmarks.md, "Memory with pods cached": 290 MiB at its peak, the start-up lists): a
+ * limit below a cluster's peak is a crash loop, each start listing again. kube-controller-manager
+ * sets none; docs/install.md says how to size it for larger clusters.
+ */
+export const MANAGER_RESOURCES = { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '500m', memory: '1Gi' } };
 
 export interface ManagerWorkload {
   kind: 'Deployment' | 'DaemonSet';

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
+import { repoRoot } from '@topovol/testing';
 import { csiDriverPlaceholder, HEALTH_PORT, MANAGER_IMAGE, managerArgs, managerWorkload, METRICS_PORT } from '../../src/index.js';
 import { MANAGER_FLAGS, parseManagerFlags } from '@topovol/shared';
 
@@ -58,6 +61,17 @@ describe('manifests: manager workloads (config/manager)', function () {
     expect(manager.securityContext).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
     expect(manager.resources.requests).to.have.keys('cpu', 'memory');
     expect(manager.resources.limits).to.have.keys('cpu', 'memory');
+  });
+
+  it("leaves the binder twice its measured peak memory at 10,000 volumes, claims and pods (a limit below it is a crash loop in such a cluster)", function () {
+    // hack/bench/results/pv-binder-pods-latest.json: the record behind docs/benchmarks.md's "Memory with pods cached".
+    const record = JSON.parse(readFileSync(path.join(repoRoot(), 'hack/bench/results/pv-binder-pods-latest.json'), 'utf8')) as { runs: { contender: string; n: number; pods: number; binder: { peakRssMiB: number } }[] };
+    const peaks = record.runs.filter((r) => r.contender === 'topovol' && r.n >= 10_000 && r.pods >= r.n).map((r) => r.binder.peakRssMiB);
+    expect(peaks, 'recorded Topovol runs').to.not.be.empty;
+    const limit = /^(\d+)(Mi|Gi)$/.exec(manager.resources.limits.memory ?? '');
+    expect(limit, 'memory limit in Mi or Gi').to.not.equal(null);
+    const limitMiB = Number(limit![1]) * (limit![2] === 'Gi' ? 1024 : 1);
+    expect(limitMiB).to.be.at.least(2 * Math.max(...peaks));
   });
 
   it('per-node DaemonSet: no replicas, no leader election, the node name from the downward API', function () {

@@ -9,7 +9,7 @@ import type { KubeClient, QueryValue } from './kube-client.js';
  * text and the parsed objects at once) before anything is projected, and the objects' writers
  * decide its size: anyone who may create pods, claims or Events in a namespace can make each one
  * about 1.5 MB (etcd's request limit), so a page of 5,000 could be gigabytes, past the manager's
- * memory limit (256Mi) or V8's longest string. Volumes and claims as provisioners write them are
+ * memory limit or V8's longest string. Volumes and claims as provisioners write them are
  * about 1 KB each, so pages of 5,000 stay far below this.
  */
 export const LIST_PAGE_MAX_BYTES = 16 * 1024 * 1024;
