@@ -61,15 +61,16 @@ export interface RecordedRequest {
 
 /**
  * The client, recording every request it makes (method and path) into `log`. Every public method
- * funnels through request(), so calling them with the proxy as `this` sees each exactly once.
+ * funnels through requestText() (request() on the target calls the target's own), so calling them
+ * with the proxy as `this` sees each exactly once.
  */
 export function recordingClient(client: KubeClient, log: RecordedRequest[]): KubeClient {
   return new Proxy(client, {
     get(target, prop, receiver) {
-      if (prop === 'request') {
+      if (prop === 'request' || prop === 'requestText') {
         return (method: string, path: string, opts?: unknown) => {
           log.push({ method, path: path.split('?')[0]! });
-          return target.request(method, path, opts as Parameters<KubeClient['request']>[2]);
+          return prop === 'request' ? target.request(method, path, opts as Parameters<KubeClient['request']>[2]) : target.requestText(method, path, opts as Parameters<KubeClient['requestText']>[2]);
         };
       }
       const v: unknown = Reflect.get(target, prop, receiver);

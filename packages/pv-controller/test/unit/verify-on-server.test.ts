@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { KubeApiError } from '@topovol/shared';
+import { KubeApiError, projectPod } from '@topovol/shared';
 import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, SelectedNodeConfirmation } from '../../src/binder/actions.js';
 import { placedPodRefuted, releaseRefuted, selectedNodeIssueRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
@@ -167,5 +167,26 @@ describe('verifyOnServer: a 404 that does not name the object', function () {
       () => expect.fail('a bare 404 confirmed the node gone'),
       (err: unknown) => expect(err).to.be.instanceOf(KubeApiError),
     );
+  });
+});
+
+describe("verifyOnServer: a namespace's pods", function () {
+  it('are listed projected as each page arrives (their writers decide their size), and still confirm a consumer', async function () {
+    const transforms: unknown[] = [];
+    const full: Pod = {
+      metadata: { name: 'p', namespace: 'ns', uid: 'uid-p', annotations: { pad: 'x'.repeat(100_000) } },
+      spec: { containers: [{ name: 'c', image: 'i', env: [{ name: 'PAD', value: 'y'.repeat(100_000) }] }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'c' } }] },
+      status: { phase: 'Pending' },
+    };
+    const client = {
+      list: (_r: unknown, _o: unknown, transform?: (o: Pod) => Pod) => {
+        transforms.push(transform);
+        return Promise.resolve({ items: [transform ? transform(full) : full] });
+      },
+    } as unknown as KubeClient;
+    const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
+    const refuted = await verifyOnServer(client, [{ kind: 'annotateClaim', claim: c, remove: ['volume.kubernetes.io/selected-node'], confirm: { issue: 'noConsumer', node: 'n1' } }]);
+    expect(transforms).to.deep.equal([projectPod]);
+    expect(refuted?.why).to.match(/has a pod that may use it after all/);
   });
 });

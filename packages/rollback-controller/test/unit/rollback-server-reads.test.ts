@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { KubeApiError } from '@topovol/shared';
-import type { KubeClient } from '@topovol/shared';
+import { KubeApiError, projectPod } from '@topovol/shared';
+import type { KubeClient, Pod } from '@topovol/shared';
 import { liveReads } from '../../src/rollback/rollback-server-reads.js';
 
 // The claim a rollback reads right before its delete: "gone" is taken as already deleted (recorded
@@ -29,5 +29,22 @@ describe('liveReads: the claim read before a delete', function () {
         (why) => expect.fail(`volumeUse answered ${String(why)}`),
         (e: unknown) => expect(e).to.equal(bare),
       );
+  });
+});
+
+describe("liveReads: a namespace's pods", function () {
+  it('are listed projected as each page arrives: their writers decide their size', async function () {
+    const transforms: unknown[] = [];
+    const full: Pod = { metadata: { name: 'p', namespace: 'ns', uid: 'u', annotations: { pad: 'x'.repeat(100_000) } }, spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'i' }] } };
+    const client = {
+      list: (_r: unknown, _o: unknown, transform?: (o: Pod) => Pod) => {
+        transforms.push(transform);
+        return Promise.resolve({ items: [transform ? transform(full) : full] });
+      },
+    } as unknown as KubeClient;
+    const [pod] = await liveReads(client, () => undefined).pods('ns');
+    expect(transforms).to.deep.equal([projectPod]);
+    expect(pod?.spec?.nodeName).to.equal('n1');
+    expect(pod?.metadata?.annotations).to.equal(undefined);
   });
 });

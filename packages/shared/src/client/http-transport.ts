@@ -93,6 +93,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         chunks.length = 0;
         const err = new AnswerTooLargeError(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}`, max);
         fail(err);
+        if (stream !== res) stream.destroy();
         r.destroy(err);
       });
       stream.on('error', fail);

@@ -94,6 +94,7 @@ export class KubeClient {
   private agent?: Promise<http.Agent>;
   private builtFor?: Readonly<Record<string, string | string[]>>;
   private readonly built = new Map<string, http.OutgoingHttpHeaders>();
+  private readonly listSizers = new Map<string, PageSizer>();
 
   private constructor(
     private readonly endpoint: ApiEndpoint,
@@ -257,7 +258,10 @@ export class KubeClient {
     const items: T[] = [];
     const query = { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
     const label = r.group ? `${r.plural}.${r.group}` : r.plural;
-    const rv = await listPages(this, collectionPath(r, opts.namespace), query, new PageSizer(500), label, (page) => {
+    // One sizer per resource, kept: a namespace of large pods is not cut again at every read.
+    let sizer = this.listSizers.get(label);
+    if (!sizer) this.listSizers.set(label, (sizer = new PageSizer(500)));
+    const rv = await listPages(this, collectionPath(r, opts.namespace), query, sizer, label, (page) => {
       for (const item of page) items.push(transform(describeItem(r, item)));
     }, opts.signal);
     return { metadata: { resourceVersion: rv }, items };

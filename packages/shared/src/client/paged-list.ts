@@ -9,14 +9,21 @@ import type { KubeClient, QueryValue } from './kube-client.js';
  * text and the parsed objects at once) before anything is projected, and the objects' writers
  * decide its size: anyone who may create pods, claims or Events in a namespace can make each one
  * about 1.5 MB (etcd's request limit), so a page of 5,000 could be gigabytes, past the manager's
- * memory limit or V8's longest string. Volumes and claims as provisioners write them are
- * about 1 KB each, so pages of 5,000 stay far below this.
+ * memory limit or V8's longest string. Volumes are about 1 KB each, so their pages of 5,000 stay
+ * far below this; pods of a few KB each are cut once or twice at each list.
  */
 export const LIST_PAGE_MAX_BYTES = 16 * 1024 * 1024;
 
+/**
+ * The most bytes of a page of one object. etcd stores an object of about 1.5 MB at most
+ * (`--max-request-bytes`), and its JSON, every character escaped, is six times that: no answer
+ * for one object is longer unless the server ignored the limit and sent more.
+ */
+export const ONE_OBJECT_MAX_BYTES = 64 * 1024 * 1024;
+
 const pagesCut = counter<'resource'>({
   name: 'topovol_list_pages_cut_total',
-  help: 'List pages whose answer was larger than the page byte budget (16 MiB): cut off unparsed and asked for again with fewer objects, by resource. Objects someone made very large.',
+  help: 'List pages whose answer was larger than the page byte budget (16 MiB): cut off unparsed and asked for again with fewer objects, by resource. A few at each list where objects are large (pods of many KB each); many at every list means someone made objects very large.',
   labelNames: ['resource'],
 });
 
@@ -24,8 +31,8 @@ const pagesCut = counter<'resource'>({
  * How many objects the next page asks for. An answer past the byte budget halves the count and the
  * page is asked for again (same continue token: the server allows a new limit on any page); a page
  * read whole sizes the next one so that objects as large as its own fill half the budget, never
- * more than the starting count. A page of one object is read whatever its size: etcd bounds it,
- * and a list that can never finish would leave its informer unsynced for ever.
+ * more than the starting count. A page of one object may be as large as ONE_OBJECT_MAX_BYTES:
+ * etcd bounds it, and a list that can never finish would leave its informer unsynced for ever.
  */
 export class PageSizer {
   private count: number;
@@ -34,7 +41,9 @@ export class PageSizer {
     readonly limit: number,
     readonly maxBytes: number = LIST_PAGE_MAX_BYTES,
   ) {
-    this.count = Math.max(1, limit);
+    if (!Number.isInteger(limit) || limit < 1) throw new Error(`list page size ${limit}: want a whole number of objects, at least 1`);
+    if (!Number.isFinite(maxBytes) || maxBytes < 1) throw new Error(`list page budget ${maxBytes}: want a number of bytes, at least 1`);
+    this.count = limit;
   }
 
   /** Objects the next page asks for. */
@@ -42,14 +51,16 @@ export class PageSizer {
     return this.count;
   }
 
-  /** The byte budget of the next page, or undefined for a page of one object. */
-  get budget(): number | undefined {
-    return this.count > 1 ? this.maxBytes : undefined;
+  /** The byte budget of the next page. */
+  get budget(): number {
+    return this.count > 1 ? this.maxBytes : Math.max(this.maxBytes, ONE_OBJECT_MAX_BYTES);
   }
 
-  /** The page's answer was cut off at the budget. */
-  cut(): void {
+  /** The page's answer was cut off at the budget; false when it was a page of one object already. */
+  cut(): boolean {
+    if (this.count === 1) return false;
     this.count = Math.max(1, Math.floor(this.count / 2));
+    return true;
   }
 
   /** A page of `items` objects was read whole in `bytes`. */
@@ -88,7 +99,7 @@ export async function listPages(
     } catch (err) {
       if (!(err instanceof AnswerTooLargeError)) throw err;
       pagesCut.inc({ resource: label });
-      sizer.cut();
+      if (!sizer.cut()) throw new Error(`list of ${label}: the answer for one object is over ${err.maxBytes} bytes (a server that ignores limit?)`, { cause: err });
       logger().info('list page over its byte budget; asking for fewer objects', { resource: label, maxBytes: err.maxBytes, limit: sizer.next });
       continue;
     }
@@ -97,8 +108,9 @@ export async function listPages(
     // list: taken for an empty one, it would delete every cached object.
     if (page.items === undefined) throw new Error(`list of ${label} answered without items`);
     const items = page.items ?? [];
-    // Characters, not bytes: close enough to size the next page (a cut corrects any shortfall).
-    sizer.read(text.length, items.length);
+    // Bytes, as the budget counts them: characters undercount text outside ASCII, and the next
+    // page would be cut again and again.
+    sizer.read(Buffer.byteLength(text), items.length);
     onPage(items);
     cont = page.metadata?.continue || undefined;
     rv = page.metadata?.resourceVersion ?? rv;
