@@ -1,6 +1,6 @@
 import { commonLabels, INSTALL_NAMESPACE, MANAGER_IMAGE } from './manifest.js';
 import type { Manifest } from './manifest.js';
-import { LABEL_HOSTNAME } from '@topovol/shared';
+import { LABEL_HOSTNAME, MANAGER_FLAGS, parseDuration } from '@topovol/shared';
 
 export const METRICS_PORT = 8080;
 export const HEALTH_PORT = 8081;
@@ -14,9 +14,11 @@ type Json = Record<string, unknown>;
  * limit is what a cluster of some 10,000 volumes, claims and pods needs twice over
  * (docs/benchmarks.md, "Memory with pods cached": 290 MiB at its peak, the start-up lists): a
  * limit below a cluster's peak is a crash loop, each start listing again. kube-controller-manager
- * sets none; docs/install.md says how to size it for larger clusters.
+ * sets none; docs/install.md says how to size it for larger clusters. The CPU request is a share
+ * that keeps the Lease renewed on a busy node (kubeadm requests 200m for kube-controller-manager,
+ * with no limit); 10m was the least weight a container can have.
  */
-export const MANAGER_RESOURCES = { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '500m', memory: '1Gi' } };
+export const MANAGER_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '1Gi' } };
 
 export interface ManagerWorkload {
   kind: 'Deployment' | 'DaemonSet';
@@ -81,12 +83,26 @@ function managerContainer(w: ManagerWorkload): Json {
       { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
       { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' },
     ],
-    livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, initialDelaySeconds: 15, periodSeconds: 20, failureThreshold: 3 },
-    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, initialDelaySeconds: 5, periodSeconds: 10 },
+    // As kubeadm probes kube-controller-manager (cmd/kubeadm/app/util/staticpod/utils.go): the
+    // probes are answered on the event loop that also parses list pages and collects garbage, so
+    // a slow answer under CPU contention must not restart a pod that is merely busy.
+    livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, initialDelaySeconds: 10, timeoutSeconds: 15, periodSeconds: 10, failureThreshold: 8 },
+    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, initialDelaySeconds: 5, timeoutSeconds: 5, periodSeconds: 10 },
     resources: MANAGER_RESOURCES,
     securityContext: RESTRICTED_CONTAINER_SECURITY,
     volumeMounts: mounts,
   };
+}
+
+/**
+ * Longer than the manager's own deadline: on SIGTERM it waits --shutdown-timeout for reconciles,
+ * then up to 5 s more for Events and the Lease release, then exits anyway. A SIGKILL before that
+ * leaves the Lease held, and the standby waits out its duration.
+ */
+export function gracePeriodSeconds(args: readonly string[]): number {
+  const flag = args.findLast((a) => a.startsWith('--shutdown-timeout='));
+  const ms = flag ? parseDuration(flag.slice('--shutdown-timeout='.length)) : Number(MANAGER_FLAGS.find((f) => f.name === 'shutdown-timeout')!.default);
+  return Math.ceil(ms / 1000) + 10;
 }
 
 /** A Deployment or DaemonSet running the manager image with the given loops. */
@@ -99,8 +115,7 @@ export function managerWorkload(w: ManagerWorkload): Manifest {
   const podSpec: Json = {
     serviceAccountName: w.serviceAccountName,
     securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
-    // Longer than the manager's default --shutdown-timeout (30s), so in-flight reconciles drain.
-    terminationGracePeriodSeconds: 40,
+    terminationGracePeriodSeconds: gracePeriodSeconds(managerArgs(w)),
     containers: [managerContainer(w), ...(w.sidecars ?? [])],
     volumes,
   };

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { repoRoot } from '@topovol/testing';
-import { csiDriverPlaceholder, HEALTH_PORT, MANAGER_IMAGE, managerArgs, managerWorkload, METRICS_PORT } from '../../src/index.js';
+import { csiDriverPlaceholder, gracePeriodSeconds, HEALTH_PORT, MANAGER_IMAGE, managerArgs, managerWorkload, METRICS_PORT } from '../../src/index.js';
 import { MANAGER_FLAGS, parseManagerFlags } from '@topovol/shared';
 
 interface Container {
@@ -61,6 +61,17 @@ describe('manifests: manager workloads (config/manager)', function () {
     expect(manager.securityContext).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
     expect(manager.resources.requests).to.have.keys('cpu', 'memory');
     expect(manager.resources.limits).to.have.keys('cpu', 'memory');
+  });
+
+  it('gives every pod longer to stop than the manager takes: its --shutdown-timeout, 5 s for Events and the Lease, and a margin', function () {
+    const grace = (args?: string[]): number => {
+      const w = managerWorkload({ kind: 'Deployment', name: 'x', component: 'pv-binder', serviceAccountName: 'sa', controllers: 'pv-binder', leaderElect: true, args }) as unknown as { spec: { template: { spec: { terminationGracePeriodSeconds: number } } } };
+      return w.spec.template.spec.terminationGracePeriodSeconds;
+    };
+    // manager.ts exits at --shutdown-timeout + 5 s whatever is still running.
+    expect(grace()).to.be.above(30 + 5);
+    expect(grace(['--shutdown-timeout=2m'])).to.be.above(120 + 5);
+    expect(grace(['--shutdown-timeout=90s', '--shutdown-timeout=45s'])).to.equal(gracePeriodSeconds(['--shutdown-timeout=45s'])).and.above(45 + 5);
   });
 
   it("leaves the binder twice its measured peak memory at 10,000 volumes, claims and pods (a limit below it is a crash loop in such a cluster)", function () {

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CounterConfiguration, GaugeConfiguration, HistogramConfiguration } from 'prom-client';
 
@@ -7,6 +8,18 @@ import type { CounterConfiguration, GaugeConfiguration, HistogramConfiguration }
  */
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
+
+// What nodejs_heap_size_used_bytes is to be read against. Node sizes the heap from the container's
+// memory limit, at about half of it, and exits ("JavaScript heap out of memory") at this bound
+// while the container's working set is still well below its limit (docs/install.md, "Memory and CPU").
+new Gauge({
+  name: 'topovol_heap_limit_bytes',
+  help: "V8's heap size limit: the process exits when its heap reaches it. Node sets it to about half the container's memory limit unless --max-old-space-size says otherwise.",
+  registers: [metricsRegistry],
+  collect() {
+    this.set(getHeapStatistics().heap_size_limit);
+  },
+});
 
 // Metric families are created once per process and shared by every instance that labels them
 // (as client-go's global metrics providers do), so creating two queues or two controllers never
