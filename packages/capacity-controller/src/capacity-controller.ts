@@ -1,6 +1,7 @@
 import { Controller, projectEvent, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, Runnable, StorageClass } from '@topovol/shared';
-import { CsiClient, withCsiRetry } from '@topovol/shared/csi';
+import { CsiClient } from '@topovol/shared/csi';
+import { connectToDriver } from './source/connect-driver.js';
 import { F, readCapacityFlags } from './capacity-flags.js';
 import type { CapacityFlags } from './capacity-flags.js';
 import { capacityKeyString, SYNC } from './capacity-key.js';
@@ -18,15 +19,15 @@ import { CapacityStatusWriter } from './status/index.js';
 export const CAPACITY_CONTROLLER = 'capacity';
 export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
 
-/** Connects to the driver, waiting for it (a sidecar may start first), and learns its name. */
+/** Connects to the driver, waiting for it as long as it takes (connectToDriver), and learns its name. */
 async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi: CsiClient; driverName: string }> {
   const csi = new CsiClient(flags.csiAddress, { timeoutMs: flags.timeoutMs });
-  const info = await withCsiRetry(() => csi.getPluginInfo(), {
-    attempts: 20,
-    initialDelayMs: 250,
-    maxDelayMs: 5_000,
-    retryable: () => true,
-    onRetry: (err, attempt) => env.log.info('waiting for the CSI driver', { address: flags.csiAddress, attempt, error: String(err) }),
+  const info = await connectToDriver(csi, {
+    onRetry: (err, attempt) => {
+      const why = `waiting for the CSI driver at ${flags.csiAddress}: ${String(err)}`;
+      env.setupProgress(why);
+      env.log.info('waiting for the CSI driver', { address: flags.csiAddress, attempt, error: String(err) });
+    },
   });
   const driverName = flags.driverName || info.name;
   if (!driverName) throw new Error(`the CSI driver at ${flags.csiAddress} reports no name; give --${F.driverName}`);

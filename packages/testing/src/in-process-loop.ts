@@ -42,7 +42,7 @@ export class InProcessLoop {
     const options = parseManagerFlags(args, d.flags ?? []);
     const informers = new InformerFactory(client);
     const events = new EventRecorder(client, d.eventComponent ?? `topovol-${d.name}`, 'test', options.dryRun);
-    const runnables = new RunnableGroup(runnablesOf(await d.setup({ client, informers, events, options, log: logger() })));
+    const runnables = new RunnableGroup(runnablesOf(await d.setup({ client, informers, events, options, log: logger(), setupProgress: () => undefined })));
     const abort = new AbortController();
     informers.start();
     const running = informers.waitForSync(abort.signal).then(() => runnables.start(opts.standby !== true));

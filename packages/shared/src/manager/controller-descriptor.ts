@@ -22,6 +22,11 @@ export interface ControllerEnv {
   events: EventRecorder;
   options: ManagerOptions;
   log: Logger;
+  /**
+   * What a setup that takes long is waiting for (e.g. its CSI driver, and why not yet): the loop's
+   * readiness check says `setting up: <detail>` until the setup returns.
+   */
+  setupProgress(detail: string): void;
 }
 
 /**

@@ -204,8 +204,9 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     const started = Date.now();
     const own = new InformerScope(informers);
     let setUp = false;
+    let progress = '';
     http.addReadyzCheck(`loop-${name}`, () => {
-      if (!setUp) return 'setting up';
+      if (!setUp) return progress ? `setting up: ${progress}` : 'setting up';
       const waiting = own.unsynced();
       if (waiting.length === 0) return undefined;
       const late = Date.now() - started > opts.cacheSyncTimeoutMs;
@@ -215,7 +216,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     // A runnable whose work ended with an error leaves its loop dead, and (on the leader) its Lease
     // held, so no replica would do that work: the process stops, releasing its Leases, and exits
     // 1 for its pod to be restarted (controller-runtime's manager returns the first runnable error).
-    const runnables = new RunnableGroup(runnablesOf(await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }) })), (r, err) => {
+    const runnables = new RunnableGroup(runnablesOf(await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }), setupProgress: (d) => void (progress = d) })), (r, err) => {
       log.error('controller stopped with an error; exiting', { controller: name, runnable: r.name, error: errorMessage(err) });
       void shutdown(1, `${name}: ${r.name} stopped with an error`);
     });

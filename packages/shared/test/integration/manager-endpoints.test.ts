@@ -75,7 +75,7 @@ describe('manager HTTP endpoints: /metrics and /readyz', function () {
     await eventually(async () => expect((await httpGet(m.probePort, '/healthz')).status).to.equal(200), 60_000);
     const r = await httpGet(m.probePort, '/readyz?verbose');
     expect(r.status).to.equal(500);
-    expect(r.body).to.match(/\[-\]loop-stuck failed: setting up/);
+    expect(r.body).to.match(/\[-\]loop-stuck failed: setting up: waiting for the fixture, which never comes/);
     await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
     await eventually(async () => expect((await admin.get<KubeObject>(Resources.configMaps, 'cm', ns)).metadata?.annotations?.['test.topovol.dev/reconciled-by']).to.be.a('string'), 60_000);
   });

@@ -1,0 +1,32 @@
+import { withCsiRetry } from '@topovol/shared/csi';
+import type { PluginInfo } from '@topovol/shared/csi';
+
+/** What connecting needs of a CSI client: its plugin info. */
+export interface PluginInfoSource {
+  getPluginInfo(): Promise<PluginInfo>;
+}
+
+export interface ConnectOptions {
+  /** First pause between tries, doubled up to maxDelayMs (defaults 250 ms and 10 s). */
+  initialDelayMs?: number;
+  maxDelayMs?: number;
+  /** Called before each pause: what failed and which try it was. */
+  onRetry?: (err: unknown, attempt: number) => void;
+}
+
+/**
+ * Asks the driver for its plugin info until it answers, however long that takes: a sidecar may
+ * start before its driver, and a socket this process may not open (the driver's own user and
+ * mode) or a wrong --csi-address only an operator can fix. external-provisioner waits the same
+ * way (kubernetes-csi/csi-lib-utils, connection.Connect: "Still connecting"); giving up and
+ * exiting only turned the wait into a crash loop, each restart starting over.
+ */
+export function connectToDriver(csi: PluginInfoSource, opts: ConnectOptions = {}): Promise<PluginInfo> {
+  return withCsiRetry(() => csi.getPluginInfo(), {
+    attempts: Infinity,
+    initialDelayMs: opts.initialDelayMs ?? 250,
+    maxDelayMs: opts.maxDelayMs ?? 10_000,
+    retryable: () => true,
+    onRetry: (err, attempt) => opts.onRetry?.(err, attempt),
+  });
+}

@@ -1,0 +1,16 @@
+import { expect } from 'chai';
+import { connectToDriver } from '../../src/source/connect-driver.js';
+
+describe('connectToDriver', function () {
+  it('waits for the driver however many tries it takes (no give-up that would turn into a crash loop), reporting each failure', async function () {
+    let calls = 0;
+    const csi = {
+      getPluginInfo: () => (++calls <= 60 ? Promise.reject(new Error('connect EACCES /csi/csi.sock')) : Promise.resolve({ name: 'driver.example.com', vendorVersion: '1', manifest: {} })),
+    };
+    const retries: number[] = [];
+    const info = await connectToDriver(csi, { initialDelayMs: 1, maxDelayMs: 2, onRetry: (err, attempt) => (expect(String(err)).to.contain('EACCES'), retries.push(attempt)) });
+    expect(info.name).to.equal('driver.example.com');
+    expect(calls).to.equal(61);
+    expect(retries).to.deep.equal(Array.from({ length: 60 }, (_, i) => i + 1));
+  });
+});
