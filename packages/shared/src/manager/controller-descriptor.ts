@@ -26,7 +26,7 @@ export interface ControllerEnv {
    * What a setup that takes long is waiting for (e.g. its CSI driver, and why not yet): the loop's
    * readiness check says `setting up: <detail>` until the setup returns.
    */
-  setupProgress(detail: string): void;
+  setupProgress: (detail: string) => void;
 }
 
 /**
