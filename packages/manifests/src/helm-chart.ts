@@ -6,7 +6,7 @@ import { GENERATED_HEADER, namespaceObject } from './install-files.js';
 import { INSTALL_NAMESPACE, MANAGER_IMAGE } from './manifest.js';
 import type { Manifest } from './manifest.js';
 import { ALL_IN_ONE_NAME, allInOneIdentity, clusterRole, controllerIdentity, controllerObjectName } from './rbac-objects.js';
-import { csiDriverPlaceholder, managerWorkload, METRICS_PORT } from './workloads.js';
+import { csiDriverPlaceholder, disruptionBudget, managerWorkload, METRICS_PORT } from './workloads.js';
 import type { ManagerWorkload } from './workloads.js';
 
 export interface HelmChartInput {
@@ -159,7 +159,7 @@ export function renderHelmChart(input: HelmChartInput): Record<string, string> {
   for (const d of standalone) {
     const name = controllerObjectName(d);
     const w = chartWorkload(t, { kind: 'Deployment', name, component: d.name, serviceAccountName: name, controllers: d.name, leaderElect: true });
-    files[`${DIR}/templates/manager/${d.name}.yaml`] = templateFile(t, [w], `and (not .Values.allInOne) ${enabledExpr(d)}`, `${d.name}: ${d.description}.`);
+    files[`${DIR}/templates/manager/${d.name}.yaml`] = templateFile(t, [w, disruptionBudget(w)], `and (not .Values.allInOne) ${enabledExpr(d)}`, `${d.name}: ${d.description}.`);
   }
   const allInOne = chartWorkload(t, {
     kind: 'Deployment',
@@ -169,12 +169,12 @@ export function renderHelmChart(input: HelmChartInput): Record<string, string> {
     controllers: t.value('include "topovol.allInOneControllers" .'),
     leaderElect: true,
   });
-  files[`${DIR}/templates/manager/all-in-one.yaml`] = templateFile(t, [allInOne], 'and .Values.allInOne (include "topovol.allInOneControllers" .)');
+  files[`${DIR}/templates/manager/all-in-one.yaml`] = templateFile(t, [allInOne, disruptionBudget(allInOne)], 'and .Values.allInOne (include "topovol.allInOneControllers" .)');
   const [perNode, sidecar] = capacityWorkloads(t, capacity);
   const capValues = `.Values.controllers.${valuesKey(capacity)}`;
   files[`${DIR}/templates/manager/${capacity.name}.yaml`] =
     `{{/* ${GENERATED_HEADER} */}}\n{{- if ${capValues}.enabled }}\n{{- if ${capValues}.perNode }}\n` +
-    `${t.yaml([withValues(t, perNode!)])}\n{{- else }}\n${t.yaml([withValues(t, sidecar!)])}\n{{- end }}\n{{- end }}\n`;
+    `${t.yaml([withValues(t, perNode!)])}\n{{- else }}\n${t.yaml([withValues(t, sidecar!), withValues(t, disruptionBudget(sidecar!))])}\n{{- end }}\n{{- end }}\n`;
 
   for (const rel of kustomizationResources(input, 'config/admission')) {
     files[`${DIR}/templates/admission/${rel.slice('config/admission/'.length)}`] = templateFile(t, configObjects(input, rel));

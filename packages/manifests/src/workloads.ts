@@ -137,6 +137,23 @@ export function managerWorkload(w: ManagerWorkload): Manifest {
   };
 }
 
+/**
+ * A Deployment's PodDisruptionBudget: one replica at a time may be evicted (a drain, a cluster
+ * autoscaler scale-down), so both are never gone at once and the standby can take the Lease. With
+ * one replica a drain still proceeds. The pods' own topology spread is only a preference (a
+ * one-node cluster must still run both), so a node can hold both replicas.
+ */
+export function disruptionBudget(workload: Manifest): Manifest {
+  const { name, namespace, labels } = workload.metadata;
+  const spec = workload.spec as { selector: Json };
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: { name, namespace, labels },
+    spec: { maxUnavailable: 1, selector: spec.selector },
+  };
+}
+
 /** The CSI driver image the capacity examples run until the user names the real one. */
 export const CSI_DRIVER_PLACEHOLDER_IMAGE = 'registry.example.com/csi-driver:replace-me';
 

@@ -20,6 +20,24 @@ describe('manifests: the generated file set', function () {
     }
   });
 
+  it('every Deployment has a PodDisruptionBudget next to it: one of its pods evicted at a time, matching exactly its pods', function () {
+    type Doc = { kind: string; metadata: { name: string; namespace: string }; spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number; template?: { metadata: { labels: Record<string, string> } } } };
+    let deployments = 0;
+    for (const [p, text] of Object.entries(files).filter(([p]) => p.endsWith('.yaml'))) {
+      const docs = loadAll(text) as Doc[];
+      for (const d of docs.filter((x) => x?.kind === 'Deployment')) {
+        deployments++;
+        const pdb = docs.find((x) => x.kind === 'PodDisruptionBudget' && x.metadata.name === d.metadata.name);
+        expect(pdb, `${p}: ${d.metadata.name}`).to.not.equal(undefined);
+        expect(pdb!.metadata.namespace).to.equal(d.metadata.namespace);
+        expect(pdb!.spec.maxUnavailable).to.equal(1);
+        expect(pdb!.spec.selector).to.deep.equal(d.spec.selector);
+        for (const [k, v] of Object.entries(pdb!.spec.selector.matchLabels)) expect(d.spec.template!.metadata.labels[k], k).to.equal(v);
+      }
+    }
+    expect(deployments).to.be.at.least(3);
+  });
+
   it('every kustomization resource is a generated file or a directory with a kustomization', function () {
     const handWritten = new Set(['config/crd', 'config/admission']);
     for (const [p, text] of Object.entries(files).filter(([p]) => p.endsWith('kustomization.yaml'))) {

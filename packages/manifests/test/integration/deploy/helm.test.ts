@@ -41,7 +41,7 @@ function expectSameObjects(actual: KubeObject[], expected: KubeObject[], what: s
   for (const [k, o] of e) expect(a.get(k), `${what}: ${k}`).to.deep.equal(o);
 }
 
-const isWorkload = (o: KubeObject): boolean => o.kind === 'Deployment' || o.kind === 'DaemonSet';
+const isWorkload = (o: KubeObject): boolean => o.kind === 'Deployment' || o.kind === 'DaemonSet' || o.kind === 'PodDisruptionBudget';
 const isRbac = (o: KubeObject): boolean => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? '');
 
 // The Helm chart and dist/install.yaml: both are rendered from
