@@ -24,7 +24,8 @@ async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi:
   const csi = new CsiClient(flags.csiAddress, { timeoutMs: flags.timeoutMs });
   const info = await connectToDriver(csi, {
     onRetry: (err, attempt) => {
-      const why = `waiting for the CSI driver at ${flags.csiAddress}: ${String(err)}`;
+      // One line of bounded length in /readyz, whatever the driver's error says.
+      const why = `waiting for the CSI driver at ${flags.csiAddress}: ${String(err).replace(/\s+/g, ' ').slice(0, 300)}`;
       env.setupProgress(why);
       env.log.info('waiting for the CSI driver', { address: flags.csiAddress, attempt, error: String(err) });
     },

@@ -16,7 +16,7 @@ type Json = Record<string, unknown>;
  * limit below a cluster's peak is a crash loop, each start listing again. kube-controller-manager
  * sets none; docs/install.md says how to size it for larger clusters. The CPU request is a share
  * that keeps the Lease renewed on a busy node (kubeadm requests 200m for kube-controller-manager,
- * with no limit); 10m was the least weight a container can have.
+ * with no limit); 10m weighed almost nothing against the node's other pods.
  */
 export const MANAGER_RESOURCES = { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '1Gi' } };
 
@@ -97,11 +97,17 @@ function managerContainer(w: ManagerWorkload): Json {
 /**
  * Longer than the manager's own deadline: on SIGTERM it waits --shutdown-timeout for reconciles,
  * then up to 5 s more for Events and the Lease release, then exits anyway. A SIGKILL before that
- * leaves the Lease held, and the standby waits out its duration.
+ * leaves the Lease held, and the standby waits out its duration. Only the args rendered here are
+ * read: a --shutdown-timeout patched in later needs terminationGracePeriodSeconds patched with it.
  */
 export function gracePeriodSeconds(args: readonly string[]): number {
-  const flag = args.findLast((a) => a.startsWith('--shutdown-timeout='));
-  const ms = flag ? parseDuration(flag.slice('--shutdown-timeout='.length)) : Number(MANAGER_FLAGS.find((f) => f.name === 'shutdown-timeout')!.default);
+  let value: string | undefined;
+  for (let i = 0; i < args.length && args[i] !== '--'; i++) {
+    const a = args[i]!;
+    if (a.startsWith('--shutdown-timeout=')) value = a.slice('--shutdown-timeout='.length);
+    else if (a === '--shutdown-timeout') value = args[++i];
+  }
+  const ms = value !== undefined ? parseDuration(value) : Number(MANAGER_FLAGS.find((f) => f.name === 'shutdown-timeout')!.default);
   return Math.ceil(ms / 1000) + 10;
 }
 
@@ -150,7 +156,9 @@ export function disruptionBudget(workload: Manifest): Manifest {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
     metadata: { name, namespace, labels },
-    spec: { maxUnavailable: 1, selector: spec.selector },
+    // Pods not ready (a loop waiting for its driver or its caches) may always be evicted: with the
+    // default policy two unready replicas would block every drain of their nodes for ever.
+    spec: { maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: spec.selector },
   };
 }
 

@@ -21,7 +21,7 @@ describe('manifests: the generated file set', function () {
   });
 
   it('every Deployment has a PodDisruptionBudget next to it: one of its pods evicted at a time, matching exactly its pods', function () {
-    type Doc = { kind: string; metadata: { name: string; namespace: string }; spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number; template?: { metadata: { labels: Record<string, string> } } } };
+    type Doc = { kind: string; metadata: { name: string; namespace: string }; spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number; unhealthyPodEvictionPolicy?: string; template?: { metadata: { labels: Record<string, string> } } } };
     let deployments = 0;
     for (const [p, text] of Object.entries(files).filter(([p]) => p.endsWith('.yaml'))) {
       const docs = loadAll(text) as Doc[];
@@ -31,6 +31,8 @@ describe('manifests: the generated file set', function () {
         expect(pdb, `${p}: ${d.metadata.name}`).to.not.equal(undefined);
         expect(pdb!.metadata.namespace).to.equal(d.metadata.namespace);
         expect(pdb!.spec.maxUnavailable).to.equal(1);
+        // Unready replicas (a loop waiting for its driver) must never block a drain.
+        expect(pdb!.spec.unhealthyPodEvictionPolicy).to.equal('AlwaysAllow');
         expect(pdb!.spec.selector).to.deep.equal(d.spec.selector);
         for (const [k, v] of Object.entries(pdb!.spec.selector.matchLabels)) expect(d.spec.template!.metadata.labels[k], k).to.equal(v);
       }

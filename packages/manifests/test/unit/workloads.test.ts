@@ -72,6 +72,9 @@ describe('manifests: manager workloads (config/manager)', function () {
     expect(grace()).to.be.above(30 + 5);
     expect(grace(['--shutdown-timeout=2m'])).to.be.above(120 + 5);
     expect(grace(['--shutdown-timeout=90s', '--shutdown-timeout=45s'])).to.equal(gracePeriodSeconds(['--shutdown-timeout=45s'])).and.above(45 + 5);
+    // The flag parser's other spelling, and nothing after "--".
+    expect(gracePeriodSeconds(['--shutdown-timeout', '1m30s'])).to.be.above(90 + 5);
+    expect(gracePeriodSeconds(['--', '--shutdown-timeout=5m'])).to.equal(gracePeriodSeconds([]));
   });
 
   it("leaves the binder twice its measured peak memory at 10,000 volumes, claims and pods (a limit below it is a crash loop in such a cluster)", function () {

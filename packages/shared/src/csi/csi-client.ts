@@ -51,7 +51,10 @@ export class CsiClient {
     this.target = csiGrpcTarget(endpoint);
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.services = csiServices();
-    this.client = new Client(this.target, credentials.createInsecure());
+    // Reconnect to a driver that went away every second at most, as csi-lib-utils' connection.Connect
+    // does (backoff MaxDelay 1 s): grpc-js's default grows to 120 s, and a driver that came back would
+    // go unseen for up to two minutes, calls failing at once meanwhile.
+    this.client = new Client(this.target, credentials.createInsecure(), { 'grpc.max_reconnect_backoff_ms': 1000 });
   }
 
   /** Resolves once the socket is connected; rejects with UNAVAILABLE if it is not within timeoutMs. */
