@@ -27,6 +27,6 @@ export function connectToDriver(csi: PluginInfoSource, opts: ConnectOptions = {}
     initialDelayMs: opts.initialDelayMs ?? 250,
     maxDelayMs: opts.maxDelayMs ?? 10_000,
     retryable: () => true,
-    onRetry: (err, attempt) => opts.onRetry?.(err, attempt),
+    onRetry: opts.onRetry,
   });
 }

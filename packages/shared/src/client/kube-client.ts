@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
 import { KubeApiError } from './errors.js';
-import { collectionPath, describeItem } from '../informer/resources.js';
+import { collectionPath, describeItem, resourceLabel } from '../informer/resources.js';
 import type { ResourceType } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
 import type { ApiEndpoint } from './endpoint.js';
@@ -257,7 +257,7 @@ export class KubeClient {
   async list<T extends KubeObject>(r: ResourceType, opts: ListOptions = {}, transform: (o: KubeObject) => T = (o) => o as T): Promise<ObjectList<T>> {
     const items: T[] = [];
     const query = { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
-    const label = r.group ? `${r.plural}.${r.group}` : r.plural;
+    const label = resourceLabel(r);
     // One sizer per resource, kept: a namespace of large pods is not cut again at every read.
     let sizer = this.listSizers.get(label);
     if (!sizer) this.listSizers.set(label, (sizer = new PageSizer(500)));

@@ -7,7 +7,7 @@ import { IndexedCache } from './indexed-cache.js';
 import type { IndexFunc } from './indexed-cache.js';
 import type { KubeObject } from './object-key.js';
 import { objectKey } from './object-key.js';
-import { collectionPath, describeItem } from './resources.js';
+import { collectionPath, describeItem, resourceLabel } from './resources.js';
 import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
 import { listPages, PageSizer } from '../client/paged-list.js';
@@ -121,7 +121,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     readonly resource: ResourceType,
     private readonly opts: InformerOptions<T> = {},
   ) {
-    this.label = resource.group ? `${resource.plural}.${resource.group}` : resource.plural;
+    this.label = resourceLabel(resource);
     this.log = logger().child({ informer: this.label });
     this.pages = new PageSizer(opts.pageSize ?? DEFAULT_LIST_PAGE_SIZE, opts.pageBytes);
   }

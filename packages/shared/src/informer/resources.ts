@@ -11,6 +11,11 @@ export interface ResourceType {
 }
 
 /** The collection path, e.g. /api/v1/pods or /apis/storage.k8s.io/v1/namespaces/ns/csistoragecapacities. */
+/** `plural` or `plural.group`: how log lines, metrics and readiness messages name a resource. */
+export function resourceLabel(r: ResourceType): string {
+  return r.group ? `${r.plural}.${r.group}` : r.plural;
+}
+
 export function collectionPath(r: ResourceType, namespace?: string): string {
   const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
   const ns = r.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
