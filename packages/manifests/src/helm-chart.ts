@@ -63,15 +63,34 @@ function withValues(t: Templating, o: object): object {
   });
 }
 
-/** A config/manager workload with the image, replicas, resources and metrics port from values. */
-function chartWorkload(t: HelmTemplateText, w: ManagerWorkload): Manifest {
+/**
+ * A config/manager workload with values for the image, replicas, resources, metrics port, extra
+ * manager flags and where its pods may run. The per-node DaemonSet takes its node selector and
+ * tolerations from the capacity loop's values (it runs where the driver's node plugin runs).
+ */
+function chartWorkload(t: HelmTemplateText, w: ManagerWorkload, daemonSetValues?: string): Manifest {
   const m = managerWorkload(w);
   const c = container(m, 'manager');
   c.imagePullPolicy = t.value('.Values.image.pullPolicy | quote');
   c.resources = t.block('.Values.resources');
   c.args = (c.args as string[]).map((a) => (a === `--metrics-bind-address=:${METRICS_PORT}` ? `--metrics-bind-address=:${t.value('.Values.metrics.port')}` : a));
+  (c.args as string[]).push(t.lines('{{- range .Values.extraArgs }}\n- {{ . | quote }}\n{{- end }}'));
   for (const p of c.ports as Json[]) if (p.name === 'metrics') p.containerPort = t.scalar('.Values.metrics.port');
   if (w.kind === 'Deployment') (m.spec as Json).replicas = t.scalar('.Values.replicas');
+  const template = (m.spec as { template: { metadata: Json; spec: Json } }).template;
+  template.metadata.annotations = t.optionalBlock('.Values.podAnnotations');
+  const pod = template.spec;
+  pod.terminationGracePeriodSeconds = t.scalar('.Values.terminationGracePeriodSeconds');
+  pod.priorityClassName = t.optionalBlock('.Values.priorityClassName');
+  if (w.kind === 'DaemonSet') {
+    if (!daemonSetValues) throw new Error(`${w.name}: a DaemonSet needs its values key`);
+    pod.nodeSelector = t.optionalBlock(`${daemonSetValues}.nodeSelector`);
+    pod.tolerations = t.optionalBlock(`${daemonSetValues}.tolerations`);
+  } else {
+    pod.nodeSelector = t.optionalBlock('.Values.nodeSelector');
+    pod.tolerations = t.optionalBlock('.Values.tolerations');
+    pod.affinity = t.optionalBlock('.Values.affinity');
+  }
   return m;
 }
 
@@ -99,7 +118,7 @@ function capacityWorkloads(t: HelmTemplateText, capacity: ControllerDescriptor):
       leaderElect: false,
       args: [`--csi-address=${csi}`, '--capacity-node-name=$(NODE_NAME)', '--capacity-ownerref-level=0', driverName],
       sidecars: [driver('csi-node-driver', ['--mode=node', '--node-id=$(NODE_NAME)'])],
-    }),
+    }, `${v}.daemonSet`),
     chartWorkload(t, {
       kind: 'Deployment',
       name,

@@ -7,6 +7,8 @@ import { dump } from 'js-yaml';
  *  - value(expr): a scalar. Alone in a YAML scalar the whole scalar (quotes included) becomes
  *    `{{ expr }}`, so numbers stay numbers; inside a longer string only the marker is replaced.
  *  - block(expr): a mapping/sequence value: `key: <marker>` becomes `key:` + toYaml at the indent.
+ *  - optionalBlock(expr): as block, but the key is left out when the value is empty (Helm's `with`),
+ *    so a default of nothing renders no key at all, as the plain manifests have it.
  *  - lines(text): a sequence item replaced by raw template lines (e.g. an optional arg), indented
  *    as the item was.
  * Braces already in the objects (Prometheus alert templates) are escaped first, so Helm prints
@@ -16,6 +18,7 @@ export class HelmTemplateText {
   private readonly values: string[] = [];
   private readonly blocks: string[] = [];
   private readonly lineSets: string[] = [];
+  private readonly optionalBlocks: string[] = [];
 
   value(expr: string): string {
     return `@@v${this.values.push(expr) - 1}@@`;
@@ -28,6 +31,10 @@ export class HelmTemplateText {
 
   block(expr: string): unknown {
     return `@@b${this.blocks.push(expr) - 1}@@`;
+  }
+
+  optionalBlock(expr: string): unknown {
+    return `@@o${this.optionalBlocks.push(expr) - 1}@@`;
   }
 
   lines(text: string): string {
@@ -46,6 +53,9 @@ export class HelmTemplateText {
         this.lineSets[Number(i)]!.split('\n')
           .map((l) => indent + l)
           .join('\n'),
+      )
+      .replace(/^( *)([^\s:][^:]*): "?@@o(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) =>
+        [`{{- with ${this.optionalBlocks[Number(i)]!} }}`, `${key}:`, `  {{- toYaml . | nindent ${indent.length + 2} }}`, '{{- end }}'].map((l) => indent + l).join('\n'),
       )
       .replace(/^( *)([^\s:][^:]*): "?@@b(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) => {
         return `${indent}${key}:\n${indent}  {{- toYaml ${this.blocks[Number(i)]!} | nindent ${indent.length + 2} }}`;

@@ -2,7 +2,7 @@ import { dump } from 'js-yaml';
 import type { ControllerDescriptor } from '@topovol/shared';
 import { GENERATED_HEADER } from './install-files.js';
 import { INSTALL_NAMESPACE, MANAGER_IMAGE_NAME, MANAGER_IMAGE_TAG } from './manifest.js';
-import { CSI_DRIVER_PLACEHOLDER_IMAGE, CSI_SOCKET_DIR, MANAGER_RESOURCES, METRICS_PORT } from './workloads.js';
+import { CSI_DRIVER_PLACEHOLDER_IMAGE, CSI_SOCKET_DIR, gracePeriodSeconds, LINUX_NODE_SELECTOR, MANAGER_RESOURCES, METRICS_PORT, PER_NODE_TOLERATIONS } from './workloads.js';
 
 export const CHART_NAME = 'topovol';
 export const CSI_SOCKET_PATH = `${CSI_SOCKET_DIR}/csi.sock`;
@@ -85,10 +85,34 @@ ${capacity ? `  # ${capacity.name}: ${capacity.description}.
     driver:
       image: ${CSI_DRIVER_PLACEHOLDER_IMAGE}
       extraArgs: []
+    # perNode only: where the DaemonSet runs. Match the driver's node plugin, which usually
+    # tolerates every taint; a node without the instance has no capacity published.
+    daemonSet:
+      nodeSelector:
+${yamlBlock(LINUX_NODE_SELECTOR, 8)}
+      tolerations:
+${yamlBlock(PER_NODE_TOLERATIONS, 8)}
 ` : ''}
 # The manager container's resources (every workload).
 resources:
 ${yamlBlock(MANAGER_RESOURCES, 2)}
+
+# More manager flags for every workload (docs/reference/flags.md), e.g. --kube-api-qps=50.
+# A --shutdown-timeout past 30s needs terminationGracePeriodSeconds raised with it (timeout + 10 s):
+# a pod killed before the manager exits leaves its Lease held until it expires.
+extraArgs: []
+terminationGracePeriodSeconds: ${gracePeriodSeconds([])}
+
+# Where the Deployments' pods run (the per-node DaemonSet: controllers.capacity.daemonSet).
+# Helm merges maps: to drop the default selector, set kubernetes.io/os to null.
+nodeSelector:
+${yamlBlock(LINUX_NODE_SELECTOR, 2)}
+tolerations: []
+affinity: {}
+# Every pod's priority class, e.g. system-cluster-critical where the cluster admits it in the
+# install namespace (docs/install.md, "Memory and CPU").
+priorityClassName: ""
+podAnnotations: {}
 
 metrics:
   # The manager's /metrics port (--metrics-bind-address), named "metrics" in every pod.

@@ -111,6 +111,17 @@ export function gracePeriodSeconds(args: readonly string[]): number {
   return Math.ceil(ms / 1000) + 10;
 }
 
+/** The image is built for Linux only; on a cluster with Windows nodes a pod must not land there. */
+export const LINUX_NODE_SELECTOR = { 'kubernetes.io/os': 'linux' };
+
+/**
+ * The per-node capacity DaemonSet runs wherever the CSI driver's node plugin runs, and node plugins
+ * tolerate every taint (a control-plane node, nodes a cluster keeps for some workloads) so that
+ * volumes there stay usable: without this the DaemonSet skips tainted nodes, and capacity on them
+ * is never published.
+ */
+export const PER_NODE_TOLERATIONS = [{ operator: 'Exists' }];
+
 /** A Deployment or DaemonSet running the manager image with the given loops. */
 export function managerWorkload(w: ManagerWorkload): Manifest {
   const namespace = w.namespace ?? INSTALL_NAMESPACE;
@@ -122,9 +133,11 @@ export function managerWorkload(w: ManagerWorkload): Manifest {
     serviceAccountName: w.serviceAccountName,
     securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
     terminationGracePeriodSeconds: gracePeriodSeconds(managerArgs(w)),
+    nodeSelector: LINUX_NODE_SELECTOR,
     containers: [managerContainer(w), ...(w.sidecars ?? [])],
     volumes,
   };
+  if (w.kind === 'DaemonSet') podSpec.tolerations = PER_NODE_TOLERATIONS;
   if (w.kind === 'Deployment') {
     // Spread the standby away from the leader's node where possible.
     podSpec.topologySpreadConstraints = [

@@ -9,6 +9,11 @@ describe('manifests: Helm template text', function () {
     { name: 'a value inside a longer string replaces only the marker', build: (t) => ({ image: `${t.value('.Values.image.repository')}:${t.value('.Values.image.tag')}` }), want: 'image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"' },
     { name: 'a value as a list item', build: (t) => ({ args: ['--a', t.value('.Values.arg')] }), want: 'args:\n  - "--a"\n  - {{ .Values.arg }}' },
     { name: 'a block becomes toYaml at the right indent', build: (t) => ({ spec: { template: { resources: t.block('.Values.resources') } } }), want: 'spec:\n  template:\n    resources:\n      {{- toYaml .Values.resources | nindent 6 }}' },
+    {
+      name: 'an optional block renders its key only when the value is not empty (Helm `with`)',
+      build: (t) => ({ spec: { template: { tolerations: t.optionalBlock('.Values.tolerations'), x: 1 } } }),
+      want: 'spec:\n  template:\n    {{- with .Values.tolerations }}\n    tolerations:\n      {{- toYaml . | nindent 6 }}\n    {{- end }}\n    x: 1',
+    },
     { name: 'lines replace a list item, indented as the item was', build: (t) => ({ args: ['--a', t.lines('{{- if .Values.x }}\n- --x\n{{- end }}')] }), want: 'args:\n  - "--a"\n  {{- if .Values.x }}\n  - --x\n  {{- end }}' },
     { name: 'literal braces (alert templates) are escaped so Helm prints them', build: () => ({ summary: '{{ $labels.pod }} is down' }), want: 'summary: "{{ "{{" }} $labels.pod }} is down"' },
   ];

@@ -18,6 +18,8 @@ interface Container {
 }
 interface PodSpec {
   serviceAccountName: string;
+  nodeSelector?: Record<string, string>;
+  tolerations?: { operator?: string; key?: string; effect?: string }[];
   securityContext: Record<string, unknown>;
   containers: Container[];
 }
@@ -104,6 +106,15 @@ describe('manifests: manager workloads (config/manager)', function () {
     expect(mgr!.args).to.include.members(['--leader-elect=false', '--capacity-node-name=$(NODE_NAME)']);
     expect(mgr!.args.some((a) => a.startsWith('--leader-elect-namespace'))).to.equal(false);
     expect(driver!.name).to.equal('csi-node-driver');
+    // It runs where the driver's node plugin runs: node plugins tolerate every taint, and a node
+    // left without the instance never has its capacity published.
+    expect(ds.spec.template.spec.tolerations).to.deep.equal([{ operator: 'Exists' }]);
+    expect(ds.spec.template.spec.nodeSelector).to.deep.equal({ 'kubernetes.io/os': 'linux' });
+  });
+
+  it('runs on Linux nodes only (the image is built for Linux), tolerating no taint of its own choosing', function () {
+    expect(pod.nodeSelector).to.deep.equal({ 'kubernetes.io/os': 'linux' });
+    expect(pod.tolerations).to.equal(undefined);
   });
 
   it('managerArgs lists the common flags first, then the loop\'s own', function () {

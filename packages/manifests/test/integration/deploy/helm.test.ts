@@ -205,4 +205,60 @@ describe('charts/topovol and dist/install.yaml against the real kube-apiserver',
     const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy') as unknown as { spec: { matchConditions: { expression: string }[] } };
     expect(policy.spec.matchConditions[0]!.expression).to.contain("'system:serviceaccount:storage-ops:topovol-rollback'");
   });
+
+  it('where pods run and extra flags reach every workload; the per-node DaemonSet follows the driver, and the API server accepts it all', async function () {
+    type Pod = { metadata: { annotations?: Record<string, string> }; spec: Record<string, unknown> & { containers: { name: string; args: string[] }[] } };
+    type Workload = { kind: string; metadata: { name: string }; spec: { template: Pod } };
+    const workloadsOf = (objects: KubeObject[]): Workload[] => objects.filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet') as unknown as Workload[];
+    const tolerations = [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }];
+    const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'storage-ops', operator: 'In', values: ['true'] }] }] } } };
+    const chosen = {
+      nodeSelector: { 'kubernetes.io/arch': 'amd64' },
+      tolerations,
+      affinity,
+      priorityClassName: 'system-cluster-critical',
+      podAnnotations: { 'example.com/team': 'storage' },
+      extraArgs: ['--kube-api-qps=50', '--shutdown-timeout=60s'],
+      terminationGracePeriodSeconds: 70,
+    };
+    const daemonSet = { nodeSelector: { 'storage.example.com/plugin': 'true' }, tolerations: [{ key: 'storage', operator: 'Exists' }] };
+    const cases: { allInOne: boolean; values: object }[] = [
+      { allInOne: false, values: { ...everyLoop, ...chosen } },
+      { allInOne: true, values: { ...everyLoopAllInOne, ...chosen, controllers: { ...everyLoopAllInOne.controllers, capacity: { enabled: true, perNode: true, daemonSet } } } },
+    ];
+    for (const { allInOne, values } of cases) {
+      const { text, objects } = await template(values);
+      const workloads = workloadsOf(objects);
+      expect(workloads.length).to.be.at.least(2);
+      for (const w of workloads) {
+        const pod = w.spec.template;
+        expect(pod.metadata.annotations, w.metadata.name).to.deep.equal(chosen.podAnnotations);
+        expect(pod.spec.priorityClassName, w.metadata.name).to.equal('system-cluster-critical');
+        expect(pod.spec.terminationGracePeriodSeconds, w.metadata.name).to.equal(70);
+        const manager = pod.spec.containers.find((c) => c.name === 'manager')!;
+        expect(manager.args.slice(-2), w.metadata.name).to.deep.equal(chosen.extraArgs);
+        if (w.kind === 'DaemonSet') {
+          expect(pod.spec.nodeSelector).to.deep.equal({ 'kubernetes.io/os': 'linux', ...daemonSet.nodeSelector });
+          expect(pod.spec.tolerations).to.deep.equal(daemonSet.tolerations);
+          expect(pod.spec.affinity).to.equal(undefined);
+        } else {
+          // Helm merges maps: the default kubernetes.io/os stays beside the chosen key.
+          expect(pod.spec.nodeSelector, w.metadata.name).to.deep.equal({ 'kubernetes.io/os': 'linux', ...chosen.nodeSelector });
+          expect(pod.spec.tolerations, w.metadata.name).to.deep.equal(tolerations);
+          expect(pod.spec.affinity, w.metadata.name).to.deep.equal(affinity);
+        }
+      }
+      expect(workloads.some((w) => w.kind === 'DaemonSet')).to.equal(allInOne);
+      await expectDryRunAccepts(text, `helm-scheduling-${allInOne ? 'all-in-one' : 'each'}`);
+    }
+    // The defaults: Linux nodes, no priority class, no annotations, no extra flags; the DaemonSet
+    // tolerates every taint, as a driver's node plugin does.
+    const defaults = workloadsOf((await template(everyLoopAllInOne)).objects);
+    for (const w of defaults) {
+      expect(w.spec.template.spec.nodeSelector).to.deep.equal({ 'kubernetes.io/os': 'linux' });
+      expect(w.spec.template.spec).to.not.have.any.keys('priorityClassName', 'affinity');
+      expect(w.spec.template.metadata.annotations).to.equal(undefined);
+      expect(w.spec.template.spec.tolerations).to.deep.equal(w.kind === 'DaemonSet' ? [{ operator: 'Exists' }] : undefined);
+    }
+  });
 });
