@@ -119,11 +119,53 @@ export function formatReport(r: BenchRun): string {
   return out.join('\n');
 }
 
-/** Writes hack/bench/results/rollback-<date>.txt and returns its path. */
-export function recordReport(dir: string, text: string, date: Date): string {
+/**
+ * What docs/benchmarks.md reads of a run (hack/bench/results/rollback-latest.json); the text report
+ * beside it has every detail. Seconds are after t0, the ProvisioningFailed Event.
+ */
+export interface RollbackRecord {
+  benchmark: 'rollback';
+  date: string;
+  machine: string;
+  versions: string[];
+  managerArgs: string[];
+  /** The text report's file name, in the same directory. */
+  report: string;
+  runs: { run: number; outcome: StoryResult['outcome']; seconds: Partial<Record<keyof Milestones, number>> }[];
+  twin?: { outcome: StoryResult['outcome']; refusedSeconds?: number; rollbackSeconds?: number; watched?: string };
+}
+
+export function rollbackRecord(r: BenchRun, report: string): RollbackRecord {
+  const seconds = (s: StoryResult): Partial<Record<keyof Milestones, number>> => {
+    const t0 = s.at.failed;
+    if (t0 === undefined) return {};
+    return Object.fromEntries(Object.entries(s.at).flatMap(([k, v]) => (typeof v === 'number' ? [[k, Math.round(v - t0) / 1000]] : [])));
+  };
+  const twin = r.stories.find((s) => s.kind === 'twin');
+  const twinSeconds = twin ? seconds(twin) : {};
+  return {
+    benchmark: 'rollback',
+    date: r.date.toISOString(),
+    machine: r.machine,
+    versions: r.versions,
+    managerArgs: r.managerArgs,
+    report,
+    runs: r.stories.filter((s) => s.kind === 'rollback').map((s) => ({ run: s.run, outcome: s.outcome, seconds: seconds(s) })),
+    ...(twin
+      ? { twin: { outcome: twin.outcome, ...(twinSeconds.refused !== undefined ? { refusedSeconds: twinSeconds.refused } : {}), ...(twinSeconds.rollback !== undefined ? { rollbackSeconds: twinSeconds.rollback } : {}), ...(r.twinWindowNote ? { watched: r.twinWindowNote } : {}) } }
+      : {}),
+  };
+}
+
+/**
+ * Writes hack/bench/results/rollback-<date>.txt, and rollback-latest.json beside it (which
+ * docs/benchmarks.md is rendered from), and returns the text file's path.
+ */
+export function recordReport(dir: string, text: string, run: BenchRun): string {
   mkdirSync(dir, { recursive: true });
-  const stamp = date.toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = run.date.toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z');
   const file = path.join(dir, `rollback-${stamp}.txt`);
   writeFileSync(file, `${text}\n`);
+  writeFileSync(path.join(dir, 'rollback-latest.json'), `${JSON.stringify(rollbackRecord(run, path.basename(file)), null, 2)}\n`);
   return file;
 }

@@ -13,6 +13,7 @@ import { benchHelp, parseBenchFlags } from './bench-flags.js';
 import type { RollbackBenchOptions } from './bench-flags.js';
 import { startCluster } from './bench-cluster.js';
 import { formatReport, recordReport } from './bench-report.js';
+import type { BenchRun } from './bench-report.js';
 import { runStory } from './story.js';
 import type { StoryResult } from './story.js';
 
@@ -66,10 +67,11 @@ async function main(argv: string[]): Promise<number> {
   configureLogging('warn', 'text');
   const date = new Date();
   const { stories, commandLines, twinWindowNote } = await runAll(opts);
-  const text = formatReport({ date, machine: machineLine(), versions: await versions(), managerArgs: opts.managerArgs, commandLines, stories, twinWindowNote });
+  const run: BenchRun = { date, machine: machineLine(), versions: await versions(), managerArgs: opts.managerArgs, commandLines, stories, ...(twinWindowNote ? { twinWindowNote } : {}) };
+  const text = formatReport(run);
   process.stdout.write(`\n${text}\n`);
   if (opts.record) {
-    const file = recordReport(path.join(repoRoot(), 'hack', 'bench', 'results'), text, date);
+    const file = recordReport(path.join(repoRoot(), 'hack', 'bench', 'results'), text, run);
     process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)}\n`);
   }
   return stories.some((s) => s.outcome === 'no-story') ? 1 : 0;
