@@ -7,10 +7,18 @@ import type { SelectedNodeIssue } from './selected-node-checks.js';
  * claim's selected-node: a cache that lags (a node not yet seen, labels or pods not yet updated)
  * must never be the reason it goes.
  */
-export type SelectedNodeConfirmation =
+export type SelectedNodeProblem =
   | { issue: 'gone'; node: string }
   | { issue: 'notAllowed'; node: string; allowedTopologies: NonNullable<StorageClass['allowedTopologies']> }
   | { issue: 'noConsumer'; node: string };
+
+/**
+ * A selected-node problem as its removal must find it on the server, and `quietSince` (ms since the
+ * epoch): no `Provisioning` Event of the claim's provisioner may be newer than that there either
+ * (-Infinity: none at all). The decision read both from caches; an Events watch that lags would
+ * otherwise hide a CreateVolume under way.
+ */
+export type SelectedNodeConfirmation = SelectedNodeProblem & { quietSince: number };
 
 /**
  * The pod placed with spec.nodeName (bypassing the scheduler) that a binding or a selected node is

@@ -90,3 +90,16 @@ export function observeBind(mode: string, seconds: number): void {
 export function countBind(result: 'bound' | 'conflict' | 'error'): void {
   binds.inc({ result });
 }
+
+/** What a live read before a guarded write confirms (verify-on-server.ts). */
+export type ServerCheck = 'release' | 'selected_node' | 'placed_pod';
+
+const refuted = counter<'check'>({
+  name: 'topovol_pv_binder_refuted_by_server_total',
+  help: "Writes the binder planned on its caches and did not send because the server's objects refuted them (verify-on-server): release (the claim still exists), selected_node (the node, a pod or the provisioner's activity), placed_pod (the pod gone or moved). A steady rise means the caches lag the server.",
+  labelNames: ['check'],
+});
+
+export function countRefuted(check: ServerCheck): void {
+  refuted.inc({ check });
+}

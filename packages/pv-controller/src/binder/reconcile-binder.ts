@@ -4,7 +4,7 @@ import type { BinderAction } from './actions.js';
 import type { BinderActuator } from './actuator.js';
 import type { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
-import { countBind, observeBind } from './binder-metrics.js';
+import { countBind, countRefuted, observeBind } from './binder-metrics.js';
 import { claimClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
@@ -127,6 +127,9 @@ export class BinderReconciler {
   private async run(actions: BinderAction[]): Promise<void> {
     const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions);
     await this.d.actuator.run(refuted ? actions.slice(0, refuted.index) : actions);
-    if (refuted) throw new StaleViewError(refuted.why);
+    if (refuted) {
+      countRefuted(refuted.check);
+      throw new StaleViewError(refuted.why);
+    }
   }
 }

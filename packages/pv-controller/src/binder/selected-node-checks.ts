@@ -1,7 +1,7 @@
 import { ANN_SELECTED_NODE, claimNamesOfPod, isPodTerminated, nodeSelectorMatches } from '@topovol/shared';
 import type { Node, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { event } from './actions.js';
-import type { BinderAction, SelectedNodeConfirmation } from './actions.js';
+import type { BinderAction, SelectedNodeConfirmation, SelectedNodeProblem } from './actions.js';
 import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 
@@ -40,7 +40,7 @@ export function someConsumerFits(pods: Pod[], claim: PersistentVolumeClaim, sele
   return pods.some((p) => p.metadata?.namespace === claim.metadata?.namespace && claimNamesOfPod(p).includes(name) && isLivePod(p) && (!p.spec?.nodeName || p.spec.nodeName === selected));
 }
 
-function findIssue(claim: PersistentVolumeClaim, selected: string, sc: StorageClass | undefined, world: BinderWorld): SelectedNodeConfirmation | undefined {
+function findIssue(claim: PersistentVolumeClaim, selected: string, sc: StorageClass | undefined, world: BinderWorld): SelectedNodeProblem | undefined {
   const node = world.node(selected);
   if (!node) return { issue: 'gone', node: selected };
   if (sc?.allowedTopologies?.length && !allowedTopologiesMatch(sc.allowedTopologies, node)) return { issue: 'notAllowed', node: selected, allowedTopologies: sc.allowedTopologies };
@@ -49,7 +49,7 @@ function findIssue(claim: PersistentVolumeClaim, selected: string, sc: StorageCl
   return undefined;
 }
 
-function stripEvent(claim: PersistentVolumeClaim, found: SelectedNodeConfirmation, cls: string, world: BinderWorld): BinderAction {
+function stripEvent(claim: PersistentVolumeClaim, found: SelectedNodeProblem, cls: string, world: BinderWorld): BinderAction {
   const node = found.node;
   switch (found.issue) {
     case 'gone':
@@ -74,8 +74,8 @@ function stripEvent(claim: PersistentVolumeClaim, found: SelectedNodeConfirmatio
  * binder leaves such a claim stuck. Topovol removes the annotation, but only when the same problem
  * with the same node has been seen for the whole grace period, the external provisioner has shown
  * no activity on the claim (its per-attempt `Provisioning` Event) ever, or for a node that is gone
- * for the grace period, and the loop has re-read the node (or the namespace's pods) from the
- * server: a cache that lags is never enough.
+ * for the grace period, and the loop has re-read the node (or the namespace's pods) and the
+ * claim's Provisioning Events from the server: a cache that lags is never enough.
  * The caller has already ruled out a volume pre-bound to the claim (provisioning that finished).
  * Returns the actions to take now: remember the problem, wait, or remove the annotation.
  */
@@ -100,5 +100,7 @@ export function checkSelectedNode(claim: PersistentVolumeClaim, selected: string
   const since = Math.max(same ? remembered.since : now, activity ?? -Infinity);
   const left = since + grace - now;
   if (left > 0) return [...actions, { kind: 'requeueAfter', ms: left }];
-  return [...actions, { kind: 'annotateClaim', claim, remove: [ANN_SELECTED_NODE], confirm: found }, stripEvent(claim, found, sc?.metadata?.name ?? '', world)];
+  // The server's Events must agree: none newer than the grace for a node that is gone, none at all otherwise.
+  const confirm: SelectedNodeConfirmation = { ...found, quietSince: found.issue === 'gone' ? now - grace : -Infinity };
+  return [...actions, { kind: 'annotateClaim', claim, remove: [ANN_SELECTED_NODE], confirm }, stripEvent(claim, found, sc?.metadata?.name ?? '', world)];
 }

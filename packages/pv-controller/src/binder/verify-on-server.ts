@@ -1,7 +1,9 @@
-import { getIfPresent, projectPod, Resources } from '@topovol/shared';
-import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { eventsAbout, getIfPresent, projectPod, Resources, slimEvent } from '@topovol/shared';
+import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
+import type { ServerCheck } from './binder-metrics.js';
 import { releasedWhenClaimBoundElsewhere } from './decide-volume.js';
+import { eventTime } from './provisioning-events.js';
 import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-node-checks.js';
 
 /**
@@ -9,16 +11,17 @@ import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-
  * (hands the volume to its reclaim policy, perhaps deletion), a selected-node's removal (the claim
  * is provisioned afresh elsewhere), and a binding or a selected node for a pod placed with
  * spec.nodeName (the volume is pinned to that pod's node). No write precondition on the object
- * written can express "the claim is gone", "the node is gone" or "the pod is gone", so the glue
- * reads those facts from the server first.
+ * written can express "the claim is gone", "the node is gone", "the pod is gone" or "no provisioner
+ * is at work on the claim", so the glue reads those facts from the server first.
  */
 type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' } | { kind: 'bindVolume' }>;
 
 /** What the server has, read for one guarded action. */
 export type ServerView =
   | { kind: 'claim'; claim: PersistentVolumeClaim | undefined }
-  | { kind: 'node'; node: Node | undefined }
-  | { kind: 'pods'; pods: Pod[] }
+  /** A selected-node removal: the node or the namespace's pods, and the claim's Provisioning Events. */
+  | { kind: 'node'; node: Node | undefined; provisioning: Event[] }
+  | { kind: 'pods'; pods: Pod[]; provisioning: Event[] }
   | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
@@ -44,9 +47,18 @@ export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeC
   return undefined;
 }
 
-/** The selected-node problem, on the server's node (or the namespace's pods). Why it is not there, or undefined. */
+/**
+ * The selected-node problem, on the server's node (or the namespace's pods), with no provisioning
+ * on the server since `quietSince`: a Provisioning Event the cache had not seen (its Events watch
+ * behind, or relisting) means a CreateVolume may be running on that node. Why it is not so, or undefined.
+ */
 export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: SelectedNodeConfirmation, view: ServerView): string | undefined {
   const stillThere = `${claim.metadata?.namespace}/${claim.metadata?.name}: selected node "${confirm.node}"`;
+  const provisioning = view.kind === 'node' || view.kind === 'pods' ? eventsAbout(view.provisioning, claim).filter((e) => e.involvedObject?.uid === claim.metadata?.uid) : [];
+  const latest = Math.max(-Infinity, ...provisioning.map(eventTime));
+  if (provisioning.length > 0 && latest > confirm.quietSince) {
+    return `${stillThere} is being provisioned on the server (a Provisioning Event of ${new Date(latest).toISOString()} the cache had not seen); keeping it`;
+  }
   if (confirm.issue === 'noConsumer') {
     return view.kind === 'pods' && someConsumerFits(view.pods, claim, confirm.node) ? `${stillThere} has a pod that may use it after all; keeping it` : undefined;
   }
@@ -99,21 +111,32 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
     ]);
     return { kind: 'pod', pod, claim };
   }
+  if (a.kind !== 'annotateClaim') throw new Error(`no server read for ${a.kind}`);
+  const claim = a.claim.metadata;
+  // The claim's own Provisioning Events, as the cache indexes them (binder-controller.ts), slim:
+  // anyone who may create Events in the namespace decides their size.
+  const provisioning = client
+    .list<Event>(Resources.events, { namespace: claim?.namespace, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,involvedObject.uid=${claim?.uid ?? ''}` }, slimEvent)
+    .then((l) => l.items);
   // Projected as each page arrives: a namespace's pods are as large as their writers made them.
-  if (g.read === 'pods') return { kind: 'pods', pods: (await client.list<Pod>(Resources.pods, { namespace: a.kind === 'annotateClaim' ? a.claim.metadata?.namespace : undefined }, projectPod)).items };
-  return { kind: 'node', node: await getIfPresent<Node>(client, Resources.nodes, a.kind === 'annotateClaim' ? (a.confirm?.node ?? '') : '') };
+  if (g.read === 'pods') {
+    const [pods, events] = await Promise.all([client.list<Pod>(Resources.pods, { namespace: claim?.namespace }, projectPod), provisioning]);
+    return { kind: 'pods', pods: pods.items, provisioning: events };
+  }
+  const [node, events] = await Promise.all([getIfPresent<Node>(client, Resources.nodes, a.confirm?.node ?? ''), provisioning]);
+  return { kind: 'node', node, provisioning: events };
 }
 
 /**
  * Reads from the server what the plan's guarded actions rest on. The first action the server
  * refutes, by its place in the plan and why, or undefined when every guarded action is confirmed.
  */
-export async function verifyOnServer(client: KubeClient, actions: BinderAction[]): Promise<{ index: number; why: string } | undefined> {
+export async function verifyOnServer(client: KubeClient, actions: BinderAction[]): Promise<{ index: number; why: string; check: ServerCheck } | undefined> {
   for (const [index, a] of actions.entries()) {
     const g = guardOf(a);
     if (!g) continue;
     const why = refutation(g.action, await read(client, g));
-    if (why) return { index, why };
+    if (why) return { index, why, check: g.read === 'placedPod' ? 'placed_pod' : g.read === 'claim' ? 'release' : 'selected_node' };
   }
   return undefined;
 }

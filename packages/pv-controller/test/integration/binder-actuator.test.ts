@@ -62,13 +62,13 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
   it('keeps a selected node that the cache does not know but the server has', async function () {
     await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName('here') } });
     const claim = await selectedClaim(nodeName('here'));
-    expect(await refused(strip(claim, { issue: 'gone', node: nodeName('here') }))).to.match(/exists after all/);
+    expect(await refused(strip(claim, { issue: 'gone', node: nodeName('here'), quietSince: -Infinity }))).to.match(/exists after all/);
     expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('here'));
   });
 
   it('removes a selected node the server does not have either', async function () {
     const claim = await selectedClaim(nodeName('nowhere'));
-    expect(await apply(strip(claim, { issue: 'gone', node: nodeName('nowhere') }))).to.equal(undefined);
+    expect(await apply(strip(claim, { issue: 'gone', node: nodeName('nowhere'), quietSince: -Infinity }))).to.equal(undefined);
     expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined);
   });
 
@@ -76,10 +76,10 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
     await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName('zoned'), labels: { zone: 'a' } } });
     const claim = await selectedClaim(nodeName('zoned'));
     const allowedTopologies = [{ matchLabelExpressions: [{ key: 'zone', values: ['a'] }] }];
-    expect(await refused(strip(claim, { issue: 'notAllowed', node: nodeName('zoned'), allowedTopologies }))).to.match(/allowed after all/);
+    expect(await refused(strip(claim, { issue: 'notAllowed', node: nodeName('zoned'), allowedTopologies, quietSince: -Infinity }))).to.match(/allowed after all/);
     expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('zoned'));
     // Not allowed on the server too: removed.
-    expect(await apply(strip(claim, { issue: 'notAllowed', node: nodeName('zoned'), allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['b'] }] }] }))).to.equal(undefined);
+    expect(await apply(strip(claim, { issue: 'notAllowed', node: nodeName('zoned'), allowedTopologies: [{ matchLabelExpressions: [{ key: 'zone', values: ['b'] }] }], quietSince: -Infinity }))).to.equal(undefined);
     expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined);
   });
 
@@ -91,7 +91,7 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
       metadata: { name: 'p', namespace: ns },
       spec: { nodeSelector: { 'topovol.dev/nowhere': 'true' }, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'c' } }] },
     });
-    expect(await refused(strip(claim, { issue: 'noConsumer', node: nodeName('here') }))).to.match(/may use it after all/);
+    expect(await refused(strip(claim, { issue: 'noConsumer', node: nodeName('here'), quietSince: -Infinity }))).to.match(/may use it after all/);
     expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('here'));
   });
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { Event, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { createTestNamespace, describeRuleNecessity, pollUntil } from '@topovol/testing';
+import { createTestNamespace, describeRuleNecessity, metricSum, pollUntil } from '@topovol/testing';
 import type { NecessityScenario } from '@topovol/testing';
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
 import { deleteNow, provisioningAttempt, pv, pvc, RunningBinder } from './binder-harness.js';
@@ -86,9 +86,12 @@ const binderScenario: NecessityScenario = async (client, admin) => {
 /**
  * The external provisioner's Provisioning Events, watched: a claim whose provisioning is under way
  * (attempts every 500 ms, all after the start) keeps its selected-node past
- * --stale-selected-node-grace while an idle one loses it (binder-stale-selected-node.test.ts).
- * Without the events watch the binder sees no attempt and clears both.
+ * --stale-selected-node-grace while an idle one loses it (binder-stale-selected-node.test.ts),
+ * and the binder never even plans to clear it. Without the events watch it sees no attempt in its
+ * cache and plans to clear both; the server's Events refute busy's removal (verify-on-server.ts),
+ * which the refutation counter shows.
  */
+const REFUTED = 'topovol_pv_binder_refuted_by_server_total';
 const staleScenario: NecessityScenario = async (client, admin) => {
   const ns = await createTestNamespace(admin, 'rbac-stale-');
   const cls = `${ns}-late`;
@@ -108,13 +111,14 @@ const staleScenario: NecessityScenario = async (client, admin) => {
     }
   };
   let attempts: Promise<void> = Promise.resolve();
+  const refutedBefore = await metricSum(REFUTED, { check: 'selected_node' });
   const reached = (async () => {
     await loop.listed();
     attempts = runAttempts();
     await pollUntil(async () => expect(await selected('idle')).to.equal(undefined), ac.signal);
-    // Cleared together when the attempts are not seen; kept while they are.
     await new Promise((r) => setTimeout(r, 2_000));
     expect(await selected('busy')).to.equal(`${ns}-a`);
+    expect(await metricSum(REFUTED, { check: 'selected_node' }), 'a removal planned on a cache without the attempts').to.equal(refutedBefore);
   })();
   return {
     reached,

@@ -49,6 +49,10 @@ describe('binder decisions: safety properties', function () {
         expect(1_000_000 - since).to.be.at.least(60_000);
         // A node the provisioner has tried is left to it, unless the node is gone.
         if (strip.confirm!.issue !== 'gone') expect(w.provisioningActivity, 'removed under a provisioner that tried').to.equal(undefined);
+        // The server's Events must show the same quiet the cache did: none since the grace began
+        // for a node that is gone, none ever otherwise (verify-on-server.ts checks it).
+        expect(strip.confirm!.quietSince).to.equal(strip.confirm!.issue === 'gone' ? 1_000_000 - 60_000 : -Infinity);
+        if (w.provisioningActivity !== undefined) expect(w.provisioningActivity).to.be.at.most(strip.confirm!.quietSince);
       }),
       { numRuns: 3000 },
     );

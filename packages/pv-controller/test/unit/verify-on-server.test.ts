@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { KubeApiError, projectPod } from '@topovol/shared';
-import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { KubeApiError, projectPod, slimEvent } from '@topovol/shared';
+import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, SelectedNodeConfirmation } from '../../src/binder/actions.js';
 import { placedPodRefuted, releaseRefuted, selectedNodeIssueRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
 import type { ServerView } from '../../src/binder/verify-on-server.js';
@@ -15,6 +15,15 @@ const claim: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', u
 const nodeOnServer = (labels: Record<string, string> = {}): Node => ({ metadata: { name: 'n1', labels } });
 const podOnServer = (nodeName?: string, phase = 'Pending'): Pod => ({ metadata: { name: 'p', namespace: 'ns' }, spec: { nodeName, containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'c' } }] }, status: { phase } });
 const zoneA = [{ matchLabelExpressions: [{ key: 'zone', values: ['a'] }] }];
+const NOW = Date.parse('2026-11-29T02:00:00Z');
+const GRACE = 600_000;
+/** An external-provisioner's per-attempt Event on a claim, last seen at `at`. */
+const provisioningEvent = (at: number, over: { namespace?: string; name?: string; uid?: string } = {}): Event => ({
+  metadata: { name: `c.${at}`, namespace: over.namespace ?? 'ns' },
+  involvedObject: { kind: 'PersistentVolumeClaim', namespace: over.namespace ?? 'ns', name: over.name ?? 'c', uid: over.uid ?? 'uid-c' },
+  reason: 'Provisioning',
+  lastTimestamp: new Date(at).toISOString(),
+});
 
 describe('releaseRefuted', function () {
   const provisionedDelete: PersistentVolume = { ...volume, metadata: { name: 'v1', annotations: { 'pv.kubernetes.io/provisioned-by': 'csi.test' } }, spec: { ...volume.spec, persistentVolumeReclaimPolicy: 'Delete' } };
@@ -58,17 +67,49 @@ describe('releaseRefuted', function () {
 
 describe('selectedNodeIssueRefuted', function () {
   const cases: { name: string; confirm: SelectedNodeConfirmation; view: ServerView; refuted: boolean }[] = [
-    { name: 'gone: the server has no such node either → remove', confirm: { issue: 'gone', node: 'n1' }, view: { kind: 'node', node: undefined }, refuted: false },
-    { name: 'gone: the server has the node (the cache had not seen it) → keep', confirm: { issue: 'gone', node: 'n1' }, view: { kind: 'node', node: nodeOnServer() }, refuted: true },
-    { name: 'notAllowed: the server\'s labels are outside allowedTopologies too → remove', confirm: { issue: 'notAllowed', node: 'n1', allowedTopologies: zoneA }, view: { kind: 'node', node: nodeOnServer({ zone: 'b' }) }, refuted: false },
-    { name: 'notAllowed: the server\'s labels match (the cache had old ones) → keep', confirm: { issue: 'notAllowed', node: 'n1', allowedTopologies: zoneA }, view: { kind: 'node', node: nodeOnServer({ zone: 'a' }) }, refuted: true },
-    { name: 'notAllowed: the node is not on the server → keep, decided again', confirm: { issue: 'notAllowed', node: 'n1', allowedTopologies: zoneA }, view: { kind: 'node', node: undefined }, refuted: true },
-    { name: 'noConsumer: no pod on the server uses the claim → remove', confirm: { issue: 'noConsumer', node: 'n1' }, view: { kind: 'pods', pods: [] }, refuted: false },
-    { name: 'noConsumer: a pod elsewhere → remove', confirm: { issue: 'noConsumer', node: 'n1' }, view: { kind: 'pods', pods: [podOnServer('n2', 'Running')] }, refuted: false },
-    { name: 'noConsumer: an unscheduled pod on the server (the cache had not seen it) → keep', confirm: { issue: 'noConsumer', node: 'n1' }, view: { kind: 'pods', pods: [podOnServer()] }, refuted: true },
-    { name: 'noConsumer: a pod placed on the selected node → keep', confirm: { issue: 'noConsumer', node: 'n1' }, view: { kind: 'pods', pods: [podOnServer('n1', 'Running')] }, refuted: true },
+    { name: 'gone: the server has no such node either → remove', confirm: { issue: 'gone', node: 'n1', quietSince: NOW - GRACE }, view: { kind: 'node', node: undefined, provisioning: [] }, refuted: false },
+    { name: 'gone: the server has the node (the cache had not seen it) → keep', confirm: { issue: 'gone', node: 'n1', quietSince: NOW - GRACE }, view: { kind: 'node', node: nodeOnServer(), provisioning: [] }, refuted: true },
+    { name: 'notAllowed: the server\'s labels are outside allowedTopologies too → remove', confirm: { issue: 'notAllowed', node: 'n1', allowedTopologies: zoneA, quietSince: -Infinity }, view: { kind: 'node', node: nodeOnServer({ zone: 'b' }), provisioning: [] }, refuted: false },
+    { name: 'notAllowed: the server\'s labels match (the cache had old ones) → keep', confirm: { issue: 'notAllowed', node: 'n1', allowedTopologies: zoneA, quietSince: -Infinity }, view: { kind: 'node', node: nodeOnServer({ zone: 'a' }), provisioning: [] }, refuted: true },
+    { name: 'notAllowed: the node is not on the server → keep, decided again', confirm: { issue: 'notAllowed', node: 'n1', allowedTopologies: zoneA, quietSince: -Infinity }, view: { kind: 'node', node: undefined, provisioning: [] }, refuted: true },
+    { name: 'noConsumer: no pod on the server uses the claim → remove', confirm: { issue: 'noConsumer', node: 'n1', quietSince: -Infinity }, view: { kind: 'pods', pods: [], provisioning: [] }, refuted: false },
+    { name: 'noConsumer: a pod elsewhere → remove', confirm: { issue: 'noConsumer', node: 'n1', quietSince: -Infinity }, view: { kind: 'pods', pods: [podOnServer('n2', 'Running')], provisioning: [] }, refuted: false },
+    { name: 'noConsumer: an unscheduled pod on the server (the cache had not seen it) → keep', confirm: { issue: 'noConsumer', node: 'n1', quietSince: -Infinity }, view: { kind: 'pods', pods: [podOnServer()], provisioning: [] }, refuted: true },
+    { name: 'noConsumer: a pod placed on the selected node → keep', confirm: { issue: 'noConsumer', node: 'n1', quietSince: -Infinity }, view: { kind: 'pods', pods: [podOnServer('n1', 'Running')], provisioning: [] }, refuted: true },
   ];
   for (const c of cases) it(c.name, () => expect(selectedNodeIssueRefuted(claim, c.confirm, c.view) !== undefined).to.equal(c.refuted));
+
+  // The cache's Events watch can lag or be relisting: the server's Provisioning Events of the claim
+  // must agree with the quiet the decision saw, or a CreateVolume may be running on that node.
+  const gone: SelectedNodeConfirmation = { issue: 'gone', node: 'n1', quietSince: NOW - GRACE };
+  const noConsumer: SelectedNodeConfirmation = { issue: 'noConsumer', node: 'n1', quietSince: -Infinity };
+  const activity: { name: string; confirm: SelectedNodeConfirmation; events: Event[]; refuted: boolean }[] = [
+    { name: 'gone: a Provisioning Event within the grace on the server (not in the cache) → keep', confirm: gone, events: [provisioningEvent(NOW - 1000)], refuted: true },
+    { name: 'gone: the newest Provisioning Event is older than the grace → remove (the provisioner does the same)', confirm: gone, events: [provisioningEvent(NOW - GRACE - 1000)], refuted: false },
+    { name: 'noConsumer: any Provisioning Event at all → keep (only that provisioner may give the node back)', confirm: noConsumer, events: [provisioningEvent(NOW - 10 * GRACE)], refuted: true },
+    { name: "another claim's Event, or one naming this claim from another namespace → ignored", confirm: noConsumer, events: [provisioningEvent(NOW, { name: 'other', uid: 'uid-other' }), provisioningEvent(NOW, { namespace: 'evil' })], refuted: false },
+    { name: 'an Event for an earlier claim of the same name (another uid) → ignored', confirm: noConsumer, events: [provisioningEvent(NOW, { uid: 'uid-old' })], refuted: false },
+  ];
+  for (const c of activity) {
+    it(c.name, function () {
+      const view: ServerView = c.confirm.issue === 'gone' ? { kind: 'node', node: undefined, provisioning: c.events } : { kind: 'pods', pods: [], provisioning: c.events };
+      const why = selectedNodeIssueRefuted(claim, c.confirm, view);
+      expect(why !== undefined, why).to.equal(c.refuted);
+      if (c.refuted) expect(why).to.match(/being provisioned on the server/);
+    });
+  }
+
+  it('property: never removes while the server shows provisioning newer than the quiet the decision required', function () {
+    fc.assert(
+      fc.property(fc.constantFrom<SelectedNodeConfirmation>(gone, noConsumer), fc.array(fc.integer({ min: -20 * GRACE, max: 0 }), { maxLength: 4 }), (confirm, ages) => {
+        const events = ages.map((a) => provisioningEvent(NOW + a));
+        const view: ServerView = confirm.issue === 'gone' ? { kind: 'node', node: undefined, provisioning: events } : { kind: 'pods', pods: [], provisioning: events };
+        const newer = ages.some((a) => NOW + a > confirm.quietSince);
+        if (newer) expect(selectedNodeIssueRefuted(claim, confirm, view)).to.not.equal(undefined);
+        else expect(selectedNodeIssueRefuted(claim, confirm, view)).to.equal(undefined);
+      }),
+    );
+  });
 });
 
 describe('placedPodRefuted', function () {
@@ -145,9 +186,9 @@ describe('verifyOnServer: a 404 that does not name the object', function () {
   // proxy or an ingress in front of it says nothing about the claim or the node.
   const namedNotFound = (kind: string, name: string): KubeApiError => new KubeApiError(404, { kind: 'Status', reason: 'NotFound', message: `${kind} "${name}" not found`, details: { name, kind } });
   const bare = (): KubeApiError => KubeApiError.fromResponse(404, '404 page not found');
-  const answering = (err: () => KubeApiError): KubeClient => ({ get: () => Promise.reject(err()) }) as unknown as KubeClient;
+  const answering = (err: () => KubeApiError): KubeClient => ({ get: () => Promise.reject(err()), list: () => Promise.resolve({ items: [] }) }) as unknown as KubeClient;
   const release: BinderAction[] = [{ kind: 'volumePhase', volume, phase: 'Released' }];
-  const unselect: BinderAction[] = [{ kind: 'annotateClaim', claim, remove: ['volume.kubernetes.io/selected-node'], confirm: { issue: 'gone', node: 'n1' } }];
+  const unselect: BinderAction[] = [{ kind: 'annotateClaim', claim, remove: ['volume.kubernetes.io/selected-node'], confirm: { issue: 'gone', node: 'n1', quietSince: NOW - GRACE } }];
 
   it('confirms a Released only on a 404 naming the claim; a bare 404 fails the check (retried), never releases', async function () {
     expect(await verifyOnServer(answering(() => namedNotFound('persistentvolumeclaims', 'c')), release)).to.equal(undefined);
@@ -172,6 +213,7 @@ describe('verifyOnServer: a 404 that does not name the object', function () {
 
 describe("verifyOnServer: a namespace's pods", function () {
   it('are listed projected as each page arrives (their writers decide their size), and still confirm a consumer', async function () {
+    // (The fake answers every list with the pod; as an Event it names no claim, so it counts for nothing.)
     const transforms: unknown[] = [];
     const full: Pod = {
       metadata: { name: 'p', namespace: 'ns', uid: 'uid-p', annotations: { pad: 'x'.repeat(100_000) } },
@@ -185,8 +227,9 @@ describe("verifyOnServer: a namespace's pods", function () {
       },
     } as unknown as KubeClient;
     const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
-    const refuted = await verifyOnServer(client, [{ kind: 'annotateClaim', claim: c, remove: ['volume.kubernetes.io/selected-node'], confirm: { issue: 'noConsumer', node: 'n1' } }]);
-    expect(transforms).to.deep.equal([projectPod]);
+    const refuted = await verifyOnServer(client, [{ kind: 'annotateClaim', claim: c, remove: ['volume.kubernetes.io/selected-node'], confirm: { issue: 'noConsumer', node: 'n1', quietSince: -Infinity } }]);
+    // The claim's Provisioning Events too: anyone who may create Events in the namespace decides their size.
+    expect(transforms).to.have.members([projectPod, slimEvent]);
     expect(refuted?.why).to.match(/has a pod that may use it after all/);
   });
 });

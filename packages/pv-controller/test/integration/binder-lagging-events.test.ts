@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { Resources, slimEvent } from '@topovol/shared';
+import type { Event, KubeClient, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
+import { createTestNamespace, eventually, FaultProxy, INSTALL_NAMESPACE, installGeneratedRbac, metricSum, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane, InProcessLoop } from '@topovol/testing';
+import { getPVC, provisioningAttempt, pvc, RunningBinder } from './binder-harness.js';
+
+const SEL = 'volume.kubernetes.io/selected-node';
+const GRACE_S = 3;
+const EVENTS = '/api/v1/events';
+
+// A selected node is removed only while the external provisioner shows no activity on the claim
+// (sig-storage-lib-external-provisioner #121: a CreateVolume under way may already have made the
+// volume). The binder sees that activity through its Events watch; here the proxy holds that watch,
+// as a watch that lags or a relist in progress would, while the provisioner keeps retrying a claim
+// whose selected node is gone. The removal is read against the server's Events first.
+describe('pv-binder: a selected node is never removed under a provisioner the Events watch has not shown', function () {
+  this.timeout(120_000);
+  let cp: ControlPlane;
+  let admin: KubeClient;
+  let proxy: FaultProxy;
+  let binder: InProcessLoop | undefined;
+  let ns: string;
+  let cls: string;
+
+  before(async function () {
+    cp = await sharedControlPlane();
+    admin = cp.adminClient();
+    proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 11);
+    await installGeneratedRbac(cp);
+    const token = await cp.serviceAccountToken(INSTALL_NAMESPACE, 'topovol-pv-binder');
+    binder = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`], { client: proxy.client(token) });
+  });
+  after(async function () {
+    proxy?.release();
+    await binder?.stop();
+    await proxy?.stop();
+  });
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin, 'lagev-');
+    cls = `${ns}-late`;
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/csi', volumeBindingMode: 'WaitForFirstConsumer' });
+  });
+  afterEach(async function () {
+    proxy.release();
+    await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+  });
+
+  const selectedNode = async (claim: string): Promise<string | undefined> => (await getPVC(admin, ns, claim)).metadata?.annotations?.[SEL];
+
+  it('keeps it while the server has fresh Provisioning Events the cache never saw; removes it once the provisioner is quiet for the grace', async function () {
+    // The Events watch stops delivering from here on (lists still answer).
+    proxy.holdUntilRelease((r) => r.watch && r.path === EVENTS);
+    const refutedBefore = await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' });
+    const gone = `${ns}-gone-node`;
+    const retried = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'retried', '1Gi', { class: cls, annotations: { [SEL]: gone } }));
+    // A claim nobody provisions, with the same gone node: proves the binder is deciding removals
+    // meanwhile (its grace passes, its removal is confirmed and written).
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'idle', '1Gi', { class: cls, annotations: { [SEL]: gone } }));
+    // The provisioner retries every second from the start, as after a CreateVolume that timed out.
+    let attempt: Event = await provisioningAttempt(admin, retried);
+    let retrying = true;
+    const retries = (async () => {
+      while (retrying) {
+        await new Promise((r) => setTimeout(r, 1000));
+        if (retrying) attempt = await provisioningAttempt(admin, retried, attempt);
+      }
+    })();
+    try {
+      const started = Date.now();
+      await eventually(async () => expect(await selectedNode('idle')).to.equal(undefined), 60_000);
+      // Four graces of retries, the annotation checked throughout.
+      while (Date.now() - started < 4 * GRACE_S * 1000) {
+        expect(await selectedNode('retried'), 'removed under a provisioner at work').to.equal(gone);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } finally {
+      retrying = false;
+      await retries;
+    }
+    const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning', transform: slimEvent });
+    expect(cached.cache.list().filter((e) => e.involvedObject?.uid === retried.metadata?.uid), 'the cache saw the attempts (the hold did not hold)').to.deep.equal([]);
+    // The binder did plan the removal on its cache, and the server's Events stopped it (counted).
+    expect(await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' })).to.be.above(refutedBefore);
+    // The provisioner goes quiet, with the node gone: after the grace it is let go, as the
+    // provisioner itself would when it finds the node missing.
+    await eventually(async () => expect(await selectedNode('retried')).to.equal(undefined), 60_000);
+  });
+});
