@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Writes docs/benchmarks.md and its plots (docs/benchmarks/*.png) from the last recorded runs of
-# hack/bench/pv-binder.sh, capacity.sh and capacity-labels.sh (hack/bench/results/*-latest.json).
+# hack/bench/pv-binder.sh, capacity.sh, capacity-labels.sh and rollback.sh
+# (hack/bench/results/*-latest.json).
 # Runs no benchmark.
 source "$(dirname "$0")/../lib/bootstrap.sh"
 bootstrap

@@ -78,14 +78,16 @@ function chartWorkload(t: HelmTemplateText, w: ManagerWorkload, daemonSetValues?
   for (const p of c.ports as Json[]) if (p.name === 'metrics') p.containerPort = t.scalar('.Values.metrics.port');
   if (w.kind === 'Deployment') (m.spec as Json).replicas = t.scalar('.Values.replicas');
   const template = (m.spec as { template: { metadata: Json; spec: Json } }).template;
-  template.metadata.annotations = t.optionalBlock('.Values.podAnnotations');
+  template.metadata.annotations = t.optionalBlock('.Values.podAnnotations', 'stringMap');
   const pod = template.spec;
-  pod.terminationGracePeriodSeconds = t.scalar('.Values.terminationGracePeriodSeconds');
-  pod.priorityClassName = t.optionalBlock('.Values.priorityClassName');
+  // Defaults in the template too: `helm upgrade --reuse-values` keeps an older release's values,
+  // which may lack these keys (a grace period of nothing is the kubelet's 30 s).
+  pod.terminationGracePeriodSeconds = t.scalar(`.Values.terminationGracePeriodSeconds | default ${String(pod.terminationGracePeriodSeconds)}`);
+  pod.priorityClassName = t.optionalBlock('.Values.priorityClassName', 'string');
   if (w.kind === 'DaemonSet') {
     if (!daemonSetValues) throw new Error(`${w.name}: a DaemonSet needs its values key`);
-    pod.nodeSelector = t.optionalBlock(`${daemonSetValues}.nodeSelector`);
-    pod.tolerations = t.optionalBlock(`${daemonSetValues}.tolerations`);
+    pod.nodeSelector = t.optionalBlock(`(${daemonSetValues} | default dict).nodeSelector`);
+    pod.tolerations = t.optionalBlock(`(${daemonSetValues} | default dict).tolerations`);
   } else {
     pod.nodeSelector = t.optionalBlock('.Values.nodeSelector');
     pod.tolerations = t.optionalBlock('.Values.tolerations');

@@ -7,18 +7,23 @@ import { dump } from 'js-yaml';
  *  - value(expr): a scalar. Alone in a YAML scalar the whole scalar (quotes included) becomes
  *    `{{ expr }}`, so numbers stay numbers; inside a longer string only the marker is replaced.
  *  - block(expr): a mapping/sequence value: `key: <marker>` becomes `key:` + toYaml at the indent.
- *  - optionalBlock(expr): as block, but the key is left out when the value is empty (Helm's `with`),
- *    so a default of nothing renders no key at all, as the plain manifests have it.
+ *  - optionalBlock(expr, as): as block, but the key is left out when the value is empty (Helm's
+ *    `with`), so a default of nothing renders no key at all, as the plain manifests have it. `as`:
+ *    'yaml' (toYaml), 'string' (one quoted scalar: a priority class named 1000 stays a string) or
+ *    'stringMap' (each value quoted: annotations `true` or `1` stay strings).
  *  - lines(text): a sequence item replaced by raw template lines (e.g. an optional arg), indented
  *    as the item was.
  * Braces already in the objects (Prometheus alert templates) are escaped first, so Helm prints
  * them unchanged.
  */
+/** How an optional block renders its value (see HelmTemplateText). */
+export type OptionalAs = 'yaml' | 'string' | 'stringMap';
+
 export class HelmTemplateText {
   private readonly values: string[] = [];
   private readonly blocks: string[] = [];
   private readonly lineSets: string[] = [];
-  private readonly optionalBlocks: string[] = [];
+  private readonly optionalBlocks: { expr: string; as: OptionalAs }[] = [];
 
   value(expr: string): string {
     return `@@v${this.values.push(expr) - 1}@@`;
@@ -33,8 +38,8 @@ export class HelmTemplateText {
     return `@@b${this.blocks.push(expr) - 1}@@`;
   }
 
-  optionalBlock(expr: string): unknown {
-    return `@@o${this.optionalBlocks.push(expr) - 1}@@`;
+  optionalBlock(expr: string, as: OptionalAs = 'yaml'): unknown {
+    return `@@o${this.optionalBlocks.push({ expr, as }) - 1}@@`;
   }
 
   lines(text: string): string {
@@ -54,9 +59,16 @@ export class HelmTemplateText {
           .map((l) => indent + l)
           .join('\n'),
       )
-      .replace(/^( *)([^\s:][^:]*): "?@@o(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) =>
-        [`{{- with ${this.optionalBlocks[Number(i)]!} }}`, `${key}:`, `  {{- toYaml . | nindent ${indent.length + 2} }}`, '{{- end }}'].map((l) => indent + l).join('\n'),
-      )
+      .replace(/^( *)([^\s:][^:]*): "?@@o(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) => {
+        const { expr, as } = this.optionalBlocks[Number(i)]!;
+        const body =
+          as === 'string'
+            ? [`${key}: {{ . | quote }}`]
+            : as === 'stringMap'
+              ? [`${key}:`, '  {{- range $k, $v := . }}', '  {{ $k | quote }}: {{ $v | quote }}', '  {{- end }}']
+              : [`${key}:`, `  {{- toYaml . | nindent ${indent.length + 2} }}`];
+        return [`{{- with ${expr} }}`, ...body, '{{- end }}'].map((l) => indent + l).join('\n');
+      })
       .replace(/^( *)([^\s:][^:]*): "?@@b(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) => {
         return `${indent}${key}:\n${indent}  {{- toYaml ${this.blocks[Number(i)]!} | nindent ${indent.length + 2} }}`;
       })

@@ -47,9 +47,10 @@ export function rollbackSection(r: RollbackDocRecord | undefined): string {
     ? `Recovered in ${recovered.length} of ${r.runs.length} runs: t1 − t0 min ${t.min.toFixed(1)} s, median ${t.median.toFixed(1)} s, max ${t.max.toFixed(1)} s.`
     : `Recovered in none of ${r.runs.length} runs.`;
   const tw = r.twin;
+  const verdict = (o: string): string => (o === 'not-rolled-back' ? 'not rolled back' : o === 'rolled-back' ? 'ROLLED BACK although node a reported the volume in use: a safety failure' : o === 'no-story' ? 'did not play out (a harness problem)' : o);
   const twin = !tw
     ? 'The safety twin was not run.'
-    : `Safety twin (node a reports the first volume in \`status.volumesInUse\` before the failure, as a kubelet that mounted it would): **${tw.outcome === 'not-rolled-back' ? 'not rolled back' : tw.outcome}**${tw.watched ? ` (${tw.watched})` : ''}${tw.refusedSeconds !== undefined ? `; \`ProvisioningRollbackRefused\` at ${tw.refusedSeconds.toFixed(1)} s` : ''}${tw.rollbackSeconds !== undefined ? `; \`ProvisioningRollback\` at ${tw.rollbackSeconds.toFixed(1)} s` : ''}.`;
+    : `Safety twin (node a reports the first volume in \`status.volumesInUse\` before the failure, as a kubelet that mounted it would): **${verdict(tw.outcome)}**${tw.watched ? ` (${tw.watched})` : ''}${tw.refusedSeconds !== undefined ? `; \`ProvisioningRollbackRefused\` at ${tw.refusedSeconds.toFixed(1)} s` : ''}${tw.rollbackSeconds !== undefined ? `; \`ProvisioningRollback\` at ${tw.rollbackSeconds.toFixed(1)} s` : ''}.`;
   return `## Rollback: kubernetes #94217 end to end
 
 \`hack/bench/rollback.sh\`, ${r.date}, ${r.machine}; ${r.versions.join(', ')}; manager \`--controllers=pv-binder,rollback\`${r.managerArgs.length ? ` ${r.managerArgs.map((a) => `\`${a}\``).join(' ')}` : ' with every loop flag at its default'}. No upstream
@@ -64,8 +65,7 @@ runs on node b. Seconds after t0 (the full report: \`hack/bench/results/${r.repo
 | --- | --- | ${COLUMNS.map(() => '---').join(' | ')} |
 ${rows.join('\n')}
 
-${summary} Most of what follows the rollback is kube-scheduler's backoff before it retries the pod and its
-PreBind waiting for both claims to bind.
+${summary}${recovered.length ? " Most of what follows the rollback is kube-scheduler's backoff before it retries the pod and its\nPreBind waiting for both claims to bind." : ''}
 
 ${twin}
 `;

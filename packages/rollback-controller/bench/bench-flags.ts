@@ -31,7 +31,7 @@ const SPECS: readonly FlagSpec[] = [
     help: `Extra flags for topovol-controller-manager, space separated, e.g. --manager-args='--rollback-grace-period=5s' (default: $${MANAGER_ARGS_ENV}).`,
   },
   { name: 'timeout', type: 'duration', default: 15 * 60_000, help: 'Per story, from the failure: a story not recovered by then is reported as such.' },
-  { name: 'record', type: 'bool', default: true, help: 'Write the report to hack/bench/results/rollback-<date>.txt.' },
+  { name: 'record', type: 'bool', default: true, help: 'Write the report to hack/bench/results/rollback-<date>.txt, and, when every story played out and the safety twin ran, rollback-latest.json, which docs/benchmarks.md is rendered from (hack/bench/benchmarks-doc.sh).' },
 ];
 
 export function benchHelp(): string {

@@ -158,14 +158,23 @@ export function rollbackRecord(r: BenchRun, report: string): RollbackRecord {
 }
 
 /**
- * Writes hack/bench/results/rollback-<date>.txt, and rollback-latest.json beside it (which
- * docs/benchmarks.md is rendered from), and returns the text file's path.
+ * Whether a run may stand for the bench in docs/benchmarks.md: every story played out and the
+ * safety twin ran (a quick look with --twin=false, or a harness failure, is kept as text only).
+ */
+export function recordsLatest(run: BenchRun): boolean {
+  return run.stories.some((s) => s.kind === 'twin') && run.stories.every((s) => s.outcome !== 'no-story');
+}
+
+/**
+ * Writes hack/bench/results/rollback-<date>.txt, and, when the run may stand for the bench,
+ * rollback-latest.json beside it (which docs/benchmarks.md is rendered from); returns the text
+ * file's path.
  */
 export function recordReport(dir: string, text: string, run: BenchRun): string {
   mkdirSync(dir, { recursive: true });
   const stamp = run.date.toISOString().replace(/[:]/g, '').replace(/\.\d+Z$/, 'Z');
   const file = path.join(dir, `rollback-${stamp}.txt`);
   writeFileSync(file, `${text}\n`);
-  writeFileSync(path.join(dir, 'rollback-latest.json'), `${JSON.stringify(rollbackRecord(run, path.basename(file)), null, 2)}\n`);
+  if (recordsLatest(run)) writeFileSync(path.join(dir, 'rollback-latest.json'), `${JSON.stringify(rollbackRecord(run, path.basename(file)), null, 2)}\n`);
   return file;
 }

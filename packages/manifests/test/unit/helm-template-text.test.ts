@@ -14,6 +14,16 @@ describe('manifests: Helm template text', function () {
       build: (t) => ({ spec: { template: { tolerations: t.optionalBlock('.Values.tolerations'), x: 1 } } }),
       want: 'spec:\n  template:\n    {{- with .Values.tolerations }}\n    tolerations:\n      {{- toYaml . | nindent 6 }}\n    {{- end }}\n    x: 1',
     },
+    {
+      name: 'an optional string is one quoted scalar (a priority class named 1000 stays a string)',
+      build: (t) => ({ spec: { priorityClassName: t.optionalBlock('.Values.priorityClassName', 'string') } }),
+      want: 'spec:\n  {{- with .Values.priorityClassName }}\n  priorityClassName: {{ . | quote }}\n  {{- end }}',
+    },
+    {
+      name: 'an optional string map quotes every key and value (annotations "true" or "1" stay strings)',
+      build: (t) => ({ metadata: { annotations: t.optionalBlock('.Values.podAnnotations', 'stringMap') } }),
+      want: 'metadata:\n  {{- with .Values.podAnnotations }}\n  annotations:\n    {{- range $k, $v := . }}\n    {{ $k | quote }}: {{ $v | quote }}\n    {{- end }}\n  {{- end }}',
+    },
     { name: 'lines replace a list item, indented as the item was', build: (t) => ({ args: ['--a', t.lines('{{- if .Values.x }}\n- --x\n{{- end }}')] }), want: 'args:\n  - "--a"\n  {{- if .Values.x }}\n  - --x\n  {{- end }}' },
     { name: 'literal braces (alert templates) are escaped so Helm prints them', build: () => ({ summary: '{{ $labels.pod }} is down' }), want: 'summary: "{{ "{{" }} $labels.pod }} is down"' },
   ];

@@ -29,7 +29,10 @@ describe('docs/benchmarks.md: the rollback section', function () {
   });
 
   it('says so when a twin was rolled back, and prints nothing without a record', function () {
-    expect(rollbackSection({ ...rec, twin: { outcome: 'rolled-back', rollbackSeconds: 0.5 } })).to.contain('**rolled-back**; `ProvisioningRollback` at 0.5 s.');
+    expect(rollbackSection({ ...rec, twin: { outcome: 'rolled-back', rollbackSeconds: 0.5 } })).to.contain('**ROLLED BACK although node a reported the volume in use: a safety failure**; `ProvisioningRollback` at 0.5 s.');
+    const none = rollbackSection({ ...rec, runs: [{ run: 1, outcome: 'not-recovered', seconds: {} }] });
+    expect(none).to.contain('Recovered in none of 1 runs.');
+    expect(none).to.not.contain('backoff');
     expect(rollbackSection(undefined)).to.equal('');
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -43,6 +43,20 @@ describe('rollback bench record', function () {
       const latest = JSON.parse(readFileSync(path.join(dir, 'rollback-latest.json'), 'utf8')) as { benchmark: string; report: string };
       expect(latest.benchmark).to.equal('rollback');
       expect(latest.report).to.equal(path.basename(file));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a run without the twin, or with a story that did not play out, never replaces rollback-latest.json', function () {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rollback-record-'));
+    try {
+      const noTwin: BenchRun = { ...run, stories: run.stories.filter((s) => s.kind !== 'twin') };
+      const broken: BenchRun = { ...run, stories: [...run.stories, story('rollback', 3, 'no-story', {})] };
+      for (const r of [noTwin, broken]) {
+        recordReport(dir, 'text', r);
+        expect(existsSync(path.join(dir, 'rollback-latest.json'))).to.equal(false);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -251,6 +251,14 @@ describe('charts/topovol and dist/install.yaml against the real kube-apiserver',
       expect(workloads.some((w) => w.kind === 'DaemonSet')).to.equal(allInOne);
       await expectDryRunAccepts(text, `helm-scheduling-${allInOne ? 'all-in-one' : 'each'}`);
     }
+    // Values YAML would read as numbers or booleans stay strings; values an older release lacks
+    // (helm upgrade --reuse-values) fall back to the defaults instead of an empty grace period.
+    const typed = workloadsOf((await template({ ...everyLoopAllInOne, priorityClassName: 1000, podAnnotations: { 'example.com/on': true, 'example.com/n': 1 }, terminationGracePeriodSeconds: null, controllers: { ...everyLoopAllInOne.controllers, capacity: { enabled: true, perNode: true, daemonSet: null } } })).objects);
+    for (const w of typed) {
+      expect(w.spec.template.spec.priorityClassName, w.metadata.name).to.equal('1000');
+      expect(w.spec.template.metadata.annotations, w.metadata.name).to.deep.equal({ 'example.com/on': 'true', 'example.com/n': '1' });
+      expect(w.spec.template.spec.terminationGracePeriodSeconds, w.metadata.name).to.equal(40);
+    }
     // The defaults: Linux nodes, no priority class, no annotations, no extra flags; the DaemonSet
     // tolerates every taint, as a driver's node plugin does.
     const defaults = workloadsOf((await template(everyLoopAllInOne)).objects);
