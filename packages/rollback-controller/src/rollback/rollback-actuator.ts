@@ -94,7 +94,9 @@ export class RollbackActuator {
     // The recorder writes Events in the background: the condition must not say they were sent
     // before they were (a process killed in between would leave them unsent for good).
     await this.d.events.flush();
-    return this.writeStatus(r, { conditions: withCondition(r, { type: STARTED_CONDITION, status: 'True', reason: 'Announced', message: r.spec.reason }) });
+    const announced = await this.writeStatus(r, { conditions: withCondition(r, { type: STARTED_CONDITION, status: 'True', reason: 'Announced', message: r.spec.reason }) });
+    failpoint('rollback-announced');
+    return announced;
   }
 
   /**
@@ -130,6 +132,7 @@ export class RollbackActuator {
       if (isNotFoundNamed(err, Resources.persistentVolumeClaims.plural, c.name)) return 'gone';
       throw err;
     }
+    failpoint('rollback-claim-fenced');
     return 'fenced';
   }
 
@@ -181,10 +184,13 @@ export class RollbackActuator {
   }
 
   /** One claim's state in the record, written with the record's resourceVersion (a stale writer fails). */
-  setClaim(r: ProvisioningRollback, name: string, state: ClaimState, uid?: string, message?: string): Promise<ProvisioningRollback> {
+  async setClaim(r: ProvisioningRollback, name: string, state: ClaimState, uid?: string, message?: string): Promise<ProvisioningRollback> {
     const claims = [...(r.status?.claims ?? []).filter((c) => c.name !== name), { name, state, uid, message }];
     const phase: RollbackPhase = claims.some((c) => c.state === 'Deleted' || c.state === 'Recreated' || c.state === 'Abandoned') ? 'Recreating' : 'Deleting';
-    return this.writeStatus(r, { phase, claims });
+    const written = await this.writeStatus(r, { phase, claims });
+    // Between "about to delete" recorded and the delete sent.
+    if (state === 'Deleting') failpoint('rollback-claim-deleting');
+    return written;
   }
 
   /** The record's status with `changes`, written with its resourceVersion (a stale writer fails). */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, sharedControlPlane, startManagerBinary } from '@topovol/testing';
+import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, INSTALL_NAMESPACE, sharedControlPlane, startManagerBinary } from '@topovol/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -20,25 +20,33 @@ const FAILPOINTS = ['rollback-claim-deleted', 'rollback-claim-recreated'] as con
  * ServiceAccount with only the generated RBAC. With `failpoint`, it SIGKILLs itself right after
  * that write.
  */
-async function startManager(name: string, failpoint?: string): Promise<ManagedProcess> {
+async function startManager(name: string, failpoint?: string, election: string[] = ['--leader-elect=false']): Promise<ManagedProcess> {
   return startManagerBinary({
     name,
     kubeconfig: await controllerKubeconfig('rollback'),
-    args: ['--controllers=rollback', '--leader-elect=false', '--log-level=debug', '--log-format=json'],
+    args: ['--controllers=rollback', ...election, '--log-level=debug', '--log-format=json'],
     logFile: path.join((await sharedControlPlane()).dir, `${name}.log`),
     env: { ...process.env, TOPOVOL_FAILPOINTS: failpoint ?? '' },
     readyTimeoutMs: 60_000,
   });
 }
 
-/** The manager's own word that it saw the claim being provisioned for the pod (it marks nothing unused otherwise). */
-async function observed(proc: ManagedProcess, claimKey: string): Promise<void> {
+/** Leader election with short timings (the chaos suites' own), the Lease in the install namespace. */
+const ELECTION = ['--leader-elect=true', `--leader-elect-namespace=${INSTALL_NAMESPACE}`, '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s'];
+
+/** Waits for a line of the manager's JSON log with this message (and, if given, this text). */
+async function logged(proc: ManagedProcess, message: string, text = '', timeoutMs?: number): Promise<void> {
   await eventually(() => {
     const seen = readFileSync(proc.logFile, 'utf8')
       .split('\n')
-      .some((l) => l.includes('"message":"provisioning observed"') && l.includes(`"claim":"${claimKey}"`));
-    if (!seen) throw new Error(`${proc.name} has not logged seeing ${claimKey} provisioned`);
-  });
+      .some((l) => l.includes(`"message":"${message}"`) && l.includes(text));
+    if (!seen) throw new Error(`${proc.name} has not logged "${message}" ${text}`);
+  }, timeoutMs);
+}
+
+/** The manager's own word that it saw the claim being provisioned for the pod (it marks nothing unused otherwise). */
+async function observed(proc: ManagedProcess, claimKey: string): Promise<void> {
+  await logged(proc, 'provisioning observed', `"claim":"${claimKey}"`);
 }
 
 /** Successful requests of the rollback loop's ServiceAccount on claims in the namespace, from the API server's audit log. */
@@ -75,9 +83,12 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
    * Pod p's claim c1 rolled back by a manager killed right after write `fp`, then by a second one
    * started afresh; `check` runs once the record is `phase`, with both managers still up.
    */
-  async function acrossACrash(fp: string, phase: 'Completed' | 'Aborted', check: (r: { audit: AuditLogTail; p: Pod; c1: PersistentVolumeClaim; done: ProvisioningRollback }) => Promise<void>): Promise<void> {
+  async function acrossACrash(fp: string | string[], phase: 'Completed' | 'Aborted', check: (r: { audit: AuditLogTail; p: Pod; c1: PersistentVolumeClaim; done: ProvisioningRollback }) => Promise<void>): Promise<void> {
     const audit = new AuditLogTail(auditLog);
-    const first = await startManager(`${f.ns}-first`, fp);
+    // Each failpoint kills one process in turn (a restarted process can die too, at a later write).
+    const [firstFp, ...laterFps] = typeof fp === 'string' ? [fp] : fp;
+    const first = await startManager(`${f.ns}-first`, firstFp);
+    const later: ManagedProcess[] = [];
     let second: ManagedProcess | undefined;
     try {
       const p: Pod = await f.podWithClaims('p');
@@ -86,6 +97,11 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
       expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
+      for (const [i, laterFp] of laterFps.entries()) {
+        const proc = await startManager(`${f.ns}-restart-${i + 1}`, laterFp);
+        later.push(proc);
+        expect(await proc.waitForExit(), `restart ${i + 1} killed at ${laterFp}`).to.equal(-1);
+      }
 
       second = await startManager(`${f.ns}-second`);
       const done = await eventually(async () => {
@@ -97,6 +113,7 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       await check({ audit, p, c1, done });
     } finally {
       await first.stop();
+      for (const proc of later) await proc.stop();
       await second?.stop();
     }
   }
@@ -115,6 +132,63 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       expect(claimWrites(audit, f.ns, 'delete'), 'no claim deleted').to.deep.equal([]);
       expect(claimWrites(audit, f.ns, 'create'), 'no claim created').to.deep.equal([]);
     });
+  });
+
+  // The same for a process killed after the Started condition, or after the record says the claim
+  // is about to be deleted (its successor cannot tell whether the delete was sent): the claim is
+  // fenced against a delete still on its way, kept, and never deleted; and once more with the
+  // successor itself killed right after the fence, before it recorded the claim Kept.
+  const keptAcross = async (fps: string[]): Promise<void> => {
+    await acrossACrash(fps, 'Aborted', async ({ audit, c1, done }) => {
+      expect(done.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Kept');
+      expect((await f.claim('c1')).metadata?.uid, 'the claim is the one it was').to.equal(c1.metadata?.uid);
+      expect(claimWrites(audit, f.ns, 'delete'), 'no claim deleted').to.deep.equal([]);
+      expect(claimWrites(audit, f.ns, 'create'), 'no claim created').to.deep.equal([]);
+    });
+  };
+  it('killed at rollback-announced: the restarted loop keeps the claim', () => keptAcross(['rollback-announced']));
+  it('killed at rollback-claim-deleting: the restarted loop fences the claim and keeps it', async function () {
+    await keptAcross(['rollback-claim-deleting']);
+    expect((await f.claim('c1')).metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced against a delete still on its way').to.match(/./);
+  });
+  it('killed at rollback-claim-deleting, then the restarted loop killed at rollback-claim-fenced: the third keeps the claim', () => keptAcross(['rollback-claim-deleting', 'rollback-claim-fenced']));
+
+  // A warm standby, unlike a restarted process, watched the claim since its provisioning and can
+  // vouch for the volume: when the leader dies between recording the claim Deleting and sending
+  // the delete, the standby takes the Lease and deletes it itself. The preconditions (uid +
+  // resourceVersion) and the record make that the only delete.
+  it('the leader killed at rollback-claim-deleting, a standby that watched takes over: the claim is deleted and re-created exactly once', async function () {
+    const audit = new AuditLogTail(auditLog);
+    const leader = await startManager(`${f.ns}-leader`, 'rollback-claim-deleting', ELECTION);
+    let standby: ManagedProcess | undefined;
+    try {
+      await logged(leader, 'became leader', '', 30_000);
+      standby = await startManager(`${f.ns}-standby`, undefined, ELECTION);
+      const p: Pod = await f.podWithClaims('p');
+      await observed(leader, `${f.ns}/c1`);
+      await observed(standby, `${f.ns}/c1`);
+      const c1 = await f.provisionC1OnA();
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      expect(await leader.waitForExit(), 'killed by its failpoint').to.equal(-1);
+      const done = await eventually(async () => {
+        const records = await recordsOf(f.admin, p.metadata!.uid!);
+        expect(records).to.have.length(1);
+        expect(records[0]!.status?.phase).to.equal('Completed');
+        return records[0]!;
+      }, 90_000);
+      const now = await f.claim('c1');
+      expect(now.metadata?.uid).to.not.equal(c1.metadata?.uid);
+      expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Recreated', uid: now.metadata?.uid });
+      await logged(standby, 'became leader');
+      await eventually(() => {
+        expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+        expect(claimWrites(audit, f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+      });
+    } finally {
+      await leader.stop();
+      await standby?.stop();
+    }
   });
 
   for (const fp of FAILPOINTS) {
