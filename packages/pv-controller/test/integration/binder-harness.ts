@@ -73,6 +73,27 @@ export async function eventFor(client: KubeClient, obj: KubeObject, reason: stri
 }
 
 /** What sig-storage-lib-external-provisioner records at every provisioning attempt: one Event, its count raised on each retry. */
+/**
+ * A Provisioning Event forged in `ns` (a tenant's namespace) that names another namespace's claim
+ * by its uid, a year ahead: "the provisioner is working on it" for as long as it would be believed.
+ */
+export function forgedProvisioningEvent(ns: string, claimName: string, uid: string): Event {
+  const ahead = new Date(Date.now() + 365 * 24 * 3_600_000).toISOString();
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: 'forged', namespace: ns },
+    involvedObject: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name: claimName, uid },
+    reason: 'Provisioning',
+    message: 'External provisioner is provisioning volume for claim',
+    type: 'Normal',
+    firstTimestamp: ahead,
+    lastTimestamp: ahead,
+    count: 1,
+    source: { component: 'example.com/csi' },
+  };
+}
+
 export async function provisioningAttempt(client: KubeClient, claim: PersistentVolumeClaim, existing?: Event): Promise<Event> {
   const ns = claim.metadata?.namespace ?? '';
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');

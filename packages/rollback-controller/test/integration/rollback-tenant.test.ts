@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { classifyError, PROVISIONING_FAILED_EVENTS, projectEvent, projectPod, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, eventually, namespaceTenant } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { claim, failProvisioning, pod, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
@@ -41,27 +41,7 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
     await f.stopTest();
   });
 
-  async function tenant(ns: string): Promise<KubeClient> {
-    const { admin } = f;
-    await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'tenant', namespace: ns } });
-    await admin.create(Resources.roles, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'tenant', namespace: ns },
-      rules: [
-        { apiGroups: [''], resources: ['pods', 'persistentvolumeclaims', 'events'], verbs: ['*'] },
-        { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['*'] },
-      ],
-    } as never);
-    await admin.create(Resources.roleBindings, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'tenant', namespace: ns },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant' },
-      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: ns }],
-    } as never);
-    return (await sharedControlPlane()).serviceAccountClient(ns, 'tenant');
-  }
+  const tenant = (ns: string): Promise<KubeClient> => namespaceTenant(f.admin, ns);
 
   it('every forgery is refused by the API server or ignored by the loop', async function () {
     const { admin } = f;

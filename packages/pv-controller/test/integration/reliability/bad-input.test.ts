@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { bindingViolations, createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
-import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from '../binder-harness.js';
+import { deleteNow, eventFor, forgedProvisioningEvent, getPV, getPVC, pv, pvc, RunningBinder } from '../binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
 const ZONE = 'topology.kubernetes.io/zone';
@@ -166,20 +166,7 @@ describe('reliability: bad input to the binder (real API server)', function () {
     const victim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: cls, annotations: { [SEL]: name('ghost') } }));
     // The tenant's own namespace, the victim's uid copied, a year ahead: "the provisioner is working on it".
     const tenant = await createTestNamespace(admin, 'tenant-');
-    const ahead = new Date(Date.now() + 365 * 24 * 3_600_000).toISOString();
-    await admin.create<Event>(Resources.events, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name: 'forged', namespace: tenant },
-      involvedObject: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: tenant, name: 'c', uid: victim.metadata!.uid },
-      reason: 'Provisioning',
-      message: 'External provisioner is provisioning volume for claim',
-      type: 'Normal',
-      firstTimestamp: ahead,
-      lastTimestamp: ahead,
-      count: 1,
-      source: { component: 'example.com/none' },
-    });
+    await admin.create<Event>(Resources.events, forgedProvisioningEvent(tenant, 'c', victim.metadata!.uid!));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined), 60_000);
     await admin.delete(Resources.namespaces, tenant).catch(() => undefined);
   });

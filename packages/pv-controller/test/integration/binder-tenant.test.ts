@@ -1,0 +1,141 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { AuditLogTail, controllerUser, createTestNamespace, eventually, namespaceTenant, sharedControlPlane } from '@topovol/testing';
+import type { AuditEvent, ControlPlane, InProcessLoop } from '@topovol/testing';
+import { deleteNow, forgedProvisioningEvent, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
+
+const SEL = 'volume.kubernetes.io/selected-node';
+const BIND_COMPLETED = 'pv.kubernetes.io/bind-completed';
+const BOUND_BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
+const GRACE_S = 3;
+
+/**
+ * A tenant who may do anything a namespace's edit role allows (claims, pods, Events in its own
+ * namespace; nothing cluster-scoped) against the cluster-wide binder, with another namespace's
+ * volumes and a fenced node's free volume in reach by name. Every forgery is judged as upstream
+ * judges it (kube-controller-manager's syncUnboundClaim, syncBoundClaim) or refused (a pod placed
+ * on a node the kubelet would refuse it on), and the API server's audit log shows no binder write
+ * to the other namespace's claims or to any volume not the tenant's.
+ */
+describe('pv-binder and a forging tenant: nothing of another namespace taken, changed or released', function () {
+  this.timeout(120_000);
+  let cp: ControlPlane;
+  let admin: KubeClient;
+  let binder: InProcessLoop | undefined;
+  let victim = '';
+  let tenantNs = '';
+  const pvs: string[] = [];
+  const nodes: string[] = [];
+  const classes: string[] = [];
+
+  before(async function () {
+    cp = await sharedControlPlane();
+    admin = cp.adminClient();
+    binder = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`]);
+  });
+  after(async function () {
+    await binder?.stop();
+    for (const ns of [tenantNs, victim]) {
+      if (!ns) continue;
+      for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) await deleteNow(admin, Resources.persistentVolumeClaims, c.metadata!.name!, ns);
+    }
+    for (const v of pvs) await deleteNow(admin, Resources.persistentVolumes, v).catch(() => undefined);
+    for (const n of nodes) await admin.delete(Resources.nodes, n).catch(() => undefined);
+    for (const c of classes) await admin.delete(Resources.storageClasses, c).catch(() => undefined);
+  });
+
+
+  const volume = async (v: PersistentVolume): Promise<PersistentVolume> => {
+    pvs.push(v.metadata!.name!);
+    return admin.create<PersistentVolume>(Resources.persistentVolumes, v);
+  };
+  const phaseOf = async (name: string): Promise<string | undefined> => (await getPV(admin, name)).status?.phase;
+
+  it('every forgery is refused by the API server or ignored by the binder', async function () {
+    victim = await createTestNamespace(admin, 'victim-');
+    tenantNs = await createTestNamespace(admin, 'tenant-');
+    const v = (s: string): string => `${victim}-${s}`;
+
+    // The victim's volumes: one bound to its claim, one Released by its claim's deletion, one
+    // pre-bound by an administrator to a claim the victim has not created yet.
+    await admin.create(Resources.persistentVolumeClaims, pvc(victim, 'data', '1Gi', { volumeName: v('bound') }));
+    await volume(pv(v('bound'), '1Gi'));
+    await volume(pv(v('released'), '1Gi', { claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: victim, name: 'old', uid: 'uid-of-a-deleted-claim' } }));
+    await volume(pv(v('prebound'), '1Gi', { claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: victim, name: 'later' } }));
+    // A node fenced off from the tenant (a NoExecute taint only the victim's pods tolerate), with a free local volume.
+    const fenced = v('fenced');
+    nodes.push(fenced);
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: fenced, labels: { 'kubernetes.io/hostname': fenced } }, spec: { taints: [{ key: 'dedicated', value: 'victim', effect: 'NoExecute' }] } });
+    const local = v('local');
+    classes.push(local);
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: local }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'WaitForFirstConsumer' });
+    await volume(pv(v('local-pv'), '1Gi', { class: local, nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [fenced] }] }] } } }));
+    // A victim claim whose selected node is gone: its removal after the grace must not be held off.
+    const late = v('late');
+    classes.push(late);
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: late }, provisioner: 'example.com/csi', volumeBindingMode: 'WaitForFirstConsumer' });
+
+    await eventually(async () => {
+      expect((await getPVC(admin, victim, 'data')).status?.phase).to.equal('Bound');
+      expect(await phaseOf(v('released'))).to.equal('Released');
+      expect(await phaseOf(v('prebound'))).to.equal('Available');
+      expect(await phaseOf(v('local-pv'))).to.equal('Available');
+    });
+    const before = new Map(await Promise.all([v('bound'), v('released'), v('prebound'), v('local-pv')].map(async (n) => [n, await getPV(admin, n)] as const)));
+    const audit = new AuditLogTail(cp.auditLogPath);
+    const stale = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(victim, 'stale', '1Gi', { class: late, annotations: { [SEL]: v('gone-node') } }));
+
+    const tenant = await namespaceTenant(admin, tenantNs);
+    // Cluster-scoped objects are out of its reach.
+    await tenant.create(Resources.persistentVolumes, pv(`${tenantNs}-mine`, '1Gi')).then(
+      () => expect.fail('a tenant created a volume'),
+      (err: unknown) => expect(String(err)).to.match(/forbidden/i),
+    );
+    await tenant.patch(Resources.persistentVolumes, v('bound'), undefined, 'merge', { spec: { claimRef: null } }).then(
+      () => expect.fail('a tenant changed a volume'),
+      (err: unknown) => expect(String(err)).to.match(/forbidden/i),
+    );
+    // Claims naming the victim's volumes: bound elsewhere, Released, pre-bound to another claim;
+    // and one marked bound by hand (bind-completed), as if the binder had bound it there.
+    await tenant.create(Resources.persistentVolumeClaims, pvc(tenantNs, 'take-bound', '1Gi', { volumeName: v('bound') }));
+    await tenant.create(Resources.persistentVolumeClaims, pvc(tenantNs, 'take-released', '1Gi', { volumeName: v('released') }));
+    await tenant.create(Resources.persistentVolumeClaims, pvc(tenantNs, 'take-prebound', '1Gi', { volumeName: v('prebound') }));
+    await tenant.create(Resources.persistentVolumeClaims, pvc(tenantNs, 'forged-bound', '1Gi', { volumeName: v('prebound'), annotations: { [BIND_COMPLETED]: 'yes', [BOUND_BY_CONTROLLER]: 'yes' } }));
+    // A claim of the local class and a pod placed by name on the fenced node, where the kubelet would refuse it.
+    await tenant.create(Resources.persistentVolumeClaims, pvc(tenantNs, 'fenced-data', '1Gi', { class: local }));
+    await tenant.create<Pod>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'placed', namespace: tenantNs }, spec: { nodeName: fenced, containers: [{ name: 'c', image: 'example.invalid/app' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'fenced-data' } }] } });
+    // "The provisioner is working on the victim's claim": its uid, in the tenant's namespace, a year ahead.
+    await tenant.create<Event>(Resources.events, forgedProvisioningEvent(tenantNs, 'stale', stale.metadata!.uid!));
+
+    // The binder answered each: the victim's stale selected node is let go after its grace (the
+    // forged Event held nothing off), the claim naming a volume bound elsewhere is told so, and
+    // the placed pod is refused.
+    await eventually(async () => expect((await getPVC(admin, victim, 'stale')).metadata?.annotations?.[SEL]).to.equal(undefined), 60_000);
+    await eventually(async () => {
+      const events = (await admin.list<Event>(Resources.events, { namespace: tenantNs })).items;
+      expect(events.map((e) => e.reason)).to.include.members(['FailedBinding', 'PlacedPodRefusedByNode']);
+    }, 60_000);
+    // Nothing of the victim's moved: each volume as it was (status and binding), the victim's claim Bound.
+    for (const [n, was] of before) {
+      const now = await getPV(admin, n);
+      expect(now.spec?.claimRef, `${n}: claimRef`).to.deep.equal(was.spec?.claimRef);
+      expect(now.status?.phase, `${n}: phase`).to.equal(was.status?.phase);
+      expect(now.metadata?.resourceVersion, `${n}: not written`).to.equal(was.metadata?.resourceVersion);
+    }
+    expect((await getPVC(admin, victim, 'data')).status?.phase).to.equal('Bound');
+    // The tenant's claims got nothing: Pending, and the one marked bound by hand Lost, as upstream
+    // (syncBoundClaim: its volume is bound to another claim).
+    const phases = Object.fromEntries((await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: tenantNs })).items.map((c) => [c.metadata!.name!, c.status?.phase]));
+    expect(phases).to.deep.equal({ 'take-bound': 'Pending', 'take-released': 'Pending', 'take-prebound': 'Pending', 'forged-bound': 'Lost', 'fenced-data': 'Pending' });
+    // The audit log: the binder wrote no volume, and in the victim's namespace only the stale claim.
+    const writes = audit.events().filter(
+      (e: AuditEvent) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('pv-binder') && ['create', 'update', 'patch', 'delete'].includes(e.verb) && (e.responseStatus?.code ?? 0) < 300,
+    );
+    expect(writes.filter((e) => e.objectRef?.resource === 'persistentvolumes').map((e) => e.objectRef?.name), 'volume writes').to.deep.equal([]);
+    const inVictim = writes.filter((e) => e.objectRef?.namespace === victim && e.objectRef.resource === 'persistentvolumeclaims');
+    // (its storage-provisioner annotation, as upstream writes it, and the selected node's removal)
+    expect([...new Set(inVictim.map((e) => e.objectRef?.name))], "the victim's claims written").to.deep.equal(['stale']);
+  });
+});

@@ -1,0 +1,29 @@
+import { Resources } from '@topovol/shared';
+import type { KubeClient } from '@topovol/shared';
+import { sharedControlPlane } from './shared-control-plane.js';
+
+/**
+ * A client for a tenant of one namespace: a ServiceAccount there with every verb on what the
+ * storage loops read from namespaces (pods, claims, Events of both APIs) and nothing
+ * cluster-scoped, as a namespace's edit role gives. For the suites that play a forging tenant.
+ */
+export async function namespaceTenant(admin: KubeClient, ns: string, name = 'tenant'): Promise<KubeClient> {
+  await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: ns } });
+  await admin.create(Resources.roles, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name, namespace: ns },
+    rules: [
+      { apiGroups: [''], resources: ['pods', 'persistentvolumeclaims', 'events'], verbs: ['*'] },
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['*'] },
+    ],
+  } as never);
+  await admin.create(Resources.roleBindings, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name, namespace: ns },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+    subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+  } as never);
+  return (await sharedControlPlane()).serviceAccountClient(ns, name);
+}
