@@ -4,8 +4,9 @@ import { sharedControlPlane } from './shared-control-plane.js';
 
 /**
  * A client for a tenant of one namespace: a ServiceAccount there with every verb on what the
- * storage loops read from namespaces (pods, claims, Events of both APIs) and nothing
- * cluster-scoped, as a namespace's edit role gives. For the suites that play a forging tenant.
+ * storage loops read from namespaces (pods, claims, and Events of both APIs: more than the built-in
+ * edit role, which may not write Events) and nothing cluster-scoped. For the suites that play a
+ * forging tenant.
  */
 export async function namespaceTenant(admin: KubeClient, ns: string, name = 'tenant'): Promise<KubeClient> {
   await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: ns } });

@@ -8,7 +8,8 @@ import type { BinderWorld } from './binder-world.js';
 import { registerCollectorMetrics } from './binder-metrics.js';
 import { pickDefaultClass, volumeClass } from './claim-helpers.js';
 import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG, WORKERS_DEFAULT, WORKERS_FLAG } from './binder-flags.js';
-import { eventTime, slimProvisioningEvent } from './provisioning-events.js';
+import { ProvisioningActivity } from './provisioning-activity.js';
+import { slimProvisioningEvent } from './provisioning-events.js';
 import { BinderReconciler } from './reconcile-binder.js';
 import { keysNeedingSync } from './resync-keys.js';
 import { watchForSecondBinder } from './second-binder.js';
@@ -52,6 +53,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const claims = new AssumeCache<PersistentVolumeClaim>();
   /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
   const issues = new FirstSeen<SelectedNodeIssueSeen>();
+  const activity = new ProvisioningActivity();
   /** Selected nodes removed from unbound claims (the provisioner gave them back), by claim uid. */
   const removals = new Map<string, { count: number; last: number }>();
   const world: BinderWorld = {
@@ -71,7 +73,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     lastProvisioningActivity: (c) => {
       // Only Events in the claim's namespace that name it: another namespace could otherwise hold
       // off the removal of this claim's stale selected-node with an Event carrying its uid.
-      const times = eventsAbout(provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c).map(eventTime);
+      const now = Date.now();
+      const times = eventsAbout(provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c).map((e) => activity.timeOf(e, now));
       return times.length > 0 ? Math.max(...times) : undefined;
     },
   };
@@ -87,7 +90,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const requeueClaims = (keys: string[]): void => {
     for (const k of keys) enqueueClaimKey(k);
   };
-  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, requeueClaims, selectedNodeIssues: issues, dryRun: options.dryRun });
+  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, requeueClaims, selectedNodeIssues: issues, provisioningActivity: activity, dryRun: options.dryRun });
 
   const queue = new WorkQueue<BinderKey>(PV_BINDER, { keyString: binderKeyString, priority: binderKeyPriority });
   const controller = new Controller<BinderKey>(
@@ -224,9 +227,12 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   });
   provisioningEvents.addEventHandler({
     onAdd: (e) => {
+      activity.observe(e, Date.now());
       const o = e.involvedObject;
       if (o?.namespace && o.name) enqueueClaimKey(`${o.namespace}/${o.name}`);
     },
+    onUpdate: (_old, e) => activity.observe(e, Date.now()),
+    onDelete: (e) => activity.forget(e),
   });
   return controller;
 }

@@ -10,6 +10,7 @@ import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
 import { issueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
+import type { ProvisioningActivity } from './provisioning-activity.js';
 import { StaleViewError, verifyOnServer } from './verify-on-server.js';
 
 export interface BinderGlueDeps {
@@ -24,6 +25,11 @@ export interface BinderGlueDeps {
   requeueClaims: (keys: string[]) => void;
   /** Selected-node problems noted by the decisions, by claim uid (the world reads them back). */
   selectedNodeIssues: FirstSeen<SelectedNodeIssueSeen>;
+  /**
+   * When the provisioner's Events last showed activity, read against the server's
+   * (verify-on-server.ts); without it, by their own timestamps only.
+   */
+  provisioningActivity?: ProvisioningActivity;
   dryRun: boolean;
 }
 
@@ -125,7 +131,8 @@ export class BinderReconciler {
    * reconcile fails so that it is retried on fresh data.
    */
   private async run(actions: BinderAction[]): Promise<void> {
-    const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions);
+    const activity = this.d.provisioningActivity;
+    const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions, activity && ((e) => activity.timeOf(e, Date.now())));
     await this.d.actuator.run(refuted ? actions.slice(0, refuted.index) : actions);
     if (refuted) {
       countRefuted(refuted.check);

@@ -19,9 +19,12 @@ type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotate
 /** What the server has, read for one guarded action. */
 export type ServerView =
   | { kind: 'claim'; claim: PersistentVolumeClaim | undefined }
-  /** A selected-node removal: the node or the namespace's pods, and the claim's Provisioning Events. */
-  | { kind: 'node'; node: Node | undefined; provisioning: Event[] }
-  | { kind: 'pods'; pods: Pod[]; provisioning: Event[] }
+  /**
+   * A selected-node removal: the node or the namespace's pods, and when each of the claim's
+   * Provisioning Events on the server last showed activity (ProvisioningActivity.timeOf).
+   */
+  | { kind: 'node'; node: Node | undefined; provisioning: number[] }
+  | { kind: 'pods'; pods: Pod[]; provisioning: number[] }
   | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
@@ -54,10 +57,10 @@ export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeC
  */
 export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: SelectedNodeConfirmation, view: ServerView): string | undefined {
   const stillThere = `${claim.metadata?.namespace}/${claim.metadata?.name}: selected node "${confirm.node}"`;
-  const provisioning = view.kind === 'node' || view.kind === 'pods' ? eventsAbout(view.provisioning, claim).filter((e) => e.involvedObject?.uid === claim.metadata?.uid) : [];
-  const latest = Math.max(-Infinity, ...provisioning.map(eventTime));
+  const provisioning = view.kind === 'node' || view.kind === 'pods' ? view.provisioning : [];
+  const latest = Math.max(-Infinity, ...provisioning);
   if (provisioning.length > 0 && latest > confirm.quietSince) {
-    return `${stillThere} is being provisioned on the server (a Provisioning Event of ${new Date(latest).toISOString()} the cache had not seen); keeping it`;
+    return `${stillThere}: the provisioner has been at work on the claim since the grace began (a Provisioning Event on the server, last active ${new Date(latest).toISOString()}); keeping it`;
   }
   if (confirm.issue === 'noConsumer') {
     return view.kind === 'pods' && someConsumerFits(view.pods, claim, confirm.node) ? `${stillThere} has a pod that may use it after all; keeping it` : undefined;
@@ -97,7 +100,10 @@ export function refutation(a: Guarded, view: ServerView): string | undefined {
   return a.confirm ? selectedNodeIssueRefuted(a.claim, a.confirm, view) : undefined;
 }
 
-async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf>>): Promise<ServerView> {
+/** When a Provisioning Event last showed activity (ProvisioningActivity.timeOf; by default its own timestamps). */
+export type ActivityTime = (e: Event) => number;
+
+async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf>>, timeOf: ActivityTime): Promise<ServerView> {
   const a = g.action;
   if (g.read === 'claim' && a.kind === 'volumePhase') {
     const ref = a.volume.spec!.claimRef!;
@@ -113,14 +119,16 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   }
   if (a.kind !== 'annotateClaim') throw new Error(`no server read for ${a.kind}`);
   const claim = a.claim.metadata;
-  // The claim's own Provisioning Events, as the cache indexes them (binder-controller.ts), slim:
-  // anyone who may create Events in the namespace decides their size.
+  // Never a cluster-wide list, nor one matching Events that name no claim.
+  if (!claim?.namespace || !claim.uid || !claim.name) throw new Error('a selected-node removal for a claim without namespace, name or uid');
+  // The claim's own Provisioning Events, as the cache indexes them (binder-controller.ts): in its
+  // namespace and naming it (eventsAbout), slim (anyone who may create Events there decides their size).
   const provisioning = client
-    .list<Event>(Resources.events, { namespace: claim?.namespace, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,involvedObject.uid=${claim?.uid ?? ''}` }, slimEvent)
-    .then((l) => l.items);
+    .list<Event>(Resources.events, { namespace: claim.namespace, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,involvedObject.uid=${claim.uid}` }, slimEvent)
+    .then((l) => eventsAbout(l.items, a.claim).filter((e) => e.involvedObject?.uid === claim.uid).map(timeOf));
   // Projected as each page arrives: a namespace's pods are as large as their writers made them.
   if (g.read === 'pods') {
-    const [pods, events] = await Promise.all([client.list<Pod>(Resources.pods, { namespace: claim?.namespace }, projectPod), provisioning]);
+    const [pods, events] = await Promise.all([client.list<Pod>(Resources.pods, { namespace: claim.namespace }, projectPod), provisioning]);
     return { kind: 'pods', pods: pods.items, provisioning: events };
   }
   const [node, events] = await Promise.all([getIfPresent<Node>(client, Resources.nodes, a.confirm?.node ?? ''), provisioning]);
@@ -131,11 +139,11 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
  * Reads from the server what the plan's guarded actions rest on. The first action the server
  * refutes, by its place in the plan and why, or undefined when every guarded action is confirmed.
  */
-export async function verifyOnServer(client: KubeClient, actions: BinderAction[]): Promise<{ index: number; why: string; check: ServerCheck } | undefined> {
+export async function verifyOnServer(client: KubeClient, actions: BinderAction[], timeOf: ActivityTime = eventTime): Promise<{ index: number; why: string; check: ServerCheck } | undefined> {
   for (const [index, a] of actions.entries()) {
     const g = guardOf(a);
     if (!g) continue;
-    const why = refutation(g.action, await read(client, g));
+    const why = refutation(g.action, await read(client, g, timeOf));
     if (why) return { index, why, check: g.read === 'placedPod' ? 'placed_pod' : g.read === 'claim' ? 'release' : 'selected_node' };
   }
   return undefined;

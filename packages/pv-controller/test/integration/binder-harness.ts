@@ -72,7 +72,6 @@ export async function eventFor(client: KubeClient, obj: KubeObject, reason: stri
   });
 }
 
-/** What sig-storage-lib-external-provisioner records at every provisioning attempt: one Event, its count raised on each retry. */
 /**
  * A Provisioning Event forged in `ns` (a tenant's namespace) that names another namespace's claim
  * by its uid, a year ahead: "the provisioner is working on it" for as long as it would be believed.
@@ -94,9 +93,13 @@ export function forgedProvisioningEvent(ns: string, claimName: string, uid: stri
   };
 }
 
-export async function provisioningAttempt(client: KubeClient, claim: PersistentVolumeClaim, existing?: Event): Promise<Event> {
+/**
+ * What sig-storage-lib-external-provisioner records at every provisioning attempt: one Event, its
+ * count raised on each retry; its timestamps from the provisioner's clock, `clockOffsetMs` off ours.
+ */
+export async function provisioningAttempt(client: KubeClient, claim: PersistentVolumeClaim, existing?: Event, clockOffsetMs = 0): Promise<Event> {
   const ns = claim.metadata?.namespace ?? '';
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const now = new Date(Date.now() + clockOffsetMs).toISOString().replace(/\.\d+Z$/, 'Z');
   if (existing) {
     return client.patch<Event>(Resources.events, existing.metadata?.name ?? '', ns, 'merge', { count: (existing.count ?? 1) + 1, lastTimestamp: now });
   }

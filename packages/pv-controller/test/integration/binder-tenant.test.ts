@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
+import { Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { AuditLogTail, controllerUser, createTestNamespace, eventually, namespaceTenant, sharedControlPlane } from '@topovol/testing';
 import type { AuditEvent, ControlPlane, InProcessLoop } from '@topovol/testing';
@@ -11,8 +11,8 @@ const BOUND_BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
 const GRACE_S = 3;
 
 /**
- * A tenant who may do anything a namespace's edit role allows (claims, pods, Events in its own
- * namespace; nothing cluster-scoped) against the cluster-wide binder, with another namespace's
+ * A tenant who may write claims, pods and Events in its own namespace (a namespace's edit role,
+ * plus Events; nothing cluster-scoped) against the cluster-wide binder, with another namespace's
  * volumes and a fenced node's free volume in reach by name. Every forgery is judged as upstream
  * judges it (kube-controller-manager's syncUnboundClaim, syncBoundClaim) or refused (a pod placed
  * on a node the kubelet would refuse it on), and the API server's audit log shows no binder write
@@ -85,9 +85,13 @@ describe('pv-binder and a forging tenant: nothing of another namespace taken, ch
     });
     const before = new Map(await Promise.all([v('bound'), v('released'), v('prebound'), v('local-pv')].map(async (n) => [n, await getPV(admin, n)] as const)));
     const audit = new AuditLogTail(cp.auditLogPath);
-    const stale = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(victim, 'stale', '1Gi', { class: late, annotations: { [SEL]: v('gone-node') } }));
-
     const tenant = await namespaceTenant(admin, tenantNs);
+    // The victim's claim, with a selected node that is gone, waits for its grace until the
+    // binder's cache holds the tenant's forged Events about it (below): only then is it made
+    // stale, so the removal is decided with the forgeries in view.
+    nodes.push(v('gone-node'));
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: v('gone-node') } });
+    const stale = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(victim, 'stale', '1Gi', { class: late, annotations: { [SEL]: v('gone-node') } }));
     // Cluster-scoped objects are out of its reach.
     await tenant.create(Resources.persistentVolumes, pv(`${tenantNs}-mine`, '1Gi')).then(
       () => expect.fail('a tenant created a volume'),
@@ -106,16 +110,42 @@ describe('pv-binder and a forging tenant: nothing of another namespace taken, ch
     // A claim of the local class and a pod placed by name on the fenced node, where the kubelet would refuse it.
     await tenant.create(Resources.persistentVolumeClaims, pvc(tenantNs, 'fenced-data', '1Gi', { class: local }));
     await tenant.create<Pod>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'placed', namespace: tenantNs }, spec: { nodeName: fenced, containers: [{ name: 'c', image: 'example.invalid/app' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'fenced-data' } }] } });
-    // "The provisioner is working on the victim's claim": its uid, in the tenant's namespace, a year ahead.
-    await tenant.create<Event>(Resources.events, forgedProvisioningEvent(tenantNs, 'stale', stale.metadata!.uid!));
+    // "The provisioner is working on the victim's claim", a year ahead, in the tenant's namespace:
+    // naming a claim of the tenant's namespace with the victim's uid (a legacy Event must name its
+    // own namespace), and naming the victim's namespace itself (an events.k8s.io-style Event, with
+    // eventTime, may).
+    const forged = [forgedProvisioningEvent(tenantNs, 'stale', stale.metadata!.uid!)];
+    const ahead = new Date(Date.now() + 365 * 24 * 3_600_000).toISOString().replace('Z', '000Z'); // MicroTime
+    forged.push({
+      ...forged[0]!,
+      metadata: { name: 'forged-new-style', namespace: tenantNs },
+      involvedObject: { ...forged[0]!.involvedObject, namespace: victim },
+      firstTimestamp: undefined,
+      lastTimestamp: undefined,
+      count: undefined,
+      eventTime: ahead,
+      action: 'Provisioning',
+      reportingComponent: 'example.com/csi',
+      reportingInstance: 'example.com/csi-0',
+    });
+    for (const e of forged) await tenant.create<Event>(Resources.events, e);
+    const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning', transform: slimEvent });
+    await eventually(() => expect(cached.cache.list().filter((e) => e.involvedObject?.uid === stale.metadata?.uid).map((e) => e.metadata?.name).sort()).to.deep.equal(['forged', 'forged-new-style']));
+    // Until now the selected node existed; its deletion starts the grace with the forgeries in view.
+    await admin.delete(Resources.nodes, v('gone-node'));
 
     // The binder answered each: the victim's stale selected node is let go after its grace (the
     // forged Event held nothing off), the claim naming a volume bound elsewhere is told so, and
     // the placed pod is refused.
     await eventually(async () => expect((await getPVC(admin, victim, 'stale')).metadata?.annotations?.[SEL]).to.equal(undefined), 60_000);
+    // Each forgery answered before anything is compared: a FailedBinding on each claim naming a
+    // volume that is not for it, the hand-marked claim Lost, the placed pod refused.
     await eventually(async () => {
       const events = (await admin.list<Event>(Resources.events, { namespace: tenantNs })).items;
-      expect(events.map((e) => e.reason)).to.include.members(['FailedBinding', 'PlacedPodRefusedByNode']);
+      const about = (reason: string): string[] => events.filter((e) => e.reason === reason).map((e) => e.involvedObject.name ?? '');
+      expect(about('FailedBinding')).to.include.members(['take-bound', 'take-released', 'take-prebound']);
+      expect(about('PlacedPodRefusedByNode')).to.include('fenced-data');
+      expect((await getPVC(admin, tenantNs, 'forged-bound')).status?.phase).to.equal('Lost');
     }, 60_000);
     // Nothing of the victim's moved: each volume as it was (status and binding), the victim's claim Bound.
     for (const [n, was] of before) {

@@ -1,16 +1,47 @@
 import { expect } from 'chai';
 import type { Event } from '@topovol/shared';
 import { eventTime, slimProvisioningEvent } from '../../src/binder/provisioning-events.js';
+import { ProvisioningActivity } from '../../src/binder/provisioning-activity.js';
 
 const at = (s: string): number => Date.parse(s);
 
 describe('binder: the external provisioner\'s Provisioning Events', function () {
-  it('an Event happened at the newest of its timestamps, whichever recorder wrote it', function () {
+  it('an Event happened at the newest of its timestamps, whichever recorder wrote it; one to the second at that second\'s end', function () {
     const base: Event = { metadata: { name: 'e' }, involvedObject: {} };
-    expect(eventTime({ ...base, firstTimestamp: '2026-11-25T10:00:00Z', lastTimestamp: '2026-11-25T10:05:00Z' })).to.equal(at('2026-11-25T10:05:00Z'));
+    // lastTimestamp is truncated to the second: the Event may have come up to 999 ms after it.
+    expect(eventTime({ ...base, firstTimestamp: '2026-11-25T10:00:00Z', lastTimestamp: '2026-11-25T10:05:00Z' })).to.equal(at('2026-11-25T10:05:00Z') + 999);
     expect(eventTime({ ...base, eventTime: '2026-11-25T10:00:00.123456Z', series: { count: 3, lastObservedTime: '2026-11-25T10:07:00.000000Z' } })).to.equal(at('2026-11-25T10:07:00Z'));
-    expect(eventTime({ ...base, lastTimestamp: 'garbage', firstTimestamp: '2026-11-25T10:00:00Z' })).to.equal(at('2026-11-25T10:00:00Z'));
+    expect(eventTime({ ...base, lastTimestamp: 'garbage', firstTimestamp: '2026-11-25T10:00:00Z' })).to.equal(at('2026-11-25T10:00:00Z') + 999);
     expect(eventTime(base)).to.equal(0);
+  });
+
+  describe('ProvisioningActivity: by the provisioner\'s clock or, when later, by this process\'s', function () {
+    const NOW = at('2026-11-29T02:00:00Z');
+    const ev = (rv: string, last: string): Event => ({ metadata: { name: 'c.1', namespace: 'ns', uid: 'ev-1', resourceVersion: rv }, involvedObject: {}, lastTimestamp: last });
+
+    it('an Event first seen now counts from now even when its clock says an hour ago (a provisioner whose clock runs behind)', function () {
+      const a = new ProvisioningActivity();
+      a.observe(ev('1', '2026-11-29T01:00:00Z'), NOW);
+      expect(a.timeOf(ev('1', '2026-11-29T01:00:00Z'), NOW + 5_000)).to.equal(NOW);
+    });
+
+    it('a retry (a new version) counts from when it was seen; the same version keeps its first sighting', function () {
+      const a = new ProvisioningActivity();
+      a.observe(ev('1', '2026-11-29T01:00:00Z'), NOW);
+      a.observe(ev('1', '2026-11-29T01:00:00Z'), NOW + 60_000);
+      expect(a.timeOf(ev('1', '2026-11-29T01:00:00Z'), NOW + 120_000)).to.equal(NOW);
+      a.observe(ev('2', '2026-11-29T01:01:00Z'), NOW + 90_000);
+      expect(a.timeOf(ev('2', '2026-11-29T01:01:00Z'), NOW + 120_000)).to.equal(NOW + 90_000);
+    });
+
+    it('a version never seen (the server ahead of the watch) counts as now; its own timestamp when that is later', function () {
+      const a = new ProvisioningActivity();
+      a.observe(ev('1', '2026-11-29T01:00:00Z'), NOW);
+      expect(a.timeOf(ev('2', '2026-11-29T01:00:00Z'), NOW + 7_000)).to.equal(NOW + 7_000);
+      expect(a.timeOf(ev('3', '2026-11-29T03:00:00Z'), NOW)).to.equal(at('2026-11-29T03:00:00Z') + 999);
+      a.forget(ev('1', ''));
+      expect(a.timeOf(ev('1', '2026-11-29T01:00:00Z'), NOW + 9_000)).to.equal(NOW + 9_000);
+    });
   });
 
   it('the informer keeps only what the stale-selected-node check reads', function () {

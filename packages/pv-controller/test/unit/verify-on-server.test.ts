@@ -7,6 +7,7 @@ import { placedPodRefuted, releaseRefuted, selectedNodeIssueRefuted, verifyOnSer
 import type { ServerView } from '../../src/binder/verify-on-server.js';
 import { decideVolume } from '../../src/binder/decide-volume.js';
 import { world } from './world-fixture.js';
+import { ProvisioningActivity } from '../../src/binder/provisioning-activity.js';
 
 // What the server says, against what the cache-made decision needs before Released or a selected-node's removal.
 const volume: PersistentVolume = { metadata: { name: 'v1' }, spec: { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } } };
@@ -83,31 +84,67 @@ describe('selectedNodeIssueRefuted', function () {
   // must agree with the quiet the decision saw, or a CreateVolume may be running on that node.
   const gone: SelectedNodeConfirmation = { issue: 'gone', node: 'n1', quietSince: NOW - GRACE };
   const noConsumer: SelectedNodeConfirmation = { issue: 'noConsumer', node: 'n1', quietSince: -Infinity };
-  const activity: { name: string; confirm: SelectedNodeConfirmation; events: Event[]; refuted: boolean }[] = [
-    { name: 'gone: a Provisioning Event within the grace on the server (not in the cache) → keep', confirm: gone, events: [provisioningEvent(NOW - 1000)], refuted: true },
-    { name: 'gone: the newest Provisioning Event is older than the grace → remove (the provisioner does the same)', confirm: gone, events: [provisioningEvent(NOW - GRACE - 1000)], refuted: false },
-    { name: 'noConsumer: any Provisioning Event at all → keep (only that provisioner may give the node back)', confirm: noConsumer, events: [provisioningEvent(NOW - 10 * GRACE)], refuted: true },
-    { name: "another claim's Event, or one naming this claim from another namespace → ignored", confirm: noConsumer, events: [provisioningEvent(NOW, { name: 'other', uid: 'uid-other' }), provisioningEvent(NOW, { namespace: 'evil' })], refuted: false },
-    { name: 'an Event for an earlier claim of the same name (another uid) → ignored', confirm: noConsumer, events: [provisioningEvent(NOW, { uid: 'uid-old' })], refuted: false },
+  const viewOf = (confirm: SelectedNodeConfirmation, provisioning: number[]): ServerView =>
+    confirm.issue === 'gone' ? { kind: 'node', node: undefined, provisioning } : { kind: 'pods', pods: [], provisioning };
+  const activity: { name: string; confirm: SelectedNodeConfirmation; times: number[]; refuted: boolean }[] = [
+    { name: 'gone: a Provisioning Event active within the grace on the server (not in the cache) → keep', confirm: gone, times: [NOW - 1000], refuted: true },
+    { name: 'gone: the newest Provisioning Event went quiet before the grace → remove (the provisioner does the same)', confirm: gone, times: [NOW - GRACE - 1000], refuted: false },
+    { name: 'noConsumer: any Provisioning Event at all → keep (only that provisioner may give the node back)', confirm: noConsumer, times: [NOW - 10 * GRACE], refuted: true },
+    { name: 'no Provisioning Event on the server → remove', confirm: noConsumer, times: [], refuted: false },
   ];
   for (const c of activity) {
     it(c.name, function () {
-      const view: ServerView = c.confirm.issue === 'gone' ? { kind: 'node', node: undefined, provisioning: c.events } : { kind: 'pods', pods: [], provisioning: c.events };
-      const why = selectedNodeIssueRefuted(claim, c.confirm, view);
+      const why = selectedNodeIssueRefuted(claim, c.confirm, viewOf(c.confirm, c.times));
       expect(why !== undefined, why).to.equal(c.refuted);
-      if (c.refuted) expect(why).to.match(/being provisioned on the server/);
+      if (c.refuted) expect(why).to.match(/the provisioner has been at work/);
     });
   }
 
-  it('property: never removes while the server shows provisioning newer than the quiet the decision required', function () {
+  it('property: never removes while the server shows provisioning newer than the quiet the decision required, ahead of now too', function () {
     fc.assert(
-      fc.property(fc.constantFrom<SelectedNodeConfirmation>(gone, noConsumer), fc.array(fc.integer({ min: -20 * GRACE, max: 0 }), { maxLength: 4 }), (confirm, ages) => {
-        const events = ages.map((a) => provisioningEvent(NOW + a));
-        const view: ServerView = confirm.issue === 'gone' ? { kind: 'node', node: undefined, provisioning: events } : { kind: 'pods', pods: [], provisioning: events };
-        const newer = ages.some((a) => NOW + a > confirm.quietSince);
-        if (newer) expect(selectedNodeIssueRefuted(claim, confirm, view)).to.not.equal(undefined);
-        else expect(selectedNodeIssueRefuted(claim, confirm, view)).to.equal(undefined);
+      fc.property(fc.constantFrom<SelectedNodeConfirmation>(gone, noConsumer), fc.array(fc.integer({ min: -20 * GRACE, max: 20 * GRACE }), { maxLength: 4 }), (confirm, ages) => {
+        const times = ages.map((a) => NOW + a);
+        const newer = times.some((t) => t > confirm.quietSince);
+        expect(selectedNodeIssueRefuted(claim, confirm, viewOf(confirm, times)) !== undefined).to.equal(newer);
       }),
+    );
+  });
+});
+
+describe("verifyOnServer: the claim's Provisioning Events on the server", function () {
+  /** A client whose lists answer these Events (and no pods), recording what it was asked. */
+  const listing = (events: Event[], asked: unknown[] = []): KubeClient =>
+    ({
+      get: () => Promise.reject(new KubeApiError(404, { kind: 'Status', reason: 'NotFound', message: 'nodes "n1" not found', details: { name: 'n1', kind: 'nodes' } })),
+      list: (r: { plural: string }, o: unknown, transform?: (x: Event) => Event) => {
+        asked.push({ plural: r.plural, o });
+        return Promise.resolve({ items: r.plural === 'events' ? events.map((e) => (transform ? transform(e) : e)) : [] });
+      },
+    }) as unknown as KubeClient;
+  const unselect = (confirm: SelectedNodeConfirmation): BinderAction[] => [{ kind: 'annotateClaim', claim, remove: ['volume.kubernetes.io/selected-node'], confirm }];
+  const gone: SelectedNodeConfirmation = { issue: 'gone', node: 'n1', quietSince: NOW - GRACE };
+
+  it("lists only the claim's namespace, by its uid, and counts only Events there that name it", async function () {
+    const asked: unknown[] = [];
+    const others = [provisioningEvent(NOW, { name: 'other', uid: 'uid-other' }), provisioningEvent(NOW, { namespace: 'evil' }), provisioningEvent(NOW, { uid: 'uid-old' })];
+    expect(await verifyOnServer(listing(others, asked), unselect(gone))).to.equal(undefined);
+    expect(asked).to.deep.include({ plural: 'events', o: { namespace: 'ns', fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,involvedObject.uid=uid-c' } });
+    expect((await verifyOnServer(listing([provisioningEvent(NOW)]), unselect(gone)))?.why).to.match(/the provisioner has been at work/);
+  });
+
+  it("reads each Event's activity through the given clock: a version this process never saw counts as now, whatever its timestamp says", async function () {
+    // The provisioner's clock is an hour behind: its Event says an hour ago.
+    const behind = provisioningEvent(NOW - 3_600_000);
+    expect(await verifyOnServer(listing([behind]), unselect(gone))).to.equal(undefined);
+    const tracker = new ProvisioningActivity();
+    expect((await verifyOnServer(listing([behind]), unselect(gone), (e) => tracker.timeOf(e, NOW)))?.why).to.match(/the provisioner has been at work/);
+  });
+
+  it('refuses to list for a claim without a namespace or uid (never cluster-wide)', async function () {
+    const bare: PersistentVolumeClaim = { metadata: { name: 'c' }, spec: {} };
+    await verifyOnServer(listing([]), [{ kind: 'annotateClaim', claim: bare, remove: ['volume.kubernetes.io/selected-node'], confirm: gone }]).then(
+      () => expect.fail('listed for a claim without namespace or uid'),
+      (err: unknown) => expect(String(err)).to.match(/without namespace, name or uid/),
     );
   });
 });

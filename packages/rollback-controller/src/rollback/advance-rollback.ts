@@ -81,7 +81,7 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
  * with backoff, to be read and decided afresh as after a crash. A claim changed in what the
  * rollback re-creates is kept then; one that only changed status is deleted.
  */
-async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: ClaimState; why?: string }> {
+async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string }> {
   const ns = r.spec.pod.namespace;
   const claim = await d.reads.claim(ns, c.name);
   // One list of the namespace's pods gives the recorded pod and every other user of the claim, as

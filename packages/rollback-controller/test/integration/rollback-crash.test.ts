@@ -44,6 +44,19 @@ async function logged(proc: ManagedProcess, message: string, text = '', timeoutM
   }, timeoutMs);
 }
 
+/** The process's exit code, or a failure naming the failpoint it never reached. */
+async function exitWithin(proc: ManagedProcess, ms: number, failpoint: string): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${proc.name} did not reach failpoint ${failpoint} within ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([proc.waitForExit(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The manager's own word that it saw the claim being provisioned for the pod (it marks nothing unused otherwise). */
 async function observed(proc: ManagedProcess, claimKey: string): Promise<void> {
   await logged(proc, 'provisioning observed', `"claim":"${claimKey}"`);
@@ -96,11 +109,11 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       const c1 = await f.provisionC1OnA();
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
-      expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
+      expect(await exitWithin(first, 60_000, firstFp!), 'killed by its failpoint').to.equal(-1);
       for (const [i, laterFp] of laterFps.entries()) {
         const proc = await startManager(`${f.ns}-restart-${i + 1}`, laterFp);
         later.push(proc);
-        expect(await proc.waitForExit(), `restart ${i + 1} killed at ${laterFp}`).to.equal(-1);
+        expect(await exitWithin(proc, 60_000, laterFp), `restart ${i + 1} killed at ${laterFp}`).to.equal(-1);
       }
 
       second = await startManager(`${f.ns}-second`);
@@ -170,7 +183,7 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       const c1 = await f.provisionC1OnA();
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
-      expect(await leader.waitForExit(), 'killed by its failpoint').to.equal(-1);
+      expect(await exitWithin(leader, 60_000, 'rollback-claim-deleting'), 'killed by its failpoint').to.equal(-1);
       const done = await eventually(async () => {
         const records = await recordsOf(f.admin, p.metadata!.uid!);
         expect(records).to.have.length(1);
