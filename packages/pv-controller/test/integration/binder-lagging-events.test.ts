@@ -49,28 +49,27 @@ describe('pv-binder: a selected node is never removed under a provisioner the Ev
 
   const selectedNode = async (claim: string): Promise<string | undefined> => (await getPVC(admin, ns, claim)).metadata?.annotations?.[SEL];
 
-  it('keeps it while the server has fresh Provisioning Events the cache never saw; removes it once the provisioner is quiet for the grace', async function () {
-    // The Events watch stops delivering from here on (lists still answer).
-    proxy.holdUntilRelease((r) => r.watch && r.path === EVENTS);
-    const refutedBefore = await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' });
+  /**
+   * Claims "retried" and "idle" with a selected node that is gone; a provisioner retries "retried"
+   * every second (timestamps `clockOffsetMs` off ours), as after a CreateVolume that timed out.
+   * "idle", which nobody provisions, proves the binder decides removals meanwhile. The annotation of
+   * "retried" is checked throughout four graces of retries; then the provisioner stops.
+   */
+  async function keptWhileRetried(clockOffsetMs = 0): Promise<PersistentVolumeClaim> {
     const gone = `${ns}-gone-node`;
     const retried = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'retried', '1Gi', { class: cls, annotations: { [SEL]: gone } }));
-    // A claim nobody provisions, with the same gone node: proves the binder is deciding removals
-    // meanwhile (its grace passes, its removal is confirmed and written).
     await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'idle', '1Gi', { class: cls, annotations: { [SEL]: gone } }));
-    // The provisioner retries every second from the start, as after a CreateVolume that timed out.
-    let attempt: Event = await provisioningAttempt(admin, retried);
+    let attempt: Event = await provisioningAttempt(admin, retried, undefined, clockOffsetMs);
     let retrying = true;
     const retries = (async () => {
       while (retrying) {
         await new Promise((r) => setTimeout(r, 1000));
-        if (retrying) attempt = await provisioningAttempt(admin, retried, attempt);
+        if (retrying) attempt = await provisioningAttempt(admin, retried, attempt, clockOffsetMs);
       }
     })();
     try {
       const started = Date.now();
       await eventually(async () => expect(await selectedNode('idle')).to.equal(undefined), 60_000);
-      // Four graces of retries, the annotation checked throughout.
       while (Date.now() - started < 4 * GRACE_S * 1000) {
         expect(await selectedNode('retried'), 'removed under a provisioner at work').to.equal(gone);
         await new Promise((r) => setTimeout(r, 200));
@@ -79,6 +78,14 @@ describe('pv-binder: a selected node is never removed under a provisioner the Ev
       retrying = false;
       await retries;
     }
+    return retried;
+  }
+
+  it('keeps it while the server has fresh Provisioning Events the cache never saw; removes it once the provisioner is quiet for the grace', async function () {
+    // The Events watch stops delivering from here on (lists still answer).
+    proxy.holdUntilRelease((r) => r.watch && r.path === EVENTS);
+    const refutedBefore = await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' });
+    const retried = await keptWhileRetried();
     const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning', transform: slimEvent });
     expect(cached.cache.list().filter((e) => e.involvedObject?.uid === retried.metadata?.uid), 'the cache saw the attempts (the hold did not hold)').to.deep.equal([]);
     // The binder did plan the removal on its cache, and the server's Events stopped it (counted).
@@ -92,29 +99,7 @@ describe('pv-binder: a selected node is never removed under a provisioner the Ev
   });
 
   it('keeps it while a provisioner whose clock runs an hour behind retries (its Events look an hour old); removes it once it is quiet', async function () {
-    const gone = `${ns}-gone-node`;
-    const retried = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'retried', '1Gi', { class: cls, annotations: { [SEL]: gone } }));
-    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'idle', '1Gi', { class: cls, annotations: { [SEL]: gone } }));
-    const behind = -3_600_000;
-    let attempt: Event = await provisioningAttempt(admin, retried, undefined, behind);
-    let retrying = true;
-    const retries = (async () => {
-      while (retrying) {
-        await new Promise((r) => setTimeout(r, 1000));
-        if (retrying) attempt = await provisioningAttempt(admin, retried, attempt, behind);
-      }
-    })();
-    try {
-      const started = Date.now();
-      await eventually(async () => expect(await selectedNode('idle')).to.equal(undefined), 60_000);
-      while (Date.now() - started < 4 * GRACE_S * 1000) {
-        expect(await selectedNode('retried'), 'removed under a provisioner at work').to.equal(gone);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    } finally {
-      retrying = false;
-      await retries;
-    }
+    await keptWhileRetried(-3_600_000);
     await eventually(async () => expect(await selectedNode('retried')).to.equal(undefined), 60_000);
   });
 });
