@@ -1,3 +1,4 @@
+import { FirstSeen } from '@topovol/shared';
 import type { Event } from '@topovol/shared';
 import { eventTime } from './provisioning-events.js';
 
@@ -10,23 +11,22 @@ import { eventTime } from './provisioning-events.js';
  * A version never seen here (the server's, read ahead of a lagging watch) counts as now.
  */
 export class ProvisioningActivity {
-  private readonly seen = new Map<string, { resourceVersion: string; at: number }>();
+  /** By Event: its resourceVersion, and when this process first saw it. */
+  private readonly seen = new FirstSeen<string>();
 
   /** An Event of the informer's, added or updated, at `at` on this process's clock. */
   observe(e: Event, at: number): void {
-    const k = key(e);
-    const rv = e.metadata?.resourceVersion ?? '';
-    if (this.seen.get(k)?.resourceVersion !== rv) this.seen.set(k, { resourceVersion: rv, at });
+    this.seen.note(key(e), e.metadata?.resourceVersion ?? '', at);
   }
 
   forget(e: Event): void {
-    this.seen.delete(key(e));
+    this.seen.forget(key(e));
   }
 
   /** The Event's last activity, by either clock (see the class). */
   timeOf(e: Event, now: number): number {
     const s = this.seen.get(key(e));
-    const seenAt = s && s.resourceVersion === (e.metadata?.resourceVersion ?? '') ? s.at : now;
+    const seenAt = s && s.value === (e.metadata?.resourceVersion ?? '') ? s.since : now;
     return Math.max(eventTime(e), seenAt);
   }
 }
