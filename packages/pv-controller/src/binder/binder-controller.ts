@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
@@ -33,7 +33,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
 
   // The external provisioner's per-attempt "Provisioning" Events: evidence that provisioning is under way.
   const provisioningEvents = informers.forResource<Event>(Resources.events, {
-    fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning',
+    fieldSelector: PROVISIONING_EVENTS,
     transform: slimProvisioningEvent,
   });
 

@@ -1,4 +1,4 @@
-import { eventsAbout, getIfPresent, projectPod, Resources, slimEvent } from '@topovol/shared';
+import { eventsAbout, getIfPresent, projectPod, PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import type { ServerCheck } from './binder-metrics.js';
@@ -124,7 +124,7 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   // The claim's own Provisioning Events, as the cache indexes them (binder-controller.ts): in its
   // namespace and naming it (eventsAbout), slim (anyone who may create Events there decides their size).
   const provisioning = client
-    .list<Event>(Resources.events, { namespace: claim.namespace, fieldSelector: `involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,involvedObject.uid=${claim.uid}` }, slimEvent)
+    .list<Event>(Resources.events, { namespace: claim.namespace, fieldSelector: `${PROVISIONING_EVENTS},involvedObject.uid=${claim.uid}` }, slimEvent)
     .then((l) => eventsAbout(l.items, a.claim).filter((e) => e.involvedObject?.uid === claim.uid).map(timeOf));
   // Projected as each page arrives: a namespace's pods are as large as their writers made them.
   if (g.read === 'pods') {

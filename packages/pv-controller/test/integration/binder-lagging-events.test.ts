@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { Resources, slimEvent } from '@topovol/shared';
+import { PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, FaultProxy, INSTALL_NAMESPACE, installGeneratedRbac, metricSum, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane, InProcessLoop } from '@topovol/testing';
@@ -86,7 +86,7 @@ describe('pv-binder: a selected node is never removed under a provisioner the Ev
     proxy.holdUntilRelease((r) => r.watch && r.path === EVENTS);
     const refutedBefore = await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' });
     const retried = await keptWhileRetried();
-    const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning', transform: slimEvent });
+    const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_EVENTS, transform: slimEvent });
     expect(cached.cache.list().filter((e) => e.involvedObject?.uid === retried.metadata?.uid), 'the cache saw the attempts (the hold did not hold)').to.deep.equal([]);
     // The binder did plan the removal on its cache, and the server's Events stopped it (counted).
     expect(await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' })).to.be.above(refutedBefore);

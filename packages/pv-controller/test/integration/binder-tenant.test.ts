@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Resources, slimEvent } from '@topovol/shared';
+import { PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { AuditLogTail, controllerUser, createTestNamespace, eventually, namespaceTenant, sharedControlPlane } from '@topovol/testing';
 import type { AuditEvent, ControlPlane, InProcessLoop } from '@topovol/testing';
@@ -129,7 +129,7 @@ describe('pv-binder and a forging tenant: nothing of another namespace taken, ch
       reportingInstance: 'example.com/csi-0',
     });
     for (const e of forged) await tenant.create<Event>(Resources.events, e);
-    const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning', transform: slimEvent });
+    const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_EVENTS, transform: slimEvent });
     await eventually(() => expect(cached.cache.list().filter((e) => e.involvedObject?.uid === stale.metadata?.uid).map((e) => e.metadata?.name).sort()).to.deep.equal(['forged', 'forged-new-style']));
     // Until now the selected node existed; its deletion starts the grace with the forgeries in view.
     await admin.delete(Resources.nodes, v('gone-node'));

@@ -54,3 +54,9 @@ export function csiVolumeInUseName(driver: string, volumeHandle: string): string
  * one string, so that in one process they share one informer.
  */
 export const PROVISIONING_FAILED_EVENTS = 'involvedObject.kind=PersistentVolumeClaim,reason=ProvisioningFailed';
+
+/**
+ * The field selector of the provisioner's per-attempt Events on claims (evidence that provisioning
+ * is under way): the binder's informer and its live read of one claim's Events use this one string.
+ */
+export const PROVISIONING_EVENTS = 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning';
