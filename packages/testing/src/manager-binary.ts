@@ -20,6 +20,11 @@ export interface ManagerBinaryOptions {
   /** Flags for node itself, before the script (e.g. `--import` of a test preload). */
   nodeArgs?: readonly string[];
   readyTimeoutMs?: number;
+  /**
+   * false: return once spawned, without waiting for /readyz. For a process expected to die at a
+   * failpoint during its start-up walk, which it may reach before a probe would have seen it ready.
+   */
+  waitUntilReady?: boolean;
   /** host:port for /metrics; default off. */
   metricsAddress?: string;
 }
@@ -27,7 +32,7 @@ export interface ManagerBinaryOptions {
 /**
  * The real topovol-controller-manager binary as an operator runs it, as a child process that dies
  * with the test; resolves once /readyz answers 200 (its informers synced), and fails with the log's
- * tail if it exits or never gets ready.
+ * tail if it exits or never gets ready (unless `waitUntilReady` is false).
  */
 export async function startManagerBinary(o: ManagerBinaryOptions): Promise<ManagedProcess> {
   const root = repoRoot();
@@ -40,6 +45,7 @@ export async function startManagerBinary(o: ManagerBinaryOptions): Promise<Manag
     cwd: root,
     ...(o.env ? { env: o.env } : {}),
   });
+  if (o.waitUntilReady === false) return proc;
   try {
     await eventually(
       async () => {
