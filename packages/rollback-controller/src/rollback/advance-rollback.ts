@@ -50,17 +50,19 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
           d.actuator.reportAbandoned(current, s.claim);
           break;
         }
-        let uid = created === 'exists' ? undefined : created.uid;
-        if (created === 'exists') {
-          const next = afterCreateRefused(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
-          if (next.kind === 'waitTerminating') return next.ms;
-          uid = next.uid;
+        if (created !== 'exists') {
+          current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', created.uid);
+          break;
         }
-        current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', uid);
+        const next = afterCreateRefused(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
+        if (next.kind === 'waitTerminating') return next.ms;
+        current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', next.uid);
+        d.actuator.reportAdopted(current, s.claim.name, next.uid);
         break;
       }
       case 'noteRecreated':
         current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', s.uid);
+        d.actuator.reportAdopted(current, s.claim.name, s.uid);
         break;
       case 'waitTerminating':
         // Its protection finalizer: a pod holds it (see the raced report), or it is going.

@@ -39,6 +39,7 @@ export const Reasons = {
   MarkedUsed: 'VolumeMarkedUsed',
   RollbackStarted: 'ProvisioningRollback',
   ClaimRecreated: 'ClaimRecreated',
+  ClaimAdopted: 'ClaimAdopted',
   RollbackRefused: 'ProvisioningRollbackRefused',
   RollbackAborted: 'ProvisioningRollbackAborted',
   RollbackLimit: 'ProvisioningRollbackLimit',

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { Event, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, INSTALL_NAMESPACE, sharedControlPlane, startManagerBinary } from '@topovol/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
@@ -32,8 +32,12 @@ async function startManager(name: string, failpoint?: string, election: string[]
   });
 }
 
-/** Leader election with short timings (the chaos suites' own), the Lease in the install namespace. */
-const ELECTION = ['--leader-elect=true', `--leader-elect-namespace=${INSTALL_NAMESPACE}`, '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s'];
+/**
+ * Leader election in the install namespace, with timings shorter than the defaults but with room
+ * to renew (8 s): a leader that missed its renewals on a loaded machine would exit 1 before its
+ * failpoint. Only the standby's wait after the SIGKILL (up to the 10 s lease) pays for that room.
+ */
+const ELECTION = ['--leader-elect=true', `--leader-elect-namespace=${INSTALL_NAMESPACE}`, '--leader-elect-lease-duration=10s', '--leader-elect-renew-deadline=8s', '--leader-elect-retry-period=2s'];
 
 /** Waits for a line of the manager's JSON log with this message (and, if given, this text). */
 async function logged(proc: ManagedProcess, message: string, text = '', timeoutMs?: number): Promise<void> {
@@ -223,6 +227,15 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
         });
         const claims = (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items.map((c) => c.metadata?.name).sort();
         expect(claims).to.deep.equal(['c1', 'c2']);
+        // The claim the first process created before it died is found, not created again; the claim says so.
+        if (fp === 'rollback-claim-recreated') {
+          const adopted = await eventFor(f.admin, { ...now, kind: 'PersistentVolumeClaim' }, 'ClaimAdopted');
+          expect(adopted.involvedObject.uid, 'on the claim found').to.equal(now.metadata?.uid);
+          expect(adopted.message).to.match(/already existed/);
+        } else {
+          const adopted = await f.admin.list<Event>(Resources.events, { namespace: f.ns, fieldSelector: 'reason=ClaimAdopted' });
+          expect(adopted.items, 'the claim it created itself is not said to be found').to.deep.equal([]);
+        }
       });
     });
   }

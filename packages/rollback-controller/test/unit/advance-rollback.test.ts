@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { isConflict, logger, Resources } from '@topovol/shared';
-import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { KubeObject, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
@@ -216,5 +216,37 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(w.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackRaced')).to.have.length(1);
     await look(w);
     expect(w.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackRaced'), 'not again while it waits').to.have.length(1);
+  });
+
+  const reasons = (w: ReturnType<typeof world>, reason: string): [string | undefined, string | undefined][] => w.events.recorded.filter((e) => e.reason === reason).map((e) => [e.kind, e.name]);
+  const untilDone = async (w: ReturnType<typeof world>): Promise<ProvisioningRollback> => {
+    let r = await look(w);
+    for (let i = 0; i < 8 && r.status?.phase !== 'Completed' && r.status?.phase !== 'Aborted'; i++) r = await look(w);
+    return r;
+  };
+
+  it('a re-create whose answer was lost (the claim made, a reset in reply): the next look finds it, records it Recreated, and the claim is told it was found', async function () {
+    const w = world();
+    const create = w.store.create.bind(w.store);
+    let lost = false;
+    w.store.create = async <T extends KubeObject>(r: ResourceType, obj: T): Promise<T> => {
+      const made = await create(r, obj);
+      if (r !== Resources.persistentVolumeClaims || lost) return made;
+      lost = true;
+      throw Object.assign(new Error('POST persistentvolumeclaims: socket hang up'), { code: 'ECONNRESET' });
+    };
+    const done = await untilDone(w);
+    const c = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
+    expect(done.status?.phase).to.equal('Completed');
+    expect(done.status?.claims?.[0]).to.include({ state: 'Recreated', uid: c?.metadata?.uid });
+    expect(reasons(w, 'ClaimAdopted')).to.deep.equal([['PersistentVolumeClaim', 'c']]);
+    expect(reasons(w, 'ClaimRecreated'), 'its create never answered').to.deep.equal([]);
+  });
+
+  it('a claim the loop re-created itself is not said to be found', async function () {
+    const w = world();
+    expect((await untilDone(w)).status?.phase).to.equal('Completed');
+    expect(reasons(w, 'ClaimRecreated')).to.deep.equal([['PersistentVolumeClaim', 'c']]);
+    expect(reasons(w, 'ClaimAdopted')).to.deep.equal([]);
   });
 });
