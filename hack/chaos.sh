@@ -49,7 +49,10 @@ TOPOVOL_SOAK_MINUTES="$soak" TOPOVOL_SOAK_RSS="$out/rss.csv" \
   pnpm exec mocha --config "$out/mocharc.json" "${specs[@]}" || status=$?
 
 mkdir -p hack/chaos-results
-report="hack/chaos-results/$(date -u +%Y-%m-%dT%H%M%SZ).md"
+# One time for the file's name and the "Run of" line, so that the docs' block names its file.
+now="$(date -u +%Y-%m-%dT%H%M%SZ)"
+export CHAOS_RUN_AT="${now:0:13}:${now:13:2}"
+report="hack/chaos-results/${now}.md"
 node hack/lib/chaos-report.mjs "$out/results.jsonl" "$out/rss.csv" > "$report"
 echo "==> results: $report" >&2
 cat "$report"

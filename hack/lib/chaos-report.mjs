@@ -8,7 +8,9 @@ const rows = existsSync(resultsFile) ? readFileSync(resultsFile, 'utf8').split('
 const rss = existsSync(rssFile) ? readFileSync(rssFile, 'utf8').trim().split('\n').slice(1).map((l) => l.split(',').map(Number)) : [];
 
 const lines = [];
-lines.push(`Run of ${new Date().toISOString().slice(0, 16)}Z on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}.`, '');
+// CHAOS_RUN_AT (set once by hack/chaos.sh) keeps the results file and the docs' block the same text.
+const runAt = process.env.CHAOS_RUN_AT ?? new Date().toISOString().slice(0, 16);
+lines.push(`Run of ${runAt}Z on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}.`, '');
 lines.push('| scenario | fault | rate / duration | scale | operations attempted | invariant violations | seconds to converge |');
 lines.push('|---|---|---|---|---|---|---|');
 for (const r of rows) lines.push(`| ${r.scenario} | ${r.fault} | ${r.intensity} | ${r.scale} | ${r.operations} | ${r.violations} | ${r.convergeSeconds.toFixed(1)} |`);

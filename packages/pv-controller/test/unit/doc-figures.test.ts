@@ -1,0 +1,157 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { repoRoot } from '@topovol/testing';
+import { figureSource, figuresIn, isSourced } from '../../bench/doc-figures.js';
+
+const read = (rel: string): string => readFileSync(path.join(repoRoot(), rel), 'utf8');
+
+/**
+ * Figures in the README and docs that are not measurements of Topovol's speed or memory, so that
+ * docs/benchmarks.md need not have them: defaults and limits (in our code, etcd's or Kubernetes'),
+ * test and bench settings, sizes a test measures and asserts, estimates of how long a command runs.
+ * A figure missing from docs/benchmarks.md and from this list fails the test below: cite it from
+ * there, or, if it measures nothing about Topovol's speed or memory, add it here with why.
+ */
+const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  'README.md': {
+    '10 minutes': 'estimate: building the control-plane binaries on first use',
+    '1.5 minutes': 'estimate: how long the demo runs',
+  },
+  'docs/architecture.md': {
+    '1.5 MB': "limit: etcd's default --max-request-bytes, the largest object",
+    '16 MiB': 'limit: LIST_PAGE_MAX_BYTES',
+    '64 MiB': 'limit: ONE_OBJECT_MAX_BYTES',
+    '1 KB': 'size: a volume object (815 bytes in hack/bench/README.md, "Start-up at 100,000")',
+  },
+  'docs/capacity-status.md': {
+    '368 KB': 'size the capacity-status scale test measures',
+    '70 KB': 'size the capacity-status scale test measures',
+    '1.5 MiB': "limit: etcd's default --max-request-bytes",
+    '1 MiB': 'limit the capacity-status scale test asserts',
+    '3 minutes': 'arithmetic from the default poll and expiry',
+  },
+  'docs/capacity.md': {
+    '100 ms': "setting: the capacity bench's volume creation rate",
+    '15 minutes': "setting: an alert rule's for:",
+    '350 KB': 'size the capacity-status scale test measures',
+  },
+  'docs/divergences.md': {
+    '10 minutes': 'default: --stale-selected-node-grace',
+  },
+  'docs/install.md': {
+    '15 minutes': "setting: an alert rule's for:",
+    '1.5 MB': "limit: etcd's default --max-request-bytes",
+    '16 MiB': 'limit: LIST_PAGE_MAX_BYTES',
+    '256 KiB': "limit: Kubernetes' total size of an object's annotations",
+  },
+  'docs/reliability.md': {
+    '240 s': "setting: a scenario's timeout",
+    '10 min': 'setting: the soak duration',
+    '80 MB': "size: the test command's API server audit log",
+  },
+  'docs/status.md': {
+    '1.5 minutes': 'estimate: how long the e2e suite runs',
+    '3 minutes': 'estimate: how long the differential suite runs',
+    '1 MiB': 'limit the capacity-status scale test asserts',
+    '1.4 MB': "setting: a test's forged Event size",
+    '1.5 MB': "limit: etcd's default --max-request-bytes",
+    '16 MiB': 'limit: LIST_PAGE_MAX_BYTES',
+    '450 KB': "setting: a test's forged Event size",
+    '1.2 MB': "setting: a test's forged pod size",
+    '120 s': "default: grpc-js's reconnect backoff cap",
+  },
+  'docs/adr/0010-sharded-capacity-status.md': {
+    '5 MB': 'arithmetic: 1,000 nodes × 10 classes in one object',
+    '1.5 MiB': "limit: etcd's default --max-request-bytes",
+    '368 KB': 'size the capacity-status scale test measures',
+    '70 KB': 'size the capacity-status scale test measures',
+    '710 KB': 'size the capacity-status scale test measures',
+    '1 MiB': 'limit the capacity-status scale test asserts',
+    '350 KB': 'size the capacity-status scale test measures',
+  },
+};
+
+const CHAOS_BEGIN = '<!-- chaos-results:begin -->';
+const CHAOS_END = '<!-- chaos-results:end -->';
+
+/** docs/reliability.md's results block, which hack/chaos.sh --record writes from its own run. */
+function chaosBlock(doc: string): { block: string; rest: string } {
+  const a = doc.indexOf(CHAOS_BEGIN);
+  const b = doc.indexOf(CHAOS_END);
+  expect(a, 'docs/reliability.md has its chaos-results markers').to.be.greaterThan(-1);
+  expect(b).to.be.greaterThan(a);
+  const block = doc.slice(a + CHAOS_BEGIN.length, b);
+  // Blank the block's lines (kept, so that line numbers stay right): its figures have their own source.
+  return { block, rest: doc.slice(0, a) + block.replace(/[^\n]/g, ' ') + doc.slice(b) };
+}
+
+function docFiles(): string[] {
+  const root = repoRoot();
+  const docs = readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md') && f !== 'benchmarks.md').map((f) => `docs/${f}`);
+  const adrs = readdirSync(path.join(root, 'docs', 'adr')).filter((f) => f.endsWith('.md')).map((f) => `docs/adr/${f}`);
+  return ['README.md', ...docs, ...adrs];
+}
+
+describe('figures in the README and docs come from the benchmarks', function () {
+  it('finds figures in prose, ranges and tables whose header names the unit; skips code', function () {
+    const doc = [
+      'The first binding took 0.8 s, peak RSS 977-1,158 MiB, 81% of the ceiling, 0.94x of N = 10000.',
+      'Flags such as `--resync=15s` and v1.37.2 are not figures; 10,000 claims have no unit.',
+      '',
+      '| binder | N | peak RSS MiB | first s | of ceiling |',
+      '| --- | --- | --- | --- | --- |',
+      '| Topovol | 10000 | 290.2 | 0.4 | 77% |',
+      '',
+      '```',
+      'took 99 s',
+      '```',
+    ].join('\n');
+    expect(figuresIn(doc).map((f) => [f.text, f.unit, f.line])).to.deep.equal([
+      ['0.8 s', 's', 1],
+      ['977-1,158 MiB', 'MiB', 1],
+      ['81%', '%', 1],
+      ['0.94x', 'x', 1],
+      ['290.2 MiB', 'MiB', 6],
+      ['0.4 s', 's', 6],
+      ['77%', '%', 6],
+    ]);
+  });
+
+  it('takes a figure as sourced when the source has each number, in its unit, to the precision written', function () {
+    const source = figureSource(['| binder | peak RSS MiB | first s |', '| --- | --- | --- |', '| Topovol | 976.7 | 0.84 |', '| Topovol | 1158.3 | 4.0 |'].join('\n'));
+    const one = (text: string): boolean => isSourced(figuresIn(text)[0]!, source);
+    expect(one('peaked at 977-1,158 MiB')).to.equal(true);
+    expect(one('first binding 0.8 s')).to.equal(true);
+    expect(one('first binding 4 s')).to.equal(true);
+    expect(one('peaked at 977 MB'), 'another unit').to.equal(false);
+    expect(one('peaked at 976.8 MiB'), 'another number').to.equal(false);
+    expect(one('first binding 0.9 s')).to.equal(false);
+  });
+
+  it('every figure of speed or memory in README.md and docs/ is in docs/benchmarks.md or the bench notes (hack/bench/README.md)', function () {
+    const source = figureSource(read('docs/benchmarks.md'), read('hack/bench/README.md'));
+    const unsourced: string[] = [];
+    const listedButSourced: string[] = [];
+    for (const file of docFiles()) {
+      const text = file === 'docs/reliability.md' ? chaosBlock(read(file)).rest : read(file);
+      const allowed = NOT_BENCHMARK_FIGURES[file] ?? {};
+      const seen = new Set<string>();
+      for (const fig of figuresIn(text)) {
+        if (isSourced(fig, source)) continue;
+        seen.add(fig.text);
+        if (allowed[fig.text] === undefined) unsourced.push(`${file}:${fig.line}: "${fig.text}"`);
+      }
+      for (const listed of Object.keys(allowed)) if (!seen.has(listed)) listedButSourced.push(`${file}: "${listed}"`);
+    }
+    expect(unsourced, 'figures docs/benchmarks.md does not have (cite them from there, or list them as not benchmark figures)').to.deep.equal([]);
+    expect(listedButSourced, 'listed as not benchmark figures, but no longer in the file unsourced: drop them from the list').to.deep.equal([]);
+  });
+
+  it("docs/reliability.md's chaos results are a committed run's results file (hack/chaos-results/)", function () {
+    const { block } = chaosBlock(read('docs/reliability.md'));
+    const runs = readdirSync(path.join(repoRoot(), 'hack', 'chaos-results')).filter((f) => f.endsWith('.md'));
+    const same = runs.filter((f) => read(`hack/chaos-results/${f}`).trim() === block.trim());
+    expect(same, `the block "${block.trim().split('\n')[0]}" is one of ${runs.join(', ')}`).to.have.length.greaterThan(0);
+  });
+});
