@@ -178,12 +178,12 @@ export class RollbackActuator {
 
   /**
    * A claim of the name was there when the rollback came to re-create it, and is taken as the
-   * re-created one: created by us before a restart, or by its owner (a StatefulSet re-creates its
-   * claims from its template). Said on the claim, so that its user can tell which.
+   * re-created one: created by an earlier attempt (before a restart, or a record write that failed),
+   * or by its owner (a StatefulSet re-creates its claims from its template). Said on the claim.
    */
   reportAdopted(r: ProvisioningRollback, name: string, uid: string): void {
     const claim: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name, namespace: r.spec.pod.namespace, uid } };
-    this.d.events.event(claim, 'Normal', Reasons.ClaimAdopted, `taken as the claim re-created by provisioning rollback ${r.metadata?.name} for pod ${r.spec.pod.name}: it already existed (created before a restart of the rollback loop, or by its owner)`);
+    this.d.events.event(claim, 'Normal', Reasons.ClaimAdopted, `a claim of this name already existed: taken as the one re-created by provisioning rollback ${r.metadata?.name} for pod ${r.spec.pod.name} (an earlier attempt's create, before a restart or a failed record write, or its owner's)`);
   }
 
   async finish(r: ProvisioningRollback, phase: RollbackPhase, why?: string): Promise<void> {
