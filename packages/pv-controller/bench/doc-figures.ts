@@ -58,8 +58,9 @@ function withoutCode(markdown: string): string {
 function headerUnit(cell: string): FigureUnit | undefined {
   const words = cell.trim().split(/\s+/).reverse();
   for (const w of words) {
-    const unit = UNITS[w] ?? UNITS[w.split('/')[0] ?? ''];
-    if (unit && (UNITS[w] !== undefined || w.includes('/'))) return unit;
+    // "ms/binding" is ms; "writes/binding" is no unit.
+    const unit = UNITS[w] ?? UNITS[w.split('/')[0]!];
+    if (unit) return unit;
   }
   return undefined;
 }
