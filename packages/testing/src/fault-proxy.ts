@@ -12,6 +12,11 @@ export interface FaultRates {
   serverError?: number;
   /** The connection is reset before any answer. */
   reset?: number;
+  /**
+   * A write (not GET) is forwarded and applied, and its connection reset once the API server has
+   * answered, the answer dropped: the client cannot tell it from a reset before the request.
+   */
+  lostAnswer?: number;
   /** Forwarded after delayMs. */
   delay?: number;
   delayMs?: number;
@@ -25,7 +30,7 @@ export interface FaultRates {
   atLeast?: number;
 }
 
-export type FaultKind = 'throttle' | 'serverError' | 'reset' | 'delay' | 'cutWatch' | 'forwarded';
+export type FaultKind = 'throttle' | 'serverError' | 'reset' | 'lostAnswer' | 'delay' | 'cutWatch' | 'forwarded';
 
 /** A request as holdUntilRelease sees it: the path without its query. */
 export interface HeldRequest {
@@ -43,7 +48,7 @@ export interface HeldRequest {
 export class FaultProxy {
   private rates: FaultRates = {};
   private random: () => number;
-  readonly counts: Record<FaultKind, number> = { throttle: 0, serverError: 0, reset: 0, delay: 0, cutWatch: 0, forwarded: 0 };
+  readonly counts: Record<FaultKind, number> = { throttle: 0, serverError: 0, reset: 0, lostAnswer: 0, delay: 0, cutWatch: 0, forwarded: 0 };
   /** Injections since the last set(), for atLeast. */
   private since: Record<FaultKind, number> = { ...this.counts };
   /** "METHOD path" of every delayed request that writes (not GET): the late writes a slow network delivers. */
@@ -90,7 +95,7 @@ export class FaultProxy {
   /** Replaces the fault rates; `{}` forwards everything. */
   set(rates: FaultRates): void {
     this.rates = { ...rates };
-    this.since = { throttle: 0, serverError: 0, reset: 0, delay: 0, cutWatch: 0, forwarded: 0 };
+    this.since = { throttle: 0, serverError: 0, reset: 0, lostAnswer: 0, delay: 0, cutWatch: 0, forwarded: 0 };
     // Watches opened before the faults would otherwise run on untouched: cut every open one.
     if ((rates.cutWatch ?? 0) > 0) for (const w of [...this.watches]) w.cut();
   }
@@ -129,7 +134,7 @@ export class FaultProxy {
 
   /** Total injected faults so far. */
   get injected(): number {
-    return this.counts.throttle + this.counts.serverError + this.counts.reset + this.counts.delay + this.counts.cutWatch;
+    return this.counts.throttle + this.counts.serverError + this.counts.reset + this.counts.lostAnswer + this.counts.delay + this.counts.cutWatch;
   }
 
   async stop(): Promise<void> {
@@ -147,9 +152,11 @@ export class FaultProxy {
   }
 
   /** The kind atLeast still owes and this request can take: the least injected one. */
-  private owed(watch: boolean): FaultKind | undefined {
+  private owed(watch: boolean, write: boolean): FaultKind | undefined {
     const n = this.rates.atLeast ?? 0;
-    const kinds = (['cutWatch', 'reset', 'throttle', 'serverError', 'delay'] as const).filter((k) => (this.rates[k] ?? 0) > 0 && this.since[k] < n && (k !== 'cutWatch' || watch));
+    const kinds = (['cutWatch', 'reset', 'lostAnswer', 'throttle', 'serverError', 'delay'] as const).filter(
+      (k) => (this.rates[k] ?? 0) > 0 && this.since[k] < n && (k !== 'cutWatch' || watch) && (k !== 'lostAnswer' || write),
+    );
     return kinds.sort((a, b) => this.since[a] - this.since[b])[0];
   }
 
@@ -166,7 +173,8 @@ export class FaultProxy {
       this.held.push({ req: seen, go: () => this.handle(req, res, true) });
       return;
     }
-    const owed = this.owed(watch);
+    const write = !watch && req.method !== 'GET';
+    const owed = this.owed(watch, write);
     const hit = (kind: Exclude<FaultKind, 'forwarded'>): boolean => (owed ? owed === kind : this.roll(r[kind]));
     if (hit('reset')) {
       this.count('reset');
@@ -183,7 +191,8 @@ export class FaultProxy {
       return status(res, code, code === 500 ? 'InternalError' : 'ServiceUnavailable', 'injected: server error');
     }
     const cut = watch && hit('cutWatch');
-    const forward = (): void => this.forward(req, res, cut);
+    const lost = write && hit('lostAnswer');
+    const forward = (): void => this.forward(req, res, cut, lost);
     if (hit('delay')) {
       this.count('delay');
       if (req.method !== 'GET') this.delayedWrites.push(`${req.method ?? ''} ${(req.url ?? '').split('?')[0]!}`);
@@ -193,11 +202,18 @@ export class FaultProxy {
     forward();
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, cut: boolean): void {
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, cut: boolean, lost = false): void {
     const headers = { ...req.headers, host: this.upstream.host };
     const up = https.request(
       { protocol: 'https:', hostname: this.upstream.hostname, port: this.upstream.port, method: req.method, path: req.url, headers, ca: this.ca },
       (upRes) => {
+        if (lost) {
+          // The API server has answered, so the write was applied (or refused); the client never hears which.
+          this.count('lostAnswer');
+          upRes.resume();
+          upRes.on('end', () => req.socket.destroy());
+          return;
+        }
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         const seen: HeldRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, watch: true };
         const watch = { cut: (): void => undefined, hold: (): void => undefined, req: seen };

@@ -1,4 +1,4 @@
-import { classifyError } from '@topovol/shared';
+import { classifyError, getIfPresent, Resources, writeMayHaveApplied } from '@topovol/shared';
 import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { BinderActuator } from './actuator.js';
@@ -48,12 +48,24 @@ export class BinderReconciler {
    */
   private readonly passedOver = new Set<string>();
 
+  /**
+   * Claims whose volume writes may have reached the server though no answer came (writeMayHaveApplied),
+   * with the volumes they picked. Their next run reads those volumes from the server before deciding,
+   * so that one the write did take (its claimRef now naming the claim) is found pre-bound to it.
+   * Upstream's single claim worker retries the same volume until its informer shows the write; with
+   * several workers, another may hold that volume at the moment of the retry, which would then pass it
+   * by and take a second one, leaving the first bound to a claim bound elsewhere (released, and with
+   * Delete deleted, if it was provisioned).
+   */
+  private readonly unsettled = new Map<string, string[]>();
+
   constructor(private readonly d: BinderGlueDeps) {}
 
   async claim(namespace: string, name: string): Promise<number | void> {
     const { world, inFlight } = this.d;
     const key = `${namespace}/${name}`;
     this.passedOver.delete(key);
+    await this.settle(key);
     const claim = world.claim(namespace, name);
     if (!claim) return;
     const wasBound = claim.status?.phase === 'Bound';
@@ -74,6 +86,7 @@ export class BinderReconciler {
       failed = true;
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
       if (picked.length > 0) countBind(stale ? 'conflict' : 'error');
+      if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
       // volume this run wrote (a claim write that conflicts after it), nor one the view already
       // holds for this claim (an earlier run wrote it, and this one had nothing to write): that is
@@ -113,6 +126,17 @@ export class BinderReconciler {
     const actions = decideVolume(volume, this.d.world);
     log.debug('volume synced', { actions: actions.map((a) => a.kind) });
     await this.run(actions);
+  }
+
+  /** The server's copies of the volumes a claim's unanswered writes were for (unsettled), over the informer's until it catches up. */
+  private async settle(key: string): Promise<void> {
+    const names = this.unsettled.get(key);
+    if (!names) return;
+    for (const n of names) {
+      const live = await getIfPresent<PersistentVolume>(this.d.client, Resources.persistentVolumes, n);
+      if (live) this.d.volumes.assume(n, live);
+    }
+    this.unsettled.delete(key);
   }
 
   /** What the decisions ask to remember (not a write: the actuator never sees it). */

@@ -9,16 +9,41 @@ import type { SelectedNodeIssueSeen } from '../../src/binder/selected-node-check
 import { BinderVolumes } from '../../src/binder/volume-view.js';
 import { claim, vol, world } from './world-fixture.js';
 
-/** FakeWrites whose next claim PUTs fail with `failure` (nothing written). */
+/**
+ * FakeWrites whose next claim PUTs fail with `failure` (nothing written), and whose next volume PUTs
+ * (not status) are written and then fail with `failure` as if the answer were lost.
+ */
 class FailingClaimWrites extends FakeWrites {
   failClaimWrites = 0;
+  loseVolumeAnswers = 0;
   failure = new KubeApiError(500, { message: 'etcdserver: request timed out' });
+  /** What reads() served, in order. */
+  readonly served: string[] = [];
   override async replace<T extends KubeObject>(r: ResourceType, obj: T, opts: { subresource?: 'status' } = {}): Promise<T> {
     if (r === Resources.persistentVolumeClaims && !opts.subresource && this.failClaimWrites > 0) {
       this.failClaimWrites--;
       throw this.failure;
     }
-    return super.replace(r, obj, opts);
+    const written = await super.replace(r, obj, opts);
+    if (r === Resources.persistentVolumes && !opts.subresource && this.loseVolumeAnswers > 0) {
+      this.loseVolumeAnswers--;
+      throw this.failure;
+    }
+    return written;
+  }
+
+  /** Reads for the glue's server checks: GET from the store; any other read is a test failure. */
+  reads(): KubeClient {
+    return new Proxy({} as KubeClient, {
+      get: (_t, p) => {
+        if (p !== 'get') return () => Promise.reject(new Error(`unexpected read ${String(p)}`));
+        return (r: ResourceType, name: string, ns?: string) => {
+          this.served.push(`${r.plural}/${name}`);
+          const o = this.stored(r, name, ns);
+          return o ? Promise.resolve(structuredClone(o)) : Promise.reject(new KubeApiError(404, { reason: 'NotFound', details: { kind: r.plural, name } }));
+        };
+      },
+    });
   }
 }
 
@@ -43,9 +68,8 @@ function halfWrittenBind(failure: KubeApiError) {
   const claims = new AssumeCache<PersistentVolumeClaim>();
   const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
   const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
-  const reads = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
-  const r = new BinderReconciler({ world: w, client: reads, actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
-  return { store, w, r };
+  const r = new BinderReconciler({ world: w, client: store.reads(), actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
+  return { store, w, r, inFlight };
 }
 
 // The binder's volume view as setupBinder builds it (BinderVolumes: the informer's copies, our
@@ -88,6 +112,36 @@ describe('binder volumes: a bind half written, retried before the informer catch
       expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
     });
   }
+
+  const lost: [string, Error][] = [
+    ['500 (the API server failed after etcd took the write)', new KubeApiError(500, { message: 'etcdserver: request timed out' })],
+    ['a connection reset', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })],
+  ];
+  for (const [why, failure] of lost) {
+    it(`the volume write lands but its answer is lost (${why}), and another worker holds the volume at the retry: the retry reads it from the server and binds it, taking no second one`, async function () {
+      const { store, r, inFlight } = halfWrittenBind(new KubeApiError(500, {}));
+      store.failure = failure as KubeApiError;
+      store.loseVolumeAnswers = 1;
+      expect(await r.claim('ns', 'c').then(() => undefined, (err: unknown) => err), 'the volume write failed').to.equal(failure);
+      expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v1')?.spec?.claimRef?.name, 'v1 was written').to.equal('c');
+
+      // Another claim's worker, deciding on the informer (which still has v1 free), holds v1 now.
+      inFlight.add('v1');
+      await r.claim('ns', 'c');
+      expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+      expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+      expect(store.served, 'v1 read once, before the retry decided').to.deep.equal(['persistentvolumes/v1']);
+    });
+  }
+
+  it('a write refused with 409 (nothing written) reads nothing back', async function () {
+    const { store, r } = halfWrittenBind(new KubeApiError(409, { reason: 'Conflict' }));
+    store.failClaimWrites = 1;
+    await r.claim('ns', 'c').catch(() => undefined);
+    await r.claim('ns', 'c');
+    expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+    expect(store.served).to.deep.equal([]);
+  });
 
   it('a dropped write (found stale) puts the volume back in the index as the informer has it', function () {
     const informer = new Map<string, PersistentVolume>([['v1', vol('v1', '1Gi')]]);

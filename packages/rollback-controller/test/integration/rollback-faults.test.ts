@@ -15,7 +15,7 @@ const claimWrites = (audit: AuditLogTail, ns: string, verb: 'create' | 'delete')
     .map((e) => e.objectRef?.name ?? '');
 
 // The rollback loop (the kubernetes #94217 story) behind the fault proxy: throttling, server
-// errors, resets, delays and watch cuts while it decides and performs two rollbacks, one of which
+// errors, resets (before a request, or after a write: its answer lost), delays and watch cuts while it decides and performs two rollbacks, one of which
 // it must refuse because the volume was attached (used). Afterwards (docs/rollback.md's
 // invariants): the used volume was never touched, and the unused one was rolled back exactly once
 // (one claim delete and one create, as the API server's audit log shows), however many of the
@@ -66,7 +66,7 @@ describe('reliability: rollback under API faults', function () {
     const c1 = await f.claim('c1');
     const d1 = await f.claim('d1');
 
-    proxy.set({ throttle: 0.15, serverError: 0.15, reset: 0.05, delay: 0.15, delayMs: 400, cutWatch: 0.3, atLeast: 3 });
+    proxy.set({ throttle: 0.15, serverError: 0.15, reset: 0.05, lostAnswer: 0.05, delay: 0.15, delayMs: 400, cutWatch: 0.3, atLeast: 3 });
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await failProvisioning(f.admin, f.ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
     // The loop asks little once it has decided: atLeast gives each kind of fault its first three
@@ -76,7 +76,7 @@ describe('reliability: rollback under API faults', function () {
     const touching = setInterval(() => void f.admin.patch(Resources.pods, 'q', f.ns, 'merge', { metadata: { labels: { touched: String(++touches) } } }).catch(() => undefined), 300);
     try {
       await eventually(() => {
-        for (const kind of ['throttle', 'serverError', 'reset', 'delay'] as const) expect(proxy.counts[kind], kind).to.be.at.least(3);
+        for (const kind of ['throttle', 'serverError', 'reset', 'lostAnswer', 'delay'] as const) expect(proxy.counts[kind], kind).to.be.at.least(3);
         expect(proxy.counts.cutWatch, 'cutWatch').to.be.at.least(1);
       }, 180_000, 250);
     } finally {
@@ -103,8 +103,8 @@ describe('reliability: rollback under API faults', function () {
     });
     recordChaosResult({
       scenario: 'rollback under API faults',
-      fault: '429, 500/503, resets, delays, watch cuts during two rollbacks (one refused: attached volume)',
-      intensity: '15% / 15% / 5% / 15% (400 ms) / 30% of watches',
+      fault: '429, 500/503, resets, lost answers, delays, watch cuts during two rollbacks (one refused: attached volume)',
+      intensity: '15% / 15% / 5% / 5% of writes / 15% (400 ms) / 30% of watches',
       operations: proxy.counts.forwarded + proxy.injected,
       violations: 0,
       convergeSeconds: (Date.now() - faultsEnded) / 1000,

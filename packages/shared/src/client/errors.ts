@@ -189,3 +189,15 @@ export function isNotFoundNamed(err: unknown, resource: string, name: string): b
   const d = err.status.details;
   return d?.kind === resource && d.name === name;
 }
+
+const OUTCOME_UNKNOWN: ReadonlySet<ApiErrorKind> = new Set<ApiErrorKind>(['Timeout', 'Connection', 'ServerError', 'Aborted', 'Unknown']);
+
+/**
+ * A failed write that may still have been applied: no answer came (a timeout, a dropped connection,
+ * an abort) or the server failed after accepting it (5xx). A 4xx refusal (Conflict, Invalid, …)
+ * means nothing was written. A caller that picks between several objects must read back the one it
+ * wrote before picking another.
+ */
+export function writeMayHaveApplied(err: unknown): boolean {
+  return OUTCOME_UNKNOWN.has(classifyError(err).kind);
+}
