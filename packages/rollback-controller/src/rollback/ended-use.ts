@@ -10,18 +10,26 @@ const PRUNE_EVERY_MS = 60_000;
  * may be seen Pending with a selected node (its provisioning observed) only after a pod that used
  * its volume came and went, and that use must still count then.
  *
- * Bounded: an entry goes with its claim's delete event (forget); one whose claim is not cached goes
- * an hour after it was recorded, far longer than a claim watch here lags before it is cut and
- * re-established (its watches end within ten minutes, and a relist replaces the whole cache).
+ * Bounded: a claim's delete event drops the entry when every use in it provably ended before that
+ * claim's deletion was asked for (forget); one whose claim is not cached goes an hour after it was
+ * recorded, far longer than a claim watch here lags before it is cut and re-established (its
+ * watches end within ten minutes, and a relist replaces the whole cache).
  */
 export class EndedUse {
-  private readonly byClaim = new Map<string, { why: string; at: number }>();
+  /** `endedBy`: the latest deletion request among the uses recorded (server time, ms); Infinity when one is unknown. */
+  private readonly byClaim = new Map<string, { why: string; at: number; endedBy: number }>();
   private prunedAt = 0;
 
   constructor(private readonly claimCached: (claimKey: string) => boolean) {}
 
-  record(claimKey: string, why: string, now: number): void {
-    this.byClaim.set(claimKey, { why, at: now });
+  /**
+   * A pod that used the claim (`why`) was deleted; `endedAt` is when its deletion was asked for
+   * (server time, ms), undefined when its last state does not say.
+   */
+  record(claimKey: string, why: string, now: number, endedAt?: number): void {
+    const ended = endedAt ?? Infinity;
+    const prev = this.byClaim.get(claimKey);
+    this.byClaim.set(claimKey, { why, at: now, endedBy: Math.max(ended, prev?.endedBy ?? -Infinity) });
     if (now - this.prunedAt >= PRUNE_EVERY_MS) this.prune(now);
   }
 
@@ -29,9 +37,17 @@ export class EndedUse {
     return this.byClaim.get(claimKey)?.why;
   }
 
-  /** The claim was deleted: a claim created again under its name starts afresh. */
-  forget(claimKey: string): void {
-    this.byClaim.delete(claimKey);
+  /**
+   * A claim of that name was deleted, its deletion asked for at `deletedAt` (server time, ms;
+   * undefined when its last state does not say). A claim created again under the name starts
+   * afresh, but only uses that ended before that deletion can be the deleted claim's: the claim
+   * watch may deliver the delete long after it happened (it lags the pod watch), when a pod of a
+   * claim re-created since has already used its volume and gone. Such a use is kept; so is any whose
+   * end is unknown, which at worst keeps a re-created claim's volume from being rolled back.
+   */
+  forget(claimKey: string, deletedAt?: number): void {
+    const e = this.byClaim.get(claimKey);
+    if (e && deletedAt !== undefined && e.endedBy < deletedAt) this.byClaim.delete(claimKey);
   }
 
   get size(): number {
@@ -43,4 +59,16 @@ export class EndedUse {
     this.prunedAt = now;
     for (const [k, e] of this.byClaim) if (now - e.at > ENDED_USE_ABSENT_TTL_MS && !this.claimCached(k)) this.byClaim.delete(k);
   }
+}
+
+/**
+ * When an object's deletion was asked for, from its last state (ms), or undefined: its
+ * deletionTimestamp less the grace period the API server added to it (a pod's is the request's time
+ * plus its grace period; a claim's has none).
+ */
+export function deletionRequestedAt(meta: { deletionTimestamp?: string | Date; deletionGracePeriodSeconds?: number } | undefined): number | undefined {
+  const ts = meta?.deletionTimestamp;
+  if (ts === undefined) return undefined;
+  const t = ts instanceof Date ? ts.getTime() : Date.parse(ts);
+  return Number.isNaN(t) ? undefined : t - (meta?.deletionGracePeriodSeconds ?? 0) * 1000;
 }

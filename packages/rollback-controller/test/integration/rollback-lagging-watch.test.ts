@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { claimNamesOfPod, Resources } from '@topovol/shared';
+import type { KubeObject } from '@topovol/shared';
 import { eventually, FaultProxy, INSTALL_NAMESPACE, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoop } from '@topovol/testing';
 import { ANN_USED_BECAUSE } from '../../src/rollback/marks.js';
@@ -9,6 +10,8 @@ import { RollbackFixture } from './rollback-fixture.js';
 
 const CLAIMS = '/api/v1/persistentvolumeclaims';
 const PODS = '/api/v1/pods';
+/** A finalizer of the test's, so that the claim's last state carries its deletion's time. */
+const HOLD = 'test.topovol.dev/hold';
 
 // The rollback loop's evidence comes from two watches, of claims and of pods, that deliver in any
 // order and may lag each other by minutes (a stalled connection is cut only by its timeout). Here
@@ -80,6 +83,34 @@ describe('rollback with one watch lagging the other: a pod that used the volume 
     expect(caches(l).claims.cache.get(`${f.ns}/c1`)?.spec?.volumeName, 'the claim watch is held').to.equal(undefined);
 
     // The claim's history arrives: Pending with node a while p1, unscheduled, is its only pod; then Bound.
+    proxy.release();
+    await expectUsed(/pod .*p0 .*was scheduled to node .*, and was deleted/);
+  });
+
+  it('the claim watch lags across a delete and re-create of the claim: the first claim\'s late delete does not erase the second\'s ended use', async function () {
+    const l = await startLoop(true);
+    await eventually(() => expect(caches(l).claims.listedAfter(caches(l).pods), 'claims listed after the pods').to.equal(true));
+    const c1 = claim(f.ns, 'c1', f.cls);
+    await f.admin.create(Resources.persistentVolumeClaims, { ...c1, metadata: { ...c1.metadata, finalizers: [HOLD] } });
+    const first = await f.claim('c1');
+    await eventually(() => expect(caches(l).claims.cache.get(`${f.ns}/c1`)?.metadata?.uid).to.equal(first.metadata?.uid));
+
+    proxy.holdUntilRelease((r) => r.watch && r.path === CLAIMS);
+    // c1 is deleted (its last state carries the deletion's time) and created again under its name.
+    await f.admin.delete(Resources.persistentVolumeClaims, 'c1', f.ns);
+    await f.admin.patch<KubeObject>(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: null } });
+    await eventually(async () => expect(await f.admin.get<KubeObject>(Resources.persistentVolumeClaims, 'c1', f.ns).then(() => 'present', () => 'gone')).to.equal('gone'));
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
+    for (const p of ['p0', 'p1']) await f.admin.create(Resources.pods, pod(f.ns, p, ['c1']));
+    await eventually(() => expect(podsOf(l, 'c1')).to.deep.equal(['p0', 'p1']));
+    // The second c1 gets node a for p0, is provisioned there and bound; p0 is placed there and deleted.
+    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
+    await p0UsesAndGoes();
+    await eventually(() => expect(podsOf(l, 'c1')).to.deep.equal(['p1']));
+    expect(caches(l).claims.cache.get(`${f.ns}/c1`)?.metadata?.uid, 'the claim watch is held').to.equal(first.metadata?.uid);
+
+    // The claim history arrives: the first c1's delete, then the second Pending with node a while p1,
+    // unscheduled, is its only pod; then Bound.
     proxy.release();
     await expectUsed(/pod .*p0 .*was scheduled to node .*, and was deleted/);
   });
