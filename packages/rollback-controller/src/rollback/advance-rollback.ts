@@ -3,6 +3,7 @@ import type { Pod } from '@topovol/shared';
 import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
 import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
+import { deletedClaimStep } from './intent/decide-intent.js';
 import type { IntentStep } from './intent/decide-intent.js';
 import type { RollbackActuator } from './rollback-actuator.js';
 import type { RollbackServerReads } from './rollback-server-reads.js';
@@ -44,26 +45,27 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         current = await d.actuator.setClaim(current, s.claim.name, 'Kept', undefined, s.why);
         break;
       case 'createClaim': {
-        const created = await d.actuator.createClaim(current, s.claim);
-        if (created === 'namespaceGone') {
-          current = await d.actuator.setClaim(current, s.claim.name, 'Abandoned', undefined, `namespace ${current.spec.pod.namespace} is being deleted`);
-          d.actuator.reportAbandoned(current, s.claim);
-          break;
-        }
-        if (created !== 'exists') {
-          current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', created.uid);
-          break;
-        }
-        const next = afterCreateRefused(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
+        const done = await recreateClaim(d, current, s.claim);
+        if ('wait' in done) return done.wait;
+        current = done.record;
+        break;
+      }
+      case 'noteRecreated': {
+        // Decided on the cache, which may lag: a claim of the name with another uid there may be
+        // one deleted since (an earlier rollback's), with none on the server. Only a claim the
+        // server has is taken as the re-created one; with none there, it is created now.
+        const next = deletedClaimStep(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
         if (next.kind === 'waitTerminating') return next.ms;
+        if (next.kind === 'createClaim') {
+          const done = await recreateClaim(d, current, s.claim);
+          if ('wait' in done) return done.wait;
+          current = done.record;
+          break;
+        }
         current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', next.uid);
         d.actuator.reportAdopted(current, s.claim.name, next.uid);
         break;
       }
-      case 'noteRecreated':
-        current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', s.uid);
-        d.actuator.reportAdopted(current, s.claim.name, s.uid);
-        break;
       case 'waitTerminating':
         // Its protection finalizer: a pod holds it (see the raced report), or it is going.
         return s.ms;
@@ -73,6 +75,27 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
     }
   }
   return undefined;
+}
+
+/**
+ * Creates a deleted claim again from the record and records it Recreated (or Abandoned with its
+ * namespace). A claim of the name found on the server instead is ours, created before a crash or a
+ * lost answer, or its owner's: recorded as the re-created one (ClaimAdopted); the old one still
+ * terminating: look again after `wait`.
+ */
+async function recreateClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ record: ProvisioningRollback } | { wait: number }> {
+  const created = await d.actuator.createClaim(r, c);
+  if (created === 'namespaceGone') {
+    const record = await d.actuator.setClaim(r, c.name, 'Abandoned', undefined, `namespace ${r.spec.pod.namespace} is being deleted`);
+    d.actuator.reportAbandoned(record, c);
+    return { record };
+  }
+  if (created !== 'exists') return { record: await d.actuator.setClaim(r, c.name, 'Recreated', created.uid) };
+  const next = afterCreateRefused(c, await d.reads.claim(r.spec.pod.namespace, c.name));
+  if (next.kind === 'waitTerminating') return { wait: next.ms };
+  const record = await d.actuator.setClaim(r, c.name, 'Recreated', next.uid);
+  d.actuator.reportAdopted(record, c.name, next.uid);
+  return { record };
 }
 
 /**

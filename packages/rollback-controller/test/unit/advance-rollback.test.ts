@@ -243,6 +243,22 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(reasons(w, 'ClaimRecreated'), 'its create never answered').to.deep.equal([]);
   });
 
+  it('a new leader whose claim cache lags (a claim of the name with another uid, deleted since) while the server has none: the claim is created, not taken as found', async function () {
+    const w = world();
+    // The first leader's look deletes c; it dies before the next look would re-create it.
+    expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
+    expect(w.store.stored(Resources.persistentVolumeClaims, 'c', 'ns'), 'gone on the server').to.equal(undefined);
+    // The next leader's cache still has an older claim c (an earlier rollback's, say).
+    const older = { ...decidedClaim(), metadata: { ...decidedClaim().metadata, uid: 'uid-older' } };
+    const r = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
+    await advanceRollback(deps(w), r, decideIntent(r, () => older));
+    const c = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
+    expect(c, 'the claim exists again').to.not.equal(undefined);
+    expect(w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!.status?.claims?.[0]).to.include({ state: 'Recreated', uid: c?.metadata?.uid });
+    expect(reasons(w, 'ClaimAdopted')).to.deep.equal([]);
+    expect(reasons(w, 'ClaimRecreated')).to.deep.equal([['PersistentVolumeClaim', 'c']]);
+  });
+
   it('a claim the loop re-created itself is not said to be found', async function () {
     const w = world();
     expect((await untilDone(w)).status?.phase).to.equal('Completed');

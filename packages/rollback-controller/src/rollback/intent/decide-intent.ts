@@ -22,7 +22,7 @@ export type IntentStep =
 export const TERMINATING_RECHECK_MS = 1_000;
 
 /** The step for a claim the record says Deleted, from the claim of that name as last seen. */
-export function deletedClaimStep(c: RollbackClaim, live: PersistentVolumeClaim | undefined): IntentStep {
+export function deletedClaimStep(c: RollbackClaim, live: PersistentVolumeClaim | undefined): Extract<IntentStep, { kind: 'createClaim' | 'waitTerminating' | 'noteRecreated' }> {
   if (!live) return { kind: 'createClaim', claim: c };
   if (live.metadata?.uid === c.uid) return { kind: 'waitTerminating', claim: c, ms: TERMINATING_RECHECK_MS };
   return { kind: 'noteRecreated', claim: c, uid: live.metadata?.uid ?? '' };
