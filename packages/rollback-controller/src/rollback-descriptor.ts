@@ -18,6 +18,9 @@ export const rollbackDescriptor: ControllerDescriptor = {
     // list: the namespace's pods read from the server right before and right after a claim delete.
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
+    // get: before a deleted claim is re-created, that its namespace is still the one it was deleted
+    // from (not another made since under the name).
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
     { apiGroups: ['storage.k8s.io'], resources: ['volumeattachments'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
     // The rollbacks it records, advances, and forgets after --rollback-history-ttl.

@@ -84,12 +84,20 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
  * terminating: look again after `wait`.
  */
 async function recreateClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ record: ProvisioningRollback } | { wait: number }> {
-  const created = await d.actuator.createClaim(r, c);
-  if (created === 'namespaceGone') {
-    const record = await d.actuator.setClaim(r, c.name, 'Abandoned', undefined, `namespace ${r.spec.pod.namespace} is being deleted`);
-    d.actuator.reportAbandoned(record, c);
+  const abandon = async (why: string): Promise<{ record: ProvisioningRollback }> => {
+    const record = await d.actuator.setClaim(r, c.name, 'Abandoned', undefined, why);
+    d.actuator.reportAbandoned(record, c, why);
     return { record };
-  }
+  };
+  // The record names the namespace, not its uid: a namespace of that name made since the rollback
+  // began (the old one deleted meanwhile, while a re-create was refused and retried) is someone
+  // else's, and must not get the old tenant's claim.
+  const ns = r.spec.pod.namespace;
+  const nsCreated = await d.reads.namespaceCreated(ns);
+  if (nsCreated === undefined) return abandon(`namespace ${ns} is gone`);
+  if (nsCreated > Date.parse(r.metadata?.creationTimestamp ?? '')) return abandon(`namespace ${ns} was deleted and made again since the rollback began: the claim was the deleted namespace's`);
+  const created = await d.actuator.createClaim(r, c);
+  if (created === 'namespaceGone') return abandon(`namespace ${ns} is being deleted`);
   if (created !== 'exists') return { record: await d.actuator.setClaim(r, c.name, 'Recreated', created.uid) };
   const next = afterCreateRefused(c, await d.reads.claim(r.spec.pod.namespace, c.name));
   if (next.kind === 'waitTerminating') return { wait: next.ms };

@@ -143,11 +143,12 @@ export class RollbackActuator {
   }
 
   /**
-   * A deleted claim not re-created: its namespace is being deleted. Logged and counted as aborted
-   * (an Event could not be written in that namespace any more).
+   * A deleted claim not re-created: its namespace is being deleted, is gone, or is another made
+   * since under its name (`why`). Logged and counted as aborted (an Event could not be written in
+   * that namespace any more, or would be in someone else's).
    */
-  reportAbandoned(r: ProvisioningRollback, c: RollbackClaim): void {
-    this.d.log.warn('claim not re-created: its namespace is being deleted', { rollback: r.metadata?.name, namespace: r.spec.pod.namespace, claim: c.name });
+  reportAbandoned(r: ProvisioningRollback, c: RollbackClaim, why: string): void {
+    this.d.log.warn('claim not re-created: its namespace was deleted', { rollback: r.metadata?.name, namespace: r.spec.pod.namespace, claim: c.name, why });
     countRollback('aborted');
   }
 

@@ -1,5 +1,5 @@
 import { claimNamesOfPod, getIfPresent, isGone, projectPod, Resources, streamWatch } from '@topovol/shared';
-import type { KubeClient, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { usageOf } from './marks.js';
 import { compareResourceVersions } from './resource-version.js';
 import { podUseOfClaim } from './usage-evidence.js';
@@ -22,6 +22,8 @@ export interface RollbackServerReads {
   pods(namespace: string): Promise<Pod[]>;
   /** Why the volume may hold data now (its live mark, any other evidence), or undefined while it is provably unused. */
   volumeUse(volumeName: string): Promise<string | undefined>;
+  /** When the namespace of that name was created (ms), or undefined when there is none. */
+  namespaceCreated(namespace: string): Promise<number | undefined>;
 }
 
 export interface ReplayOptions {
@@ -115,6 +117,10 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
       if (usageOf(live) !== 'unused') return `its mark is ${usageOf(live) ?? 'missing'}`;
       const ref = live.spec?.claimRef;
       return evidence(live) ?? (ref?.namespace && ref.name ? missedPodUse(client, ref.namespace, ref.name, podsSeenUpTo()) : 'it is bound to no claim');
+    },
+    namespaceCreated: async (name) => {
+      const ns = await getIfPresent<KubeObject>(client, Resources.namespaces, name);
+      return ns ? Date.parse(ns.metadata?.creationTimestamp ?? '') : undefined;
     },
   };
 }

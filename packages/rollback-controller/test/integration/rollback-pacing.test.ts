@@ -177,6 +177,40 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
   });
 
+  // The record names the namespace, not its uid: a namespace deleted and made again under its name
+  // while the re-create was refused (namespaces named after a branch or a job are) is someone
+  // else's. The loop is stopped meanwhile, so that it does not see the old one terminating.
+  it('the namespace deleted and made again under its name before the re-create: nothing is created in the new one, the claim Abandoned', async function () {
+    const { p, lift } = await deletedNotRecreated();
+    await loop.stop();
+    try {
+      // As the namespace controller would: its contents go, then the namespace (no such controller runs here).
+      await f.admin.delete(Resources.pods, 'p', f.ns, { gracePeriodSeconds: 0 });
+      for (const c of (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items) {
+        await f.admin.delete(Resources.persistentVolumeClaims, c.metadata!.name!, f.ns).catch(() => undefined);
+        await f.admin.patch<KubeObject>(Resources.persistentVolumeClaims, c.metadata!.name!, f.ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+      }
+      await f.admin.delete(Resources.namespaces, f.ns);
+      const terminating = await f.admin.get<KubeObject>(Resources.namespaces, f.ns);
+      await f.admin.request('PUT', `/api/v1/namespaces/${f.ns}/finalize`, { body: { ...terminating, spec: { finalizers: [] } } });
+      await eventually(async () => expect(await f.admin.get<KubeObject>(Resources.namespaces, f.ns).then(() => 'present', () => 'gone')).to.equal('gone'));
+      await lift();
+      await f.admin.create<KubeObject>(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: f.ns } });
+    } finally {
+      loop = await RunningRollback.start(['--rollback-backoff=1s']);
+    }
+    const done = await eventually(async () => {
+      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+      expect(r!.status?.phase).to.equal('Aborted');
+      return r!;
+    }, 60_000);
+    expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({
+      state: 'Abandoned',
+      message: `namespace ${f.ns} was deleted and made again since the rollback began: the claim was the deleted namespace's`,
+    });
+    expect(await f.claim('c1').then(() => 'created', () => 'absent'), 'nothing created in the new namespace').to.equal('absent');
+  });
+
   // A namespace deleted in the middle of a rollback (its pods and claims go with it): the claim is
   // not re-created, and the record finishes rather than retrying until a namespace of the same name,
   // perhaps another tenant's, appears and gets the old tenant's claim.
@@ -190,7 +224,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
         return r!;
       }, 60_000);
       expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Abandoned', message: `namespace ${f.ns} is being deleted` });
-      expect(done.status?.message).to.equal(`claim(s) c1 not re-created: namespace ${f.ns} is being deleted`);
+      expect(done.status?.message).to.equal(`claim(s) c1 not re-created: namespace ${f.ns} was deleted`);
     } finally {
       await lift();
     }

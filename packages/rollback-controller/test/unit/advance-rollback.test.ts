@@ -74,6 +74,7 @@ async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record
     reads: {
       claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
       volumeUse: () => Promise.resolve(w.used ? 'its mark is used' : undefined),
+      namespaceCreated: () => Promise.resolve(0),
       pods: () => Promise.resolve(w.otherPod ? [recordedPod(w), podQ] : [recordedPod(w)]),
     },
     beforeClaimDelete: async () => {
@@ -152,11 +153,12 @@ describe('advancing a rollback when the claim is written between the last re-rea
 
 describe('advancing a rollback after a delete whose outcome it did not see', function () {
   /** The store with claim c and the record; the record's claim already Deleting when `deleting`. */
-  const world = (): { store: FakeWrites; events: FakeEvents; name: string; pod: { scheduled: boolean } } => {
+  const world = (): { store: FakeWrites; events: FakeEvents; name: string; pod: { scheduled: boolean }; namespaceCreated: number | undefined } => {
     const store = new FakeWrites();
     store.seed(Resources.persistentVolumeClaims, decidedClaim());
-    const name = store.seed(ProvisioningRollbacks, rollbackRecord()).metadata!.name!;
-    return { store, events: new FakeEvents(), name, pod: { scheduled: false } };
+    const record = rollbackRecord();
+    const name = store.seed(ProvisioningRollbacks, { ...record, metadata: { ...record.metadata, creationTimestamp: '2026-11-29T09:00:00Z' } }).metadata?.name ?? '';
+    return { store, events: new FakeEvents(), name, pod: { scheduled: false }, namespaceCreated: 0 };
   };
   const deps = (w: ReturnType<typeof world>): Parameters<typeof advanceRollback>[0] => ({
     actuator: new RollbackActuator({ client: w.store, events: w.events, log: logger(), dryRun: false }),
@@ -164,6 +166,7 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
       claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
       volumeUse: () => Promise.resolve(undefined),
       pods: () => Promise.resolve([recordedPod(w.pod)]),
+      namespaceCreated: () => Promise.resolve(w.namespaceCreated),
     },
   });
   const look = async (w: ReturnType<typeof world>): Promise<ProvisioningRollback> => {
@@ -258,6 +261,25 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(reasons(w, 'ClaimAdopted')).to.deep.equal([]);
     expect(reasons(w, 'ClaimRecreated')).to.deep.equal([['PersistentVolumeClaim', 'c']]);
   });
+
+  // The record names the namespace, not its uid. A re-create refused and retried (a webhook, the
+  // manager down) may find the namespace deleted and another made under its name meanwhile.
+  for (const [what, created, why] of [
+    ['gone', undefined, 'namespace ns is gone'],
+    ['made again since the rollback began', Date.parse('2030-01-01T00:00:00Z'), 'namespace ns was deleted and made again since the rollback began: the claim was the deleted namespace\'s'],
+  ] as const) {
+    it(`the claim's namespace ${what} when it is to be re-created: Abandoned, nothing created`, async function () {
+      const w = world();
+      expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
+      w.namespaceCreated = created;
+      const r = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
+      expect(Date.parse(r.metadata?.creationTimestamp ?? ''), 'the record has its creation time').to.be.below(Date.parse('2030-01-01T00:00:00Z'));
+      const done = await untilDone(w);
+      expect(w.store.stored(Resources.persistentVolumeClaims, 'c', 'ns'), 'no claim created').to.equal(undefined);
+      expect(done.status?.claims?.[0]).to.include({ state: 'Abandoned', message: why });
+      expect(done.status?.phase).to.equal('Aborted');
+    });
+  }
 
   it('a claim the loop re-created itself is not said to be found', async function () {
     const w = world();

@@ -36,7 +36,7 @@ describe('decideIntent', function () {
 
   it('a record finished with abandoned claims says which, and why', function () {
     const [finish] = decideIntent(rb({ c1: 'Abandoned', c2: 'Kept' }), live({}));
-    expect(finish).to.deep.equal({ kind: 'finish', phase: 'Aborted', message: `claim(s) c1 not re-created: namespace ${rb({}).spec.pod.namespace} is being deleted` });
+    expect(finish).to.deep.equal({ kind: 'finish', phase: 'Aborted', message: `claim(s) c1 not re-created: namespace ${rb({}).spec.pod.namespace} was deleted` });
   });
 
   it('says how soon to look again at a claim still terminating (the requeue is the decision\'s)', function () {

@@ -63,6 +63,6 @@ export function decideIntent(r: ProvisioningRollback, claim: (namespace: string,
   if (open) return steps;
   const recreated = r.spec.claims.some((c) => claimState(r, c.name) === 'Recreated');
   const abandoned = r.spec.claims.filter((c) => claimState(r, c.name) === 'Abandoned').map((c) => c.name);
-  const message = abandoned.length > 0 ? `claim(s) ${abandoned.join(', ')} not re-created: namespace ${ns} is being deleted` : undefined;
+  const message = abandoned.length > 0 ? `claim(s) ${abandoned.join(', ')} not re-created: namespace ${ns} was deleted` : undefined;
   return [{ kind: 'finish', phase: recreated ? 'Completed' : 'Aborted', ...(message ? { message } : {}) }];
 }
