@@ -32,12 +32,17 @@ export function placedPodConfirmation(placed: NodeNameConsumer): PlacedPodConfir
  * will never use the volume and must not pin it to their old node. Nor does a pod the kubelet will
  * refuse on its node (placed-pod-admission.ts): with only such pods, the first is returned with
  * `refused` set, and nothing is done for it. With several, the first by name.
+ *
+ * None while a live pod of the claim waits for the scheduler (no spec.nodeName): the scheduler may be
+ * pre-binding a volume to the claim at that moment (a write of the volume only, which no
+ * precondition on our writes can see), and binding another for the placed pod would leave that one
+ * bound to a claim bound elsewhere (released, and deleted if provisioned with Delete). The claim
+ * waits for the scheduler's choice, as upstream's does.
  */
 export function nodeNameConsumer(claim: PersistentVolumeClaim, world: BinderWorld): NodeNameConsumer | undefined {
-  const pods = world
-    .podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '')
-    .filter((p) => p.spec?.nodeName && isLivePod(p))
-    .sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
+  const live = world.podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '').filter(isLivePod);
+  if (live.some((p) => !p.spec?.nodeName)) return undefined;
+  const pods = live.sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
   let refused: NodeNameConsumer | undefined;
   for (const pod of pods) {
     const nodeName = pod.spec!.nodeName!;

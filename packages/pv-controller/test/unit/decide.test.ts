@@ -111,6 +111,12 @@ function nodeNameCases(): ClaimCase[] {
     { name: 'node outside allowedTopologies: one Warning, nothing selected', claim: c, w: { ...base, classes: [limited], pods: [pod('p', 'c', 'n1')] }, want: ['event Warning NodeNotAllowedByStorageClass'] },
     { name: 'node not seen yet: wait as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'node not seen yet, another pod unscheduled: WaitForPodScheduled as upstream', claim: c, w: { ...base, nodes: [], pods: [pod('p', 'c', 'n1'), pod('q', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
+    // The scheduler may be pre-binding a volume to the claim for the pod that waits for it (it writes
+    // the volume alone): a volume bound for the placed pod meanwhile would leave that one bound to a
+    // claim bound elsewhere. The scheduler's choice decides, as upstream.
+    { name: 'another pod of the claim waits for the scheduler: no volume bound for the placed pod, wait as upstream', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['event Normal WaitForPodScheduled'] },
+    { name: 'another pod of the claim waits for the scheduler: no node selected for the placed pod, wait as upstream', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
+    { name: 'an unscheduled pod of the claim that ended does not hold the placed pod back', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c', undefined, 'Failed')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['bindVolume near (for placed p on n1)', 'bindClaim near'] },
     { name: 'a class that does not provision: no selected node, wait as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
     // A claim being deleted (pvc-protection holds it while the placed pod exists): the kubelet
     // never starts a pod on a claim being deleted, and a volume bound now would be Released, or
