@@ -8,6 +8,11 @@ function rvNumber(o: KubeObject | undefined): bigint {
   }
 }
 
+/** Whether `a` is a later version than `b` (by resourceVersion; anything is newer than nothing). */
+export function isNewer(a: KubeObject, b: KubeObject | undefined): boolean {
+  return b === undefined || rvNumber(a) > rvNumber(b);
+}
+
 /**
  * Our own writes, remembered until the informer catches up (as the scheduler's assume cache).
  * Without it, a second worker would read the pre-write cache and pick a volume we just bound; the

@@ -1,7 +1,8 @@
-import { classifyError, getIfPresent, Resources, writeMayHaveApplied } from '@topovol/shared';
+import { classifyError, logger, Resources, writeMayHaveApplied } from '@topovol/shared';
 import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { BinderActuator } from './actuator.js';
+import { isNewer } from './assume-cache.js';
 import type { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
 import { countBind, countRefuted, observeBind } from './binder-metrics.js';
@@ -128,13 +129,28 @@ export class BinderReconciler {
     await this.run(actions);
   }
 
-  /** The server's copies of the volumes a claim's unanswered writes were for (unsettled), over the informer's until it catches up. */
+  /**
+   * The server's copies of the volumes a claim's unanswered writes were for (unsettled), over the
+   * informer's until it catches up. Listed by name, not read with a get: the binder's role lists
+   * volumes and does not get them (upstream's binder never reads one volume either).
+   */
   private async settle(key: string): Promise<void> {
     const names = this.unsettled.get(key);
     if (!names) return;
     for (const n of names) {
-      const live = await getIfPresent<PersistentVolume>(this.d.client, Resources.persistentVolumes, n);
-      if (live) this.d.volumes.assume(n, live);
+      let live: PersistentVolume | undefined;
+      try {
+        live = (await this.d.client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${n}` })).items[0];
+      } catch (err) {
+        // Tried again with the claim's backoff; one that cannot succeed (403, 400) must not hold the
+        // claim for ever: it is decided as before, on the informer's view.
+        const c = classifyError(err);
+        if (c.retriable) throw err;
+        logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: n, error: c.message });
+        continue;
+      }
+      // Only a newer copy: a write of another worker answered meanwhile must not be undone.
+      if (live && isNewer(live, this.d.world.volume(n))) this.d.volumes.assume(n, live);
     }
     this.unsettled.delete(key);
   }

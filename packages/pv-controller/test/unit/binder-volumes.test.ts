@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { FirstSeen, KubeApiError, logger, Resources } from '@topovol/shared';
+import { classifyError, FirstSeen, KubeApiError, logger, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { BinderActuator } from '../../src/binder/actuator.js';
@@ -32,15 +32,24 @@ class FailingClaimWrites extends FakeWrites {
     return written;
   }
 
-  /** Reads for the glue's server checks: GET from the store; any other read is a test failure. */
+  /** When set, reads fail with it. */
+  readFailure?: Error;
+
+  /**
+   * Reads for the glue's server checks: a list of cluster-scoped objects by name
+   * (metadata.name=<name>), as the binder's role allows, from the store; any other read is a test failure.
+   */
   reads(): KubeClient {
     return new Proxy({} as KubeClient, {
       get: (_t, p) => {
-        if (p !== 'get') return () => Promise.reject(new Error(`unexpected read ${String(p)}`));
-        return (r: ResourceType, name: string, ns?: string) => {
+        if (p !== 'list') return () => Promise.reject(new Error(`unexpected read ${String(p)}`));
+        return (r: ResourceType, opts: { fieldSelector?: string } = {}) => {
+          const name = /^metadata\.name=(.+)$/.exec(opts.fieldSelector ?? '')?.[1];
+          if (!name) return Promise.reject(new Error(`unexpected list of ${r.plural} without a name`));
           this.served.push(`${r.plural}/${name}`);
-          const o = this.stored(r, name, ns);
-          return o ? Promise.resolve(structuredClone(o)) : Promise.reject(new KubeApiError(404, { reason: 'NotFound', details: { kind: r.plural, name } }));
+          if (this.readFailure) return Promise.reject(this.readFailure);
+          const o = this.stored(r, name);
+          return Promise.resolve({ items: o ? [structuredClone(o)] : [] });
         };
       },
     });
@@ -133,6 +142,31 @@ describe('binder volumes: a bind half written, retried before the informer catch
       expect(store.served, 'v1 read once, before the retry decided').to.deep.equal(['persistentvolumes/v1']);
     });
   }
+
+  it('a read-back the server refuses for good (403) does not hold the claim: it is decided on the cache, as before', async function () {
+    const { store, r } = halfWrittenBind(new KubeApiError(500, {}));
+    store.loseVolumeAnswers = 1;
+    await r.claim('ns', 'c').catch(() => undefined);
+    store.readFailure = new KubeApiError(403, { reason: 'Forbidden', message: 'persistentvolumes is forbidden' });
+    // Decided on the informer's view (v1 free, at its old version): its write of v1 fails its
+    // precondition, as it did before read-backs, until the informer shows the write.
+    const err = await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e);
+    expect(store.served).to.deep.equal(['persistentvolumes/v1']);
+    expect(classifyError(err).kind, 'it went on to decide and write, not stuck on the read').to.equal('Conflict');
+    expect(await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e), 'the read is not tried again').to.not.equal(store.readFailure);
+    expect(store.served).to.have.length(1);
+  });
+
+  it('a read-back that fails for now (503) is tried again before the claim is decided', async function () {
+    const { store, r } = halfWrittenBind(new KubeApiError(500, {}));
+    store.loseVolumeAnswers = 1;
+    await r.claim('ns', 'c').catch(() => undefined);
+    store.readFailure = new KubeApiError(503, { message: 'unavailable' });
+    expect(await r.claim('ns', 'c').then(() => undefined, (err: unknown) => err)).to.equal(store.readFailure);
+    store.readFailure = undefined;
+    await r.claim('ns', 'c');
+    expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+  });
 
   it('a write refused with 409 (nothing written) reads nothing back', async function () {
     const { store, r } = halfWrittenBind(new KubeApiError(409, { reason: 'Conflict' }));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
+import { eventually, FaultProxy, INSTALL_NAMESPACE, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import { RunningBinder } from '../binder-harness.js';
 import { BindingWorkload } from './binding-workload.js';
@@ -29,7 +29,9 @@ describe('reliability: pv-binder under API faults and a conflict storm (fault pr
   it('every claim ends Bound to its own volume; no claim Bound before the faults is lost', async function () {
     const w = await BindingWorkload.create(cp.adminClient(), 'faults-');
     try {
-      binder = await RunningBinder.start([], { client: proxy.client(cp.adminToken) });
+      // As its own ServiceAccount: what the binder reads back after a lost answer must be within its role.
+      await installGeneratedRbac(cp);
+      binder = await RunningBinder.start([], { client: proxy.client(await cp.serviceAccountToken(INSTALL_NAMESPACE, 'topovol-pv-binder')) });
       await w.pairs(10 * CHAOS_SCALE);
       await w.untilAllBound(120_000);
       const before = await w.bound();
