@@ -62,6 +62,12 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
           current = done.record;
           break;
         }
+        // A claim of the name in a namespace made again since is the new tenant's, not ours to adopt.
+        const replaced = await namespaceReplaced(d, current);
+        if (replaced) {
+          current = await abandonClaim(d, current, s.claim, replaced);
+          break;
+        }
         current = await d.actuator.setClaim(current, s.claim.name, 'Recreated', next.uid);
         d.actuator.reportAdopted(current, s.claim.name, next.uid);
         break;
@@ -84,26 +90,37 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
  * terminating: look again after `wait`.
  */
 async function recreateClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ record: ProvisioningRollback } | { wait: number }> {
-  const abandon = async (why: string): Promise<{ record: ProvisioningRollback }> => {
-    const record = await d.actuator.setClaim(r, c.name, 'Abandoned', undefined, why);
-    d.actuator.reportAbandoned(record, c, why);
-    return { record };
-  };
-  // The record names the namespace, not its uid: a namespace of that name made since the rollback
-  // began (the old one deleted meanwhile, while a re-create was refused and retried) is someone
-  // else's, and must not get the old tenant's claim.
-  const ns = r.spec.pod.namespace;
-  const nsCreated = await d.reads.namespaceCreated(ns);
-  if (nsCreated === undefined) return abandon(`namespace ${ns} is gone`);
-  if (nsCreated > Date.parse(r.metadata?.creationTimestamp ?? '')) return abandon(`namespace ${ns} was deleted and made again since the rollback began: the claim was the deleted namespace's`);
+  const replaced = await namespaceReplaced(d, r);
+  if (replaced) return { record: await abandonClaim(d, r, c, replaced) };
   const created = await d.actuator.createClaim(r, c);
-  if (created === 'namespaceGone') return abandon(`namespace ${ns} is being deleted`);
+  if (created === 'namespaceGone') return { record: await abandonClaim(d, r, c, `namespace ${r.spec.pod.namespace} is being deleted`) };
   if (created !== 'exists') return { record: await d.actuator.setClaim(r, c.name, 'Recreated', created.uid) };
   const next = afterCreateRefused(c, await d.reads.claim(r.spec.pod.namespace, c.name));
   if (next.kind === 'waitTerminating') return { wait: next.ms };
   const record = await d.actuator.setClaim(r, c.name, 'Recreated', next.uid);
   d.actuator.reportAdopted(record, c.name, next.uid);
   return { record };
+}
+
+/**
+ * Why the claim's namespace is not the one it was deleted from, or undefined: gone, or made again
+ * since the rollback began. The record names the namespace, not its uid, and a re-create refused
+ * and retried (a webhook, the manager down) leaves time for it to be deleted and made again; the new
+ * one is someone else's, and must not get the old tenant's claim, nor have its own adopted.
+ */
+async function namespaceReplaced(d: AdvanceDeps, r: ProvisioningRollback): Promise<string | undefined> {
+  const ns = r.spec.pod.namespace;
+  const created = await d.reads.namespaceCreated(ns);
+  if (created === undefined) return `namespace ${ns} is gone`;
+  if (created > Date.parse(r.metadata?.creationTimestamp ?? '')) return `namespace ${ns} was deleted and made again since the rollback began: the claim was the deleted namespace's`;
+  return undefined;
+}
+
+/** The claim is not re-created (its namespace went): recorded Abandoned with why, logged and counted. */
+async function abandonClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, why: string): Promise<ProvisioningRollback> {
+  const record = await d.actuator.setClaim(r, c.name, 'Abandoned', undefined, why);
+  d.actuator.reportAbandoned(record, c, why);
+  return record;
 }
 
 /**

@@ -281,6 +281,18 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     });
   }
 
+  it('a claim of the name found in a namespace made again since the rollback began is the new tenant\'s: not adopted, the claim Abandoned', async function () {
+    const w = world();
+    expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
+    w.namespaceCreated = Date.parse('2030-01-01T00:00:00Z');
+    const theirs = w.store.seed(Resources.persistentVolumeClaims, { ...decidedClaim(), metadata: { ...decidedClaim().metadata, uid: 'uid-theirs' } });
+    const done = await untilDone(w);
+    expect(done.status?.claims?.[0]).to.include({ state: 'Abandoned' });
+    expect(done.status?.claims?.[0]?.uid, 'their claim is not recorded as ours').to.not.equal(theirs.metadata?.uid);
+    expect(reasons(w, 'ClaimAdopted')).to.deep.equal([]);
+    expect(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.equal(theirs.metadata?.uid);
+  });
+
   it('a claim the loop re-created itself is not said to be found', async function () {
     const w = world();
     expect((await untilDone(w)).status?.phase).to.equal('Completed');
