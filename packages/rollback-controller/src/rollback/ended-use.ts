@@ -1,3 +1,4 @@
+import type { Pod } from '@topovol/shared';
 /** How long an entry is kept for a claim this process has not cached (see EndedUse). */
 export const ENDED_USE_ABSENT_TTL_MS = 60 * 60_000;
 /** How often, at most, record() looks for entries to drop. */
@@ -10,26 +11,26 @@ const PRUNE_EVERY_MS = 60_000;
  * may be seen Pending with a selected node (its provisioning observed) only after a pod that used
  * its volume came and went, and that use must still count then.
  *
- * Bounded: a claim's delete event drops the entry when every use in it provably ended before that
+ * Bounded: a claim's delete event drops the entry when every use in it provably began before that
  * claim's deletion was asked for (forget); one whose claim is not cached goes an hour after it was
  * recorded, far longer than a claim watch here lags before it is cut and re-established (its
  * watches end within ten minutes, and a relist replaces the whole cache).
  */
 export class EndedUse {
-  /** `endedBy`: the latest deletion request among the uses recorded (server time, ms); Infinity when one is unknown. */
-  private readonly byClaim = new Map<string, { why: string; at: number; endedBy: number }>();
+  /** `usedSince`: the latest start among the uses recorded (server time, ms); Infinity when one is unknown. */
+  private readonly byClaim = new Map<string, { why: string; at: number; usedSince: number }>();
   private prunedAt = 0;
 
   constructor(private readonly claimCached: (claimKey: string) => boolean) {}
 
   /**
-   * A pod that used the claim (`why`) was deleted; `endedAt` is when its deletion was asked for
-   * (server time, ms), undefined when its last state does not say.
+   * A pod that used the claim (`why`) was deleted; `usedSince` is when it was scheduled (server
+   * time, ms: podScheduledAt), undefined when its last state does not say.
    */
-  record(claimKey: string, why: string, now: number, endedAt?: number): void {
-    const ended = endedAt ?? Infinity;
+  record(claimKey: string, why: string, now: number, usedSince?: number): void {
+    const since = usedSince ?? Infinity;
     const prev = this.byClaim.get(claimKey);
-    this.byClaim.set(claimKey, { why, at: now, endedBy: Math.max(ended, prev?.endedBy ?? -Infinity) });
+    this.byClaim.set(claimKey, { why, at: now, usedSince: Math.max(since, prev?.usedSince ?? -Infinity) });
     if (now - this.prunedAt >= PRUNE_EVERY_MS) this.prune(now);
   }
 
@@ -40,14 +41,17 @@ export class EndedUse {
   /**
    * A claim of that name was deleted, its deletion asked for at `deletedAt` (server time, ms;
    * undefined when its last state does not say). A claim created again under the name starts
-   * afresh, but only uses that ended before that deletion can be the deleted claim's: the claim
-   * watch may deliver the delete long after it happened (it lags the pod watch), when a pod of a
-   * claim re-created since has already used its volume and gone. Such a use is kept; so is any whose
-   * end is unknown, which at worst keeps a re-created claim's volume from being rolled back.
+   * afresh, but only uses that began before that deletion are the deleted claim's: a pod scheduled
+   * then holds the claim until it ends (pvc-protection), so no claim of the name can be created
+   * meanwhile, and none is scheduled onto a claim being deleted (kube-scheduler's VolumeBinding
+   * refuses it) or started on one (the kubelet refuses it). A pod scheduled later used a claim created
+   * since, whose delete the claim watch, lagging the pod watch, may deliver only now: that use is
+   * kept; so is any whose start is unknown, which at worst keeps a re-created claim's volume from
+   * being rolled back.
    */
   forget(claimKey: string, deletedAt?: number): void {
     const e = this.byClaim.get(claimKey);
-    if (e && deletedAt !== undefined && e.endedBy < deletedAt) this.byClaim.delete(claimKey);
+    if (e && deletedAt !== undefined && e.usedSince < deletedAt) this.byClaim.delete(claimKey);
   }
 
   get size(): number {
@@ -63,12 +67,25 @@ export class EndedUse {
 
 /**
  * When an object's deletion was asked for, from its last state (ms), or undefined: its
- * deletionTimestamp less the grace period the API server added to it (a pod's is the request's time
- * plus its grace period; a claim's has none).
+ * deletionTimestamp less the grace period the API server added to it (a claim's has none).
  */
 export function deletionRequestedAt(meta: { deletionTimestamp?: string | Date; deletionGracePeriodSeconds?: number } | undefined): number | undefined {
-  const ts = meta?.deletionTimestamp;
+  const t = timeOf(meta?.deletionTimestamp);
+  return t === undefined ? undefined : t - (meta?.deletionGracePeriodSeconds ?? 0) * 1000;
+}
+
+/**
+ * When a pod was scheduled (ms), or undefined: its PodScheduled condition turned True, which the API
+ * server stamps when it binds the pod to a node (and the kubelet, for a pod created with
+ * spec.nodeName, when it first reports the pod).
+ */
+export function podScheduledAt(p: Pod): number | undefined {
+  const c = p.status?.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'True');
+  return timeOf(c?.lastTransitionTime);
+}
+
+function timeOf(ts: string | Date | undefined): number | undefined {
   if (ts === undefined) return undefined;
   const t = ts instanceof Date ? ts.getTime() : Date.parse(ts);
-  return Number.isNaN(t) ? undefined : t - (meta?.deletionGracePeriodSeconds ?? 0) * 1000;
+  return Number.isNaN(t) ? undefined : t;
 }

@@ -1,6 +1,6 @@
 import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
-import { deletionRequestedAt, EndedUse } from './ended-use.js';
+import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { observeProvisioning } from './provisioning-observation.js';
@@ -187,7 +187,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
       // The last state the watch delivered holds its node and phase: spec.nodeName is never cleared.
       for (const k of claimKeysOfPod(p)) {
         const use = podUseOfClaim(p, splitKey(k).name);
-        if (use) endedUse.record(k, `${use}, and was deleted`, Date.now(), deletionRequestedAt(p.metadata));
+        if (use) endedUse.record(k, `${use}, and was deleted`, Date.now(), podScheduledAt(p));
       }
       onPod(p);
     },

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
-import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, EndedUse } from '../../src/rollback/ended-use.js';
+import type { Pod } from '@topovol/shared';
+import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, EndedUse, podScheduledAt } from '../../src/rollback/ended-use.js';
 
 describe('EndedUse: pods that ran and were deleted, by claim', function () {
-  it('keeps an entry while its claim is cached, whatever its age, and through its delete when the use has no known end', function () {
+  it('keeps an entry while its claim is cached, whatever its age, and through its delete when the use has no known start', function () {
     const cached = new Set(['ns/a']);
     const e = new EndedUse((k) => cached.has(k));
     e.record('ns/a', 'pod ns/p ran', 0);
@@ -11,7 +12,7 @@ describe('EndedUse: pods that ran and were deleted, by claim', function () {
     expect(e.get('ns/a')).to.equal('pod ns/p ran');
     expect(e.get('ns/b'), 'a claim not cached for longer than the TTL').to.equal(undefined);
     e.forget('ns/a', 1);
-    expect(e.get('ns/a'), 'its use had no known end').to.equal('pod ns/p ran');
+    expect(e.get('ns/a'), 'its use had no known start').to.equal('pod ns/p ran');
   });
 
   it('keeps an entry of a claim not cached (yet: its watch lags) for the TTL', function () {
@@ -33,17 +34,18 @@ describe('EndedUse: pods that ran and were deleted, by claim', function () {
 
 // The claim watch may deliver a claim's delete long after it happened, when a claim of the same name
 // created since has had a pod that used its volume and went (seen at once on the pod watch).
-describe('EndedUse: a claim delete forgets only uses that ended before it', function () {
+describe('EndedUse: a claim delete forgets only uses that began before it', function () {
   const T = Date.parse('2026-11-29T10:00:00Z');
 
-  it('a use that ended before the claim deletion was asked for is the deleted claim\'s: forgotten', function () {
+  it("a pod scheduled before the claim's deletion was asked for used that claim: forgotten, even if it was deleted after (pvc-protection holds the claim until then)", function () {
     const e = new EndedUse(() => true);
-    e.record('ns/c', 'pod ns/p ran, and was deleted', 0, T - 60_000);
+    // kubectl delete pvc data-0, then kubectl delete pod web-0: the StatefulSet makes both again.
+    e.record('ns/c', 'pod ns/web-0 ran, and was deleted', 0, T - 3_600_000);
     e.forget('ns/c', T);
     expect(e.get('ns/c')).to.equal(undefined);
   });
 
-  it('a use that ended after it (a claim re-created since, its delete delivered late) is kept', function () {
+  it('a pod scheduled after it used a claim created since (its delete delivered late): kept', function () {
     const e = new EndedUse(() => true);
     e.record('ns/c', 'pod ns/p0 was scheduled to node a, and was deleted', 0, T + 5_000);
     e.forget('ns/c', T);
@@ -51,19 +53,19 @@ describe('EndedUse: a claim delete forgets only uses that ended before it', func
   });
 
   it('keeps it when either time is unknown, or both fall in the same instant', function () {
-    for (const [ended, deleted] of [
+    for (const [since, deleted] of [
       [undefined, T],
       [T - 60_000, undefined],
       [T, T],
     ] as const) {
       const e = new EndedUse(() => true);
-      e.record('ns/c', 'ran', 0, ended);
+      e.record('ns/c', 'ran', 0, since);
       e.forget('ns/c', deleted);
-      expect(e.get('ns/c'), `ended ${ended}, deleted ${deleted}`).to.equal('ran');
+      expect(e.get('ns/c'), `used since ${since}, deleted ${deleted}`).to.equal('ran');
     }
   });
 
-  it('one use of unknown end among several keeps the entry; the latest end decides otherwise', function () {
+  it('one use of unknown start among several keeps the entry; the latest start decides otherwise', function () {
     const unknown = new EndedUse(() => true);
     unknown.record('ns/c', 'a', 0, undefined);
     unknown.record('ns/c', 'b', 1, T - 60_000);
@@ -74,13 +76,18 @@ describe('EndedUse: a claim delete forgets only uses that ended before it', func
     later.record('ns/c', 'a', 0, T + 1_000);
     later.record('ns/c', 'b', 1, T - 60_000);
     later.forget('ns/c', T);
-    expect(later.get('ns/c'), 'the use that ended after the deletion still counts').to.equal('b');
+    expect(later.get('ns/c'), 'the use that began after the deletion still counts').to.equal('b');
   });
 
-  it('a deletion asked for is the deletionTimestamp less the grace period the API server added', function () {
+  it("the times: a deletion asked for is the deletionTimestamp less its grace period; a pod's scheduling is its PodScheduled condition turning True", function () {
     expect(deletionRequestedAt({ deletionTimestamp: '2026-11-29T10:00:30Z', deletionGracePeriodSeconds: 30 })).to.equal(T);
     expect(deletionRequestedAt({ deletionTimestamp: '2026-11-29T10:00:00Z' })).to.equal(T);
     expect(deletionRequestedAt({})).to.equal(undefined);
     expect(deletionRequestedAt(undefined)).to.equal(undefined);
+    const scheduled = (status: string, lastTransitionTime?: string): Pod => ({ metadata: { name: 'p' }, status: { conditions: [{ type: 'PodScheduled', status, lastTransitionTime }] } });
+    expect(podScheduledAt(scheduled('True', '2026-11-29T10:00:00Z'))).to.equal(T);
+    expect(podScheduledAt(scheduled('False', '2026-11-29T10:00:00Z')), 'not scheduled').to.equal(undefined);
+    expect(podScheduledAt(scheduled('True')), 'no time').to.equal(undefined);
+    expect(podScheduledAt({ metadata: { name: 'p' } })).to.equal(undefined);
   });
 });

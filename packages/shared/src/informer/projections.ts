@@ -50,8 +50,6 @@ export function projectPod(o: KubeObject): Pod {
       creationTimestamp: md.creationTimestamp,
       ownerReferences: md.ownerReferences?.filter((o) => o.controller),
       deletionTimestamp: md.deletionTimestamp,
-      // With it, when the deletion was asked for (the rollback loop's EndedUse).
-      deletionGracePeriodSeconds: md.deletionGracePeriodSeconds,
     },
     spec: {
       nodeName: p.spec?.nodeName,
