@@ -233,6 +233,11 @@ export class Informer<T extends KubeObject = KubeObject> {
         if (outcome.kind === 'gone') {
           needList = true;
           watchRestarts.inc({ resource: this.label, reason: 'gone' });
+          // The list after an expired watch waits a backoff step, growing while they repeat, as
+          // client-go's reflector lists again only through its backoff manager: a server (or a proxy)
+          // answering every watch with 410 must not get a full list in a loop.
+          await sleep(backoff * (1 + Math.random()), signal);
+          backoff = Math.min(backoff * 2, max);
           continue;
         }
         // A watch that ends at once with nothing in it, as client-go's reflector's "very short

@@ -93,6 +93,20 @@ describe('informer: how watches end (a local HTTP server as the API server)', fu
     });
   }
 
+  it('every watch answered with 410 Gone: the lists that follow back off, not a full list in a loop', async function () {
+    const s = await apiServer((req, res, n) => {
+      if (!isWatch(req)) return list(res, 10 * n.lists, [pv('a', 5)]);
+      res.writeHead(200);
+      res.end(gone);
+    });
+    close = s.close;
+    const inf = start(s.client, { startMs: 300, maxMs: 1_000 });
+    await inf.waitForSync();
+    await sleep(1_500);
+    // Backoff steps of 300-600, 600-1200 ms, …: a few lists; listing again at once made hundreds.
+    expect(s.n.lists).to.be.within(2, 6);
+  });
+
   it('a watch closed at once with no event is retried with backoff, not at once', async function () {
     const s = await apiServer((req, res, n) => {
       if (!isWatch(req)) return list(res, 10 * n.lists, []);
