@@ -73,13 +73,17 @@ export class IndexedCache<T extends KubeObject> {
     return [...idx.keys()];
   }
 
-  /** Stores obj and returns the previous version. */
+  /**
+   * Stores obj and returns the previous version. All or nothing: an index function that throws on
+   * obj leaves the cache as it was (its index values are computed before anything changes).
+   */
   upsert(obj: T): T | undefined {
     const key = objectKey(obj);
+    const values = [...this.indexers].map(([name, fn]) => [this.indexes.get(name)!, fn(obj)] as const);
     const old = this.items.get(key);
     if (old) this.unindex(key, old);
     this.items.set(key, obj);
-    for (const [name, fn] of this.indexers) this.fileUnder(this.indexes.get(name)!, fn(obj), key);
+    for (const [idx, v] of values) this.fileUnder(idx, v, key);
     return old;
   }
 

@@ -59,6 +59,11 @@ const watchRestarts = counter<'resource' | 'reason'>({
   help: 'Watches re-established by informers, by resource and reason (timeout, gone, error).',
   labelNames: ['resource', 'reason'],
 });
+const eventErrors = counter<'resource'>({
+  name: 'topovol_informer_event_errors_total',
+  help: 'Watch events that could not be cached (projection or index failed on the object), by resource; the event is skipped.',
+  labelNames: ['resource'],
+});
 const cachedObjects = gauge<'resource'>({
   name: 'topovol_informer_cached_objects',
   help: 'Objects held in the informer cache, by resource.',
@@ -366,16 +371,25 @@ export class Informer<T extends KubeObject = KubeObject> {
       return 'ok';
     }
     if (e.type !== 'DELETED' && this.rawObservers.length > 0) this.observeRaw(raw);
-    const obj = this.project(raw);
-    const key = objectKey(obj);
-    if (e.type === 'DELETED') {
-      const old = this.cache.remove(key);
-      this.emit((h) => h.onDelete?.(old ?? obj));
-    } else {
-      const old = this.cache.upsert(obj);
-      if (old) this.emit((h) => h.onUpdate?.(old, obj));
-      else this.emit((h) => h.onAdd?.(obj));
+    let obj: T;
+    let old: T | undefined;
+    try {
+      obj = this.project(raw);
+      old = e.type === 'DELETED' ? this.cache.remove(objectKey(obj)) : this.cache.upsert(obj);
+    } catch (err) {
+      // One object our projection or an index cannot take must not stop every later event of the
+      // resource (the watch would resume before it and fail on it again, for ever): it is skipped,
+      // said and counted, as client-go's reflector hands a store error to HandleError and goes on.
+      eventErrors.inc({ resource: this.label });
+      this.log.error('watch event could not be cached; skipped', { type: e.type, object: `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`, resourceVersion: rv, error: errorMessage(err) });
+      if (rv) this.resourceVersion = rv;
+      return 'ok';
     }
+    if (e.type === 'DELETED') this.emit((h) => h.onDelete?.(old ?? obj));
+    else if (old) {
+      const prev = old;
+      this.emit((h) => h.onUpdate?.(prev, obj));
+    } else this.emit((h) => h.onAdd?.(obj));
     if (rv) this.resourceVersion = rv;
     cachedObjects.set({ resource: this.label }, this.cache.size);
     return 'ok';

@@ -107,6 +107,29 @@ describe('informer: how watches end (a local HTTP server as the API server)', fu
     expect(s.n.lists).to.be.within(2, 6);
   });
 
+  it('an event an index cannot take is skipped: the events after it are cached, and the cache stays as it was for that object', async function () {
+    const s = await apiServer((req, res, n) => {
+      if (!isWatch(req)) return list(res, 10, [pv('poison', 5)]);
+      if (n.watches > 1) return hold(res);
+      res.writeHead(200);
+      res.write(line({ type: 'MODIFIED', object: { metadata: { name: 'poison', resourceVersion: '11', labels: { bad: 'yes' } } } }));
+      res.write(line({ type: 'ADDED', object: pv('ok', 12) }));
+    });
+    close = s.close;
+    informer = new Informer<KubeObject>(s.client, Resources.persistentVolumes, { backoff: { startMs: 50, maxMs: 200 } });
+    informer.addIndex('label', (o) => {
+      if (o.metadata?.labels?.bad) throw new Error('cannot index this one');
+      return [o.metadata?.name ?? ''];
+    });
+    informer.start();
+    const inf = informer;
+    await inf.waitForSync();
+    await eventually(() => expect(inf.cache.get('ok')?.metadata?.resourceVersion).to.equal('12'));
+    expect(inf.cache.get('poison')?.metadata?.resourceVersion, 'the listed version stays').to.equal('5');
+    expect(inf.cache.byIndex('label', 'poison').map((o) => o.metadata?.resourceVersion), 'and stays indexed').to.deep.equal(['5']);
+    expect(s.n.watches, 'the watch went on past it').to.equal(1);
+  });
+
   it('a watch closed at once with no event is retried with backoff, not at once', async function () {
     const s = await apiServer((req, res, n) => {
       if (!isWatch(req)) return list(res, 10 * n.lists, []);
