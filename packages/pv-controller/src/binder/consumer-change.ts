@@ -5,8 +5,8 @@ import { admittedByKubelet } from './placed-pod-admission.js';
 /**
  * What a claim's decision reads of a pod that uses it (wait-for-consumer.ts, node-name-consumer.ts,
  * placed-pod-admission.ts, selected-node-checks.ts, reclaim-volume.ts): who it is, the claims it
- * uses, where it was placed, whether it is live, for a hand-placed pod its tolerations and
- * whether the kubelet took it, and for an unscheduled one whether it is gated. The rest of the cached pod (its PodScheduled condition, its
+ * uses, where it was placed, whether it is live, and for a hand-placed pod its tolerations and
+ * whether the kubelet took it. The rest of the cached pod (its PodScheduled condition, its
  * containers' restarts) is there for other loops.
  */
 function consumerView(p: Pod): string {
@@ -14,9 +14,7 @@ function consumerView(p: Pod): string {
   // A hand-placed pod: whether the kubelet will refuse it (placed-pod-admission.ts) reads its
   // tolerations, which can be added to a pod, and whether the kubelet took it already.
   const placed = p.spec?.nodeName ? [p.spec.tolerations, admittedByKubelet(p)] : undefined;
-  // An unscheduled one: whether it is gated (node-name-consumer.ts: a gated pod does not hold a placed one back).
-  const gated = !p.spec?.nodeName && Boolean(p.spec?.schedulingGates?.length);
-  return JSON.stringify([md?.namespace, md?.name, md?.uid, p.spec?.nodeName, claimKeysOfPod(p), isPodTerminated(p), Boolean(md?.deletionTimestamp), placed, gated]);
+  return JSON.stringify([md?.namespace, md?.name, md?.uid, p.spec?.nodeName, claimKeysOfPod(p), isPodTerminated(p), Boolean(md?.deletionTimestamp), placed]);
 }
 
 /**

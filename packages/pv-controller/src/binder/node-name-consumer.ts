@@ -37,16 +37,12 @@ export function placedPodConfirmation(placed: NodeNameConsumer): PlacedPodConfir
  * pre-binding a volume to the claim at that moment (a write of the volume only, which no
  * precondition on our writes can see), and binding another for the placed pod would leave that one
  * bound to a claim bound elsewhere (released, and deleted if provisioned with Delete). The claim
- * waits for the scheduler's choice, as upstream's does. Pods the scheduler cannot place now do not
- * count, or each pod would wait for the other: a gated one (spec.schedulingGates), and any other
- * of a ReadWriteOncePod claim that the placed pod already uses (the scheduler's VolumeRestrictions
- * refuses a second pod of such a claim).
+ * waits for the scheduler's choice, as upstream's does.
  */
 export function nodeNameConsumer(claim: PersistentVolumeClaim, world: BinderWorld): NodeNameConsumer | undefined {
   const live = world.podsUsingClaim(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '').filter(isLivePod);
-  const oncePod = (claim.spec?.accessModes ?? []).includes('ReadWriteOncePod');
-  if (!oncePod && live.some((p) => !p.spec?.nodeName && !p.spec?.schedulingGates?.length)) return undefined;
-  const pods = live.filter((p) => p.spec?.nodeName).sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
+  if (live.some((p) => !p.spec?.nodeName)) return undefined;
+  const pods = live.sort((a, b) => ((a.metadata?.name ?? '') < (b.metadata?.name ?? '') ? -1 : 1));
   let refused: NodeNameConsumer | undefined;
   for (const pod of pods) {
     const nodeName = pod.spec!.nodeName!;

@@ -22,7 +22,6 @@ type PodState = {
   resourceVersion: string;
   owned: boolean;
   tolerations: boolean;
-  gated: boolean;
 };
 
 const podStateArb: fc.Arbitrary<PodState> = fc.record({
@@ -37,7 +36,6 @@ const podStateArb: fc.Arbitrary<PodState> = fc.record({
   resourceVersion: fc.constantFrom('1', '2'),
   owned: fc.boolean(),
   tolerations: fc.boolean(),
-  gated: fc.boolean(),
 });
 
 function podOf(s: PodState): Pod {
@@ -52,7 +50,7 @@ function podOf(s: PodState): Pod {
       deletionTimestamp: s.deleting ? '2026-01-01T00:00:00Z' : undefined,
       ownerReferences: s.owned ? [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: 'ss', controller: true }] : undefined,
     },
-    spec: { ...p.spec!, tolerations: s.tolerations ? [{ key: 'k', operator: 'Exists' }] : undefined, schedulingGates: s.gated ? [{ name: 'example.com/wait' }] : undefined },
+    spec: { ...p.spec!, tolerations: s.tolerations ? [{ key: 'k', operator: 'Exists' }] : undefined },
     status: {
       phase: s.phase,
       conditions: s.scheduled === 'none' ? undefined : [{ type: 'PodScheduled', status: s.scheduled, reason: s.scheduled === 'False' ? 'Unschedulable' : undefined }],
@@ -62,7 +60,7 @@ function podOf(s: PodState): Pod {
 }
 
 describe('consumerChanged: which pod updates queue the pod claims again', function () {
-  const base: PodState = { name: 'p', uid: 'u1', claim: 'c', nodeName: undefined, phase: 'Pending', deleting: false, container: 'none', scheduled: 'none', resourceVersion: '1', owned: false, tolerations: false, gated: false };
+  const base: PodState = { name: 'p', uid: 'u1', claim: 'c', nodeName: undefined, phase: 'Pending', deleting: false, container: 'none', scheduled: 'none', resourceVersion: '1', owned: false, tolerations: false };
   const cases: [string, Partial<PodState>, Partial<PodState>, boolean][] = [
     ["kube-scheduler's PodScheduled condition only", {}, { scheduled: 'False', resourceVersion: '2' }, false],
     ['a resourceVersion only', {}, { resourceVersion: '2' }, false],
@@ -75,7 +73,6 @@ describe('consumerChanged: which pod updates queue the pod claims again', functi
     ['a pod of the same name, another uid', {}, { uid: 'u2' }, true],
     ['a placed pod gains a toleration (the kubelet may take it now)', { nodeName: 'n1' }, { nodeName: 'n1', tolerations: true }, true],
     ['a placed pod taken by the kubelet (container statuses written)', { nodeName: 'n1' }, { nodeName: 'n1', container: 'waiting' }, true],
-    ['an unscheduled pod\'s scheduling gates removed (it may hold a placed pod of its claim back now)', { gated: true }, {}, true],
   ];
   for (const [name, a, b, want] of cases) {
     it(`${name}: ${want ? 'queues' : 'does not queue'}`, function () {
@@ -86,7 +83,7 @@ describe('consumerChanged: which pod updates queue the pod claims again', functi
   it("over random pods and worlds, an update that is not consumerChanged never changes the decision of a claim the pod uses", function () {
     let quiet = 0;
     fc.assert(
-      fc.property(podStateArb, podStateArb, fc.record({ phase: fc.boolean(), scheduled: fc.boolean(), container: fc.boolean(), rv: fc.boolean(), owned: fc.boolean(), tol: fc.boolean(), node: fc.boolean(), deleting: fc.boolean(), gated: fc.boolean() }), worldArb, (a, b, take, w) => {
+      fc.property(podStateArb, podStateArb, fc.record({ phase: fc.boolean(), scheduled: fc.boolean(), container: fc.boolean(), rv: fc.boolean(), owned: fc.boolean(), tol: fc.boolean(), node: fc.boolean(), deleting: fc.boolean() }), worldArb, (a, b, take, w) => {
         // The new pod: the old one with some of its fields taken from another.
         const mixed: PodState = {
           ...a,
@@ -98,7 +95,6 @@ describe('consumerChanged: which pod updates queue the pod claims again', functi
           tolerations: take.tol ? b.tolerations : a.tolerations,
           nodeName: take.node ? b.nodeName : a.nodeName,
           deleting: take.deleting ? b.deleting : a.deleting,
-          gated: take.gated ? b.gated : a.gated,
         };
         const old = podOf(a);
         const next = podOf(mixed);

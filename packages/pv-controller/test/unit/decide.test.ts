@@ -116,19 +116,6 @@ function nodeNameCases(): ClaimCase[] {
     // claim bound elsewhere. The scheduler's choice decides, as upstream.
     { name: 'another pod of the claim waits for the scheduler: no volume bound for the placed pod, wait as upstream', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['event Normal WaitForPodScheduled'] },
     { name: 'another pod of the claim waits for the scheduler: no node selected for the placed pod, wait as upstream', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
-    // Pods the scheduler cannot place now do not count, or each pod would wait for the other.
-    {
-      name: 'a ReadWriteOncePod claim: its other pod cannot be scheduled while the placed one uses it, so it does not hold that one back',
-      claim: claim('c', '1Gi', { storageClassName: 'late', accessModes: ['ReadWriteOncePod'] }),
-      w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA, accessModes: ['ReadWriteOncePod'] })] },
-      want: ['bindVolume near (for placed p on n1)', 'bindClaim near'],
-    },
-    {
-      name: 'an unscheduled pod with scheduling gates does not hold the placed pod back',
-      claim: c,
-      w: { ...base, pods: [pod('p', 'c', 'n1'), { ...pod('q', 'c'), spec: { ...pod('q', 'c').spec!, schedulingGates: [{ name: 'example.com/wait' }] } }], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] },
-      want: ['bindVolume near (for placed p on n1)', 'bindClaim near'],
-    },
     { name: 'an unscheduled pod of the claim that ended does not hold the placed pod back', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c', undefined, 'Failed')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['bindVolume near (for placed p on n1)', 'bindClaim near'] },
     { name: 'a class that does not provision: no selected node, wait as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
     // A claim being deleted (pvc-protection holds it while the placed pod exists): the kubelet

@@ -59,8 +59,6 @@ export function projectPod(o: KubeObject): Pod {
       // What the kubelet checks before it runs a pod placed with spec.nodeName (the binder's
       // placed-pod-admission.ts), only for pods that use claims; preferences are not kept.
       ...(volumes.length > 0 ? admissionSelectors(p) : {}),
-      // A gated pod is not scheduled until its gates go (the binder's node-name-consumer.ts).
-      ...(p.spec?.schedulingGates?.length ? { schedulingGates: p.spec.schedulingGates } : {}),
     },
     status: {
       phase: p.status?.phase,
