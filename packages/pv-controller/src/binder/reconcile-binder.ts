@@ -142,10 +142,10 @@ export class BinderReconciler {
       try {
         live = (await this.d.client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${n}` })).items[0];
       } catch (err) {
-        // Tried again with the claim's backoff; one that cannot succeed (403, 400) must not hold the
-        // claim for ever: it is decided as before, on the informer's view.
+        // Tried again with the claim's backoff; one that cannot succeed (403, 400, 422) must not hold
+        // the claim for ever: it is decided as before, on the informer's view.
         const c = classifyError(err);
-        if (c.retriable) throw err;
+        if (c.kind !== 'Forbidden' && c.kind !== 'BadRequest' && c.kind !== 'Invalid') throw err;
         logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: n, error: c.message });
         continue;
       }

@@ -78,7 +78,7 @@ function halfWrittenBind(failure: KubeApiError) {
   const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
   const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
   const r = new BinderReconciler({ world: w, client: store.reads(), actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
-  return { store, w, r, inFlight };
+  return { store, w, r, inFlight, bv };
 }
 
 // The binder's volume view as setupBinder builds it (BinderVolumes: the informer's copies, our
@@ -166,6 +166,20 @@ describe('binder volumes: a bind half written, retried before the informer catch
     store.readFailure = undefined;
     await r.claim('ns', 'c');
     expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+  });
+
+  it('a read-back older than what the view already has (another worker\'s write answered meanwhile) does not replace it', async function () {
+    const { store, w, r, bv } = halfWrittenBind(new KubeApiError(500, {}));
+    store.loseVolumeAnswers = 1;
+    await r.claim('ns', 'c').catch(() => undefined);
+    const listed = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v1')!;
+    // A later write of v1, answered to another worker and assumed, while the read-back was on its way.
+    const later = { ...listed, metadata: { ...listed.metadata, resourceVersion: String(Number(listed.metadata!.resourceVersion) + 100), annotations: { later: 'yes' } } };
+    bv.assumed.assume('v1', later);
+    store.failClaimWrites = 1;
+    await r.claim('ns', 'c').catch(() => undefined);
+    expect(store.served).to.deep.equal(['persistentvolumes/v1']);
+    expect(w.volume('v1')?.metadata?.annotations?.later, 'the newer copy stays').to.equal('yes');
   });
 
   it('a write refused with 409 (nothing written) reads nothing back', async function () {

@@ -76,12 +76,17 @@ export function deletionRequestedAt(meta: { deletionTimestamp?: string | Date; d
 
 /**
  * When a pod was scheduled (ms), or undefined: its PodScheduled condition turned True, which the API
- * server stamps when it binds the pod to a node (and the kubelet, for a pod created with
- * spec.nodeName, when it first reports the pod).
+ * server stamps when it binds the pod to a node, and never earlier than the pod's creation (also the
+ * API server's clock). For a pod created with spec.nodeName the condition is the kubelet's, on the
+ * node's clock, which may run behind: the creation bounds it from below, and such a pod holds its
+ * claim from its creation on (pvc-protection), so its creation is when its use began.
  */
 export function podScheduledAt(p: Pod): number | undefined {
   const c = p.status?.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'True');
-  return timeOf(c?.lastTransitionTime);
+  const scheduled = timeOf(c?.lastTransitionTime);
+  const created = timeOf(p.metadata?.creationTimestamp);
+  if (scheduled === undefined) return undefined;
+  return created === undefined ? scheduled : Math.max(scheduled, created);
 }
 
 function timeOf(ts: string | Date | undefined): number | undefined {

@@ -89,5 +89,8 @@ describe('EndedUse: a claim delete forgets only uses that began before it', func
     expect(podScheduledAt(scheduled('False', '2026-11-29T10:00:00Z')), 'not scheduled').to.equal(undefined);
     expect(podScheduledAt(scheduled('True')), 'no time').to.equal(undefined);
     expect(podScheduledAt({ metadata: { name: 'p' } })).to.equal(undefined);
+    // A kubelet whose clock runs behind stamps a time before the pod existed: the creation bounds it.
+    const behind = { ...scheduled('True', '2026-11-29T09:00:00Z'), metadata: { name: 'p', creationTimestamp: '2026-11-29T10:00:00Z' } };
+    expect(podScheduledAt(behind)).to.equal(T);
   });
 });

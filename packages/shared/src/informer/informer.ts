@@ -59,9 +59,9 @@ const watchRestarts = counter<'resource' | 'reason'>({
   help: 'Watches re-established by informers, by resource and reason (timeout, gone, error).',
   labelNames: ['resource', 'reason'],
 });
-const eventErrors = counter<'resource'>({
-  name: 'topovol_informer_event_errors_total',
-  help: 'Watch events that could not be cached (projection or index failed on the object), by resource; the event is skipped.',
+const cacheErrors = counter<'resource'>({
+  name: 'topovol_informer_cache_errors_total',
+  help: 'Listed or watched objects that could not be cached (the projection or an index failed on them), by resource; each is skipped, and the cache keeps what it had.',
   labelNames: ['resource'],
 });
 const cachedObjects = gauge<'resource'>({
@@ -272,12 +272,15 @@ export class Informer<T extends KubeObject = KubeObject> {
     const askedAt = ++listSequence;
     const listed = new Map<string, T>();
     const query = { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector };
+    /** Listed, but not cacheable: what the cache has of them stays (not taken as deleted). */
+    const skipped = new Set<string>();
     const rv = await listPages(this.client, collectionPath(this.resource, this.opts.namespace), query, this.pages, this.label, (items) => {
       for (const raw of items) {
         const item = describeItem(this.resource, raw);
         if (this.rawObservers.length > 0) this.observeRaw(item);
-        const obj = this.project(item);
-        listed.set(objectKey(obj), obj);
+        const obj = this.attempt(item, 'listed', () => this.project(item));
+        if (obj.ok) listed.set(objectKey(obj.value), obj.value);
+        else skipped.add(objectKey(item));
       }
     }, signal);
 
@@ -291,13 +294,15 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.listed = true;
     // Reconcile the cache with the list: what vanished while we were not watching is a delete.
     for (const key of this.cache.keys()) {
-      if (!listed.has(key)) {
+      if (!listed.has(key) && !skipped.has(key)) {
         const old = this.cache.remove(key)!;
         this.emit((h) => h.onDelete?.(old));
       }
     }
     for (const obj of listed.values()) {
-      const old = this.cache.upsert(obj);
+      const stored = this.attempt(obj, 'listed', () => this.cache.upsert(obj));
+      if (!stored.ok) continue;
+      const old = stored.value;
       if (!old) this.emit((h) => h.onAdd?.(obj));
       else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit((h) => h.onUpdate?.(old, obj));
     }
@@ -370,29 +375,42 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (rv) this.resourceVersion = rv;
       return 'ok';
     }
-    if (e.type !== 'DELETED' && this.rawObservers.length > 0) this.observeRaw(raw);
-    let obj: T;
-    let old: T | undefined;
-    try {
-      obj = this.project(raw);
-      old = e.type === 'DELETED' ? this.cache.remove(objectKey(obj)) : this.cache.upsert(obj);
-    } catch (err) {
-      // One object our projection or an index cannot take must not stop every later event of the
-      // resource (the watch would resume before it and fail on it again, for ever): it is skipped,
-      // said and counted, as client-go's reflector hands a store error to HandleError and goes on.
-      eventErrors.inc({ resource: this.label });
-      this.log.error('watch event could not be cached; skipped', { type: e.type, object: `${raw.metadata?.namespace ?? ''}/${raw.metadata?.name ?? ''}`, resourceVersion: rv, error: errorMessage(err) });
-      if (rv) this.resourceVersion = rv;
-      return 'ok';
+    if (e.type === 'DELETED') {
+      // By key, which needs no projection: a deleted object leaves the cache whatever it held.
+      const old = this.cache.remove(objectKey(raw));
+      const last = old ? { ok: true as const, value: old } : this.attempt(raw, 'DELETED', () => this.project(raw));
+      if (last.ok) this.emit((h) => h.onDelete?.(last.value));
+    } else {
+      if (this.rawObservers.length > 0) this.observeRaw(raw);
+      const stored = this.attempt(raw, e.type, () => {
+        const obj = this.project(raw);
+        return { obj, old: this.cache.upsert(obj) };
+      });
+      if (stored.ok) {
+        const { obj, old } = stored.value;
+        if (old) this.emit((h) => h.onUpdate?.(old, obj));
+        else this.emit((h) => h.onAdd?.(obj));
+      }
     }
-    if (e.type === 'DELETED') this.emit((h) => h.onDelete?.(old ?? obj));
-    else if (old) {
-      const prev = old;
-      this.emit((h) => h.onUpdate?.(prev, obj));
-    } else this.emit((h) => h.onAdd?.(obj));
     if (rv) this.resourceVersion = rv;
     cachedObjects.set({ resource: this.label }, this.cache.size);
     return 'ok';
+  }
+
+  /**
+   * Projects or caches one object. One that our projection or an index cannot take must not stop
+   * the resource's later events (a watch resumed before it would fail on it again, for ever) nor its
+   * lists: it is skipped, said and counted, and the cache keeps what it had of it, as client-go's
+   * reflector hands a store error to HandleError and goes on.
+   */
+  private attempt<R>(raw: KubeObject, what: string, fn: () => R): { ok: true; value: R } | { ok: false } {
+    try {
+      return { ok: true, value: fn() };
+    } catch (err) {
+      cacheErrors.inc({ resource: this.label });
+      this.log.error('object could not be cached; skipped', { from: what, object: objectKey(raw), resourceVersion: raw.metadata?.resourceVersion, error: errorMessage(err) });
+      return { ok: false };
+    }
   }
 
   private observeRaw(raw: KubeObject): void {

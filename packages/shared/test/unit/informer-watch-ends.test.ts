@@ -130,6 +130,53 @@ describe('informer: how watches end (a local HTTP server as the API server)', fu
     expect(s.n.watches, 'the watch went on past it').to.equal(1);
   });
 
+  /** An informer whose projection cannot take objects labelled bad. */
+  const picky = (client: KubeClient): Informer<KubeObject> => {
+    informer = new Informer<KubeObject>(client, Resources.persistentVolumes, {
+      backoff: { startMs: 50, maxMs: 200 },
+      transform: (o) => {
+        if (o.metadata?.labels?.bad) throw new Error('cannot project this one');
+        return o;
+      },
+    });
+    informer.start();
+    return informer;
+  };
+  const bad = (name: string, rv: number): KubeObject => ({ metadata: { name, resourceVersion: String(rv), labels: { bad: 'yes' } } });
+
+  it('a relist with an object the projection cannot take: the rest is cached, that object keeps what the cache had (not taken as deleted), and the informer watches on', async function () {
+    const s = await apiServer((req, res, n) => {
+      if (!isWatch(req)) return n.lists === 1 ? list(res, 10, [pv('poison', 5)]) : list(res, 30, [bad('poison', 20), pv('ok', 21)]);
+      if (n.watches > 1) return hold(res);
+      res.writeHead(200);
+      res.end(gone);
+    });
+    close = s.close;
+    const inf = picky(s.client);
+    await inf.waitForSync();
+    await eventually(() => expect(inf.cache.get('ok')?.metadata?.resourceVersion).to.equal('21'));
+    expect(inf.cache.get('poison')?.metadata?.resourceVersion).to.equal('5');
+    await eventually(() => expect(s.n.watches, 'it watches after the relist').to.equal(2));
+    await sleep(300);
+    expect(s.n.lists, 'no list in a loop').to.equal(2);
+  });
+
+  it('a DELETED event the projection cannot take still removes the object (by its key), and handlers see the cached copy', async function () {
+    const s = await apiServer((req, res, n) => {
+      if (!isWatch(req)) return list(res, 10, [pv('poison', 5)]);
+      if (n.watches > 1) return hold(res);
+      res.writeHead(200);
+      res.write(line({ type: 'DELETED', object: bad('poison', 11) }));
+    });
+    close = s.close;
+    const inf = picky(s.client);
+    const deleted: string[] = [];
+    inf.addEventHandler({ onDelete: (o) => deleted.push(`${o.metadata?.name}@${o.metadata?.resourceVersion}`) });
+    await inf.waitForSync();
+    await eventually(() => expect(inf.cache.get('poison')).to.equal(undefined));
+    expect(deleted).to.deep.equal(['poison@5']);
+  });
+
   it('a watch closed at once with no event is retried with backoff, not at once', async function () {
     const s = await apiServer((req, res, n) => {
       if (!isWatch(req)) return list(res, 10 * n.lists, []);
