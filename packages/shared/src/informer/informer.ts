@@ -1,6 +1,5 @@
 import type { KubeClient } from '../client/kube-client.js';
 import { classifyError } from '../client/errors.js';
-import { counter, gauge } from '../metrics/registry.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import type { Logger } from '../logging/logger.js';
 import { IndexedCache } from './indexed-cache.js';
@@ -13,62 +12,11 @@ import { streamWatch } from './watch-stream.js';
 import { listPages, PageSizer } from '../client/paged-list.js';
 import { sleep } from '../controller/runnable.js';
 import type { WatchEvent } from './watch-stream.js';
+import { cachedObjects, cacheErrors, relists, watchRestarts } from './informer-metrics.js';
 
-/**
- * Sees each object as the server sent it (managedFields included; a listed one with its apiVersion
- * and kind set), before the projection, with the cached copy it replaces (undefined for a new one). For what the projection drops and one check
- * needs, without caching it: e.g. which field manager wrote a field.
- */
-export type RawObserver<T> = (raw: KubeObject, cached: T | undefined) => void;
+export type { EventHandler, InformerOptions, RawObserver } from './informer-types.js';
+import type { EventHandler, InformerOptions, RawObserver } from './informer-types.js';
 
-export interface EventHandler<T> {
-  onAdd?(obj: T): void;
-  onUpdate?(oldObj: T, newObj: T): void;
-  /** Called with the last state the cache held. */
-  onDelete?(obj: T): void;
-  /**
-   * A list after the first (the watch's resourceVersion expired, or the informer was restarted):
-   * events between the last watched one and this list are lost, so what a handler saw is no longer
-   * the whole history (an object created and deleted in the gap was never seen). Called once the
-   * list's pages are in, before its adds, updates and deletes.
-   */
-  onRelist?(): void;
-}
-
-export interface InformerOptions<T> {
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-  /** Project each object before it is cached, e.g. to drop managedFields or keep a few pod fields. */
-  transform?: (obj: KubeObject) => T;
-  /** Objects per list page at most (default DEFAULT_LIST_PAGE_SIZE). */
-  pageSize?: number;
-  /** Bytes of one list page's answer at most (default LIST_PAGE_MAX_BYTES); fewer objects are asked for past them. */
-  pageBytes?: number;
-  /** Retry backoff after a failed list or watch: first wait (jittered up to 2×) and cap. */
-  backoff?: { startMs: number; maxMs: number };
-}
-
-const relists = counter<'resource'>({
-  name: 'topovol_informer_lists_total',
-  help: 'Full lists made by informers (initial sync and relists after 410 Gone or errors), by resource.',
-  labelNames: ['resource'],
-});
-const watchRestarts = counter<'resource' | 'reason'>({
-  name: 'topovol_informer_watch_restarts_total',
-  help: 'Watches re-established by informers, by resource and reason (timeout, gone, error).',
-  labelNames: ['resource', 'reason'],
-});
-const cacheErrors = counter<'resource'>({
-  name: 'topovol_informer_cache_errors_total',
-  help: 'Listed or watched objects that could not be cached (the projection or an index failed on them), by resource; each is skipped, and the cache keeps what it had.',
-  labelNames: ['resource'],
-});
-const cachedObjects = gauge<'resource'>({
-  name: 'topovol_informer_cached_objects',
-  help: 'Objects held in the informer cache, by resource.',
-  labelNames: ['resource'],
-});
 
 /**
  * Objects per list page. client-go's reflector lists from the watch cache in one response at
