@@ -69,7 +69,7 @@ export class EndedUse {
  * When an object's deletion was asked for, from its last state (ms), or undefined: its
  * deletionTimestamp less the grace period the API server added to it (a claim's has none).
  */
-export function deletionRequestedAt(meta: { deletionTimestamp?: string | Date; deletionGracePeriodSeconds?: number } | undefined): number | undefined {
+export function deletionRequestedAt(meta: { deletionTimestamp?: string; deletionGracePeriodSeconds?: number } | undefined): number | undefined {
   const t = timeOf(meta?.deletionTimestamp);
   return t === undefined ? undefined : t - (meta?.deletionGracePeriodSeconds ?? 0) * 1000;
 }
@@ -89,8 +89,8 @@ export function podScheduledAt(p: Pod): number | undefined {
   return created === undefined ? scheduled : Math.max(scheduled, created);
 }
 
-function timeOf(ts: string | Date | undefined): number | undefined {
-  if (ts === undefined) return undefined;
-  const t = ts instanceof Date ? ts.getTime() : Date.parse(ts);
+/** An RFC 3339 timestamp as it comes over the wire (Wire<T>), in ms; undefined when absent or unreadable. */
+function timeOf(ts: string | undefined): number | undefined {
+  const t = ts === undefined ? NaN : Date.parse(ts);
   return Number.isNaN(t) ? undefined : t;
 }
