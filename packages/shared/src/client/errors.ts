@@ -17,6 +17,7 @@ export type ApiErrorKind =
   | 'Connection'
   | 'ServerError'
   | 'Aborted'
+  | 'Fenced'
   | 'Unknown';
 
 export interface ClassifiedError {
@@ -65,6 +66,21 @@ export class KubeApiError extends Error {
       status = { message: body.trim().slice(0, 500) || undefined };
     }
     return new KubeApiError(code, status, parseRetryAfter(retryAfter) ?? status.details?.retryAfterSeconds);
+  }
+}
+
+/**
+ * A write the client refused to send: its loop's leadership may have passed to another replica
+ * (WriteFence). Nothing reached the server, so nothing was applied.
+ */
+export class WriteFencedError extends Error {
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly why: string,
+  ) {
+    super(`${method} ${path} not sent: ${why}`);
+    this.name = 'WriteFencedError';
   }
 }
 
@@ -126,7 +142,7 @@ function kindOfStatus(code: number, reason: string | undefined): ApiErrorKind {
   return 'Unknown';
 }
 
-const RETRIABLE: ReadonlySet<ApiErrorKind> = new Set<ApiErrorKind>(['Conflict', 'Gone', 'TooManyRequests', 'Timeout', 'Connection', 'ServerError', 'Unknown']);
+const RETRIABLE: ReadonlySet<ApiErrorKind> = new Set<ApiErrorKind>(['Conflict', 'Gone', 'TooManyRequests', 'Timeout', 'Connection', 'ServerError', 'Fenced', 'Unknown']);
 
 /** Classifies any thrown value: KubeApiError, client-node's ApiException, fetch and socket errors. */
 export function classifyError(err: unknown): ClassifiedError {
@@ -134,6 +150,8 @@ export function classifyError(err: unknown): ClassifiedError {
     const kind = kindOfStatus(err.code, err.reason);
     return { kind, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds, retriable: RETRIABLE.has(kind) };
   }
+  // Retriable: a lease renewed late lifts the fence; a lost one ends the process.
+  if (err instanceof WriteFencedError) return { kind: 'Fenced', message: err.message, retriable: true };
   const e = err as { name?: string; code?: unknown; type?: string; message?: string; body?: unknown; headers?: Record<string, string>; cause?: unknown } | null;
   const message = e?.message ?? String(err);
   // client-node's generated APIs throw ApiException { code: number, body, headers }.

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
-import { KubeApiError } from './errors.js';
+import { KubeApiError, WriteFencedError } from './errors.js';
 import { collectionPath, describeItem, resourceLabel } from '../informer/resources.js';
 import type { ResourceType } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
@@ -26,6 +26,16 @@ export interface ClientOptions {
 }
 
 export type QueryValue = string | number | boolean | undefined;
+
+/**
+ * Asked right before each write is sent: a reason not to send it, or undefined. The manager fences
+ * a leader-elected loop's writes once its Lease may have passed to another replica (LeaderElector.
+ * writeFence), so a leader whose process was frozen (a stopped VM, a long GC pause, a blocked event
+ * loop) does not send its queued writes before its renew loop learns that it lost the Lease.
+ */
+export type WriteFence = () => string | undefined;
+
+const WRITES: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export interface RequestOptions {
   query?: Record<string, QueryValue>;
@@ -102,6 +112,9 @@ export class KubeClient {
     private readonly impersonate?: { user: string; groups: string[] },
     limiter?: TokenBucket,
     serverClock?: ServerClock,
+    private readonly fence?: WriteFence,
+    /** The client whose connections this one uses (itself unless derived by withWriteFence). */
+    private readonly pool?: KubeClient,
   ) {
     this.server = endpoint.server;
     this.serverClock = serverClock ?? new ServerClock();
@@ -133,12 +146,22 @@ export class KubeClient {
    * (e.g. capacity objects) has its own API budget and cannot starve the others.
    */
   withRateLimit(qps: number, burst: number): KubeClient {
-    return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate, undefined, this.serverClock);
+    return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate, undefined, this.serverClock, this.fence);
   }
 
   /** The same client reading the API server's time into `clock` (tests: a clock whose local fallback is skewed). */
   withServerClock(clock: ServerClock): KubeClient {
-    return new KubeClient(this.endpoint, this.options, this.impersonate, this.limiter, clock);
+    return new KubeClient(this.endpoint, this.options, this.impersonate, this.limiter, clock, this.fence);
+  }
+
+  /**
+   * The same client (rate limit, connections, server clock) whose writes first ask `fence`, and
+   * every client derived from it too. A fenced write throws WriteFencedError, unsent.
+   */
+  withWriteFence(fence: WriteFence): KubeClient {
+    const outer = this.fence;
+    const both: WriteFence = outer ? () => outer() ?? fence() : fence;
+    return new KubeClient(this.endpoint, this.options, this.impersonate, this.limiter, this.serverClock, both, this.pool ?? this);
   }
 
   /** Request headers: the shared ones below, then a caller's, then the body's content type. */
@@ -173,6 +196,7 @@ export class KubeClient {
   }
 
   private connection(): Promise<http.Agent> {
+    if (this.pool) return this.pool.connection();
     this.agent ??= this.endpoint.agent();
     return this.agent;
   }
@@ -205,12 +229,17 @@ export class KubeClient {
       contentType = opts.contentType ?? 'application/json';
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     }
+    const headers = await this.headers(contentType, opts.headers);
+    const agent = await this.connection();
+    // Asked last, after every wait (the rate limiter's may be long): no await between it and the send.
+    const fenced = this.fence && WRITES.has(method) ? this.fence() : undefined;
+    if (fenced !== undefined) throw new WriteFencedError(method, path, fenced);
     const answer = await send({
       method,
       origin: this.origin,
       path: KubeClient.pathWithQuery(path, opts.query),
-      headers: await this.headers(contentType, opts.headers),
-      agent: await this.connection(),
+      headers,
+      agent,
       body,
       timeoutMs: this.options.timeoutMs ?? 60_000,
       signal: opts.signal,
@@ -326,6 +355,7 @@ export class KubeClient {
 
   /** Drops every open connection, watches included, as a network failure would. */
   async dropConnections(): Promise<void> {
+    if (this.pool) return this.pool.dropConnections();
     const agent = await this.agent;
     agent?.destroy();
     this.agent = undefined;

@@ -40,6 +40,12 @@ const lost = counter<'name'>({
   labelNames: ['name'],
 });
 
+const fencedWrites = counter<'name'>({
+  name: 'topovol_leader_election_fenced_writes_total',
+  help: 'Writes of a leading loop not sent because its last successful lease renewal had begun more than the renew deadline before (another replica may lead by then), by lease name.',
+  labelNames: ['name'],
+});
+
 const JITTER = 1.2;
 
 /** The election record of a Lease, comparable as a string. */
@@ -59,6 +65,9 @@ export class LeaderElector {
   private takenBy?: string;
   private leading = false;
   private lastRenew = 0;
+  /** When the last successful acquire or renewal began (monotonic ms); writes are fenced renewDeadline after. */
+  private renewBegan = 0;
+  private fencing = false;
   private readonly abort = new AbortController();
   private running?: Promise<void>;
   private readonly log: Logger;
@@ -68,6 +77,8 @@ export class LeaderElector {
     private readonly client: KubeClient,
     readonly config: LeaderElectionConfig,
     private readonly callbacks: LeaderCallbacks,
+    /** The monotonic clock in ms (tests move it). */
+    private readonly now: () => number = monotonicMs,
   ) {
     this.log = logger().child({ lease: `${config.namespace}/${config.name}`, identity: config.identity });
     masterStatus.set({ name: config.name }, 0);
@@ -82,7 +93,30 @@ export class LeaderElector {
    * longer than the lease duration plus a grace period (a hung renew loop).
    */
   healthy(graceMs = 20_000): boolean {
-    return !this.leading || monotonicMs() - this.lastRenew <= this.config.leaseDurationMs + graceMs;
+    return !this.leading || this.now() - this.lastRenew <= this.config.leaseDurationMs + graceMs;
+  }
+
+  /**
+   * Why a write of the loop must not be sent now, or undefined: only while we lead and our last
+   * successful renewal began more than renewDeadline ago. A standby takes the Lease leaseDuration
+   * after it saw that renewal, which it cannot have seen before the renewal began, so until then
+   * only we lead, and the gap between renewDeadline and leaseDuration is left for writes already
+   * sent to land. client-go stops leading after renewDeadline too, but from its renew loop, which
+   * a frozen process runs only after its other work; this check runs in the write itself.
+   */
+  writeFence(): string | undefined {
+    if (!this.leading) return undefined;
+    const since = this.now() - this.renewBegan;
+    if (since <= this.config.renewDeadlineMs) {
+      this.fencing = false;
+      return undefined;
+    }
+    fencedWrites.inc({ name: this.config.name });
+    if (!this.fencing) {
+      this.fencing = true;
+      this.log.warn('lease not renewed within the renew deadline: holding writes until it is', { sinceRenewalBeganMs: Math.round(since), renewDeadlineMs: this.config.renewDeadlineMs });
+    }
+    return `lease ${this.config.namespace}/${this.config.name} last renewed ${Math.round(since)} ms ago, past the renew deadline (${this.config.renewDeadlineMs} ms): another replica may lead`;
   }
 
   run(): Promise<void> {
@@ -104,7 +138,7 @@ export class LeaderElector {
   private async loop(): Promise<void> {
     const signal = this.abort.signal;
     // Acquire.
-    while (!signal.aborted && !(await this.tryAcquireOrRenew(monotonicMs() + this.config.renewDeadlineMs))) await sleep(this.config.retryPeriodMs * (1 + Math.random() * (JITTER - 1)), signal);
+    while (!signal.aborted && !(await this.tryAcquireOrRenew(this.now() + this.config.renewDeadlineMs))) await sleep(this.config.retryPeriodMs * (1 + Math.random() * (JITTER - 1)), signal);
     if (signal.aborted) return;
     this.setLeading(true);
     this.callbacks.onStartedLeading();
@@ -112,10 +146,10 @@ export class LeaderElector {
     while (!signal.aborted) {
       await sleep(this.config.retryPeriodMs, signal);
       if (signal.aborted) return;
-      const deadline = monotonicMs() + this.config.renewDeadlineMs;
+      const deadline = this.now() + this.config.renewDeadlineMs;
       let renewed = false;
       this.takenBy = undefined;
-      while (!signal.aborted && monotonicMs() < deadline) {
+      while (!signal.aborted && this.now() < deadline) {
         if (await this.tryAcquireOrRenew(deadline)) {
           renewed = true;
           break;
@@ -125,7 +159,7 @@ export class LeaderElector {
         // process frozen past its lease would keep writing for a whole renew deadline after its
         // first look showed the new leader.
         if (this.takenBy !== undefined) break;
-        await sleep(Math.min(this.config.retryPeriodMs, Math.max(0, deadline - monotonicMs())), signal);
+        await sleep(Math.min(this.config.retryPeriodMs, Math.max(0, deadline - this.now())), signal);
       }
       if (signal.aborted) return;
       if (!renewed) {
@@ -156,7 +190,7 @@ export class LeaderElector {
     const stop = (): void => cut.abort(this.abort.signal.reason);
     if (this.abort.signal.aborted) stop();
     this.abort.signal.addEventListener('abort', stop);
-    const timer = setTimeout(() => cut.abort(new Error('renew deadline reached')), Math.max(1, deadline - monotonicMs()));
+    const timer = setTimeout(() => cut.abort(new Error('renew deadline reached')), Math.max(1, deadline - this.now()));
     try {
       return await this.attempt(cut.signal);
     } finally {
@@ -166,6 +200,7 @@ export class LeaderElector {
   }
 
   private async attempt(signal: AbortSignal): Promise<boolean> {
+    const began = this.now();
     const { namespace, name, identity } = this.config;
     const now = new Date();
     const nowIso = microTime(now);
@@ -188,7 +223,8 @@ export class LeaderElector {
           spec: { holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 },
         }, { signal });
         this.observe({ holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: nowIso, renewTime: nowIso, leaseTransitions: 0 });
-        this.lastRenew = monotonicMs();
+        this.lastRenew = this.now();
+        this.renewBegan = began;
         this.log.info('acquired lease (created)');
         return true;
       } catch (err) {
@@ -202,7 +238,7 @@ export class LeaderElector {
     const held = holder !== '' && holder !== identity;
     const observedAt = this.observed?.at ?? 0;
     const durationMs = (spec.leaseDurationSeconds ?? leaseSeconds) * 1000;
-    if (held && monotonicMs() < observedAt + durationMs) {
+    if (held && this.now() < observedAt + durationMs) {
       this.takenBy = holder;
       return false;
     }
@@ -222,7 +258,8 @@ export class LeaderElector {
     try {
       const updated = await this.client.replace<Lease>(Resources.leases, next, { signal });
       this.observe(updated.spec ?? {});
-      this.lastRenew = monotonicMs();
+      this.lastRenew = this.now();
+      this.renewBegan = began;
       if (takingOver) {
         if (holder !== '') transitions.inc({ name });
         this.log.info('acquired lease', { previousHolder: holder || undefined });
@@ -242,7 +279,7 @@ export class LeaderElector {
    */
   private observe(spec: NonNullable<Lease['spec']>): void {
     const changed = !this.observed || recordOf(this.observed.spec) !== recordOf(spec);
-    if (changed) this.observed = { spec, at: monotonicMs() };
+    if (changed) this.observed = { spec, at: this.now() };
     const leader = spec.holderIdentity ?? '';
     if (leader && leader !== this.lastLeader) {
       this.lastLeader = leader;

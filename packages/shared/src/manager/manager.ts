@@ -213,15 +213,21 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
       return late ? `caches not synced after ${Math.round(opts.cacheSyncTimeoutMs / 1000)}s: ${waiting.join(', ')}` : `waiting for caches: ${waiting.join(', ')}`;
     });
     const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, os.hostname(), opts.dryRun);
+    // The loop's writes ask its elector first (LeaderElector.writeFence); Events do not, since they
+    // change no object's state and a standby's (or a stepping-down leader's) may still explain one.
+    // (The loop, and later its elector, exist only after the setup that takes the client.)
+    const made: { loop?: Loop } = {};
+    const loopClient = opts.leaderElect ? client.withWriteFence(() => made.loop?.elector?.writeFence()) : client;
     // A runnable whose work ended with an error leaves its loop dead, and (on the leader) its Lease
     // held, so no replica would do that work: the process stops, releasing its Leases, and exits
     // 1 for its pod to be restarted (controller-runtime's manager returns the first runnable error).
-    const runnables = new RunnableGroup(runnablesOf(await descriptor.setup({ client, informers: own, events, options: opts, log: logger().child({ controller: name }), setupProgress: (d) => void (progress = d) })), (r, err) => {
+    const runnables = new RunnableGroup(runnablesOf(await descriptor.setup({ client: loopClient, informers: own, events, options: opts, log: logger().child({ controller: name }), setupProgress: (d) => void (progress = d) })), (r, err) => {
       log.error('controller stopped with an error; exiting', { controller: name, runnable: r.name, error: errorMessage(err) });
       void shutdown(1, `${name}: ${r.name} stopped with an error`);
     });
     setUp = true;
     const l: Loop = { descriptor, runnables, events, scope: own };
+    made.loop = l;
     loops.push(l);
     const timer = setTimeout(() => {
       const waiting = own.unsynced();

@@ -121,6 +121,68 @@ describe('leader election with two manager processes', function () {
     }
   });
 
+  // A leader frozen past its lease (SIGSTOP: a paused VM, a long GC pause, a blocked event loop) wakes
+  // with its watches' events and its renew timer due at once. Its workers would send their writes
+  // before the renew loop's read of the Lease answers; the write fence holds them.
+  it('a leader frozen past its lease wakes to find its Lease taken: it sends none of its queued writes and exits 1', async function () {
+    const m = await startEchoManager(cp, `frozen-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`]);
+    managers.push(m);
+    await stampedBy('first');
+    const pid = m.proc.pid!;
+    process.kill(pid, 'SIGSTOP');
+    let stealing = true;
+    let thief: Promise<void> | undefined;
+    try {
+      // Past the lease as a standby counts it; then another identity takes it and keeps it renewed.
+      await new Promise((r) => setTimeout(r, (LEASE_S + 1) * 1000));
+      thief = (async () => {
+        while (stealing) {
+          const l = await lease();
+          const now = new Date().toISOString().replace('Z', '000Z');
+          await admin.replace<Lease>(Resources.leases, { ...l, spec: { ...l.spec, holderIdentity: 'standby', renewTime: now } }).catch(() => undefined);
+          await new Promise((r) => setTimeout(r, 300));
+        }
+      })();
+      await eventually(async () => expect((await lease()).spec?.holderIdentity).to.equal('standby'));
+      await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'while-frozen', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    try {
+      expect(await m.proc.waitForExit()).to.equal(1);
+      const log = readFileSync(m.proc.logFile, 'utf8');
+      expect(log).to.contain('leader election lost');
+      const cm = await admin.get<KubeObject>(Resources.configMaps, 'while-frozen', ns);
+      expect(cm.metadata?.annotations?.['test.topovol.dev/reconciled-by'], log.slice(-3000)).to.equal(undefined);
+    } finally {
+      stealing = false;
+      await thief;
+    }
+  });
+
+  it('a leader frozen past its renew deadline, its Lease left alone, renews when it wakes and then sends the writes it held', async function () {
+    const m = await startEchoManager(cp, `paused-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`]);
+    managers.push(m);
+    await stampedBy('first');
+    const pid = m.proc.pid!;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await new Promise((r) => setTimeout(r, (LEASE_S + 1) * 1000));
+      await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'while-paused', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // No replica took the Lease: the renewal succeeds, the fence opens, the held write goes out.
+    const by = await eventually(async () => {
+      const o = await admin.get<KubeObject>(Resources.configMaps, 'while-paused', ns);
+      const v = o.metadata?.annotations?.['test.topovol.dev/reconciled-by'];
+      expect(v).to.be.a('string');
+      return v!;
+    }, 30_000);
+    expect(by).to.match(new RegExp(`/${pid}$`));
+    expect(m.proc.running, 'still running').to.equal(true);
+  });
+
   it('a leader whose loop stops with an error releases its leases and exits 1, so that another replica does the work', async function () {
     const m = await startEchoManager(cp, `failing-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`, '--controllers=echo,failing']);
     managers.push(m);
