@@ -85,12 +85,12 @@ describe('observability: ServiceMonitor scrape by a real Prometheus, alert rules
     const dir = mkdtempSync(path.join(tmpdir(), 'topovol-rules-'));
     writeFileSync(path.join(dir, 'rules.yaml'), dump({ groups: rule.spec.groups }));
     copyFileSync(path.join(CONFIG, 'prometheus', 'tests', 'rules.test.yaml'), path.join(dir, 'rules.test.yaml'));
+    const alerts = (rule.spec.groups as { rules: { alert?: string }[] }[]).flatMap((g) => g.rules.flatMap((r) => (r.alert ? [r.alert] : [])));
     const check = await run(PROMTOOL, ['check', 'rules', path.join(dir, 'rules.yaml')]);
-    expect(check.stdout).to.match(/SUCCESS: 10 rules found/);
+    expect(check.stdout).to.contain(`SUCCESS: ${alerts.length} rules found`);
     const test = await run(PROMTOOL, ['test', 'rules', path.join(dir, 'rules.test.yaml')]);
     expect(test.stdout).to.match(/SUCCESS/);
     // Every alert in the rule file has a test case.
-    const alerts = (rule.spec.groups as { rules: { alert?: string }[] }[]).flatMap((g) => g.rules.flatMap((r) => (r.alert ? [r.alert] : [])));
     const tests = readFileSync(path.join(dir, 'rules.test.yaml'), 'utf8');
     for (const a of alerts) expect(tests, `a promtool test for ${a}`).to.contain(`alertname: ${a}`);
   });
