@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { Informer, metricsRegistry, Resources } from '../../src/index.js';
+import { Informer, KubeApiError, metricsRegistry, Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject } from '../../src/index.js';
 import { createTestNamespace, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
@@ -64,6 +64,63 @@ describe('Informer against a real kube-apiserver', function () {
     try {
       await paged.waitForSync();
       expect(paged.cache.list().map((o) => o.metadata!.name).sort()).to.deep.equal(['paged-0', 'paged-1', 'paged-2', 'paged-3', 'paged-4']);
+    } finally {
+      await paged.stop();
+    }
+  });
+
+  // A continue token names a snapshot; once it is gone (etcd compacted past it, or the watch
+  // cache's snapshot dropped), kube-apiserver answers the next page 410 Expired, with an
+  // "inconsistent" token an informer must not follow: its pages would mix two snapshots, and an
+  // object deleted between them would stay cached for ever. The list starts again from the first
+  // page, as client-go's reflector relists; the dead list's pages are dropped. Here a create and a
+  // delete happen between the first and second page, so the dead list's first page holds an object
+  // that is gone. The server's answer is the one kube-apiserver gives (a compaction done from
+  // outside does not expire tokens the watch cache serves, so the 410 is written here); everything
+  // else is the real server.
+  it('a list whose continue token expires mid-way lists again from the first page, and the cache equals the server', async function () {
+    for (let i = 0; i < 5; i++) await admin.create(Resources.configMaps, cm(ns, `paged-${i}`));
+    const answers: string[] = [];
+    let expired = false;
+    const requestText = client.requestText.bind(client);
+    client.requestText = async (method, path, opts) => {
+      const page = method === 'GET' && opts?.query?.limit !== undefined && !opts.query.watch;
+      const which = opts?.query?.continue ? 'next page' : 'first page';
+      if (page && opts?.query?.continue && !expired) {
+        expired = true;
+        await admin.delete(Resources.configMaps, 'paged-0', ns);
+        await admin.create(Resources.configMaps, cm(ns, 'made-meanwhile'));
+        answers.push(`${which}: 410`);
+        throw KubeApiError.fromResponse(
+          410,
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: { continue: 'inconsistent-token' },
+            status: 'Failure',
+            reason: 'Expired',
+            code: 410,
+            message: 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+          }),
+        );
+      }
+      const text = await requestText(method, path, opts);
+      if (page) answers.push(which);
+      return text;
+    };
+    const listsBefore = await metricValue('topovol_informer_lists_total', { resource: 'configmaps' });
+    const paged = new Informer<ConfigMap>(client, Resources.configMaps, { namespace: ns, pageSize: 2, backoff: { startMs: 10, maxMs: 100 } });
+    const added: string[] = [];
+    paged.addEventHandler({ onAdd: (o) => added.push(o.metadata!.name!) });
+    paged.start();
+    try {
+      await paged.waitForSync();
+      expect(answers.slice(0, 3)).to.deep.equal(['first page', 'next page: 410', 'first page']);
+      expect(answers.slice(3).every((a) => a === 'next page'), answers.join(', ')).to.equal(true);
+      const server = (await admin.list<ConfigMap>(Resources.configMaps, { namespace: ns })).items.map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`).sort();
+      expect(paged.cache.list().map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`).sort()).to.deep.equal(server);
+      expect(added.sort(), 'nothing of the dead list reached the handlers').to.deep.equal(['made-meanwhile', 'paged-1', 'paged-2', 'paged-3', 'paged-4']);
+      expect(await metricValue('topovol_informer_lists_total', { resource: 'configmaps' })).to.equal(listsBefore + 2);
     } finally {
       await paged.stop();
     }
