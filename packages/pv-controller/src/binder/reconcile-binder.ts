@@ -1,4 +1,4 @@
-import { classifyError, logger, Resources, writeMayHaveApplied } from '@topovol/shared';
+import { classifyError, isFenced, logger, Resources, writeMayHaveApplied } from '@topovol/shared';
 import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { BinderActuator } from './actuator.js';
@@ -86,7 +86,8 @@ export class BinderReconciler {
     } catch (err) {
       failed = true;
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
-      if (picked.length > 0) countBind(stale ? 'conflict' : 'error');
+      // A write the leader-election fence held was not sent: neither a race nor a failure.
+      if (picked.length > 0 && !isFenced(err)) countBind(stale ? 'conflict' : 'error');
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
       // volume this run wrote (a claim write that conflicts after it), nor one the view already

@@ -53,8 +53,9 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
       } catch (err) {
         const kind = classifyError(err).kind;
         if (kind === 'NotFound') return; // deleted meanwhile: nothing left to convert
-        // A conflict is a race, not a failure: the retry decides again and is counted then.
-        if (kind === 'Conflict') throw err;
+        // A conflict is a race, not a failure, and a write the leader-election fence held was not
+        // sent: the retry decides again and is counted then.
+        if (kind === 'Conflict' || kind === 'Fenced') throw err;
         countZonalUpgrade('error');
         if (kind === 'Invalid') {
           // The server will refuse the same affinity every time; only a label change can help.

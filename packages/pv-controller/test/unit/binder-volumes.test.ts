@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { classifyError, FirstSeen, KubeApiError, logger, Resources } from '@topovol/shared';
+import { classifyError, FirstSeen, KubeApiError, logger, metricsRegistry, Resources, WriteFencedError } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { BinderActuator } from '../../src/binder/actuator.js';
@@ -81,6 +81,11 @@ function halfWrittenBind(failure: KubeApiError) {
   return { store, w, r, inFlight, bv };
 }
 
+async function bindsCounted(result: string): Promise<number> {
+  const m = await metricsRegistry.getSingleMetric('topovol_pv_binder_binds_total')?.get();
+  return m?.values.find((v) => v.labels.result === result)?.value ?? 0;
+}
+
 // The binder's volume view as setupBinder builds it (BinderVolumes: the informer's copies, our
 // writes, the index), with an informer that has not delivered anything since the start.
 describe('binder volumes: a bind half written, retried before the informer catches up', function () {
@@ -121,6 +126,19 @@ describe('binder volumes: a bind half written, retried before the informer catch
       expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
     });
   }
+
+  it('a claim write held by the leader-election fence (nothing sent): no read-back, no error counted, and the retry finishes the volume it wrote', async function () {
+    const { store, r } = halfWrittenBind(new KubeApiError(500, {}));
+    store.failure = new WriteFencedError('PUT', '/api/v1/namespaces/ns/persistentvolumeclaims/c', 'lease not renewed') as unknown as KubeApiError;
+    store.failClaimWrites = 1;
+    const errorsBefore = await bindsCounted('error');
+    expect(classifyError(await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e)).kind).to.equal('Fenced');
+    expect(await bindsCounted('error'), 'a pause, not a failed bind').to.equal(errorsBefore);
+    await r.claim('ns', 'c');
+    expect(store.served, 'nothing may have been applied: nothing to read back').to.deep.equal([]);
+    expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+  });
 
   const lost: [string, Error][] = [
     ['500 (the API server failed after etcd took the write)', new KubeApiError(500, { message: 'etcdserver: request timed out' })],

@@ -104,12 +104,16 @@ export class RollbackReconciler {
   }
 }
 
-/** Conflicts are retried on fresh data as a matter of course; anything else is a failure, counted. */
+/**
+ * Conflicts are retried on fresh data as a matter of course, and a write held by the leader-election
+ * fence was not sent; anything else is a failure, counted.
+ */
 async function countingErrors(f: () => Promise<number | void>): Promise<number | void> {
   try {
     return await f();
   } catch (err) {
-    if (classifyError(err).kind !== 'Conflict') countRollback('error');
+    const kind = classifyError(err).kind;
+    if (kind !== 'Conflict' && kind !== 'Fenced') countRollback('error');
     throw err;
   }
 }

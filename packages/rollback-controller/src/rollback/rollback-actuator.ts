@@ -80,7 +80,6 @@ export class RollbackActuator {
 
   /** Sends the rollback's Events, then writes the Started condition that says they were sent. */
   async announce(r: ProvisioningRollback): Promise<ProvisioningRollback> {
-    countRollback('rolled_back');
     const names = r.spec.claims.map((c) => c.name).join(', ');
     this.d.events.event(podRef(r), 'Normal', Reasons.RollbackStarted, `pod cannot run on node ${r.spec.node} (${r.spec.reason}); rolling back unused volume(s) of claim(s) ${names} so that it can be scheduled elsewhere (ProvisioningRollback ${r.metadata?.name})`);
     for (const c of r.spec.claims) {
@@ -95,6 +94,8 @@ export class RollbackActuator {
     // before they were (a process killed in between would leave them unsent for good).
     await this.d.events.flush();
     const announced = await this.writeStatus(r, { conditions: withCondition(r, { type: STARTED_CONDITION, status: 'True', reason: 'Announced', message: r.spec.reason }) });
+    // Counted once the condition is written: a status write that failed (and is retried) is not a second rollback.
+    countRollback('rolled_back');
     failpoint('rollback-announced');
     return announced;
   }

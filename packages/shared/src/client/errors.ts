@@ -183,6 +183,8 @@ export const isForbidden = is('Forbidden');
 export const isInvalid = is('Invalid');
 export const isTimeout = is('Timeout');
 export const isConnectionError = is('Connection');
+/** A write the client's fence held back unsent (WriteFencedError): a pause, not a failure. */
+export const isFenced = is('Fenced');
 
 /**
  * A create refused because its namespace is gone (404 for the namespace itself) or being deleted

@@ -30,7 +30,7 @@ export type QueryValue = string | number | boolean | undefined;
 /**
  * Asked right before each write is sent: a reason not to send it, or undefined. The manager fences
  * a leader-elected loop's writes once its Lease may have passed to another replica (LeaderElector.
- * writeFence), so a leader whose process was frozen (a stopped VM, a long GC pause, a blocked event
+ * writeFence), so a leader whose process was frozen (SIGSTOP, a long GC pause, a blocked event
  * loop) does not send its queued writes before its renew loop learns that it lost the Lease.
  */
 export type WriteFence = () => string | undefined;

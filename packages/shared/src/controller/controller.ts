@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { classifyError } from '../client/errors.js';
+import { classifyError, isFenced } from '../client/errors.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import type { Logger } from '../logging/logger.js';
 import { counter, exponentialBuckets, gauge, histogram } from '../metrics/registry.js';
@@ -57,7 +57,7 @@ const RESYNC_SLICE = 1000;
 // controller-runtime's metric names, so existing dashboards and alerts work unchanged.
 const reconcileTotal = counter<'controller' | 'result'>({
   name: 'controller_runtime_reconcile_total',
-  help: 'Total number of reconciliations per controller, by result (success, error, requeue_after).',
+  help: 'Total number of reconciliations per controller, by result (success, error, requeue: a write held by the leader-election fence, requeue_after).',
   labelNames: ['controller', 'result'],
 });
 const reconcileErrors = counter<'controller'>({
@@ -260,6 +260,15 @@ export class Controller<K = string> implements Runnable {
         reconcileTotal.inc({ controller: this.name, result: 'success' });
       }
     } catch (err) {
+      // A write held by the leader-election fence: the Lease's renewal is late, nothing failed.
+      // Retried with backoff like an error, but counted as a requeue so that no error alert fires
+      // for a slow renewal (the fence has its own counter).
+      if (isFenced(err)) {
+        reconcileTotal.inc({ controller: this.name, result: 'requeue' });
+        this.queue.addRateLimited(key);
+        log.info('write held until the lease is renewed; will retry', { error: errorMessage(err), retries: this.queue.numRequeues(key) });
+        return;
+      }
       reconcileErrors.inc({ controller: this.name });
       reconcileTotal.inc({ controller: this.name, result: 'error' });
       if (isTerminalError(err)) {

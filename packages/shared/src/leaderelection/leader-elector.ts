@@ -68,6 +68,9 @@ export class LeaderElector {
   /** When the last successful acquire or renewal began (monotonic ms); writes are fenced renewDeadline after. */
   private renewBegan = 0;
   private fencing = false;
+  /** Led at some time, and stopped or lost since: this process's writes for the loop are over. */
+  private led = false;
+  private ended = false;
   private readonly abort = new AbortController();
   private running?: Promise<void>;
   private readonly log: Logger;
@@ -105,6 +108,9 @@ export class LeaderElector {
    * a frozen process runs only after its other work; this check runs in the write itself.
    */
   writeFence(): string | undefined {
+    // Released (or lost): a standby takes the Lease at its next try, and a reconcile abandoned at
+    // the shutdown timeout must not write beside it.
+    if (this.led && this.ended) return `lease ${this.config.namespace}/${this.config.name} released or lost: another replica may lead`;
     if (!this.leading) return undefined;
     const since = this.now() - this.renewBegan;
     if (since <= this.config.renewDeadlineMs) {
@@ -126,6 +132,7 @@ export class LeaderElector {
 
   /** Stops campaigning and releases the lease if held. */
   async stop(): Promise<void> {
+    this.ended = true;
     this.abort.abort();
     await this.running;
     if (this.leading) {
@@ -166,6 +173,7 @@ export class LeaderElector {
         lost.inc({ name: this.config.name });
         if (this.takenBy !== undefined) this.log.error('another identity holds the lease: leadership lost', { holder: this.takenBy });
         else this.log.error('failed to renew lease within the renew deadline: leadership lost', { renewDeadlineMs: this.config.renewDeadlineMs });
+        this.ended = true;
         this.setLeading(false);
         this.callbacks.onStoppedLeading('lost');
         return;
@@ -175,6 +183,7 @@ export class LeaderElector {
 
   private setLeading(v: boolean): void {
     this.leading = v;
+    if (v) this.led = true;
     masterStatus.set({ name: this.config.name }, v ? 1 : 0);
   }
 

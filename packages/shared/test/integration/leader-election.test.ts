@@ -121,6 +121,18 @@ describe('leader election with two manager processes', function () {
     }
   });
 
+  /**
+   * SIGSTOPs the process between two renewals: a renewal in flight when it stops would be cut off by
+   * its own deadline on waking (as client-go's), and the leader lose a Lease nobody took. The
+   * renewals come a retry period apart; it stops a fifth of one after the server stored one.
+   */
+  async function stopBetweenRenewals(pid: number): Promise<void> {
+    const before = (await lease()).spec?.renewTime;
+    await eventually(async () => expect((await lease()).spec?.renewTime).to.not.equal(before), 10_000, 20);
+    await new Promise((r) => setTimeout(r, RETRY_S * 200));
+    process.kill(pid, 'SIGSTOP');
+  }
+
   // A leader frozen past its lease (SIGSTOP: a paused VM, a long GC pause, a blocked event loop) wakes
   // with its watches' events and its renew timer due at once. Its workers would send their writes
   // before the renew loop's read of the Lease answers; the write fence holds them.
@@ -129,7 +141,7 @@ describe('leader election with two manager processes', function () {
     managers.push(m);
     await stampedBy('first');
     const pid = m.proc.pid!;
-    process.kill(pid, 'SIGSTOP');
+    await stopBetweenRenewals(pid);
     let stealing = true;
     let thief: Promise<void> | undefined;
     try {
@@ -165,7 +177,7 @@ describe('leader election with two manager processes', function () {
     managers.push(m);
     await stampedBy('first');
     const pid = m.proc.pid!;
-    process.kill(pid, 'SIGSTOP');
+    await stopBetweenRenewals(pid);
     try {
       await new Promise((r) => setTimeout(r, (LEASE_S + 1) * 1000));
       await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'while-paused', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });

@@ -84,7 +84,24 @@ describe('LeaderElector.writeFence', function () {
 
     await elector.stop();
     await running;
-    expect(elector.writeFence(), 'released: not leading').to.equal(undefined);
+    expect(elector.writeFence(), 'released: a reconcile abandoned at the shutdown timeout must not write beside the next leader').to.match(/lease ns\/l released or lost/);
+  });
+
+  it('stays open for a replica that never led, also once it stops', async function () {
+    const store = leaseStore();
+    const other = new LeaderElector(
+      store.client,
+      { namespace: 'ns', name: 'l', identity: 'standby', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 20 },
+      { onStartedLeading: () => undefined, onStoppedLeading: () => undefined },
+    );
+    store.hold();
+    const running = other.run();
+    expect(other.writeFence()).to.equal(undefined);
+    const stopping = other.stop();
+    store.release();
+    await stopping;
+    await running;
+    expect(other.writeFence()).to.equal(undefined);
   });
 
   it('a fenced write is classified as not applied and retriable', function () {
