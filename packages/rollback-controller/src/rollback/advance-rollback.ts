@@ -104,15 +104,19 @@ async function recreateClaim(d: AdvanceDeps, r: ProvisioningRollback, c: Rollbac
 
 /**
  * Why the claim's namespace is not the one it was deleted from, or undefined: gone, or made again
- * since the rollback began. The record names the namespace, not its uid, and a re-create refused
- * and retried (a webhook, the manager down) leaves time for it to be deleted and made again; the new
- * one is someone else's, and must not get the old tenant's claim, nor have its own adopted.
+ * since the rollback began. A re-create refused and retried (a webhook, the manager down) leaves
+ * time for it to be deleted and made again; the new one is someone else's, and must not get the old
+ * tenant's claim, nor have its own adopted. The record has the namespace's uid; one written before
+ * it had none is judged by the creation times (two API-server clocks, to the second).
  */
 async function namespaceReplaced(d: AdvanceDeps, r: ProvisioningRollback): Promise<string | undefined> {
   const ns = r.spec.pod.namespace;
-  const created = await d.reads.namespaceCreated(ns);
-  if (created === undefined) return `namespace ${ns} is gone`;
-  if (created > Date.parse(r.metadata?.creationTimestamp ?? '')) return `namespace ${ns} was deleted and made again since the rollback began: the claim was the deleted namespace's`;
+  const live = await d.reads.namespace(ns);
+  if (!live) return `namespace ${ns} is gone`;
+  const made = `namespace ${ns} was deleted and made again since the rollback began: the claim was the deleted namespace's`;
+  const recorded = r.spec.pod.namespaceUID;
+  if (recorded) return live.uid === recorded ? undefined : `${made} (uid ${recorded} then, ${live.uid} now)`;
+  if (live.created > Date.parse(r.metadata?.creationTimestamp ?? '')) return made;
   return undefined;
 }
 

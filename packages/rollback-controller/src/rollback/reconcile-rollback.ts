@@ -79,6 +79,19 @@ export class RollbackReconciler {
       if (decision.kind !== 'none') this.d.log.debug('pod decided', { pod: `${namespace}/${name}`, decision: decision.kind, why: 'why' in decision ? decision.why : undefined });
       if (decision.kind === 'wait' && decision.firstSeen !== undefined) this.stuck.note(uid, true, decision.firstSeen);
       if (decision.kind !== 'wait') this.stuck.forget(uid);
+      if (decision.kind === 'rollback' && !this.d.dryRun) {
+        // The record names the namespace by uid, read now, then the pod: a pod the server still has
+        // after that read was in that namespace (a namespace of that name deleted and made again
+        // since would have lost its pods first). A cached pod the server no longer has is not
+        // rolled back: its claims may be another namespace's by now.
+        const ns = await this.d.reads.namespace(namespace);
+        if (!ns || !(await this.d.reads.podExists(namespace, name, uid))) {
+          this.d.log.info('not rolling back: the server no longer has the pod or its namespace', { pod: `${namespace}/${name}`, namespaceGone: !ns });
+          return;
+        }
+        await this.d.actuator.decide(pod, decision, ns.uid);
+        return;
+      }
       await this.d.actuator.decide(pod, decision);
       if (decision.kind === 'wait') return decision.ms;
     });

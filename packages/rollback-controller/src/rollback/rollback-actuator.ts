@@ -33,8 +33,11 @@ export class RollbackActuator {
 
   constructor(private readonly d: RollbackActuatorDeps) {}
 
-  /** Acts on a decision about a pod that has no rollback in progress. */
-  async decide(pod: Pod, r: RollbackDecision): Promise<void> {
+  /**
+   * Acts on a decision about a pod that has no rollback in progress; a rollback is recorded with
+   * the uid of the pod's namespace as the server has it (`namespaceUID`).
+   */
+  async decide(pod: Pod, r: RollbackDecision, namespaceUID?: string): Promise<void> {
     switch (r.kind) {
       case 'none':
       case 'wait':
@@ -50,11 +53,11 @@ export class RollbackActuator {
         countRollback('limited');
         return;
       case 'rollback':
-        return this.start(pod, r);
+        return this.start(pod, r, namespaceUID);
     }
   }
 
-  private async start(pod: Pod, r: Extract<RollbackDecision, { kind: 'rollback' }>): Promise<void> {
+  private async start(pod: Pod, r: Extract<RollbackDecision, { kind: 'rollback' }>, namespaceUID: string | undefined): Promise<void> {
     const names = r.pinned.map((p) => p.claim.metadata?.name).join(', ');
     if (this.d.dryRun) {
       // Nothing is recorded, so every re-sync decides the same again: report each decision once.
@@ -66,7 +69,7 @@ export class RollbackActuator {
       return;
     }
     this.d.log.info('rolling back provisioning', { pod: podKey(pod), claims: names, why: r.why, attempt: r.attempt, dryRun: false });
-    const record = newRollback(pod, r.pinned, r.why, r.attempt, r.evidenceTime);
+    const record = newRollback(pod, r.pinned, r.why, r.attempt, r.evidenceTime, namespaceUID);
     try {
       await this.d.client.create(ProvisioningRollbacks, record);
     } catch (err) {

@@ -22,8 +22,10 @@ export interface RollbackServerReads {
   pods(namespace: string): Promise<Pod[]>;
   /** Why the volume may hold data now (its live mark, any other evidence), or undefined while it is provably unused. */
   volumeUse(volumeName: string): Promise<string | undefined>;
-  /** When the namespace of that name was created (ms), or undefined when there is none. */
-  namespaceCreated(namespace: string): Promise<number | undefined>;
+  /** The namespace of that name (its uid, and when it was created, in ms), or undefined when there is none. */
+  namespace(name: string): Promise<{ uid: string; created: number } | undefined>;
+  /** Whether the server has the pod of that name with that uid. */
+  podExists(namespace: string, name: string, uid: string): Promise<boolean>;
 }
 
 export interface ReplayOptions {
@@ -118,9 +120,12 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
       const ref = live.spec?.claimRef;
       return evidence(live) ?? (ref?.namespace && ref.name ? missedPodUse(client, ref.namespace, ref.name, podsSeenUpTo()) : 'it is bound to no claim');
     },
-    namespaceCreated: async (name) => {
+    namespace: async (name) => {
       const ns = await getIfPresent<KubeObject>(client, Resources.namespaces, name);
-      return ns ? Date.parse(ns.metadata?.creationTimestamp ?? '') : undefined;
+      return ns ? { uid: ns.metadata?.uid ?? '', created: Date.parse(ns.metadata?.creationTimestamp ?? '') } : undefined;
     },
+    // A list by name: the loop's role lists pods and does not get them.
+    podExists: async (ns, name, uid) =>
+      (await client.list<Pod>(Resources.pods, { namespace: ns, fieldSelector: `metadata.name=${name}` }, projectPod)).items.some((p) => p.metadata?.uid === uid),
   };
 }

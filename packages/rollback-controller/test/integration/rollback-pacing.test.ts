@@ -177,11 +177,13 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
   });
 
-  // The record names the namespace, not its uid: a namespace deleted and made again under its name
-  // while the re-create was refused (namespaces named after a branch or a job are) is someone
-  // else's. The loop is stopped meanwhile, so that it does not see the old one terminating.
+  // A namespace deleted and made again under its name while the re-create was refused (namespaces
+  // named after a branch or a job are) is someone else's: the record has the old one's uid. The loop
+  // is stopped meanwhile, so that it does not see the old one terminating.
   it('the namespace deleted and made again under its name before the re-create: nothing is created in the new one, the claim Abandoned', async function () {
     const { p, lift } = await deletedNotRecreated();
+    const oldUid = (await f.admin.get<KubeObject>(Resources.namespaces, f.ns)).metadata!.uid!;
+    let newUid = '';
     await loop.stop();
     try {
       // As the namespace controller would: its contents go, then the namespace (no such controller runs here).
@@ -195,7 +197,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       await f.admin.request('PUT', `/api/v1/namespaces/${f.ns}/finalize`, { body: { ...terminating, spec: { finalizers: [] } } });
       await eventually(async () => expect(await f.admin.get<KubeObject>(Resources.namespaces, f.ns).then(() => 'present', () => 'gone')).to.equal('gone'));
       await lift();
-      await f.admin.create<KubeObject>(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: f.ns } });
+      newUid = (await f.admin.create<KubeObject>(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: f.ns } })).metadata!.uid!;
     } finally {
       loop = await RunningRollback.start(['--rollback-backoff=1s']);
     }
@@ -206,7 +208,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     }, 60_000);
     expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({
       state: 'Abandoned',
-      message: `namespace ${f.ns} was deleted and made again since the rollback began: the claim was the deleted namespace's`,
+      message: `namespace ${f.ns} was deleted and made again since the rollback began: the claim was the deleted namespace's (uid ${oldUid} then, ${newUid} now)`,
     });
     expect(await f.claim('c1').then(() => 'created', () => 'absent'), 'nothing created in the new namespace').to.equal('absent');
   });

@@ -150,6 +150,8 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
         return rs;
       });
       expect(record!.spec.claims.map((c) => [c.name, c.uid, c.volume])).to.deep.equal([['c1', c1.metadata?.uid, name('v1')]]);
+      // The namespace by uid, so that a namespace of that name made again later gets nothing.
+      expect(record!.spec.pod.namespaceUID).to.equal((await admin.get(Resources.namespaces, ns)).metadata?.uid);
       expect(record!.status?.claims?.map((c) => [c.name, c.state, c.uid])).to.deep.equal([['c1', 'Recreated', again.metadata?.uid]]);
       await eventFor(admin, p, 'ProvisioningRollbackCompleted');
       expect(await counter('topovol_rollback_rollbacks_total', { result: 'rolled_back' })).to.equal(before + 1);

@@ -74,7 +74,8 @@ async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record
     reads: {
       claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
       volumeUse: () => Promise.resolve(w.used ? 'its mark is used' : undefined),
-      namespaceCreated: () => Promise.resolve(0),
+      namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
+      podExists: () => Promise.resolve(true),
       pods: () => Promise.resolve(w.otherPod ? [recordedPod(w), podQ] : [recordedPod(w)]),
     },
     beforeClaimDelete: async () => {
@@ -153,12 +154,15 @@ describe('advancing a rollback when the claim is written between the last re-rea
 
 describe('advancing a rollback after a delete whose outcome it did not see', function () {
   /** The store with claim c and the record; the record's claim already Deleting when `deleting`. */
-  const world = (): { store: FakeWrites; events: FakeEvents; name: string; pod: { scheduled: boolean }; namespaceCreated: number | undefined } => {
+  type Namespace = { uid: string; created: number } | undefined;
+  /** `namespaceUID`: the record's (none: a record written before the field). */
+  const world = (namespaceUID?: string): { store: FakeWrites; events: FakeEvents; name: string; pod: { scheduled: boolean }; namespace: Namespace } => {
     const store = new FakeWrites();
     store.seed(Resources.persistentVolumeClaims, decidedClaim());
     const record = rollbackRecord();
-    const name = store.seed(ProvisioningRollbacks, { ...record, metadata: { ...record.metadata, creationTimestamp: '2026-11-29T09:00:00Z' } }).metadata?.name ?? '';
-    return { store, events: new FakeEvents(), name, pod: { scheduled: false }, namespaceCreated: 0 };
+    const spec = namespaceUID ? { ...record.spec, pod: { ...record.spec.pod, namespaceUID } } : record.spec;
+    const name = store.seed(ProvisioningRollbacks, { ...record, spec, metadata: { ...record.metadata, creationTimestamp: '2026-11-29T09:00:00Z' } }).metadata?.name ?? '';
+    return { store, events: new FakeEvents(), name, pod: { scheduled: false }, namespace: { uid: 'ns-uid', created: 0 } };
   };
   const deps = (w: ReturnType<typeof world>): Parameters<typeof advanceRollback>[0] => ({
     actuator: new RollbackActuator({ client: w.store, events: w.events, log: logger(), dryRun: false }),
@@ -166,7 +170,8 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
       claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
       volumeUse: () => Promise.resolve(undefined),
       pods: () => Promise.resolve([recordedPod(w.pod)]),
-      namespaceCreated: () => Promise.resolve(w.namespaceCreated),
+      namespace: () => Promise.resolve(w.namespace),
+      podExists: () => Promise.resolve(true),
     },
   });
   const look = async (w: ReturnType<typeof world>): Promise<ProvisioningRollback> => {
@@ -262,18 +267,24 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(reasons(w, 'ClaimRecreated')).to.deep.equal([['PersistentVolumeClaim', 'c']]);
   });
 
-  // The record names the namespace, not its uid. A re-create refused and retried (a webhook, the
-  // manager down) may find the namespace deleted and another made under its name meanwhile.
-  for (const [what, created, why] of [
-    ['gone', undefined, 'namespace ns is gone'],
-    ['made again since the rollback began', Date.parse('2030-01-01T00:00:00Z'), 'namespace ns was deleted and made again since the rollback began: the claim was the deleted namespace\'s'],
+  // A re-create refused and retried (a webhook, the manager down) may find the namespace deleted and
+  // another made under its name meanwhile. The record has the namespace's uid; a record written
+  // before that field is judged by creation times.
+  const MADE = "namespace ns was deleted and made again since the rollback began: the claim was the deleted namespace's";
+  const LATER = Date.parse('2030-01-01T00:00:00Z');
+  const EARLIER = Date.parse('2020-01-01T00:00:00Z');
+  for (const [what, recorded, namespace, why] of [
+    ['gone', 'ns-uid', undefined, 'namespace ns is gone'],
+    ['made again (another uid), whatever the clocks say', 'ns-uid', { uid: 'ns-uid-2', created: EARLIER }, `${MADE} (uid ns-uid then, ns-uid-2 now)`],
+    ['gone (a record without the uid)', undefined, undefined, 'namespace ns is gone'],
+    ['made again since the rollback began (a record without the uid: by the clocks)', undefined, { uid: 'ns-uid-2', created: LATER }, MADE],
   ] as const) {
     it(`the claim's namespace ${what} when it is to be re-created: Abandoned, nothing created`, async function () {
-      const w = world();
+      const w = world(recorded);
       expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
-      w.namespaceCreated = created;
+      w.namespace = namespace;
       const r = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
-      expect(Date.parse(r.metadata?.creationTimestamp ?? ''), 'the record has its creation time').to.be.below(Date.parse('2030-01-01T00:00:00Z'));
+      expect(Date.parse(r.metadata?.creationTimestamp ?? ''), 'the record has its creation time').to.be.below(LATER);
       const done = await untilDone(w);
       expect(w.store.stored(Resources.persistentVolumeClaims, 'c', 'ns'), 'no claim created').to.equal(undefined);
       expect(done.status?.claims?.[0]).to.include({ state: 'Abandoned', message: why });
@@ -281,10 +292,19 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     });
   }
 
-  it('a claim of the name found in a namespace made again since the rollback began is the new tenant\'s: not adopted, the claim Abandoned', async function () {
-    const w = world();
+  it('the namespace the record names by uid, its clock far ahead of the record\'s: the claim is re-created there', async function () {
+    const w = world('ns-uid');
     expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
-    w.namespaceCreated = Date.parse('2030-01-01T00:00:00Z');
+    w.namespace = { uid: 'ns-uid', created: LATER };
+    const done = await untilDone(w);
+    expect(done.status?.phase).to.equal('Completed');
+    expect(w.store.stored(Resources.persistentVolumeClaims, 'c', 'ns'), 'the claim is back').to.not.equal(undefined);
+  });
+
+  it('a claim of the name found in a namespace made again since the rollback began is the new tenant\'s: not adopted, the claim Abandoned', async function () {
+    const w = world('ns-uid');
+    expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
+    w.namespace = { uid: 'ns-uid-2', created: EARLIER };
     const theirs = w.store.seed(Resources.persistentVolumeClaims, { ...decidedClaim(), metadata: { ...decidedClaim().metadata, uid: 'uid-theirs' } });
     const done = await untilDone(w);
     expect(done.status?.claims?.[0]).to.include({ state: 'Abandoned' });

@@ -7,7 +7,7 @@ import { ProvisioningRollbacks } from './provisioning-rollback.js';
 import type { ProvisioningRollback } from './provisioning-rollback.js';
 
 /** The record of a rollback, written before anything is deleted: the claims and their templates, from the claims as decided on. */
-export function newRollback(pod: Pod, pinned: PinnedClaim[], why: string, attempt: number, evidenceTime: number): ProvisioningRollback {
+export function newRollback(pod: Pod, pinned: PinnedClaim[], why: string, attempt: number, evidenceTime: number, namespaceUID?: string): ProvisioningRollback {
   const workload = workloadOf(pod);
   // A label for `kubectl get -l`. The workload's uid comes from the pod's ownerReference, which
   // whoever creates the pod writes and the API server checks only for being non-empty: a value no
@@ -20,7 +20,7 @@ export function newRollback(pod: Pod, pinned: PinnedClaim[], why: string, attemp
     kind: ProvisioningRollbacks.kind,
     metadata: { name: rollbackName(historyKeyOfPod(pod), attempt), labels },
     spec: {
-      pod: { namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '' },
+      pod: { namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', uid: pod.metadata?.uid ?? '', ...(namespaceUID ? { namespaceUID } : {}) },
       workload,
       node: pinned[0]!.node,
       reason: why,

@@ -48,7 +48,11 @@ export interface Condition {
 }
 
 export interface ProvisioningRollbackSpec {
-  pod: { namespace: string; name: string; uid: string };
+  /**
+   * `namespaceUID`: the uid of the pod's namespace, read from the server when the rollback was
+   * recorded (records written before it have none). A claim is re-created only in that namespace.
+   */
+  pod: { namespace: string; name: string; uid: string; namespaceUID?: string };
   workload: ObjectRef;
   node: string;
   reason: string;

@@ -1,0 +1,74 @@
+import { expect } from 'chai';
+import { logger } from '@topovol/shared';
+import type { Pod } from '@topovol/shared';
+import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
+import { RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
+import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
+import { claim, node, pod, pv, seen, world } from './rollback-world-fixture.js';
+import type { W } from './rollback-world-fixture.js';
+
+// A rollback is recorded with the uid of its pod's namespace, read from the server, and only while
+// the server still has the pod (read after the namespace): a cached pod whose namespace was deleted
+// and made again is not rolled back into the new one.
+describe('RollbackReconciler: the namespace a rollback is recorded in', function () {
+  const P: Pod = pod('p', ['c1']);
+  // Node a refuses the pod; its one claim's volume there is unused, and this process saw it provisioned.
+  const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
+
+  function reconciler(server: { namespace?: { uid: string; created: number }; podExists: boolean }, dryRun = false) {
+    const decided: { kind: string; namespaceUID?: string }[] = [];
+    const reads: string[] = [];
+    const deps = {
+      world: world(w),
+      pod: () => P,
+      record: () => undefined,
+      actuator: {
+        decide: (_p: Pod, d: RollbackDecision, namespaceUID?: string) => {
+          decided.push({ kind: d.kind, namespaceUID });
+          return Promise.resolve();
+        },
+      },
+      reads: {
+        namespace: (ns: string) => {
+          reads.push(`namespace ${ns}`);
+          return Promise.resolve(server.namespace);
+        },
+        podExists: (ns: string, name: string, uid: string) => {
+          reads.push(`pod ${ns}/${name} ${uid}`);
+          return Promise.resolve(server.podExists);
+        },
+      },
+      log: logger(),
+      dryRun,
+      historyTtlMs: 0,
+      observe: () => undefined,
+      enqueueRecord: () => undefined,
+    } as unknown as RollbackGlueDeps;
+    return { r: new RollbackReconciler(deps), decided, reads };
+  }
+
+  it('records the namespace uid the server has, read before the pod', async function () {
+    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true });
+    await r.pod('ns', 'p');
+    expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid' }]);
+    expect(reads).to.deep.equal(['namespace ns', `pod ns/p ${P.metadata!.uid!}`]);
+  });
+
+  for (const [what, server] of [
+    ['the server no longer has the pod (the cache lags its delete, or its namespace was made again)', { namespace: { uid: 'ns-uid-2', created: 0 }, podExists: false }],
+    ['the namespace is gone', { namespace: undefined, podExists: false }],
+  ] as const) {
+    it(`records nothing when ${what}`, async function () {
+      const { r, decided } = reconciler(server);
+      await r.pod('ns', 'p');
+      expect(decided).to.deep.equal([]);
+    });
+  }
+
+  it('--dry-run reads nothing from the server: nothing is recorded', async function () {
+    const { r, decided, reads } = reconciler({ podExists: false }, true);
+    await r.pod('ns', 'p');
+    expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: undefined }]);
+    expect(reads).to.deep.equal([]);
+  });
+});
