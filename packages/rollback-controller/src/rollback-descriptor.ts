@@ -15,11 +15,12 @@ export const rollbackDescriptor: ControllerDescriptor = {
     // patch: a claim the rollback keeps after it may have sent its delete is fenced (one
     // annotation, conditional on the resourceVersion checked), so a late delete cannot land.
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
-    // list: the namespace's pods read from the server right before and right after a claim delete.
+    // list: the namespace's pods read from the server right before and right after a claim delete,
+    // and the pod a rollback is recorded for, listed by name (that the server still has it).
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
-    // get: before a deleted claim is re-created, that its namespace is still the one it was deleted
-    // from (not another made since under the name).
+    // get: the pod's namespace when a rollback is recorded (its uid), and before a deleted claim is
+    // re-created, that the namespace still has that uid (not another made since under the name).
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
     { apiGroups: ['storage.k8s.io'], resources: ['volumeattachments'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },

@@ -78,20 +78,26 @@ export class RollbackReconciler {
       const decision = decideRollback(pod, this.d.world, this.stuck.get(uid)?.since);
       if (decision.kind !== 'none') this.d.log.debug('pod decided', { pod: `${namespace}/${name}`, decision: decision.kind, why: 'why' in decision ? decision.why : undefined });
       if (decision.kind === 'wait' && decision.firstSeen !== undefined) this.stuck.note(uid, true, decision.firstSeen);
-      if (decision.kind !== 'wait') this.stuck.forget(uid);
+      // A rollback's wait is forgotten once it is recorded: a read or a create that fails is retried
+      // with the grace already spent, not a new one.
+      if (decision.kind !== 'wait' && decision.kind !== 'rollback') this.stuck.forget(uid);
       if (decision.kind === 'rollback' && !this.d.dryRun) {
         // The record names the namespace by uid, read now, then the pod: a pod the server still has
         // after that read was in that namespace (a namespace of that name deleted and made again
         // since would have lost its pods first). A cached pod the server no longer has is not
-        // rolled back: its claims may be another namespace's by now.
+        // rolled back: its claims may be another namespace's by now; nor is one whose namespace is
+        // being deleted (its claims go with it).
         const ns = await this.d.reads.namespace(namespace);
-        if (!ns || !(await this.d.reads.podExists(namespace, name, uid))) {
-          this.d.log.info('not rolling back: the server no longer has the pod or its namespace', { pod: `${namespace}/${name}`, namespaceGone: !ns });
+        if (!ns || ns.deleting || !(await this.d.reads.podExists(namespace, name, uid))) {
+          this.d.log.info('not rolling back: the server no longer has the pod, or its namespace is gone or being deleted', { pod: `${namespace}/${name}`, namespace: !ns ? 'gone' : ns.deleting ? 'deleting' : 'there' });
+          this.stuck.forget(uid);
           return;
         }
         await this.d.actuator.decide(pod, decision, ns.uid);
+        this.stuck.forget(uid);
         return;
       }
+      if (decision.kind === 'rollback') this.stuck.forget(uid);
       await this.d.actuator.decide(pod, decision);
       if (decision.kind === 'wait') return decision.ms;
     });

@@ -71,7 +71,12 @@ export class RollbackActuator {
     this.d.log.info('rolling back provisioning', { pod: podKey(pod), claims: names, why: r.why, attempt: r.attempt, dryRun: false });
     const record = newRollback(pod, r.pinned, r.why, r.attempt, r.evidenceTime, namespaceUID);
     try {
-      await this.d.client.create(ProvisioningRollbacks, record);
+      const stored = await this.d.client.create(ProvisioningRollbacks, record);
+      // An API server with the CRD of an older Topovol drops the field it does not know (Helm
+      // never upgrades crds/): its re-creates then fall back to comparing creation times.
+      if (namespaceUID && stored.spec?.pod?.namespaceUID !== namespaceUID) {
+        this.d.log.warn('the ProvisioningRollback CRD is older than this Topovol and dropped spec.pod.namespaceUID: apply config/crd (docs/install.md)', { rollback: record.metadata?.name });
+      }
     } catch (err) {
       // Recorded already (a crash after the create, or another leader): it is advanced from its record.
       if (!isAlreadyExists(err)) throw err;

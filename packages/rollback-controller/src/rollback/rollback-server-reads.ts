@@ -22,8 +22,8 @@ export interface RollbackServerReads {
   pods(namespace: string): Promise<Pod[]>;
   /** Why the volume may hold data now (its live mark, any other evidence), or undefined while it is provably unused. */
   volumeUse(volumeName: string): Promise<string | undefined>;
-  /** The namespace of that name (its uid, and when it was created, in ms), or undefined when there is none. */
-  namespace(name: string): Promise<{ uid: string; created: number } | undefined>;
+  /** The namespace of that name (its uid, when it was created in ms, whether it is being deleted), or undefined when there is none. */
+  namespace(name: string): Promise<{ uid: string; created: number; deleting?: boolean } | undefined>;
   /** Whether the server has the pod of that name with that uid. */
   podExists(namespace: string, name: string, uid: string): Promise<boolean>;
 }
@@ -122,7 +122,7 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
     },
     namespace: async (name) => {
       const ns = await getIfPresent<KubeObject>(client, Resources.namespaces, name);
-      return ns ? { uid: ns.metadata?.uid ?? '', created: Date.parse(ns.metadata?.creationTimestamp ?? '') } : undefined;
+      return ns ? { uid: ns.metadata?.uid ?? '', created: Date.parse(ns.metadata?.creationTimestamp ?? ''), deleting: ns.metadata?.deletionTimestamp !== undefined } : undefined;
     },
     // A list by name: the loop's role lists pods and does not get them.
     podExists: async (ns, name, uid) =>

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { logger } from '@topovol/shared';
+import { KubeApiError, logger } from '@topovol/shared';
 import type { Pod } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import { RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
-import { claim, node, pod, pv, seen, world } from './rollback-world-fixture.js';
+import { claim, node, NOW, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
 // A rollback is recorded with the uid of its pod's namespace, read from the server, and only while
@@ -15,12 +15,13 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   // Node a refuses the pod; its one claim's volume there is unused, and this process saw it provisioned.
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
-  function reconciler(server: { namespace?: { uid: string; created: number }; podExists: boolean }, dryRun = false) {
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error };
+  function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
     const decided: { kind: string; namespaceUID?: string }[] = [];
     const reads: string[] = [];
     const deps = {
-      world: world(w),
-      pod: () => P,
+      world: { ...world(at), now: () => now.t },
+      pod: () => at.pods![0],
       record: () => undefined,
       actuator: {
         decide: (_p: Pod, d: RollbackDecision, namespaceUID?: string) => {
@@ -31,7 +32,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       reads: {
         namespace: (ns: string) => {
           reads.push(`namespace ${ns}`);
-          return Promise.resolve(server.namespace);
+          return server.fail ? Promise.reject(server.fail) : Promise.resolve(server.namespace);
         },
         podExists: (ns: string, name: string, uid: string) => {
           reads.push(`pod ${ns}/${name} ${uid}`);
@@ -57,6 +58,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   for (const [what, server] of [
     ['the server no longer has the pod (the cache lags its delete, or its namespace was made again)', { namespace: { uid: 'ns-uid-2', created: 0 }, podExists: false }],
     ['the namespace is gone', { namespace: undefined, podExists: false }],
+    ['the namespace is being deleted (its claims go with it)', { namespace: { uid: 'ns-uid', created: 0, deleting: true }, podExists: true }],
   ] as const) {
     it(`records nothing when ${what}`, async function () {
       const { r, decided } = reconciler(server);
@@ -64,6 +66,21 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       expect(decided).to.deep.equal([]);
     });
   }
+
+  it('a namespace read that fails is retried with the grace already spent, not a new one', async function () {
+    // Claim c2 is undecided (its node selected, nothing heard from the provisioner): the rollback
+    // waits the grace (60 s) from when the pod was first seen so.
+    const waiting: W = { ...w, pods: [pod('p', ['c1', 'c2'])], claims: [...w.claims!, claim('c2', { selected: 'b' })] };
+    const now = { t: NOW };
+    const server: Server = { namespace: { uid: 'ns-uid', created: 0 }, podExists: true, fail: new KubeApiError(503, { message: 'etcd leader changed' }) };
+    const { r, decided } = reconciler(server, false, waiting, now);
+    expect(await r.pod('ns', 'p'), 'the grace').to.equal(60_000);
+    now.t += 60_001;
+    expect(await r.pod('ns', 'p').then(() => 'done', (e: unknown) => e), 'the read failed: retried').to.equal(server.fail);
+    server.fail = undefined;
+    await r.pod('ns', 'p');
+    expect(decided, 'the first look waited; the retry after the failed read rolls back').to.deep.equal([{ kind: 'wait', namespaceUID: undefined }, { kind: 'rollback', namespaceUID: 'ns-uid' }]);
+  });
 
   it('--dry-run reads nothing from the server: nothing is recorded', async function () {
     const { r, decided, reads } = reconciler({ podExists: false }, true);

@@ -48,3 +48,39 @@ describe("liveReads: a namespace's pods", function () {
     expect(pod?.metadata?.annotations).to.equal(undefined);
   });
 });
+
+describe('liveReads: the namespace and the pod a rollback is recorded with', function () {
+  it('the pod is there only with its uid, listed by name (the role lists pods, never gets them)', async function () {
+    const asked: unknown[] = [];
+    const client = {
+      list: (_r: unknown, opts: unknown) => {
+        asked.push(opts);
+        return Promise.resolve({ items: [{ metadata: { name: 'p', namespace: 'ns', uid: 'uid-new' } }] });
+      },
+    } as unknown as KubeClient;
+    const reads = liveReads(client, () => undefined);
+    expect(await reads.podExists('ns', 'p', 'uid-new')).to.equal(true);
+    expect(await reads.podExists('ns', 'p', 'uid-old'), 'a pod of the name made again is another pod').to.equal(false);
+    expect(asked).to.deep.equal([
+      { namespace: 'ns', fieldSelector: 'metadata.name=p' },
+      { namespace: 'ns', fieldSelector: 'metadata.name=p' },
+    ]);
+  });
+
+  it('the namespace: its uid and whether it is being deleted; only the server\'s NotFound naming it is "gone", any other failure is thrown', async function () {
+    const answer = (r: () => Promise<unknown>): KubeClient => ({ get: r }) as unknown as KubeClient;
+    const ns = { metadata: { name: 'ns', uid: 'ns-uid', creationTimestamp: '2026-11-29T09:00:00Z', deletionTimestamp: '2026-11-29T10:00:00Z' } };
+    expect(await liveReads(answer(() => Promise.resolve(ns)), () => undefined).namespace('ns')).to.deep.equal({ uid: 'ns-uid', created: Date.parse('2026-11-29T09:00:00Z'), deleting: true });
+    const named = new KubeApiError(404, { kind: 'Status', reason: 'NotFound', details: { name: 'ns', kind: 'namespaces' } });
+    expect(await liveReads(answer(() => Promise.reject(named)), () => undefined).namespace('ns')).to.equal(undefined);
+    for (const err of [KubeApiError.fromResponse(404, '404 page not found'), new KubeApiError(503, { message: 'etcd leader changed' }), new KubeApiError(403, { reason: 'Forbidden' })]) {
+      const thrown = await liveReads(answer(() => Promise.reject(err)), () => undefined)
+        .namespace('ns')
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(thrown, err.message).to.equal(err);
+    }
+  });
+});
