@@ -218,7 +218,10 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     await a.decide(p, await decision(c1));
     const [r] = await recordsOf(f.admin, p.metadata!.uid!);
     const done = await advance(a, r!.metadata!.name!);
-    expect([done.status?.phase, writes]).to.deep.equal(['Completed', 2]);
+    // At least one more look after the failed precondition; kube-controller-manager, running here,
+    // may write the claim in a later window too (seen once on a loaded machine), costing another.
+    expect(done.status?.phase).to.equal('Completed');
+    expect(writes).to.be.at.least(2);
     expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
   });
 
