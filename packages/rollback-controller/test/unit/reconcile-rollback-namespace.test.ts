@@ -15,7 +15,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   // Node a refuses the pod; its one claim's volume there is unused, and this process saw it provisioned.
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
-  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error };
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void };
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
     const decided: { kind: string; namespaceUID?: string }[] = [];
     const reads: string[] = [];
@@ -32,11 +32,16 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       reads: {
         namespace: (ns: string) => {
           reads.push(`namespace ${ns}`);
-          return server.fail ? Promise.reject(server.fail) : Promise.resolve(server.namespace);
+          if (server.fail) return Promise.reject(server.fail);
+          const answer = server.namespace;
+          server.afterRead?.();
+          return Promise.resolve(answer);
         },
         podExists: (ns: string, name: string, uid: string) => {
           reads.push(`pod ${ns}/${name} ${uid}`);
-          return Promise.resolve(server.podExists);
+          const answer = server.podExists;
+          server.afterRead?.();
+          return Promise.resolve(answer);
         },
       },
       log: logger(),
@@ -48,11 +53,21 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     return { r: new RollbackReconciler(deps), decided, reads };
   }
 
-  it('records the namespace uid the server has, read before the pod', async function () {
-    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true });
+  it('records the namespace uid the server has', async function () {
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true });
     await r.pod('ns', 'p');
     expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid' }]);
-    expect(reads).to.deep.equal(['namespace ns', `pod ns/p ${P.metadata!.uid!}`]);
+  });
+
+  it('the namespace deleted and made again between its reads (its pods gone with it): never recorded with the new one\'s uid', async function () {
+    const server: Server = { namespace: { uid: 'ns-uid', created: 0 }, podExists: true };
+    // After the first read from the server, whichever it is, the namespace is replaced.
+    server.afterRead = () => {
+      Object.assign(server, { namespace: { uid: 'ns-uid-2', created: 1 }, podExists: false, afterRead: undefined });
+    };
+    const { r, decided } = reconciler(server);
+    await r.pod('ns', 'p');
+    expect(decided.filter((d) => d.namespaceUID === 'ns-uid-2')).to.deep.equal([]);
   });
 
   for (const [what, server] of [

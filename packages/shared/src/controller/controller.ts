@@ -55,6 +55,9 @@ export interface ControllerOptions<K> {
 const RESYNC_SLICE = 1000;
 
 // controller-runtime's metric names, so existing dashboards and alerts work unchanged.
+/** When a key whose write the leader-election fence held is tried again (a retry period of client-go's elector, about). */
+export const FENCED_RETRY_MS = 1000;
+
 const reconcileTotal = counter<'controller' | 'result'>({
   name: 'controller_runtime_reconcile_total',
   help: 'Total number of reconciliations per controller, by result (success, error, requeue: a write held by the leader-election fence, requeue_after).',
@@ -261,11 +264,13 @@ export class Controller<K = string> implements Runnable {
       }
     } catch (err) {
       // A write held by the leader-election fence: the Lease's renewal is late, nothing failed.
-      // Retried with backoff like an error, but counted as a requeue so that no error alert fires
-      // for a slow renewal (the fence has its own counter).
+      // Counted as a requeue, so that no error alert fires for a slow renewal (the fence has its
+      // own counter), and tried again after a fixed pause, outside the rate limiter: every key a
+      // woken leader takes is held at once, and their retries must not use up the shared retry
+      // budget that real errors wait on once the Lease is renewed.
       if (isFenced(err)) {
         reconcileTotal.inc({ controller: this.name, result: 'requeue' });
-        this.queue.addRateLimited(key);
+        this.queue.addAfter(key, FENCED_RETRY_MS);
         log.info('write held until the lease is renewed; will retry', { error: errorMessage(err), retries: this.queue.numRequeues(key) });
         return;
       }

@@ -115,8 +115,7 @@ describe('Informer against a real kube-apiserver', function () {
     paged.start();
     try {
       await paged.waitForSync();
-      expect(answers.slice(0, 3)).to.deep.equal(['first page', 'next page: 410', 'first page']);
-      expect(answers.slice(3).every((a) => a === 'next page'), answers.join(', ')).to.equal(true);
+      expect(answers, 'the token expired once').to.include('next page: 410');
       const server = (await admin.list<ConfigMap>(Resources.configMaps, { namespace: ns })).items.map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`).sort();
       expect(paged.cache.list().map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`).sort()).to.deep.equal(server);
       expect(added.sort(), 'nothing of the dead list reached the handlers').to.deep.equal(['made-meanwhile', 'paged-1', 'paged-2', 'paged-3', 'paged-4']);

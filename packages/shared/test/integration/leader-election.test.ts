@@ -121,46 +121,65 @@ describe('leader election with two manager processes', function () {
     }
   });
 
+  // The frozen-leader cases get a longer retry period (and lease) so that there is room to stop the
+  // process between two renewals on a loaded machine.
+  const FROZEN_LEASE_S = 6;
+  const FROZEN_RETRY_S = 2;
+  const FROZEN = [`--leader-elect-lease-duration=${FROZEN_LEASE_S}s`, '--leader-elect-renew-deadline=4s', `--leader-elect-retry-period=${FROZEN_RETRY_S}s`];
+
   /**
    * SIGSTOPs the process between two renewals: a renewal in flight when it stops would be cut off by
-   * its own deadline on waking (as client-go's), and the leader lose a Lease nobody took. The
-   * renewals come a retry period apart; it stops a fifth of one after the server stored one.
+   * its own deadline on waking (as client-go's), and the leader lose a Lease nobody took. The next
+   * renewal begins a retry period after the last one ended; it stops a fifth of a retry period after
+   * a renewal's time (the renewal's start, on this machine's clock), and only if that renewal was
+   * seen soon enough, else at the next one.
    */
   async function stopBetweenRenewals(pid: number): Promise<void> {
-    const before = (await lease()).spec?.renewTime;
-    await eventually(async () => expect((await lease()).spec?.renewTime).to.not.equal(before), 10_000, 20);
-    await new Promise((r) => setTimeout(r, RETRY_S * 200));
-    process.kill(pid, 'SIGSTOP');
+    const step = FROZEN_RETRY_S * 1000;
+    for (let tries = 0; tries < 20; tries++) {
+      const before = (await lease()).spec?.renewTime;
+      const renewed = await eventually(async () => {
+        const t = (await lease()).spec?.renewTime;
+        expect(t).to.be.a('string').and.not.equal(before);
+        return Date.parse(t!);
+      }, 30_000, 20);
+      const age = Date.now() - renewed;
+      if (age > step * 0.15) continue;
+      await new Promise((r) => setTimeout(r, step * 0.2 - age));
+      process.kill(pid, 'SIGSTOP');
+      return;
+    }
+    throw new Error('no renewal seen soon enough to stop the process between two');
   }
 
-  // A leader frozen past its lease (SIGSTOP: a paused VM, a long GC pause, a blocked event loop) wakes
-  // with its watches' events and its renew timer due at once. Its workers would send their writes
-  // before the renew loop's read of the Lease answers; the write fence holds them.
+  // A leader frozen past its lease (SIGSTOP, as a long GC pause or a blocked event loop stops it)
+  // wakes with its watches' events and its renew timer due at once. Its workers would send their
+  // writes before the renew loop's read of the Lease answers; the write fence holds them.
   it('a leader frozen past its lease wakes to find its Lease taken: it sends none of its queued writes and exits 1', async function () {
-    const m = await startEchoManager(cp, `frozen-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`]);
+    const m = await startEchoManager(cp, `frozen-${ns}`, [...FROZEN, `--leader-elect-namespace=${ns}`]);
     managers.push(m);
     await stampedBy('first');
     const pid = m.proc.pid!;
-    await stopBetweenRenewals(pid);
     let stealing = true;
     let thief: Promise<void> | undefined;
     try {
-      // Past the lease as a standby counts it; then another identity takes it and keeps it renewed.
-      await new Promise((r) => setTimeout(r, (LEASE_S + 1) * 1000));
-      thief = (async () => {
-        while (stealing) {
-          const l = await lease();
-          const now = new Date().toISOString().replace('Z', '000Z');
-          await admin.replace<Lease>(Resources.leases, { ...l, spec: { ...l.spec, holderIdentity: 'standby', renewTime: now } }).catch(() => undefined);
-          await new Promise((r) => setTimeout(r, 300));
-        }
-      })();
-      await eventually(async () => expect((await lease()).spec?.holderIdentity).to.equal('standby'));
-      await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'while-frozen', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
-    try {
+      await stopBetweenRenewals(pid);
+      try {
+        // Past the lease as a standby counts it; then another identity takes it and keeps it renewed.
+        await new Promise((r) => setTimeout(r, (FROZEN_LEASE_S + 1) * 1000));
+        thief = (async () => {
+          while (stealing) {
+            const l = await lease().catch(() => undefined);
+            const now = new Date().toISOString().replace('Z', '000Z');
+            if (l) await admin.replace<Lease>(Resources.leases, { ...l, spec: { ...l.spec, holderIdentity: 'standby', renewTime: now } }).catch(() => undefined);
+            await new Promise((r) => setTimeout(r, 300));
+          }
+        })();
+        await eventually(async () => expect((await lease()).spec?.holderIdentity).to.equal('standby'));
+        await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'while-frozen', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
       expect(await m.proc.waitForExit()).to.equal(1);
       const log = readFileSync(m.proc.logFile, 'utf8');
       expect(log).to.contain('leader election lost');
@@ -173,13 +192,13 @@ describe('leader election with two manager processes', function () {
   });
 
   it('a leader frozen past its renew deadline, its Lease left alone, renews when it wakes and then sends the writes it held', async function () {
-    const m = await startEchoManager(cp, `paused-${ns}`, [...ELECTION, `--leader-elect-namespace=${ns}`]);
+    const m = await startEchoManager(cp, `paused-${ns}`, [...FROZEN, `--leader-elect-namespace=${ns}`]);
     managers.push(m);
     await stampedBy('first');
     const pid = m.proc.pid!;
     await stopBetweenRenewals(pid);
     try {
-      await new Promise((r) => setTimeout(r, (LEASE_S + 1) * 1000));
+      await new Promise((r) => setTimeout(r, (FROZEN_LEASE_S + 1) * 1000));
       await admin.create(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'while-paused', namespace: ns, labels: { 'test.topovol.dev/echo': '' } } });
     } finally {
       process.kill(pid, 'SIGCONT');

@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { WriteFencedError } from '../../src/client/errors.js';
 import { Controller } from '../../src/controller/controller.js';
 import type { ReconcileFunc } from '../../src/controller/controller.js';
 import { DONE, requeueAfter } from '../../src/controller/result.js';
@@ -76,31 +75,6 @@ describe('Controller runner', function () {
     expect(c.queue.numRequeues('k')).to.be.at.least(5);
     expect(await metric('workqueue_retries_total', { name: c.name })).to.be.at.least(5);
     expect(await metric('controller_runtime_reconcile_errors_total', { controller: c.name })).to.be.at.least(5);
-    await c.stop(1000);
-  });
-
-  it('a write held by the leader-election fence is retried with backoff and counted as a requeue, not an error', async function () {
-    const clock = new FakeClock();
-    let calls = 0;
-    const c = stringController(
-      'fenced',
-      () => {
-        calls++;
-        return calls < 3 ? Promise.reject(new WriteFencedError('PATCH', '/api/v1/x', 'lease not renewed')) : Promise.resolve(DONE);
-      },
-      { clock, rateLimiter: new ItemExponentialBackoff(5, 1_000_000) },
-    );
-    void c.start();
-    c.enqueue('k');
-    for (let i = 0; i < 100 && calls < 3; i++) {
-      await settle();
-      clock.advance(1);
-    }
-    await settle();
-    expect(calls).to.equal(3);
-    expect(await metric('controller_runtime_reconcile_total', { controller: c.name, result: 'requeue' })).to.equal(2);
-    expect(await metric('controller_runtime_reconcile_total', { controller: c.name, result: 'success' })).to.equal(1);
-    expect(await metric('controller_runtime_reconcile_errors_total', { controller: c.name })).to.equal(0);
     await c.stop(1000);
   });
 
