@@ -80,7 +80,6 @@ export class RollbackReconciler {
       if (decision.kind === 'wait' && decision.firstSeen !== undefined) this.stuck.note(uid, true, decision.firstSeen);
       // A rollback's wait is forgotten once it is recorded: a read or a create that fails is retried
       // with the grace already spent, not a new one.
-      if (decision.kind !== 'wait' && decision.kind !== 'rollback') this.stuck.forget(uid);
       if (decision.kind === 'rollback' && !this.d.dryRun) {
         // The record names the namespace by uid, read now, then the pod: a pod the server still has
         // after that read was in that namespace (a namespace of that name deleted and made again
@@ -97,7 +96,7 @@ export class RollbackReconciler {
         this.stuck.forget(uid);
         return;
       }
-      if (decision.kind === 'rollback') this.stuck.forget(uid);
+      if (decision.kind !== 'wait') this.stuck.forget(uid);
       await this.d.actuator.decide(pod, decision);
       if (decision.kind === 'wait') return decision.ms;
     });

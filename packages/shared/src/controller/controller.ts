@@ -54,10 +54,10 @@ export interface ControllerOptions<K> {
 /** Re-sync keys added per turn of the event loop. */
 const RESYNC_SLICE = 1000;
 
-// controller-runtime's metric names, so existing dashboards and alerts work unchanged.
 /** When a key whose write the leader-election fence held is tried again (a retry period of client-go's elector, about). */
 export const FENCED_RETRY_MS = 1000;
 
+// controller-runtime's metric names, so existing dashboards and alerts work unchanged.
 const reconcileTotal = counter<'controller' | 'result'>({
   name: 'controller_runtime_reconcile_total',
   help: 'Total number of reconciliations per controller, by result (success, error, requeue: a write held by the leader-election fence, requeue_after).',
@@ -271,7 +271,7 @@ export class Controller<K = string> implements Runnable {
       if (isFenced(err)) {
         reconcileTotal.inc({ controller: this.name, result: 'requeue' });
         this.queue.addAfter(key, FENCED_RETRY_MS);
-        log.info('write held until the lease is renewed; will retry', { error: errorMessage(err), retries: this.queue.numRequeues(key) });
+        log.info('write held until the lease is renewed; will retry', { error: errorMessage(err), retryInMs: FENCED_RETRY_MS });
         return;
       }
       reconcileErrors.inc({ controller: this.name });
