@@ -1,4 +1,4 @@
-import { Controller, projectEvent, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
+import { Controller, projectClaim, projectEvent, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, Runnable, StorageClass } from '@topovol/shared';
 import { CsiClient } from '@topovol/shared/csi';
 import { connectToDriver } from './source/connect-driver.js';
@@ -77,7 +77,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
     csiNodes: informers.forResource<CSINode>(Resources.csiNodes, ownNode),
     classes: informers.forResource<StorageClass>(Resources.storageClasses),
     volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
-    claims: informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),
+    claims: informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim }),
     failures: informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent }),
     objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
       namespace: flags.namespace,

@@ -60,14 +60,18 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
   }
 
   patch<T extends KubeObject>(r: ResourceType, name: string, namespace: string | undefined, type: PatchType, patch: unknown, opts: PatchOptions = {}): Promise<T> {
-    if (type !== 'merge' || opts.subresource) throw new Error(`FakeWrites: only merge patches of the main resource (got ${type})`);
+    if (type !== 'merge') throw new Error(`FakeWrites: only merge patches (got ${type})`);
     const k = key(r, name, namespace);
-    const cur = this.objects.get(k) as T | undefined;
+    const cur = this.objects.get(k) as (T & { status?: unknown }) | undefined;
     if (!cur) return notFound(r, name);
     const md = (patch as KubeObject).metadata;
     const stale = this.precondition(cur, md?.uid, md?.resourceVersion);
     if (stale) return stale;
-    return Promise.resolve(this.store(k, mergePatch(cur, wire(patch)) as T, cur));
+    const merged = mergePatch(cur, wire(patch)) as T & { status?: unknown };
+    // As a PUT: the status subresource changes only status, the main resource leaves status alone.
+    const next: T & { status?: unknown } = opts.subresource === 'status' ? { ...structuredClone(cur), status: merged.status } : { ...merged, status: structuredClone(cur.status) };
+    if (next.status === undefined) delete next.status;
+    return Promise.resolve(this.store(k, next, cur));
   }
 
   delete(r: ResourceType, name: string, namespace?: string, opts: DeleteOptions = {}): Promise<void> {

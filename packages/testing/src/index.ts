@@ -60,3 +60,4 @@ export { createStoryPod, staleCapacity, STORY_CLAIMS, STORY_POD } from './stack/
 export type { StaleCapacityStory } from './stack/stale-capacity-story.js';
 export * from './architecture-doc.js';
 export * from './fake-writes.js';
+export * from './claim-noise.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
+import { projectClaim, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, Event, KubeClient, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { eventually } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
@@ -47,7 +47,7 @@ describe('capacity: a hung or failing driver, failed provisioning, unregistered 
   }
   const start = async (extra: string[]): Promise<void> => void (await tb.start(extra));
   /** Whether the running loop's claim cache has the claim (so the next change is seen as an update). */
-  const loopHasClaim = (c: string): boolean => tb.loop!.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims).cache.get(`${ns}/${c}`) !== undefined;
+  const loopHasClaim = (c: string): boolean => tb.loop!.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim }).cache.get(`${ns}/${c}`) !== undefined;
   const status = (): Promise<CSIDriverCapacity | undefined> => admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName).catch(() => undefined);
 
   it('a hung driver holds no worker: class and node removals still delete their objects while every GetCapacity call hangs', async function () {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
+import { projectClaim, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, Event, KubeClient, KubeObject, PersistentVolumeClaim } from '@topovol/shared';
 import { createTestNamespace, describeRuleNecessity, installCrds, pollUntil, sharedControlPlane } from '@topovol/testing';
 import type { NecessityScenario } from '@topovol/testing';
@@ -105,7 +105,7 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
       }, ac.signal);
       // A failed provisioning refreshes p1 (claim and Event watches): the provisioner removes the
       // claim's selected-node, and later records ProvisioningFailed.
-      const claims = loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
+      const claims = loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
       driver.setCapacity({ [ZONE]: 'z1' }, 4n * GiB, { pool: 'p1' });
       const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
         apiVersion: 'v1',

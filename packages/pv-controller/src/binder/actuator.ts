@@ -1,4 +1,4 @@
-import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, failpoint, Resources } from '@topovol/shared';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, failpoint, mergePatchDiff, projectClaim, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { AssumeCache } from './assume-cache.js';
@@ -24,7 +24,8 @@ const claimKeyOf = (c: PersistentVolumeClaim): string => `${c.metadata?.namespac
 
 /**
  * Performs the binder's actions in order through the shared client, and only writes. Every write is
- * a PUT of the object as the decision saw it (or a patch carrying its resourceVersion), so a stale
+ * a PUT of the volume as the decision saw it, or a merge patch carrying the object's resourceVersion
+ * (every claim write: the claim cache holds a projection, see projectClaim), so a stale
  * decision fails with Conflict and is retried on fresh data: no volume is ever bound to two claims.
  * What no precondition can guard (Released, a selected-node's removal) the glue has confirmed on the
  * server before handing the plan over (verify-on-server.ts).
@@ -42,7 +43,9 @@ export class BinderActuator {
       latestVolume.set(v.metadata!.name!, v);
       this.d.volumes.assume(v.metadata!.name!, v);
     };
-    const wroteClaim = (c: PersistentVolumeClaim): void => {
+    // Cached as the informer caches claims: the server's answer is the whole claim.
+    const wroteClaim = (written: PersistentVolumeClaim): void => {
+      const c = projectClaim(written);
       latestClaim.set(claimKeyOf(c), c);
       this.d.claims.assume(claimKeyOf(c), c);
     };
@@ -86,9 +89,15 @@ export class BinderActuator {
           let next = c;
           const ann = c.metadata?.annotations ?? {};
           if (c.spec?.volumeName !== v.metadata?.name || ann[ANN_BIND_COMPLETED] === undefined || (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined)) {
-            // Existing values stay as they are (upstream sets a mark only when it is absent).
-            const annotations = { [ANN_BIND_COMPLETED]: 'yes', ...(a.boundByController ? { [ANN_BOUND_BY_CONTROLLER]: 'yes' } : {}), ...ann };
-            next = await this.d.client.replace(Resources.persistentVolumeClaims, { ...c, metadata: { ...c.metadata, annotations }, spec: { ...c.spec, volumeName: v.metadata?.name } });
+            // Only the absent marks are sent (upstream sets a mark only when it is absent), with the
+            // resourceVersion as precondition: a merge patch, not a PUT of the cached claim, so the
+            // fields the claim cache does not keep (labels, finalizers, other annotations) are the
+            // server's and never written back from a projection.
+            const missing: Record<string, string> = {};
+            if (ann[ANN_BIND_COMPLETED] === undefined) missing[ANN_BIND_COMPLETED] = 'yes';
+            if (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined) missing[ANN_BOUND_BY_CONTROLLER] = 'yes';
+            const metadata = { resourceVersion: c.metadata?.resourceVersion, ...(Object.keys(missing).length > 0 ? { annotations: missing } : {}) };
+            next = await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata, spec: { volumeName: v.metadata?.name } });
             wroteClaim(next);
             failpoint('binder-claim-volumename', v.metadata?.name);
           }
@@ -160,7 +169,10 @@ export class BinderActuator {
   private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume): Promise<PersistentVolumeClaim> {
     const status = claimStatusFor(c, phase, v);
     if (!status) return c;
-    return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...c, status });
+    // A merge patch of what changed (nulls for what Pending and Lost clear) with the
+    // resourceVersion: status fields the cache does not keep, such as conditions, stay the server's.
+    const diff = mergePatchDiff(c.status ?? {}, status) ?? {};
+    return this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata: { resourceVersion: c.metadata?.resourceVersion }, status: diff }, { subresource: 'status' });
   }
 }
 

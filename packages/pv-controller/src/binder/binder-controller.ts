@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectClaim, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
@@ -26,7 +26,7 @@ const PV_BINDER = 'pv-binder';
 export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const { informers, client, events, options, log } = env;
   const pvs = informers.forResource<PersistentVolume>(Resources.persistentVolumes);
-  const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims);
+  const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
   const classes = informers.forResource<StorageClass>(Resources.storageClasses);
   const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
   const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { projectPod, Resources } from '@topovol/shared';
+import { projectClaim, projectPod, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, metricSum, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, getPV, pv, pvc, RunningBinder } from './binder-harness.js';
@@ -119,7 +119,7 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
   // Upstream's binder leaves a claim naming a volume not there yet to its periodic re-sync (15 s);
   // here the volume's add queues it (binder-indexes.ts, claimWaitingForVolume).
   it('a claim naming a volume that does not exist yet binds when the volume appears, with no re-sync', async function () {
-    const claims = binder.informers.forResource(Resources.persistentVolumeClaims);
+    const claims = binder.informers.forResource(Resources.persistentVolumeClaims, { transform: projectClaim });
     const before = await binderAdds();
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'named', '1Gi', { volumeName: `${ns}-named` }));
     // The binder has decided the claim (its key was taken) with no volume to bind.

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { classifyError, FirstSeen, KubeApiError, logger, metricsRegistry, Resources, WriteFencedError } from '@topovol/shared';
-import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, ResourceType } from '@topovol/shared';
+import type { KubeClient, KubeObject, PatchOptions, PatchType, PersistentVolume, PersistentVolumeClaim, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
@@ -20,16 +20,21 @@ class FailingClaimWrites extends FakeWrites {
   /** What reads() served, in order. */
   readonly served: string[] = [];
   override async replace<T extends KubeObject>(r: ResourceType, obj: T, opts: { subresource?: 'status' } = {}): Promise<T> {
-    if (r === Resources.persistentVolumeClaims && !opts.subresource && this.failClaimWrites > 0) {
-      this.failClaimWrites--;
-      throw this.failure;
-    }
     const written = await super.replace(r, obj, opts);
     if (r === Resources.persistentVolumes && !opts.subresource && this.loseVolumeAnswers > 0) {
       this.loseVolumeAnswers--;
       throw this.failure;
     }
     return written;
+  }
+
+  /** The claim's bind is a merge patch of the main resource. */
+  override async patch<T extends KubeObject>(r: ResourceType, name: string, namespace: string | undefined, type: PatchType, patch: unknown, opts: PatchOptions = {}): Promise<T> {
+    if (r === Resources.persistentVolumeClaims && !opts.subresource && this.failClaimWrites > 0) {
+      this.failClaimWrites--;
+      throw this.failure;
+    }
+    return super.patch(r, name, namespace, type, patch, opts);
   }
 
   /** When set, reads fail with it. */

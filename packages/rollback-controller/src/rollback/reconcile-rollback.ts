@@ -4,6 +4,7 @@ import { advanceRollback } from './advance-rollback.js';
 import type { AdvanceDeps } from './advance-rollback.js';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
+import type { PinnedClaim } from './decide-rollback.js';
 import { decideIntent } from './intent/decide-intent.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
@@ -28,6 +29,9 @@ export interface RollbackGlueDeps extends AdvanceDeps {
   observe(claim: PersistentVolumeClaim): void;
   enqueueRecord(name: string): void;
 }
+
+/** How soon a pod whose claim changed under its rollback decision is looked at again (its claim's event also brings it back). */
+export const CLAIM_CHANGED_RETRY_MS = 1000;
 
 const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
 
@@ -92,7 +96,15 @@ export class RollbackReconciler {
           this.stuck.forget(uid);
           return;
         }
-        await this.d.actuator.decide(pod, decision, ns.uid);
+        // The record keeps each claim's labels, annotations and owners to re-create it from, which
+        // the claim cache does not hold (projectClaim): they are read now, from the claim as decided
+        // on. One the server has at another version is decided again once the cache shows it.
+        const live = await this.liveClaims(namespace, decision.pinned);
+        if (!live) {
+          this.d.log.info('not rolling back yet: a claim changed since the cache showed it; deciding again', { pod: `${namespace}/${name}` });
+          return CLAIM_CHANGED_RETRY_MS;
+        }
+        await this.d.actuator.decide(pod, { ...decision, pinned: live }, ns.uid);
         this.stuck.forget(uid);
         return;
       }
@@ -100,6 +112,13 @@ export class RollbackReconciler {
       await this.d.actuator.decide(pod, decision);
       if (decision.kind === 'wait') return decision.ms;
     });
+  }
+
+  /** The pinned claims as the server has them, or undefined if one is gone or at another uid or version. */
+  private async liveClaims(namespace: string, pinned: PinnedClaim[]): Promise<PinnedClaim[] | undefined> {
+    const live = await Promise.all(pinned.map((p) => this.d.reads.claim(namespace, p.claim.metadata?.name ?? '')));
+    const same = pinned.every((p, i) => live[i]?.metadata?.uid === p.claim.metadata?.uid && live[i]?.metadata?.resourceVersion === p.claim.metadata?.resourceVersion);
+    return same ? pinned.map((p, i) => ({ ...p, claim: live[i]! })) : undefined;
   }
 
   /** rb/ keys: advance a rollback in progress, or expire a finished one's record. */

@@ -1,5 +1,5 @@
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
-import { claimNamesOfPod, projectPod, Resources, retryOnConflict } from '@topovol/shared';
+import { claimNamesOfPod, projectClaim, projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { Event, Informer, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { createReadyNode, eventually, InProcessLoop, installCrds, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
@@ -18,7 +18,7 @@ export const RunningRollback = {
 /** The loop's own claim and pod informers (the factory hands back the ones its setup asked for). */
 export function loopCaches(loop: RunningRollback): { claims: Informer<PersistentVolumeClaim>; pods: Informer<Pod> } {
   return {
-    claims: loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims),
+    claims: loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim }),
     pods: loop.informers.forResource<Pod>(Resources.pods, { transform: projectPod }),
   };
 }

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { projectClaim } from '@topovol/shared';
 import type { PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
+import { claimNoiseArb, claimsByIdentity, withNoise } from '@topovol/testing';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
 import { claim, failed, node, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
@@ -112,6 +114,23 @@ describe('rollback decisions: safety properties', function () {
         expect(decideRollback(p, world(w), w.stuckSince).kind).to.equal('rollback');
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+// The claim informer caches projectClaim's copy: whatever a claim's creator adds, the rollback
+// decides the same on it as on the whole claim (the record's templates are read from the server).
+describe('rollback decisions: the cached claim projection decides as the whole claim', function () {
+  it('decideRollback is the same on projected claims as on whole ones', function () {
+    fc.assert(
+      fc.property(worldFacts, claimNoiseArb, (f, noise) => {
+        const { p, w } = build(f);
+        const whole = { ...w, claims: (w.claims ?? []).map((c) => withNoise(c, noise)) };
+        const projected = { ...w, claims: whole.claims.map(projectClaim) };
+        const same = (x: unknown): unknown => claimsByIdentity(x, { cutValues: noise.longValue !== undefined });
+        expect(same(decideRollback(p, world(projected), w.stuckSince))).to.deep.equal(same(decideRollback(p, world(whole), w.stuckSince)));
+      }),
+      { numRuns: 3000 },
     );
   });
 });

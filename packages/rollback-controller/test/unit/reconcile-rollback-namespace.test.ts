@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { KubeApiError, logger } from '@topovol/shared';
-import type { Pod } from '@topovol/shared';
+import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
-import { RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
+import { CLAIM_CHANGED_RETRY_MS, RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
 import { claim, node, NOW, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
@@ -15,9 +15,10 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   // Node a refuses the pod; its one claim's volume there is unused, and this process saw it provisioned.
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
-  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void };
+  /** `claims`: the claims as the server has them, by name (the cached ones when not given). */
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined> };
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
-    const decided: { kind: string; namespaceUID?: string }[] = [];
+    const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[] }[] = [];
     const reads: string[] = [];
     const deps = {
       world: { ...world(at), now: () => now.t },
@@ -25,7 +26,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       record: () => undefined,
       actuator: {
         decide: (_p: Pod, d: RollbackDecision, namespaceUID?: string) => {
-          decided.push({ kind: d.kind, namespaceUID });
+          decided.push({ kind: d.kind, namespaceUID, ...(d.kind === 'rollback' && server.claims ? { pinned: d.pinned.map((p) => p.claim) } : {}) });
           return Promise.resolve();
         },
       },
@@ -42,6 +43,10 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
           const answer = server.podExists;
           server.afterRead?.();
           return Promise.resolve(answer);
+        },
+        claim: (ns: string, name: string) => {
+          reads.push(`claim ${ns}/${name}`);
+          return Promise.resolve(server.claims ? server.claims[name] : world(at).claim(ns, name));
         },
       },
       log: logger(),
@@ -96,6 +101,34 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     await r.pod('ns', 'p');
     expect(decided, 'the first look waited; the retry after the failed read rolls back').to.deep.equal([{ kind: 'wait', namespaceUID: undefined }, { kind: 'rollback', namespaceUID: 'ns-uid' }]);
   });
+
+  // The claim cache holds a projection (projectClaim: no labels, owners or other annotations), so
+  // the record's templates come from the claims as the server has them, at the version decided on.
+  it('records the claims as the server has them, labels and owners included, not as cached', async function () {
+    const cached = world(w).claim('ns', 'c1')!;
+    const live: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, labels: { app: 'db' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'db', uid: 'sts-uid', controller: true }] } };
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: live } });
+    await r.pod('ns', 'p');
+    expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid', pinned: [live] }]);
+  });
+
+  for (const [what, change] of [
+    ['at another resourceVersion', (c: PersistentVolumeClaim) => ({ ...c, metadata: { ...c.metadata, resourceVersion: `${c.metadata?.resourceVersion}9` } })],
+    ['re-created (another uid)', (c: PersistentVolumeClaim) => ({ ...c, metadata: { ...c.metadata, uid: 'uid-c1-new' } })],
+    ['gone', () => undefined],
+  ] as const) {
+    it(`a claim the server has ${what}: nothing recorded yet, looked at again soon with the grace kept`, async function () {
+      const cached = world(w).claim('ns', 'c1')!;
+      const server: Server = { namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: change(cached) } };
+      const { r, decided } = reconciler(server);
+      expect(await r.pod('ns', 'p')).to.equal(CLAIM_CHANGED_RETRY_MS);
+      expect(decided).to.deep.equal([]);
+      // The cache catches up with a server that is back at the decided version: recorded at once.
+      server.claims = { c1: cached };
+      await r.pod('ns', 'p');
+      expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid', pinned: [cached] }]);
+    });
+  }
 
   it('--dry-run reads nothing from the server: nothing is recorded', async function () {
     const { r, decided, reads } = reconciler({ podExists: false }, true);

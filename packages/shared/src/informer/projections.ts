@@ -1,5 +1,14 @@
 import type { KubeObject } from './object-key.js';
-import type { Event, Node, Pod } from '../types/wire.js';
+import type { Event, Node, PersistentVolumeClaim, Pod } from '../types/wire.js';
+import {
+  ANN_BETA_STORAGE_CLASS,
+  ANN_BETA_STORAGE_PROVISIONER,
+  ANN_BIND_COMPLETED,
+  ANN_BOUND_BY_CONTROLLER,
+  ANN_MIGRATED_TO,
+  ANN_SELECTED_NODE,
+  ANN_STORAGE_PROVISIONER,
+} from '../volumes/well-known.js';
 
 // One projection per resource for the whole process. Informers are shared between loops, so a
 // loop-private projection would either conflict with another loop's (the factory refuses that) or,
@@ -129,4 +138,91 @@ export function projectEvent(o: KubeObject): Event {
   const e = o as Event;
   const message = e.message === undefined || e.message.length <= EVENT_MESSAGE_KEPT ? e.message : `${e.message.slice(0, EVENT_MESSAGE_KEPT)}…`;
   return { ...slimEvent(e), type: kept(e.type), message, count: e.count };
+}
+
+/** The claim annotations the loops read: binding, class, selected node, provisioner and migration. */
+export const CLAIM_ANNOTATIONS_KEPT: readonly string[] = [
+  ANN_BIND_COMPLETED,
+  ANN_BOUND_BY_CONTROLLER,
+  ANN_BETA_STORAGE_CLASS,
+  ANN_SELECTED_NODE,
+  ANN_STORAGE_PROVISIONER,
+  ANN_BETA_STORAGE_PROVISIONER,
+  ANN_MIGRATED_TO,
+];
+
+/**
+ * The longest kept claim annotation value. Each names a node, a class or a provisioner (a qualified
+ * name: at most 253 + 1 + 63 characters) or is a mark read for its presence; a longer one is cut
+ * here and ends in "…", so it still names nothing and is still there.
+ */
+export const CLAIM_ANNOTATION_VALUE_KEPT = 512;
+
+/**
+ * The largest claim label selector kept, as JSON. A selector is bounded only by the object (about
+ * 1.5 MB); one this large names more labels than any volume carries. A larger one is cached as a
+ * selector that matches no volume (the label-selector evaluator matches nothing for an operator it
+ * does not know), so the claim is left to its class's provisioner, as one no volume matches is.
+ */
+export const CLAIM_SELECTOR_KEPT = 4096;
+
+/** What a claim's spec.selector is cached as when it is larger than CLAIM_SELECTOR_KEPT. */
+export const SELECTOR_TOO_LARGE = { matchExpressions: [{ key: 'topovol.io/selector-too-large-to-cache', operator: 'TooLargeToCache' }] };
+
+/**
+ * Claims: identity and deletion, the annotations in CLAIM_ANNOTATIONS_KEPT (each value at most
+ * CLAIM_ANNOTATION_VALUE_KEPT), what binding matches on (class, access modes without repeats, the
+ * storage request, volume mode, selector, attributes class, data source) and the status the binder
+ * writes (phase, access modes, capacity, current attributes class). Labels, owner references,
+ * finalizers, other annotations, limits and other status fields are dropped: whoever creates a claim
+ * decides their size (kube-apiserver bounds labels only by the object's 1.5 MB), and every claim in
+ * the cluster is cached. Nothing is written from this copy: the binder writes claims by merge patch
+ * with the resourceVersion, and the rollback reads the claims it records from the server.
+ */
+export function projectClaim(o: KubeObject): PersistentVolumeClaim {
+  const c = o as PersistentVolumeClaim;
+  const md = c.metadata ?? {};
+  const spec = c.spec ?? {};
+  const st = c.status;
+  const annotations = keptAnnotations(md.annotations);
+  const storage = spec.resources?.requests?.storage;
+  const selector = spec.selector && JSON.stringify(spec.selector).length > CLAIM_SELECTOR_KEPT ? SELECTOR_TOO_LARGE : spec.selector;
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: md.name,
+      namespace: md.namespace,
+      uid: md.uid,
+      resourceVersion: md.resourceVersion,
+      creationTimestamp: md.creationTimestamp,
+      deletionTimestamp: md.deletionTimestamp,
+      deletionGracePeriodSeconds: md.deletionGracePeriodSeconds,
+      ...(annotations ? { annotations } : {}),
+    },
+    spec: {
+      accessModes: spec.accessModes && [...new Set(spec.accessModes)],
+      resources: storage !== undefined ? { requests: { storage } } : spec.resources && {},
+      selector,
+      storageClassName: spec.storageClassName,
+      volumeName: spec.volumeName,
+      volumeMode: spec.volumeMode,
+      volumeAttributesClassName: spec.volumeAttributesClassName,
+      dataSource: spec.dataSource,
+      dataSourceRef: spec.dataSourceRef,
+    },
+    ...(st ? { status: { phase: st.phase, accessModes: st.accessModes, capacity: st.capacity, currentVolumeAttributesClassName: st.currentVolumeAttributesClassName } } : {}),
+  };
+}
+
+function keptAnnotations(all: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!all) return undefined;
+  let kept: Record<string, string> | undefined;
+  for (const k of CLAIM_ANNOTATIONS_KEPT) {
+    const v = all[k];
+    if (v === undefined) continue;
+    kept ??= {};
+    kept[k] = v.length <= CLAIM_ANNOTATION_VALUE_KEPT ? v : `${v.slice(0, CLAIM_ANNOTATION_VALUE_KEPT)}…`;
+  }
+  return kept;
 }

@@ -3,7 +3,7 @@ import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeCl
 import { createReadyNode, eventually } from '@topovol/testing';
 import type { DiffCluster, SideName } from './diff-cluster.js';
 import { QUIET_MS } from './diff-cluster.js';
-import { scenarioState } from './diff-state.js';
+import { CLAIM_LABEL, CLAIM_NOTE, scenarioState } from './diff-state.js';
 import type { ScenarioState } from './diff-state.js';
 
 export const CSI_DRIVER = 'diff.csi.topovol.dev';
@@ -144,7 +144,9 @@ export class ScenarioContext {
     await this.admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
-      metadata: { name, namespace: this.ns, annotations: o.annotations },
+      // A label and an annotation no binder reads: both binders must leave them (and the
+      // finalizers) as they are (Topovol caches a projection and writes claims by merge patch).
+      metadata: { name, namespace: this.ns, labels: { [CLAIM_LABEL]: name }, annotations: { [CLAIM_NOTE]: 'kept', ...o.annotations } },
       spec: {
         accessModes: o.accessModes ?? ['ReadWriteOnce'],
         resources: { requests: { storage: size } },

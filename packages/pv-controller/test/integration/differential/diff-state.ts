@@ -11,6 +11,10 @@ export const COMPARED_ANNOTATIONS = [
   'pv.kubernetes.io/migrated-to',
 ] as const;
 
+/** A label and an annotation every scenario claim is created with, which no binder reads or writes. */
+export const CLAIM_LABEL = 'example.com/claim';
+export const CLAIM_NOTE = 'example.com/note';
+
 /** How a claimRef to the scenario's own namespace is shown (the namespace name itself is per run). */
 export const SCENARIO_NAMESPACE = '(scenario)';
 
@@ -23,6 +27,11 @@ export interface ClaimState {
   /** null: unset (nil), as distinct from "". */
   storageClassName: string | null;
   annotations: Record<string, string>;
+  /** What no binder reads: kept by both as the claim's writer left it. */
+  labels: Record<string, string>;
+  otherAnnotations: Record<string, string>;
+  /** Sorted. */
+  finalizers: string[];
   capacity?: string;
   accessModes?: string[];
   currentVolumeAttributesClassName?: string;
@@ -100,6 +109,9 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
       volumeName: short(c.spec?.volumeName),
       storageClassName: c.spec?.storageClassName ?? null,
       annotations: pickShort(c.metadata.annotations),
+      labels: { ...c.metadata.labels },
+      otherAnnotations: Object.fromEntries(Object.entries(c.metadata.annotations ?? {}).filter(([k]) => !(COMPARED_ANNOTATIONS as readonly string[]).includes(k))),
+      finalizers: [...(c.metadata.finalizers ?? [])].sort(),
       capacity: c.status?.capacity?.storage,
       accessModes: c.status?.accessModes?.length ? [...c.status.accessModes] : undefined,
       currentVolumeAttributesClassName: c.status?.currentVolumeAttributesClassName ?? undefined,

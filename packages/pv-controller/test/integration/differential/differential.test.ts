@@ -6,7 +6,7 @@ import type { StorageClass } from '@topovol/shared';
 import { repoRoot } from '@topovol/testing';
 import { DiffCluster } from './diff-cluster.js';
 import { PROVISIONER, ScenarioContext } from './diff-scenario.js';
-import { stateDiff } from './diff-state.js';
+import { CLAIM_LABEL, CLAIM_NOTE, stateDiff } from './diff-state.js';
 import type { ScenarioState } from './diff-state.js';
 import { DIVERGENCES_DOC, divergenceRows } from './divergences-doc.js';
 import { withoutEvents } from './scenario.js';
@@ -132,6 +132,11 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
       const o = outcomes.get(sc);
       if (!o) throw new Error('not run (the setup failed)');
       if (o.error) throw o.error instanceof Error ? o.error : new Error(JSON.stringify(o.error));
+      // What no binder reads stays as the claim's writer made it, on both sides, divergent or not.
+      for (const [name, c] of Object.entries(o.topovol!.claims)) {
+        expect(c.labels[CLAIM_LABEL], `claim ${name}: its label`).to.equal(name);
+        expect(c.otherAnnotations[CLAIM_NOTE], `claim ${name}: its annotation`).to.equal('kept');
+      }
       const diff = stateDiff(withoutEvents(o.upstream!, sc.ignoreEvents), withoutEvents(o.topovol!, sc.ignoreEvents));
       if (!sc.divergence) {
         expect(diff, `upstream → topovol differences (not listed in ${DIVERGENCES_DOC})`).to.deep.equal([]);

@@ -1,0 +1,61 @@
+import fc from 'fast-check';
+import { CLAIM_ANNOTATION_VALUE_KEPT } from '@topovol/shared';
+import type { PersistentVolumeClaim } from '@topovol/shared';
+
+/**
+ * What a claim's creator (or another controller) may add to a claim that no loop decides on:
+ * labels, other annotations, finalizers, owners, limits, repeated access modes, status
+ * conditions and resize fields, and over-long values of the annotations the loops do read.
+ * For property tests of the claim projection (projectClaim): decisions on the projection must
+ * equal decisions on the whole claim.
+ */
+export const claimNoiseArb = fc.record({
+  labels: fc.option(fc.dictionary(fc.constantFrom('app', 'tier', 'team', 'x'), fc.string({ maxLength: 8 })), { nil: undefined }),
+  annotations: fc.option(fc.dictionary(fc.constantFrom('example.com/a', 'example.com/b', 'kubectl.kubernetes.io/last-applied-configuration'), fc.string({ maxLength: 8 })), { nil: undefined }),
+  finalizers: fc.option(fc.constantFrom<string[]>(['kubernetes.io/pvc-protection'], ['example.com/hold', 'kubernetes.io/pvc-protection']), { nil: undefined }),
+  owner: fc.boolean(),
+  limits: fc.boolean(),
+  repeatModes: fc.boolean(),
+  conditions: fc.boolean(),
+  /** An annotation the loops read, given a value longer than any name (cut in the projection). */
+  longValue: fc.constantFrom<string | undefined>(undefined, 'volume.kubernetes.io/selected-node', 'volume.kubernetes.io/storage-provisioner', 'pv.kubernetes.io/migrated-to', 'volume.beta.kubernetes.io/storage-class', 'pv.kubernetes.io/bind-completed'),
+});
+export type ClaimNoise = typeof claimNoiseArb extends fc.Arbitrary<infer T> ? T : never;
+
+/** The claim with the noise added (a new object, with its apiVersion and kind). */
+export function withNoise(c: PersistentVolumeClaim, n: ClaimNoise): PersistentVolumeClaim {
+  // As the server serves it: with its kind (a list's items get theirs from the informer).
+  const out: PersistentVolumeClaim = { ...structuredClone(c), apiVersion: 'v1', kind: 'PersistentVolumeClaim' };
+  const md = (out.metadata ??= {});
+  const spec = (out.spec ??= {});
+  if (n.labels) md.labels = { ...md.labels, ...n.labels };
+  if (n.annotations) md.annotations = { ...md.annotations, ...n.annotations };
+  if (n.longValue) md.annotations = { ...md.annotations, [n.longValue]: `${md.annotations?.[n.longValue] ?? 'n1'}${'x'.repeat(2000)}` };
+  if (n.finalizers) md.finalizers = n.finalizers;
+  if (n.owner) md.ownerReferences = [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'db', uid: 'sts-uid', controller: true }];
+  if (n.limits) spec.resources = { ...spec.resources, limits: { storage: '100Gi' } };
+  if (n.repeatModes && spec.accessModes) spec.accessModes = [...spec.accessModes, ...spec.accessModes];
+  if (n.conditions) out.status = { ...out.status, conditions: [{ type: 'Resizing', status: 'True' }], allocatedResources: { storage: '9Gi' } };
+  return out;
+}
+
+/**
+ * Actions or decisions as JSON with every claim in them reduced to its identity, so that the
+ * same plan about a whole claim and about its projection compare equal; `cutValues` leaves out
+ * Event messages and cuts long strings as projectClaim cuts annotation values.
+ */
+export function claimsByIdentity(x: unknown, opts: { cutValues?: boolean } = {}): unknown {
+  return JSON.parse(
+    JSON.stringify(x, (k, v: unknown) => {
+      const o = v as PersistentVolumeClaim | null;
+      if (o && typeof o === 'object' && o.kind === 'PersistentVolumeClaim' && o.spec) return `claim ${o.metadata?.namespace}/${o.metadata?.name} ${o.metadata?.uid} ${o.metadata?.resourceVersion}`;
+      if (opts.cutValues) {
+        // An Event quoting a value the projection cut says the same, shorter; a value carried
+        // into a plan (a selected node to check) is the cut one, which names nothing either.
+        if (k === 'message') return undefined;
+        if (typeof v === 'string' && v.length > CLAIM_ANNOTATION_VALUE_KEPT) return `${v.slice(0, CLAIM_ANNOTATION_VALUE_KEPT)}…`;
+      }
+      return v;
+    }),
+  ) as unknown;
+}
