@@ -1,5 +1,4 @@
 import fc from 'fast-check';
-import { CLAIM_ANNOTATION_VALUE_KEPT } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 
 /**
@@ -17,6 +16,16 @@ export const claimNoiseArb = fc.record({
   limits: fc.boolean(),
   repeatModes: fc.boolean(),
   conditions: fc.boolean(),
+  /**
+   * Fields the projection keeps, varied so that a projection that dropped one would decide
+   * differently: status (Bound with modes, capacity and attributes class; Lost), volume mode,
+   * deletion, the binding, class, provisioner and migration annotations, a data source.
+   */
+  status: fc.constantFrom<'asIs' | 'Bound' | 'Lost'>('asIs', 'asIs', 'Bound', 'Lost'),
+  volumeMode: fc.constantFrom<string | undefined>(undefined, undefined, 'Block', 'Filesystem'),
+  deleting: fc.boolean(),
+  marks: fc.subarray(['pv.kubernetes.io/bound-by-controller', 'pv.kubernetes.io/bind-completed', 'volume.beta.kubernetes.io/storage-provisioner', 'volume.kubernetes.io/storage-provisioner', 'pv.kubernetes.io/migrated-to', 'volume.beta.kubernetes.io/storage-class']),
+  dataSource: fc.boolean(),
   /** An annotation the loops read, given a value longer than any name (cut in the projection). */
   longValue: fc.constantFrom<string | undefined>(undefined, 'volume.kubernetes.io/selected-node', 'volume.kubernetes.io/storage-provisioner', 'pv.kubernetes.io/migrated-to', 'volume.beta.kubernetes.io/storage-class', 'pv.kubernetes.io/bind-completed'),
 });
@@ -28,6 +37,21 @@ export function withNoise(c: PersistentVolumeClaim, n: ClaimNoise): PersistentVo
   const out: PersistentVolumeClaim = { ...structuredClone(c), apiVersion: 'v1', kind: 'PersistentVolumeClaim' };
   const md = (out.metadata ??= {});
   const spec = (out.spec ??= {});
+  const MARK_VALUES: Record<string, string> = {
+    'pv.kubernetes.io/migrated-to': 'ebs.csi.aws.com',
+    'volume.beta.kubernetes.io/storage-class': 'fast',
+    'volume.beta.kubernetes.io/storage-provisioner': 'kubernetes.io/aws-ebs',
+    'volume.kubernetes.io/storage-provisioner': 'example.com/csi',
+  };
+  for (const m of n.marks) md.annotations = { ...md.annotations, [m]: MARK_VALUES[m] ?? 'yes' };
+  if (n.status === 'Bound') out.status = { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' }, currentVolumeAttributesClassName: 'gold' };
+  if (n.status === 'Lost') out.status = { phase: 'Lost' };
+  if (n.volumeMode) spec.volumeMode = n.volumeMode;
+  if (n.deleting) Object.assign(md, { deletionTimestamp: '2026-11-29T10:00:00Z', deletionGracePeriodSeconds: 0 });
+  if (n.dataSource) {
+    spec.dataSource = { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' };
+    spec.dataSourceRef = { ...spec.dataSource };
+  }
   if (n.labels) md.labels = { ...md.labels, ...n.labels };
   if (n.annotations) md.annotations = { ...md.annotations, ...n.annotations };
   if (n.longValue) md.annotations = { ...md.annotations, [n.longValue]: `${md.annotations?.[n.longValue] ?? 'n1'}${'x'.repeat(2000)}` };
@@ -41,20 +65,17 @@ export function withNoise(c: PersistentVolumeClaim, n: ClaimNoise): PersistentVo
 
 /**
  * Actions or decisions as JSON with every claim in them reduced to its identity, so that the
- * same plan about a whole claim and about its projection compare equal; `cutValues` leaves out
- * Event messages and cuts long strings as projectClaim cuts annotation values.
+ * same plan about a whole claim and about its projection compare equal; with `cutValues`, a long
+ * value withNoise made and projectClaim cut reads the same whole and cut.
  */
 export function claimsByIdentity(x: unknown, opts: { cutValues?: boolean } = {}): unknown {
   return JSON.parse(
-    JSON.stringify(x, (k, v: unknown) => {
+    JSON.stringify(x, (_k, v: unknown) => {
       const o = v as PersistentVolumeClaim | null;
       if (o && typeof o === 'object' && o.kind === 'PersistentVolumeClaim' && o.spec) return `claim ${o.metadata?.namespace}/${o.metadata?.name} ${o.metadata?.uid} ${o.metadata?.resourceVersion}`;
-      if (opts.cutValues) {
-        // An Event quoting a value the projection cut says the same, shorter; a value carried
-        // into a plan (a selected node to check) is the cut one, which names nothing either.
-        if (k === 'message') return undefined;
-        if (typeof v === 'string' && v.length > CLAIM_ANNOTATION_VALUE_KEPT) return `${v.slice(0, CLAIM_ANNOTATION_VALUE_KEPT)}…`;
-      }
+      // A value the projection cut (withNoise's long run of "x"), quoted in an Event or carried
+      // into a plan (a selected node to check), reads the same either way.
+      if (opts.cutValues && typeof v === 'string') return v.replace(/x{100,}…?/g, '(long)');
       return v;
     }),
   ) as unknown;

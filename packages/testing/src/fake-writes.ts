@@ -41,7 +41,7 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
     return Promise.resolve(structuredClone(o));
   }
 
-  /** PUT: the main resource leaves status alone, the status subresource changes only status. */
+  /** PUT: the main resource leaves status alone; the status subresource, see `statusWrite`. */
   replace<T extends KubeObject>(r: ResourceType, obj: T, opts: { subresource?: 'status' } = {}): Promise<T> {
     const md = obj.metadata ?? {};
     const k = key(r, md.name, md.namespace);
@@ -50,9 +50,7 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
     const stale = this.precondition(cur, md.uid, md.resourceVersion);
     if (stale) return stale;
     const sent = wire(obj) as T & { status?: unknown };
-    const next: T & { status?: unknown } = opts.subresource === 'status' ? { ...structuredClone(cur), status: sent.status } : { ...sent, status: structuredClone(cur.status) };
-    if (next.status === undefined) delete next.status;
-    return Promise.resolve(this.store(k, next, cur));
+    return Promise.resolve(this.store(k, opts.subresource === 'status' ? statusWrite(r, cur, sent) : mainWrite(cur, sent), cur));
   }
 
   replaceStatus<T extends KubeObject>(r: ResourceType, obj: T): Promise<T> {
@@ -68,10 +66,8 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
     const stale = this.precondition(cur, md?.uid, md?.resourceVersion);
     if (stale) return stale;
     const merged = mergePatch(cur, wire(patch)) as T & { status?: unknown };
-    // As a PUT: the status subresource changes only status, the main resource leaves status alone.
-    const next: T & { status?: unknown } = opts.subresource === 'status' ? { ...structuredClone(cur), status: merged.status } : { ...merged, status: structuredClone(cur.status) };
-    if (next.status === undefined) delete next.status;
-    return Promise.resolve(this.store(k, next, cur));
+    // As a PUT of the patched object.
+    return Promise.resolve(this.store(k, opts.subresource === 'status' ? statusWrite(r, cur, merged) : mainWrite(cur, merged), cur));
   }
 
   delete(r: ResourceType, name: string, namespace?: string, opts: DeleteOptions = {}): Promise<void> {
@@ -128,6 +124,28 @@ export class FakeEvents implements Pick<EventRecorder, 'event' | 'flush'> {
   flush(): Promise<void> {
     return this.pending;
   }
+}
+
+type WithStatus = KubeObject & { status?: unknown; spec?: unknown };
+
+/** A write of the main resource: everything but status, which stays the stored one. */
+function mainWrite<T extends WithStatus>(cur: T, sent: T): T {
+  const next: T = { ...sent, status: structuredClone(cur.status) };
+  if (next.status === undefined) delete next.status;
+  return next;
+}
+
+/**
+ * A write of the status subresource. For core objects (a PersistentVolume's or a claim's status
+ * strategy in pkg/registry/core) only spec is reset: metadata sent with the status is stored, so a
+ * status PUT of a cached copy missing labels or finalizers loses them, as on the real server. For
+ * custom resources everything but status is (apiextensions-apiserver's status strategy).
+ */
+function statusWrite<T extends WithStatus>(r: ResourceType, cur: T, sent: T): T {
+  const next: T = r.group === '' ? { ...sent, spec: structuredClone(cur.spec) } : { ...structuredClone(cur), status: sent.status };
+  if (next.spec === undefined) delete next.spec;
+  if (next.status === undefined) delete next.status;
+  return next;
 }
 
 /** What the server receives: the JSON of what was sent (undefined fields are not sent). */

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, isConflict, logger, Resources } from '@topovol/shared';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, isConflict, logger, projectClaim, Resources } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { BinderActuator } from '../../src/binder/actuator.js';
@@ -160,6 +160,29 @@ describe('binder actuator over an in-memory API server', function () {
         .then(() => undefined, (e: unknown) => e);
       expect(isConflict(err), `expected a Conflict, got ${String(err)}`).to.equal(true);
       expect(store.snapshot()).to.deep.equal(before);
+    });
+  }
+
+  // The claim informer caches projectClaim's copy: a write decided on it must leave what the copy
+  // lacks as the server has it (the store keeps metadata sent to a core object's status, as
+  // kube-apiserver's claim status strategy does).
+  for (const c of cases) {
+    it(`decided on the cached projection, keeps the claim's labels, finalizers, other annotations and status conditions: ${c.name.split(':')[0]}`, async function () {
+      const base = c.claim ?? claim('c', '1Gi');
+      const extras = {
+        labels: { app: 'db' },
+        annotations: { 'example.com/note': 'kept' },
+        finalizers: ['kubernetes.io/pvc-protection'],
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'db', uid: 'sts-uid', controller: true }],
+      };
+      const [v, cl] = seed({ ...c, claim: { ...base, metadata: { ...base.metadata, ...extras, annotations: { ...base.metadata?.annotations, ...extras.annotations } }, status: { ...base.status, conditions: [{ type: 'Resizing', status: 'True' }] } } });
+      await actuator().run(c.actions(v, projectClaim(cl)));
+      const after = stored()[1];
+      expect(after?.metadata?.labels).to.deep.equal(extras.labels);
+      expect(after?.metadata?.annotations).to.include(extras.annotations);
+      expect(after?.metadata?.finalizers).to.deep.equal(extras.finalizers);
+      expect(after?.metadata?.ownerReferences).to.deep.equal(extras.ownerReferences);
+      expect(after?.status?.conditions).to.deep.equal([{ type: 'Resizing', status: 'True' }]);
     });
   }
 

@@ -1,4 +1,5 @@
-import { classifyError, FirstSeen, isNotFound } from '@topovol/shared';
+import { isDeepStrictEqual } from 'node:util';
+import { classifyError, FirstSeen, isNotFound, projectClaim } from '@topovol/shared';
 import type { KubeClient, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { advanceRollback } from './advance-rollback.js';
 import type { AdvanceDeps } from './advance-rollback.js';
@@ -98,7 +99,8 @@ export class RollbackReconciler {
         }
         // The record keeps each claim's labels, annotations and owners to re-create it from, which
         // the claim cache does not hold (projectClaim): they are read now, from the claim as decided
-        // on. One the server has at another version is decided again once the cache shows it.
+        // on. One the server has changed in what the decision read is decided again once the cache
+        // shows it.
         const live = await this.liveClaims(namespace, decision.pinned);
         if (!live) {
           this.d.log.info('not rolling back yet: a claim changed since the cache showed it; deciding again', { pod: `${namespace}/${name}` });
@@ -114,10 +116,19 @@ export class RollbackReconciler {
     });
   }
 
-  /** The pinned claims as the server has them, or undefined if one is gone or at another uid or version. */
+  /**
+   * The pinned claims as the server has them, or undefined if one is gone, re-created, or changed
+   * in what the decision read. A newer version that differs only in what the cache does not keep
+   * (a label a GitOps tool rewrites, an annotation) is the claim decided on: its template is read
+   * now, with its resourceVersion, so a claim written often is still rolled back.
+   */
   private async liveClaims(namespace: string, pinned: PinnedClaim[]): Promise<PinnedClaim[] | undefined> {
     const live = await Promise.all(pinned.map((p) => this.d.reads.claim(namespace, p.claim.metadata?.name ?? '')));
-    const same = pinned.every((p, i) => live[i]?.metadata?.uid === p.claim.metadata?.uid && live[i]?.metadata?.resourceVersion === p.claim.metadata?.resourceVersion);
+    const same = pinned.every((p, i) => {
+      const l = live[i];
+      if (!l || l.metadata?.uid !== p.claim.metadata?.uid) return false;
+      return l.metadata?.resourceVersion === p.claim.metadata?.resourceVersion || sameDecisionInputs(l, p.claim);
+    });
     return same ? pinned.map((p, i) => ({ ...p, claim: live[i]! })) : undefined;
   }
 
@@ -139,6 +150,15 @@ export class RollbackReconciler {
       return advanceRollback(this.d, r, decideIntent(r, (ns, n) => this.d.world.claim(ns, n)));
     });
   }
+}
+
+/** Whether two versions of a claim agree on everything the cache keeps of it (projectClaim), the resourceVersion aside. */
+function sameDecisionInputs(a: PersistentVolumeClaim, b: PersistentVolumeClaim): boolean {
+  const inputs = (c: PersistentVolumeClaim): unknown => {
+    const p = projectClaim(c);
+    return JSON.parse(JSON.stringify({ ...p, metadata: { ...p.metadata, resourceVersion: undefined } }));
+  };
+  return isDeepStrictEqual(inputs(a), inputs(b));
 }
 
 /**

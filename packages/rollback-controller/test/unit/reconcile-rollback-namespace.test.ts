@@ -112,21 +112,36 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid', pinned: [live] }]);
   });
 
+  it('a claim written since in what the cache does not keep (labels): recorded, with the live resourceVersion and template', async function () {
+    const cached = world(w).claim('ns', 'c1')!;
+    const live: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, resourceVersion: '99', labels: { rewritten: 'by-gitops' } } };
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: live } });
+    await r.pod('ns', 'p');
+    expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid', pinned: [live] }]);
+  });
+
   for (const [what, change] of [
-    ['at another resourceVersion', (c: PersistentVolumeClaim) => ({ ...c, metadata: { ...c.metadata, resourceVersion: `${c.metadata?.resourceVersion}9` } })],
+    ['changed in what the decision read (a newer version with a selected node)', (c: PersistentVolumeClaim) => ({ ...c, metadata: { ...c.metadata, resourceVersion: '99', annotations: { ...c.metadata?.annotations, 'volume.kubernetes.io/selected-node': 'b' } } })],
     ['re-created (another uid)', (c: PersistentVolumeClaim) => ({ ...c, metadata: { ...c.metadata, uid: 'uid-c1-new' } })],
     ['gone', () => undefined],
   ] as const) {
     it(`a claim the server has ${what}: nothing recorded yet, looked at again soon with the grace kept`, async function () {
-      const cached = world(w).claim('ns', 'c1')!;
-      const server: Server = { namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: change(cached) } };
-      const { r, decided } = reconciler(server);
+      // Claim c2 is undecided at first (its node selected, nothing heard from the provisioner):
+      // the rollback waits the grace (60 s) from when the pod was first seen so.
+      const waiting: W = { ...w, pods: [pod('p', ['c1', 'c2'])], claims: [...w.claims!, claim('c2', { selected: 'b' })] };
+      const cached = world(waiting).claim('ns', 'c1')!;
+      const c2 = world(waiting).claim('ns', 'c2')!;
+      const now = { t: NOW };
+      const server: Server = { namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: change(cached), c2 } };
+      const { r, decided } = reconciler(server, false, waiting, now);
+      expect(await r.pod('ns', 'p'), 'the grace').to.equal(60_000);
+      now.t += 60_001;
       expect(await r.pod('ns', 'p')).to.equal(CLAIM_CHANGED_RETRY_MS);
-      expect(decided).to.deep.equal([]);
-      // The cache catches up with a server that is back at the decided version: recorded at once.
-      server.claims = { c1: cached };
+      expect(decided.filter((d) => d.kind === 'rollback')).to.deep.equal([]);
+      // The server is back at the decided version: recorded at once, the grace not begun again.
+      server.claims = { c1: cached, c2 };
       await r.pod('ns', 'p');
-      expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid', pinned: [cached] }]);
+      expect(decided.filter((d) => d.kind === 'rollback').map((d) => d.pinned?.find((c) => c.metadata?.name === 'c1'))).to.deep.equal([cached]);
     });
   }
 

@@ -124,6 +124,15 @@ export function slimEvent(o: KubeObject): Event {
   };
 }
 
+/**
+ * `s` cut to `n` characters and ending in "…", as a string of its own. V8 makes a slice of a long
+ * string point into it (a sliced string), so a slice kept in a cache would keep the whole value
+ * alive: the copy through a Buffer is what lets it go.
+ */
+export function cutValue(s: string, n: number): string {
+  return Buffer.from(`${s.slice(0, n)}…`, 'utf8').toString('utf8');
+}
+
 /** The longest Event message kept in a cache; the API server sets no limit on core/v1 Events. */
 export const EVENT_MESSAGE_KEPT = 1024;
 
@@ -136,7 +145,7 @@ export const EVENT_MESSAGE_KEPT = 1024;
  */
 export function projectEvent(o: KubeObject): Event {
   const e = o as Event;
-  const message = e.message === undefined || e.message.length <= EVENT_MESSAGE_KEPT ? e.message : `${e.message.slice(0, EVENT_MESSAGE_KEPT)}…`;
+  const message = e.message === undefined || e.message.length <= EVENT_MESSAGE_KEPT ? e.message : cutValue(e.message, EVENT_MESSAGE_KEPT);
   return { ...slimEvent(e), type: kept(e.type), message, count: e.count };
 }
 
@@ -166,13 +175,33 @@ export const CLAIM_ANNOTATION_VALUE_KEPT = 512;
  */
 export const CLAIM_SELECTOR_KEPT = 4096;
 
-/** What a claim's spec.selector is cached as when it is larger than CLAIM_SELECTOR_KEPT. */
-export const SELECTOR_TOO_LARGE = { matchExpressions: [{ key: 'topovol.io/selector-too-large-to-cache', operator: 'TooLargeToCache' }] };
+/** What a claim's spec.selector is cached as when it is larger than CLAIM_SELECTOR_KEPT (shared by every such claim: frozen). */
+export const SELECTOR_TOO_LARGE: Readonly<{ matchExpressions: readonly Readonly<{ key: string; operator: string }>[] }> = Object.freeze({
+  matchExpressions: Object.freeze([Object.freeze({ key: 'topovol.io/selector-too-large-to-cache', operator: 'TooLargeToCache' })]),
+});
+
+/**
+ * The longest name kept from a claim's spec (volumeName, a data source's kind and name): the API
+ * server checks neither's length, and no object's name is longer (DNS subdomain, 253), so a longer
+ * one is cut (CLAIM_ANNOTATION_VALUE_KEPT's way) and still names nothing.
+ */
+export const CLAIM_NAME_KEPT = 253;
+
+const keptName = (s: string | undefined): string | undefined => (s === undefined || s.length <= CLAIM_NAME_KEPT ? s : cutValue(s, CLAIM_NAME_KEPT));
+
+type DataSource = NonNullable<NonNullable<PersistentVolumeClaim['spec']>['dataSourceRef']>;
+
+/** A data source's group, kind, name and namespace, the free-form ones cut: presence, kind and name are what the rollback reads. */
+function keptSource<T extends DataSource | undefined>(d: T): T {
+  if (!d) return d;
+  return { apiGroup: keptName(d.apiGroup), kind: keptName(d.kind), name: keptName(d.name), ...(d.namespace !== undefined ? { namespace: keptName(d.namespace) } : {}) } as T;
+}
 
 /**
  * Claims: identity and deletion, the annotations in CLAIM_ANNOTATIONS_KEPT (each value at most
  * CLAIM_ANNOTATION_VALUE_KEPT), what binding matches on (class, access modes without repeats, the
- * storage request, volume mode, selector, attributes class, data source) and the status the binder
+ * storage request, volume mode, selector, attributes class, the volume's name and the data
+ * source's, each at most CLAIM_NAME_KEPT) and the status the binder
  * writes (phase, access modes, capacity, current attributes class). Labels, owner references,
  * finalizers, other annotations, limits and other status fields are dropped: whoever creates a claim
  * decides their size (kube-apiserver bounds labels only by the object's 1.5 MB), and every claim in
@@ -186,7 +215,7 @@ export function projectClaim(o: KubeObject): PersistentVolumeClaim {
   const st = c.status;
   const annotations = keptAnnotations(md.annotations);
   const storage = spec.resources?.requests?.storage;
-  const selector = spec.selector && JSON.stringify(spec.selector).length > CLAIM_SELECTOR_KEPT ? SELECTOR_TOO_LARGE : spec.selector;
+  const selector = spec.selector && JSON.stringify(spec.selector).length > CLAIM_SELECTOR_KEPT ? (SELECTOR_TOO_LARGE as NonNullable<typeof spec.selector>) : spec.selector;
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -205,11 +234,11 @@ export function projectClaim(o: KubeObject): PersistentVolumeClaim {
       resources: storage !== undefined ? { requests: { storage } } : spec.resources && {},
       selector,
       storageClassName: spec.storageClassName,
-      volumeName: spec.volumeName,
+      volumeName: keptName(spec.volumeName),
       volumeMode: spec.volumeMode,
       volumeAttributesClassName: spec.volumeAttributesClassName,
-      dataSource: spec.dataSource,
-      dataSourceRef: spec.dataSourceRef,
+      dataSource: keptSource(spec.dataSource),
+      dataSourceRef: keptSource(spec.dataSourceRef),
     },
     ...(st ? { status: { phase: st.phase, accessModes: st.accessModes, capacity: st.capacity, currentVolumeAttributesClassName: st.currentVolumeAttributesClassName } } : {}),
   };
@@ -222,7 +251,7 @@ function keptAnnotations(all: Record<string, string> | undefined): Record<string
     const v = all[k];
     if (v === undefined) continue;
     kept ??= {};
-    kept[k] = v.length <= CLAIM_ANNOTATION_VALUE_KEPT ? v : `${v.slice(0, CLAIM_ANNOTATION_VALUE_KEPT)}…`;
+    kept[k] = v.length <= CLAIM_ANNOTATION_VALUE_KEPT ? v : cutValue(v, CLAIM_ANNOTATION_VALUE_KEPT);
   }
   return kept;
 }
