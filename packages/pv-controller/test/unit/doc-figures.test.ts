@@ -64,6 +64,9 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
     '450 KB': "setting: a test's forged Event size",
     '1.2 MB': "setting: a test's forged pod size",
     '120 s': "default: grpc-js's reconnect backoff cap",
+    '4 KiB': 'limit: CLAIM_SELECTOR_KEPT',
+    '700 KB': "setting: a test's claim size (binder-large-claims.test.ts)",
+    '2 KB': 'limit binder-large-claims.test.ts asserts for the cached copy',
   },
   'docs/adr/0010-sharded-capacity-status.md': {
     '5 MB': 'arithmetic: 1,000 nodes × 10 classes in one object',

@@ -187,7 +187,8 @@ export const SELECTOR_TOO_LARGE: Readonly<{ matchExpressions: readonly Readonly<
  */
 export const CLAIM_NAME_KEPT = 253;
 
-const keptName = (s: string | undefined): string | undefined => (s === undefined || s.length <= CLAIM_NAME_KEPT ? s : cutValue(s, CLAIM_NAME_KEPT));
+// Whatever the JSON holds (the server writes null for some unset fields): only a long string is cut.
+const keptName = <T>(s: T): T => (typeof s === 'string' && s.length > CLAIM_NAME_KEPT ? (cutValue(s, CLAIM_NAME_KEPT) as T) : s);
 
 type DataSource = NonNullable<NonNullable<PersistentVolumeClaim['spec']>['dataSourceRef']>;
 
@@ -215,7 +216,7 @@ export function projectClaim(o: KubeObject): PersistentVolumeClaim {
   const st = c.status;
   const annotations = keptAnnotations(md.annotations);
   const storage = spec.resources?.requests?.storage;
-  const selector = spec.selector && JSON.stringify(spec.selector).length > CLAIM_SELECTOR_KEPT ? (SELECTOR_TOO_LARGE as NonNullable<typeof spec.selector>) : spec.selector;
+  const selector = spec.selector && (JSON.stringify(spec.selector) ?? '').length > CLAIM_SELECTOR_KEPT ? (SELECTOR_TOO_LARGE as NonNullable<typeof spec.selector>) : spec.selector;
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -230,7 +231,7 @@ export function projectClaim(o: KubeObject): PersistentVolumeClaim {
       ...(annotations ? { annotations } : {}),
     },
     spec: {
-      accessModes: spec.accessModes && [...new Set(spec.accessModes)],
+      accessModes: Array.isArray(spec.accessModes) ? [...new Set(spec.accessModes)] : spec.accessModes,
       resources: storage !== undefined ? { requests: { storage } } : spec.resources && {},
       selector,
       storageClassName: spec.storageClassName,
@@ -251,7 +252,7 @@ function keptAnnotations(all: Record<string, string> | undefined): Record<string
     const v = all[k];
     if (v === undefined) continue;
     kept ??= {};
-    kept[k] = v.length <= CLAIM_ANNOTATION_VALUE_KEPT ? v : cutValue(v, CLAIM_ANNOTATION_VALUE_KEPT);
+    kept[k] = typeof v === 'string' && v.length > CLAIM_ANNOTATION_VALUE_KEPT ? cutValue(v, CLAIM_ANNOTATION_VALUE_KEPT) : v;
   }
   return kept;
 }

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CLAIM_ANNOTATION_VALUE_KEPT, CLAIM_NAME_KEPT, cutValue, EVENT_MESSAGE_KEPT, mergePatchDiff, projectClaim, projectEvent } from '../../src/index.js';
@@ -53,6 +54,23 @@ describe('projectClaim: what a tenant decides the size of is bounded', function 
     expect(grown, 'heap kept by the projections').to.be.below(10 * 1024 * 1024);
   });
 
+  // The server writes null for some unset fields (a data source's apiGroup), and a claim's JSON may
+  // hold what the types do not say: a projection that throws leaves the claim out of every cache.
+  it('never throws, whatever JSON each field holds', function () {
+    const any = fc.jsonValue({ maxDepth: 2 });
+    const fields = (keys: string[]) => fc.record(Object.fromEntries(keys.map((k) => [k, any])), { requiredKeys: [] });
+    const claimArb = fc.record(
+      {
+        metadata: fc.oneof(fc.constant(null), fc.record({ name: any, annotations: fc.oneof(any, fc.dictionary(fc.constantFrom('volume.kubernetes.io/selected-node', 'pv.kubernetes.io/bind-completed', 'x'), any)) }, { requiredKeys: [] })),
+        spec: fc.oneof(any, fields(['accessModes', 'resources', 'selector', 'storageClassName', 'volumeName', 'volumeMode', 'volumeAttributesClassName', 'dataSource', 'dataSourceRef'])),
+        status: fc.oneof(any, fields(['phase', 'accessModes', 'capacity', 'currentVolumeAttributesClassName', 'conditions'])),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(fc.property(claimArb, (c) => void projectClaim(c as PersistentVolumeClaim)), { numRuns: 3000 });
+    expect(projectClaim({ metadata: { name: 'c' }, spec: { dataSource: { apiGroup: null, kind: 'PersistentVolumeClaim', name: 'src' } } } as unknown as PersistentVolumeClaim).spec?.dataSource?.name).to.equal('src');
+  });
+
   it('cutValue: the first n characters and "…"', function () {
     expect(cutValue('abcdef', 3)).to.equal('abc…');
   });
@@ -76,3 +94,4 @@ describe('mergePatchDiff: the RFC 7386 merge patch from one object to another', 
     expect(mergePatchDiff({ phase: 'Pending' }, { phase: 'Bound' })).to.not.have.property('conditions');
   });
 });
+
