@@ -25,7 +25,8 @@ export const claimNoiseArb = fc.record({
   volumeMode: fc.constantFrom<string | undefined>(undefined, undefined, 'Block', 'Filesystem'),
   deleting: fc.boolean(),
   marks: fc.subarray(['pv.kubernetes.io/bound-by-controller', 'pv.kubernetes.io/bind-completed', 'volume.beta.kubernetes.io/storage-provisioner', 'volume.kubernetes.io/storage-provisioner', 'pv.kubernetes.io/migrated-to', 'volume.beta.kubernetes.io/storage-class']),
-  dataSource: fc.boolean(),
+  /** The API server mirrors dataSource into dataSourceRef; a cross-namespace source has only the latter. */
+  dataSource: fc.constantFrom<'none' | 'both' | 'refOnly'>('none', 'none', 'both', 'refOnly'),
   /** An annotation the loops read, given a value longer than any name (cut in the projection). */
   longValue: fc.constantFrom<string | undefined>(undefined, 'volume.kubernetes.io/selected-node', 'volume.kubernetes.io/storage-provisioner', 'pv.kubernetes.io/migrated-to', 'volume.beta.kubernetes.io/storage-class', 'pv.kubernetes.io/bind-completed'),
 });
@@ -48,10 +49,9 @@ export function withNoise(c: PersistentVolumeClaim, n: ClaimNoise): PersistentVo
   if (n.status === 'Lost') out.status = { phase: 'Lost' };
   if (n.volumeMode) spec.volumeMode = n.volumeMode;
   if (n.deleting) Object.assign(md, { deletionTimestamp: '2026-11-29T10:00:00Z', deletionGracePeriodSeconds: 0 });
-  if (n.dataSource) {
-    spec.dataSource = { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' };
-    spec.dataSourceRef = { ...spec.dataSource };
-  }
+  const source = { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' };
+  if (n.dataSource === 'both') spec.dataSource = { ...source };
+  if (n.dataSource !== 'none') spec.dataSourceRef = { ...source, ...(n.dataSource === 'refOnly' ? { namespace: 'other' } : {}) };
   if (n.labels) md.labels = { ...md.labels, ...n.labels };
   if (n.annotations) md.annotations = { ...md.annotations, ...n.annotations };
   if (n.longValue) md.annotations = { ...md.annotations, [n.longValue]: `${md.annotations?.[n.longValue] ?? 'n1'}${'x'.repeat(2000)}` };

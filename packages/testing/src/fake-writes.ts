@@ -136,13 +136,15 @@ function mainWrite<T extends WithStatus>(cur: T, sent: T): T {
 }
 
 /**
- * A write of the status subresource. For core objects (a PersistentVolume's or a claim's status
- * strategy in pkg/registry/core) only spec is reset: metadata sent with the status is stored, so a
- * status PUT of a cached copy missing labels or finalizers loses them, as on the real server. For
- * custom resources everything but status is (apiextensions-apiserver's status strategy).
+ * A write of the status subresource. For volumes and claims (their status strategies in
+ * pkg/registry/core) only spec is reset: metadata sent with the status is stored, so a status PUT
+ * of a cached copy missing labels or finalizers loses them, as on the real server. For anything
+ * else, everything but status is (as apiextensions-apiserver's status strategy for custom resources).
  */
+const METADATA_FROM_STATUS_WRITES = new Set(['persistentvolumes', 'persistentvolumeclaims']);
+
 function statusWrite<T extends WithStatus>(r: ResourceType, cur: T, sent: T): T {
-  const next: T = r.group === '' ? { ...sent, spec: structuredClone(cur.spec) } : { ...structuredClone(cur), status: sent.status };
+  const next: T = r.group === '' && METADATA_FROM_STATUS_WRITES.has(r.plural) ? { ...sent, spec: structuredClone(cur.spec) } : { ...structuredClone(cur), status: sent.status };
   if (next.spec === undefined) delete next.spec;
   if (next.status === undefined) delete next.status;
   return next;

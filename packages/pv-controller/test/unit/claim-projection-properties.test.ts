@@ -36,7 +36,7 @@ describe('binder decisions: the cached claim projection decides as the whole cla
   });
 
   it('keeps nothing the loops do not read, and cuts a long value without dropping it', function () {
-    const whole = withNoise(build(fc.sample(worldArb, { numRuns: 1, seed: 7 })[0]!).c, { labels: { app: 'db' }, annotations: { 'example.com/a': 'x' }, finalizers: ['kubernetes.io/pvc-protection'], owner: true, limits: true, repeatModes: true, conditions: true, status: 'asIs', volumeMode: undefined, deleting: false, marks: [], dataSource: false, longValue: 'volume.kubernetes.io/selected-node' });
+    const whole = withNoise(build(fc.sample(worldArb, { numRuns: 1, seed: 7 })[0]!).c, { labels: { app: 'db' }, annotations: { 'example.com/a': 'x' }, finalizers: ['kubernetes.io/pvc-protection'], owner: true, limits: true, repeatModes: true, conditions: true, status: 'asIs', volumeMode: undefined, deleting: false, marks: [], dataSource: 'none', longValue: 'volume.kubernetes.io/selected-node' });
     const p = projectClaim(whole);
     expect(p.metadata).to.not.have.any.keys('labels', 'finalizers', 'ownerReferences', 'managedFields');
     expect(Object.keys(p.metadata?.annotations ?? {})).to.deep.equal(['volume.kubernetes.io/selected-node']);

@@ -168,12 +168,13 @@ export const CLAIM_ANNOTATIONS_KEPT: readonly string[] = [
 export const CLAIM_ANNOTATION_VALUE_KEPT = 512;
 
 /**
- * The largest claim label selector kept, as JSON. A selector is bounded only by the object (about
- * 1.5 MB); one this large names more labels than any volume carries. A larger one is cached as a
- * selector that matches no volume (the label-selector evaluator matches nothing for an operator it
- * does not know), so the claim is left to its class's provisioner, as one no volume matches is.
+ * The largest claim label selector kept, as JSON (about 20 labels; a parsed selector takes some six
+ * times its JSON in the heap). A selector is bounded only by the object (about 1.5 MB). A larger one
+ * is cached as a selector that matches no volume (the label-selector evaluator matches nothing for
+ * an operator it does not know), so the claim is left to its class's provisioner, as one no volume
+ * matches is.
  */
-export const CLAIM_SELECTOR_KEPT = 4096;
+export const CLAIM_SELECTOR_KEPT = 2048;
 
 /** What a claim's spec.selector is cached as when it is larger than CLAIM_SELECTOR_KEPT (shared by every such claim: frozen). */
 export const SELECTOR_TOO_LARGE: Readonly<{ matchExpressions: readonly Readonly<{ key: string; operator: string }>[] }> = Object.freeze({

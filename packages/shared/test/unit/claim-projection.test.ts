@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { CLAIM_ANNOTATION_VALUE_KEPT, CLAIM_NAME_KEPT, cutValue, EVENT_MESSAGE_KEPT, mergePatchDiff, projectClaim, projectEvent } from '../../src/index.js';
+import { CLAIM_ANNOTATION_VALUE_KEPT, CLAIM_ANNOTATIONS_KEPT, CLAIM_NAME_KEPT, CLAIM_SELECTOR_KEPT, cutValue, EVENT_MESSAGE_KEPT, mergePatchDiff, projectClaim, projectEvent } from '../../src/index.js';
 import type { Event, PersistentVolumeClaim } from '../../src/index.js';
 
 /** A forced full collection (mocha runs without --expose-gc). */
@@ -50,7 +50,7 @@ describe('projectClaim: what a tenant decides the size of is bounded', function 
     const grown = heap() - before;
     expect(kept[N - 1]![0].metadata?.annotations?.['volume.kubernetes.io/selected-node']).to.have.length(CLAIM_ANNOTATION_VALUE_KEPT + 1);
     expect(kept[N - 1]![1].message).to.have.length(EVENT_MESSAGE_KEPT + 1);
-    // Whole values would be 2 × 100 × 256 KiB = 50 MiB; the cut ones are about 150 KiB.
+    // Whole values would be 2 × 100 × 256 KiB = 50 MiB; the cut ones are about 300 KiB.
     expect(grown, 'heap kept by the projections').to.be.below(10 * 1024 * 1024);
   });
 
@@ -69,6 +69,27 @@ describe('projectClaim: what a tenant decides the size of is bounded', function 
     );
     fc.assert(fc.property(claimArb, (c) => void projectClaim(c as PersistentVolumeClaim)), { numRuns: 3000 });
     expect(projectClaim({ metadata: { name: 'c' }, spec: { dataSource: { apiGroup: null, kind: 'PersistentVolumeClaim', name: 'src' } } } as unknown as PersistentVolumeClaim).spec?.dataSource?.name).to.equal('src');
+  });
+
+  // The bound docs/divergences.md gives ("What is cached of a claim"): a claim made as large as the
+  // projection lets it be, in every field a tenant decides, with 3-byte characters and unique keys.
+  it('a worst-case claim\'s projection takes at most 24 KiB of heap', function () {
+    const N = 500;
+    const long = '€'.repeat(3_000);
+    const texts = Array.from({ length: N }, (_, i) => {
+      const matchLabels: Record<string, string> = {};
+      for (let k = 0; JSON.stringify({ matchLabels }).length < CLAIM_SELECTOR_KEPT - 30; k++) matchLabels[`${i}.${k}`] = '';
+      const annotations = Object.fromEntries(CLAIM_ANNOTATIONS_KEPT.map((a) => [a, `${long}${i}`]));
+      const source = { kind: `${long}${i}`, name: `${long}${i}` };
+      return JSON.stringify({ metadata: { name: `c${i}`, namespace: 'ns', uid: `uid-${i}`, resourceVersion: `${i}`, annotations }, spec: { selector: { matchLabels }, volumeName: `${long}${i}`, dataSource: source, dataSourceRef: source, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } });
+    });
+    collect();
+    const before = process.memoryUsage().heapUsed;
+    const kept = texts.map((t) => projectClaim(JSON.parse(t) as PersistentVolumeClaim));
+    collect();
+    const perClaim = (process.memoryUsage().heapUsed - before) / N;
+    expect(kept[N - 1]!.spec?.selector?.matchLabels, 'the selector is kept').to.not.equal(undefined);
+    expect(perClaim, 'bytes of heap per projected claim').to.be.below(24 * 1024);
   });
 
   it('cutValue: the first n characters and "…"', function () {
