@@ -203,8 +203,8 @@ function keptSource<T extends DataSource | undefined>(d: T): T {
  * Claims: identity and deletion, the annotations in CLAIM_ANNOTATIONS_KEPT (each value at most
  * CLAIM_ANNOTATION_VALUE_KEPT), what binding matches on (class, access modes without repeats, the
  * storage request, volume mode, selector, attributes class, the volume's name and the data
- * source's, each at most CLAIM_NAME_KEPT) and the status the binder
- * writes (phase, access modes, capacity, current attributes class). Labels, owner references,
+ * source's, each at most CLAIM_NAME_KEPT) and the status the binder writes (phase, access modes,
+ * capacity, current attributes class). Labels, owner references,
  * finalizers, other annotations, limits and other status fields are dropped: whoever creates a claim
  * decides their size (kube-apiserver bounds labels only by the object's 1.5 MB), and every claim in
  * the cluster is cached. Nothing is written from this copy: the binder writes claims by merge patch
