@@ -22,4 +22,5 @@ export const Reasons = {
   InvalidClaimRef: 'InvalidClaimRef',
   UnknownBindingMode: 'UnknownVolumeBindingMode',
   SecondBinder: 'SecondBinderRunning',
+  SelectorTooLarge: 'SelectorTooLargeToCache',
 } as const;

@@ -1,4 +1,4 @@
-import { ANN_BIND_COMPLETED, ANN_SELECTED_NODE } from '@topovol/shared';
+import { ANN_BIND_COMPLETED, ANN_SELECTED_NODE, CLAIM_SELECTOR_KEPT, selectorTooLargeToCache } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
@@ -28,7 +28,13 @@ export function decideClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   if (migration) return [{ kind: 'annotateClaim', claim, ...migration }];
   if (claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined) return decideBoundClaim(claim, world);
   if (claim.spec?.volumeName) return decidePreBoundClaim(claim, world);
-  return decideUnboundClaim(claim, world);
+  const plan = decideUnboundClaim(claim, world);
+  // Topovol: a selector too large to cache matches no free volume (docs/divergences.md, "What is
+  // cached of a claim"); the claim says so rather than wait in silence.
+  if (selectorTooLargeToCache(claim.spec?.selector) && !plan.some((a) => a.kind === 'bindVolume')) {
+    return [event(claim, 'Warning', Reasons.SelectorTooLarge, `spec.selector is larger than Topovol caches (${CLAIM_SELECTOR_KEPT} bytes as JSON): no existing volume is matched to this claim`), ...plan];
+  }
+  return plan;
 }
 
 /** A claim that names no volume: match one, or ask for provisioning, or wait for a consumer. */

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { projectClaim } from '@topovol/shared';
+import type { PersistentVolumeClaim } from '@topovol/shared';
 import { claimNoiseArb, claimsByIdentity, withNoise } from '@topovol/testing';
 import { decideClaim } from '../../src/binder/decide-claim.js';
 import { decideVolume } from '../../src/binder/decide-volume.js';
@@ -52,6 +53,11 @@ describe('binder decisions: the cached claim projection decides as the whole cla
     const big = { ...c, spec: { ...c.spec, selector: { matchLabels } } };
     const p = projectClaim(big);
     expect(JSON.stringify(p).length).to.be.below(2048);
-    expect(decideClaim(p, world({ ...w, claims: [p] })).filter((x) => x.kind === 'bindVolume')).to.deep.equal([]);
+    const plan = decideClaim(p, world({ ...w, claims: [p] }));
+    expect(plan.filter((x) => x.kind === 'bindVolume')).to.deep.equal([]);
+    expect(plan.filter((x) => x.kind === 'event' && x.type === 'Warning').map((x) => x.kind === 'event' && x.reason), 'said on the claim').to.deep.equal(['SelectorTooLargeToCache']);
+    // A selector within the limit: no such Warning.
+    const small = projectClaim({ ...c, spec: { ...c.spec, selector: { matchLabels: { tier: 'gold' } } } } as PersistentVolumeClaim);
+    expect(decideClaim(small, world({ ...w, claims: [small] })).filter((x) => x.kind === 'event' && x.reason === 'SelectorTooLargeToCache')).to.deep.equal([]);
   });
 });

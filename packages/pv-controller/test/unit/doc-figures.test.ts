@@ -49,6 +49,9 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
     '256 KiB': "limit: Kubernetes' total size of an object's annotations",
   },
   'docs/reliability.md': {
+    '700 KB': "setting: a test's claim size (binder-large-claims.test.ts)",
+    '200 KiB': "setting: a test's claim annotation size (binder-large-claims.test.ts)",
+    '2 KB': 'limit binder-large-claims.test.ts asserts for the cached copy',
     '240 s': "setting: a scenario's timeout",
     '10 min': 'setting: the soak duration',
     '80 MB': "size: the test command's API server audit log",

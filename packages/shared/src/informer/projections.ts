@@ -181,6 +181,11 @@ export const SELECTOR_TOO_LARGE: Readonly<{ matchExpressions: readonly Readonly<
   matchExpressions: Object.freeze([Object.freeze({ key: 'topovol.io/selector-too-large-to-cache', operator: 'TooLargeToCache' })]),
 });
 
+/** Whether a cached claim's selector is SELECTOR_TOO_LARGE (by its content: copies compare equal too). */
+export function selectorTooLargeToCache(selector: { matchExpressions?: readonly { operator?: string }[] } | null | undefined): boolean {
+  return selector?.matchExpressions?.some((e) => e.operator === SELECTOR_TOO_LARGE.matchExpressions[0]!.operator) === true;
+}
+
 /**
  * The longest name kept from a claim's spec (volumeName, a data source's kind and name): the API
  * server checks neither's length, and no object's name is longer (DNS subdomain, 253), so a longer
