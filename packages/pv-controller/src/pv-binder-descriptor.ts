@@ -17,9 +17,10 @@ export const pvBinderDescriptor: ControllerDescriptor = {
   rbac: [
     { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['list', 'watch', 'update'] },
     { apiGroups: [''], resources: ['persistentvolumes/status'], verbs: ['update'] },
-    // Claims are written only by merge patch (the claim cache holds a projection: projectClaim).
+    // Claims are written by merge patch (the claim cache holds a projection: projectClaim); a
+    // claim's status by PUT only right after the bind, of the whole claim the server answered.
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'patch'] },
-    { apiGroups: [''], resources: ['persistentvolumeclaims/status'], verbs: ['patch'] },
+    { apiGroups: [''], resources: ['persistentvolumeclaims/status'], verbs: ['update', 'patch'] },
     { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['nodes', 'pods'], verbs: ['list', 'watch'] },
     // get: a selected node is removed from a claim only once a live read confirms the node is gone

@@ -1,4 +1,4 @@
-import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, failpoint, mergePatchDiff, projectClaim, Resources } from '@topovol/shared';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, dropManagedFields, failpoint, mergePatchDiff, projectClaim, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { AssumeCache } from './assume-cache.js';
@@ -23,10 +23,11 @@ const clone = <T>(o: T): T => structuredClone(o);
 const claimKeyOf = (c: PersistentVolumeClaim): string => `${c.metadata?.namespace}/${c.metadata?.name}`;
 
 /**
- * Performs the binder's actions in order through the shared client, and only writes. Every write is
- * a PUT of the volume as the decision saw it, or a merge patch carrying the object's resourceVersion
- * (every claim write: the claim cache holds a projection, see projectClaim), so a stale
- * decision fails with Conflict and is retried on fresh data: no volume is ever bound to two claims.
+ * Performs the binder's actions in order through the shared client, and only writes. Every write
+ * carries the resourceVersion the decision saw: a PUT of the volume, a merge patch of a claim (the
+ * claim cache holds a projection, see projectClaim), or a PUT of a claim's status built on the whole
+ * claim the server has just answered. A stale decision fails with Conflict and is retried on fresh
+ * data: no volume is ever bound to two claims.
  * What no precondition can guard (Released, a selected-node's removal) the glue has confirmed on the
  * server before handing the plan over (verify-on-server.ts).
  */
@@ -39,7 +40,11 @@ export class BinderActuator {
     const latestClaim = new Map<string, PersistentVolumeClaim>();
     const vol = (v: PersistentVolume): PersistentVolume => latestVolume.get(v.metadata!.name!) ?? v;
     const clm = (c: PersistentVolumeClaim): PersistentVolumeClaim => latestClaim.get(claimKeyOf(c)) ?? c;
-    const wroteVolume = (v: PersistentVolume): void => {
+    // The answer without managedFields, as the informer caches volumes: a PUT built from it then
+    // sends none, so the server keeps its own (an absent list is not a reset) and the body is
+    // about half the size.
+    const wroteVolume = (answer: PersistentVolume): void => {
+      const v = dropManagedFields(answer);
       latestVolume.set(v.metadata!.name!, v);
       this.d.volumes.assume(v.metadata!.name!, v);
     };
@@ -87,6 +92,10 @@ export class BinderActuator {
           const c = clm(a.claim);
           const v = vol(a.volume);
           let next = c;
+          // The server's answer to the bind is the whole claim: its status is then written with a
+          // PUT of that answer (cheaper for kube-apiserver than a patch; hack/bench/README.md,
+          // "Claim writes"), never of the projection the cache holds.
+          let whole: PersistentVolumeClaim | undefined;
           const ann = c.metadata?.annotations ?? {};
           if (c.spec?.volumeName !== v.metadata?.name || ann[ANN_BIND_COMPLETED] === undefined || (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined)) {
             // Only the absent marks are sent (upstream sets a mark only when it is absent), with the
@@ -97,11 +106,12 @@ export class BinderActuator {
             if (ann[ANN_BIND_COMPLETED] === undefined) missing[ANN_BIND_COMPLETED] = 'yes';
             if (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined) missing[ANN_BOUND_BY_CONTROLLER] = 'yes';
             const metadata = { resourceVersion: c.metadata?.resourceVersion, ...(Object.keys(missing).length > 0 ? { annotations: missing } : {}) };
-            next = await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata, spec: { volumeName: v.metadata?.name } });
-            wroteClaim(next);
+            whole = dropManagedFields(await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata, spec: { volumeName: v.metadata?.name } }));
+            wroteClaim(whole);
+            next = whole;
             failpoint('binder-claim-volumename', v.metadata?.name);
           }
-          wroteClaim(await this.writeClaimStatus(next, 'Bound', v));
+          wroteClaim(await this.writeClaimStatus(next, 'Bound', v, whole));
           break;
         }
         case 'claimPhase':
@@ -166,9 +176,14 @@ export class BinderActuator {
     }
   }
 
-  private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume): Promise<PersistentVolumeClaim> {
+  /**
+   * `whole`: the server's whole claim, just returned by a write (so `c` is it), whose status may be
+   * written with a PUT carrying its resourceVersion, as upstream's updateClaimStatus does.
+   */
+  private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume, whole?: PersistentVolumeClaim): Promise<PersistentVolumeClaim> {
     const status = claimStatusFor(c, phase, v);
     if (!status) return c;
+    if (whole) return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...whole, status });
     // A merge patch of what changed (nulls for what Pending and Lost clear) with the
     // resourceVersion: status fields the cache does not keep, such as conditions, stay the server's.
     const diff = mergePatchDiff(c.status ?? {}, status) ?? {};

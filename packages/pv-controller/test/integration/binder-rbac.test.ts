@@ -11,7 +11,8 @@ const GRACE_S = 4;
 
 /**
  * The binder's whole job in one scenario, so that every rule of its ClusterRole is exercised: a
- * static pair bound (PV and claim writes, both statuses), a claim of a provisioned class signalled
+ * static pair bound (PV and claim writes, both statuses; a claim bound by its writer gets only its
+ * status written, the other way), a claim of a provisioned class signalled
  * (claim patch) with its ExternalProvisioning Event aggregated on a repeat (event create and
  * patch), the bound claim deleted so that the volume is released (the live read of the claim); a
  * selected node deleted (the node watch, then the live read of the node that confirms it is gone)
@@ -41,8 +42,13 @@ const binderScenario: NecessityScenario = async (client, admin) => {
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'static', '1Gi', { class: manual }));
     await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: `${ns}-dyn` }, provisioner: 'rbac.test.topovol.io', volumeBindingMode: 'Immediate' } as never);
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'dynamic', '1Gi', { class: `${ns}-dyn` }));
+    // Bound by its writer already (volumeName and bind-completed): only its status is written,
+    // by merge patch from the cache, where the static claim's follows a PUT of the bind's answer.
+    await admin.create(Resources.persistentVolumes, pv(`${ns}-pre`, '1Gi', { class: manual, policy: 'Retain' }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'pre', '1Gi', { class: manual, volumeName: `${ns}-pre`, annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }));
     await pollUntil(async () => {
       expect((await claim('static')).status?.phase).to.equal('Bound');
+      expect((await claim('pre')).status?.phase).to.equal('Bound');
       expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-pv`)).status?.phase).to.equal('Bound');
       expect((await claim('dynamic')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal('rbac.test.topovol.io');
       expect(await signals()).to.have.length(1);
@@ -73,8 +79,8 @@ const binderScenario: NecessityScenario = async (client, admin) => {
       await loop.stop(2_000);
       // Nothing left for other suites' loops (they watch the whole cluster) to act on.
       for (const p of ['placed', 'waiting']) await admin.delete(Resources.pods, p, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
-      for (const c of ['static', 'dynamic', 'sel', 'free']) await deleteNow(admin, Resources.persistentVolumeClaims, c, ns).catch(() => undefined);
-      await deleteNow(admin, Resources.persistentVolumes, `${ns}-pv`).catch(() => undefined);
+      for (const c of ['static', 'dynamic', 'sel', 'free', 'pre']) await deleteNow(admin, Resources.persistentVolumeClaims, c, ns).catch(() => undefined);
+      for (const v of ['pv', 'pre']) await deleteNow(admin, Resources.persistentVolumes, `${ns}-${v}`).catch(() => undefined);
       await admin.delete(Resources.storageClasses, `${ns}-dyn`).catch(() => undefined);
       await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);
       for (const n of ['x', 'y']) await admin.delete(Resources.nodes, `${ns}-${n}`).catch(() => undefined);
