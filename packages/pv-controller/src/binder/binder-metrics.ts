@@ -92,11 +92,11 @@ export function countBind(result: 'bound' | 'conflict' | 'error'): void {
 }
 
 /** What a live read before a guarded write confirms (verify-on-server.ts). */
-export type ServerCheck = 'release' | 'selected_node' | 'placed_pod';
+export type ServerCheck = 'release' | 'selected_node' | 'placed_pod' | 'lost';
 
 const refuted = counter<'check'>({
   name: 'topovol_pv_binder_refuted_by_server_total',
-  help: "Writes the binder planned on its caches and did not send because the server's objects refuted them (verify-on-server): release (the claim still exists), selected_node (the node, a pod or the provisioner's activity), placed_pod (the pod gone or moved). A steady rise means the caches lag the server.",
+  help: "Writes the binder planned on its caches and did not send because the server's objects refuted them (verify-on-server): release (the claim still exists), selected_node (the node, a pod or the provisioner's activity), placed_pod (the pod gone or moved), lost (the claim's volume is there). A steady rise means the caches lag the server.",
   labelNames: ['check'],
 });
 

@@ -10,11 +10,13 @@ import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-
  * The writes a lagging cache must never be enough for, because they cannot be undone: Released
  * (hands the volume to its reclaim policy, perhaps deletion), a selected-node's removal (the claim
  * is provisioned afresh elsewhere), and a binding or a selected node for a pod placed with
- * spec.nodeName (the volume is pinned to that pod's node). No write precondition on the object
- * written can express "the claim is gone", "the node is gone", "the pod is gone" or "no provisioner
- * is at work on the claim", so the glue reads those facts from the server first.
+ * spec.nodeName (the volume is pinned to that pod's node). Also Lost: undone once the volume shows,
+ * but meanwhile the claim's status loses its capacity and access modes, no new pod can use it, and
+ * its Warning says the data is lost. No write precondition on the object written can express "the
+ * claim is gone", "the node is gone", "the pod is gone", "the volume is gone" or "no provisioner is
+ * at work on the claim", so the glue reads those facts from the server first.
  */
-type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' } | { kind: 'bindVolume' }>;
+type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' } | { kind: 'bindVolume' } | { kind: 'claimPhase' }>;
 
 /** What the server has, read for one guarded action. */
 export type ServerView =
@@ -25,14 +27,28 @@ export type ServerView =
    */
   | { kind: 'node'; node: Node | undefined; provisioning: number[] }
   | { kind: 'pods'; pods: Pod[]; provisioning: number[] }
-  | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined };
+  | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined }
+  | { kind: 'volume'; volume: PersistentVolume | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
-function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' | 'placedPod' } | undefined {
+function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' | 'placedPod' | 'volume' } | undefined {
   if ((a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) return { action: a, read: 'placedPod' };
   if (a.kind === 'volumePhase' && a.phase === 'Released' && a.volume.spec?.claimRef?.name && a.volume.spec.claimRef.namespace) return { action: a, read: 'claim' };
   if (a.kind === 'annotateClaim' && a.confirm) return { action: a, read: a.confirm.issue === 'noConsumer' ? 'pods' : 'node' };
+  // A claim that names no volume is Lost on its own (cached) word, which the write's resourceVersion guards.
+  if (a.kind === 'claimPhase' && a.phase === 'Lost' && a.claim.spec?.volumeName) return { action: a, read: 'volume' };
   return undefined;
+}
+
+/**
+ * Lost, on the server's volume: the claim's volume is there and bound to no other claim (upstream's
+ * syncBoundClaim would bind it). The cache missed it or lags; decided again once it catches up.
+ */
+export function lostRefuted(claim: PersistentVolumeClaim, live: PersistentVolume | undefined): string | undefined {
+  if (!live) return undefined;
+  const ref = live.spec?.claimRef;
+  if (ref && ref.uid !== claim.metadata?.uid) return undefined;
+  return `volume ${live.metadata?.name} of claim ${claim.metadata?.namespace}/${claim.metadata?.name} is on the server${ref ? ', bound to it' : ''}; not marking the claim Lost; deciding again`;
 }
 
 /**
@@ -92,8 +108,11 @@ export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView, cla
   return undefined;
 }
 
+const CHECKS: Record<NonNullable<ReturnType<typeof guardOf>>['read'], ServerCheck> = { placedPod: 'placed_pod', claim: 'release', node: 'selected_node', pods: 'selected_node', volume: 'lost' };
+
 /** Why the server refutes the guarded action, or undefined. */
 export function refutation(a: Guarded, view: ServerView): string | undefined {
+  if (a.kind === 'claimPhase') return lostRefuted(a.claim, view.kind === 'volume' ? view.volume : undefined);
   if (a.kind !== 'volumePhase' && a.forPlacedPod) return placedPodRefuted(a.forPlacedPod, view, a.claim.metadata?.uid ?? '');
   if (a.kind === 'bindVolume') return undefined;
   if (a.kind === 'volumePhase') return releaseRefuted(a.volume, view.kind === 'claim' ? view.claim : undefined);
@@ -116,6 +135,11 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
       getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, c?.name ?? '', c?.namespace),
     ]);
     return { kind: 'pod', pod, claim };
+  }
+  if (g.read === 'volume' && a.kind === 'claimPhase') {
+    // Listed by name, as BinderReconciler.settle reads a volume: the role lists volumes, never gets one.
+    const name = a.claim.spec?.volumeName ?? '';
+    return { kind: 'volume', volume: (await client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${name}` })).items[0] };
   }
   if (a.kind !== 'annotateClaim') throw new Error(`no server read for ${a.kind}`);
   const claim = a.claim.metadata;
@@ -144,7 +168,7 @@ export async function verifyOnServer(client: KubeClient, actions: BinderAction[]
     const g = guardOf(a);
     if (!g) continue;
     const why = refutation(g.action, await read(client, g, timeOf));
-    if (why) return { index, why, check: g.read === 'placedPod' ? 'placed_pod' : g.read === 'claim' ? 'release' : 'selected_node' };
+    if (why) return { index, why, check: CHECKS[g.read] };
   }
   return undefined;
 }

@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
 import { Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { eventually, InProcessLoop } from '@topovol/testing';
+import { eventually, FaultProxy, INSTALL_NAMESPACE, InProcessLoop, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** The pv-binder loop running in-process against the test API server. */
@@ -11,6 +12,19 @@ export const RunningBinder = {
 };
 
 export const GiB = (n: number): string => `${n}Gi`;
+
+/**
+ * The binder as its ServiceAccount (the generated role) behind a fault proxy (seeded) on the shared
+ * control plane: for holding back one of its watches, as a watch that lags would.
+ */
+export async function binderBehindProxy(seed: number, args: string[] = []): Promise<{ admin: KubeClient; proxy: FaultProxy; binder: InProcessLoop }> {
+  const cp = await sharedControlPlane();
+  const proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), seed);
+  await installGeneratedRbac(cp);
+  const token = await cp.serviceAccountToken(INSTALL_NAMESPACE, 'topovol-pv-binder');
+  const binder = await RunningBinder.start(args, { client: proxy.client(token) });
+  return { admin: cp.adminClient(), proxy, binder };
+}
 
 export function pv(name: string, size: string, extra: { class?: string; claimRef?: NonNullable<PersistentVolume['spec']>['claimRef']; policy?: string; annotations?: Record<string, string>; labels?: Record<string, string>; nodeAffinity?: NonNullable<PersistentVolume['spec']>['nodeAffinity']; accessModes?: string[] } = {}): PersistentVolume {
   return {

@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, FaultProxy, INSTALL_NAMESPACE, installGeneratedRbac, metricSum, sharedControlPlane } from '@topovol/testing';
-import type { ControlPlane, InProcessLoop } from '@topovol/testing';
-import { getPVC, provisioningAttempt, pvc, RunningBinder } from './binder-harness.js';
+import { createTestNamespace, eventually, metricSum } from '@topovol/testing';
+import type { FaultProxy, InProcessLoop } from '@topovol/testing';
+import { binderBehindProxy, getPVC, provisioningAttempt, pvc } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
 const GRACE_S = 3;
@@ -17,7 +16,6 @@ const EVENTS = '/api/v1/events';
 // whose selected node is gone. The removal is read against the server's Events first.
 describe('pv-binder: a selected node is never removed under a provisioner the Events watch has not shown', function () {
   this.timeout(120_000);
-  let cp: ControlPlane;
   let admin: KubeClient;
   let proxy: FaultProxy;
   let binder: InProcessLoop | undefined;
@@ -25,12 +23,7 @@ describe('pv-binder: a selected node is never removed under a provisioner the Ev
   let cls: string;
 
   before(async function () {
-    cp = await sharedControlPlane();
-    admin = cp.adminClient();
-    proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 11);
-    await installGeneratedRbac(cp);
-    const token = await cp.serviceAccountToken(INSTALL_NAMESPACE, 'topovol-pv-binder');
-    binder = await RunningBinder.start([`--stale-selected-node-grace=${GRACE_S}s`], { client: proxy.client(token) });
+    ({ admin, proxy, binder } = await binderBehindProxy(11, [`--stale-selected-node-grace=${GRACE_S}s`]));
   });
   after(async function () {
     proxy?.release();

@@ -3,8 +3,9 @@ import fc from 'fast-check';
 import { KubeApiError, projectPod, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, SelectedNodeConfirmation } from '../../src/binder/actions.js';
-import { placedPodRefuted, releaseRefuted, selectedNodeIssueRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
+import { lostRefuted, placedPodRefuted, releaseRefuted, selectedNodeIssueRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
 import type { ServerView } from '../../src/binder/verify-on-server.js';
+import { decideBoundClaim } from '../../src/binder/decide-bound-claim.js';
 import { decideVolume } from '../../src/binder/decide-volume.js';
 import { world } from './world-fixture.js';
 import { ProvisioningActivity } from '../../src/binder/provisioning-activity.js';
@@ -268,5 +269,64 @@ describe("verifyOnServer: a namespace's pods", function () {
     // The claim's Provisioning Events too: anyone who may create Events in the namespace decides their size.
     expect(transforms).to.have.members([projectPod, slimEvent]);
     expect(refuted?.why).to.match(/has a pod that may use it after all/);
+  });
+});
+
+describe('lostRefuted and verifyOnServer: a bound claim is marked Lost only when the server has no volume for it', function () {
+  // The cache can miss a volume the server has (its watch behind, a relist under way): Lost would
+  // clear the claim's capacity and access modes, keep new pods off it and say its data is lost.
+  const bound: PersistentVolumeClaim = {
+    metadata: { name: 'c', namespace: 'ns', uid: 'uid-c', annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } },
+    spec: { volumeName: 'v1', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+    status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' } },
+  };
+  const liveVolume = (refUid?: string): PersistentVolume => ({
+    metadata: { name: 'v1' },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], claimRef: refUid ? { namespace: 'ns', name: 'c', uid: refUid } : undefined },
+    status: { phase: 'Bound' },
+  });
+  const cases: { name: string; live: PersistentVolume | undefined; refuted: boolean }[] = [
+    { name: 'the volume is gone on the server too: Lost', live: undefined, refuted: false },
+    { name: 'bound to another claim on the server too: Lost (misbound)', live: liveVolume('uid-other'), refuted: false },
+    { name: 'there, bound to the claim: refused', live: liveVolume('uid-c'), refuted: true },
+    { name: 'there, bound to nothing (the claim would re-bind it): refused', live: liveVolume(), refuted: true },
+  ];
+  for (const c of cases) it(c.name, () => expect(lostRefuted(bound, c.live) !== undefined).to.equal(c.refuted));
+
+  it("property: on the server's volume it lets Lost through exactly when decideBoundClaim, with that volume cached, declares it", function () {
+    const live = fc.option(fc.option(fc.constantFrom('uid-c', 'uid-other'), { nil: undefined }).map(liveVolume), { nil: undefined });
+    fc.assert(
+      fc.property(live, fc.constantFrom('Bound', 'Pending'), (v, phase) => {
+        const c = { ...bound, status: { ...bound.status, phase } };
+        const lost = decideBoundClaim(c, world({ volumes: v ? [v] : [], claims: [c] })).some((a) => a.kind === 'claimPhase' && a.phase === 'Lost');
+        expect(lostRefuted(c, v) === undefined, JSON.stringify(v)).to.equal(lost);
+      }),
+    );
+  });
+
+  it('verifyOnServer lists the volume by name before Lost (the role lists volumes, never gets one), and stops the plan when it is there', async function () {
+    const asked: unknown[] = [];
+    let items: PersistentVolume[] = [liveVolume('uid-c')];
+    const client = {
+      list: (r: { plural: string }, opts: unknown) => {
+        asked.push([r.plural, opts]);
+        return Promise.resolve({ items });
+      },
+    } as unknown as KubeClient;
+    const plan: BinderAction[] = [
+      { kind: 'claimPhase', claim: bound, phase: 'Lost' },
+      { kind: 'event', target: bound, type: 'Warning', reason: 'ClaimLost', message: 'Bound claim has lost its PersistentVolume. Data on the volume is lost!' },
+    ];
+    const refuted = await verifyOnServer(client, plan);
+    expect(asked).to.deep.equal([['persistentvolumes', { fieldSelector: 'metadata.name=v1' }]]);
+    expect([refuted?.index, refuted?.check]).to.deep.equal([0, 'lost']);
+    expect(refuted?.why).to.match(/volume v1 of claim ns\/c is on the server, bound to it/);
+    items = [];
+    expect(await verifyOnServer(client, plan)).to.equal(undefined);
+    // A claim that names no volume is Lost on its own word: nothing to read.
+    asked.length = 0;
+    const unnamed = { ...bound, spec: { ...bound.spec, volumeName: undefined } };
+    expect(await verifyOnServer(client, [{ kind: 'claimPhase', claim: unnamed, phase: 'Lost' }])).to.equal(undefined);
+    expect(asked).to.deep.equal([]);
   });
 });
