@@ -1,4 +1,4 @@
-import { eventsAbout, getIfPresent, projectPod, PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
+import { eventsAbout, getIfPresent, isDnsSubdomain, projectPod, PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import type { ServerCheck } from './binder-metrics.js';
@@ -35,8 +35,11 @@ function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | '
   if ((a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) return { action: a, read: 'placedPod' };
   if (a.kind === 'volumePhase' && a.phase === 'Released' && a.volume.spec?.claimRef?.name && a.volume.spec.claimRef.namespace) return { action: a, read: 'claim' };
   if (a.kind === 'annotateClaim' && a.confirm) return { action: a, read: a.confirm.issue === 'noConsumer' ? 'pods' : 'node' };
-  // A claim that names no volume is Lost on its own (cached) word, which the write's resourceVersion guards.
-  if (a.kind === 'claimPhase' && a.phase === 'Lost' && a.claim.spec?.volumeName) return { action: a, read: 'volume' };
+  // A claim that names no volume, or a name no volume can have (the API server does not check a
+  // claim's volumeName; a tenant writes it), is Lost on its own cached word, which the write's
+  // resourceVersion guards; a valid name needs no escaping in a field selector.
+  const named = a.kind === 'claimPhase' ? a.claim.spec?.volumeName : undefined;
+  if (a.kind === 'claimPhase' && a.phase === 'Lost' && named && isDnsSubdomain(named)) return { action: a, read: 'volume' };
   return undefined;
 }
 
@@ -139,7 +142,8 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   if (g.read === 'volume' && a.kind === 'claimPhase') {
     // Listed by name, as BinderReconciler.settle reads a volume: the role lists volumes, never gets one.
     const name = a.claim.spec?.volumeName ?? '';
-    return { kind: 'volume', volume: (await client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${name}` })).items[0] };
+    const listed = await client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${name}` });
+    return { kind: 'volume', volume: listed.items.find((v) => v.metadata?.name === name) };
   }
   if (a.kind !== 'annotateClaim') throw new Error(`no server read for ${a.kind}`);
   const claim = a.claim.metadata;

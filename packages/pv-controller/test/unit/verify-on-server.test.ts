@@ -327,6 +327,13 @@ describe('lostRefuted and verifyOnServer: a bound claim is marked Lost only when
     asked.length = 0;
     const unnamed = { ...bound, spec: { ...bound.spec, volumeName: undefined } };
     expect(await verifyOnServer(client, [{ kind: 'claimPhase', claim: unnamed, phase: 'Lost' }])).to.equal(undefined);
+    // Nor one naming what no volume can be called (a selector would read it otherwise: "=v1" lists v1).
+    for (const bad of ['=v1', 'v1,metadata.name!=x', 'V1', 'a\\b', `${'v'.repeat(253)}…`]) {
+      expect(await verifyOnServer(client, [{ kind: 'claimPhase', claim: { ...bound, spec: { ...bound.spec, volumeName: bad } }, phase: 'Lost' }]), bad).to.equal(undefined);
+    }
     expect(asked).to.deep.equal([]);
+    // A list that answers another volume (whatever the selector did) refutes nothing.
+    items = [{ ...liveVolume('uid-c'), metadata: { name: 'v2' } }];
+    expect(await verifyOnServer(client, plan)).to.equal(undefined);
   });
 });

@@ -5,6 +5,11 @@
 const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** Whether `s` is a DNS subdomain (IsDNS1123Subdomain): what every volume's and node's name is. */
+export function isDnsSubdomain(s: string): boolean {
+  return s.length <= 253 && DNS_SUBDOMAIN.test(s);
+}
+
 /** Why a non-empty label value is invalid, or undefined. */
 export function labelValueProblem(value: string): string | undefined {
   if (value.length > 63) return `"${value.slice(0, 70)}…" is longer than 63 characters`;
