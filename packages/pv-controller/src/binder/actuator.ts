@@ -28,8 +28,8 @@ const claimKeyOf = (c: PersistentVolumeClaim): string => `${c.metadata?.namespac
  * claim cache holds a projection, see projectClaim), or a PUT of a claim's status built on the whole
  * claim the server has just answered. A stale decision fails with Conflict and is retried on fresh
  * data: no volume is ever bound to two claims.
- * What no precondition can guard (Released, a selected-node's removal) the glue has confirmed on the
- * server before handing the plan over (verify-on-server.ts).
+ * What no precondition can guard (Released, Lost, a selected-node's removal) the glue has confirmed
+ * on the server before handing the plan over (verify-on-server.ts).
  */
 export class BinderActuator {
   constructor(private readonly d: ActuatorDeps) {}

@@ -44,8 +44,9 @@ const binderScenario: NecessityScenario = async (client, admin) => {
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'dynamic', '1Gi', { class: `${ns}-dyn` }));
     // Bound by its writer already (volumeName and bind-completed): only its status is written,
     // by merge patch from the cache, where the static claim's follows a PUT of the bind's answer.
-    await admin.create(Resources.persistentVolumes, pv(`${ns}-pre`, '1Gi', { class: manual, policy: 'Retain' }));
-    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'pre', '1Gi', { class: manual, volumeName: `${ns}-pre`, annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }));
+    // A class of its own, so that the static claim cannot take its volume first.
+    await admin.create(Resources.persistentVolumes, pv(`${ns}-pre`, '1Gi', { class: `${manual}-pre`, policy: 'Retain' }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'pre', '1Gi', { class: `${manual}-pre`, volumeName: `${ns}-pre`, annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }));
     await pollUntil(async () => {
       expect((await claim('static')).status?.phase).to.equal('Bound');
       expect((await claim('pre')).status?.phase).to.equal('Bound');
