@@ -95,7 +95,7 @@ export class BinderActuator {
           // The server's answer to the bind is the whole claim: its status is then written with a
           // PUT of that answer (cheaper for kube-apiserver than a patch; hack/bench/README.md,
           // "Claim writes"), never of the projection the cache holds.
-          let whole: PersistentVolumeClaim | undefined;
+          let whole = false;
           const ann = c.metadata?.annotations ?? {};
           if (c.spec?.volumeName !== v.metadata?.name || ann[ANN_BIND_COMPLETED] === undefined || (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined)) {
             // Only the absent marks are sent (upstream sets a mark only when it is absent), with the
@@ -106,9 +106,9 @@ export class BinderActuator {
             if (ann[ANN_BIND_COMPLETED] === undefined) missing[ANN_BIND_COMPLETED] = 'yes';
             if (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined) missing[ANN_BOUND_BY_CONTROLLER] = 'yes';
             const metadata = { resourceVersion: c.metadata?.resourceVersion, ...(Object.keys(missing).length > 0 ? { annotations: missing } : {}) };
-            whole = dropManagedFields(await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata, spec: { volumeName: v.metadata?.name } }));
-            wroteClaim(whole);
-            next = whole;
+            next = dropManagedFields(await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata, spec: { volumeName: v.metadata?.name } }));
+            whole = true;
+            wroteClaim(next);
             failpoint('binder-claim-volumename', v.metadata?.name);
           }
           wroteClaim(await this.writeClaimStatus(next, 'Bound', v, whole));
@@ -177,13 +177,13 @@ export class BinderActuator {
   }
 
   /**
-   * `whole`: the server's whole claim, just returned by a write (so `c` is it), whose status may be
-   * written with a PUT carrying its resourceVersion, as upstream's updateClaimStatus does.
+   * `whole`: `c` is the server's whole claim, just returned by a write, so its status may be written
+   * with a PUT carrying its resourceVersion, as upstream's updateClaimStatus does.
    */
-  private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume, whole?: PersistentVolumeClaim): Promise<PersistentVolumeClaim> {
+  private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume, whole = false): Promise<PersistentVolumeClaim> {
     const status = claimStatusFor(c, phase, v);
     if (!status) return c;
-    if (whole) return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...whole, status });
+    if (whole) return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...c, status });
     // A merge patch of what changed (nulls for what Pending and Lost clear) with the
     // resourceVersion: status fields the cache does not keep, such as conditions, stay the server's.
     const diff = mergePatchDiff(c.status ?? {}, status) ?? {};

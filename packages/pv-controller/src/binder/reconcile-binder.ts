@@ -1,4 +1,4 @@
-import { classifyError, isFenced, logger, Resources, writeMayHaveApplied } from '@topovol/shared';
+import { classifyError, isFenced, logger, writeMayHaveApplied } from '@topovol/shared';
 import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { BinderActuator } from './actuator.js';
@@ -12,7 +12,7 @@ import { decideVolume } from './decide-volume.js';
 import { issueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import type { ProvisioningActivity } from './provisioning-activity.js';
-import { StaleViewError, verifyOnServer } from './verify-on-server.js';
+import { StaleViewError, verifyOnServer, volumeOnServer } from './verify-on-server.js';
 
 export interface BinderGlueDeps {
   world: BinderWorld;
@@ -132,8 +132,7 @@ export class BinderReconciler {
 
   /**
    * The server's copies of the volumes a claim's unanswered writes were for (unsettled), over the
-   * informer's until it catches up. Listed by name, not read with a get: the binder's role lists
-   * volumes and does not get them (upstream's binder never reads one volume either).
+   * informer's until it catches up (volumeOnServer).
    */
   private async settle(key: string): Promise<void> {
     const names = this.unsettled.get(key);
@@ -141,7 +140,7 @@ export class BinderReconciler {
     for (const n of names) {
       let live: PersistentVolume | undefined;
       try {
-        live = (await this.d.client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${n}` })).items[0];
+        live = await volumeOnServer(this.d.client, n);
       } catch (err) {
         // Tried again with the claim's backoff; one that cannot succeed (403, 400, 422) must not hold
         // the claim for ever: it is decided as before, on the informer's view.

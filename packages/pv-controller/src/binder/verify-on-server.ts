@@ -122,6 +122,16 @@ export function refutation(a: Guarded, view: ServerView): string | undefined {
   return a.confirm ? selectedNodeIssueRefuted(a.claim, a.confirm, view) : undefined;
 }
 
+/**
+ * The server's volume of this name (a DNS subdomain, so nothing to escape), or undefined. Listed by
+ * name, not read with a get: the binder's role lists volumes and does not get them (upstream's
+ * binder never reads one volume either).
+ */
+export async function volumeOnServer(client: Pick<KubeClient, 'list'>, name: string): Promise<PersistentVolume | undefined> {
+  const listed = await client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${name}` });
+  return listed.items.find((v) => v.metadata?.name === name);
+}
+
 /** When a Provisioning Event last showed activity (ProvisioningActivity.timeOf; by default its own timestamps). */
 export type ActivityTime = (e: Event) => number;
 
@@ -139,12 +149,7 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
     ]);
     return { kind: 'pod', pod, claim };
   }
-  if (g.read === 'volume' && a.kind === 'claimPhase') {
-    // Listed by name, as BinderReconciler.settle reads a volume: the role lists volumes, never gets one.
-    const name = a.claim.spec?.volumeName ?? '';
-    const listed = await client.list<PersistentVolume>(Resources.persistentVolumes, { fieldSelector: `metadata.name=${name}` });
-    return { kind: 'volume', volume: listed.items.find((v) => v.metadata?.name === name) };
-  }
+  if (g.read === 'volume' && a.kind === 'claimPhase') return { kind: 'volume', volume: await volumeOnServer(client, a.claim.spec?.volumeName ?? '') };
   if (a.kind !== 'annotateClaim') throw new Error(`no server read for ${a.kind}`);
   const claim = a.claim.metadata;
   // Never a cluster-wide list, nor one matching Events that name no claim.
