@@ -8,6 +8,7 @@ export * from './client/retry-on-conflict.js';
 export * from './client/get-if-present.js';
 export { AnswerTooLargeError } from './client/http-transport.js';
 export * from './client/paged-list.js';
+export * from './client/without-managed-fields.js';
 export * from './client/merge-patch-diff.js';
 export * from './controller/controller.js';
 export * from './controller/result.js';

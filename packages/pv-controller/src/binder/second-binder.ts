@@ -61,7 +61,11 @@ export function watchForSecondBinder(
     log.error('another binder is running', { kind: 'volume', object: objectKey(raw), manager: UPSTREAM_MANAGER });
     events.event(raw, 'Warning', Reasons.SecondBinder, `kube-controller-manager's persistentvolume-binder-controller bound this volume while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`);
   };
-  pvs.addRawObserver((raw, cached) => {
-    if (boundByUpstream(raw, cached)) report(raw);
-  });
+  // managedFields only of cached volumes: boundByUpstream reads none of a first sighting's.
+  pvs.addRawObserver(
+    (raw, cached) => {
+      if (boundByUpstream(raw, cached)) report(raw);
+    },
+    { managedFields: 'cached' },
+  );
 }

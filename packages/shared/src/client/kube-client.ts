@@ -292,7 +292,7 @@ export class KubeClient {
     if (!sizer) this.listSizers.set(label, (sizer = new PageSizer(500)));
     const rv = await listPages(this, collectionPath(r, opts.namespace), query, sizer, label, (page) => {
       for (const item of page) items.push(transform(describeItem(r, item)));
-    }, opts.signal);
+    }, { signal: opts.signal });
     return { metadata: { resourceVersion: rv }, items };
   }
 

@@ -3,6 +3,7 @@ import { logger } from '../logging/logger.js';
 import type { KubeObject } from '../informer/object-key.js';
 import { AnswerTooLargeError } from './http-transport.js';
 import type { KubeClient, QueryValue } from './kube-client.js';
+import { withoutManagedFields } from './without-managed-fields.js';
 
 /**
  * The most bytes of one list page read before it is parsed. A page is held whole (its bytes, the
@@ -76,6 +77,12 @@ interface ListAnswer {
   items?: KubeObject[] | null;
 }
 
+export interface ListPagesOptions {
+  signal?: AbortSignal;
+  /** Parse the pages without the objects' managedFields (withoutManagedFields): for a caller that drops them. */
+  withoutManagedFields?: boolean;
+}
+
 /**
  * GETs every page of a collection, each within the sizer's byte budget, and hands each page's items
  * to `onPage` before the next is asked for (so a caller keeps projections, not pages). Returns the
@@ -88,8 +95,9 @@ export async function listPages(
   sizer: PageSizer,
   label: string,
   onPage: (items: KubeObject[]) => void,
-  signal?: AbortSignal,
+  opts: ListPagesOptions = {},
 ): Promise<string> {
+  const { signal } = opts;
   let cont: string | undefined;
   let rv = '';
   for (;;) {
@@ -103,7 +111,7 @@ export async function listPages(
       logger().info('list page over its byte budget; asking for fewer objects', { resource: label, maxBytes: err.maxBytes, limit: sizer.next });
       continue;
     }
-    const page = (text ? JSON.parse(text) : {}) as ListAnswer;
+    const page = (text ? JSON.parse(opts.withoutManagedFields ? withoutManagedFields(text) : text) : {}) as ListAnswer;
     // An answer without the field (an empty body from a misbehaving proxy reads as {}) is no
     // list: taken for an empty one, it would delete every cached object.
     if (page.items === undefined) throw new Error(`list of ${label} answered without items`);

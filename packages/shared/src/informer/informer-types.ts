@@ -1,11 +1,22 @@
 import type { KubeObject } from './object-key.js';
 
 /**
- * Sees each object as the server sent it (managedFields included; a listed one with its apiVersion
- * and kind set), before the projection, with the cached copy it replaces (undefined for a new one). For what the projection drops and one check
- * needs, without caching it: e.g. which field manager wrote a field.
+ * Sees each object as the server sent it (a listed one with its apiVersion and kind set), before the
+ * projection, with the cached copy it replaces (undefined for a new one). For what the projection
+ * drops and one check needs, without caching it: e.g. which field manager wrote a field. Its
+ * managedFields only as RawObserverOptions say.
  */
 export type RawObserver<T> = (raw: KubeObject, cached: T | undefined) => void;
+
+export interface RawObserverOptions {
+  /**
+   * Which objects the observer reads the managedFields of. The informer parses lists and watch
+   * events without them (withoutManagedFields) unless an observer reads them: `cached`, only of
+   * objects the cache already holds (its first list, with nothing cached, is then parsed without
+   * them); `all`, of every object. Absent: none.
+   */
+  managedFields?: 'cached' | 'all';
+}
 
 export interface EventHandler<T> {
   onAdd?(obj: T): void;
@@ -25,7 +36,10 @@ export interface InformerOptions<T> {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
-  /** Project each object before it is cached, e.g. to drop managedFields or keep a few pod fields. */
+  /**
+   * Project each object before it is cached, e.g. to keep a few pod fields. It sees managedFields
+   * only where a raw observer asked for them (RawObserverOptions); the default drops them.
+   */
   transform?: (obj: KubeObject) => T;
   /** Objects per list page at most (default DEFAULT_LIST_PAGE_SIZE). */
   pageSize?: number;

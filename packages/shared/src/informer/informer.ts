@@ -14,8 +14,8 @@ import { sleep } from '../controller/runnable.js';
 import type { WatchEvent } from './watch-stream.js';
 import { cachedObjects, cacheErrors, relists, watchRestarts } from './informer-metrics.js';
 
-export type { EventHandler, InformerOptions, RawObserver } from './informer-types.js';
-import type { EventHandler, InformerOptions, RawObserver } from './informer-types.js';
+export type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
+import type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
 
 
 /**
@@ -50,6 +50,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
   private readonly rawObservers: RawObserver<T>[] = [];
+  /** What the raw observers read of managedFields (RawObserverOptions); undefined: nothing. */
+  private managedFieldsRead: RawObserverOptions['managedFields'];
   private readonly log: Logger;
   /** `plural` or `plural.group`, as in log lines and readiness messages. */
   readonly label: string;
@@ -86,8 +88,20 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   /** Observes objects as listed or watched, before projection (RawObserver). */
-  addRawObserver(fn: RawObserver<T>): void {
+  addRawObserver(fn: RawObserver<T>, opts: RawObserverOptions = {}): void {
     this.rawObservers.push(fn);
+    if (opts.managedFields === 'all') this.managedFieldsRead = 'all';
+    else if (opts.managedFields === 'cached' && this.managedFieldsRead !== 'all') this.managedFieldsRead = 'cached';
+  }
+
+  /**
+   * Whether an answer may be parsed without its objects' managedFields: none of the raw observers
+   * reads them (the projections drop them), or they read them only of cached objects and the
+   * answer is a list with nothing cached (an informer's first).
+   */
+  private parseWithoutManagedFields(listing: boolean): boolean {
+    if (this.managedFieldsRead === undefined) return true;
+    return this.managedFieldsRead === 'cached' && listing && this.cache.size === 0;
   }
 
   addIndex(name: string, fn: IndexFunc<T>): void {
@@ -222,6 +236,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     const query = { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector };
     /** Listed, but not cacheable: what the cache has of them stays (not taken as deleted). */
     const skipped = new Set<string>();
+    const withoutManagedFields = this.parseWithoutManagedFields(true);
     const rv = await listPages(this.client, collectionPath(this.resource, this.opts.namespace), query, this.pages, this.label, (items) => {
       for (const raw of items) {
         const item = describeItem(this.resource, raw);
@@ -230,7 +245,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         if (obj.ok) listed.set(objectKey(obj.value), obj.value);
         else skipped.add(objectKey(item));
       }
-    }, signal);
+    }, { signal, withoutManagedFields });
 
     // The list's place in the order of lists (listedAfter) holds from here on, before any handler
     // runs: one acting on the list's events, or on the gap, must see this list as the current one.
@@ -302,6 +317,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         },
         inner.signal,
         (timeoutSeconds + 60) * 1000,
+        { withoutManagedFields: this.parseWithoutManagedFields(false) },
       );
     } finally {
       signal.removeEventListener('abort', onAbort);

@@ -1,5 +1,6 @@
 import { lineSplitter } from './line-splitter.js';
 import type { KubeClient } from '../client/kube-client.js';
+import { withoutManagedFields } from '../client/without-managed-fields.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -15,6 +16,7 @@ export interface WatchEvent {
  * watch: the caller resumes from the last event it applied, so nothing after it is skipped).
  * ERROR events are passed to the handler like any other: the caller decides (410 means relist).
  * `idleTimeoutMs` bounds the wait for the response's headers too, and every silence after them.
+ * With `withoutManagedFields`, each event is parsed without its object's managedFields.
  */
 export async function streamWatch(
   client: KubeClient,
@@ -23,6 +25,7 @@ export async function streamWatch(
   onEvent: (e: WatchEvent) => void,
   signal: AbortSignal,
   idleTimeoutMs: number,
+  opts: { withoutManagedFields?: boolean } = {},
 ): Promise<number> {
   const ac = new AbortController();
   // Deferred: the caller aborts from inside an event's handler, i.e. from the body's 'data'
@@ -45,7 +48,7 @@ export async function streamWatch(
         if (undecodable) return;
         let e: WatchEvent;
         try {
-          e = JSON.parse(line) as WatchEvent;
+          e = JSON.parse(opts.withoutManagedFields ? withoutManagedFields(line) : line) as WatchEvent;
         } catch {
           undecodable = true;
           onAbort();

@@ -1,0 +1,116 @@
+import { expect } from 'chai';
+import { Informer, Resources } from '../../src/index.js';
+import type { KubeClient, KubeObject, RawObserverOptions } from '../../src/index.js';
+import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import type { ControlPlane } from '@topovol/testing';
+
+type ConfigMap = KubeObject & { data?: Record<string, string> };
+
+// Values that a cut of managedFields ignoring JSON's strings and escapes would break or take for the member.
+const TRICKY: Record<string, string> = {
+  needle: '"managedFields":[{"manager":"x"}]',
+  member: ',"managedFields":[1],',
+  brackets: ']]}}[[{{',
+  escapes: '\\"\\\\"\\',
+  unicode: '\u2028🙂',
+};
+
+function cm(namespace: string, name: string, data: Record<string, string> = TRICKY): ConfigMap {
+  // An annotation may be named managedFields (a string value): it must stay.
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, annotations: { managedFields: '[1]' } }, data };
+}
+
+const hasManagedFields = (o: KubeObject): boolean => (o.metadata?.managedFields?.length ?? 0) > 0;
+
+/** What the informer caches of an object: everything the server has but managedFields. */
+function withoutManagedFieldsMember(o: KubeObject): KubeObject {
+  const { managedFields: _, ...metadata } = o.metadata ?? {};
+  return { ...o, metadata };
+}
+
+describe('Informer: managedFields parsed only where an observer reads them (real kube-apiserver)', function () {
+  let cp: ControlPlane;
+  let admin: KubeClient;
+  let client: KubeClient;
+  let ns: string;
+  const informers: Informer<ConfigMap>[] = [];
+
+  before(async function () {
+    cp = await sharedControlPlane();
+    admin = cp.adminClient();
+  });
+
+  beforeEach(async function () {
+    ns = await createTestNamespace(admin);
+    client = cp.adminClient();
+    for (let i = 0; i < 5; i++) await admin.create(Resources.configMaps, cm(ns, `before-${i}`));
+  });
+
+  afterEach(async function () {
+    for (const i of informers.splice(0)) await i.stop();
+    client.close();
+  });
+
+  /** An informer (pages of 2) whose projection and raw observer record what they were given. */
+  function start(observer?: RawObserverOptions): { informer: Informer<ConfigMap>; projected: KubeObject[]; raw: { name: string; cached: boolean; managedFields: boolean }[] } {
+    const projected: KubeObject[] = [];
+    const raw: { name: string; cached: boolean; managedFields: boolean }[] = [];
+    const informer = new Informer<ConfigMap>(client, Resources.configMaps, {
+      namespace: ns,
+      pageSize: 2,
+      transform: (o) => {
+        projected.push(structuredClone(o));
+        return withoutManagedFieldsMember(o);
+      },
+    });
+    if (observer) informer.addRawObserver((o, cached) => raw.push({ name: o.metadata!.name!, cached: cached !== undefined, managedFields: hasManagedFields(o) }), observer);
+    informers.push(informer);
+    informer.start();
+    return { informer, projected, raw };
+  }
+
+  async function expectCacheEqualsServerLessManagedFields(informer: Informer<ConfigMap>): Promise<void> {
+    await eventually(async () => {
+      const server = (await admin.list<ConfigMap>(Resources.configMaps, { namespace: ns })).items;
+      expect(server.every(hasManagedFields), 'the server keeps them').to.equal(true);
+      const want = server.map((o) => withoutManagedFieldsMember({ ...o, apiVersion: 'v1', kind: 'ConfigMap' })).sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+      const got = informer.cache.list().map((o) => ({ ...o, apiVersion: 'v1', kind: 'ConfigMap' })).sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+      expect(got).to.deep.equal(want);
+    });
+  }
+
+  it('with no observer reading them, lists and watch events are parsed without them, and nothing else is lost', async function () {
+    const { informer, projected } = start();
+    await informer.waitForSync();
+    await admin.patch(Resources.configMaps, 'before-1', ns, 'merge', { data: { v: '2' } });
+    await admin.create(Resources.configMaps, cm(ns, 'after'));
+    await expectCacheEqualsServerLessManagedFields(informer);
+    expect(informer.cache.get(`${ns}/before-1`)?.data).to.deep.equal({ ...TRICKY, v: '2' });
+    expect(informer.cache.get(`${ns}/after`)?.metadata?.annotations).to.deep.equal({ managedFields: '[1]' });
+    expect(projected.length, 'five listed, one update, one create').to.be.at.least(7);
+    expect(projected.filter(hasManagedFields).map((o) => o.metadata!.name)).to.deep.equal([]);
+  });
+
+  it("an observer of cached objects' managedFields: the first list comes without them, watch events and later lists with them", async function () {
+    const { informer, raw } = start({ managedFields: 'cached' });
+    await informer.waitForSync();
+    expect(raw.map((r) => `${r.name} ${r.cached} ${r.managedFields}`).sort()).to.deep.equal([0, 1, 2, 3, 4].map((i) => `before-${i} false false`));
+
+    raw.length = 0;
+    await admin.patch(Resources.configMaps, 'before-1', ns, 'merge', { data: { v: '2' } });
+    await eventually(() => expect(raw.map((r) => `${r.name} ${r.cached} ${r.managedFields}`)).to.deep.equal(['before-1 true true']));
+
+    raw.length = 0;
+    const done = informer.lastListDone();
+    informer.relist();
+    await eventually(() => expect(informer.lastListDone()).to.be.greaterThan(done), 60_000);
+    expect(raw.map((r) => `${r.name} ${r.cached} ${r.managedFields}`).sort()).to.deep.equal([0, 1, 2, 3, 4].map((i) => `before-${i} true true`));
+    await expectCacheEqualsServerLessManagedFields(informer);
+  });
+
+  it('an observer of every object\'s managedFields gets them in the first list too', async function () {
+    const { informer, raw } = start({ managedFields: 'all' });
+    await informer.waitForSync();
+    expect(raw.map((r) => `${r.name} ${r.managedFields}`).sort()).to.deep.equal([0, 1, 2, 3, 4].map((i) => `before-${i} true`));
+  });
+});
