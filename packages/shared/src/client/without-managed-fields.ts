@@ -1,6 +1,6 @@
 /**
- * JSON text without its `managedFields`, cut before it is parsed. kube-apiserver v1.37 sends every
- * object's managedFields in lists and watches (a client opt-out is KEP-5958, not in this version),
+ * JSON text without its `managedFields`, cut before it is parsed. kube-apiserver v1.37.2 sends every
+ * object's managedFields in lists and watches (a client opt-out is KEP-5958, not in that version),
  * and in volumes and claims they are 40-50% of the bytes: parsing them only to drop them (the
  * informers' default projection) costs about a third of each list page's JSON.parse and garbage
  * (hack/bench/README.md, "managedFields cut before parsing").
@@ -40,7 +40,9 @@ export function withoutManagedFields(json: string): string {
     if (end === -1) return json;
     const after = json.charCodeAt(end);
     if (after !== COMMA && after !== CLOSE_OBJECT) return json;
-    if (before === COMMA) {
+    // `at === from`: the comma before it went with a member cut just before (a duplicate key), so
+    // it is now the first member of its object.
+    if (before === COMMA && at !== from) {
       // `,"managedFields":[...]` goes with the comma before it.
       kept.push(json.slice(from, at - 1));
       from = end;

@@ -13,7 +13,8 @@ export interface RawObserverOptions {
    * Which objects the observer reads the managedFields of. The informer parses lists and watch
    * events without them (withoutManagedFields) unless an observer reads them: `cached`, only of
    * objects the cache already holds (its first list, with nothing cached, is then parsed without
-   * them); `all`, of every object. Absent: none.
+   * them); `all`, of every object. Absent: none. An observer added after the informer started
+   * gets them from the next list or watch event on (docs/adr/0015).
    */
   managedFields?: 'cached' | 'all';
 }

@@ -16,6 +16,7 @@ import { cachedObjects, cacheErrors, relists, watchRestarts } from './informer-m
 
 export type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
 import type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
+import { ManagedFieldsReaders } from './managed-fields-readers.js';
 
 
 /**
@@ -50,8 +51,9 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
   private readonly rawObservers: RawObserver<T>[] = [];
-  /** What the raw observers read of managedFields (RawObserverOptions); undefined: nothing. */
-  private managedFieldsRead: RawObserverOptions['managedFields'];
+  private readonly managedFields = new ManagedFieldsReaders();
+  /** The open watch is parsed without managedFields. */
+  private cutWatch = false;
   private readonly log: Logger;
   /** `plural` or `plural.group`, as in log lines and readiness messages. */
   readonly label: string;
@@ -90,18 +92,15 @@ export class Informer<T extends KubeObject = KubeObject> {
   /** Observes objects as listed or watched, before projection (RawObserver). */
   addRawObserver(fn: RawObserver<T>, opts: RawObserverOptions = {}): void {
     this.rawObservers.push(fn);
-    if (opts.managedFields === 'all') this.managedFieldsRead = 'all';
-    else if (opts.managedFields === 'cached' && this.managedFieldsRead !== 'all') this.managedFieldsRead = 'cached';
+    this.managedFields.add(opts);
+    // A watch opened without managedFields before this observer came: open it again with them, from
+    // the last event applied (its events meanwhile are not applied: see watchOnce).
+    if (this.cutWatch && !this.mayCut(false)) this.watchAbort?.abort();
   }
 
-  /**
-   * Whether an answer may be parsed without its objects' managedFields: none of the raw observers
-   * reads them (the projections drop them), or they read them only of cached objects and the
-   * answer is a list with nothing cached (an informer's first).
-   */
-  private parseWithoutManagedFields(listing: boolean): boolean {
-    if (this.managedFieldsRead === undefined) return true;
-    return this.managedFieldsRead === 'cached' && listing && this.cache.size === 0;
+  /** Whether this list (`listing`) or watch may be parsed without managedFields (ManagedFieldsReaders). */
+  private mayCut(listing: boolean): boolean {
+    return this.managedFields.mayCut(listing, this.cache.size === 0);
   }
 
   addIndex(name: string, fn: IndexFunc<T>): void {
@@ -236,11 +235,15 @@ export class Informer<T extends KubeObject = KubeObject> {
     const query = { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector };
     /** Listed, but not cacheable: what the cache has of them stays (not taken as deleted). */
     const skipped = new Set<string>();
-    const withoutManagedFields = this.parseWithoutManagedFields(true);
+    const withoutManagedFields = this.mayCut(true);
     const rv = await listPages(this.client, collectionPath(this.resource, this.opts.namespace), query, this.pages, this.label, (items) => {
+      // An observer that reads managedFields came after this list was asked for without them: the
+      // observers see its objects in the list asked for next.
+      const observe = this.rawObservers.length > 0 && !(withoutManagedFields && !this.mayCut(true));
+      if (this.rawObservers.length > 0 && !observe) this.relist();
       for (const raw of items) {
         const item = describeItem(this.resource, raw);
-        if (this.rawObservers.length > 0) this.observeRaw(item);
+        if (observe) this.observeRaw(item);
         const obj = this.attempt(item, 'listed', () => this.project(item));
         if (obj.ok) listed.set(objectKey(obj.value), obj.value);
         else skipped.add(objectKey(item));
@@ -286,6 +289,8 @@ export class Informer<T extends KubeObject = KubeObject> {
     let failure: unknown;
     const inner = new AbortController();
     this.watchAbort = inner;
+    const cut = this.mayCut(false);
+    this.cutWatch = cut;
     const onAbort = (): void => inner.abort();
     signal.addEventListener('abort', onAbort);
     // Spread watch lengths so many informers do not all reconnect at once (as client-go: 5-10 min).
@@ -305,6 +310,9 @@ export class Informer<T extends KubeObject = KubeObject> {
         query,
         (e) => {
           if (gone || failure) return;
+          // Parsed without managedFields, which an observer added since reads: not applied, so the
+          // next watch (addRawObserver ends this one) delivers it again, from the last one applied.
+          if (cut && !this.mayCut(false)) return;
           try {
             if (this.apply(e) === 'gone') {
               gone = true;
@@ -317,11 +325,12 @@ export class Informer<T extends KubeObject = KubeObject> {
         },
         inner.signal,
         (timeoutSeconds + 60) * 1000,
-        { withoutManagedFields: this.parseWithoutManagedFields(false) },
+        { withoutManagedFields: cut },
       );
     } finally {
       signal.removeEventListener('abort', onAbort);
       this.watchAbort = undefined;
+      this.cutWatch = false;
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('watch event handling failed');
     return gone ? { kind: 'gone' } : { kind: 'closed', events };

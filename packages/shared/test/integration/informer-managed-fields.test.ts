@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Informer, Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject, RawObserverOptions } from '../../src/index.js';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -51,11 +52,17 @@ describe('Informer: managedFields parsed only where an observer reads them (real
     client.close();
   });
 
+  type Seen = { name: string; cached: boolean; managedFields: boolean };
+  const observe =
+    (raw: Seen[]) =>
+    (o: KubeObject, cached: ConfigMap | undefined): void =>
+      void raw.push({ name: o.metadata!.name!, cached: cached !== undefined, managedFields: hasManagedFields(o) });
+
   /** An informer (pages of 2) whose projection and raw observer record what they were given. */
-  function start(observer?: RawObserverOptions): { informer: Informer<ConfigMap>; projected: KubeObject[]; raw: { name: string; cached: boolean; managedFields: boolean }[] } {
+  function start(observer?: RawObserverOptions, via: KubeClient = client): { informer: Informer<ConfigMap>; projected: KubeObject[]; raw: Seen[] } {
     const projected: KubeObject[] = [];
-    const raw: { name: string; cached: boolean; managedFields: boolean }[] = [];
-    const informer = new Informer<ConfigMap>(client, Resources.configMaps, {
+    const raw: Seen[] = [];
+    const informer = new Informer<ConfigMap>(via, Resources.configMaps, {
       namespace: ns,
       pageSize: 2,
       transform: (o) => {
@@ -63,7 +70,7 @@ describe('Informer: managedFields parsed only where an observer reads them (real
         return withoutManagedFieldsMember(o);
       },
     });
-    if (observer) informer.addRawObserver((o, cached) => raw.push({ name: o.metadata!.name!, cached: cached !== undefined, managedFields: hasManagedFields(o) }), observer);
+    if (observer) informer.addRawObserver(observe(raw), observer);
     informers.push(informer);
     informer.start();
     return { informer, projected, raw };
@@ -112,5 +119,49 @@ describe('Informer: managedFields parsed only where an observer reads them (real
     const { informer, raw } = start({ managedFields: 'all' });
     await informer.waitForSync();
     expect(raw.map((r) => `${r.name} ${r.managedFields}`).sort()).to.deep.equal([0, 1, 2, 3, 4].map((i) => `before-${i} true`));
+  });
+
+  it("an observer of cached objects' managedFields added after the first list gets them from the next watch event on (the watch opened without them is opened again)", async function () {
+    const { informer } = start();
+    await informer.waitForSync();
+    // The watch is open (it delivered this) before the observer comes.
+    await admin.patch(Resources.configMaps, 'before-0', ns, 'merge', { data: { v: '1' } });
+    await eventually(() => expect(informer.cache.get(`${ns}/before-0`)?.data?.v).to.equal('1'));
+    const raw: Seen[] = [];
+    informer.addRawObserver(observe(raw), { managedFields: 'cached' });
+    await admin.patch(Resources.configMaps, 'before-1', ns, 'merge', { data: { v: '2' } });
+    await admin.patch(Resources.configMaps, 'before-2', ns, 'merge', { data: { v: '2' } });
+    await eventually(() => expect(raw.map((r) => `${r.name} ${r.cached} ${r.managedFields}`)).to.deep.equal(['before-1 true true', 'before-2 true true']));
+    expect(informer.cache.get(`${ns}/before-2`)?.data?.v, 'the events held back are applied').to.equal('2');
+  });
+
+  it("an observer of every object's managedFields added between the first list's pages sees every object with them, in the list asked for next", async function () {
+    const proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 5);
+    const via = proxy.client(cp.adminToken);
+    try {
+      const raw: Seen[] = [];
+      let held = false;
+      const informer = new Informer<ConfigMap>(via, Resources.configMaps, {
+        namespace: ns,
+        pageSize: 2,
+        transform: (o) => {
+          // The first page is in: hold the next one at the proxy.
+          if (!held) proxy.holdUntilRelease((r) => !r.watch && r.path.endsWith('/configmaps'));
+          held = true;
+          return withoutManagedFieldsMember(o);
+        },
+      });
+      informers.push(informer);
+      informer.start();
+      await eventually(() => expect(held).to.equal(true));
+      informer.addRawObserver(observe(raw), { managedFields: 'all' });
+      proxy.release();
+      await informer.waitForSync();
+      await eventually(() => expect(raw.filter((r) => r.managedFields).map((r) => r.name).sort()).to.deep.equal([0, 1, 2, 3, 4].map((i) => `before-${i}`)), 60_000);
+      expect(raw.filter((r) => !r.managedFields), 'never an object cut').to.deep.equal([]);
+    } finally {
+      via.close();
+      await proxy.stop();
+    }
   });
 });

@@ -13,6 +13,16 @@ function model(v: Json): Json {
   return out;
 }
 
+/** Compact JSON with a space after some of its structural commas, colons and brackets. */
+function spaced(v: Json, space: () => boolean): string {
+  const sp = (): string => (space() ? ' ' : '');
+  if (Array.isArray(v)) return `[${sp()}${v.map((x) => spaced(x, space)).join(`,${sp()}`)}]`;
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  return `{${sp()}${Object.entries(v)
+    .map(([k, x]) => `${JSON.stringify(k)}:${sp()}${spaced(x, space)}`)
+    .join(`,${sp()}`)}}`;
+}
+
 // Strings a cut that ignored JSON's escapes or strings would trip on.
 const tricky = ['"managedFields":[', ',"managedFields":[1],', ']', '[', '}', '{', '"', '\\', '\\"', '\\\\', 'a\\', '\u2028', 'k:{"type":"Ready"}', '🙂', ''];
 const keys = fc.constantFrom('managedFields', 'metadata', 'items', 'fieldsV1', 'f:spec', 'k:{"a":"]"}', 'x"managedFields', 'managedFields"', '\\', 'name');
@@ -37,6 +47,9 @@ describe('withoutManagedFields', function () {
     { name: 'an annotation named managedFields (a string) stays', text: '{"annotations":{"managedFields":"[1]"}}', want: '{"annotations":{"managedFields":"[1]"}}' },
     { name: 'a key that only ends in managedFields stays', text: '{"x\\"managedFields":[1]}', want: '{"x\\"managedFields":[1]}' },
     { name: 'the needle inside a string value stays', text: '{"a":"\\"managedFields\\":[1]"}', want: '{"a":"\\"managedFields\\":[1]"}' },
+    { name: 'a key given twice (JSON.parse keeps the last): both go', text: '{"managedFields":[1],"managedFields":[2],"a":1}', want: '{"a":1}' },
+    { name: 'a key given twice, alone in its object', text: '{"managedFields":[1],"managedFields":[2]}', want: '{}' },
+    { name: 'a key given twice after another member', text: '{"a":1,"managedFields":[1],"managedFields":[2]}', want: '{"a":1}' },
     { name: 'a space before the member: left as sent', text: '{"a":1, "managedFields":[1]}', want: '{"a":1, "managedFields":[1]}' },
     { name: 'a space after one member: the whole text as sent', text: '{"a":{"managedFields":[1]},"b":{"managedFields":[2] }}', want: '{"a":{"managedFields":[1]},"b":{"managedFields":[2] }}' },
     { name: 'members inside the value of a key that only ends in managedFields go', text: '{"x\\"managedFields":[{"managedFields":[1],"a":2}]}', want: '{"x\\"managedFields":[{"a":2}]}' },
@@ -63,13 +76,17 @@ describe('withoutManagedFields', function () {
     );
   });
 
-  it('over random JSON with spaces between tokens, changes nothing', function () {
+  it('over random JSON with spaces between some tokens, changes nothing but managedFields arrays (all, some or none of them)', function () {
+    // A member with a space next to it is not cut (or, after it, leaves the whole text as sent):
+    // what matters is that nothing else changes.
     fc.assert(
-      fc.property(value, (v) => {
-        const text = JSON.stringify(v, null, 1);
-        expect(withoutManagedFields(text)).to.equal(text);
+      fc.property(value, fc.array(fc.boolean(), { minLength: 1, maxLength: 16 }), (v, spaces) => {
+        let k = 0;
+        const text = spaced(v, () => spaces[k++ % spaces.length]!);
+        const got = JSON.parse(withoutManagedFields(text)) as Json;
+        expect(model(got)).to.deep.equal(model(v));
       }),
-      { numRuns: 500 },
+      { numRuns: 2000 },
     );
   });
 
