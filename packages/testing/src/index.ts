@@ -61,3 +61,4 @@ export type { StaleCapacityStory } from './stack/stale-capacity-story.js';
 export * from './architecture-doc.js';
 export * from './fake-writes.js';
 export * from './claim-noise.js';
+export * from './pod-noise.js';

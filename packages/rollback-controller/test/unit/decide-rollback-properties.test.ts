@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { projectClaim } from '@topovol/shared';
+import { projectClaim, projectPod } from '@topovol/shared';
 import type { PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
-import { claimNoiseArb, claimsByIdentity, withNoise } from '@topovol/testing';
+import { claimNoiseArb, claimsByIdentity, podNoiseArb, withNoise, withPodNoise } from '@topovol/testing';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
 import { claim, failed, node, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
@@ -129,6 +129,23 @@ describe('rollback decisions: the cached claim projection decides as the whole c
         const projected = { ...w, claims: whole.claims.map(projectClaim) };
         const same = (x: unknown): unknown => claimsByIdentity(x, { cutValues: noise.longValue !== undefined });
         expect(same(decideRollback(p, world(projected), w.stuckSince))).to.deep.equal(same(decideRollback(p, world(whole), w.stuckSince)));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+// The pod informer caches projectPod's copy, and the pod decided on is that copy too: whatever a
+// pod's creator or the kubelet adds (containers and their images, conditions, IPs, start time,
+// owners that are not the controller, other volumes), the evidence of use must read the same.
+describe('rollback decisions: the cached pod projection decides as the whole pod', function () {
+  it('decideRollback is the same on projected pods as on whole ones', function () {
+    fc.assert(
+      fc.property(worldFacts, podNoiseArb, (f, noise) => {
+        const { w } = build(f);
+        const whole = (w.pods ?? []).map((x) => withPodNoise(x, noise));
+        const projected = whole.map(projectPod);
+        expect(decideRollback(projected[0]!, world({ ...w, pods: projected }), w.stuckSince)).to.deep.equal(decideRollback(whole[0]!, world({ ...w, pods: whole }), w.stuckSince));
       }),
       { numRuns: 3000 },
     );
