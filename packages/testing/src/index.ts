@@ -62,3 +62,4 @@ export * from './architecture-doc.js';
 export * from './fake-writes.js';
 export * from './claim-noise.js';
 export * from './pod-noise.js';
+export * from './event-noise.js';

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { projectClaim, projectPod } from '@topovol/shared';
-import type { PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
-import { claimNoiseArb, claimsByIdentity, podNoiseArb, withNoise, withPodNoise } from '@topovol/testing';
+import { projectClaim, projectEvent, projectPod } from '@topovol/shared';
+import type { Event, PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
+import { claimNoiseArb, claimsByIdentity, eventNoiseArb, podNoiseArb, withEventNoise, withNoise, withPodNoise } from '@topovol/testing';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
 import { claim, failed, node, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
@@ -149,5 +149,24 @@ describe('rollback decisions: the cached pod projection decides as the whole pod
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+// The ProvisioningFailed Events are cached as projectEvent's copies: whatever a recorder adds, and
+// whichever way it writes the time, the evidence of a stuck pod must read the same.
+describe('rollback decisions: the cached Event projection decides as the whole Event', function () {
+  it('decideRollback is the same on projected ProvisioningFailed Events as on whole ones', function () {
+    let withFailures = 0;
+    fc.assert(
+      fc.property(worldFacts, eventNoiseArb, (f, noise) => {
+        const { p, w } = build(f);
+        const whole: Record<string, Event[]> = Object.fromEntries(Object.entries(w.failures ?? {}).map(([c, es]) => [c, es.map((e) => withEventNoise(e, noise))]));
+        const projected = Object.fromEntries(Object.entries(whole).map(([c, es]) => [c, es.map(projectEvent)]));
+        if (Object.keys(whole).length > 0) withFailures++;
+        expect(decideRollback(p, world({ ...w, failures: projected }), w.stuckSince)).to.deep.equal(decideRollback(p, world({ ...w, failures: whole }), w.stuckSince));
+      }),
+      { numRuns: 3000 },
+    );
+    expect(withFailures, 'worlds with a failed sibling').to.be.above(1000);
   });
 });
