@@ -9,7 +9,13 @@ export interface StuckVerdict {
   at: number;
 }
 
-const eventTime = (e: Event): number => Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '') || 0;
+/**
+ * When the failure was last seen: a core/v1 recorder writes it as lastTimestamp, an events.k8s.io/v1
+ * recorder as eventTime (the first occurrence) and, once it repeats, series.lastObservedTime. Not
+ * rounded up (the binder's eventTime is, for its own check): a record counts as newer than the
+ * last rollback only by what it says.
+ */
+const eventTime = (e: Event): number => Math.max(0, ...[e.lastTimestamp, e.series?.lastObservedTime, e.eventTime, e.firstTimestamp].map((t) => Date.parse(t ?? '') || 0));
 
 /**
  * The VolumeBinding plugin's reason for nodes that the pod's bound volumes exclude

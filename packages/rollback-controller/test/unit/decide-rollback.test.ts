@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { PersistentVolume, Pod } from '@topovol/shared';
 import { decideMark } from '../../src/rollback/decide-mark.js';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
-import { NOW, claim, failed, node, pod, pv, record, seen, world } from './rollback-world-fixture.js';
+import { NOW, claim, failed, node, pod, pv, record, seen, seriesFailed, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
 
@@ -93,6 +93,9 @@ describe('decideRollback', function () {
     { name: 'an ephemeral volume\'s claim pinned, sibling failed → rollback', p: pod('p', ['c2'], { ephemeral: ['scratch'] }), w: { ...base, pvs: [pv('v1', 'p-scratch', { usage: 'unused', forNode: 'a' })], claims: [claim('p-scratch', { volume: 'v1' }), claim('c2')] }, want: 'rollback' },
     // Pacing: a cap, a backoff, and only evidence newer than the last rollback.
     { name: 'a failure older than the last rollback → none', w: { ...base, failures: { c2: [failed('ResourceExhausted', NOW - 600_000)] }, rollbacks: [record('uid-p', 1, NOW - 300_000)] }, want: 'none' },
+    // An events.k8s.io/v1 recorder writes the first occurrence as eventTime and the last in its series.
+    { name: 'an events.k8s.io failure first seen before the last rollback, seen again since (its series) → rollback (attempt 2)', w: { ...base, failures: { c2: [seriesFailed('ResourceExhausted', NOW - 600_000, NOW - 60_000)] }, rollbacks: [record('uid-p', 1, NOW - 300_000)] }, want: 'rollback 2' },
+    { name: 'an events.k8s.io failure seen only before the last rollback → none', w: { ...base, failures: { c2: [seriesFailed('ResourceExhausted', NOW - 600_000)] }, rollbacks: [record('uid-p', 1, NOW - 300_000)] }, want: 'none' },
     { name: 'a new failure after the last rollback, within its backoff → wait', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 10_000)] }, want: 'wait' },
     { name: 'a new failure after the last rollback, backoff over → rollback (attempt 2)', w: { ...base, rollbacks: [record('uid-p', 1, NOW - 60_000)] }, want: 'rollback 2' },
     { name: 'attempt 1 expired from the history, 2 and 3 kept, backoff over → rollback (attempt 4, not a second 3)', w: { ...base, rollbacks: [record('uid-p', 3, NOW - 60_000), record('uid-p', 2, NOW - 3_600_000)] }, want: 'rollback 4' },

@@ -85,6 +85,11 @@ export const pod = (name: string, claims: string[], extra: PodExtra = {}): Pod =
 });
 export const node = (name: string, spec: Node['spec'] = {}): Node => ({ metadata: { name }, spec });
 export const failed = (msg: string, at = NOW - 5_000): Event => ({ metadata: { name: 'e' }, involvedObject: {}, reason: 'ProvisioningFailed', message: msg, lastTimestamp: iso(at) });
+/** A ProvisioningFailed Event as an events.k8s.io/v1 recorder writes it: eventTime (microseconds) and, once repeated, a series. */
+export const seriesFailed = (msg: string, first: number, last?: number): Event => {
+  const micro = (ms: number): string => iso(ms).replace('Z', '000Z');
+  return { metadata: { name: 'e' }, involvedObject: {}, reason: 'ProvisioningFailed', message: msg, eventTime: micro(first), ...(last === undefined ? {} : { series: { count: 2, lastObservedTime: micro(last) } }) };
+};
 export const seen = (podUid = 'uid-p', node = 'a', workloadUid = podUid): ProvisioningObservation => ({ node, podUid, workloadUid });
 export const record = (workloadUid: string, attempt: number, createdAt: number, at: { namespace?: string; pod?: string; kind?: string } = {}): ProvisioningRollback => ({
   metadata: { name: `${workloadUid}-${attempt}`, creationTimestamp: iso(createdAt) },
