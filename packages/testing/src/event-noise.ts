@@ -29,18 +29,21 @@ export function withEventNoise(e: Event, n: EventNoise): Event {
   if (n.annotations) md.annotations = { ...md.annotations, ...n.annotations };
   md.managedFields = [{ manager: 'csi-provisioner', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:count': {} } }];
   out.involvedObject = { ...out.involvedObject, apiVersion: 'v1', resourceVersion: '42', fieldPath: 'spec' };
-  if (n.reporting) Object.assign(out, { source: { component: 'csi-provisioner', host: 'node-a' }, reportingComponent: 'csi-provisioner', reportingInstance: 'csi-provisioner-node-a', action: 'Provisioning' });
   if (n.related) out.related = { kind: 'Pod', namespace: 'ns', name: 'p', uid: 'uid-p' };
-  if (n.count !== undefined) out.count = n.count;
   if (out.message !== undefined) out.message += n.messageTail;
   const at = out.lastTimestamp ?? out.eventTime;
   if (n.time !== 'asIs' && at) {
-    // events.k8s.io/v1's recorder writes eventTime with microseconds and no lastTimestamp.
-    const micro = new Date(Date.parse(at)).toISOString().replace('Z', '000Z');
+    // events.k8s.io/v1's recorder: eventTime with microseconds, its reporting fields (the API
+    // server requires them with eventTime), no lastTimestamp or count; a series once it repeats.
+    const micro = (ms: number): string => new Date(ms).toISOString().replace('Z', '000Z');
     delete out.lastTimestamp;
     delete out.firstTimestamp;
-    out.eventTime = micro;
-    if (n.time === 'series') out.series = { count: 2, lastObservedTime: micro };
+    delete out.count;
+    Object.assign(out, { eventTime: micro(Date.parse(at)), reportingComponent: 'csi-provisioner', reportingInstance: 'csi-provisioner-node-a', action: 'Provisioning' });
+    if (n.time === 'series') out.series = { count: 2, lastObservedTime: micro(Date.parse(at) + 20_000) };
+    return out;
   }
+  if (n.reporting) Object.assign(out, { source: { component: 'csi-provisioner', host: 'node-a' }, reportingComponent: 'csi-provisioner', reportingInstance: 'csi-provisioner-node-a', action: 'Provisioning' });
+  if (n.count !== undefined) out.count = n.count;
   return out;
 }

@@ -29,9 +29,12 @@ export const podNoiseArb = fc.record({
   /** The phase the kubelet reported, if not the fixture's. */
   phase: fc.constantFrom<'asIs' | 'Running' | 'Succeeded' | 'Failed'>('asIs', 'asIs', 'asIs', 'Running', 'Succeeded', 'Failed'),
   /** Being deleted; then perhaps with a debug container still running (which keeps it alive). */
-  deleting: fc.constantFrom<'no' | 'yes' | 'debugRunning'>('no', 'no', 'yes', 'debugRunning'),
-  /** A node selector and required node affinity (kept for pods with claims). */
-  selectors: fc.boolean(),
+  deleting: fc.constantFrom<'no' | 'yes' | 'debugRunning'>('no', 'no', 'no', 'no', 'no', 'yes', 'debugRunning'),
+  /**
+   * A node selector, or required node affinity matching the fixtures' nodes by name (n1, a) or
+   * matching none (kept for pods with claims; the fixtures' nodes have no labels).
+   */
+  selectors: fc.constantFrom<'none' | 'nodeSelector' | 'affinityMatching' | 'affinityNotMatching'>('none', 'none', 'nodeSelector', 'affinityMatching', 'affinityNotMatching'),
 });
 export type PodNoise = typeof podNoiseArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -51,13 +54,13 @@ export function withPodNoise(p: Pod, n: PodNoise): Pod {
   if (n.containers) spec.containers = [{ name: 'app', image: 'registry.example/app:1', resources: { requests: { cpu: '1' } }, volumeMounts: [{ name: 'data', mountPath: '/data' }] }];
   if (n.otherVolumes) spec.volumes = [...(spec.volumes ?? []), { name: 'cfg', configMap: { name: 'cm' } }, { name: 'tmp', emptyDir: {} }];
   if (n.preferences) {
-    spec.priority = 1000;
     spec.schedulerName = 'default-scheduler';
     spec.affinity = { ...spec.affinity, nodeAffinity: { ...spec.affinity?.nodeAffinity, preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['z1'] }] } }] } };
   }
-  if (n.selectors) {
-    spec.nodeSelector = { ...spec.nodeSelector, 'kubernetes.io/os': 'linux' };
-    spec.affinity = { ...spec.affinity, nodeAffinity: { ...spec.affinity?.nodeAffinity, requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['z1', 'z2'] }] }] } } };
+  if (n.selectors === 'nodeSelector') spec.nodeSelector = { ...spec.nodeSelector, 'kubernetes.io/os': 'linux' };
+  if (n.selectors === 'affinityMatching' || n.selectors === 'affinityNotMatching') {
+    const term = n.selectors === 'affinityMatching' ? { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1', 'a'] }] } : { matchExpressions: [{ key: 'zone', operator: 'In', values: ['z1', 'z2'] }] };
+    spec.affinity = { ...spec.affinity, nodeAffinity: { ...spec.affinity?.nodeAffinity, requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [term] } } };
   }
   if (n.conditions !== 'none') {
     const v = n.conditions === 'ready' ? 'True' : 'False';
@@ -65,7 +68,8 @@ export function withPodNoise(p: Pod, n: PodNoise): Pod {
   }
   if (n.kubeletStatus) Object.assign(status, { hostIP: '10.0.0.1', podIP: '10.1.0.1', startTime: '2026-11-29T09:00:00Z', qosClass: 'Burstable', message: 'm', reason: 'r' });
   if (n.phase !== 'asIs') status.phase = n.phase;
-  if (n.restarted) {
+  // The kubelet restarts containers only in a pod that has not ended.
+  if (n.restarted && status.phase !== 'Succeeded' && status.phase !== 'Failed') {
     const ran = { waiting: { reason: 'CrashLoopBackOff' } };
     const last = { terminated: { exitCode: 1, reason: 'Error' } };
     status.containerStatuses = (status.containerStatuses ?? [{ name: 'app', image: 'a', imageID: '', ready: false, restartCount: 0 }]).map((s) => ({ ...s, restartCount: 1, state: ran, lastState: last }));

@@ -10,12 +10,14 @@ export interface StuckVerdict {
 }
 
 /**
- * When the failure was last seen: a core/v1 recorder writes it as lastTimestamp, an events.k8s.io/v1
- * recorder as eventTime (the first occurrence) and, once it repeats, series.lastObservedTime. Not
- * rounded up (the binder's eventTime is, for its own check): a record counts as newer than the
- * last rollback only by what it says.
+ * When the failure the Event's message describes was recorded. Not an events.k8s.io/v1 series'
+ * lastObservedTime: that recorder keeps the first occurrence's message for the whole series (its
+ * repeats may be other errors) and publishes repeats late (every 30 minutes, and some 6 minutes
+ * after the series ends: client-go tools/events/event_broadcaster.go), so a repeat from before the last rollback could
+ * arrive after it and fire a second rollback on one failure. A failure that goes on is new
+ * evidence once it is a new Event (a new series, or a core/v1 recorder's lastTimestamp).
  */
-const eventTime = (e: Event): number => Math.max(0, ...[e.lastTimestamp, e.series?.lastObservedTime, e.eventTime, e.firstTimestamp].map((t) => Date.parse(t ?? '') || 0));
+const eventTime = (e: Event): number => Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '') || 0;
 
 /**
  * The VolumeBinding plugin's reason for nodes that the pod's bound volumes exclude

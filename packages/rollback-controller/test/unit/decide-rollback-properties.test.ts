@@ -140,15 +140,20 @@ describe('rollback decisions: the cached claim projection decides as the whole c
 // owners that are not the controller, other volumes), the evidence of use must read the same.
 describe('rollback decisions: the cached pod projection decides as the whole pod', function () {
   it('decideRollback is the same on projected pods as on whole ones', function () {
+    let decided = 0;
     fc.assert(
       fc.property(worldFacts, podNoiseArb, (f, noise) => {
         const { w } = build(f);
         const whole = (w.pods ?? []).map((x) => withPodNoise(x, noise));
         const projected = whole.map(projectPod);
-        expect(decideRollback(projected[0]!, world({ ...w, pods: projected }), w.stuckSince)).to.deep.equal(decideRollback(whole[0]!, world({ ...w, pods: whole }), w.stuckSince));
+        const d = decideRollback(whole[0]!, world({ ...w, pods: whole }), w.stuckSince);
+        if (d.kind !== 'none') decided++;
+        expect(decideRollback(projected[0]!, world({ ...w, pods: projected }), w.stuckSince)).to.deep.equal(d);
       }),
       { numRuns: 3000 },
     );
+    // Not vacuous: most worlds get past the first checks (a deleted or ended pod decides nothing).
+    expect(decided, 'worlds decided beyond none').to.be.above(1000);
   });
 });
 

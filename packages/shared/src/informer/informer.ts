@@ -16,7 +16,7 @@ import { cachedObjects, cacheErrors, relists, watchRestarts } from './informer-m
 
 export type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
 import type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
-import { ManagedFieldsReaders } from './managed-fields-readers.js';
+import { RawObservers } from './raw-observers.js';
 
 
 /**
@@ -50,10 +50,11 @@ let listSequence = 0;
 export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
-  private readonly rawObservers: RawObserver<T>[] = [];
-  private readonly managedFields = new ManagedFieldsReaders();
+  private readonly rawObservers = new RawObservers<T>();
   /** The open watch is parsed without managedFields. */
   private cutWatch = false;
+  /** addRawObserver ended the watch to open it again: not a failure. */
+  private reopenWatch = false;
   private readonly log: Logger;
   /** `plural` or `plural.group`, as in log lines and readiness messages. */
   readonly label: string;
@@ -91,16 +92,18 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   /** Observes objects as listed or watched, before projection (RawObserver). */
   addRawObserver(fn: RawObserver<T>, opts: RawObserverOptions = {}): void {
-    this.rawObservers.push(fn);
-    this.managedFields.add(opts);
+    this.rawObservers.add(fn, opts);
     // A watch opened without managedFields before this observer came: open it again with them, from
     // the last event applied (its events meanwhile are not applied: see watchOnce).
-    if (this.cutWatch && !this.mayCut(false)) this.watchAbort?.abort();
+    if (this.cutWatch && !this.mayCut(false)) {
+      this.reopenWatch = true;
+      this.watchAbort?.abort();
+    }
   }
 
-  /** Whether this list (`listing`) or watch may be parsed without managedFields (ManagedFieldsReaders). */
+  /** Whether this list (`listing`) or watch may be parsed without managedFields (RawObservers). */
   private mayCut(listing: boolean): boolean {
-    return this.managedFields.mayCut(listing, this.cache.size === 0);
+    return this.rawObservers.mayCut(listing, this.cache.size === 0);
   }
 
   addIndex(name: string, fn: IndexFunc<T>): void {
@@ -194,7 +197,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         }
         const started = Date.now();
         const outcome = await this.watchOnce(signal);
-        if (this.relistWanted) continue;
+        if (this.interrupted()) continue;
         if (Date.now() - started > 30_000) backoff = start;
         if (outcome.kind === 'gone') {
           needList = true;
@@ -215,8 +218,8 @@ export class Informer<T extends KubeObject = KubeObject> {
         backoff = start;
       } catch (err) {
         if (signal.aborted) break;
-        // relist() cut the watch before its answer came: no failure, list now.
-        if (this.relistWanted) continue;
+        // Cut before its answer came by relist() or addRawObserver: no failure.
+        if (this.interrupted()) continue;
         const c = classifyError(err);
         if (c.kind === 'Gone') needList = true;
         watchRestarts.inc({ resource: this.label, reason: c.kind === 'Gone' ? 'gone' : 'error' });
@@ -226,6 +229,13 @@ export class Informer<T extends KubeObject = KubeObject> {
         backoff = Math.min(backoff * 2, max);
       }
     }
+  }
+
+  /** relist() or addRawObserver ended the watch: go on at once (list, or watch again), no failure. */
+  private interrupted(): boolean {
+    const reopen = this.reopenWatch;
+    this.reopenWatch = false;
+    return this.relistWanted || reopen;
   }
 
   private async listAndReplace(signal: AbortSignal): Promise<void> {
@@ -239,8 +249,8 @@ export class Informer<T extends KubeObject = KubeObject> {
     const rv = await listPages(this.client, collectionPath(this.resource, this.opts.namespace), query, this.pages, this.label, (items) => {
       // An observer that reads managedFields came after this list was asked for without them: the
       // observers see its objects in the list asked for next.
-      const observe = this.rawObservers.length > 0 && !(withoutManagedFields && !this.mayCut(true));
-      if (this.rawObservers.length > 0 && !observe) this.relist();
+      const observe = this.rawObservers.size > 0 && !(withoutManagedFields && !this.mayCut(true));
+      if (this.rawObservers.size > 0 && !observe) this.relist();
       for (const raw of items) {
         const item = describeItem(this.resource, raw);
         if (observe) this.observeRaw(item);
@@ -354,7 +364,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       const last = old ? { ok: true as const, value: old } : this.attempt(raw, 'DELETED', () => this.project(raw));
       if (last.ok) this.emit((h) => h.onDelete?.(last.value));
     } else {
-      if (this.rawObservers.length > 0) this.observeRaw(raw);
+      if (this.rawObservers.size > 0) this.observeRaw(raw);
       const stored = this.attempt(raw, e.type, () => {
         const obj = this.project(raw);
         return { obj, old: this.cache.upsert(obj) };
@@ -388,7 +398,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   private observeRaw(raw: KubeObject): void {
     const cached = this.cache.get(objectKey(raw));
-    for (const fn of this.rawObservers) this.safely(() => fn(raw, cached));
+    this.rawObservers.observe(raw, cached, (fn) => this.safely(fn));
   }
 
   private project(raw: KubeObject): T {

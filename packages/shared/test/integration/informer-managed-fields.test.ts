@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { Informer, Resources } from '../../src/index.js';
+import { Informer, metricsRegistry, Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject, RawObserverOptions } from '../../src/index.js';
 import { createTestNamespace, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
@@ -159,6 +159,29 @@ describe('Informer: managedFields parsed only where an observer reads them (real
       await informer.waitForSync();
       await eventually(() => expect(raw.filter((r) => r.managedFields).map((r) => r.name).sort()).to.deep.equal([0, 1, 2, 3, 4].map((i) => `before-${i}`)), 60_000);
       expect(raw.filter((r) => !r.managedFields), 'never an object cut').to.deep.equal([]);
+    } finally {
+      via.close();
+      await proxy.stop();
+    }
+  });
+
+  it('an observer added while the watch waits for its answer reopens it without a failure (no error restart, no backoff)', async function () {
+    const proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 7);
+    const via = proxy.client(cp.adminToken);
+    const restarts = async (): Promise<number> => (await metricsRegistry.getSingleMetric('topovol_informer_watch_restarts_total')?.get())?.values.find((v) => v.labels.resource === 'configmaps' && v.labels.reason === 'error')?.value ?? 0;
+    try {
+      const errorsBefore = await restarts();
+      // Every request waits 3 s at the proxy: the list's three pages, then the watch.
+      proxy.set({ delay: 1, delayMs: 3_000 });
+      const { informer } = start(undefined, via);
+      await informer.waitForSync();
+      await eventually(() => expect(proxy.counts.delay, 'the watch is on its way').to.be.at.least(4));
+      const raw: Seen[] = [];
+      informer.addRawObserver(observe(raw), { managedFields: 'cached' });
+      proxy.set({});
+      await admin.patch(Resources.configMaps, 'before-3', ns, 'merge', { data: { v: '3' } });
+      await eventually(() => expect(raw.map((r) => `${r.name} ${r.cached} ${r.managedFields}`)).to.deep.equal(['before-3 true true']));
+      expect(await restarts(), 'no watch counted as failed').to.equal(errorsBefore);
     } finally {
       via.close();
       await proxy.stop();
