@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { projectClaim, projectEvent, projectPod } from '@topovol/shared';
+import { eventsAbout, involvedObjectUid, projectClaim, projectEvent, projectPod } from '@topovol/shared';
 import type { Event, PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
 import { claimNoiseArb, claimsByIdentity, eventNoiseArb, podNoiseArb, withEventNoise, withNoise, withPodNoise } from '@topovol/testing';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
@@ -165,10 +165,15 @@ describe('rollback decisions: the cached Event projection decides as the whole E
     fc.assert(
       fc.property(worldFacts, eventNoiseArb, (f, noise) => {
         const { p, w } = build(f);
-        const whole: Record<string, Event[]> = Object.fromEntries(Object.entries(w.failures ?? {}).map(([c, es]) => [c, es.map((e) => withEventNoise(e, noise))]));
-        const projected = Object.fromEntries(Object.entries(whole).map(([c, es]) => [c, es.map(projectEvent)]));
-        if (Object.keys(whole).length > 0) withFailures++;
-        expect(decideRollback(p, world({ ...w, failures: projected }), w.stuckSince)).to.deep.equal(decideRollback(p, world({ ...w, failures: whole }), w.stuckSince));
+        // Filed as the loop files them: under the claim's uid, then eventsAbout (namespace and name).
+        const about = (c: string, e: Event): Event => ({ ...e, metadata: { ...e.metadata, namespace: 'ns' }, involvedObject: { kind: 'PersistentVolumeClaim', namespace: 'ns', name: c, uid: `uid-${c}` } });
+        const whole = Object.entries(w.failures ?? {}).flatMap(([c, es]) => es.map((e) => withEventNoise(about(c, e), noise)));
+        if (whole.length > 0) withFailures++;
+        const decide = (events: Event[]): unknown => {
+          const base = world(w);
+          return decideRollback(p, { ...base, provisioningFailures: (c) => eventsAbout(events.filter((e) => involvedObjectUid(e).includes(c.metadata?.uid ?? '')), c) }, w.stuckSince);
+        };
+        expect(decide(whole.map(projectEvent))).to.deep.equal(decide(whole));
       }),
       { numRuns: 3000 },
     );
