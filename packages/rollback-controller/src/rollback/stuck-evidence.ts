@@ -13,9 +13,10 @@ export interface StuckVerdict {
  * When the failure the Event's message describes was recorded. Not an events.k8s.io/v1 series'
  * lastObservedTime: that recorder keeps the first occurrence's message for the whole series (its
  * repeats may be other errors) and publishes repeats late (every 30 minutes, and some 6 minutes
- * after the series ends: client-go tools/events/event_broadcaster.go), so a repeat from before the last rollback could
- * arrive after it and fire a second rollback on one failure. A failure that goes on is new
- * evidence once it is a new Event (a new series, or a core/v1 recorder's lastTimestamp).
+ * after the series ends: client-go tools/events/event_broadcaster.go), so a repeat from before the
+ * last rollback could arrive after it and fire a second rollback on one failure. A failure that
+ * goes on is new evidence once it is a new Event (a new series, or a core/v1 recorder's
+ * lastTimestamp).
  */
 const eventTime = (e: Event): number => Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '') || 0;
 

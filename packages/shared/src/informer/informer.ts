@@ -197,7 +197,11 @@ export class Informer<T extends KubeObject = KubeObject> {
         }
         const started = Date.now();
         const outcome = await this.watchOnce(signal);
-        if (this.interrupted()) continue;
+        if (this.interrupted()) {
+          // Expired all the same: list, whatever ended it.
+          if (outcome.kind === 'gone') needList = true;
+          continue;
+        }
         if (Date.now() - started > 30_000) backoff = start;
         if (outcome.kind === 'gone') {
           needList = true;
