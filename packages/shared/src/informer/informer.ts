@@ -51,8 +51,6 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
   private readonly rawObservers = new RawObservers<T>();
-  /** The open watch is parsed without managedFields. */
-  private cutWatch = false;
   /** addRawObserver ended the watch to open it again: not a failure. */
   private reopenWatch = false;
   private readonly log: Logger;
@@ -92,10 +90,12 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   /** Observes objects as listed or watched, before projection (RawObserver). */
   addRawObserver(fn: RawObserver<T>, opts: RawObserverOptions = {}): void {
+    // The open watch, if any, was parsed as the observers before this one allowed.
+    const watchCut = this.watchAbort !== undefined && this.mayCut(false);
     this.rawObservers.add(fn, opts);
     // A watch opened without managedFields before this observer came: open it again with them, from
     // the last event applied (its events meanwhile are not applied: see watchOnce).
-    if (this.cutWatch && !this.mayCut(false)) {
+    if (watchCut && !this.mayCut(false)) {
       this.reopenWatch = true;
       this.watchAbort?.abort();
     }
@@ -304,7 +304,6 @@ export class Informer<T extends KubeObject = KubeObject> {
     const inner = new AbortController();
     this.watchAbort = inner;
     const cut = this.mayCut(false);
-    this.cutWatch = cut;
     const onAbort = (): void => inner.abort();
     signal.addEventListener('abort', onAbort);
     // Spread watch lengths so many informers do not all reconnect at once (as client-go: 5-10 min).
@@ -344,7 +343,6 @@ export class Informer<T extends KubeObject = KubeObject> {
     } finally {
       signal.removeEventListener('abort', onAbort);
       this.watchAbort = undefined;
-      this.cutWatch = false;
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('watch event handling failed');
     return gone ? { kind: 'gone' } : { kind: 'closed', events };
