@@ -1,9 +1,11 @@
+import { isDeepStrictEqual } from 'node:util';
 import { KubeApiError } from '@topovol/shared';
 import type { DeleteOptions, EventRecorder, EventType, KubeClient, KubeObject, PatchOptions, PatchType, ResourceType } from '@topovol/shared';
 
 /**
  * An in-memory API server for the writes an actuator makes: objects by resource, namespace and
- * name; every write bumps the resourceVersion, and a write whose precondition (resourceVersion,
+ * name; every write that changes the object bumps the resourceVersion (one that changes nothing is
+ * not stored and keeps it, as kube-apiserver's GuaranteedUpdate), and a write whose precondition (resourceVersion,
  * uid) does not hold is refused with 409 Conflict and changes nothing, as the real one does
  * (k8s.io/apiserver/pkg/registry/generic/registry/store.go). Only merge patches are understood.
  * A delete removes the object at once (no finalizers).
@@ -89,8 +91,13 @@ export class FakeWrites implements Pick<KubeClient, 'create' | 'replace' | 'repl
   }
 
   private store<T extends KubeObject>(k: string, next: T, cur: T): T {
-    // Identity is the server's: uid and name stay; resourceVersion is the next one.
-    next.metadata = { ...next.metadata, uid: cur.metadata?.uid, resourceVersion: this.nextRv() };
+    // Identity is the server's: uid and name stay; resourceVersion is the next one, unless nothing
+    // changed: kube-apiserver then stores nothing and answers with the object as it was
+    // (k8s.io/apiserver/pkg/storage/etcd3/store.go, GuaranteedUpdate), a trap for a write meant
+    // only to move the resourceVersion.
+    next.metadata = { ...next.metadata, uid: cur.metadata?.uid, resourceVersion: cur.metadata?.resourceVersion };
+    if (isDeepStrictEqual(wire(next), cur)) return structuredClone(cur);
+    next.metadata.resourceVersion = this.nextRv();
     this.objects.set(k, next);
     return structuredClone(next);
   }

@@ -18,10 +18,11 @@ export const ANN_PROVISIONED_FOR_NODE = 'rollback.topovol.io/provisioned-for-nod
 export const ANN_PROVISIONED_FOR_POD = 'rollback.topovol.io/provisioned-for-pod';
 export const ANN_PROVISIONED_FOR_WORKLOAD = 'rollback.topovol.io/provisioned-for-workload';
 /**
- * On a claim a rollback kept after it may have sent the claim's delete: the rollback's name. The
- * write that sets it changes the claim's resourceVersion, so a delete still on its way (a request
- * that outlived its timeout, an old leader's) fails its precondition instead of landing after the
- * claim was recorded Kept.
+ * On a claim a rollback kept after it may have sent the claim's delete: the rollback's name and a
+ * random suffix (`<name>/<8 hex digits>`). The write that sets it changes the claim's
+ * resourceVersion (the suffix makes sure it changes something: RollbackActuator.fenceClaim), so a
+ * delete still on its way (a request that outlived its timeout, an old leader's) fails its
+ * precondition instead of landing after the claim was recorded Kept.
  */
 export const ANN_KEPT_BY = 'rollback.topovol.io/kept-by';
 /** Set by the bind to the usage evidence, for `kubectl describe`. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { failpoint, isAlreadyExists, isNamespaceGone, isNotFoundNamed, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, KubeObject, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { claimFromTemplate } from './claim-template.js';
@@ -17,6 +18,14 @@ export interface RollbackActuatorDeps {
   events: Pick<EventRecorder, 'event' | 'flush'>;
   log: Logger;
   dryRun: boolean;
+}
+
+/**
+ * The fence's annotation value: the rollback's name and a random suffix, so that it differs from
+ * whatever the claim carried before (see fenceClaim).
+ */
+export function keptByValue(r: ProvisioningRollback): string {
+  return `${r.metadata?.name ?? ''}/${randomBytes(4).toString('hex')}`;
 }
 
 const nowRfc3339 = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -131,15 +140,26 @@ export class RollbackActuator {
    * (the rollback's name in an annotation), so that no delete of this claim sent earlier, with that
    * or an older resourceVersion as its precondition, can land any more. 'gone' when the claim no
    * longer exists (such a delete landed first). A write since the check rejects with 409 Conflict.
+   *
+   * The fence works only if the write moves the resourceVersion, and kube-apiserver stores nothing
+   * for a patch that changes nothing: a claim already carrying the value (a tenant who wrote the
+   * rollback's name there, which anyone can compute, or a fence left by an expired record whose
+   * name is used again) would keep its resourceVersion, and the delete would still land. So each
+   * fence writes a value of its own, and one answered with the resourceVersion it was sent with
+   * is an error (retried) rather than a fence.
    */
   async fenceClaim(r: ProvisioningRollback, c: RollbackClaim, resourceVersion: string | undefined): Promise<'fenced' | 'gone'> {
-    const patch = { metadata: { uid: c.uid, resourceVersion, annotations: { [ANN_KEPT_BY]: r.metadata?.name ?? '' } } };
+    const patch = { metadata: { uid: c.uid, resourceVersion, annotations: { [ANN_KEPT_BY]: keptByValue(r) } } };
+    let written: PersistentVolumeClaim;
     try {
-      await this.d.client.patch(Resources.persistentVolumeClaims, c.name, r.spec.pod.namespace, 'merge', patch);
+      written = await this.d.client.patch<PersistentVolumeClaim>(Resources.persistentVolumeClaims, c.name, r.spec.pod.namespace, 'merge', patch);
     } catch (err) {
       // Only the server's own NotFound for this claim (a proxy's bare 404 says nothing about it).
       if (isNotFoundNamed(err, Resources.persistentVolumeClaims.plural, c.name)) return 'gone';
       throw err;
+    }
+    if (resourceVersion !== undefined && written.metadata?.resourceVersion === resourceVersion) {
+      throw new Error(`the fence of claim ${r.spec.pod.namespace}/${c.name} changed nothing (resourceVersion still ${resourceVersion}): a delete sent before could still land`);
     }
     failpoint('rollback-claim-fenced');
     return 'fenced';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { classifyError, EventRecorder, isConflict, logger, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { eventually } from '@topovol/testing';
+import { eventually, namespaceTenant } from '@topovol/testing';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -11,6 +11,7 @@ import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import type { IntentStep } from '../../src/rollback/intent/decide-intent.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { liveReads } from '../../src/rollback/rollback-server-reads.js';
+import { historyKeyOfPod, rollbackName } from '../../src/rollback/workload.js';
 import { bindPod, eventFor, failProvisioning, recordsOf, RunningRollback } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
@@ -137,13 +138,40 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
     // Fenced: a delete sent with the preconditions the rollback checked (one that outlived its
     // timeout, or an old leader's) can no longer land now that the claim is recorded Kept.
-    expect(after.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.equal(r!.metadata!.name);
+    expect(after.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.match(new RegExp(`^${r!.metadata!.name!}/[0-9a-f]{8}$`));
     const late = await f.admin.delete(Resources.persistentVolumeClaims, 'c1', f.ns, { preconditions: { uid: c1.metadata!.uid!, resourceVersion: c1.metadata!.resourceVersion! } }).then(
       () => 'deleted',
       (err: unknown) => classifyError(err).kind,
     );
     expect(late).to.equal('Conflict');
     expect((await f.claim('c1')).metadata?.deletionTimestamp).to.equal(undefined);
+  });
+
+  it('a tenant who wrote the rollback\'s name into the fence annotation first does not disarm the fence: a late delete still fails', async function () {
+    const { p, c1 } = await unusedC1();
+    // The name is computable from the pod (docs/rollback.md); a patch that sets the value a claim
+    // already has is not stored by kube-apiserver, and would leave the resourceVersion as it was.
+    const predicted = rollbackName(historyKeyOfPod(p), 1);
+    const tenant = await namespaceTenant(f.admin, f.ns);
+    const forged = await eventually(() => tenant.patch<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { annotations: { 'rollback.topovol.io/kept-by': predicted } } }));
+    expect(forged.metadata?.resourceVersion).to.not.equal(c1.metadata?.resourceVersion);
+    const again = await tenant.patch<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { annotations: { 'rollback.topovol.io/kept-by': predicted } } });
+    expect(again.metadata?.resourceVersion, 'kube-apiserver stores nothing for a patch that changes nothing').to.equal(forged.metadata?.resourceVersion);
+    const a = actuator();
+    await a.decide(p, await decision(forged));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    expect(r?.metadata?.name).to.equal(predicted);
+    await bindPod(f.admin, f.ns, 'p', f.name('a'));
+    const done = await advance(a, r!.metadata!.name!);
+    expect(done.status?.claims?.find((c) => c.name === 'c1')).to.deep.include({ state: 'Kept' });
+    const late = await f.admin.delete(Resources.persistentVolumeClaims, 'c1', f.ns, { preconditions: { uid: forged.metadata!.uid!, resourceVersion: forged.metadata!.resourceVersion! } }).then(
+      () => 'deleted',
+      (err: unknown) => classifyError(err).kind,
+    );
+    expect(late).to.equal('Conflict');
+    const after = await f.claim('c1');
+    expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+    expect(after.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.match(new RegExp(`^${predicted}/[0-9a-f]{8}$`));
   });
 
   it('another pod using the claim, scheduled after the rollback was recorded (the cache did not have it), stops it before any delete', async function () {

@@ -8,7 +8,9 @@ import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
-import { decidedClaim, rollbackRecord, thePod } from './rollback-record-fixture.js';
+import { newRollback } from '../../src/rollback/intent/new-rollback.js';
+import { decidedClaim, rollbackDecision, rollbackRecord, thePod } from './rollback-record-fixture.js';
+import { NOW } from './rollback-world-fixture.js';
 
 // A rollback advanced look by look, as the loop does, over an in-memory store that enforces
 // preconditions like the API server, with writes landing between the last re-read and the claim's
@@ -156,10 +158,12 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
   /** The store with claim c and the record; the record's claim already Deleting when `deleting`. */
   type Namespace = { uid: string; created: number } | undefined;
   /** `namespaceUID`: the record's (none: a record written before the field). */
-  const world = (namespaceUID?: string): { store: FakeWrites; events: FakeEvents; name: string; pod: { scheduled: boolean }; namespace: Namespace } => {
+  /** `forgedFence`: the claim carried the rollback's name in the fence's annotation before the rollback was decided (anyone who may edit the claim can compute it). */
+  const world = (namespaceUID?: string, forgedFence = false): { store: FakeWrites; events: FakeEvents; name: string; pod: { scheduled: boolean }; namespace: Namespace } => {
     const store = new FakeWrites();
-    store.seed(Resources.persistentVolumeClaims, decidedClaim());
-    const record = rollbackRecord();
+    const forged = (c: PersistentVolumeClaim): PersistentVolumeClaim => ({ ...c, metadata: { ...c.metadata, annotations: { ...c.metadata?.annotations, 'rollback.topovol.io/kept-by': rollbackRecord().metadata!.name! } } });
+    store.seed(Resources.persistentVolumeClaims, forgedFence ? forged(decidedClaim()) : decidedClaim());
+    const record = forgedFence ? newRollback(thePod, rollbackDecision().pinned.map((p) => ({ ...p, claim: forged(p.claim) })), 'node a rejects the pod', 1, NOW) : rollbackRecord();
     const spec = namespaceUID ? { ...record.spec, pod: { ...record.spec.pod, namespaceUID } } : record.spec;
     const name = store.seed(ProvisioningRollbacks, { ...record, spec, metadata: { ...record.metadata, creationTimestamp: '2026-11-29T09:00:00Z' } }).metadata?.name ?? '';
     return { store, events: new FakeEvents(), name, pod: { scheduled: false }, namespace: { uid: 'ns-uid', created: 0 } };
@@ -180,8 +184,10 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     return w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
   };
 
-  it('a delete that timed out here but reaches the server after the claim was recorded Kept fails its precondition: the claim stays', async function () {
-    const w = world();
+  for (const forgedFence of [false, true]) {
+  it(`a delete that timed out here but reaches the server after the claim was recorded Kept fails its precondition: the claim stays${forgedFence ? ' (the claim carried the rollback\'s name in the fence annotation already: a patch that changes nothing keeps the resourceVersion)' : ''}`, async function () {
+    const w = world(undefined, forgedFence);
+    expect(w.name).to.equal(rollbackRecord().metadata?.name);
     // The first delete is sent, and the answer never comes (a timeout, a reset): it is still on its way.
     const del = w.store.delete.bind(w.store);
     let late: (() => Promise<void>) | undefined;
@@ -206,8 +212,9 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(landed).to.equal('conflict');
     const c = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
     expect(c?.metadata?.uid).to.equal('uid-c');
-    expect(c?.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.equal(w.name);
+    expect(c?.metadata?.annotations?.['rollback.topovol.io/kept-by']).to.match(new RegExp(`^${w.name}/[0-9a-f]{8}$`));
   });
+  }
 
   it('a claim found Terminating while the record says Deleting (the process died after the delete): the pod scheduled meanwhile is told, and not again while the claim terminates', async function () {
     const w = world();
