@@ -17,7 +17,19 @@ import { sharedControlPlane } from './shared-control-plane.js';
 export interface ScenarioRun {
   reached: Promise<void>;
   stop(): Promise<void>;
+  /**
+   * How many of the scenario's steps have finished (optional, counting up from 0). With it, a run
+   * without a rule is judged by the step it stalls at: it must stay there for 1.5 times as long as
+   * the control run took over that step, instead of 1.5 times the whole control run from its start.
+   */
+  steps?: () => number;
 }
+
+/**
+ * When each step of a control run finished, in ms from its start, the last entry its end state
+ * (ScenarioRun.steps); empty for a scenario that does not count its steps.
+ */
+export type StepTimes = number[];
 
 /**
  * Starts the loop as `client` and drives a scenario that needs every rule of the loop's
@@ -85,11 +97,15 @@ async function identityWith(admin: KubeClient, rules: PolicyRule[], probe: RuleA
  * scenario's end state is not reached and the audit log shows requests refused for want of exactly
  * that atom. Waiting stops `settleMs` after the first refusal, but not before `minWaitMs` (the
  * describe passes 1.5 times the control run's duration, so a scenario that does not need the atom
- * has the time it takes to finish), or at `timeoutMs`.
+ * has the time it takes to finish), or at `timeoutMs`. Given `controlSteps` (the control run's step
+ * times) and a scenario that counts its steps, the run must instead have stayed at one step for
+ * `stallAllowance` of it: 1.5 times what the control took over that step. Most rules stop a loop
+ * right at its start (a list or watch it may not make), and wait seconds, not the whole scenario.
  */
-export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; minWaitMs?: number; timeoutMs?: number } = {}): Promise<NecessityResult> {
+export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; minWaitMs?: number; timeoutMs?: number; controlSteps?: StepTimes } = {}): Promise<NecessityResult> {
   const settleMs = opts.settleMs ?? 3_000;
   const minWaitMs = opts.minWaitMs ?? 0;
+  const controlSteps = opts.controlSteps ?? [];
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const cp = await sharedControlPlane();
   const admin = cp.adminClient();
@@ -121,9 +137,15 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
     const started = Date.now();
     const deadline = started + timeoutMs;
     let firstRefusal: number | undefined;
+    const stepped = run.steps && controlSteps.length > 0 ? run.steps : undefined;
+    let step = stepped?.() ?? 0;
+    let stepSince = started;
     while (!reached && Date.now() < deadline) {
-      if (firstRefusal === undefined && refusals().length > 0) firstRefusal = Date.now();
-      if (firstRefusal !== undefined && Date.now() - firstRefusal > settleMs && Date.now() - started > minWaitMs) break;
+      const now = Date.now();
+      if (firstRefusal === undefined && refusals().length > 0) firstRefusal = now;
+      if (stepped && stepped() !== step) [step, stepSince] = [stepped(), now];
+      const stalled = stepped ? now - stepSince > stallAllowance(controlSteps, step, settleMs) : now - started > minWaitMs;
+      if (firstRefusal !== undefined && now - firstRefusal > settleMs && stalled) break;
       await Promise.race([done, new Promise((r) => setTimeout(r, 200))]);
     }
   } finally {
@@ -131,6 +153,19 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
     await id.cleanup();
   }
   return { atom, label: atomLabel(atom), reached, refused: refusals(), stoppedBy };
+}
+
+/**
+ * How long a run may stay after its `step`-th step before it counts as stalled: 1.5 times what the
+ * control run took from that step to the next (or to its end state), and never less than the
+ * refusals' settle time. Past the control's steps (a scenario that counted more this time), the
+ * control's whole duration.
+ */
+export function stallAllowance(control: StepTimes, step: number, floorMs = 3_000): number {
+  const from = step === 0 ? 0 : control[step - 1];
+  const to = control[step];
+  if (from === undefined || to === undefined) return Math.max(floorMs, 1.5 * (control.at(-1) ?? 0));
+  return Math.max(floorMs, 1.5 * (to - from));
 }
 
 /**
@@ -154,18 +189,29 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
     if (hooks.before) before(() => hooks.before?.());
     if (hooks.after) after(() => hooks.after?.());
 
-    // How long each scenario takes with every rule: an atom's run waits at least 1.5 times that.
+    // How long each scenario takes with every rule: an atom's run waits at least 1.5 times that
+    // (or, for a scenario that counts its steps, 1.5 times the step it stalls at).
     const controlMs = new Map<NecessityScenario, number>();
+    const controlSteps = new Map<NecessityScenario, StepTimes>();
     const scenarios = [{ name: 'the scenario', scenario }, ...(hooks.variants ?? []).map((v) => ({ name: `the ${v.name} scenario`, scenario: v.scenario }))];
     for (const c of scenarios) {
       it(`control: ${c.name} reaches its end state as the loop's ServiceAccount`, async function () {
         const admin = (await sharedControlPlane()).adminClient();
         const started = Date.now();
         const run = await c.scenario(await (hooks.controlClient?.() ?? controllerClient(d.name)), admin);
+        // Step times count from the scenario's setup done, as an atom's run does (checkRuleNeeded).
+        const running = Date.now();
+        const times: StepTimes = [];
+        const watchSteps = setInterval(() => {
+          while (run.steps && run.steps() > times.length) times.push(Date.now() - running);
+        }, 50);
         try {
           await Promise.race([run.reached, new Promise((_, reject) => setTimeout(() => reject(new Error(`${c.name} did not finish in 60 s`)), 60_000))]);
           controlMs.set(c.scenario, Date.now() - started);
+          const end = Date.now() - running;
+          if (run.steps) controlSteps.set(c.scenario, [...times, ...Array<number>(Math.max(0, run.steps() - times.length)).fill(end), end]);
         } finally {
+          clearInterval(watchSteps);
           await run.stop();
         }
       });
@@ -176,7 +222,7 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
         const chosen = hooks.variants?.find((v) => v.covers(atom))?.scenario ?? scenario;
         // On a loaded machine the scenario is slower: its deadline scales with the control run's.
         const control = controlMs.get(chosen) ?? 0;
-        const result = await checkRuleNeeded(d.rbac ?? [], atom, chosen, { minWaitMs: 1.5 * control, timeoutMs: Math.max(30_000, 4 * control) });
+        const result = await checkRuleNeeded(d.rbac ?? [], atom, chosen, { minWaitMs: 1.5 * control, timeoutMs: Math.max(30_000, 4 * control), controlSteps: controlSteps.get(chosen) });
         assert.ok(result.refused.length > 0, `no request was refused for want of "${result.label}"${result.stoppedBy ? ` (the scenario stopped: ${result.stoppedBy})` : ''}`);
         assert.equal(result.reached, false, `the scenario still reached its end state without "${result.label}"`);
       });
