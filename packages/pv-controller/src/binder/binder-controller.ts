@@ -73,8 +73,11 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     lastProvisioningActivity: (c) => {
       // Only Events in the claim's namespace that name it: another namespace could otherwise hold
       // off the removal of this claim's stale selected-node with an Event carrying its uid.
+      // Events deleted since (their TTL, or a tenant) still count: activity.rememberedFor.
       const now = Date.now();
       const times = eventsAbout(provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c).map((e) => activity.timeOf(e, now));
+      const remembered = activity.rememberedFor(c);
+      if (remembered !== undefined) times.push(remembered);
       return times.length > 0 ? Math.max(...times) : undefined;
     },
   };
@@ -142,12 +145,14 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
         const uid = c.metadata?.uid ?? '';
         removals.set(uid, { count: (removals.get(uid)?.count ?? 0) + 1, last: Date.now() });
       }
+      if (c.spec?.volumeName) activity.forgetClaim(c);
       enqueueClaim(c);
     },
     onDelete: (c) => {
       claims.forget(objectKey(c));
       issues.forget(c.metadata?.uid ?? '');
       removals.delete(c.metadata?.uid ?? '');
+      activity.forgetClaim(c);
       // Its volume may now be Released.
       const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
       if (v) enqueueVolume(v);

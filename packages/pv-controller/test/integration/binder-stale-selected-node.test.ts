@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
-import type { KubeClient, Node, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import { PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
+import type { Event, KubeClient, Node, Pod, StorageClass } from '@topovol/shared';
+import { createTestNamespace, eventually, namespaceTenant, sharedControlPlane } from '@topovol/testing';
 import { eventFor, getPVC, provisioningAttempt, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
@@ -77,6 +77,22 @@ describe('pv-binder: stale selected-node (kubernetes #112347)', function () {
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'idle-later', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
     await eventually(async () => expect(await selectedNode('idle-later')).to.equal(undefined), 60_000);
     expect(await selectedNode('busy'), 'left to the provisioner that tried').to.equal(name('node-a'));
+  });
+
+  it('an attempt whose Event is gone since (its one-hour TTL, or deleted by the tenant) still leaves the selected node to the provisioner', async function () {
+    const tried = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'tried', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
+    const attempt = await provisioningAttempt(admin, tried);
+    const cached = binder.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_EVENTS, transform: slimEvent });
+    await eventually(() => expect(cached.cache.list().map((e) => e.metadata?.uid)).to.include(attempt.metadata?.uid));
+    // The CreateVolume it announced may have made the volume; the Event that said so goes.
+    const tenant = await namespaceTenant(admin, ns);
+    await eventually(() => tenant.delete(Resources.events, attempt.metadata?.name ?? '', ns));
+    await eventually(() => expect(cached.cache.list().map((e) => e.metadata?.uid)).to.not.include(attempt.metadata?.uid));
+    // A claim never tried, created after the delete, is cleared after its grace, which ends after
+    // the tried claim's would; the tried one keeps its node.
+    const never = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'never', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
+    await eventFor(admin, never, 'SelectedNodeStale');
+    expect(await selectedNode('tried'), 'left to the provisioner that tried').to.equal(name('node-a'));
   });
 
   it('keeps selected-node while an unscheduled pod may still be bound there', async function () {

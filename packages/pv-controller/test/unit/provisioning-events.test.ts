@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Event } from '@topovol/shared';
+import type { Event, PersistentVolumeClaim } from '@topovol/shared';
 import { eventTime, slimProvisioningEvent } from '../../src/binder/provisioning-events.js';
 import { ProvisioningActivity } from '../../src/binder/provisioning-activity.js';
 
@@ -41,6 +41,43 @@ describe('binder: the external provisioner\'s Provisioning Events', function () 
       expect(a.timeOf(ev('3', '2026-11-29T03:00:00Z'), NOW)).to.equal(at('2026-11-29T03:00:00Z') + 999);
       a.forget(ev('1', ''));
       expect(a.timeOf(ev('1', '2026-11-29T01:00:00Z'), NOW + 9_000)).to.equal(NOW + 9_000);
+    });
+  });
+
+  describe('ProvisioningActivity: a claim\'s attempts are remembered after their Events are gone', function () {
+    const NOW = at('2026-11-29T02:00:00Z');
+    const claim = (over: { ns?: string; name?: string; uid?: string } = {}): PersistentVolumeClaim => ({ metadata: { namespace: over.ns ?? 'ns', name: over.name ?? 'c', uid: over.uid ?? 'uid-c' } });
+    /** A Provisioning Event in namespace `ns` naming claim `involved`. */
+    const about = (ns: string, involved: { namespace?: string; name?: string; uid?: string }, rv = '1'): Event => ({
+      metadata: { name: `c.${rv}`, namespace: ns, uid: `ev-${ns}-${rv}`, resourceVersion: rv },
+      involvedObject: { kind: 'PersistentVolumeClaim', ...involved },
+      lastTimestamp: '2026-11-29T01:59:00Z',
+    });
+
+    it('deleted (its TTL, or whoever may delete Events in the namespace): the claim still shows the attempt, as of its last activity', function () {
+      const a = new ProvisioningActivity();
+      const e = about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' });
+      a.observe(e, NOW);
+      a.observe(about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' }, '2'), NOW + 30_000);
+      a.forget(e);
+      expect(a.rememberedFor(claim())).to.equal(NOW + 30_000);
+    });
+
+    it('only for the claim the Event is about: same namespace, name and uid (eventsAbout\'s rule)', function () {
+      const a = new ProvisioningActivity();
+      a.observe(about('other', { namespace: 'ns', name: 'c', uid: 'uid-c' }), NOW); // filed in another namespace
+      a.observe(about('ns', { namespace: 'ns', name: 'c', uid: 'uid-old' }), NOW); // a claim of that name before
+      a.observe(about('ns', { namespace: 'ns', name: 'd', uid: 'uid-c' }), NOW); // another name
+      a.observe(about('ns', { namespace: 'ns', name: 'c' }), NOW); // no uid
+      expect(a.rememberedFor(claim())).to.equal(undefined);
+      expect(a.rememberedFor(claim({ uid: 'uid-old' }))).to.equal(NOW);
+    });
+
+    it('forgotten when the claim is bound or deleted', function () {
+      const a = new ProvisioningActivity();
+      a.observe(about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' }), NOW);
+      a.forgetClaim(claim());
+      expect(a.rememberedFor(claim())).to.equal(undefined);
     });
   });
 
