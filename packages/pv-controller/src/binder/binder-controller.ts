@@ -138,9 +138,26 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     wakeClasses.add(cls);
   };
 
+  const claimGone = (c: PersistentVolumeClaim): void => {
+    claims.forget(objectKey(c));
+    issues.forget(c.metadata?.uid ?? '');
+    removals.delete(c.metadata?.uid ?? '');
+    activity.forgetClaim(c);
+    // Its volume may now be Released.
+    const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
+    if (v) enqueueVolume(v);
+    for (const n of index.preBoundTo(c.metadata?.namespace ?? '', c.metadata?.name ?? '')) {
+      const pv = world.volume(n);
+      if (pv && pv.spec?.claimRef?.uid === c.metadata?.uid) enqueueVolume(pv);
+    }
+  };
   pvcs.addEventHandler({
     onAdd: enqueueClaim,
     onUpdate: (old, c) => {
+      // Deleted and made again under its name while the watch was down: a relist shows that as an
+      // update. The old claim's volume must hear of it now, not at the next re-sync (which
+      // --pvclaimbinder-sync-period=0 turns off).
+      if (old.metadata?.uid !== c.metadata?.uid) claimGone(old);
       if (old.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) {
         const uid = c.metadata?.uid ?? '';
         removals.set(uid, { count: (removals.get(uid)?.count ?? 0) + 1, last: Date.now() });
@@ -148,23 +165,15 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       if (c.spec?.volumeName) activity.forgetClaim(c);
       enqueueClaim(c);
     },
-    onDelete: (c) => {
-      claims.forget(objectKey(c));
-      issues.forget(c.metadata?.uid ?? '');
-      removals.delete(c.metadata?.uid ?? '');
-      activity.forgetClaim(c);
-      // Its volume may now be Released.
-      const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
-      if (v) enqueueVolume(v);
-      for (const n of index.preBoundTo(c.metadata?.namespace ?? '', c.metadata?.name ?? '')) {
-        const pv = world.volume(n);
-        if (pv && pv.spec?.claimRef?.uid === c.metadata?.uid) enqueueVolume(pv);
-      }
-    },
+    onDelete: claimGone,
   });
   const onVolume = (old: PersistentVolume | undefined, v: PersistentVolume): void => {
     enqueueVolume(v);
     const ref = v.spec?.claimRef;
+    // The claim it pointed at before (its claimRef cleared or changed, or the volume deleted and
+    // made again under its name while the watch was down) may now be Lost, or free to bind.
+    const was = old?.spec?.claimRef;
+    if (was?.name && was.namespace && (was.name !== ref?.name || was.namespace !== ref.namespace)) enqueueClaimKey(`${was.namespace}/${was.name}`);
     if (ref?.name && ref.namespace) enqueueClaimKey(`${ref.namespace}/${ref.name}`);
     // A volume that is (again) free, or offers something new, may be what a waiting claim needs.
     else if (newlyOffered(old, v)) enqueueWaitingClaims(volumeClass(v));
