@@ -5,6 +5,7 @@ export type { ControlPlaneComponent } from './control-plane-binaries.js';
 export { sharedControlPlane, stopSharedControlPlane } from './shared-control-plane.js';
 export { createTestNamespace } from './test-namespace.js';
 export { namespaceTenant } from './namespace-tenant.js';
+export { withPodEnv } from './pod-env.js';
 export { installCrds } from './install-crds.js';
 export { eventually, pollUntil } from './eventually.js';
 export { metricSum } from './metric-sum.js';

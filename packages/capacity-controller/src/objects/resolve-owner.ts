@@ -20,6 +20,14 @@ export async function resolveOwner(client: KubeClient, level: number, namespace:
   const podName = process.env.POD_NAME;
   // As external-provisioner: objects without the owner asked for would outlive the deployment.
   if (!podName) throw new Error(`--capacity-ownerref-level=${level} needs $POD_NAME (and $NAMESPACE) to find the owner of the CSIStorageCapacity objects; set them from the downward API, or pass --capacity-ownerref-level=-1 for objects without an owner`);
+  // The owner is our pod or its controllers, in the pod's namespace, and must be in the objects'
+  // namespace too: the garbage collector takes an owner reference to another namespace's object as
+  // absent and deletes the dependents (Kubernetes docs, "Owners and dependents"). Looked up in the
+  // objects' namespace instead, a pod there of our pod's name would become their owner.
+  const podNamespace = process.env.NAMESPACE || namespace;
+  if (podNamespace !== namespace) {
+    throw new Error(`--capacity-ownerref-level=${level}: the CSIStorageCapacity objects go to namespace ${namespace} (--capacity-namespace), but this pod runs in ${podNamespace} ($NAMESPACE), and an owner in another namespace counts as none (the garbage collector would delete the objects); run in the objects' namespace, or pass --capacity-ownerref-level=-1`);
+  }
   log.debug('resolving the owner of capacity objects', { pod: podName, ownerLevel: level });
   let obj: KubeObject = await client.get<KubeObject>(Resources.pods, podName, namespace);
   for (let i = 0; i < level; i++) {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { projectClaim, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, Event, KubeClient, KubeObject, PersistentVolumeClaim } from '@topovol/shared';
-import { createTestNamespace, describeRuleNecessity, installCrds, pollUntil, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, describeRuleNecessity, installCrds, pollUntil, sharedControlPlane, withPodEnv } from '@topovol/testing';
 import type { NecessityScenario } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { capacityDescriptor } from '../../src/capacity-descriptor.js';
@@ -59,16 +59,12 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
     const pools = JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]);
     await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer', parameters: { topologyConstrainedPools: pools } } as never);
     const chain = await ownerChain(admin, ns, ownerKind);
-    const saved = process.env.POD_NAME;
-    process.env.POD_NAME = chain.pod;
-    const started = RunningCapacity.start(
-      [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms', `--capacity-ownerref-level=${chain.level}`, '--capacity-status-expiry=2s'],
-      { client, waitForSync: false },
+    const loop = await withPodEnv({ name: chain.pod, namespace: ns }, () =>
+      RunningCapacity.start(
+        [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=10m', '--capacity-min-refresh-interval=100ms', `--capacity-ownerref-level=${chain.level}`, '--capacity-status-expiry=2s'],
+        { client, waitForSync: false },
+      ),
     );
-    const loop = await started.finally(() => {
-      if (saved === undefined) delete process.env.POD_NAME;
-      else process.env.POD_NAME = saved;
-    });
     const ac = new AbortController();
     const objects = async (): Promise<CSIStorageCapacity[]> => (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
     const warnings = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${cls},reason=NoPoolForDomain` })).items;

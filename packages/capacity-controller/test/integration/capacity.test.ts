@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { logger, metricsRegistry, Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, Event, KubeClient, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
-import { controllerClient, eventually } from '@topovol/testing';
+import { controllerClient, eventually, withPodEnv } from '@topovol/testing';
 import { resolveOwner } from '../../src/objects/resolve-owner.js';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
@@ -362,14 +362,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     driver.setCapacity({ [ZONE]: 'z1' }, 2n * GiB);
     await addNode('n1', 'z1');
     await addClass('owned');
-    const saved = process.env.POD_NAME;
-    process.env.POD_NAME = 'capacity-abcde';
-    try {
-      await start(['--capacity-ownerref-level=1']);
-    } finally {
-      if (saved === undefined) delete process.env.POD_NAME;
-      else process.env.POD_NAME = saved;
-    }
+    await withPodEnv({ name: 'capacity-abcde', namespace: ns }, () => start(['--capacity-ownerref-level=1']));
     await eventually(async () => {
       const [o] = (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
       expect(o?.metadata?.ownerReferences).to.deep.equal([{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'capacity', uid: rs.metadata!.uid, controller: true }]);
@@ -394,15 +387,8 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
         metadata: { name: 'capacity-0', namespace: ns, ownerReferences: [{ apiVersion: 'apps/v1', kind, name: 'capacity', uid: owner.metadata!.uid!, controller: true }] },
         spec: template.spec,
       } as KubeObject);
-      const saved = process.env.POD_NAME;
-      process.env.POD_NAME = 'capacity-0';
-      try {
-        const ref = await resolveOwner(await controllerClient('capacity'), 1, ns, logger());
-        expect(ref).to.deep.equal({ apiVersion: 'apps/v1', kind, name: 'capacity', uid: owner.metadata!.uid, controller: true });
-      } finally {
-        if (saved === undefined) delete process.env.POD_NAME;
-        else process.env.POD_NAME = saved;
-      }
+      const ref = await withPodEnv({ name: 'capacity-0', namespace: ns }, async () => resolveOwner(await controllerClient('capacity'), 1, ns, logger()));
+      expect(ref).to.deep.equal({ apiVersion: 'apps/v1', kind, name: 'capacity', uid: owner.metadata!.uid, controller: true });
     });
   }
 

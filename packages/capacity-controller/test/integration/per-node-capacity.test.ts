@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager, startKubeScheduler } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager, startKubeScheduler, withPodEnv } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
@@ -55,11 +55,9 @@ describe('capacity per node: one instance per node publishes that node only', fu
       await admin.create<KubeObject>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `capacity-${n}`, namespace: ns }, spec: { nodeName: name(n), containers: [{ name: 'c', image: 'x' }] } } as KubeObject);
     }
     for (const [i, n] of nodes.entries()) {
-      const saved = process.env.POD_NAME;
-      process.env.POD_NAME = `capacity-${n}`;
-      try {
-        loops.push(
-          await RunningCapacity.start([
+      loops.push(
+        await withPodEnv({ name: `capacity-${n}`, namespace: ns }, () =>
+          RunningCapacity.start([
             `--csi-address=${drivers[i]!.endpoint}`,
             `--capacity-namespace=${ns}`,
             `--capacity-node-name=${name(n)}`,
@@ -68,11 +66,8 @@ describe('capacity per node: one instance per node publishes that node only', fu
             '--capacity-poll-interval=10m',
             '--capacity-min-refresh-interval=100ms',
           ]),
-        );
-      } finally {
-        if (saved === undefined) delete process.env.POD_NAME;
-        else process.env.POD_NAME = saved;
-      }
+        ),
+      );
     }
   });
 

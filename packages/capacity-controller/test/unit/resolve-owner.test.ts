@@ -15,14 +15,17 @@ function clientOf(objects: KubeObject[]): { client: KubeClient; reads: string[] 
 }
 
 describe('resolveOwner (--capacity-ownerref-level)', function () {
-  let saved: string | undefined;
+  let saved: { pod?: string; ns?: string } = {};
   beforeEach(() => {
-    saved = process.env.POD_NAME;
+    saved = { pod: process.env.POD_NAME, ns: process.env.NAMESPACE };
     process.env.POD_NAME = 'cap-0';
+    delete process.env.NAMESPACE;
   });
   afterEach(() => {
-    if (saved === undefined) delete process.env.POD_NAME;
-    else process.env.POD_NAME = saved;
+    for (const [k, v] of [['POD_NAME', saved.pod], ['NAMESPACE', saved.ns]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
   });
 
   const pod = (owner: { apiVersion: string; kind: string }): KubeObject => ({
@@ -41,6 +44,23 @@ describe('resolveOwner (--capacity-ownerref-level)', function () {
     );
     expect(err?.message).to.match(/its controller is apps\.kruise\.io\/v1beta1\/StatefulSet cap/);
     expect(reads).to.deep.equal(['core/pods/cap-0']);
+  });
+
+  it('objects in another namespace than the pod\'s ($NAMESPACE): refused before any read, as an owner there would count as none', async function () {
+    // A pod of our pod's name in the objects' namespace (anyone who may create pods there) must not become their owner.
+    const { client, reads } = clientOf([{ ...pod({ apiVersion: 'apps/v1', kind: 'StatefulSet' }), metadata: { name: 'cap-0', namespace: 'objects' } }]);
+    process.env.NAMESPACE = 'ns';
+    const err = await resolveOwner(client, 0, 'objects', logger()).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).to.match(/go to namespace objects .* runs in ns/);
+    expect(reads).to.deep.equal([]);
+    // The same namespace: resolved; and -1 needs no namespace at all.
+    process.env.NAMESPACE = 'objects';
+    expect(await resolveOwner(client, 0, 'objects', logger())).to.include({ kind: 'Pod', name: 'cap-0' });
+    process.env.NAMESPACE = 'ns';
+    expect(await resolveOwner(client, -1, 'objects', logger())).to.equal(undefined);
   });
 
   it('an apps/v1 StatefulSet is resolved', async function () {
