@@ -64,6 +64,8 @@ export class LeaderElector {
   /** Set by an attempt that found the lease validly held by another identity. */
   private takenBy?: string;
   private leading = false;
+  /** A write naming this replica the holder was sent: stop() gives back what it may have taken. */
+  private wroteLease = false;
   private lastRenew = 0;
   /** When the last successful acquire or renewal began (monotonic ms); writes are fenced renewDeadline after. */
   private renewBegan = 0;
@@ -139,6 +141,12 @@ export class LeaderElector {
       await this.release();
       this.setLeading(false);
       this.callbacks.onStoppedLeading('released');
+    } else if (this.wroteLease) {
+      // Perhaps taken just as the stop came, before this replica led (the write answered, or cut
+      // off by the stop after the server had it): given back all the same, as client-go's Run goes
+      // on to release under ReleaseOnCancel, or the next leader waits a whole lease duration.
+      // release() gives back only a lease that names this replica.
+      await this.release();
     }
   }
 
@@ -224,6 +232,7 @@ export class LeaderElector {
       }
     }
     if (!current) {
+      this.wroteLease = true;
       try {
         await this.client.create<Lease>(Resources.leases, {
           apiVersion: 'coordination.k8s.io/v1',
@@ -264,6 +273,7 @@ export class LeaderElector {
         leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver && holder !== '' ? 1 : 0),
       },
     };
+    this.wroteLease = true;
     try {
       const updated = await this.client.replace<Lease>(Resources.leases, next, { signal });
       this.observe(updated.spec ?? {});
