@@ -21,3 +21,8 @@ export const cachedObjects = gauge<'resource'>({
   help: 'Objects held in the informer cache, by resource.',
   labelNames: ['resource'],
 });
+export const handlerErrors = counter<'resource'>({
+  name: 'topovol_informer_handler_errors_total',
+  help: "Informer event handlers that threw, by resource: the handler missed that event (the cache took it; a loop's periodic re-sync, where it has one, catches up). Any increase is a bug to report, with the log line 'event handler failed'.",
+  labelNames: ['resource'],
+});

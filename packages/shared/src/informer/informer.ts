@@ -12,7 +12,7 @@ import { streamWatch } from './watch-stream.js';
 import { listPages, PageSizer } from '../client/paged-list.js';
 import { sleep } from '../controller/runnable.js';
 import type { WatchEvent } from './watch-stream.js';
-import { cachedObjects, cacheErrors, relists, watchRestarts } from './informer-metrics.js';
+import { cachedObjects, cacheErrors, handlerErrors, relists, watchRestarts } from './informer-metrics.js';
 
 export type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
 import type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
@@ -415,6 +415,9 @@ export class Informer<T extends KubeObject = KubeObject> {
     try {
       fn();
     } catch (err) {
+      // Not rethrown: one handler's bug must not stop the cache or the other handlers (client-go
+      // crashes the process instead, and relists on restart); counted, so that it is seen.
+      handlerErrors.inc({ resource: this.label });
       this.log.error('event handler failed', { error: errorMessage(err) });
     }
   }
