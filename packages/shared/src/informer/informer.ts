@@ -205,7 +205,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         if (Date.now() - started > 30_000) backoff = start;
         if (outcome.kind === 'gone') {
           needList = true;
-          watchRestarts.inc({ resource: this.label, reason: 'gone' });
+          watchRestarts.inc({ resource: this.label, reason: outcome.why });
           // The list after an expired watch waits a backoff step, growing while they repeat, as
           // client-go's reflector lists again only through its backoff manager: a server (or a proxy)
           // answering every watch with 410 must not get a full list in a loop.
@@ -295,11 +295,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     }
   }
 
-  /** One watch request; 'gone' when the server says our resourceVersion is too old. */
-  private async watchOnce(signal: AbortSignal): Promise<{ kind: 'closed'; events: number } | { kind: 'gone' }> {
+  /** One watch request; 'gone' when it must be followed by a list (our resourceVersion too old: why 'gone'; or another error event: 'error'). */
+  private async watchOnce(signal: AbortSignal): Promise<{ kind: 'closed'; events: number } | { kind: 'gone'; why: 'gone' | 'error' }> {
     await this.client.limiter.wait(signal);
     if (this.relistWanted) return { kind: 'closed', events: 0 };
-    let gone = false;
+    let gone: 'gone' | 'error' | undefined;
     let failure: unknown;
     const inner = new AbortController();
     this.watchAbort = inner;
@@ -327,8 +327,9 @@ export class Informer<T extends KubeObject = KubeObject> {
           // next watch (addRawObserver ends this one) delivers it again, from the last one applied.
           if (cut && !this.mayCut(false)) return;
           try {
-            if (this.apply(e) === 'gone') {
-              gone = true;
+            const applied = this.apply(e);
+            if (applied !== 'ok') {
+              gone = applied;
               inner.abort();
             }
           } catch (err) {
@@ -345,14 +346,20 @@ export class Informer<T extends KubeObject = KubeObject> {
       this.watchAbort = undefined;
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('watch event handling failed');
-    return gone ? { kind: 'gone' } : { kind: 'closed', events };
+    return gone ? { kind: 'gone', why: gone } : { kind: 'closed', events };
   }
 
-  private apply(e: WatchEvent): 'ok' | 'gone' {
+  private apply(e: WatchEvent): 'ok' | 'gone' | 'error' {
     if (e.type === 'ERROR') {
       const status = e.object as { code?: number; reason?: string; message?: string };
       if (status.code === 410 || status.reason === 'Expired' || status.reason === 'Gone') return 'gone';
-      throw new Error(`watch error: ${status.message ?? JSON.stringify(status)}`);
+      // Throttled, or a server error worth another try: the watch is opened again from the same
+      // resourceVersion. Anything else (a lagging server's "Too large resource version", 504, behind
+      // a load balancer) lists again, as client-go's reflector ends its watch and relists: a watch
+      // retried at that resourceVersion could fail there for as long as that server lags.
+      if (status.code === 429 || status.code === 500 || status.code === 503) throw new Error(`watch error: ${status.message ?? JSON.stringify(status)}`);
+      this.log.warn('watch ended with an error; listing again', { error: status.message ?? JSON.stringify(status), code: status.code });
+      return 'error';
     }
     const raw = e.object as KubeObject;
     const rv = raw.metadata?.resourceVersion;
