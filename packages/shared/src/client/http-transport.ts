@@ -40,6 +40,12 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** The answer's body is read up to this many bytes; past them the request fails with AnswerTooLargeError. */
   maxBodyBytes?: number;
+  /**
+   * Asked once the request has a socket, right before its bytes are written: an error fails it
+   * unsent. A request can wait for a socket (every one of the agent's busy) for longer than it took
+   * to decide on it: the leader-election fence is asked again here (KubeClient).
+   */
+  beforeWrite?: () => Error | undefined;
 }
 
 /**
@@ -113,7 +119,18 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         }, req.timeoutMs)
       : undefined;
     r.on('error', fail);
-    r.end(req.body);
+    if (!req.beforeWrite) return void r.end(req.body);
+    const check = req.beforeWrite;
+    // On the socket's assignment, not its connection: a new socket's bytes go out once it connects
+    // (the handshake's few milliseconds stay open), and waiting for 'connect' before end() would
+    // hang under interceptors (nock's mock sockets connect only once the request is complete).
+    r.once('socket', () => {
+      if (settled) return;
+      const refused = check();
+      if (refused === undefined) return void r.end(req.body);
+      fail(refused);
+      r.destroy(refused);
+    });
   });
 }
 

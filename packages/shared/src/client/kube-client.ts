@@ -232,8 +232,14 @@ export class KubeClient {
     const headers = await this.headers(contentType, opts.headers);
     const agent = await this.connection();
     // Asked last, after every wait (the rate limiter's may be long): no await between it and the send.
-    const fenced = this.fence && WRITES.has(method) ? this.fence() : undefined;
+    const fence = this.fence && WRITES.has(method) ? this.fence : undefined;
+    const fenced = fence?.();
     if (fenced !== undefined) throw new WriteFencedError(method, path, fenced);
+    // And again once a socket is its own: it may have waited for one (every one busy).
+    const beforeWrite = fence && ((): Error | undefined => {
+      const why = fence();
+      return why === undefined ? undefined : new WriteFencedError(method, path, why);
+    });
     const answer = await send({
       method,
       origin: this.origin,
@@ -244,6 +250,7 @@ export class KubeClient {
       timeoutMs: this.options.timeoutMs ?? 60_000,
       signal: opts.signal,
       maxBodyBytes: opts.maxBodyBytes,
+      beforeWrite,
     });
     // Only kube-apiserver's own answers (it sets Audit-Id on each): not a proxy's error page.
     if (answer.headers['audit-id']) this.serverClock.observe(answer.headers.date, answer.headersAt);
