@@ -24,7 +24,8 @@ export async function resolveOwner(client: KubeClient, level: number, namespace:
   // namespace too: the garbage collector takes an owner reference to another namespace's object as
   // absent and deletes the dependents (Kubernetes docs, "Owners and dependents"). Looked up in the
   // objects' namespace instead, a pod there of our pod's name would become their owner.
-  const podNamespace = process.env.NAMESPACE || namespace;
+  const podNamespace = process.env.NAMESPACE;
+  if (!podNamespace) throw new Error(`--capacity-ownerref-level=${level} needs $NAMESPACE (and $POD_NAME) to find the owner of the CSIStorageCapacity objects; set them from the downward API, or pass --capacity-ownerref-level=-1 for objects without an owner`);
   if (podNamespace !== namespace) {
     throw new Error(`--capacity-ownerref-level=${level}: the CSIStorageCapacity objects go to namespace ${namespace} (--capacity-namespace), but this pod runs in ${podNamespace} ($NAMESPACE), and an owner in another namespace counts as none (the garbage collector would delete the objects); run in the objects' namespace, or pass --capacity-ownerref-level=-1`);
   }

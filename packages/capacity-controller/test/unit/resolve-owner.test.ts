@@ -19,7 +19,7 @@ describe('resolveOwner (--capacity-ownerref-level)', function () {
   beforeEach(() => {
     saved = { pod: process.env.POD_NAME, ns: process.env.NAMESPACE };
     process.env.POD_NAME = 'cap-0';
-    delete process.env.NAMESPACE;
+    process.env.NAMESPACE = 'ns';
   });
   afterEach(() => {
     for (const [k, v] of [['POD_NAME', saved.pod], ['NAMESPACE', saved.ns]] as const) {
@@ -61,6 +61,14 @@ describe('resolveOwner (--capacity-ownerref-level)', function () {
     expect(await resolveOwner(client, 0, 'objects', logger())).to.include({ kind: 'Pod', name: 'cap-0' });
     process.env.NAMESPACE = 'ns';
     expect(await resolveOwner(client, -1, 'objects', logger())).to.equal(undefined);
+    // Without $NAMESPACE, as external-provisioner: no start (the objects' namespace is no stand-in for the pod's).
+    delete process.env.NAMESPACE;
+    const none = await resolveOwner(client, 0, 'objects', logger()).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(none?.message).to.match(/needs \$NAMESPACE/);
+    expect(reads).to.deep.equal(['core/pods/cap-0']);
   });
 
   it('an apps/v1 StatefulSet is resolved', async function () {

@@ -157,8 +157,9 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       // Deleted and made again under its name while the watch was down: a relist shows that as an
       // update. The old claim's volume must hear of it now, not at the next re-sync (which
       // --pvclaimbinder-sync-period=0 turns off).
-      if (old.metadata?.uid !== c.metadata?.uid) claimGone(old);
-      if (old.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) {
+      const same = old.metadata?.uid === c.metadata?.uid;
+      if (!same) claimGone(old);
+      if (same && old.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) {
         const uid = c.metadata?.uid ?? '';
         removals.set(uid, { count: (removals.get(uid)?.count ?? 0) + 1, last: Date.now() });
       }
@@ -246,7 +247,13 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       if (o?.namespace && o.name) enqueueClaimKey(`${o.namespace}/${o.name}`);
     },
     onUpdate: (_old, e) => activity.observe(e, Date.now()),
-    onDelete: (e) => activity.forget(e),
+    onDelete: (e) => {
+      activity.forget(e);
+      // Only once the claims are listed: before, a claim not cached yet may still be there.
+      const o = e.involvedObject;
+      const claim = o?.name ? pvcs.cache.get(`${e.metadata?.namespace ?? ''}/${o.name}`) : undefined;
+      if (pvcs.hasSynced() && claim?.metadata?.uid !== o?.uid) activity.forgetClaimOf(e);
+    },
   });
   return controller;
 }

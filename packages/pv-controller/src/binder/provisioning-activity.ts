@@ -39,6 +39,16 @@ export class ProvisioningActivity {
     this.claims.delete(claimIdentity(c.metadata?.namespace, c.metadata?.name, c.metadata?.uid));
   }
 
+  /**
+   * The Event went and the claim it names is not cached (deleted before it, or never there: an
+   * Event naming a uid no claim has): its memory goes too, or Events about claims gone (and made up
+   * ones) would leave entries for ever. Bounded so by the Events alive, which all expire.
+   */
+  forgetClaimOf(e: Event): void {
+    const c = claimOfEvent(e);
+    if (c !== undefined) this.claims.delete(c);
+  }
+
   forget(e: Event): void {
     this.seen.forget(key(e));
   }

@@ -73,11 +73,15 @@ describe('binder: the external provisioner\'s Provisioning Events', function () 
       expect(a.rememberedFor(claim({ uid: 'uid-old' }))).to.equal(NOW);
     });
 
-    it('forgotten when the claim is bound or deleted', function () {
+    it('forgotten when the claim is bound or deleted, or with its Event when no such claim is cached (the binder\'s glue decides which)', function () {
       const a = new ProvisioningActivity();
       a.observe(about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' }), NOW);
       a.forgetClaim(claim());
       expect(a.rememberedFor(claim())).to.equal(undefined);
+      const madeUp = about('ns', { namespace: 'ns', name: 'c', uid: 'uid-made-up' });
+      a.observe(madeUp, NOW);
+      a.forgetClaimOf(madeUp);
+      expect(a.rememberedFor(claim({ uid: 'uid-made-up' }))).to.equal(undefined);
     });
   });
 

@@ -121,9 +121,10 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
     r.on('error', fail);
     if (!req.beforeWrite) return void r.end(req.body);
     const check = req.beforeWrite;
-    // On the socket's assignment, not its connection: a new socket's bytes go out once it connects
-    // (the handshake's few milliseconds stay open), and waiting for 'connect' before end() would
-    // hang under interceptors (nock's mock sockets connect only once the request is complete).
+    // On the socket's assignment, not its connection: a new socket's bytes go out once it connects,
+    // and that wait (TCP and TLS: milliseconds, seconds when SYNs are lost) stays open. Waiting for
+    // 'connect' before end() would hang under interceptors (nock's mock sockets connect only once
+    // the request is complete).
     r.once('socket', () => {
       if (settled) return;
       const refused = check();

@@ -78,6 +78,8 @@ export class Informer<T extends KubeObject = KubeObject> {
     private readonly opts: InformerOptions<T> = {},
   ) {
     this.label = resourceLabel(resource);
+    // At 0 from the start: a series born at 1 shows no increase, and its first error would never alert.
+    handlerErrors.inc({ resource: this.label }, 0);
     this.log = logger().child({ informer: this.label });
     this.pages = new PageSizer(opts.pageSize ?? DEFAULT_LIST_PAGE_SIZE, opts.pageBytes);
   }
@@ -353,9 +355,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (e.type === 'ERROR') {
       const status = e.object as { code?: number; reason?: string; message?: string };
       if (status.code === 410 || status.reason === 'Expired' || status.reason === 'Gone') return 'gone';
-      // Throttled, or a server error worth another try: the watch is opened again from the same
-      // resourceVersion. Anything else (a lagging server's "Too large resource version", 504, behind
-      // a load balancer) lists again, as client-go's reflector ends its watch and relists: a watch
+      // Throttled (429), or a server error (500, 503): the watch is opened again from the same
+      // resourceVersion, with backoff (client-go's reflector watches again after a 429 and after a
+      // few internal errors, then lists; a list of a large resource is dear, so here the backoff
+      // paces it). Anything else (a lagging server's "Too large resource version", 504, behind a
+      // load balancer) lists again, as client-go's reflector ends its watch and relists: a watch
       // retried at that resourceVersion could fail there for as long as that server lags.
       if (status.code === 429 || status.code === 500 || status.code === 503) throw new Error(`watch error: ${status.message ?? JSON.stringify(status)}`);
       this.log.warn('watch ended with an error; listing again', { error: status.message ?? JSON.stringify(status), code: status.code });

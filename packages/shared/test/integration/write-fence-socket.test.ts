@@ -29,18 +29,23 @@ describe('KubeClient.withWriteFence: a write that waited for a socket', function
     const base = KubeClient.forEndpoint({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }, { qps: 0, burst: 1 });
     try {
       let why: string | undefined = undefined; // open: the write is let through
-      const fenced = base.withWriteFence(() => why);
+      let asked = 0;
+      const fenced = base.withWriteFence(() => {
+        asked++;
+        return why;
+      });
       // Every connection of the client busy with a read the server holds.
       const reads = Array.from({ length: MAX_SOCKETS }, () => base.requestText('GET', '/api/v1/namespaces/ns/configmaps/hold'));
       while (held.length < MAX_SOCKETS) await new Promise((r) => setTimeout(r, 5));
       // Decided and let through while the fence is open; it waits for a socket.
       const write = fenced.patch(Resources.configMaps, 'a', 'ns', 'merge', {}).then(() => undefined, (e: unknown) => e);
-      await new Promise((r) => setTimeout(r, 50));
+      while (asked < 1) await new Promise((r) => setTimeout(r, 5));
       // The lease may have passed to another replica meanwhile (the process was frozen, say).
       why = 'lease expired';
       for (const answer of held) answer();
       await Promise.all(reads);
       expect(await write).to.be.instanceOf(WriteFencedError);
+      expect(asked, 'let through once, refused when it had its socket').to.equal(2);
       expect(seen.filter((x) => !x.startsWith('GET')), 'nothing but the reads reached the server').to.deep.equal([]);
     } finally {
       base.close();

@@ -5,6 +5,7 @@ import { KubeClient } from '../../src/client/kube-client.js';
 import { Informer } from '../../src/informer/informer.js';
 import { Resources } from '../../src/informer/resources.js';
 import type { KubeObject } from '../../src/informer/object-key.js';
+import { metricsRegistry } from '../../src/metrics/registry.js';
 import { eventually, metricSum } from '@topovol/testing';
 
 // A handler that throws misses that event; the cache and the other handlers do not, and the
@@ -46,5 +47,12 @@ describe('informer: a handler that throws', function () {
     await eventually(() => expect(seen).to.deep.equal(['a']));
     expect(informer.cache.get('a')?.metadata?.name).to.equal('a');
     expect(await metricSum('topovol_informer_handler_errors_total', { resource: 'persistentvolumes' })).to.equal(before + 1);
+  });
+
+  it('publishes its series at 0 from the start, so that the first error is an increase the alert sees', async function () {
+    new Informer<KubeObject>(KubeClient.forEndpoint({ server: 'http://127.0.0.1:9' }, { qps: 0, burst: 0 }), Resources.csiDrivers, {});
+    const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
+    const series = all.find((m) => m.name === 'topovol_informer_handler_errors_total')?.values.find((v) => v.labels.resource === 'csidrivers.storage.k8s.io');
+    expect(series?.value).to.equal(0);
   });
 });
