@@ -28,8 +28,8 @@ export { AuditLogTail, readAuditLog } from './audit-log.js';
 export type { AuditEvent } from './audit-log.js';
 export { InProcessLoop } from './in-process-loop.js';
 export type { InProcessLoopOptions } from './in-process-loop.js';
-export { checkRuleNeeded, describeRuleNecessity, stallAllowance } from './rbac-necessity.js';
-export type { NecessityResult, NecessityScenario, ScenarioRun, StepTimes } from './rbac-necessity.js';
+export { checkRuleNeeded, describeRuleNecessity } from './rbac-necessity.js';
+export type { NecessityResult, NecessityScenario, ScenarioRun } from './rbac-necessity.js';
 // For the benchmarks (hack/bench): the machine and versions a figure was measured on, latency
 // percentiles, and a process's CPU and memory from /proc.
 export { binaryVersion, childCommandLines, machineLine, topovolVersion } from './bench-environment.js';

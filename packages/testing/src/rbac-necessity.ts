@@ -18,18 +18,13 @@ export interface ScenarioRun {
   reached: Promise<void>;
   stop(): Promise<void>;
   /**
-   * How many of the scenario's steps have finished (optional, counting up from 0). With it, a run
-   * without a rule is judged by the step it stalls at: it must stay there for 1.5 times as long as
-   * the control run took over that step, instead of 1.5 times the whole control run from its start.
+   * When each of the scenario's steps finished (Date.now(), pushed as they do; optional). With it,
+   * a run without a rule is judged by the step it stalls at: it must stay there for 1.5 times as
+   * long as the control run took over that step, instead of 1.5 times the whole control run.
    */
-  steps?: () => number;
+  steps?: readonly number[];
 }
 
-/**
- * When each step of a control run finished, in ms from its start, the last entry its end state
- * (ScenarioRun.steps); empty for a scenario that does not count its steps.
- */
-export type StepTimes = number[];
 
 /**
  * Starts the loop as `client` and drives a scenario that needs every rule of the loop's
@@ -97,12 +92,13 @@ async function identityWith(admin: KubeClient, rules: PolicyRule[], probe: RuleA
  * scenario's end state is not reached and the audit log shows requests refused for want of exactly
  * that atom. Waiting stops `settleMs` after the first refusal, but not before `minWaitMs` (the
  * describe passes 1.5 times the control run's duration, so a scenario that does not need the atom
- * has the time it takes to finish), or at `timeoutMs`. Given `controlSteps` (the control run's step
- * times) and a scenario that counts its steps, the run must instead have stayed at one step for
- * `stallAllowance` of it: 1.5 times what the control took over that step. Most rules stop a loop
- * right at its start (a list or watch it may not make), and wait seconds, not the whole scenario.
+ * has the time it takes to finish), or at `timeoutMs`. Given `controlSteps` (when each step of the
+ * control run finished, in ms from its setup done, the last entry its end state) and a scenario
+ * that records its steps, the run must instead have stayed at one step for `stallAllowance` of it:
+ * 1.5 times what the control took over that step. Most rules stop a loop right at its start (a list
+ * or watch it may not make), and wait seconds, not the whole scenario.
  */
-export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; minWaitMs?: number; timeoutMs?: number; controlSteps?: StepTimes } = {}): Promise<NecessityResult> {
+export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAtom, scenario: NecessityScenario, opts: { settleMs?: number; minWaitMs?: number; timeoutMs?: number; controlSteps?: readonly number[] } = {}): Promise<NecessityResult> {
   const settleMs = opts.settleMs ?? 3_000;
   const minWaitMs = opts.minWaitMs ?? 0;
   const controlSteps = opts.controlSteps ?? [];
@@ -137,14 +133,11 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
     const started = Date.now();
     const deadline = started + timeoutMs;
     let firstRefusal: number | undefined;
-    const stepped = run.steps && controlSteps.length > 0 ? run.steps : undefined;
-    let step = stepped?.() ?? 0;
-    let stepSince = started;
+    const steps = controlSteps.length > 0 ? run.steps : undefined;
     while (!reached && Date.now() < deadline) {
       const now = Date.now();
       if (firstRefusal === undefined && refusals().length > 0) firstRefusal = now;
-      if (stepped && stepped() !== step) [step, stepSince] = [stepped(), now];
-      const stalled = stepped ? now - stepSince > stallAllowance(controlSteps, step, settleMs) : now - started > minWaitMs;
+      const stalled = steps ? now - Math.max(started, steps.at(-1) ?? started) > stallAllowance(controlSteps, steps.length, settleMs) : now - started > minWaitMs;
       if (firstRefusal !== undefined && now - firstRefusal > settleMs && stalled) break;
       await Promise.race([done, new Promise((r) => setTimeout(r, 200))]);
     }
@@ -161,7 +154,7 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
  * refusals' settle time. Past the control's steps (a scenario that counted more this time), the
  * control's whole duration.
  */
-export function stallAllowance(control: StepTimes, step: number, floorMs = 3_000): number {
+export function stallAllowance(control: readonly number[], step: number, floorMs = 3_000): number {
   const from = step === 0 ? 0 : control[step - 1];
   const to = control[step];
   if (from === undefined || to === undefined) return Math.max(floorMs, 1.5 * (control.at(-1) ?? 0));
@@ -192,7 +185,7 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
     // How long each scenario takes with every rule: an atom's run waits at least 1.5 times that
     // (or, for a scenario that counts its steps, 1.5 times the step it stalls at).
     const controlMs = new Map<NecessityScenario, number>();
-    const controlSteps = new Map<NecessityScenario, StepTimes>();
+    const controlSteps = new Map<NecessityScenario, readonly number[]>();
     const scenarios = [{ name: 'the scenario', scenario }, ...(hooks.variants ?? []).map((v) => ({ name: `the ${v.name} scenario`, scenario: v.scenario }))];
     for (const c of scenarios) {
       it(`control: ${c.name} reaches its end state as the loop's ServiceAccount`, async function () {
@@ -201,17 +194,11 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
         const run = await c.scenario(await (hooks.controlClient?.() ?? controllerClient(d.name)), admin);
         // Step times count from the scenario's setup done, as an atom's run does (checkRuleNeeded).
         const running = Date.now();
-        const times: StepTimes = [];
-        const watchSteps = setInterval(() => {
-          while (run.steps && run.steps() > times.length) times.push(Date.now() - running);
-        }, 50);
         try {
           await Promise.race([run.reached, new Promise((_, reject) => setTimeout(() => reject(new Error(`${c.name} did not finish in 60 s`)), 60_000))]);
           controlMs.set(c.scenario, Date.now() - started);
-          const end = Date.now() - running;
-          if (run.steps) controlSteps.set(c.scenario, [...times, ...Array<number>(Math.max(0, run.steps() - times.length)).fill(end), end]);
+          if (run.steps) controlSteps.set(c.scenario, [...run.steps.map((t) => t - running), Date.now() - running]);
         } finally {
-          clearInterval(watchSteps);
           await run.stop();
         }
       });

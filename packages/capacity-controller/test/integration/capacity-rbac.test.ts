@@ -69,17 +69,17 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
     const objects = async (): Promise<CSIStorageCapacity[]> => (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
     const warnings = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: 'default', fieldSelector: `involvedObject.name=${cls},reason=NoPoolForDomain` })).items;
     // Steps finished, for the necessity check's wait (ScenarioRun.steps).
-    let steps = 0;
+    const steps: number[] = [];
     const reached = (async () => {
       await loop.listed();
-      steps++;
+      steps.push(Date.now());
       await pollUntil(async () => {
         const [o] = await objects();
         expect(o?.capacity).to.equal('2Gi');
         expect(o?.metadata?.ownerReferences?.[0]).to.include(chain.owner);
         expect((await driverStatus(admin, driverName)).storage).to.have.length(1);
       }, ac.signal);
-      steps++;
+      steps.push(Date.now());
       // The CSIDriver appears after its CSIDriverCapacity: it becomes the owner.
       await admin.create(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: driverName }, spec: {} } as never);
       // More space, noticed because a volume of this driver was created in z1 (volume watch; the
@@ -103,7 +103,7 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
         const { head, shards } = await driverStatus(admin, driverName);
         for (const o of [head, ...shards]) expect(o?.metadata?.ownerReferences?.[0]).to.include({ kind: 'CSIDriver', name: driverName });
       }, ac.signal);
-      steps++;
+      steps.push(Date.now());
       // A failed provisioning refreshes p1 (claim and Event watches): the provisioner removes the
       // claim's selected-node, and later records ProvisioningFailed.
       const claims = loop.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
@@ -115,10 +115,10 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
         spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: cls },
       });
       await pollUntil(() => Promise.resolve(expect(claims.cache.get(`${ns}/c1`)).to.not.equal(undefined)), ac.signal);
-      steps++;
+      steps.push(Date.now());
       await admin.patch(Resources.persistentVolumeClaims, 'c1', ns, 'merge', { metadata: { annotations: { [SELECTED_NODE]: null } } });
       await pollUntil(async () => expect((await objects()).map((o) => o.capacity)).to.deep.equal(['4Gi']), ac.signal);
-      steps++;
+      steps.push(Date.now());
       driver.setCapacity({ [ZONE]: 'z1' }, 5n * GiB, { pool: 'p1' });
       const now = new Date().toISOString();
       await admin.create<Event>(Resources.events, {
@@ -134,23 +134,23 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
         lastTimestamp: now,
       });
       await pollUntil(async () => expect((await objects()).map((o) => o.capacity)).to.deep.equal(['5Gi']), ac.signal);
-      steps++;
+      steps.push(Date.now());
       // A zone without a pool, gone, and back: the same Warning twice (count 2).
       await addNode('n2', 'z2');
       await pollUntil(async () => expect(await warnings()).to.have.length(1), ac.signal);
-      steps++;
+      steps.push(Date.now());
       await removeNode('n2');
       await pollUntil(async () => expect((await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'PoolsCoverDomains')?.status).to.equal('True'), ac.signal);
-      steps++;
+      steps.push(Date.now());
       await addNode('n2', 'z2');
       await pollUntil(async () => expect((await warnings()).map((e) => e.count)).to.deep.equal([2]), ac.signal);
-      steps++;
+      steps.push(Date.now());
       await admin.delete(Resources.storageClasses, cls);
       await pollUntil(async () => expect(await objects()).to.have.length(0), ac.signal);
     })();
     return {
       reached,
-      steps: () => steps,
+      steps,
       stop: async () => {
         ac.abort();
         await loop.stop(2_000);

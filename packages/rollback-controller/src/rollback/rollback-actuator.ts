@@ -24,7 +24,7 @@ export interface RollbackActuatorDeps {
  * The fence's annotation value: the rollback's name and a random suffix, so that it differs from
  * whatever the claim carried before (see fenceClaim).
  */
-export function keptByValue(r: ProvisioningRollback): string {
+function keptByValue(r: ProvisioningRollback): string {
   return `${r.metadata?.name ?? ''}/${randomBytes(4).toString('hex')}`;
 }
 

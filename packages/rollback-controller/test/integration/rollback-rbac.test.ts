@@ -42,21 +42,21 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   const usage = async (pv: string): Promise<string | undefined> => (await admin.get<PersistentVolume>(Resources.persistentVolumes, pv)).metadata?.labels?.[LABEL_USAGE];
   // Steps finished, for the necessity check's wait (ScenarioRun.steps): a run without a rule is
   // judged by the step it stalls at, not by the whole scenario's length.
-  let steps = 0;
+  const steps: number[] = [];
   const refusals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=q,reason=ProvisioningRollbackRefused' })).items;
   const reached = (async () => {
     await loop.listed();
-    steps++;
+    steps.push(Date.now());
     // Pod s only exists after the initial list: only the pod watch shows it (so that e1 is seen
     // being provisioned for it).
     sPod = await admin.create<Pod>(Resources.pods, pod(ns, 's', ['e1']));
     await selectNode(admin, ns, 'e1', nodeB);
     await seenByLoop(loop, ns, 'e1');
-    steps++;
+    steps.push(Date.now());
     await provision(admin, ns, 'c1', nodeA, `${ns}-v1`);
     await provision(admin, ns, 'd1', nodeA, `${ns}-w1`);
     await provision(admin, ns, 'e1', nodeB, `${ns}-x1`);
-    steps++;
+    steps.push(Date.now());
     const c1 = await (async () => {
       let got: PersistentVolumeClaim | undefined;
       await pollUntil(async () => {
@@ -68,12 +68,12 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
       }, ac.signal);
       return got!;
     })();
-    steps++;
+    steps.push(Date.now());
     // Node b is cordoned after the start (node watch): s, pinned there by e1, is rolled back.
     const e1 = await get('e1');
     await admin.patch(Resources.nodes, nodeB, undefined, 'merge', { spec: { unschedulable: true } });
     await pollUntil(async () => expect((await get('e1')).metadata?.uid).to.not.equal(e1.metadata?.uid), ac.signal);
-    steps++;
+    steps.push(Date.now());
     // q's volume gets attached (VolumeAttachment watch): used, so q's rollback is refused.
     await admin.create(Resources.volumeAttachments, {
       apiVersion: 'storage.k8s.io/v1',
@@ -86,21 +86,21 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
     // the attachment it saw before the mark (a second Event with another message).
     const cached = loop.informers.forResource<PersistentVolume>(Resources.persistentVolumes);
     await pollUntil(() => Promise.resolve(expect(cached.cache.get(`${ns}-w1`)?.metadata?.labels?.[LABEL_USAGE]).to.equal('used')), ac.signal);
-    steps++;
+    steps.push(Date.now());
     await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await failProvisioning(admin, ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await pollUntil(async () => {
       expect((await get('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
       expect(await refusals()).to.have.length(1);
     }, ac.signal);
-    steps++;
+    steps.push(Date.now());
     await admin.patch(Resources.pods, 'q', ns, 'merge', { metadata: { labels: { touched: 'yes' } } });
     await pollUntil(async () => {
       const r = await refusals();
       expect(r).to.have.length(1);
       expect(r[0]?.count).to.be.at.least(2);
     }, ac.signal);
-    steps++;
+    steps.push(Date.now());
     // Both rollbacks finished and, past the history TTL, their records are gone.
     await pollUntil(async () => {
       for (const x of [p, sPod!]) expect(await recordsOf(admin, x.metadata!.uid!), `records of ${x.metadata?.name}`).to.deep.equal([]);
@@ -108,7 +108,7 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   })();
   return {
     reached,
-    steps: () => steps,
+    steps,
     stop: async () => {
       ac.abort();
       await loop.stop(2_000);

@@ -200,12 +200,12 @@ export class Informer<T extends KubeObject = KubeObject> {
         const started = Date.now();
         const outcome = await this.watchOnce(signal);
         if (this.interrupted()) {
-          // Expired all the same: list, whatever ended it.
-          if (outcome.kind === 'gone') needList = true;
+          // A list was due all the same: list, whatever ended it.
+          if (outcome.kind === 'relist') needList = true;
           continue;
         }
         if (Date.now() - started > 30_000) backoff = start;
-        if (outcome.kind === 'gone') {
+        if (outcome.kind === 'relist') {
           needList = true;
           watchRestarts.inc({ resource: this.label, reason: outcome.why });
           // The list after an expired watch waits a backoff step, growing while they repeat, as
@@ -297,11 +297,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     }
   }
 
-  /** One watch request; 'gone' when it must be followed by a list (our resourceVersion too old: why 'gone'; or another error event: 'error'). */
-  private async watchOnce(signal: AbortSignal): Promise<{ kind: 'closed'; events: number } | { kind: 'gone'; why: 'gone' | 'error' }> {
+  /** One watch request; 'relist' when a list must follow (why: our resourceVersion too old, 'gone', or another error event, 'error'). */
+  private async watchOnce(signal: AbortSignal): Promise<{ kind: 'closed'; events: number } | { kind: 'relist'; why: 'gone' | 'error' }> {
     await this.client.limiter.wait(signal);
     if (this.relistWanted) return { kind: 'closed', events: 0 };
-    let gone: 'gone' | 'error' | undefined;
+    let relist: 'gone' | 'error' | undefined;
     let failure: unknown;
     const inner = new AbortController();
     this.watchAbort = inner;
@@ -324,14 +324,14 @@ export class Informer<T extends KubeObject = KubeObject> {
         collectionPath(this.resource, this.opts.namespace),
         query,
         (e) => {
-          if (gone || failure) return;
+          if (relist || failure) return;
           // Parsed without managedFields, which an observer added since reads: not applied, so the
           // next watch (addRawObserver ends this one) delivers it again, from the last one applied.
           if (cut && !this.mayCut(false)) return;
           try {
             const applied = this.apply(e);
             if (applied !== 'ok') {
-              gone = applied;
+              relist = applied;
               inner.abort();
             }
           } catch (err) {
@@ -348,7 +348,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       this.watchAbort = undefined;
     }
     if (failure !== undefined) throw failure instanceof Error ? failure : new Error('watch event handling failed');
-    return gone ? { kind: 'gone', why: gone } : { kind: 'closed', events };
+    return relist ? { kind: 'relist', why: relist } : { kind: 'closed', events };
   }
 
   private apply(e: WatchEvent): 'ok' | 'gone' | 'error' {
