@@ -34,6 +34,14 @@ export interface RollbackGlueDeps extends AdvanceDeps {
 /** How soon a pod whose claim changed under its rollback decision is looked at again (its claim's event also brings it back). */
 export const CLAIM_CHANGED_RETRY_MS = 1000;
 
+/**
+ * How soon an unfinished record is looked at again when no step asked for a time. Each step's write
+ * to the record's status brings it back through its watch; this is the level-triggered net under that
+ * (a step whose write changed nothing, an event lost to a handler error), so a rollback never stalls
+ * for longer than this with nothing to show for it.
+ */
+export const UNFINISHED_RECORD_RESYNC_MS = 60_000;
+
 const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
 
 /**
@@ -147,7 +155,7 @@ export class RollbackReconciler {
         return;
       }
       if (this.d.dryRun) return;
-      return advanceRollback(this.d, r, decideIntent(r, (ns, n) => this.d.world.claim(ns, n)));
+      return (await advanceRollback(this.d, r, decideIntent(r, (ns, n) => this.d.world.claim(ns, n)))) ?? UNFINISHED_RECORD_RESYNC_MS;
     });
   }
 }

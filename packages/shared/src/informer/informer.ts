@@ -1,5 +1,4 @@
 import type { KubeClient } from '../client/kube-client.js';
-import { classifyError } from '../client/errors.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import type { Logger } from '../logging/logger.js';
 import { IndexedCache } from './indexed-cache.js';
@@ -10,9 +9,13 @@ import { collectionPath, describeItem, resourceLabel } from './resources.js';
 import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
 import { listPages, PageSizer } from '../client/paged-list.js';
-import { sleep } from '../controller/runnable.js';
 import type { WatchEvent } from './watch-stream.js';
 import { cachedObjects, cacheErrors, handlerErrors, relists, watchRestarts } from './informer-metrics.js';
+import { dropManagedFields } from './projections.js';
+import { runListWatch } from './list-watch-loop.js';
+import type { WatchOutcome } from './list-watch-loop.js';
+import { watchErrorOutcome } from './watch-error.js';
+import type { WatchErrorStatus } from './watch-error.js';
 
 export type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
 import type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
@@ -28,25 +31,16 @@ import { RawObservers } from './raw-observers.js';
  */
 export const DEFAULT_LIST_PAGE_SIZE = 5000;
 
-const BACKOFF_START_MS = 800;
-const BACKOFF_MAX_MS = 10_000;
-/** A watch shorter than this without an event is followed by a backoff step (client-go's reflector: 1 s). */
-const SHORT_WATCH_MS = 1_000;
 
-/** Removes managedFields: the default transform, since no controller reads them and they dominate memory. */
-export function dropManagedFields<T extends KubeObject>(obj: T): T {
-  if (obj.metadata?.managedFields) obj.metadata.managedFields = undefined;
-  return obj;
-}
-
-/**
- * List+watch of one resource into an indexed cache. Unlike client-node's ListWatch, it never
- * gives up: any watch error or close restarts the watch with backoff from the last resourceVersion,
- * and 410 Gone (or an expired continue token) leads to a full relist that reconciles the cache.
- */
 /** Orders the starts and ends of lists across every informer of the process (see listedAfter). */
 let listSequence = 0;
 
+/**
+ * List+watch of one resource into an indexed cache. Unlike client-node's ListWatch, it never gives
+ * up (runListWatch): a watch that ends is opened again from the last resourceVersion, and 410 Gone,
+ * an expired continue token or a watch error other than 429 (watchErrorOutcome) leads to a full
+ * relist that reconciles the cache.
+ */
 export class Informer<T extends KubeObject = KubeObject> {
   readonly cache = new IndexedCache<T>();
   private readonly handlers: EventHandler<T>[] = [];
@@ -180,61 +174,21 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.running = undefined;
   }
 
-  private async run(signal: AbortSignal): Promise<void> {
-    const start = this.opts.backoff?.startMs ?? BACKOFF_START_MS;
-    const max = this.opts.backoff?.maxMs ?? BACKOFF_MAX_MS;
-    let backoff = start;
-    let needList = true;
-    while (!signal.aborted) {
-      try {
-        if (this.relistWanted) {
-          this.relistWanted = false;
-          needList = true;
-        }
-        if (needList) {
-          await this.listAndReplace(signal);
-          needList = false;
-          // A relist asked for while this one was under way needs a list asked for after it.
-          if (this.relistWanted) continue;
-        }
-        const started = Date.now();
-        const outcome = await this.watchOnce(signal);
-        if (this.interrupted()) {
-          // A list was due all the same: list, whatever ended it.
-          if (outcome.kind === 'relist') needList = true;
-          continue;
-        }
-        if (Date.now() - started > 30_000) backoff = start;
-        if (outcome.kind === 'relist') {
-          needList = true;
-          watchRestarts.inc({ resource: this.label, reason: outcome.why });
-          // The list after an expired watch waits a backoff step, growing while they repeat, as
-          // client-go's reflector lists again only through its backoff manager: a server (or a proxy)
-          // answering every watch with 410 must not get a full list in a loop.
-          await sleep(backoff * (1 + Math.random()), signal);
-          backoff = Math.min(backoff * 2, max);
-          continue;
-        }
-        // A watch that ends at once with nothing in it, as client-go's reflector's "very short
-        // watch": waits the first backoff step, not a growing one (a growing backoff here was seen
-        // to leave a new informer blind for a minute on a busy API server), so a proxy that closes
-        // every watch costs a few requests a second, not thousands.
-        if (outcome.events === 0 && Date.now() - started < SHORT_WATCH_MS) await sleep(start, signal);
-        watchRestarts.inc({ resource: this.label, reason: 'timeout' });
-        backoff = start;
-      } catch (err) {
-        if (signal.aborted) break;
-        // Cut before its answer came by relist() or addRawObserver: no failure.
-        if (this.interrupted()) continue;
-        const c = classifyError(err);
-        if (c.kind === 'Gone') needList = true;
-        watchRestarts.inc({ resource: this.label, reason: c.kind === 'Gone' ? 'gone' : 'error' });
-        const wait = Math.max(backoff * (1 + Math.random()), (c.retryAfterSeconds ?? 0) * 1000);
-        this.log.warn('list/watch failed; retrying', { error: c.message, kind: c.kind, retryInMs: Math.round(wait) });
-        await sleep(wait, signal);
-        backoff = Math.min(backoff * 2, max);
-      }
-    }
+  private run(signal: AbortSignal): Promise<void> {
+    return runListWatch(signal, {
+      backoff: this.opts.backoff,
+      takeRelistRequest: () => {
+        const wanted = this.relistWanted;
+        this.relistWanted = false;
+        return wanted;
+      },
+      relistRequested: () => this.relistWanted,
+      interrupted: () => this.interrupted(),
+      list: (s) => this.listAndReplace(s),
+      watch: (s) => this.watchOnce(s),
+      restarted: (reason) => watchRestarts.inc({ resource: this.label, reason }),
+      failed: (kind, message, retryInMs) => this.log.warn('list/watch failed; retrying', { error: message, kind, retryInMs }),
+    });
   }
 
   /** relist() or addRawObserver ended the watch: go on at once (list, or watch again), no failure. */
@@ -298,7 +252,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   /** One watch request; 'relist' when a list must follow (why: our resourceVersion too old, 'gone', or another error event, 'error'). */
-  private async watchOnce(signal: AbortSignal): Promise<{ kind: 'closed'; events: number } | { kind: 'relist'; why: 'gone' | 'error' }> {
+  private async watchOnce(signal: AbortSignal): Promise<WatchOutcome> {
     await this.client.limiter.wait(signal);
     if (this.relistWanted) return { kind: 'closed', events: 0 };
     let relist: 'gone' | 'error' | undefined;
@@ -353,17 +307,11 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   private apply(e: WatchEvent): 'ok' | 'gone' | 'error' {
     if (e.type === 'ERROR') {
-      const status = e.object as { code?: number; reason?: string; message?: string };
-      if (status.code === 410 || status.reason === 'Expired' || status.reason === 'Gone') return 'gone';
-      // Throttled (429), or a server error (500, 503): the watch is opened again from the same
-      // resourceVersion, with backoff (client-go's reflector watches again after a 429 and after a
-      // few internal errors, then lists; a list of a large resource is dear, so here the backoff
-      // paces it). Anything else (a lagging server's "Too large resource version", 504, behind a
-      // load balancer) lists again, as client-go's reflector ends its watch and relists: a watch
-      // retried at that resourceVersion could fail there for as long as that server lags.
-      if (status.code === 429 || status.code === 500 || status.code === 503) throw new Error(`watch error: ${status.message ?? JSON.stringify(status)}`);
-      this.log.warn('watch ended with an error; listing again', { error: status.message ?? JSON.stringify(status), code: status.code });
-      return 'error';
+      const status = e.object as WatchErrorStatus;
+      const outcome = watchErrorOutcome(status);
+      if (outcome === 'rewatch') throw new Error(`watch error: ${status.message ?? JSON.stringify(status)}`);
+      if (outcome === 'relist') this.log.warn('watch ended with an error; listing again', { error: status.message ?? JSON.stringify(status), code: status.code });
+      return outcome === 'gone' ? 'gone' : 'error';
     }
     const raw = e.object as KubeObject;
     const rv = raw.metadata?.resourceVersion;

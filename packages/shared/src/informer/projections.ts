@@ -10,6 +10,12 @@ import {
   ANN_STORAGE_PROVISIONER,
 } from '../volumes/well-known.js';
 
+/** Removes managedFields: the default transform, since no controller reads them and they dominate memory. */
+export function dropManagedFields<T extends KubeObject>(obj: T): T {
+  if (obj.metadata?.managedFields) obj.metadata.managedFields = undefined;
+  return obj;
+}
+
 // One projection per resource for the whole process. Informers are shared between loops, so a
 // loop-private projection would either conflict with another loop's (the factory refuses that) or,
 // worse, hand another loop objects missing the fields it reads. Each projection is the union of

@@ -93,22 +93,26 @@ describe('informer: how watches end (a local HTTP server as the API server)', fu
     });
   }
 
-  it('a watch that ends with another error event (a lagging server behind a load balancer: "Too large resource version", 504) lists again; one throttled (429) is watched again', async function () {
+  it('a watch that ends with another error event (a lagging server behind a load balancer: "Too large resource version", 504; an internal error, 500; 503) lists again; one throttled (429) is watched again', async function () {
     const tooLarge = line({ type: 'ERROR', object: { kind: 'Status', code: 504, reason: 'Timeout', message: 'Too large resource version: 20, current: 10', details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } } });
     const throttled = line({ type: 'ERROR', object: { kind: 'Status', code: 429, reason: 'TooManyRequests', message: 'too many requests' } });
+    // What kube-apiserver sends when etcd lost its leader, or gave an event without its previous value.
+    const internal = line({ type: 'ERROR', object: { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcdserver: no leader' } });
+    const unavailable = line({ type: 'ERROR', object: { kind: 'Status', code: 503, reason: 'ServiceUnavailable', message: 'unavailable' } });
+    const endings = [throttled, tooLarge, internal, unavailable];
     const s = await apiServer((req, res, n) => {
       if (!isWatch(req)) return list(res, 10 * n.lists, [pv('a', 5)]);
-      if (n.watches > 2) return hold(res);
+      if (n.watches > endings.length) return hold(res);
       res.writeHead(200);
-      res.end(n.watches === 1 ? throttled : tooLarge);
+      res.end(endings[n.watches - 1]);
     });
     close = s.close;
     const inf = start(s.client);
     await inf.waitForSync();
-    await eventually(() => expect(s.n.watches).to.equal(3));
-    // The throttled watch was opened again from the same resourceVersion; the 504 was followed by a list.
-    expect(s.n.lists).to.equal(2);
-    expect(s.watchQueries.map((q) => q.get('resourceVersion'))).to.deep.equal(['10', '10', '20']);
+    await eventually(() => expect(s.n.watches).to.equal(5));
+    // The throttled watch was opened again from the same resourceVersion; each other error was followed by a list.
+    expect(s.n.lists).to.equal(4);
+    expect(s.watchQueries.map((q) => q.get('resourceVersion'))).to.deep.equal(['10', '10', '20', '30', '40']);
   });
 
   it('every watch answered with 410 Gone: the lists that follow back off, not a full list in a loop', async function () {
