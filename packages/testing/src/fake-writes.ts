@@ -125,8 +125,9 @@ export class FakeEvents implements Pick<EventRecorder, 'event' | 'flush'> {
   readonly recorded: RecordedEvent[] = [];
   /** What `flush` waits for: set it to hold the caller as a slow API server would. */
   pending: Promise<void> = Promise.resolve();
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+  event(obj: KubeObject, type: EventType, reason: string, message: string): boolean {
     this.recorded.push({ kind: obj.kind, name: obj.metadata?.name, type, reason, message });
+    return true;
   }
   flush(): Promise<void> {
     return this.pending;

@@ -42,7 +42,7 @@ export function fakeLoop(meter = new FakeMeter({ available: 10n * GiB })): { que
   const inf = fakeInformers();
   store.watch(Resources.csiStorageCapacities, inf.objects);
   const status = { publish: () => Promise.resolve({ wrote: false }), pruneExpired: () => Promise.resolve(0) };
-  const loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, loopOptions(queue), logger());
+  const loop = new CapacityLoop(inf, meter, store, status, { event: () => true }, queue, loopOptions(queue), logger());
   loop.register();
   return { queue, meter, store, inf, loop };
 }

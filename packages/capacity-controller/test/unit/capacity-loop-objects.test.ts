@@ -68,7 +68,7 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
       ...extra,
     };
     const status = { publish: () => Promise.resolve({ wrote: false }), pruneExpired: () => Promise.resolve(0) };
-    loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, opts, logger());
+    loop = new CapacityLoop(inf, meter, store, status, { event: () => true }, queue, opts, logger());
     loop.register();
     for (const n of nodes) inf.nodes.set(n);
     for (const c of csiNodes) inf.csiNodes.set(c);

@@ -108,7 +108,7 @@ describe('CapacityLoop: a restarted instance keeps the pools it published until 
       pruneExpired: () => Promise.resolve(0),
     };
     const opts = loopOptions(queue);
-    const loop = new CapacityLoop(inf, meter, store, status, { event: () => undefined }, queue, opts, logger());
+    const loop = new CapacityLoop(inf, meter, store, status, { event: () => true }, queue, opts, logger());
     loop.register();
     inf.nodes.set(node);
     inf.csiNodes.set(csiNode);

@@ -53,7 +53,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const claims = new AssumeCache<PersistentVolumeClaim>();
   /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
   const issues = new FirstSeen<SelectedNodeIssueSeen>();
-  const activity = new ProvisioningActivity();
+  const activity = new ProvisioningActivity((ns, name, uid) => (pvcs.hasSynced() ? pvcs.cache.get(`${ns}/${name}`)?.metadata?.uid === uid : undefined));
   /** Selected nodes removed from unbound claims (the provisioner gave them back), by claim uid. */
   const removals = new Map<string, { count: number; last: number }>();
   const world: BinderWorld = {
@@ -87,6 +87,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   registerCollectorMetrics(
     () => pvs.cache.list(),
     () => pvcs.cache.list(),
+    (name) => classes.cache.get(name) !== undefined,
   );
 
   // Claims that may have passed a reserved volume by, once its reservation failed (BinderReconciler.passedOver).
@@ -140,6 +141,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
 
   const claimGone = (c: PersistentVolumeClaim): void => {
     claims.forget(objectKey(c));
+    reconciler.forgetClaim(objectKey(c));
     issues.forget(c.metadata?.uid ?? '');
     removals.delete(c.metadata?.uid ?? '');
     activity.forgetClaim(c);
@@ -246,14 +248,9 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       const o = e.involvedObject;
       if (o?.namespace && o.name) enqueueClaimKey(`${o.namespace}/${o.name}`);
     },
-    onUpdate: (_old, e) => activity.observe(e, Date.now()),
-    onDelete: (e) => {
-      activity.forget(e);
-      // Only once the claims are listed: before, a claim not cached yet may still be there.
-      const o = e.involvedObject;
-      const claim = o?.name ? pvcs.cache.get(`${e.metadata?.namespace ?? ''}/${o.name}`) : undefined;
-      if (pvcs.hasSynced() && claim?.metadata?.uid !== o?.uid) activity.forgetClaimOf(e);
-    },
+    onUpdate: (old, e) => activity.eventUpdated(old, e, Date.now()),
+    onDelete: (e) => activity.eventDeleted(e),
   });
   return controller;
 }
+

@@ -5,6 +5,21 @@ import { claimClass, volumeClass } from './claim-helpers.js';
 interface CollectorSource {
   volumes: () => PersistentVolume[];
   claims: () => PersistentVolumeClaim[];
+  classExists: (name: string) => boolean;
+}
+
+/** The storage_class label of a claim whose class no StorageClass has (see claimClassLabel). */
+export const UNKNOWN_CLASS_LABEL = '<unknown>';
+
+/**
+ * A claim's class as a label value: its class if a StorageClass of that name exists (or "", no
+ * class), else UNKNOWN_CLASS_LABEL. A tenant chooses the class name, in the spec or in the
+ * unvalidated beta annotation (up to 512 characters cached), so the label would otherwise take as
+ * many values as the tenant has claims (kube-controller-manager's pv_collector does take them).
+ */
+export function claimClassLabel(c: PersistentVolumeClaim, classExists: (name: string) => boolean): string {
+  const cls = claimClass(c);
+  return cls === '' || classExists(cls) ? cls : UNKNOWN_CLASS_LABEL;
 }
 // The binder whose caches the gauges report: the latest one set up in this process (one in a
 // manager; tests start several in turn, and the gauges must follow the running one).
@@ -12,8 +27,8 @@ let source: CollectorSource | undefined;
 
 // Upstream's collector names (pkg/controller/volume/persistentvolume/metrics), computed from the
 // caches at scrape time as upstream does, so they are never out of step with what we see.
-export function registerCollectorMetrics(volumes: () => PersistentVolume[], claims: () => PersistentVolumeClaim[]): void {
-  source = { volumes, claims };
+export function registerCollectorMetrics(volumes: () => PersistentVolume[], claims: () => PersistentVolumeClaim[], classExists: (name: string) => boolean): void {
+  source = { volumes, claims, classExists };
   // prom-client calls collect() on every scrape; the first gauge refreshes all four.
   const boundPV = gauge<'storage_class'>({
     name: 'pv_collector_bound_pv_count',
@@ -56,7 +71,7 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
     const oldestByClass = new Map<string, number>();
     for (const c of source.claims()) {
       if (c.status?.phase === 'Bound' || !c.metadata?.annotations?.[ANN_SELECTED_NODE]) continue;
-      const cls = claimClass(c);
+      const cls = claimClassLabel(c, source.classExists);
       waiting.inc({ storage_class: cls });
       const created = Date.parse(c.metadata.creationTimestamp ?? '');
       if (!Number.isNaN(created)) oldestByClass.set(cls, Math.max(oldestByClass.get(cls) ?? 0, (now - created) / 1000));
@@ -64,7 +79,7 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
     for (const [cls, age] of oldestByClass) oldest.set({ storage_class: cls }, age);
     for (const v of source.volumes()) (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: volumeClass(v) });
     for (const c of source.claims()) {
-      const labels = { namespace: c.metadata?.namespace ?? '', storage_class: claimClass(c), volume_attributes_class: c.spec?.volumeAttributesClassName ?? '' };
+      const labels = { namespace: c.metadata?.namespace ?? '', storage_class: claimClassLabel(c, source.classExists), volume_attributes_class: c.spec?.volumeAttributesClassName ?? '' };
       (c.status?.phase === 'Bound' ? boundPVC : unboundPVC).inc(labels);
     }
   }

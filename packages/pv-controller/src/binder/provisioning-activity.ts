@@ -22,6 +22,12 @@ export class ProvisioningActivity {
    */
   private readonly claims = new Map<string, number>();
 
+  /**
+   * @param claimCached whether the claim cache has a claim of that namespace, name and uid;
+   *   undefined while the claims have not been listed.
+   */
+  constructor(private readonly claimCached: (namespace: string, name: string, uid: string) => boolean | undefined = () => undefined) {}
+
   /** An Event of the informer's, added or updated, at `at` on this process's clock. */
   observe(e: Event, at: number): void {
     this.seen.note(key(e), e.metadata?.resourceVersion ?? '', at);
@@ -40,17 +46,36 @@ export class ProvisioningActivity {
   }
 
   /**
-   * The Event went and the claim it names is not cached (deleted before it, or never there: an
-   * Event naming a uid no claim has): its memory goes too, or Events about claims gone (and made up
-   * ones) would leave entries for ever. Bounded so by the Events alive, which all expire.
+   * The Event was deleted. The attempts it recorded are still remembered for its claim while that
+   * claim is cached (see `claims`); for a claim not cached (deleted before it, or never there: an
+   * Event naming a uid no claim has) they go, or Events about claims gone (and made-up ones) would
+   * leave entries for ever. Bounded so by the live Events, which all expire.
    */
-  forgetClaimOf(e: Event): void {
-    const c = claimOfEvent(e);
-    if (c !== undefined) this.claims.delete(c);
+  eventDeleted(e: Event): void {
+    this.seen.forget(key(e));
+    this.forgetUnlessCached(e);
   }
 
-  forget(e: Event): void {
-    this.seen.forget(key(e));
+  /**
+   * The Event was updated. A core/v1 Event's involvedObject may be rewritten (its update validation
+   * checks only what a new Event's does): the claim it named before is let go as if the Event were
+   * deleted, or one Event rewritten again and again would leave an entry each time.
+   */
+  eventUpdated(old: Event, e: Event, at: number): void {
+    this.observe(e, at);
+    if (claimOfEvent(old) !== claimOfEvent(e)) this.forgetUnlessCached(old);
+  }
+
+  /** How many claims have attempts remembered (for tests and the memory's bound). */
+  size(): number {
+    return this.claims.size;
+  }
+
+  private forgetUnlessCached(e: Event): void {
+    const c = claimOfEvent(e);
+    const o = e.involvedObject;
+    // Before the claims are listed (undefined), a claim not cached yet may still be there.
+    if (c !== undefined && this.claimCached(o?.namespace ?? '', o?.name ?? '', o?.uid ?? '') === false) this.claims.delete(c);
   }
 
   /** The Event's last activity, by either clock (see the class). */

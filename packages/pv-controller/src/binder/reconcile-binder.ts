@@ -62,6 +62,11 @@ export class BinderReconciler {
 
   constructor(private readonly d: BinderGlueDeps) {}
 
+  /** The claim was deleted: nothing is kept of it (a claim deleted is never decided again to clear it). */
+  forgetClaim(key: string): void {
+    this.passedOver.delete(key);
+  }
+
   async claim(namespace: string, name: string): Promise<number | void> {
     const { world, inFlight } = this.d;
     const key = `${namespace}/${name}`;

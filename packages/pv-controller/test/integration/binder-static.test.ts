@@ -96,6 +96,15 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
       expect(await sample('topovol_pv_binder_selected_node_pending_claims', { storage_class: cls })).to.equal(1);
       expect(await sample('topovol_pv_binder_selected_node_pending_oldest_seconds', { storage_class: cls })).to.be.at.least(0).and.below(600);
     });
+    // A class name no StorageClass has, in the spec or in the beta annotation (which nothing
+    // validates): a tenant's choice, reported as one value, not one series per name.
+    const madeUp = name('made-up-class');
+    await admin.create(Resources.persistentVolumeClaims, { ...pvc(ns, 'madeup', '1Gi'), spec: { ...pvc(ns, 'madeup', '1Gi').spec, storageClassName: madeUp } });
+    const beta = pvc(ns, 'madeup-beta', '1Gi');
+    beta.metadata = { ...beta.metadata, annotations: { 'volume.beta.kubernetes.io/storage-class': `${madeUp}-beta ${'x'.repeat(400)}` } };
+    await admin.create(Resources.persistentVolumeClaims, beta);
+    await eventually(async () => expect(await sample('pv_collector_unbound_pvc_count', { namespace: ns, storage_class: '<unknown>' })).to.equal(2));
+    expect(await metricsRegistry.metrics()).to.not.include(madeUp);
     await admin.delete(Resources.nodes, name('node')).catch(() => undefined);
     await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
     const text = await metricsRegistry.metrics();

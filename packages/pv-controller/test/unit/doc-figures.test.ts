@@ -42,6 +42,9 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
     '256 KiB': "limit: Kubernetes' total size of an object's annotations",
     '24 KiB': 'limit claim-projection.test.ts asserts for a worst-case projected claim',
   },
+  'docs/rollback.md': {
+    '256 KiB': 'limit: RECORD_TEMPLATES_BUDGET_BYTES, what a ProvisioningRollback keeps of its claims',
+  },
   'docs/install.md': {
     '15 minutes': "setting: an alert rule's for:",
     '1.5 MB': "limit: etcd's default --max-request-bytes",

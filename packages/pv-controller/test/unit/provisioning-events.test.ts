@@ -39,7 +39,7 @@ describe('binder: the external provisioner\'s Provisioning Events', function () 
       a.observe(ev('1', '2026-11-29T01:00:00Z'), NOW);
       expect(a.timeOf(ev('2', '2026-11-29T01:00:00Z'), NOW + 7_000)).to.equal(NOW + 7_000);
       expect(a.timeOf(ev('3', '2026-11-29T03:00:00Z'), NOW)).to.equal(at('2026-11-29T03:00:00Z') + 999);
-      a.forget(ev('1', ''));
+      a.eventDeleted(ev('1', ''));
       expect(a.timeOf(ev('1', '2026-11-29T01:00:00Z'), NOW + 9_000)).to.equal(NOW + 9_000);
     });
   });
@@ -59,7 +59,7 @@ describe('binder: the external provisioner\'s Provisioning Events', function () 
       const e = about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' });
       a.observe(e, NOW);
       a.observe(about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' }, '2'), NOW + 30_000);
-      a.forget(e);
+      a.eventDeleted(e);
       expect(a.rememberedFor(claim())).to.equal(NOW + 30_000);
     });
 
@@ -73,15 +73,41 @@ describe('binder: the external provisioner\'s Provisioning Events', function () 
       expect(a.rememberedFor(claim({ uid: 'uid-old' }))).to.equal(NOW);
     });
 
-    it('forgotten when the claim is bound or deleted, or with its Event when no such claim is cached (the binder\'s glue decides which)', function () {
-      const a = new ProvisioningActivity();
-      a.observe(about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' }), NOW);
+    it('forgotten when the claim is bound or deleted, or with its Event when no such claim is cached', function () {
+      const cached = new Set(['ns/c/uid-c']);
+      const a = new ProvisioningActivity((ns, name, uid) => cached.has(`${ns}/${name}/${uid}`));
+      const real = about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' });
+      a.observe(real, NOW);
+      a.eventDeleted(real);
+      expect(a.rememberedFor(claim()), 'its claim is cached: kept after the Event').to.equal(NOW);
       a.forgetClaim(claim());
       expect(a.rememberedFor(claim())).to.equal(undefined);
       const madeUp = about('ns', { namespace: 'ns', name: 'c', uid: 'uid-made-up' });
       a.observe(madeUp, NOW);
-      a.forgetClaimOf(madeUp);
+      a.eventDeleted(madeUp);
       expect(a.rememberedFor(claim({ uid: 'uid-made-up' }))).to.equal(undefined);
+    });
+
+    it('before the claims are listed, nothing is forgotten with an Event (a claim not cached yet may be there)', function () {
+      const a = new ProvisioningActivity(() => undefined);
+      const e = about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' });
+      a.observe(e, NOW);
+      a.eventDeleted(e);
+      expect(a.rememberedFor(claim())).to.equal(NOW);
+    });
+
+    it('an Event whose involvedObject is rewritten again and again (core/v1 allows it) leaves no entry per rewrite; the cached claim it named keeps its attempts', function () {
+      const cached = new Set(['ns/c/uid-c']);
+      const a = new ProvisioningActivity((ns, name, uid) => cached.has(`${ns}/${name}/${uid}`));
+      let old = about('ns', { namespace: 'ns', name: 'c', uid: 'uid-c' });
+      a.observe(old, NOW);
+      for (let i = 0; i < 1000; i++) {
+        const next = { ...about('ns', { namespace: 'ns', name: `x${i}`, uid: `made-up-${i}` }, String(i + 2)), metadata: old.metadata };
+        a.eventUpdated(old, next, NOW + i);
+        old = next;
+      }
+      expect(a.size(), 'the real claim and the made-up one the Event names now').to.equal(2);
+      expect(a.rememberedFor(claim()), 'a tenant who rewrites the provisioner\'s Event does not erase the attempt').to.equal(NOW);
     });
   });
 

@@ -36,8 +36,9 @@ class CapturedEvents extends EventRecorder {
   constructor(c: KubeClient) {
     super(c, 'topovol-zonal-pv-upgrade', 'test', true);
   }
-  override event(_obj: KubeObject, type: EventType, reason: string, message: string): void {
+  override event(_obj: KubeObject, type: EventType, reason: string, message: string): boolean {
     this.captured.push({ type, reason, message });
+    return true;
   }
 }
 

@@ -3,6 +3,14 @@ import type { Pod } from '@topovol/shared';
 export const ENDED_USE_ABSENT_TTL_MS = 60 * 60_000;
 /** How often, at most, record() looks for entries to drop. */
 const PRUNE_EVERY_MS = 60_000;
+/**
+ * The most entries kept for claims not cached. Legitimately few: a pod's claims are cached while it
+ * runs, and a claim's delete forgets its uses. Pods naming claims that never come (a tenant creating
+ * and deleting them in a loop) would otherwise be bounded only by the pod deletion rate times the TTL.
+ */
+export const ENDED_USE_MAX_ABSENT = 10_000;
+/** How often, at most, record() prunes for ENDED_USE_MAX_ABSENT. */
+const PRUNE_OVER_CAP_EVERY_MS = 1_000;
 
 /**
  * Pods that were scheduled or ran and then were deleted, by the claims they named: evidence that
@@ -14,14 +22,19 @@ const PRUNE_EVERY_MS = 60_000;
  * Bounded: a claim's delete event drops the entry when every use in it provably began before that
  * claim's deletion was asked for (forget); one whose claim is not cached goes an hour after it was
  * recorded, far longer than a claim watch here lags before it is cut and re-established (its
- * watches end within ten minutes, and a relist replaces the whole cache).
+ * watches end within ten minutes, and a relist replaces the whole cache). Past ENDED_USE_MAX_ABSENT
+ * entries of claims not cached, the oldest go, and `evicted` is told: a use forgotten so may be the
+ * only evidence that a volume holds data, so the loop must stop vouching for unused marks then.
  */
 export class EndedUse {
   /** `usedSince`: the latest start among the uses recorded (server time, ms); Infinity when one is unknown. */
   private readonly byClaim = new Map<string, { why: string; at: number; usedSince: number }>();
   private prunedAt = 0;
 
-  constructor(private readonly claimCached: (claimKey: string) => boolean) {}
+  constructor(
+    private readonly claimCached: (claimKey: string) => boolean,
+    private readonly evicted: (count: number) => void = () => undefined,
+  ) {}
 
   /**
    * A pod that used the claim (`why`) was deleted; `usedSince` is when it was scheduled (server
@@ -31,7 +44,8 @@ export class EndedUse {
     const since = usedSince ?? Infinity;
     const prev = this.byClaim.get(claimKey);
     this.byClaim.set(claimKey, { why, at: now, usedSince: Math.max(since, prev?.usedSince ?? -Infinity) });
-    if (now - this.prunedAt >= PRUNE_EVERY_MS) this.prune(now);
+    const due = now - this.prunedAt >= (this.byClaim.size > ENDED_USE_MAX_ABSENT ? PRUNE_OVER_CAP_EVERY_MS : PRUNE_EVERY_MS);
+    if (due) this.prune(now);
   }
 
   get(claimKey: string): string | undefined {
@@ -58,10 +72,24 @@ export class EndedUse {
     return this.byClaim.size;
   }
 
-  /** Drops the entries of claims not cached, recorded more than ENDED_USE_ABSENT_TTL_MS ago. */
+  /**
+   * Drops the entries of claims not cached, recorded more than ENDED_USE_ABSENT_TTL_MS ago, then the
+   * oldest of them past ENDED_USE_MAX_ABSENT (down to half of it, so that a stream of them does not
+   * evict on every record), telling `evicted`.
+   */
   prune(now: number): void {
     this.prunedAt = now;
-    for (const [k, e] of this.byClaim) if (now - e.at > ENDED_USE_ABSENT_TTL_MS && !this.claimCached(k)) this.byClaim.delete(k);
+    const absent: string[] = [];
+    for (const [k, e] of this.byClaim) {
+      if (this.claimCached(k)) continue;
+      if (now - e.at > ENDED_USE_ABSENT_TTL_MS) this.byClaim.delete(k);
+      else absent.push(k);
+    }
+    if (absent.length <= ENDED_USE_MAX_ABSENT) return;
+    // A Map iterates in insertion order: the first are the oldest.
+    const drop = absent.slice(0, absent.length - ENDED_USE_MAX_ABSENT / 2);
+    for (const k of drop) this.byClaim.delete(k);
+    this.evicted(drop.length);
   }
 }
 

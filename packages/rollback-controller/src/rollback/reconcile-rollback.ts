@@ -7,6 +7,7 @@ import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
 import type { PinnedClaim } from './decide-rollback.js';
 import { decideIntent } from './intent/decide-intent.js';
+import { templatesTooLarge } from './intent/new-rollback.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { writeMark } from './mark-actuator.js';
@@ -114,7 +115,10 @@ export class RollbackReconciler {
           this.d.log.info('not rolling back yet: a claim changed since the cache showed it; deciding again', { pod: `${namespace}/${name}` });
           return CLAIM_CHANGED_RETRY_MS;
         }
-        await this.d.actuator.decide(pod, { ...decision, pinned: live }, ns.uid);
+        // Refused before anything is recorded or deleted: a record too large for etcd could be
+        // created, then fail the status writes that re-create its claims.
+        const tooLarge = templatesTooLarge(live);
+        await this.d.actuator.decide(pod, tooLarge ? { kind: 'refuse', why: tooLarge } : { ...decision, pinned: live }, ns.uid);
         this.stuck.forget(uid);
         return;
       }

@@ -51,16 +51,20 @@ export class RollbackActuator {
       case 'none':
       case 'wait':
         return;
-      case 'refuse':
-        this.d.log.info('rollback refused', { pod: podKey(pod), why: r.why });
-        this.d.events.event(pod, 'Warning', Reasons.RollbackRefused, `not rolling back provisioning: ${r.why}`);
+      // Said again on every look at the pod (each of its updates, each new failure Event): logged
+      // at info when the Event is recorded, so the recorder's spam filter paces both.
+      case 'refuse': {
+        const recorded = this.d.events.event(pod, 'Warning', Reasons.RollbackRefused, `not rolling back provisioning: ${r.why}`);
+        this.d.log[recorded ? 'info' : 'debug']('rollback refused', { pod: podKey(pod), why: r.why });
         countRollback('refused');
         return;
-      case 'limit':
-        this.d.log.info('rollback limit reached', { pod: podKey(pod), why: r.why });
-        this.d.events.event(pod, 'Warning', Reasons.RollbackLimit, r.why);
+      }
+      case 'limit': {
+        const recorded = this.d.events.event(pod, 'Warning', Reasons.RollbackLimit, r.why);
+        this.d.log[recorded ? 'info' : 'debug']('rollback limit reached', { pod: podKey(pod), why: r.why });
         countRollback('limited');
         return;
+      }
       case 'rollback':
         return this.start(pod, r, namespaceUID);
     }

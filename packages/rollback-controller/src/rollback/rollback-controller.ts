@@ -12,6 +12,7 @@ import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLB
 import { liveReads } from './rollback-server-reads.js';
 import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
 import { RollbackReconciler } from './reconcile-rollback.js';
+import { countEndedUseEvicted } from './rollback-metrics.js';
 import { podUseOfClaim, unusedMarkDoubt, volumesInUseMentions } from './usage-evidence.js';
 
 const ROLLBACK = 'rollback';
@@ -48,7 +49,17 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
    */
   const observed = new Map<string, ProvisioningObservation>();
   /** By claim key: a pod using the claim was deleted after it was scheduled or ran (see usedEvidence). */
-  const endedUse = new EndedUse((key) => pvcs.cache.get(key) !== undefined);
+  const endedUse = new EndedUse(
+    (key) => pvcs.cache.get(key) !== undefined,
+    // A forgotten use may be the only evidence that a volume holds data: as after a gap in the pod
+    // watch, no unused mark is vouched for any longer, nor any provisioning seen so far.
+    (count) => {
+      log.warn('too many deleted pods named claims that are not there: their uses are forgotten, and no volume marked unused is vouched for any longer', { forgotten: count, observations: observed.size });
+      countEndedUseEvicted(count);
+      observed.clear();
+      for (const v of pvs.cache.byIndex('unused', 'unused')) enqueueVolume(v);
+    },
+  );
   // --dry-run: the marks we would have written, laid over the cache so that the decisions reported
   // are the ones a real run would make.
   const dryMarks = new Map<string, { labels: Record<string, string>; annotations: Record<string, string> }>();

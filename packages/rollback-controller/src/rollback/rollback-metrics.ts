@@ -17,6 +17,11 @@ const recreated = counter({
   help: 'Claims recreated (Pending again) after a rollback deleted them.',
 });
 
+const endedUseEvicted = counter({
+  name: 'topovol_rollback_ended_uses_forgotten_total',
+  help: 'Uses of claims not cached (pods that ran and were deleted) forgotten because too many were kept; each time, no volume marked unused is vouched for until its provisioning is seen again.',
+});
+
 for (const result of ['rolled_back', 'refused', 'limited', 'aborted', 'raced', 'dry_run', 'error']) rollbacks.inc({ result }, 0);
 for (const mark of ['unused', 'used']) marks.inc({ mark }, 0);
 
@@ -24,3 +29,4 @@ export type RollbackResult = 'rolled_back' | 'refused' | 'limited' | 'aborted' |
 export const countRollback = (result: RollbackResult): void => rollbacks.inc({ result });
 export const countMark = (mark: 'unused' | 'used'): void => marks.inc({ mark });
 export const countRecreated = (): void => recreated.inc();
+export const countEndedUseEvicted = (n: number): void => endedUseEvicted.inc(n);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Pod } from '@topovol/shared';
-import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, EndedUse, podScheduledAt } from '../../src/rollback/ended-use.js';
+import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, ENDED_USE_MAX_ABSENT, EndedUse, podScheduledAt } from '../../src/rollback/ended-use.js';
 
 describe('EndedUse: pods that ran and were deleted, by claim', function () {
   it('keeps an entry while its claim is cached, whatever its age, and through its delete when the use has no known start', function () {
@@ -29,6 +29,21 @@ describe('EndedUse: pods that ran and were deleted, by claim', function () {
     // One entry per second for ~5.5 hours: about an hour's worth (and a minute's pruning slack) remains.
     expect(e.size).to.be.at.most(ENDED_USE_ABSENT_TTL_MS / step + 60 + 1);
     expect(e.get('ns/c19999')).to.equal('ran');
+  });
+
+  it('past ENDED_USE_MAX_ABSENT claims not cached, within the TTL (pods created and deleted in a loop), the oldest go and the loop is told; cached claims keep theirs', function () {
+    const cached = new Set(['ns/kept']);
+    const told: number[] = [];
+    const e = new EndedUse((k) => cached.has(k), (n) => told.push(n));
+    e.record('ns/kept', 'pod ns/p ran', 0);
+    // Ten a millisecond: all within the TTL.
+    for (let i = 0; i < 3 * ENDED_USE_MAX_ABSENT; i++) e.record(`ns/c${i}`, 'ran', Math.floor(i / 10));
+    expect(e.size).to.be.at.most(ENDED_USE_MAX_ABSENT + 1_000 * 10 + 1);
+    expect(told.length, 'the loop was told each time uses were forgotten').to.be.greaterThan(0);
+    expect(told.reduce((a, b) => a + b, 0) + e.size).to.equal(3 * ENDED_USE_MAX_ABSENT + 1);
+    expect(e.get('ns/kept')).to.equal('pod ns/p ran');
+    expect(e.get(`ns/c${3 * ENDED_USE_MAX_ABSENT - 1}`), 'the newest stays').to.equal('ran');
+    expect(e.get('ns/c0'), 'the oldest went').to.equal(undefined);
   });
 });
 

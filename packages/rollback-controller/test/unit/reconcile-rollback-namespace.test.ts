@@ -4,6 +4,7 @@ import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import { CLAIM_CHANGED_RETRY_MS, RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
+import { templatesTooLarge } from '../../src/rollback/intent/new-rollback.js';
 import { claim, node, NOW, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
@@ -118,6 +119,19 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: live } });
     await r.pod('ns', 'p');
     expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid', pinned: [live] }]);
+  });
+
+  // A claim's labels are bounded only by the object's size in etcd: copied whole into a record
+  // (several claims' at once) they could make one that cannot be stored, or whose status writes fail
+  // after its claims were deleted.
+  it('claims whose labels and annotations would make the record too large: refused, nothing recorded', async function () {
+    const cached = world(w).claim('ns', 'c1')!;
+    const labels = Object.fromEntries(Array.from({ length: 9_000 }, (_, i) => [`k${i}.example.com/x`, 'v'.repeat(63)]));
+    const live: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, labels } };
+    expect(templatesTooLarge([{ claim: live, volume: {}, node: 'a' }])).to.match(/more than the 262144 a ProvisioningRollback keeps/);
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: live } });
+    await r.pod('ns', 'p');
+    expect(decided).to.deep.equal([{ kind: 'refuse', namespaceUID: 'ns-uid' }]);
   });
 
   for (const [what, change] of [

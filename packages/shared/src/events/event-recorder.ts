@@ -79,21 +79,26 @@ export class EventRecorder {
     private readonly clock: Clock = realClock,
   ) {}
 
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+  /**
+   * Records an Event, to be written in the background. False when it was dropped (the per-object
+   * spam filter, or too many waiting to be written): a caller that logs what the Event says can log
+   * only what is recorded, so that whoever makes it say the same again and again floods neither.
+   */
+  event(obj: KubeObject, type: EventType, reason: string, message: string): boolean {
     const md = obj.metadata ?? {};
     // Loops that re-sync say the same things again and again: like client-go, a burst per object,
     // then one Event per 5 minutes, so that a waiting object costs the API server almost nothing.
     if (!this.admit([obj.apiVersion, obj.kind, md.namespace, md.name, md.uid].join('\u0000'))) {
       eventsDropped.inc({ component: this.component, reason });
-      return;
+      return false;
     }
     if (!this.dryRun && this.pendingWrites >= MAX_PENDING_EVENTS) {
       eventsDropped.inc({ component: this.component, reason });
-      return;
+      return false;
     }
     eventsTotal.inc({ component: this.component, type, reason });
     this.log.debug('event', { object: `${obj.kind}/${md.namespace ? `${md.namespace}/` : ''}${md.name}`, type, reason, message });
-    if (this.dryRun) return;
+    if (this.dryRun) return true;
     // Only what the Event names is kept while it waits, not the whole object.
     const ref: KubeObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: md.name, namespace: md.namespace, uid: md.uid, resourceVersion: md.resourceVersion } };
     this.pendingWrites++;
@@ -102,6 +107,7 @@ export class EventRecorder {
       .then(() => this.write(ref, type, reason, message))
       .catch(() => undefined)
       .finally(() => this.pendingWrites--);
+    return true;
   }
 
   /** Events recorded and not yet written. */
@@ -109,9 +115,9 @@ export class EventRecorder {
     return this.pendingWrites;
   }
 
-  eventf(obj: KubeObject, type: EventType, reason: string, fmt: string, ...args: unknown[]): void {
+  eventf(obj: KubeObject, type: EventType, reason: string, fmt: string, ...args: unknown[]): boolean {
     let i = 0;
-    this.event(obj, type, reason, fmt.replace(/%[sdv]/g, () => String(args[i++])));
+    return this.event(obj, type, reason, fmt.replace(/%[sdv]/g, () => String(args[i++])));
   }
 
   /** Resolves once every event recorded so far was written (for shutdown and tests). */

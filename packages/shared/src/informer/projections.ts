@@ -1,5 +1,6 @@
 import type { KubeObject } from './object-key.js';
 import type { Event, Node, PersistentVolumeClaim, Pod } from '../types/wire.js';
+import { isDnsSubdomain } from '../selectors/label-syntax.js';
 import {
   ANN_BETA_STORAGE_CLASS,
   ANN_BETA_STORAGE_PROVISIONER,
@@ -46,9 +47,9 @@ export function projectPod(o: KubeObject): Pod {
   const p = o as Pod;
   const md = p.metadata ?? {};
   // Claims only: a generic ephemeral volume's claim is named after the pod and the volume, so its
-  // presence is all that is kept of it.
+  // presence is all that is kept of it. A claimName no claim can have is not kept (claimNamesOfPod).
   const volumes = (p.spec?.volumes ?? []).flatMap((v): PodVolume[] =>
-    v.persistentVolumeClaim ? [{ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim }] : v.ephemeral ? [{ name: v.name, ephemeral: {} }] : [],
+    v.persistentVolumeClaim ? (isDnsSubdomain(v.persistentVolumeClaim.claimName ?? '') ? [{ name: v.name, persistentVolumeClaim: v.persistentVolumeClaim }] : []) : v.ephemeral ? [{ name: v.name, ephemeral: {} }] : [],
   );
   const states = (list: NonNullable<Pod['status']>['containerStatuses']): NonNullable<Pod['status']>['containerStatuses'] =>
     list?.map((s) => ({ name: s.name, image: '', imageID: '', ready: s.ready, restartCount: s.restartCount, started: s.started, state: s.state, lastState: s.lastState }));

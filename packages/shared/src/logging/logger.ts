@@ -19,6 +19,24 @@ function belowLevel(level: LogLevel): winston.Logform.Format {
   return winston.format((info) => (LOG_LEVELS.indexOf(info.level as LogLevel) <= max ? info : false))();
 }
 
+/**
+ * One entry in the text format: time, level, message, then each field as `key=<JSON>`. The message
+ * is quoted as JSON when it holds a control character: winston appends a field named `message` to
+ * it, and such a field may quote what a tenant wrote (a selected node, an Event's message), whose
+ * newline would otherwise start a line of the tenant's making.
+ */
+export function textLine(info: winston.Logform.TransformableInfo): string {
+  const { timestamp, level: lvl, message, ...fields } = info;
+  const rest = Object.entries(fields)
+    .filter(([k]) => typeof k === 'string')
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(' ');
+  const text = String(message);
+  // eslint-disable-next-line no-control-regex
+  const shown = /[\u0000-\u001f\u007f\u2028\u2029]/.test(text) ? JSON.stringify(text) : text;
+  return `${String(timestamp)} ${lvl.toUpperCase().padEnd(5)} ${shown}${rest ? ' ' + rest : ''}`;
+}
+
 function makeLogger(level: LogLevel, format: LogFormat): Logger {
   const fmt =
     format === 'json'
@@ -27,14 +45,7 @@ function makeLogger(level: LogLevel, format: LogFormat): Logger {
           belowLevel(level),
           winston.format.timestamp(),
           winston.format.errors({ stack: false }),
-          winston.format.printf((info) => {
-            const { timestamp, level: lvl, message, ...fields } = info;
-            const rest = Object.entries(fields)
-              .filter(([k]) => typeof k === 'string')
-              .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v)}`)
-              .join(' ');
-            return `${String(timestamp)} ${lvl.toUpperCase().padEnd(5)} ${String(message)}${rest ? ' ' + rest : ''}`;
-          }),
+          winston.format.printf(textLine),
         );
   // stderr, like klog: stdout stays free for a command's own output (e.g. --help).
   const l = winston.createLogger({

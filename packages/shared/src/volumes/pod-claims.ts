@@ -1,15 +1,18 @@
+import { isDnsSubdomain } from '../selectors/label-syntax.js';
 import type { Pod } from '../types/wire.js';
 
 /**
  * The claims a pod uses, by name: `persistentVolumeClaim` volumes, and generic ephemeral volumes,
  * whose claim is always named `<pod>-<volume>` (KEP-1698; upstream's ephemeral.VolumeClaimName, and
- * the pod → claim index of pkg/controller/volume/common, which covers both).
+ * the pod → claim index of pkg/controller/volume/common, which covers both). A name no claim can
+ * have (not a DNS subdomain: kube-apiserver checks only that a pod's claimName is not empty) names
+ * nothing: left out, so that what a loop remembers of a pod's claims is bounded by what claims can be.
  */
 export function claimNamesOfPod(p: Pod): string[] {
   const names: string[] = [];
   for (const v of p.spec?.volumes ?? []) {
-    if (v.persistentVolumeClaim?.claimName) names.push(v.persistentVolumeClaim.claimName);
-    else if (v.ephemeral) names.push(`${p.metadata?.name}-${v.name}`);
+    const name = v.persistentVolumeClaim?.claimName ? v.persistentVolumeClaim.claimName : v.ephemeral ? `${p.metadata?.name}-${v.name}` : undefined;
+    if (name !== undefined && isDnsSubdomain(name)) names.push(name);
   }
   return names;
 }

@@ -60,8 +60,11 @@ describe('EventRecorder', function () {
     const clock = new FakeClock();
     const { client, writes } = fakeClient();
     const r = new EventRecorder(client, 'test', 'host', false, clock);
-    for (let i = 0; i < 40; i++) r.event(claim('busy'), 'Normal', 'ExternalProvisioning', 'waiting');
-    r.event(claim('quiet'), 'Normal', 'ExternalProvisioning', 'waiting');
+    const recorded: boolean[] = [];
+    for (let i = 0; i < 40; i++) recorded.push(r.event(claim('busy'), 'Normal', 'ExternalProvisioning', 'waiting'));
+    expect(r.event(claim('quiet'), 'Normal', 'ExternalProvisioning', 'waiting')).to.equal(true);
+    // What event() answers is what gets written: callers log only those.
+    expect(recorded).to.deep.equal([...Array<boolean>(25).fill(true), ...Array<boolean>(15).fill(false)]);
     await r.flush();
     expect(writes.filter((w) => w.includes('busy'))).to.have.length(25);
     expect(writes.filter((w) => w.includes('quiet'))).to.have.length(1);

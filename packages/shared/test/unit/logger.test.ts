@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { configureLogging, logger } from '../../src/logging/logger.js';
+import { configureLogging, logger, textLine } from '../../src/logging/logger.js';
 import type { LogFormat } from '../../src/logging/logger.js';
 
 describe('logger', function () {
@@ -19,4 +19,11 @@ describe('logger', function () {
       expect(serialized).to.equal(0);
     });
   }
+
+  it('text: a message with a newline (a field named message, appended by winston, quoting a tenant\'s string) stays on one line', function () {
+    const line = textLine({ level: 'info', message: 'marking volume used marked used for good: node a\n2026-11-30T00:00:00Z ERROR forged', timestamp: 't', volume: 'pv1' });
+    expect(line.split('\n')).to.have.length(1);
+    expect(line).to.equal('t INFO  "marking volume used marked used for good: node a\\n2026-11-30T00:00:00Z ERROR forged" volume="pv1"');
+    expect(textLine({ level: 'warn', message: 'plain', timestamp: 't' })).to.equal('t WARN  plain');
+  });
 });

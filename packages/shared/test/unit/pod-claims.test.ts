@@ -22,6 +22,19 @@ describe('the claims a pod uses', function () {
     expect(claimKeysOfPod(pod())).to.deep.equal(['ns/data-web-0', 'ns/web-0-scratch']);
   });
 
+  it('leaves out names no claim can have (kube-apiserver checks only that a claimName is not empty), raw or projected', function () {
+    const p = pod({ metadata: { name: 'web-0', namespace: 'ns' } });
+    p.spec!.volumes!.push(
+      { name: 'huge', persistentVolumeClaim: { claimName: 'x'.repeat(300_000) } },
+      { name: 'upper', persistentVolumeClaim: { claimName: 'Data' } },
+      { name: 'nl', persistentVolumeClaim: { claimName: 'a\nb' } },
+      { name: 'max', persistentVolumeClaim: { claimName: 'm'.repeat(253) } },
+    );
+    expect(claimNamesOfPod(p)).to.deep.equal(['data-web-0', 'web-0-scratch', 'm'.repeat(253)]);
+    expect(claimNamesOfPod(projectPod(p))).to.deep.equal(['data-web-0', 'web-0-scratch', 'm'.repeat(253)]);
+    expect(JSON.stringify(projectPod(p)).length, 'the cache keeps none of the long name').to.be.below(2_000);
+  });
+
   it('survives the shared pod projection, which keeps only what names a claim', function () {
     const slim = projectPod(pod());
     expect(claimNamesOfPod(slim)).to.deep.equal(['data-web-0', 'web-0-scratch']);

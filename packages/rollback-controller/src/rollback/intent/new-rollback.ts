@@ -37,3 +37,19 @@ export function newRollback(pod: Pod, pinned: PinnedClaim[], why: string, attemp
     },
   };
 }
+
+/**
+ * The most the claims' templates may take in a record, as JSON. A record is one object in etcd
+ * (1.5 MiB at most, by default), and a claim's labels are bounded only by that: a tenant's claims
+ * copied whole could make a record that cannot be created, or whose status writes fail once it is
+ * (kube-apiserver answers 500 for an object etcd refuses, retried for ever), its claims perhaps
+ * deleted by then. Far above what real claims carry; each record stays a small share of etcd's limit.
+ */
+export const RECORD_TEMPLATES_BUDGET_BYTES = 256 * 1024;
+
+/** Why the pinned claims cannot be recorded (their templates are too large), or undefined. */
+export function templatesTooLarge(pinned: readonly PinnedClaim[]): string | undefined {
+  const bytes = Buffer.byteLength(JSON.stringify(pinned.map((p) => claimTemplate(p.claim))));
+  if (bytes <= RECORD_TEMPLATES_BUDGET_BYTES) return undefined;
+  return `the claims' labels, annotations and spec take ${bytes} bytes, more than the ${RECORD_TEMPLATES_BUDGET_BYTES} a ProvisioningRollback keeps to re-create them from`;
+}
