@@ -253,4 +253,3 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   });
   return controller;
 }
-

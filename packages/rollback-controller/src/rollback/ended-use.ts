@@ -4,13 +4,17 @@ export const ENDED_USE_ABSENT_TTL_MS = 60 * 60_000;
 /** How often, at most, record() looks for entries to drop. */
 const PRUNE_EVERY_MS = 60_000;
 /**
- * The most entries kept for claims not cached. Legitimately few: a pod's claims are cached while it
- * runs, and a claim's delete forgets its uses. Pods naming claims that never come (a tenant creating
- * and deleting them in a loop) would otherwise be bounded only by the pod deletion rate times the TTL.
+ * The most entries kept for claims not cached, in one namespace and in all. Legitimately few: a
+ * pod's claims are cached while it runs, and a claim's delete forgets its uses. Pods naming claims
+ * that never come (a tenant creating and deleting them in a loop, each with many volumes) would
+ * otherwise be bounded only by the pod deletion rate times the TTL.
  */
+export const ENDED_USE_MAX_ABSENT_PER_NAMESPACE = 1_000;
 export const ENDED_USE_MAX_ABSENT = 10_000;
-/** How often, at most, record() prunes for ENDED_USE_MAX_ABSENT. */
+/** How often, at most, record() prunes while a cap may be passed. */
 const PRUNE_OVER_CAP_EVERY_MS = 1_000;
+
+const namespaceOf = (claimKey: string): string => claimKey.slice(0, claimKey.indexOf('/'));
 
 /**
  * Pods that were scheduled or ran and then were deleted, by the claims they named: evidence that
@@ -22,18 +26,22 @@ const PRUNE_OVER_CAP_EVERY_MS = 1_000;
  * Bounded: a claim's delete event drops the entry when every use in it provably began before that
  * claim's deletion was asked for (forget); one whose claim is not cached goes an hour after it was
  * recorded, far longer than a claim watch here lags before it is cut and re-established (its
- * watches end within ten minutes, and a relist replaces the whole cache). Past ENDED_USE_MAX_ABSENT
- * entries of claims not cached, the oldest go, and `evicted` is told: a use forgotten so may be the
- * only evidence that a volume holds data, so the loop must stop vouching for unused marks then.
+ * watches end within ten minutes, and a relist replaces the whole cache). Past
+ * ENDED_USE_MAX_ABSENT_PER_NAMESPACE entries of claims not cached in a namespace (or
+ * ENDED_USE_MAX_ABSENT in all), the oldest go, and `evicted` is told in which namespaces: a use
+ * forgotten so may be the only evidence that a volume there holds data, so the loop must stop
+ * vouching for unused marks there, and observe none until its claims are listed again.
  */
 export class EndedUse {
   /** `usedSince`: the latest start among the uses recorded (server time, ms); Infinity when one is unknown. */
   private readonly byClaim = new Map<string, { why: string; at: number; usedSince: number }>();
+  /** Entries by namespace (cached claims' too): when one may have passed its cap. */
+  private readonly perNamespace = new Map<string, number>();
   private prunedAt = 0;
 
   constructor(
     private readonly claimCached: (claimKey: string) => boolean,
-    private readonly evicted: (count: number) => void = () => undefined,
+    private readonly evicted: (namespaces: ReadonlySet<string>, count: number) => void = () => undefined,
   ) {}
 
   /**
@@ -43,9 +51,14 @@ export class EndedUse {
   record(claimKey: string, why: string, now: number, usedSince?: number): void {
     const since = usedSince ?? Infinity;
     const prev = this.byClaim.get(claimKey);
+    // Deleted first, so that the Map's order (the order evictions go by) is the order of the last records.
+    this.remove(claimKey);
     this.byClaim.set(claimKey, { why, at: now, usedSince: Math.max(since, prev?.usedSince ?? -Infinity) });
-    const due = now - this.prunedAt >= (this.byClaim.size > ENDED_USE_MAX_ABSENT ? PRUNE_OVER_CAP_EVERY_MS : PRUNE_EVERY_MS);
-    if (due) this.prune(now);
+    const ns = namespaceOf(claimKey);
+    const inNamespace = (this.perNamespace.get(ns) ?? 0) + 1;
+    this.perNamespace.set(ns, inNamespace);
+    const overCap = inNamespace > ENDED_USE_MAX_ABSENT_PER_NAMESPACE || this.byClaim.size > ENDED_USE_MAX_ABSENT;
+    if (now - this.prunedAt >= (overCap ? PRUNE_OVER_CAP_EVERY_MS : PRUNE_EVERY_MS)) this.prune(now);
   }
 
   get(claimKey: string): string | undefined {
@@ -65,7 +78,15 @@ export class EndedUse {
    */
   forget(claimKey: string, deletedAt?: number): void {
     const e = this.byClaim.get(claimKey);
-    if (e && deletedAt !== undefined && e.usedSince < deletedAt) this.byClaim.delete(claimKey);
+    if (e && deletedAt !== undefined && e.usedSince < deletedAt) this.remove(claimKey);
+  }
+
+  private remove(claimKey: string): void {
+    if (!this.byClaim.delete(claimKey)) return;
+    const ns = namespaceOf(claimKey);
+    const left = (this.perNamespace.get(ns) ?? 1) - 1;
+    if (left > 0) this.perNamespace.set(ns, left);
+    else this.perNamespace.delete(ns);
   }
 
   get size(): number {
@@ -74,22 +95,39 @@ export class EndedUse {
 
   /**
    * Drops the entries of claims not cached, recorded more than ENDED_USE_ABSENT_TTL_MS ago, then the
-   * oldest of them past ENDED_USE_MAX_ABSENT (down to half of it, so that a stream of them does not
-   * evict on every record), telling `evicted`.
+   * oldest of them past a namespace's cap and past the cap of all (each down to half of it, so that a
+   * stream of them does not evict on every record), telling `evicted` in which namespaces.
    */
   prune(now: number): void {
     this.prunedAt = now;
     const absent: string[] = [];
+    const absentIn = new Map<string, string[]>();
     for (const [k, e] of this.byClaim) {
       if (this.claimCached(k)) continue;
-      if (now - e.at > ENDED_USE_ABSENT_TTL_MS) this.byClaim.delete(k);
-      else absent.push(k);
+      if (now - e.at > ENDED_USE_ABSENT_TTL_MS) {
+        this.remove(k);
+        continue;
+      }
+      absent.push(k);
+      const ns = namespaceOf(k);
+      const keys = absentIn.get(ns);
+      if (keys) keys.push(k);
+      else absentIn.set(ns, [k]);
     }
-    if (absent.length <= ENDED_USE_MAX_ABSENT) return;
-    // A Map iterates in insertion order: the first are the oldest.
-    const drop = absent.slice(0, absent.length - ENDED_USE_MAX_ABSENT / 2);
-    for (const k of drop) this.byClaim.delete(k);
-    this.evicted(drop.length);
+    // A Map iterates in insertion order (record() re-inserts): the first are the oldest.
+    const drop = new Set<string>();
+    for (const keys of absentIn.values()) {
+      if (keys.length > ENDED_USE_MAX_ABSENT_PER_NAMESPACE) for (const k of keys.slice(0, keys.length - ENDED_USE_MAX_ABSENT_PER_NAMESPACE / 2)) drop.add(k);
+    }
+    const left = absent.filter((k) => !drop.has(k));
+    if (left.length > ENDED_USE_MAX_ABSENT) for (const k of left.slice(0, left.length - ENDED_USE_MAX_ABSENT / 2)) drop.add(k);
+    if (drop.size === 0) return;
+    const namespaces = new Set<string>();
+    for (const k of drop) {
+      this.remove(k);
+      namespaces.add(namespaceOf(k));
+    }
+    this.evicted(namespaces, drop.size);
   }
 }
 

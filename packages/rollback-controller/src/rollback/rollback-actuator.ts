@@ -197,6 +197,10 @@ export class RollbackActuator {
    * of that name made later is someone else's).
    */
   async createClaim(r: ProvisioningRollback, c: RollbackClaim): Promise<{ uid: string | undefined } | 'exists' | 'namespaceGone'> {
+    // A create carries no precondition of the record's: the record is written first, unchanged, with
+    // its resourceVersion, so that one decided on a stale copy (already Recreated on the server, that
+    // claim deleted by its owner since) fails with Conflict instead of bringing the claim back.
+    await this.writeStatus(r, {});
     try {
       const created = await this.d.client.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, claimFromTemplate(c.template, r.spec.pod.namespace, c.name));
       failpoint('rollback-claim-recreated');

@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, listOrderMark, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
@@ -10,7 +10,8 @@ import { podKeyOf, recordKey, rollbackKeyString, volumeKey } from './rollback-ke
 import type { RollbackKey } from './rollback-key.js';
 import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG } from './rollback-flags.js';
 import { liveReads } from './rollback-server-reads.js';
-import type { ProvisioningObservation, RollbackWorld } from './rollback-world.js';
+import type { RollbackWorld } from './rollback-world.js';
+import { ProvisioningObservations } from './observations.js';
 import { RollbackReconciler } from './reconcile-rollback.js';
 import { countEndedUseEvicted } from './rollback-metrics.js';
 import { podUseOfClaim, unusedMarkDoubt, volumesInUseMentions } from './usage-evidence.js';
@@ -43,21 +44,20 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   records.addIndex('history', rollbackByHistory);
   records.addIndex('claim', rollbackByClaim);
 
-  /**
-   * What this process saw of claims being provisioned (memory only: a restart sees afresh, and never
-   * marks what it did not see, nor vouches for an unused mark it did not see made).
-   */
-  const observed = new Map<string, ProvisioningObservation>();
+  /** What this process saw of claims being provisioned (ProvisioningObservations). */
+  const observed = new ProvisioningObservations((mark) => pvcs.listedSince(mark), listOrderMark);
   /** By claim key: a pod using the claim was deleted after it was scheduled or ran (see usedEvidence). */
   const endedUse = new EndedUse(
     (key) => pvcs.cache.get(key) !== undefined,
-    // A forgotten use may be the only evidence that a volume holds data: as after a gap in the pod
-    // watch, no unused mark is vouched for any longer, nor any provisioning seen so far.
-    (count) => {
-      log.warn('too many deleted pods named claims that are not there: their uses are forgotten, and no volume marked unused is vouched for any longer', { forgotten: count, observations: observed.size });
+    // A forgotten use may be the only evidence that a volume there holds data: no unused mark in
+    // those namespaces is vouched for any longer, and no provisioning is observed until the claims
+    // are listed again (a claim state older than the forgotten use could hide it).
+    (namespaces, count) => {
+      const dropped = observed.forgetNamespaces(namespaces);
+      log.warn('too many deleted pods named claims that are not there: their uses are forgotten, volumes marked unused in these namespaces are no longer vouched for, and claims are listed again', { namespaces: [...namespaces].slice(0, 10), forgotten: count, observations: dropped });
       countEndedUseEvicted(count);
-      observed.clear();
-      for (const v of pvs.cache.byIndex('unused', 'unused')) enqueueVolume(v);
+      pvcs.relist();
+      for (const v of pvs.cache.byIndex('unused', 'unused')) if (namespaces.has(v.spec?.claimRef?.namespace ?? '')) enqueueVolume(v);
     },
   );
   // --dry-run: the marks we would have written, laid over the cache so that the decisions reported
@@ -171,12 +171,8 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     // Not before the claims were listed after the pods (listClaimsAfterPods asks for that list once
     // the pods have listed); their candidates are looked at again once it is in (the claims' onRelist below).
     if (!pvcs.listedAfter(pods)) return;
-    const had = observed.get(uid);
-    if (!had || had.node !== seen.node || had.podUid !== seen.podUid) {
-      observed.set(uid, seen);
-      // Tests of the real binary wait for this line before they let the volume appear.
-      log.debug('provisioning observed', { claim: objectKey(c), node: seen.node, podUid: seen.podUid });
-    }
+    // Tests of the real binary wait for this line before they let the volume appear.
+    if (observed.note(uid, c.metadata?.namespace ?? '', seen) === 'changed') log.debug('provisioning observed', { claim: objectKey(c), node: seen.node, podUid: seen.podUid });
   };
   const enqueueClaimUsers = (claimKey: string): void => {
     const c = pvcs.cache.get(claimKey);

@@ -19,7 +19,7 @@ const recreated = counter({
 
 const endedUseEvicted = counter({
   name: 'topovol_rollback_ended_uses_forgotten_total',
-  help: 'Uses of claims not cached (pods that ran and were deleted) forgotten because too many were kept; each time, no volume marked unused is vouched for until its provisioning is seen again.',
+  help: 'Uses of claims by deleted pods that ran or were scheduled, kept for claims the manager has not seen, forgotten because too many were kept in their namespace or in all; each time, volumes marked unused in those namespaces are marked used for good.',
 });
 
 for (const result of ['rolled_back', 'refused', 'limited', 'aborted', 'raced', 'dry_run', 'error']) rollbacks.inc({ result }, 0);

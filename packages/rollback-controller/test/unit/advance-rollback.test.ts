@@ -274,6 +274,18 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(reasons(w, 'ClaimRecreated')).to.deep.equal([['PersistentVolumeClaim', 'c']]);
   });
 
+  it('a look at a stale copy of the record (still Deleted; on the server Recreated, and that claim deleted by its owner since): Conflict, nothing created', async function () {
+    const w = world();
+    expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
+    const stale = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
+    const recreated = await look(w);
+    expect(recreated.status?.claims?.[0]).to.include({ state: 'Recreated' });
+    await w.store.delete(Resources.persistentVolumeClaims, 'c', 'ns');
+    const err = await advanceRollback(deps(w), stale, decideIntent(stale, () => undefined)).then(() => undefined, (e: unknown) => e);
+    expect(isConflict(err), String(err)).to.equal(true);
+    expect(w.store.stored(Resources.persistentVolumeClaims, 'c', 'ns'), 'the claim its owner deleted stays deleted').to.equal(undefined);
+  });
+
   // A re-create refused and retried (a webhook, the manager down) may find the namespace deleted and
   // another made under its name meanwhile. The record has the namespace's uid; a record written
   // before that field is judged by creation times.

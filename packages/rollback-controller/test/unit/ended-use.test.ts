@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Pod } from '@topovol/shared';
-import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, ENDED_USE_MAX_ABSENT, EndedUse, podScheduledAt } from '../../src/rollback/ended-use.js';
+import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, ENDED_USE_MAX_ABSENT, ENDED_USE_MAX_ABSENT_PER_NAMESPACE, EndedUse, podScheduledAt } from '../../src/rollback/ended-use.js';
 
 describe('EndedUse: pods that ran and were deleted, by claim', function () {
   it('keeps an entry while its claim is cached, whatever its age, and through its delete when the use has no known start', function () {
@@ -31,19 +31,43 @@ describe('EndedUse: pods that ran and were deleted, by claim', function () {
     expect(e.get('ns/c19999')).to.equal('ran');
   });
 
-  it('past ENDED_USE_MAX_ABSENT claims not cached, within the TTL (pods created and deleted in a loop), the oldest go and the loop is told; cached claims keep theirs', function () {
-    const cached = new Set(['ns/kept']);
-    const told: number[] = [];
-    const e = new EndedUse((k) => cached.has(k), (n) => told.push(n));
-    e.record('ns/kept', 'pod ns/p ran', 0);
-    // Ten a millisecond: all within the TTL.
-    for (let i = 0; i < 3 * ENDED_USE_MAX_ABSENT; i++) e.record(`ns/c${i}`, 'ran', Math.floor(i / 10));
-    expect(e.size).to.be.at.most(ENDED_USE_MAX_ABSENT + 1_000 * 10 + 1);
+  it('past ENDED_USE_MAX_ABSENT_PER_NAMESPACE claims not cached in one namespace (pods created and deleted in a loop), its oldest go and the loop is told which namespace; other namespaces keep theirs', function () {
+    const cached = new Set(['tenant/kept']);
+    const told: { namespaces: string[]; count: number }[] = [];
+    const e = new EndedUse((k) => cached.has(k), (namespaces, count) => told.push({ namespaces: [...namespaces], count }));
+    e.record('tenant/kept', 'pod tenant/p ran', 0);
+    e.record('other/c', 'pod other/q ran', 0);
+    // One a millisecond: all within the TTL.
+    const n = 3 * ENDED_USE_MAX_ABSENT_PER_NAMESPACE;
+    for (let i = 0; i < n; i++) e.record(`tenant/c${i}`, 'ran', i);
     expect(told.length, 'the loop was told each time uses were forgotten').to.be.greaterThan(0);
-    expect(told.reduce((a, b) => a + b, 0) + e.size).to.equal(3 * ENDED_USE_MAX_ABSENT + 1);
-    expect(e.get('ns/kept')).to.equal('pod ns/p ran');
-    expect(e.get(`ns/c${3 * ENDED_USE_MAX_ABSENT - 1}`), 'the newest stays').to.equal('ran');
-    expect(e.get('ns/c0'), 'the oldest went').to.equal(undefined);
+    expect(told.every((t) => t.namespaces.length === 1 && t.namespaces[0] === 'tenant')).to.equal(true);
+    expect(told.reduce((a, t) => a + t.count, 0) + e.size).to.equal(n + 2);
+    expect(e.size).to.be.at.most(ENDED_USE_MAX_ABSENT_PER_NAMESPACE + 1_000 + 2);
+    expect(e.get('tenant/kept'), 'a cached claim keeps its use').to.equal('pod tenant/p ran');
+    expect(e.get('other/c'), "another namespace's use is kept").to.equal('pod other/q ran');
+    expect(e.get(`tenant/c${n - 1}`), 'the newest stays').to.equal('ran');
+    expect(e.get('tenant/c0'), 'the oldest went').to.equal(undefined);
+  });
+
+  it('a claim recorded again counts as recorded then: the oldest by last record go first', function () {
+    const told: string[][] = [];
+    const e = new EndedUse(() => false, (namespaces) => told.push([...namespaces]));
+    e.record('ns/first', 'ran', 0);
+    for (let i = 0; i < ENDED_USE_MAX_ABSENT_PER_NAMESPACE; i++) e.record(`ns/c${i}`, 'ran', 0);
+    e.record('ns/first', 'ran again', 0);
+    e.prune(1);
+    expect(told).to.deep.equal([['ns']]);
+    expect(e.get('ns/first')).to.equal('ran again');
+    expect(e.get('ns/c0')).to.equal(undefined);
+  });
+
+  it('past ENDED_USE_MAX_ABSENT claims not cached in all namespaces, the oldest go whatever their namespace', function () {
+    const told: number[] = [];
+    const e = new EndedUse(() => false, (_namespaces, count) => told.push(count));
+    for (let i = 0; i < 2 * ENDED_USE_MAX_ABSENT; i++) e.record(`ns${i % 100}/c${i}`, 'ran', Math.floor(i / 10));
+    expect(told.length).to.be.greaterThan(0);
+    expect(e.size).to.be.at.most(ENDED_USE_MAX_ABSENT + 1_000 * 10);
   });
 });
 

@@ -21,7 +21,6 @@ export type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } f
 import type { EventHandler, InformerOptions, RawObserver, RawObserverOptions } from './informer-types.js';
 import { RawObservers } from './raw-observers.js';
 
-
 /**
  * Objects per list page. client-go's reflector lists from the watch cache in one response at
  * start-up (resourceVersion "0"); a consistent list is paged, and with pages of 500 a cache of
@@ -31,9 +30,13 @@ import { RawObservers } from './raw-observers.js';
  */
 export const DEFAULT_LIST_PAGE_SIZE = 5000;
 
-
 /** Orders the starts and ends of lists across every informer of the process (see listedAfter). */
 let listSequence = 0;
+
+/** A point in the order of lists: Informer.listedSince(mark) says whether a list asked for after it is in. */
+export function listOrderMark(): number {
+  return ++listSequence;
+}
 
 /**
  * List+watch of one resource into an indexed cache. Unlike client-node's ListWatch, it never gives
@@ -127,6 +130,11 @@ export class Informer<T extends KubeObject = KubeObject> {
    */
   listedAfter(other: Informer<KubeObject>): boolean {
     return other.listDoneAt > 0 && this.listAskedAt > other.listDoneAt;
+  }
+
+  /** Whether the cache reflects a list asked for after `mark` (listOrderMark), its events delivered or being delivered. */
+  listedSince(mark: number): boolean {
+    return this.listAskedAt > mark;
   }
 
   /** listSequence when the last list was in (0: none yet): changes with every list. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { Informer, KubeApiError, metricsRegistry, Resources } from '../../src/index.js';
+import { Informer, KubeApiError, listOrderMark, metricsRegistry, Resources } from '../../src/index.js';
 import type { KubeClient, KubeObject } from '../../src/index.js';
 import { createTestNamespace, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
@@ -207,9 +207,13 @@ describe('Informer against a real kube-apiserver', function () {
       await expectCacheEqualsServer();
       const listsBefore = await metricValue('topovol_informer_lists_total', { resource: 'configmaps' });
       const doneBefore = other.lastListDone();
+      const mark = listOrderMark();
+      expect(other.listedSince(mark), 'nothing listed since the mark').to.equal(false);
       // Asked of an informer whose watch is open (up to ten minutes): it must not wait for it to end.
       other.relist();
       await eventually(() => expect(other.lastListDone()).to.be.greaterThan(doneBefore), 60_000);
+      expect(other.listedSince(mark), 'listed since the mark').to.equal(true);
+      expect(informer.listedSince(mark)).to.equal(false);
       expect(await metricValue('topovol_informer_lists_total', { resource: 'configmaps' })).to.equal(listsBefore + 1);
       expect(informer.listedAfter(other), 'the other listed again since').to.equal(false);
       expect(other.listedAfter(informer)).to.equal(true);
