@@ -25,7 +25,8 @@ export interface EventHandler<T> {
   /** Called with the last state the cache held. */
   onDelete?(obj: T): void;
   /**
-   * A list after the first (the watch's resourceVersion expired, or the informer was restarted):
+   * A list after the first (the watch's resourceVersion expired, the watch ended with an error other
+   * than 429, relist() was asked, or the informer was restarted):
    * events between the last watched one and this list are lost, so what a handler saw is no longer
    * the whole history (an object created and deleted in the gap was never seen). Called once the
    * list's pages are in, before its adds, updates and deletes.
