@@ -3,7 +3,7 @@ import nock from 'nock';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventRecorder, isConflict, isTerminalError, KubeClient, logger, metricsRegistry } from '@topovol/shared';
+import { EventRecorder, isConflict, isFenced, isTerminalError, KubeClient, logger, metricsRegistry } from '@topovol/shared';
 import type { EventType, KubeObject, PersistentVolume } from '@topovol/shared';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
 import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED, REASON_NOT_KEPT } from '../../src/zonal/zonal-actuator.js';
@@ -109,6 +109,24 @@ describe('zonal actuator: write outcomes', function () {
     expect(isConflict(err)).to.equal(true);
     expect(isTerminalError(err)).to.equal(false);
     expect(await count('error')).to.equal(before);
+    expect(events.captured).to.deep.equal([]);
+  });
+
+  it('held back by the leader-election fence: rethrown for a retry (not dropped as done), not counted as an error, no Event', async function () {
+    let asked = 0;
+    const fenced = c.withWriteFence(() => {
+      asked++;
+      return 'lease ns/l released or lost: another replica may lead';
+    });
+    const counts = { error: await count('error'), upgraded: await count('upgraded') };
+    const err = await failure(applyZonalDecision({ ...deps(), client: fenced }, volume, decision));
+    expect(asked, 'the patch asked the fence').to.equal(1);
+    // Swallowed, the key would be done and the volume left without its affinity until its next update.
+    expect(isFenced(err), String(err)).to.equal(true);
+    expect(isTerminalError(err)).to.equal(false);
+    // A pause of the leader, not a failed conversion: the retry decides again and is counted then.
+    expect(await count('error')).to.equal(counts.error);
+    expect(await count('upgraded')).to.equal(counts.upgraded);
     expect(events.captured).to.deep.equal([]);
   });
 

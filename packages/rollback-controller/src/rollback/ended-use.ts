@@ -1,3 +1,4 @@
+import { splitKey } from '@topovol/shared';
 import type { Pod } from '@topovol/shared';
 /** How long an entry is kept for a claim this process has not cached (see EndedUse). */
 export const ENDED_USE_ABSENT_TTL_MS = 60 * 60_000;
@@ -14,7 +15,7 @@ export const ENDED_USE_MAX_ABSENT = 10_000;
 /** How often, at most, record() prunes while a cap may be passed. */
 const PRUNE_OVER_CAP_EVERY_MS = 1_000;
 
-const namespaceOf = (claimKey: string): string => claimKey.slice(0, claimKey.indexOf('/'));
+const namespaceOf = (claimKey: string): string => splitKey(claimKey).namespace ?? '';
 
 /**
  * Pods that were scheduled or ran and then were deleted, by the claims they named: evidence that

@@ -1,12 +1,11 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume, Pod } from '@topovol/shared';
-import { createTestNamespace, eventually, metricSum, namespaceTenant } from '@topovol/testing';
+import { eventually, metricSum, namespaceTenant } from '@topovol/testing';
 import { ENDED_USE_MAX_ABSENT_PER_NAMESPACE } from '../../src/rollback/ended-use.js';
+import { LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, pod, provision, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
-
-const USAGE = 'rollback.topovol.io/usage';
 
 /**
  * A tenant floods what the loop remembers of deleted pods' uses: pods placed on a node, each naming
@@ -18,14 +17,10 @@ const USAGE = 'rollback.topovol.io/usage';
 describe('rollback: a tenant flooding the uses of deleted pods', function () {
   this.timeout(240_000);
   const f = new RollbackFixture();
-  let tenantNs = '';
   before(() => f.startSuite());
   after(() => f.stopSuite());
   beforeEach(() => f.startTest('rbf-'));
-  afterEach(async () => {
-    for (const p of (await f.admin.list<Pod>(Resources.pods, { namespace: tenantNs })).items) await f.admin.delete(Resources.pods, p.metadata!.name!, tenantNs, { gracePeriodSeconds: 0 }).catch(() => undefined);
-    await f.stopTest();
-  });
+  afterEach(() => f.stopTest());
 
   it("the tenant's own unused volume is no longer vouched for; another namespace's keeps its mark", async function () {
     const { admin } = f;
@@ -37,7 +32,7 @@ describe('rollback: a tenant flooding the uses of deleted pods', function () {
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
 
       // The tenant's own volume in the same state.
-      tenantNs = await createTestNamespace(admin, 'rbft-');
+      const tenantNs = await f.otherNamespace('rbft-');
       const t = await namespaceTenant(admin, tenantNs);
       await eventually(() => t.create(Resources.persistentVolumeClaims, claim(tenantNs, 'c1', f.cls)));
       await t.create(Resources.pods, pod(tenantNs, 'p', ['c1']));
@@ -45,7 +40,7 @@ describe('rollback: a tenant flooding the uses of deleted pods', function () {
       await seenByLoop(loop, tenantNs, 'c1');
       const tenantVolume = `${tenantNs}-v1`;
       await provision(admin, tenantNs, 'c1', f.name('a'), tenantVolume);
-      await eventually(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, tenantVolume)).metadata?.labels?.[USAGE]).to.equal('unused'));
+      await eventually(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, tenantVolume)).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
 
       // The flood: pods placed on a node (a use as soon as they are deleted), each naming 250 claims
       // that never exist, deleted at once; a little over the namespace's bound in all.
@@ -64,7 +59,7 @@ describe('rollback: a tenant flooding the uses of deleted pods', function () {
       await t.delete(Resources.pods, 'flood-last', tenantNs, { gracePeriodSeconds: 0 });
 
       await eventually(async () => expect(await metricSum('topovol_rollback_ended_uses_forgotten_total')).to.be.greaterThan(forgottenBefore));
-      await eventually(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, tenantVolume)).metadata?.labels?.[USAGE], "the tenant's volume").to.equal('used'));
+      await eventually(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, tenantVolume)).metadata?.labels?.[LABEL_USAGE], "the tenant's volume").to.equal('used'));
       // The victim's mark was vouched for by an observation in its own namespace, which stays: its
       // volume, looked at again (a label of someone else's), keeps it.
       const victimVolume = f.name('v1');

@@ -17,6 +17,8 @@ export class RollbackFixture {
   ns = '';
   cls = '';
   private kcm?: ManagedProcess;
+  /** The test's other namespaces (a tenant's, a victim's): cleaned with its own. */
+  private others: string[] = [];
 
   name(s: string): string {
     return `${this.ns}-${s}`;
@@ -47,13 +49,22 @@ export class RollbackFixture {
     for (const n of ['a', 'b']) await createNode(this.admin, this.name(n));
   }
 
+  /** Another namespace for this test (a tenant's), cleaned by stopTest as the test's own is. */
+  async otherNamespace(prefix: string): Promise<string> {
+    const ns = await createTestNamespace(this.admin, prefix);
+    this.others.push(ns);
+    return ns;
+  }
+
   /** Nothing left for other suites' cluster-wide loops to act on. */
   async stopTest(): Promise<void> {
-    const { admin, ns } = this;
-    for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
-    for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) {
-      await admin.delete(Resources.persistentVolumeClaims, c.metadata!.name!, ns).catch(() => undefined);
-      await admin.patch<KubeObject>(Resources.persistentVolumeClaims, c.metadata!.name!, ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+    const { admin } = this;
+    for (const ns of [this.ns, ...this.others.splice(0)]) {
+      for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) {
+        await admin.delete(Resources.persistentVolumeClaims, c.metadata!.name!, ns).catch(() => undefined);
+        await admin.patch<KubeObject>(Resources.persistentVolumeClaims, c.metadata!.name!, ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+      }
     }
     await admin.delete(Resources.storageClasses, this.cls).catch(() => undefined);
     for (const n of ['a', 'b']) await admin.delete(Resources.nodes, this.name(n)).catch(() => undefined);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { classifyError, PROVISIONING_FAILED_EVENTS, projectEvent, projectPod, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { createTestNamespace, eventually, namespaceTenant } from '@topovol/testing';
+import { eventually, namespaceTenant } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { claim, failProvisioning, pod, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
@@ -32,14 +32,10 @@ const marksOf = (v: PersistentVolume): Record<string, string> =>
 describe('rollback and a forging tenant: nothing outside its namespace, no mark changed', function () {
   this.timeout(180_000);
   const f = new RollbackFixture();
-  let tenantNs = '';
   before(() => f.startSuite());
   after(() => f.stopSuite());
   beforeEach(() => f.startTest('rbv-'));
-  afterEach(async () => {
-    for (const p of (await f.admin.list<Pod>(Resources.pods, { namespace: tenantNs })).items) await f.admin.delete(Resources.pods, p.metadata!.name!, tenantNs, { gracePeriodSeconds: 0 }).catch(() => undefined);
-    await f.stopTest();
-  });
+  afterEach(() => f.stopTest());
 
   const tenant = (ns: string): Promise<KubeClient> => namespaceTenant(f.admin, ns);
 
@@ -58,7 +54,7 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
       const victimC2 = victimClaims.find((c) => c.metadata?.name === 'c2')!;
 
       // The tenant, with its own pod in the same situation.
-      tenantNs = await createTestNamespace(admin, 'rbt-');
+      const tenantNs = await f.otherNamespace('rbt-');
       const t = await tenant(tenantNs);
       await eventually(() => t.create(Resources.persistentVolumeClaims, claim(tenantNs, 'c1', f.cls)));
       await t.create(Resources.persistentVolumeClaims, claim(tenantNs, 'c2', f.cls));
