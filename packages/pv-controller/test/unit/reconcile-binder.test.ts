@@ -94,4 +94,15 @@ describe('binder reconcile: claims passed over while a volume was reserved', fun
     await failing;
     expect(alone.requeued, 'two claims failing on one volume must not wake each other without end').to.deep.equal([]);
   });
+
+  it('a passed-over claim deleted before the reservation fails is not queued again (forgetClaim)', async function () {
+    const { r, store, requeued } = setup();
+    store.hold();
+    const first = r.claim('ns', 'c1').catch(() => undefined);
+    await r.claim('ns', 'c2');
+    r.forgetClaim('ns/c2');
+    store.release(false);
+    await first;
+    expect(requeued, 'a deleted claim leaves nothing behind').to.deep.equal([]);
+  });
 });
