@@ -1,16 +1,15 @@
 import { expect } from 'chai';
-import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { Event, Node, PersistentVolume, Pod } from '@topovol/shared';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { decideClaim } from '../../src/binder/decide-claim.js';
-import { decideVolume } from '../../src/binder/decide-volume.js';
 import { kubeletRefusesPlacedPod } from '../../src/binder/placed-pod-admission.js';
 import { ProvisioningActivity } from '../../src/binder/provisioning-activity.js';
 import { reclaim } from '../../src/binder/reclaim-volume.js';
 import { releaseRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
 import type { KubeClient } from '@topovol/shared';
-import { summary } from './decision-summary.js';
+import { decided, ref } from './decision-summary.js';
+import type { DecisionCase } from './decision-summary.js';
 import { claim, node, pod, sc, vol, world } from './world-fixture.js';
-import type { WorldInput } from './world-fixture.js';
 
 // Edges of the binder's decisions that a mutation run found no unit test held (each case below
 // fails with the guard it names removed or inverted): the ones that can lose data or bind the
@@ -20,7 +19,6 @@ const WFFC = { volumeBindingMode: 'WaitForFirstConsumer' } as const;
 const SEL = 'volume.kubernetes.io/selected-node';
 const BIND_COMPLETED = { 'pv.kubernetes.io/bind-completed': 'yes' };
 const zoneA = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } };
-const ref = (name: string, extra: { namespace?: string; uid?: string } = {}) => ({ namespace: extra.namespace ?? 'ns', name, ...(extra.uid ? { uid: extra.uid } : {}) });
 const taintedNode = (name: string, labels: Record<string, string>, taints: NonNullable<NonNullable<Node['spec']>['taints']>): Node => ({ metadata: { name, labels }, spec: { taints } });
 const withPod = (p: Pod, spec: Partial<NonNullable<Pod['spec']>> = {}, meta: Partial<NonNullable<Pod['metadata']>> = {}, status?: Pod['status']): Pod => ({
   ...p,
@@ -29,16 +27,8 @@ const withPod = (p: Pod, spec: Partial<NonNullable<Pod['spec']>> = {}, meta: Par
   ...(status ? { status } : {}),
 });
 
-interface Case {
-  name: string;
-  decide: 'claim' | 'volume';
-  claim?: PersistentVolumeClaim;
-  volume?: PersistentVolume;
-  w: WorldInput;
-  want: string[];
-}
 
-const cases: Case[] = [
+const cases: DecisionCase[] = [
   // Mis-binds.
   {
     name: 'a claim naming a volume pre-bound by name to another claim of its namespace does not take it (FailedBinding)',
@@ -140,8 +130,7 @@ const cases: Case[] = [
 describe('binder decisions: edges a mutation run found untested', function () {
   for (const c of cases) {
     it(c.name, function () {
-      const actions: BinderAction[] = c.decide === 'claim' ? decideClaim(c.claim!, world(c.w)) : decideVolume(c.volume!, world(c.w));
-      expect(summary(actions)).to.deep.equal(c.want);
+      expect(decided(c)).to.deep.equal(c.want);
     });
   }
 

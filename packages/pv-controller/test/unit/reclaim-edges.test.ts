@@ -6,12 +6,12 @@ import type { BinderAction, SelectedNodeConfirmation } from '../../src/binder/ac
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
 import { decideClaim } from '../../src/binder/decide-claim.js';
-import { decideVolume } from '../../src/binder/decide-volume.js';
 import { BinderReconciler } from '../../src/binder/reconcile-binder.js';
 import { boundByUpstream, UPSTREAM_MANAGER } from '../../src/binder/second-binder.js';
 import type { SelectedNodeIssueSeen } from '../../src/binder/selected-node-checks.js';
 import { selectedNodeIssueRefuted, StaleViewError, verifyOnServer } from '../../src/binder/verify-on-server.js';
-import { summary } from './decision-summary.js';
+import { decided, ref, summary } from './decision-summary.js';
+import type { DecisionCase } from './decision-summary.js';
 import { claim, pod, sc, vol, world } from './world-fixture.js';
 import type { WorldInput } from './world-fixture.js';
 
@@ -23,7 +23,6 @@ import type { WorldInput } from './world-fixture.js';
 const WFFC = { volumeBindingMode: 'WaitForFirstConsumer' } as const;
 const SEL = 'volume.kubernetes.io/selected-node';
 const BIND_COMPLETED = { 'pv.kubernetes.io/bind-completed': 'yes' };
-const ref = (name: string, extra: { namespace?: string; uid?: string } = {}) => ({ namespace: extra.namespace ?? 'ns', name, ...(extra.uid ? { uid: extra.uid } : {}) });
 const notFound = (plural: string, name: string): KubeApiError => new KubeApiError(404, { kind: 'Status', reason: 'NotFound', message: `${plural} "${name}" not found`, details: { name, kind: plural } });
 /** A client for the server checks: claims by name, volumes by list; any other call fails the test. */
 const serving = (o: { claims?: PersistentVolumeClaim[]; volumes?: PersistentVolume[] }, reads: string[] = []): KubeClient =>
@@ -40,16 +39,8 @@ const serving = (o: { claims?: PersistentVolumeClaim[]; volumes?: PersistentVolu
     },
   }) as unknown as KubeClient;
 
-interface Case {
-  name: string;
-  decide: 'claim' | 'volume';
-  claim?: PersistentVolumeClaim;
-  volume?: PersistentVolume;
-  w: WorldInput;
-  want: string[];
-}
 
-const decisions: Case[] = [
+const decisions: DecisionCase[] = [
   {
     // decide-bound-claim: without the name check, the volume keeps a claimRef naming no claim: its
     // sync finds "ns/old" gone (the server agrees) and releases it to its reclaim policy.
@@ -89,8 +80,7 @@ const decisions: Case[] = [
 describe('reclaim and release: decisions a mutation run found untested', function () {
   for (const c of decisions) {
     it(c.name, function () {
-      const actions: BinderAction[] = c.decide === 'claim' ? decideClaim(c.claim!, world(c.w)) : decideVolume(c.volume!, world(c.w));
-      expect(summary(actions)).to.deep.equal(c.want);
+      expect(decided(c)).to.deep.equal(c.want);
     });
   }
 
