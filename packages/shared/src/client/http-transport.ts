@@ -100,7 +100,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         const err = new AnswerTooLargeError(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}`, max);
         fail(err);
         if (stream !== res) stream.destroy();
-        r.destroy(err);
+        abandon(r, res);
       });
       stream.on('error', fail);
       if (stream !== res) res.on('error', fail);
@@ -115,7 +115,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
       ? setTimeout(() => {
           const err = Object.assign(new Error(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}: timed out`), { code: 'ETIMEDOUT' });
           fail(err);
-          r.destroy(err);
+          abandon(r);
         }, req.timeoutMs)
       : undefined;
     r.on('error', fail);
@@ -133,6 +133,18 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
       r.destroy(refused);
     });
   });
+}
+
+/**
+ * Closes the connection of a request whose caller already has its error. Without an error argument:
+ * once the whole answer is in, the keep-alive socket is back in the agent's pool with no error
+ * listener, even while its last chunks are still being read, and a socket destroyed with an error
+ * there throws out of the process (a cut list page crashed the manager on every relist). A complete
+ * answer's socket is clean and stays pooled.
+ */
+function abandon(r: http.ClientRequest, res?: http.IncomingMessage): void {
+  if (res?.complete) return;
+  r.destroy();
 }
 
 /**

@@ -5,7 +5,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { originOf } from '../../src/client/http-transport.js';
+import { AnswerTooLargeError, originOf, send } from '../../src/client/http-transport.js';
 import { keepAliveAgent } from '../../src/client/keep-alive-agent.js';
 import { KubeClient } from '../../src/client/kube-client.js';
 import { StaticEndpoint } from '../../src/client/static-endpoint.js';
@@ -148,4 +148,62 @@ describe('request heads and bodies', function () {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('answers over the byte limit', function () {
+  /** A server that answers /big in the given pieces (a pause between them), /small with `{}`, and counts its connections. */
+  async function answering(pieces: string[]): Promise<{ url: string; connections: () => number; close: () => void }> {
+    let connections = 0;
+    const server = createServer((req, res) => {
+      const sent = req.url === '/small' ? ['{}'] : pieces;
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': sent.join('').length });
+      const next = (i: number): void => {
+        if (i === sent.length - 1) return void res.end(sent[i]);
+        res.write(sent[i]);
+        setTimeout(() => next(i + 1), 20);
+      };
+      next(0);
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}`, connections: () => connections, close: () => server.close() };
+  }
+
+  // Run with Node's own http (this file does not load nock, which patches it: nock-isolation.test.ts).
+  const cases = [
+    // The whole answer is in when the limit is passed: its socket is already back in the pool.
+    { name: 'cut on its last chunk: fails, nothing thrown out of the process, the connection is reused', pieces: ['x'.repeat(5000)], connections: 1 },
+    // Cut while more is coming: the connection cannot be reused and is closed.
+    { name: 'cut while more is on its way: fails and closes the connection', pieces: ['x'.repeat(3000), 'x'.repeat(3000), 'y'], connections: 2 },
+  ];
+  for (const c of cases) {
+    it(c.name, async function () {
+      const srv = await answering(c.pieces);
+      const agent = keepAliveAgent(srv.url);
+      const thrown: unknown[] = [];
+      const onUncaught = (e: unknown): number => thrown.push(e);
+      // Mocha's own handler would report it against some later test; count it here instead.
+      const mochas = process.listeners('uncaughtException');
+      process.removeAllListeners('uncaughtException');
+      process.on('uncaughtException', onUncaught);
+      try {
+        const req = { method: 'GET', origin: originOf(srv.url), headers: {}, agent, maxBodyBytes: 1000 };
+        for (let i = 0; i < 3; i++) {
+          const err = await send({ ...req, path: '/big' }).then(() => undefined, (e: unknown) => e);
+          expect(err).to.be.instanceOf(AnswerTooLargeError);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        const small = await send({ ...req, path: '/small', maxBodyBytes: 10_000 });
+        expect(small.status).to.equal(200);
+        expect(thrown).to.deep.equal([]);
+        expect(srv.connections()).to.equal(c.connections === 1 ? 1 : 4);
+      } finally {
+        process.removeListener('uncaughtException', onUncaught);
+        for (const l of mochas) process.on('uncaughtException', l);
+        agent.destroy();
+        srv.close();
+      }
+    });
+  }
 });
