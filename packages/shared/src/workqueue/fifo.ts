@@ -30,6 +30,19 @@ export class Fifo<T> {
 /** Items taken in a row from a level while a later one waits, before one of the later level's is taken. */
 export const FAIR_SHARE = 32;
 
+/** Levels past this one share it: the levels are walked on every shift, so they stay few. */
+export const LAST_LEVEL = 15;
+
+/**
+ * Where a key of the given level queues. Levels are whole numbers from 0 to LAST_LEVEL; anything
+ * else is clamped, and a level that is not a number goes last: as an array index NaN or Infinity
+ * names a property that shift() never visits, and the key would be lost.
+ */
+export function levelIndex(level: number): number {
+  if (Number.isNaN(level)) return LAST_LEVEL;
+  return Math.min(LAST_LEVEL, Math.max(0, Math.floor(level)));
+}
+
 /**
  * FIFOs by priority level: shift() takes from the lowest level that has items, in order within a
  * level, except that after FAIR_SHARE items in a row taken while a later level waited it takes one
@@ -51,8 +64,7 @@ export class LeveledFifo<T> {
   }
 
   push(item: T): void {
-    const i = Math.max(0, Math.floor(this.levelOf(item)));
-    (this.levels[i] ??= new Fifo<T>()).push(item);
+    (this.levels[levelIndex(this.levelOf(item))] ??= new Fifo<T>()).push(item);
   }
 
   clear(): void {

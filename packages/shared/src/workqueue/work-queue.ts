@@ -21,7 +21,8 @@ export interface WorkQueueOptions<K = string> {
   metrics?: boolean;
   /**
    * Which keys go first: ready keys are handed out by ascending level (0 first), in FIFO order
-   * within a level. Default: one level, client-go's plain FIFO.
+   * within a level. Levels are clamped to 0..LAST_LEVEL (fifo.ts); NaN goes last. Default: one
+   * level, client-go's plain FIFO.
    */
   priority?: (key: K) => number;
 }

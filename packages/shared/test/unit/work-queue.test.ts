@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { metricsRegistry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
-import { FAIR_SHARE } from '../../src/workqueue/fifo.js';
+import { FAIR_SHARE, LAST_LEVEL, LeveledFifo } from '../../src/workqueue/fifo.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
 import type { WorkQueueOptions } from '../../src/workqueue/work-queue.js';
 
@@ -160,6 +160,19 @@ describe('WorkQueue', function () {
         expect(await drainOrder(q)).to.deep.equal(want);
       });
     }
+  });
+
+  it('a key of any level is handed out, in level order; levels that are not whole numbers in range are clamped, NaN last', function () {
+    // A level that indexes no array element (NaN, Infinity) would leave its key queued where shift()
+    // never looks; a huge one would make every shift walk that many empty levels.
+    const levels: Record<string, number> = { nan: Number.NaN, inf: Infinity, neg: -Infinity, huge: 1e12, minus: -3, half: 0.5, one: 1, last: LAST_LEVEL };
+    const fifo = new LeveledFifo<string>((k) => levels[k]!);
+    for (const k of Object.keys(levels)) fifo.push(k);
+    expect(fifo.length).to.equal(8);
+    const out: string[] = [];
+    for (let k = fifo.shift(); k !== undefined; k = fifo.shift()) out.push(k);
+    expect(out).to.deep.equal(['neg', 'minus', 'half', 'one', 'nan', 'inf', 'huge', 'last']);
+    expect(fifo.length).to.equal(0);
   });
 
   it('priority does not starve: with claims added as fast as they are taken, a waiting volume key is taken after FAIR_SHARE of them', async function () {
