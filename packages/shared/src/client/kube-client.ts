@@ -136,20 +136,22 @@ export class KubeClient {
     return new KubeClient(ClientNodeEndpoint.fromKubeConfig(kc), options);
   }
 
-  /** The same credentials impersonating a user (for RBAC tests); has its own rate limit. */
+  /** The same credentials impersonating a user (for RBAC tests); has its own rate limit and connections. */
   forUser(user: string, groups: string[] = []): KubeClient {
     return new KubeClient(this.endpoint, this.options, { user, groups }, undefined, this.serverClock);
   }
 
   /**
    * The same credentials and server with a token bucket of their own, so that one kind of write
-   * (e.g. capacity objects) has its own API budget and cannot starve the others.
+   * (e.g. capacity objects) has its own API budget and cannot starve the others. It has its own
+   * connections too (up to MAX_SOCKETS, which is sized for one client's watches and workers):
+   * dropConnections and close on this client do not reach it, nor on it this client.
    */
   withRateLimit(qps: number, burst: number): KubeClient {
     return new KubeClient(this.endpoint, { ...this.options, qps, burst }, this.impersonate, undefined, this.serverClock, this.fence);
   }
 
-  /** The same client reading the API server's time into `clock` (tests: a clock whose local fallback is skewed). */
+  /** The same client reading the API server's time into `clock` (tests: a clock whose local fallback is skewed); its own connections, as withRateLimit. */
   withServerClock(clock: ServerClock): KubeClient {
     return new KubeClient(this.endpoint, this.options, this.impersonate, this.limiter, clock, this.fence);
   }
@@ -360,7 +362,7 @@ export class KubeClient {
     });
   }
 
-  /** Drops every open connection, watches included, as a network failure would. */
+  /** Drops every open connection of this client's pool (shared with withWriteFence's clients, not others), watches included, as a network failure would. */
   async dropConnections(): Promise<void> {
     if (this.pool) return this.pool.dropConnections();
     const agent = await this.agent;
