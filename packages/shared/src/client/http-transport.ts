@@ -79,13 +79,21 @@ export interface HttpAnswer {
 export function send(req: HttpRequest): Promise<HttpAnswer> {
   return new Promise<HttpAnswer>((resolve, reject) => {
     let settled = false;
+    let answer: http.IncomingMessage | undefined;
     const fail = (err: Error): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
       reject(err);
     };
+    const onAbort = (): void => {
+      fail(abortError(req));
+      abandon(r, answer);
+    };
+    if (req.signal?.aborted) return void reject(abortError(req));
     const r = open(req, (res) => {
+      answer = res;
       const headersAt = performance.now();
       // Our requests do not ask for gzip (kube-client.ts), but a caller's headers may.
       const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
@@ -108,6 +116,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        req.signal?.removeEventListener('abort', onAbort);
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), headersAt });
       });
     });
@@ -115,9 +124,10 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
       ? setTimeout(() => {
           const err = Object.assign(new Error(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}: timed out`), { code: 'ETIMEDOUT' });
           fail(err);
-          abandon(r);
+          abandon(r, answer);
         }, req.timeoutMs)
       : undefined;
+    req.signal?.addEventListener('abort', onAbort, { once: true });
     r.on('error', fail);
     if (!req.beforeWrite) return void r.end(req.body);
     const check = req.beforeWrite;
@@ -140,11 +150,23 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
  * once the whole answer is in, the keep-alive socket is back in the agent's pool with no error
  * listener, even while its last chunks are still being read, and a socket destroyed with an error
  * there throws out of the process (a cut list page crashed the manager on every relist). A complete
- * answer's socket is clean and stays pooled.
+ * answer's socket is clean and stays pooled. A streamed answer still being read is ended with `err`
+ * (its reader listens for errors; Node passes the error to the socket while it still has its
+ * listeners).
  */
-function abandon(r: http.ClientRequest, res?: http.IncomingMessage): void {
+function abandon(r: http.ClientRequest, res?: http.IncomingMessage, err?: Error): void {
   if (res?.complete) return;
+  if (res && err) res.destroy(err);
   r.destroy();
+}
+
+/**
+ * What an aborted request fails with: named as Node's own (errors.ts reads the name). The signal is
+ * not handed to Node, whose abort destroys the socket with this error whatever state it is in, the
+ * same throw as `abandon` avoids (a caller aborting from a handler of the answer's last chunk).
+ */
+function abortError(req: HttpRequest): Error {
+  return Object.assign(new Error(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}: aborted`), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
 /**
@@ -153,8 +175,25 @@ function abandon(r: http.ClientRequest, res?: http.IncomingMessage): void {
  */
 export function openStream(req: HttpRequest): Promise<http.IncomingMessage> {
   return new Promise<http.IncomingMessage>((resolve, reject) => {
-    const r = open(req, resolve);
-    r.on('error', reject);
+    const signal = req.signal;
+    if (signal?.aborted) return void reject(abortError(req));
+    let answer: http.IncomingMessage | undefined;
+    const onAbort = (): void => {
+      const err = abortError(req);
+      reject(err);
+      abandon(r, answer, err);
+    };
+    const r = open(req, (res) => {
+      answer = res;
+      // Listening until the answer is read, not beyond: a watch's signal outlives many requests.
+      res.once('close', () => signal?.removeEventListener('abort', onAbort));
+      resolve(res);
+    });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    r.on('error', (err) => {
+      signal?.removeEventListener('abort', onAbort);
+      reject(err);
+    });
     r.end(req.body);
   });
 }
@@ -164,6 +203,6 @@ function open(req: HttpRequest, onResponse: (res: http.IncomingMessage) => void)
   const headers = req.body === undefined ? req.headers : { ...req.headers, 'Content-Length': Buffer.byteLength(req.body) };
   // Plain options, not a URL: Node would convert a URL into these on every request.
   const { protocol, hostname, port, basePath, auth } = req.origin;
-  const options: http.RequestOptions = { protocol, hostname, port, auth, path: basePath + req.path, method: req.method, headers, agent: req.agent, signal: req.signal };
+  const options: http.RequestOptions = { protocol, hostname, port, auth, path: basePath + req.path, method: req.method, headers, agent: req.agent };
   return protocol === 'https:' ? https.request(options, onResponse) : http.request(options, onResponse);
 }

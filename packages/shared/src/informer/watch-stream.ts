@@ -31,7 +31,8 @@ export async function streamWatch(
   // Deferred: the caller aborts from inside an event's handler, i.e. from the body's 'data'
   // callback. When the same read also carried the end of the response (the API server sends a
   // 410's ERROR event and closes), aborting there destroyed the socket Node was handing back to
-  // its pool, and the AbortError was emitted on it with no listener: the process exited.
+  // its pool, and the AbortError was emitted on it with no listener: the process exited. (The
+  // transport now ends aborted requests without that throw too: http-transport.ts, abortError.)
   const onAbort = (): void => void setImmediate(() => ac.abort());
   signal.addEventListener('abort', onAbort);
   let events = 0;

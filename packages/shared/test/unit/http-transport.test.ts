@@ -5,7 +5,8 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { AnswerTooLargeError, originOf, send } from '../../src/client/http-transport.js';
+import { AnswerTooLargeError, openStream, originOf, send } from '../../src/client/http-transport.js';
+import { classifyError, writeMayHaveApplied } from '../../src/client/errors.js';
 import { keepAliveAgent } from '../../src/client/keep-alive-agent.js';
 import { KubeClient } from '../../src/client/kube-client.js';
 import { StaticEndpoint } from '../../src/client/static-endpoint.js';
@@ -150,27 +151,46 @@ describe('request heads and bodies', function () {
   });
 });
 
-describe('answers over the byte limit', function () {
-  /** A server that answers /big in the given pieces (a pause between them), /small with `{}`, and counts its connections. */
-  async function answering(pieces: string[]): Promise<{ url: string; connections: () => number; close: () => void }> {
-    let connections = 0;
-    const server = createServer((req, res) => {
-      const sent = req.url === '/small' ? ['{}'] : pieces;
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': sent.join('').length });
-      const next = (i: number): void => {
-        if (i === sent.length - 1) return void res.end(sent[i]);
-        res.write(sent[i]);
-        setTimeout(() => next(i + 1), 20);
-      };
-      next(0);
-    });
-    server.on('connection', () => connections++);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const { port } = server.address() as AddressInfo;
-    return { url: `http://127.0.0.1:${port}`, connections: () => connections, close: () => server.close() };
-  }
+/**
+ * Errors thrown out of the process from here on, instead of mocha's handler (which would report
+ * them against whichever test runs then). Run with Node's own http: this file does not load nock,
+ * which patches it (nock-isolation.test.ts).
+ */
+function catchUncaught(): { errors: unknown[]; restore: () => void } {
+  const errors: unknown[] = [];
+  const onUncaught = (e: unknown): number => errors.push(e);
+  const mochas = process.listeners('uncaughtException');
+  process.removeAllListeners('uncaughtException');
+  process.on('uncaughtException', onUncaught);
+  return {
+    errors,
+    restore: () => {
+      process.removeListener('uncaughtException', onUncaught);
+      for (const l of mochas) process.on('uncaughtException', l);
+    },
+  };
+}
 
-  // Run with Node's own http (this file does not load nock, which patches it: nock-isolation.test.ts).
+/** A server that answers /big in the given pieces (a pause between them), /small with `{}`, and counts its connections. */
+async function answering(pieces: string[]): Promise<{ url: string; connections: () => number; close: () => void }> {
+  let connections = 0;
+  const server = createServer((req, res) => {
+    const sent = req.url === '/small' ? ['{}'] : pieces;
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': sent.join('').length });
+    const next = (i: number): void => {
+      if (i === sent.length - 1) return void res.end(sent[i]);
+      res.write(sent[i]);
+      setTimeout(() => next(i + 1), 20);
+    };
+    next(0);
+  });
+  server.on('connection', () => connections++);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, connections: () => connections, close: () => server.close() };
+}
+
+describe('answers over the byte limit', function () {
   const cases = [
     // The whole answer is in when the limit is passed: its socket is already back in the pool.
     { name: 'cut on its last chunk: fails, nothing thrown out of the process, the connection is reused', pieces: ['x'.repeat(5000)], connections: 1 },
@@ -181,12 +201,7 @@ describe('answers over the byte limit', function () {
     it(c.name, async function () {
       const srv = await answering(c.pieces);
       const agent = keepAliveAgent(srv.url);
-      const thrown: unknown[] = [];
-      const onUncaught = (e: unknown): number => thrown.push(e);
-      // Mocha's own handler would report it against some later test; count it here instead.
-      const mochas = process.listeners('uncaughtException');
-      process.removeAllListeners('uncaughtException');
-      process.on('uncaughtException', onUncaught);
+      const thrown = catchUncaught();
       try {
         const req = { method: 'GET', origin: originOf(srv.url), headers: {}, agent, maxBodyBytes: 1000 };
         for (let i = 0; i < 3; i++) {
@@ -196,14 +211,85 @@ describe('answers over the byte limit', function () {
         }
         const small = await send({ ...req, path: '/small', maxBodyBytes: 10_000 });
         expect(small.status).to.equal(200);
-        expect(thrown).to.deep.equal([]);
+        expect(thrown.errors).to.deep.equal([]);
         expect(srv.connections()).to.equal(c.connections === 1 ? 1 : 4);
       } finally {
-        process.removeListener('uncaughtException', onUncaught);
-        for (const l of mochas) process.on('uncaughtException', l);
+        thrown.restore();
         agent.destroy();
         srv.close();
       }
     });
   }
+});
+
+describe('aborted requests', function () {
+  it('a stream aborted from a handler of its last chunk: nothing thrown out of the process, the connection is reused', async function () {
+    // The watch loop aborts from an event's handler, and kube-apiserver sends a 410's ERROR event
+    // and the end of the answer in one read: Node's own abort destroyed the pooled socket with an error.
+    const srv = await answering(['{"type":"ERROR"}\n']);
+    const agent = keepAliveAgent(srv.url);
+    const thrown = catchUncaught();
+    try {
+      for (let i = 0; i < 5; i++) {
+        const ac = new AbortController();
+        const res = await openStream({ method: 'GET', origin: originOf(srv.url), path: '/big', headers: {}, agent, signal: ac.signal });
+        await new Promise<void>((resolve) => {
+          res.on('data', () => ac.abort());
+          res.on('error', () => resolve());
+          res.on('close', () => resolve());
+        });
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(thrown.errors).to.deep.equal([]);
+      expect(srv.connections()).to.equal(1);
+    } finally {
+      thrown.restore();
+      agent.destroy();
+      srv.close();
+    }
+  });
+
+  it('a stream aborted while more is on its way ends with an AbortError and closes its connection', async function () {
+    const srv = await answering(['a', 'b', 'c']);
+    const agent = keepAliveAgent(srv.url);
+    try {
+      const ac = new AbortController();
+      const res = await openStream({ method: 'GET', origin: originOf(srv.url), path: '/big', headers: {}, agent, signal: ac.signal });
+      const err = await new Promise<unknown>((resolve) => {
+        res.once('data', () => ac.abort());
+        res.on('error', resolve);
+        res.on('end', () => resolve(undefined));
+      });
+      expect(classifyError(err).kind).to.equal('Aborted');
+      await send({ method: 'GET', origin: originOf(srv.url), path: '/small', headers: {}, agent });
+      expect(srv.connections()).to.equal(2);
+    } finally {
+      agent.destroy();
+      srv.close();
+    }
+  });
+
+  it('a request aborted before or while its answer comes fails as Aborted, whose write may have applied; one aborted before is not sent', async function () {
+    const srv = await answering(['a', 'b', 'c']);
+    const agent = keepAliveAgent(srv.url);
+    try {
+      const base = { method: 'PUT', origin: originOf(srv.url), path: '/big', headers: {}, agent, body: '{}' };
+      const early = new AbortController();
+      early.abort();
+      const before = await send({ ...base, signal: early.signal }).then(() => undefined, (e: unknown) => e);
+      const streamBefore = await openStream({ ...base, signal: early.signal }).then(() => undefined, (e: unknown) => e);
+      expect(srv.connections()).to.equal(0);
+      const during = new AbortController();
+      setTimeout(() => during.abort(), 30);
+      const midway = await send({ ...base, signal: during.signal }).then(() => undefined, (e: unknown) => e);
+      for (const e of [before, streamBefore, midway]) {
+        expect(classifyError(e).kind).to.equal('Aborted');
+        expect(writeMayHaveApplied(e)).to.equal(true);
+      }
+      expect(srv.connections()).to.equal(1);
+    } finally {
+      agent.destroy();
+      srv.close();
+    }
+  });
 });
