@@ -7,16 +7,14 @@ import { Resources } from '../../src/informer/resources.js';
 import { streamWatch } from '../../src/informer/watch-stream.js';
 import type { KubeObject } from '../../src/informer/object-key.js';
 import { eventually } from '@topovol/testing';
+import { line, pv, sleep } from './event-delivery-fixtures.js';
 
 // A local HTTP server plays the API server's answers that a real one gives only by chance of timing
 // (a 410 in the same packet as the end of the stream) or never (a proxy's empty answers).
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, n: { lists: number; watches: number }) => void | Promise<void>;
 
-const pv = (name: string, rv: number): KubeObject => ({ metadata: { name, resourceVersion: String(rv) } });
-const line = (o: unknown): string => `${JSON.stringify(o)}\n`;
 const gone = line({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function apiServer(handler: Handler): Promise<{ client: KubeClient; n: { lists: number; watches: number }; watchQueries: URLSearchParams[]; close: () => void }> {
   const n = { lists: 0, watches: 0 };

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { KubeApiError } from '../../src/client/errors.js';
 import { ReflectorBackoff } from '../../src/informer/reflector-backoff.js';
 import { runListWatch } from '../../src/informer/list-watch-loop.js';
 import type { ListWatchSteps, WatchOutcome } from '../../src/informer/list-watch-loop.js';
@@ -33,11 +34,16 @@ describe('informer backoff: the reflector backoff manager’s numbers', function
   });
 });
 
-/** A hand-driven list/watch: a scripted outcome per watch, a clock moved only by the loop's sleeps. */
-function scripted(watches: Array<WatchOutcome | 'fail'>, watchLastsMs = 0): { steps: ListWatchSteps; sleeps: number[]; lists: () => number; done: Promise<void> } {
+/** A hand-driven list/watch: a scripted outcome per watch ('fail': a 500; an Error: that failure), a clock moved only by the loop's sleeps. */
+function scripted(
+  watches: Array<WatchOutcome | 'fail' | Error>,
+  watchLastsMs = 0,
+): { steps: ListWatchSteps; sleeps: number[]; reported: number[]; lists: () => number; done: Promise<void> } {
   let t = 0;
   let lists = 0;
   const sleeps: number[] = [];
+  /** The waits failed() was told of. */
+  const reported: number[] = [];
   const ac = new AbortController();
   let finish!: () => void;
   const done = new Promise<void>((r) => (finish = r));
@@ -66,13 +72,14 @@ function scripted(watches: Array<WatchOutcome | 'fail'>, watchLastsMs = 0): { st
         finish();
         return Promise.resolve({ kind: 'closed', events: 1 });
       }
+      if (next instanceof Error) return Promise.reject(next);
       return next === 'fail' ? Promise.reject(Object.assign(new Error('boom'), { statusCode: 500 })) : Promise.resolve(next);
     },
     restarted: () => undefined,
-    failed: () => undefined,
+    failed: (_kind, _message, retryInMs) => void reported.push(retryInMs),
   };
   void runListWatch(ac.signal, steps);
-  return { steps, sleeps, lists: () => lists, done };
+  return { steps, sleeps, reported, lists: () => lists, done };
 }
 
 describe('informer list/watch loop: backoff between failures', function () {
@@ -100,5 +107,22 @@ describe('informer list/watch loop: backoff between failures', function () {
     const s = scripted(['fail', 'fail', { kind: 'closed', events: 3 }, { kind: 'closed', events: 2 }, 'fail']);
     await s.done;
     expect(s.sleeps).to.deep.equal([800, 1_600, 3_200]);
+  });
+
+  // Retry-After is a floor on that one wait; it takes one step of the schedule like any failure.
+  it('a failure answered with Retry-After waits no less than the server asked, and the next failure goes on with the steps', async function () {
+    const tooMany = KubeApiError.fromResponse(429, JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests' }), '30');
+    const s = scripted(['fail', tooMany, 'fail']);
+    await s.done;
+    expect(s.sleeps).to.deep.equal([800, 30_000, 3_200]);
+    expect(s.reported, 'the waits logged are the waits taken').to.deep.equal([800, 30_000, 3_200]);
+  });
+
+  // The short-watch wait is the first step, never a grown one: a grown one was seen to leave a new
+  // informer blind for a minute on a busy API server (list-watch-loop.ts).
+  it('a short watch with nothing in it waits the first step, not the one failures grew', async function () {
+    const s = scripted(['fail', 'fail', 'fail', 'fail', { kind: 'closed', events: 0 }]);
+    await s.done;
+    expect(s.sleeps).to.deep.equal([800, 1_600, 3_200, 6_400, 800]);
   });
 });

@@ -5,22 +5,7 @@ import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
 import { FAIR_SHARE, LAST_LEVEL, LeveledFifo } from '../../src/workqueue/fifo.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
 import type { WorkQueueOptions } from '../../src/workqueue/work-queue.js';
-
-let seq = 0;
-const queueName = (): string => `unit-wq-${process.pid}-${++seq}`;
-
-/** Lets every pending promise callback and one macrotask turn run. */
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-const settle = async (turns = 20): Promise<void> => {
-  for (let i = 0; i < turns; i++) await flush();
-};
-
-/** The value of one series of a metric, for the queue named `queue` (histograms: pass metricName). */
-async function metric(name: string, queue: string, metricName = name): Promise<number | undefined> {
-  const m = await metricsRegistry.getSingleMetric(name)?.get();
-  const v = m?.values.find((s) => s.labels.name === queue && ((s as { metricName?: string }).metricName ?? name) === metricName);
-  return v?.value;
-}
+import { drainOrder, flush, metric, queueName, settle } from './event-delivery-fixtures.js';
 
 /** Runs n workers until get() says the queue is shut down; `work` is each key's processing. */
 function runWorkers<K extends string>(q: WorkQueue<K>, n: number, work: (key: K) => Promise<void>): Promise<void> {
@@ -34,18 +19,6 @@ function runWorkers<K extends string>(q: WorkQueue<K>, n: number, work: (key: K)
     }
   };
   return Promise.all(Array.from({ length: n }, worker)).then(() => undefined);
-}
-
-/** Takes everything currently queued, in order, marking each done. */
-async function drainOrder<K>(q: WorkQueue<K>): Promise<K[]> {
-  const out: K[] = [];
-  while (q.len() > 0) {
-    const k = await q.get();
-    if (k === undefined) break;
-    out.push(k);
-    q.done(k);
-  }
-  return out;
 }
 
 describe('WorkQueue', function () {
