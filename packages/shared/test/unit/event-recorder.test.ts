@@ -4,6 +4,7 @@ import type { KubeClient } from '../../src/client/kube-client.js';
 import { EVENT_WRITE_TRIES, EventRecorder, MAX_PENDING_EVENTS } from '../../src/events/event-recorder.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import type { Event } from '../../src/types/wire.js';
+import { flushDriving } from './event-recorder-fixtures.js';
 
 /** Just what the recorder calls, counting writes (a unit test of its own rules, not of the API). */
 function fakeClient(): { client: KubeClient; writes: string[] } {
@@ -91,19 +92,6 @@ describe('EventRecorder', function () {
       },
     } as unknown as KubeClient;
     return { client, tries: () => tries, written };
-  }
-
-  /** Flushes while driving the fake clock through the recorder's waits. */
-  async function flushDriving(r: EventRecorder, clock: FakeClock): Promise<void> {
-    let done = false;
-    const f = r.flush().then(() => {
-      done = true;
-    });
-    while (!done) {
-      await new Promise((resolve) => setImmediate(resolve));
-      clock.advance(1_000);
-    }
-    await f;
   }
 
   it('writes an Event the API server failed (503, timeouts) on a later try, as client-go retries its Events', async function () {
