@@ -278,6 +278,16 @@ describe('server reads: edges a mutation run found untested (missedPodUse: the r
     expect(await missedPodUse(client, 'ns', 'data', '5')).to.match(/too far behind/);
   });
 
+  it('a replay line that is no event (null, a bookmark without its object) fails the read: never "no use", never out of the process', async function () {
+    // The replay's handler reads e.object as given; such a line threw out of the answer's 'data'
+    // listener. Now the read fails, and the reconcile is retried with the volume kept.
+    for (const bad of [null, { type: 'BOOKMARK', object: null }, { type: 'ADDED' }]) {
+      const { client } = replayServer('10', [bad as object, bookmark('11')]);
+      const answer = await missedPodUse(client, 'ns', 'data', '5').then((why) => `answered ${String(why)}`, (err: unknown) => `failed: ${String(err)}`);
+      expect(answer, JSON.stringify(bad)).to.contain('failed: Error: watch stream carried a line that is not an event');
+    }
+  });
+
   it('a 410 answer to the watch itself says the same, and is not thrown (retried for ever)', async function () {
     const { client } = replayServer('10', [], { openError: new KubeApiError(410, { kind: 'Status', reason: 'Expired', message: 'too old resource version' }) });
     expect(await missedPodUse(client, 'ns', 'data', '5')).to.match(/too far behind/);

@@ -38,7 +38,7 @@ export interface HttpRequest {
   /** Whole-request deadline, answer included; the request fails with code ETIMEDOUT. */
   timeoutMs?: number;
   signal?: AbortSignal;
-  /** The answer's body is read up to this many bytes; past them the request fails with AnswerTooLargeError. */
+  /** The answer's body is read up to this many bytes (default MAX_ANSWER_BYTES); past them the request fails with AnswerTooLargeError. */
   maxBodyBytes?: number;
   /**
    * Asked once the request has a socket, right before its bytes are written: an error fails it
@@ -47,6 +47,13 @@ export interface HttpRequest {
    */
   beforeWrite?: () => Error | undefined;
 }
+
+/**
+ * The most of an answer read when the caller sets no limit: far above any one object (etcd stores
+ * about 1.5 MB) and any list page (paged-list.ts), and below the longest string V8 can make (about
+ * 512 MiB), past which decoding the body threw out of the process.
+ */
+export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 /**
  * An answer cut off at the caller's byte limit: its connection is closed and nothing of it is
@@ -99,7 +106,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
       const stream: Readable = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
       const chunks: Buffer[] = [];
       let bytes = 0;
-      const max = req.maxBodyBytes ?? Infinity;
+      const max = req.maxBodyBytes ?? MAX_ANSWER_BYTES;
       stream.on('data', (c: Buffer) => {
         if (settled) return;
         bytes += c.length;
@@ -117,7 +124,15 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         settled = true;
         clearTimeout(timer);
         req.signal?.removeEventListener('abort', onAbort);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), headersAt });
+        let body: string;
+        try {
+          body = Buffer.concat(chunks).toString('utf8');
+        } catch (err) {
+          // A body V8 cannot make a string of (ERR_STRING_TOO_LONG, for a limit set past it): this
+          // listener's throw would leave the process.
+          return void reject(err instanceof Error ? err : new Error(String(err)));
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, headersAt });
       });
     });
     const timer = req.timeoutMs

@@ -33,8 +33,8 @@ export class HttpEndpoints {
 
   /** Starts serving; returns the bound port (useful with port 0). */
   async serveMetrics(addr: BindAddress): Promise<number> {
-    return this.listen(addr, async (req, res) => {
-      if (pathOf(req) !== '/metrics') return notFound(res);
+    return this.listen(addr, async (req, url, res) => {
+      if (url.pathname !== '/metrics') return notFound(res);
       try {
         const body = await metricsRegistry.metrics();
         res.writeHead(200, { 'Content-Type': metricsRegistry.contentType });
@@ -46,10 +46,10 @@ export class HttpEndpoints {
   }
 
   async serveProbes(addr: BindAddress): Promise<number> {
-    return this.listen(addr, (req, res) => {
-      const p = pathOf(req);
-      if (p === '/healthz' || p === '/livez') return this.answer(req, res, this.liveness);
-      if (p === '/readyz') return this.answer(req, res, this.readiness);
+    return this.listen(addr, (_req, url, res) => {
+      const p = url.pathname;
+      if (p === '/healthz' || p === '/livez') return this.answer(url, res, this.liveness);
+      if (p === '/readyz') return this.answer(url, res, this.readiness);
       notFound(res);
     });
   }
@@ -66,7 +66,7 @@ export class HttpEndpoints {
     );
   }
 
-  private answer(req: http.IncomingMessage, res: http.ServerResponse, checks: Map<string, Check>): void {
+  private answer(url: URL, res: http.ServerResponse, checks: Map<string, Check>): void {
     const lines: string[] = [];
     let ok = true;
     for (const [name, check] of checks) {
@@ -79,33 +79,50 @@ export class HttpEndpoints {
       if (failure) ok = false;
       lines.push(failure ? `[-]${name} failed: ${failure}` : `[+]${name} ok`);
     }
-    const verbose = new URL(req.url ?? '/', 'http://x').searchParams.has('verbose');
+    const verbose = url.searchParams.has('verbose');
     const body = ok && !verbose ? 'ok' : `${lines.join('\n')}\n${ok ? 'check passed' : 'check failed'}`;
     res.writeHead(ok ? 200 : 500, { 'Content-Type': 'text/plain; charset=utf-8' });
     res.end(body + '\n');
   }
 
-  private listen(addr: BindAddress, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void | Promise<void>): Promise<number> {
+  /**
+   * Anyone who reaches the port may send anything: a request target that is no URL path (`//`,
+   * `http://[/`) is answered 400, and whatever a handler throws, synchronously or not, is answered
+   * 500 and logged. Either used to throw out of the request listener: one request ended the process.
+   */
+  private listen(addr: BindAddress, handler: (req: http.IncomingMessage, url: URL, res: http.ServerResponse) => void | Promise<void>): Promise<number> {
     const server = http.createServer((req, res) => {
-      void Promise.resolve(handler(req, res)).catch((err: unknown) => {
-        this.log.error('http handler failed', { error: errorMessage(err) });
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
+      const url = urlOf(req);
+      if (!url) return void res.writeHead(400, { 'Content-Type': 'text/plain' }).end('bad request target\n');
+      void Promise.resolve()
+        .then(() => handler(req, url, res))
+        .catch((err: unknown) => {
+          this.log.error('http handler failed', { error: errorMessage(err) });
+          if (!res.headersSent) res.writeHead(500);
+          res.end();
+        });
     });
     this.servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);
       server.listen(addr.port, addr.host || undefined, () => {
         server.off('error', reject);
+        // An error of the listening socket after the start (not a client's: those are 'clientError',
+        // which Node answers) is logged, not thrown out of the process.
+        server.on('error', (err) => this.log.error('http server error', { port: addr.port, error: errorMessage(err) }));
         resolve((server.address() as AddressInfo).port);
       });
     });
   }
 }
 
-function pathOf(req: http.IncomingMessage): string {
-  return new URL(req.url ?? '/', 'http://x').pathname;
+/** The request's target as a URL; undefined when it is not one (an origin-form path is always one). */
+function urlOf(req: http.IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://x');
+  } catch {
+    return undefined;
+  }
 }
 
 function notFound(res: http.ServerResponse): void {

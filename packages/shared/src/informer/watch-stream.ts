@@ -1,6 +1,7 @@
 import { lineSplitter } from './line-splitter.js';
 import type { KubeClient } from '../client/kube-client.js';
 import { withoutManagedFields } from '../client/without-managed-fields.js';
+import { ONE_OBJECT_MAX_BYTES } from '../client/paged-list.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -37,6 +38,7 @@ export async function streamWatch(
   signal.addEventListener('abort', onAbort);
   let events = 0;
   let undecodable = false;
+  let handlerError: unknown;
   let opened = false;
   // A silent peer would stall the informer forever, before the headers (a stalled proxy) as after
   // them (a half-open connection): cut it when nothing, not even a bookmark, arrives for a while.
@@ -46,18 +48,29 @@ export async function streamWatch(
     opened = true;
     await new Promise<void>((resolve, reject) => {
       const lines = lineSplitter((line) => {
-        if (undecodable) return;
+        if (undecodable || handlerError !== undefined) return;
         let e: WatchEvent;
         try {
           e = JSON.parse(opts.withoutManagedFields ? withoutManagedFields(line) : line) as WatchEvent;
         } catch {
+          e = undefined as unknown as WatchEvent;
+        }
+        // JSON that is no event (null, a number, an event without a type or an object) is as
+        // undecodable as a broken line: handlers may take e.type and e.object as given.
+        if (!isEvent(e)) {
           undecodable = true;
           onAbort();
           return;
         }
         events++;
-        onEvent(e);
-      });
+        // This runs inside the answer's 'data' listener: a throw here would leave the process.
+        try {
+          onEvent(e);
+        } catch (err) {
+          handlerError = err;
+          onAbort();
+        }
+      }, { maxLineBytes: ONE_OBJECT_MAX_BYTES, onTooLong: () => ((undecodable = true), onAbort()) });
       body.on('data', (chunk: Buffer) => {
         idle?.refresh();
         lines.push(chunk);
@@ -65,7 +78,8 @@ export async function streamWatch(
       const finish = (err?: unknown): void => {
         clearTimeout(idle);
         idle = undefined;
-        if (undecodable) reject(new Error('watch stream carried a line that is not an event'));
+        if (handlerError !== undefined) reject(handlerError instanceof Error ? handlerError : new Error('watch event handler failed'));
+        else if (undecodable) reject(new Error('watch stream carried a line that is not an event'));
         else if (err && !signal.aborted) reject(err instanceof Error ? err : new Error('watch stream failed'));
         else resolve();
       };
@@ -89,4 +103,13 @@ export async function streamWatch(
     // Ends the request if it is still open (deferred, as above).
     onAbort();
   }
+}
+
+const EVENT_TYPES: ReadonlySet<string> = new Set<WatchEventType>(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR']);
+
+/** A watch event as the API server sends one: a known type and an object. */
+function isEvent(e: unknown): e is WatchEvent {
+  if (typeof e !== 'object' || e === null) return false;
+  const { type, object } = e as { type?: unknown; object?: unknown };
+  return typeof type === 'string' && EVENT_TYPES.has(type) && typeof object === 'object' && object !== null;
 }

@@ -5,7 +5,8 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { AnswerTooLargeError, openStream, originOf, send } from '../../src/client/http-transport.js';
+import { constants } from 'node:buffer';
+import { AnswerTooLargeError, MAX_ANSWER_BYTES, openStream, originOf, send } from '../../src/client/http-transport.js';
 import { classifyError, writeMayHaveApplied } from '../../src/client/errors.js';
 import { keepAliveAgent } from '../../src/client/keep-alive-agent.js';
 import { KubeClient } from '../../src/client/kube-client.js';
@@ -191,6 +192,13 @@ async function answering(pieces: string[]): Promise<{ url: string; connections: 
 }
 
 describe('answers over the byte limit', function () {
+  it('with no limit given, an answer is read to MAX_ANSWER_BYTES, short of the longest string V8 makes of it', function () {
+    // Decoding a longer body threw ERR_STRING_TOO_LONG out of the answer's 'end' listener. UTF-8
+    // never has fewer bytes than the string it decodes to has code units.
+    expect(MAX_ANSWER_BYTES).to.be.at.most(constants.MAX_STRING_LENGTH);
+    expect(MAX_ANSWER_BYTES).to.be.at.least(64 * 1024 * 1024);
+  });
+
   const cases = [
     // The whole answer is in when the limit is passed: its socket is already back in the pool.
     { name: 'cut on its last chunk: fails, nothing thrown out of the process, the connection is reused', pieces: ['x'.repeat(5000)], connections: 1 },

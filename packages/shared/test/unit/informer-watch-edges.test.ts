@@ -123,6 +123,39 @@ describe('informer edges: one watch stream', function () {
     expect(events).to.have.length(1);
   });
 
+  it('JSON that is no event (null, no type, an unknown type, no object) rejects the stream as a broken line does', async function () {
+    // Handlers take e.type and e.object as given; a null read from them threw out of the answer's
+    // 'data' listener and ended the process.
+    for (const bad of ['null', '7', '{"type":"ADDED"}', '{"type":"BOOKMARK","object":null}', '{"type":"SYNC","object":{}}', '{"object":{}}']) {
+      const { events, result } = await stream((w) => w.endRaw(`${line({ type: 'ADDED', object: pv('a', 1) })}${bad}\n${line({ type: 'ADDED', object: pv('b', 2) })}`));
+      let err: unknown;
+      await result.catch((e: unknown) => (err = e));
+      expect(String(err), bad).to.contain('not an event');
+      expect(events, bad).to.have.length(1);
+    }
+  });
+
+  it("a handler's throw rejects the stream with it, and later events are not handed over", async function () {
+    const a = await ScriptedApi.start(() => ({ rv: 1, items: [] }), (w) => w.end({ type: 'ADDED', object: pv('a', 1) }, { type: 'ADDED', object: pv('b', 2) }));
+    apis.push(a);
+    const seen: string[] = [];
+    const result = streamWatch(
+      a.client,
+      '/api/v1/persistentvolumes',
+      {},
+      (e) => {
+        seen.push((e.object as KubeObject).metadata?.name ?? '');
+        throw new Error('handler broke');
+      },
+      new AbortController().signal,
+      60_000,
+    );
+    let err: unknown;
+    await result.catch((e: unknown) => (err = e));
+    expect(String(err)).to.contain('handler broke');
+    expect(seen).to.deep.equal(['a']);
+  });
+
   it('events keep a watch alive past its idle timeout', async function () {
     let timer: NodeJS.Timeout | undefined;
     const { result } = await stream((w) => {

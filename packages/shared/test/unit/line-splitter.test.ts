@@ -27,4 +27,24 @@ describe('the watch line splitter', function () {
     expect(split([Buffer.from('{"a":1}\n{"b"'), Buffer.from(':2}')], false)).to.deep.equal(['{"a":1}']);
     expect(split([Buffer.from('{"a":1}\n{"b"'), Buffer.from(':2}')])).to.deep.equal(['{"a":1}', '{"b":2}']);
   });
+
+  it('a line past the limit, in one chunk or across several, is reported once and ends the output; the lines before it count', function () {
+    // V8 cannot make a string of more than about 512 MiB: building one threw out of the 'data' listener.
+    for (const chunks of [['ab\ncdefgh\nij\n'], ['ab\ncd', 'ef', 'gh\nij\n'], ['ab\ncdefghij']]) {
+      const out: string[] = [];
+      let tooLong = 0;
+      const s = lineSplitter((l) => out.push(l), { maxLineBytes: 5, onTooLong: () => tooLong++ });
+      for (const c of chunks) s.push(Buffer.from(c));
+      s.push(Buffer.from('more\n'));
+      s.end();
+      expect(out, chunks.join('|')).to.deep.equal(['ab']);
+      expect(tooLong, chunks.join('|')).to.equal(1);
+    }
+    const out: string[] = [];
+    const s = lineSplitter((l) => out.push(l), { maxLineBytes: 5, onTooLong: () => expect.fail('not too long') });
+    s.push(Buffer.from('abcde\nfg'));
+    s.push(Buffer.from('hij\n'));
+    s.end();
+    expect(out).to.deep.equal(['abcde', 'fghij']);
+  });
 });
