@@ -1,9 +1,10 @@
+import { labelValue } from '@topovol/shared';
 import type { Segment } from '../segments/segment.js';
 import type { CapacityItem } from './capacity-item.js';
 
 /** Whether a node with these labels is one of the item's nodes (its selector matches them). */
 export function itemCoversNode(item: CapacityItem, labels: Segment): boolean {
-  return Object.entries(item.segment).every(([k, v]) => labels[k] === v) && (item.absent ?? []).every((k) => labels[k] === undefined);
+  return Object.entries(item.segment).every(([k, v]) => labels[k] === v) && (item.absent ?? []).every((k) => labelValue(labels, k) === undefined);
 }
 
 /**

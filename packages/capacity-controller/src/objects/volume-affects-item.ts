@@ -1,3 +1,4 @@
+import { labelValue } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
 import type { CapacityItem } from './capacity-item.js';
 
@@ -15,7 +16,7 @@ export function volumeAffectsItem(pv: PersistentVolume, item: CapacityItem): boo
   return terms.some((t) =>
     (t.matchExpressions ?? []).every((e) => {
       if (e.operator !== 'In') return true;
-      const v = item.segment[e.key];
+      const v = labelValue(item.segment, e.key);
       return v === undefined || (e.values ?? []).includes(v);
     }),
   );

@@ -56,7 +56,7 @@ export function parseConstrainedPools(parameters: Readonly<Record<string, string
       }
       const bad = labelKeyProblem(d.domainLabel) ?? labelValueProblem(d.value);
       if (bad) return { error: `${POOLS_PARAMETER}[${i}].domainSegments[${j}] (${p.poolName}): ${bad}` };
-      if (d.domainLabel in domain) return { error: `${POOLS_PARAMETER}[${i}] (${p.poolName}): domain label ${d.domainLabel} given twice` };
+      if (Object.hasOwn(domain, d.domainLabel)) return { error: `${POOLS_PARAMETER}[${i}] (${p.poolName}): domain label ${d.domainLabel} given twice` };
       domain[d.domainLabel] = d.value;
     }
     pools.push({ name: p.poolName, domain });

@@ -1,3 +1,4 @@
+import { labelValue } from '@topovol/shared';
 import type { CSINode, Node } from '@topovol/shared';
 import type { Segment } from './segment.js';
 import { segmentKey, uniqueSegments } from './segment.js';
@@ -25,7 +26,7 @@ export function segmentOfNode(mode: SegmentMode, node: Node, csiNode: CSINode | 
       if (!driver) return undefined;
       const out: Record<string, string> = {};
       for (const key of driver.topologyKeys ?? []) {
-        const value = labels[key];
+        const value = labelValue(labels, key);
         if (value === undefined) return undefined;
         out[key] = value;
       }
@@ -38,7 +39,7 @@ export function segmentOfNode(mode: SegmentMode, node: Node, csiNode: CSINode | 
     case 'domains': {
       const out: Record<string, string> = {};
       for (const key of mode.labels) {
-        const value = labels[key];
+        const value = labelValue(labels, key);
         if (value === undefined) break;
         out[key] = value;
       }

@@ -1,3 +1,4 @@
+import { labelValue } from '@topovol/shared';
 import type { CSINode, Node } from '@topovol/shared';
 import type { PlacedNode } from './compute-segments.js';
 import { segmentKey } from './segment.js';
@@ -24,7 +25,7 @@ export function unsegmentedNodes(mode: SegmentMode, nodes: readonly Node[], csiN
     if (!driver && (mode.kind === 'csinode' || !mode.anyNode)) continue;
     switch (mode.kind) {
       case 'csinode': {
-        const missing = (driver?.topologyKeys ?? []).filter((k) => labels[k] === undefined);
+        const missing = (driver?.topologyKeys ?? []).filter((k) => labelValue(labels, k) === undefined);
         if (missing.length > 0) out.push({ node, why: `its CSINode lists topology key(s) ${missing.join(', ')} for driver ${driverName}, but the node has no such label` });
         break;
       }
@@ -32,7 +33,7 @@ export function unsegmentedNodes(mode: SegmentMode, nodes: readonly Node[], csiN
         if (!Object.keys(labels).some((k) => k.startsWith(mode.prefix))) out.push({ node, why: `it has no label under the topology prefix ${mode.prefix}` });
         break;
       case 'domains':
-        if (labels[mode.labels[0] ?? ''] === undefined) out.push({ node, why: `it lacks the first domain label ${mode.labels[0] ?? ''}` });
+        if (labelValue(labels, mode.labels[0] ?? '') === undefined) out.push({ node, why: `it lacks the first domain label ${mode.labels[0] ?? ''}` });
         break;
     }
   }
@@ -53,7 +54,7 @@ export function selfExcludedNodes(mode: SegmentMode, placed: readonly PlacedNode
   const out: UnsegmentedNode[] = [];
   for (const { node, segment } of placed) {
     const labels = node.metadata?.labels ?? {};
-    const carried = (deeper.get(segmentKey(segment)) ?? []).filter((k) => labels[k] !== undefined);
+    const carried = (deeper.get(segmentKey(segment)) ?? []).filter((k) => labelValue(labels, k) !== undefined);
     if (carried.length > 0) out.push({ node, why: `it has label(s) ${carried.join(', ')}, which its CSINode does not list as topology keys for driver ${driverName} while other nodes' CSINodes do: no CSIStorageCapacity object can match it` });
   }
   return out;

@@ -1,3 +1,4 @@
+import { labelValue } from './label-selector.js';
 /** core/v1 NodeSelector semantics, as used by PV nodeAffinity and StorageClass allowedTopologies. */
 export interface NodeSelectorRequirement {
   key: string;
@@ -50,7 +51,7 @@ export function nodeSelectorTermMatches(term: NodeSelectorTerm, node: NodeLike):
   const fields = term.matchFields ?? [];
   if (exprs.length === 0 && fields.length === 0) return false;
   const labels = node.metadata?.labels ?? {};
-  for (const r of exprs) if (!requirementMatches(r, labels[r.key])) return false;
+  for (const r of exprs) if (!requirementMatches(r, labelValue(labels, r.key))) return false;
   for (const f of fields) {
     if (f.key !== 'metadata.name' || !requirementMatches(f, node.metadata?.name)) return false;
   }
