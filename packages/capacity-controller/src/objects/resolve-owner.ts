@@ -1,5 +1,5 @@
-import { isNotFound, Resources } from '@topovol/shared';
-import type { KubeClient, KubeObject, Logger, ResourceType } from '@topovol/shared';
+import { classifyError, isNotFound, Resources } from '@topovol/shared';
+import type { ApiErrorKind, KubeClient, KubeObject, Logger, ResourceType } from '@topovol/shared';
 import type { OwnerReference } from './capacity-object.js';
 
 const APPS: Record<string, ResourceType> = {
@@ -15,7 +15,7 @@ const APPS: Record<string, ResourceType> = {
  * garbage-collected with the deployment that made them. Without $POD_NAME it is a start-up error
  * (level -1 means no owner).
  */
-export async function resolveOwner(client: KubeClient, level: number, namespace: string, log: Logger): Promise<OwnerReference | undefined> {
+export async function resolveOwner(client: KubeClient, level: number, namespace: string, log: Logger, sleep: (ms: number) => Promise<void> = wait): Promise<OwnerReference | undefined> {
   if (level < 0) return undefined;
   const podName = process.env.POD_NAME;
   // As external-provisioner: objects without the owner asked for would outlive the deployment.
@@ -30,7 +30,8 @@ export async function resolveOwner(client: KubeClient, level: number, namespace:
     throw new Error(`--capacity-ownerref-level=${level}: the CSIStorageCapacity objects go to namespace ${namespace} (--capacity-namespace), but this pod runs in ${podNamespace} ($NAMESPACE), and an owner in another namespace counts as none (the garbage collector would delete the objects); run in the objects' namespace, or pass --capacity-ownerref-level=-1`);
   }
   log.debug('resolving the owner of capacity objects', { pod: podName, ownerLevel: level });
-  let obj: KubeObject = await client.get<KubeObject>(Resources.pods, podName, namespace);
+  const read = (type: ResourceType, name: string): Promise<KubeObject> => waitingOut(() => client.get<KubeObject>(type, name, namespace), `${type.kind}/${name}`, log, sleep);
+  let obj: KubeObject = await read(Resources.pods, podName);
   for (let i = 0; i < level; i++) {
     const ref = obj.metadata?.ownerReferences?.find((r) => r.controller);
     // By kind and group: another group's kind of the same name (OpenKruise's apps.kruise.io
@@ -41,7 +42,7 @@ export async function resolveOwner(client: KubeClient, level: number, namespace:
       throw new Error(`--capacity-ownerref-level=${level}: ${obj.kind ?? 'Pod'}/${obj.metadata?.name} has no apps/v1 controller at level ${i + 1} (${found}); Topovol follows apps/v1 ReplicaSets, StatefulSets, Deployments and DaemonSets only (docs/divergences.md)`);
     }
     try {
-      obj = await client.get<KubeObject>(type, ref.name, namespace);
+      obj = await read(type, ref.name);
     } catch (err) {
       if (isNotFound(err)) throw new Error(`--capacity-ownerref-level=${level}: owner ${ref.kind}/${ref.name} not found`);
       throw err;
@@ -49,4 +50,33 @@ export async function resolveOwner(client: KubeClient, level: number, namespace:
   }
   const md = obj.metadata ?? {};
   return { apiVersion: obj.apiVersion ?? 'v1', kind: obj.kind ?? 'Pod', name: md.name ?? '', uid: md.uid ?? '', controller: true };
+}
+
+/** Errors of the API server or the network, which pass: not of the configuration, which do not. */
+const TRANSIENT: ReadonlySet<ApiErrorKind> = new Set<ApiErrorKind>(['TooManyRequests', 'Timeout', 'Connection', 'ServerError']);
+const FIRST_WAIT_MS = 1_000;
+const MAX_WAIT_MS = 30_000;
+
+/**
+ * A read at setup, tried again after transient errors (1 s, doubling, at most 30 s apart, at least
+ * what Retry-After asks). external-provisioner exits on the first failure here (klog.Fatalf in
+ * cmd/csi-provisioner); once per restart, an API server that is briefly unavailable then held the
+ * manager in a crash loop, its other loops included (docs/divergences.md).
+ */
+async function waitingOut<T>(attempt: () => Promise<T>, what: string, log: Logger, sleep: (ms: number) => Promise<void>): Promise<T> {
+  for (let delay = FIRST_WAIT_MS; ; delay = Math.min(delay * 2, MAX_WAIT_MS)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      const c = classifyError(err);
+      if (!TRANSIENT.has(c.kind)) throw err;
+      const retryInMs = Math.max(delay, (c.retryAfterSeconds ?? 0) * 1000);
+      log.warn('reading the owner of the CSIStorageCapacity objects failed; trying again', { object: what, error: c.message, retryInMs });
+      await sleep(retryInMs);
+    }
+  }
+}
+
+function wait(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

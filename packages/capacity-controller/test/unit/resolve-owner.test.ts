@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { logger } from '@topovol/shared';
+import { KubeApiError, logger } from '@topovol/shared';
 import type { KubeClient, KubeObject, ResourceType } from '@topovol/shared';
 import { resolveOwner } from '../../src/objects/resolve-owner.js';
 
@@ -75,5 +75,37 @@ describe('resolveOwner (--capacity-ownerref-level)', function () {
     const sts: KubeObject = { ...unrelated, metadata: { ...unrelated.metadata, uid: 'uid-owner' } };
     const { client } = clientOf([pod({ apiVersion: 'apps/v1', kind: 'StatefulSet' }), sts]);
     expect(await resolveOwner(client, 1, 'ns', logger())).to.deep.equal({ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'cap', uid: 'uid-owner', controller: true });
+  });
+
+  it('transient errors (503, 429, a reset connection) are waited out, growing to 30 s apart; a refusal is not', async function () {
+    // external-provisioner exits here on the first error; a manager that exits at every start
+    // while the API server is briefly unavailable is a crash loop (docs/divergences.md).
+    const transient = [
+      KubeApiError.fromResponse(503, JSON.stringify({ kind: 'Status', code: 503, reason: 'ServiceUnavailable' })),
+      KubeApiError.fromResponse(429, JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests' }), '5'),
+      Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+      ...Array.from({ length: 5 }, () => KubeApiError.fromResponse(500, '')),
+    ];
+    const sts: KubeObject = { ...unrelated, metadata: { ...unrelated.metadata, uid: 'uid-owner' } };
+    const { client } = clientOf([pod({ apiVersion: 'apps/v1', kind: 'StatefulSet' }), sts]);
+    const get = client.get.bind(client);
+    const failing = [...transient];
+    (client as { get: KubeClient['get'] }).get = (r, name, ns) => (failing.length ? Promise.reject(failing.shift()!) : get(r, name, ns));
+    const waits: number[] = [];
+    const owner = await resolveOwner(client, 1, 'ns', logger(), (ms) => (waits.push(ms), Promise.resolve()));
+    expect(owner).to.include({ kind: 'StatefulSet', uid: 'uid-owner' });
+    expect(waits).to.deep.equal([1_000, 5_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
+
+    for (const refusal of [KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', code: 403, reason: 'Forbidden' })), KubeApiError.fromResponse(401, '')]) {
+      const { client: refused } = clientOf([]);
+      (refused as { get: KubeClient['get'] }).get = () => Promise.reject(refusal);
+      const slept: number[] = [];
+      const err = await resolveOwner(refused, 1, 'ns', logger(), (ms) => (slept.push(ms), Promise.resolve())).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).to.equal(refusal);
+      expect(slept).to.deep.equal([]);
+    }
   });
 });

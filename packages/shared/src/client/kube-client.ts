@@ -199,8 +199,15 @@ export class KubeClient {
 
   private connection(): Promise<http.Agent> {
     if (this.pool) return this.pool.connection();
-    this.agent ??= this.endpoint.agent();
-    return this.agent;
+    if (this.agent) return this.agent;
+    const agent = this.endpoint.agent();
+    this.agent = agent;
+    // A failure is not kept: building the agent may run a kubeconfig's credential plugin, and one
+    // failed run would otherwise fail every request of this client for good.
+    agent.catch(() => {
+      if (this.agent === agent) this.agent = undefined;
+    });
+    return agent;
   }
 
   /** A path below the server with its query, as the transport sends it (no URL object per request). */

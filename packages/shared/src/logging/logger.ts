@@ -7,6 +7,7 @@ export const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug'
 /** The logger type every package uses; child loggers carry structured fields (controller, key, ...). */
 export type Logger = winston.Logger;
 
+let stderrGuarded = false;
 let root: Logger = makeLogger('info', 'json');
 
 /**
@@ -37,7 +38,19 @@ export function textLine(info: winston.Logform.TransformableInfo): string {
   return `${String(timestamp)} ${lvl.toUpperCase().padEnd(5)} ${shown}${rest ? ' ' + rest : ''}`;
 }
 
+/**
+ * Log lines are best effort, as klog's: when the reader of stderr goes away (a container runtime's
+ * log pipe), the next write fails with EPIPE, emitted on process.stderr, which had no listener and
+ * so ended the process. The manager keeps working unlogged instead.
+ */
+function keepRunningWithoutStderr(): void {
+  if (stderrGuarded) return;
+  stderrGuarded = true;
+  process.stderr.on('error', () => undefined);
+}
+
 function makeLogger(level: LogLevel, format: LogFormat): Logger {
+  keepRunningWithoutStderr();
   const fmt =
     format === 'json'
       ? winston.format.combine(belowLevel(level), winston.format.timestamp(), winston.format.errors({ stack: false }), winston.format.json())

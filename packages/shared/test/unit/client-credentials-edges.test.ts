@@ -1,4 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
+import http from 'node:http';
+import type { ApiEndpoint } from '../../src/client/endpoint.js';
 import { expect } from 'chai';
 import { ClientNodeEndpoint } from '../../src/client/client-node-endpoint.js';
 import { KubeClient } from '../../src/client/kube-client.js';
@@ -61,5 +63,28 @@ describe('StaticEndpoint credentials', function () {
     // Not a request without credentials (a 401 that names no file): the error says which file is missing.
     const endpoint = new StaticEndpoint({ server: 'https://kube.invalid', tokenFile: '/nonexistent/topovol/token' });
     expect(() => endpoint.authHeaders()).to.throw(/ENOENT/);
+  });
+});
+
+describe('an endpoint whose connection setup fails once', function () {
+  it('is asked again by the next request: one failed credential plugin run is not kept for good', async function () {
+    const api = await fakeApi();
+    let builds = 0;
+    const endpoint: ApiEndpoint = {
+      server: api.client.server,
+      agent: () => (++builds === 1 ? Promise.reject(new Error('exec plugin: exit status 1')) : Promise.resolve(new http.Agent({ keepAlive: true }))),
+      authHeaders: () => Promise.resolve({}),
+    };
+    const client = KubeClient.forEndpoint(endpoint, { qps: 0, burst: 1 });
+    try {
+      const first = await client.get(Resources.configMaps, 'c', 'ns').then(() => 'answered', (e: unknown) => String(e));
+      expect(first).to.contain('exec plugin');
+      expect(await client.get(Resources.configMaps, 'c', 'ns')).to.deep.equal({});
+      await client.get(Resources.configMaps, 'c', 'ns');
+      expect(builds, 'built again once, then kept').to.equal(2);
+    } finally {
+      client.close();
+      await api.close();
+    }
   });
 });
