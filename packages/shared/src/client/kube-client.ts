@@ -37,6 +37,9 @@ export type WriteFence = () => string | undefined;
 
 const WRITES: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** The most of a watch's error answer read (its Status). */
+export const ERROR_BODY_MAX_BYTES = 1024 * 1024;
+
 export interface RequestOptions {
   query?: Record<string, QueryValue>;
   body?: unknown;
@@ -278,8 +281,15 @@ export class KubeClient {
     const res = await openStream(req);
     if (res.headers['audit-id']) this.serverClock.observe(res.headers.date, performance.now());
     if (res.statusCode === 200) return res;
+    // A Status is a few hundred bytes: a longer error body (a proxy's page, or one that never ends)
+    // is read no further, so that it can neither hold the watch nor fill the heap.
     const chunks: Buffer[] = [];
-    for await (const c of res) chunks.push(c as Buffer);
+    let bytes = 0;
+    for await (const c of res) {
+      bytes += (c as Buffer).length;
+      if (bytes > ERROR_BODY_MAX_BYTES) break;
+      chunks.push(c as Buffer);
+    }
     throw KubeApiError.fromResponse(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'), headerValue(res.headers['retry-after']));
   }
 

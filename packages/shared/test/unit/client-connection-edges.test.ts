@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AnswerTooLargeError } from '../../src/client/http-transport.js';
-import { KubeClient } from '../../src/client/kube-client.js';
+import { KubeApiError } from '../../src/client/errors.js';
+import { ERROR_BODY_MAX_BYTES, KubeClient } from '../../src/client/kube-client.js';
 import { Resources } from '../../src/informer/resources.js';
 import { countingAgents, failure, fakeApi } from './fake-api-server.js';
 
@@ -99,6 +100,32 @@ describe('KubeClient: deadlines and byte limits', function () {
       const err = await failure(client.requestText('GET', '/api/v1/configmaps', { maxBodyBytes: 1024 * 1024 }));
       expect(err).to.be.instanceOf(AnswerTooLargeError);
       expect(await closed, 'the server sent all of it').to.equal(false);
+    } finally {
+      client.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
+  it("a watch's error answer is read to ERROR_BODY_MAX_BYTES, not to an end that may never come", async function () {
+    // A proxy's page in front of the API server, or one that never ends: the watch would wait for
+    // it (until its idle timeout) while holding all of it.
+    const server = createServer((_req, res) => {
+      res.writeHead(503, { 'Content-Type': 'text/html' });
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = (): void => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = KubeClient.forEndpoint({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }, { qps: 0, burst: 1 });
+    try {
+      const err = await failure(client.openStream('/api/v1/configmaps', { watch: 'true' }, new AbortController().signal));
+      expect(err).to.be.instanceOf(KubeApiError);
+      expect((err as KubeApiError).code).to.equal(503);
+      expect(Buffer.byteLength((err as KubeApiError).message)).to.be.at.most(ERROR_BODY_MAX_BYTES + 1024);
     } finally {
       client.close();
       server.closeAllConnections();
