@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectClaim, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, errorMessage, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectClaim, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
@@ -133,7 +133,12 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       setImmediate(() => {
         const classes = [...wakeClasses];
         wakeClasses.clear();
-        for (const k of classes) for (const c of pvcs.cache.byIndex('class', k)) if (!c.spec?.volumeName) enqueueClaim(c);
+        // From a timer, where a throw would end the process: caught here.
+        try {
+          for (const k of classes) for (const c of pvcs.cache.byIndex('class', k)) if (!c.spec?.volumeName) enqueueClaim(c);
+        } catch (err) {
+          log.error('waking the claims waiting for a volume failed', { classes, error: errorMessage(err) });
+        }
       });
     }
     wakeClasses.add(cls);

@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimKeysOfPod, listOrderMark, Controller, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, listOrderMark, Controller, errorMessage, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
@@ -220,9 +220,14 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onUpdate: (_, c) => enqueueClaimUsers(objectKey(c)),
     // Claims unchanged by a relist get no event: once the list is in (after this call's turn), look
     // at every claim that may be being provisioned again (observe, above).
+    // Outside the informer's guard, where a throw would end the process: caught here.
     onRelist: () =>
       queueMicrotask(() => {
-        for (const c of pvcs.cache.list()) if (c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) enqueueClaimUsers(objectKey(c));
+        try {
+          for (const c of pvcs.cache.list()) if (c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) enqueueClaimUsers(objectKey(c));
+        } catch (err) {
+          log.error('queueing the users of claims after a relist failed', { error: errorMessage(err) });
+        }
       }),
     onDelete: (c) => {
       observed.delete(c.metadata?.uid ?? '');
