@@ -18,7 +18,11 @@ export function parseIssueSeen(v: SelectedNodeIssueSeen): { issue: SelectedNodeI
   return { issue: v.slice(0, i) as SelectedNodeIssue, node: v.slice(i + 1) };
 }
 
-/** allowedTopologies of a class as a node selector (each term ORed, as the scheduler reads it). */
+/**
+ * allowedTopologies of a class as a node selector (each term ORed, as the scheduler reads it:
+ * MatchTopologySelectorTerms in k8s.io/kubernetes/pkg/apis/core/v1/helper builds each term with
+ * labels.NewRequirement too, so an empty term or an invalid value reaches no node).
+ */
 export function allowedTopologiesMatch(allowed: StorageClass['allowedTopologies'], node: Node): boolean {
   const terms = allowed ?? [];
   if (terms.length === 0) return true;

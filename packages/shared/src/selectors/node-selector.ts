@@ -1,4 +1,6 @@
 import { labelValue } from './label-selector.js';
+import { labelKeyProblem, labelValueProblem } from './label-syntax.js';
+
 /** core/v1 NodeSelector semantics, as used by PV nodeAffinity and StorageClass allowedTopologies. */
 export interface NodeSelectorRequirement {
   key: string;
@@ -19,6 +21,58 @@ export interface NodeLike {
   metadata?: { name?: string; labels?: Record<string, string> };
 }
 
+/** A base-10 int64, as strconv.ParseInt(s, 10, 64) reads one; undefined otherwise. */
+function int64(s: string): bigint | undefined {
+  if (!/^[+-]?\d+$/.test(s)) return undefined;
+  const n = BigInt(s);
+  return n >= -(2n ** 63n) && n < 2n ** 63n ? n : undefined;
+}
+
+const expressionProblems = new WeakMap<NodeSelectorRequirement, string | null>();
+
+/**
+ * Why upstream's matcher refuses a matchExpressions requirement, which makes its whole term match
+ * no node, or undefined. nodeSelectorRequirementsAsSelector (k8s.io/component-helpers/scheduling/
+ * corev1/nodeaffinity) builds each with labels.NewRequirement (k8s.io/apimachinery/pkg/labels/
+ * selector.go), which validates what API validation of a volume's nodeAffinity does not: every value
+ * must be a valid label value, so `NotIn ["a b"]` or `Gt ["-5"]` reach no node. Cached per
+ * requirement object: volumes' affinities are matched against every node.
+ */
+function expressionProblem(r: NodeSelectorRequirement): string | undefined {
+  const cached = expressionProblems.get(r);
+  if (cached !== undefined) return cached ?? undefined;
+  const problem = findExpressionProblem(r);
+  expressionProblems.set(r, problem ?? null);
+  return problem;
+}
+
+function findExpressionProblem(r: NodeSelectorRequirement): string | undefined {
+  const values = r.values ?? [];
+  const key = labelKeyProblem(r.key);
+  if (key) return `key ${key}`;
+  switch (r.operator) {
+    case 'In':
+    case 'NotIn':
+      if (values.length === 0) return `"${r.key} ${r.operator}" lists no values`;
+      break;
+    case 'Exists':
+    case 'DoesNotExist':
+      if (values.length > 0) return `"${r.key} ${r.operator}" lists values`;
+      break;
+    case 'Gt':
+    case 'Lt':
+      if (values.length !== 1 || int64(values[0]!) === undefined) return `"${r.key} ${r.operator}" needs exactly one integer value, not ${JSON.stringify(values)}`;
+      break;
+    default:
+      return `unknown operator "${r.operator}"`;
+  }
+  for (const v of values) {
+    const bad = v === '' ? undefined : labelValueProblem(v);
+    if (bad) return `"${r.key} ${r.operator}": value ${bad}`;
+  }
+  return undefined;
+}
+
 function requirementMatches(r: NodeSelectorRequirement, value: string | undefined): boolean {
   const values = r.values ?? [];
   switch (r.operator) {
@@ -32,9 +86,10 @@ function requirementMatches(r: NodeSelectorRequirement, value: string | undefine
       return value === undefined;
     case 'Gt':
     case 'Lt': {
-      if (value === undefined || values.length !== 1 || !/^-?\d+$/.test(value) || !/^-?\d+$/.test(values[0]!)) return false;
-      const a = BigInt(value);
-      const b = BigInt(values[0]!);
+      // Both sides as int64 (Requirement.Matches): a node value out of range matches neither.
+      const a = value === undefined ? undefined : int64(value);
+      const b = values.length === 1 ? int64(values[0]!) : undefined;
+      if (a === undefined || b === undefined) return false;
       return r.operator === 'Gt' ? a > b : a < b;
     }
     default:
@@ -51,7 +106,7 @@ export function nodeSelectorTermMatches(term: NodeSelectorTerm, node: NodeLike):
   const fields = term.matchFields ?? [];
   if (exprs.length === 0 && fields.length === 0) return false;
   const labels = node.metadata?.labels ?? {};
-  for (const r of exprs) if (!requirementMatches(r, labelValue(labels, r.key))) return false;
+  for (const r of exprs) if (expressionProblem(r) !== undefined || !requirementMatches(r, labelValue(labels, r.key))) return false;
   for (const f of fields) {
     if (f.key !== 'metadata.name' || !requirementMatches(f, node.metadata?.name)) return false;
   }
@@ -64,11 +119,11 @@ export function nodeSelectorMatches(selector: NodeSelector | undefined, node: No
   return (selector.nodeSelectorTerms ?? []).some((t) => nodeSelectorTermMatches(t, node));
 }
 
-const INTEGER = /^-?\d+$/;
-
 /** Why a requirement can match no node whatever its labels, or undefined. */
 function requirementNeverMatches(r: NodeSelectorRequirement, field: boolean): string | undefined {
-  if (field && r.key !== 'metadata.name') return `matchFields supports only metadata.name, not "${r.key}"`;
+  if (!field) return expressionProblem(r);
+  if (r.key !== 'metadata.name') return `matchFields supports only metadata.name, not "${r.key}"`;
+  // A node's name, matched as requirementMatches does (a deliberate difference: docs/divergences.md).
   switch (r.operator) {
     case 'In':
       return (r.values ?? []).length === 0 ? `"${r.key} In" lists no values` : undefined;
@@ -78,7 +133,7 @@ function requirementNeverMatches(r: NodeSelectorRequirement, field: boolean): st
       return undefined;
     case 'Gt':
     case 'Lt':
-      return (r.values ?? []).length === 1 && INTEGER.test(r.values![0]!) ? undefined : `"${r.key} ${r.operator}" needs exactly one integer value, not ${JSON.stringify(r.values ?? [])}`;
+      return (r.values ?? []).length === 1 && int64(r.values![0]!) !== undefined ? undefined : `"${r.key} ${r.operator}" needs exactly one integer value, not ${JSON.stringify(r.values ?? [])}`;
     default:
       return `unknown operator "${r.operator}"`;
   }

@@ -8,13 +8,13 @@ import type { Node } from '../../src/types/wire.js';
 // valid label keys, and indexed directly an object without them reads Object.prototype's members:
 // a node without the label seemed to have it, so a volume whose nodeAffinity says
 // "constructor DoesNotExist" matched no node and "constructor Exists" matched every one.
-const KEYS = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__defineGetter__'];
+const KEYS = ['constructor', 'toString', 'valueOf', 'hasOwnProperty'];
 const node = (labels: Record<string, string>): Node => ({ metadata: { name: 'n', labels } });
 
 describe('label keys named like Object.prototype members', function () {
   for (const key of KEYS) {
     it(`"${key}": absent unless the object has it`, function () {
-      if (!key.startsWith('_')) expect(labelKeyProblem(key), 'a valid label key').to.equal(undefined);
+      expect(labelKeyProblem(key), 'a valid label key').to.equal(undefined);
       expect(labelValue({}, key)).to.equal(undefined);
       expect(labelValue({ [key]: 'v' }, key)).to.equal('v');
       const exists = { nodeSelectorTerms: [{ matchExpressions: [{ key, operator: 'Exists' }] }] };

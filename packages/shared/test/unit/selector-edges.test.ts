@@ -81,12 +81,27 @@ describe('node selector terms (a volume\'s nodeAffinity.required)', function () 
     ['Gt: two values', expr('size', 'Gt', ['1', '2']), false],
     ['Gt: no value', expr('size', 'Gt'), false],
     ['an unknown operator', expr('zone', 'Equals', ['a']), false],
+    // What labels.NewRequirement refuses makes upstream's term match no node, NotIn included
+    // (nodeSelectorRequirementsAsSelector, k8s.io/component-helpers/scheduling/corev1/nodeaffinity).
+    ['NotIn: a value that is no label value', expr('zone', 'NotIn', ['a b']), false],
+    ['NotIn: no values', expr('zone', 'NotIn'), false],
+    ['DoesNotExist: with values', expr('rack', 'DoesNotExist', ['1']), false],
+    ['Exists: a key that is no label key', expr('zone!', 'Exists'), false],
+    ['Gt: a negative value (an integer, but no label value)', expr('size', 'Gt', ['-5']), false],
   ];
   for (const [what, r, want] of requirements) {
     it(`${what}: ${want ? 'matches' : 'does not match'}`, function () {
       expect(nodeSelectorTermMatches(term(r), nodeA)).to.equal(want);
     });
   }
+
+  it('Gt and Lt read a node value as int64: past its range, neither matches', function () {
+    const big = { metadata: { name: 'n1', labels: { size: '9223372036854775808' } } };
+    const max = { metadata: { name: 'n1', labels: { size: '9223372036854775807' } } };
+    expect(nodeSelectorTermMatches(term(expr('size', 'Gt', ['1'])), big), 'beyond int64').to.equal(false);
+    expect(nodeSelectorTermMatches(term(expr('size', 'Lt', ['1'])), big), 'beyond int64').to.equal(false);
+    expect(nodeSelectorTermMatches(term(expr('size', 'Gt', ['1'])), max), 'int64 max').to.equal(true);
+  });
 
   it('requirements within a term are ANDed, whichever comes first', function () {
     expect(nodeSelectorTermMatches(term(expr('zone', 'In', ['a']), expr('rack', 'Exists')), nodeA)).to.equal(false);
@@ -146,9 +161,17 @@ describe('node selectors and volume node affinity', function () {
     expect(never({}), 'an empty term').to.equal('term 1 has no requirements');
     expect(never(term(expr('zone', 'In'))), 'In without values').to.equal('term 1: "zone In" lists no values');
     expect(never(term(expr('zone', 'In', ['a']))), 'In with values').to.equal(undefined);
-    for (const op of ['NotIn', 'Exists', 'DoesNotExist']) expect(never(term(expr('zone', op))), op).to.equal(undefined);
+    for (const op of ['Exists', 'DoesNotExist']) expect(never(term(expr('zone', op))), op).to.equal(undefined);
+    // What labels.NewRequirement refuses (k8s.io/apimachinery/pkg/labels/selector.go), its term
+    // reaching no node in upstream's matcher, though API validation of nodeAffinity lets it through.
+    expect(never(term(expr('zone', 'NotIn'))), 'NotIn without values').to.equal('term 1: "zone NotIn" lists no values');
+    expect(never(term(expr('zone', 'Exists', ['a']))), 'Exists with values').to.equal('term 1: "zone Exists" lists values');
+    expect(never(term(expr('zone', 'NotIn', ['a b']))), 'a value that is no label value').to.match(/^term 1: "zone NotIn": value "a b" must be alphanumerics/);
+    expect(never(term(expr('bad key!', 'Exists'))), 'a key that is no label key').to.match(/^term 1: key the name part of "bad key!"/);
+    expect(never(term(expr('size', 'Gt', ['9223372036854775808']))), 'Gt beyond int64').to.match(/needs exactly one integer value/);
     expect(never(term(expr('size', 'Gt', ['10']))), 'Gt with an integer').to.equal(undefined);
-    expect(never(term(expr('size', 'Lt', ['-3']))), 'Lt with a negative integer').to.equal(undefined);
+    // An integer, but no label value (it starts with "-"): refused as upstream refuses it.
+    expect(never(term(expr('size', 'Lt', ['-3']))), 'Lt with a negative integer').to.match(/^term 1: "size Lt": value "-3" must be alphanumerics/);
     expect(never(term(expr('size', 'Gt', ['x']))), 'Gt with text').to.equal('term 1: "size Gt" needs exactly one integer value, not ["x"]');
     expect(never(term(expr('size', 'Lt', ['1', '2']))), 'Lt with two values').to.equal('term 1: "size Lt" needs exactly one integer value, not ["1","2"]');
     expect(never(term(expr('size', 'Gt'))), 'Gt without values').to.equal('term 1: "size Gt" needs exactly one integer value, not []');
