@@ -1,4 +1,5 @@
-import { classifyError, isNotFound, Resources } from '@topovol/shared';
+import { setTimeout as wait } from 'node:timers/promises';
+import { classifyError, doublingBackoffMs, isNotFound, Resources } from '@topovol/shared';
 import type { ApiErrorKind, KubeClient, KubeObject, Logger, ResourceType } from '@topovol/shared';
 import type { OwnerReference } from './capacity-object.js';
 
@@ -15,7 +16,7 @@ const APPS: Record<string, ResourceType> = {
  * garbage-collected with the deployment that made them. Without $POD_NAME it is a start-up error
  * (level -1 means no owner).
  */
-export async function resolveOwner(client: KubeClient, level: number, namespace: string, log: Logger, sleep: (ms: number) => Promise<void> = wait): Promise<OwnerReference | undefined> {
+export async function resolveOwner(client: KubeClient, level: number, namespace: string, log: Logger, sleep: (ms: number) => Promise<unknown> = wait): Promise<OwnerReference | undefined> {
   if (level < 0) return undefined;
   const podName = process.env.POD_NAME;
   // As external-provisioner: objects without the owner asked for would outlive the deployment.
@@ -63,20 +64,16 @@ const MAX_WAIT_MS = 30_000;
  * cmd/csi-provisioner); once per restart, an API server that is briefly unavailable then held the
  * manager in a crash loop, its other loops included (docs/divergences.md).
  */
-async function waitingOut<T>(attempt: () => Promise<T>, what: string, log: Logger, sleep: (ms: number) => Promise<void>): Promise<T> {
-  for (let delay = FIRST_WAIT_MS; ; delay = Math.min(delay * 2, MAX_WAIT_MS)) {
+async function waitingOut<T>(attempt: () => Promise<T>, what: string, log: Logger, sleep: (ms: number) => Promise<unknown>): Promise<T> {
+  for (let failures = 1; ; failures++) {
     try {
       return await attempt();
     } catch (err) {
       const c = classifyError(err);
       if (!TRANSIENT.has(c.kind)) throw err;
-      const retryInMs = Math.max(delay, (c.retryAfterSeconds ?? 0) * 1000);
+      const retryInMs = Math.max(doublingBackoffMs(FIRST_WAIT_MS, failures, MAX_WAIT_MS), (c.retryAfterSeconds ?? 0) * 1000);
       log.warn('reading the owner of the CSIStorageCapacity objects failed; trying again', { object: what, error: c.message, retryInMs });
       await sleep(retryInMs);
     }
   }
-}
-
-function wait(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { metricsRegistry } from '@topovol/shared';
 import { CsiError, GrpcStatus } from '@topovol/shared/csi';
 import type { Capacity, CsiCallOptions, CsiClient, GetCapacityParams } from '@topovol/shared/csi';
-import { metricSum } from '@topovol/testing';
+import { failure, metricSum } from '@topovol/testing';
 import { poolServices } from '../../src/pools/pool-coverage.js';
 import { parseConstrainedPools } from '../../src/pools/topology-constrained-pools.js';
 import { CallSlots } from '../../src/source/call-slots.js';
@@ -155,15 +155,6 @@ const unavailable = (): Capacity => {
   throw new CsiError('GetCapacity', GrpcStatus.UNAVAILABLE, 'connection refused');
 };
 
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
-
 /** Observations of a histogram series: its +Inf bucket. */
 async function observations(name: string, driver: string): Promise<number> {
   const m = metricsRegistry.getSingleMetric(name);
@@ -202,7 +193,7 @@ describe('CapacitySource: one GetCapacity request, its answer and its failures',
     it(`an answer with ${c.name}: ${c.want instanceof RegExp ? 'a failed call, not retried' : 'taken as it is'}`, async function () {
       const driver = new ScriptedDriver([() => c.answer]);
       const got = new CapacitySource(driver.asClient(), { driverName: driverName(), timeoutMs: 1_000, attempts: 3, initialBackoffMs: 1 }).get({}, { [ZONE]: 'z1' });
-      if (c.want instanceof RegExp) expect((await rejection(got)).message).to.match(c.want);
+      if (c.want instanceof RegExp) expect(((await failure(got)) as Error).message).to.match(c.want);
       else expect(await got).to.deep.equal(c.want);
       expect(driver.asked).to.have.length(1);
     });
@@ -227,7 +218,7 @@ describe('CapacitySource: one GetCapacity request, its answer and its failures',
       () => ({ availableCapacity: GiB }),
     ]);
     const source = new CapacitySource(driver.asClient(), { driverName: driverName(), timeoutMs: 1_000, attempts: 3, initialBackoffMs: 60_000 });
-    const err = await rejection(source.get({}, {}, ac.signal));
+    const err = (await failure(source.get({}, {}, ac.signal))) as Error;
     expect(err).to.be.instanceOf(CsiError);
     expect(driver.asked).to.have.length(1);
   });
@@ -245,8 +236,8 @@ describe('CapacitySource: one GetCapacity request, its answer and its failures',
     ]);
     const source = new CapacitySource(scripted.asClient(), { driverName: driver, timeoutMs: 1_000, attempts: 2, initialBackoffMs: 1 });
     await source.get({}, {});
-    await rejection(source.get({}, {}));
-    await rejection(source.get({}, {}));
+    await failure(source.get({}, {}));
+    await failure(source.get({}, {}));
     expect([await calls('OK'), await calls('UNAVAILABLE'), await calls('Unknown'), await calls('InvalidResponse')]).to.deep.equal([1, 1, 1, 1]);
     expect(await observations('topovol_capacity_getcapacity_duration_seconds', driver)).to.equal(4);
   });

@@ -7,6 +7,7 @@ import { EventRecorder, isConflict, isFenced, isTerminalError, KubeClient, logge
 import type { EventType, KubeObject, PersistentVolume } from '@topovol/shared';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
 import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED, REASON_NOT_KEPT } from '../../src/zonal/zonal-actuator.js';
+import { failure } from '@topovol/testing';
 
 // nock stands in for the API server only for answers the real one rarely gives on demand (422 for
 // an affinity our decision thought valid, 500); the normal path and real Conflicts are covered by
@@ -49,15 +50,6 @@ async function count(result: string): Promise<number> {
 }
 
 const status = (code: number, reason: string): Record<string, unknown> => ({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message: `${reason} happened` });
-
-async function failure(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a failure');
-}
 
 describe('zonal actuator: write outcomes', function () {
   const volume: PersistentVolume = {

@@ -112,7 +112,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         bytes += c.length;
         if (bytes <= max) return void chunks.push(c);
         chunks.length = 0;
-        const err = new AnswerTooLargeError(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}`, max);
+        const err = new AnswerTooLargeError(requestName(req), max);
         fail(err);
         if (stream !== res) stream.destroy();
         abandon(r, res);
@@ -137,7 +137,7 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
     });
     const timer = req.timeoutMs
       ? setTimeout(() => {
-          const err = Object.assign(new Error(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}: timed out`), { code: 'ETIMEDOUT' });
+          const err = Object.assign(new Error(`${requestName(req)}: timed out`), { code: 'ETIMEDOUT' });
           fail(err);
           abandon(r, answer);
         }, req.timeoutMs)
@@ -175,13 +175,18 @@ function abandon(r: http.ClientRequest, res?: http.IncomingMessage, err?: Error)
   r.destroy();
 }
 
+/** A request as its errors name it: method and path, without the query. */
+function requestName(req: HttpRequest): string {
+  return `${req.method} ${req.origin.basePath}${req.path.split('?')[0]}`;
+}
+
 /**
  * What an aborted request fails with: named as Node's own (errors.ts reads the name). The signal is
  * not handed to Node, whose abort destroys the socket with this error whatever state it is in, the
  * same throw as `abandon` avoids (a caller aborting from a handler of the answer's last chunk).
  */
 function abortError(req: HttpRequest): Error {
-  return Object.assign(new Error(`${req.method} ${req.origin.basePath}${req.path.split('?')[0]}: aborted`), { name: 'AbortError', code: 'ABORT_ERR' });
+  return Object.assign(new Error(`${requestName(req)}: aborted`), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
 /**

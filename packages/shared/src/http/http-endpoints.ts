@@ -33,7 +33,7 @@ export class HttpEndpoints {
 
   /** Starts serving; returns the bound port (useful with port 0). */
   async serveMetrics(addr: BindAddress): Promise<number> {
-    return this.listen(addr, async (req, url, res) => {
+    return this.listen(addr, async (url, res) => {
       if (url.pathname !== '/metrics') return notFound(res);
       try {
         const body = await metricsRegistry.metrics();
@@ -46,7 +46,7 @@ export class HttpEndpoints {
   }
 
   async serveProbes(addr: BindAddress): Promise<number> {
-    return this.listen(addr, (_req, url, res) => {
+    return this.listen(addr, (url, res) => {
       const p = url.pathname;
       if (p === '/healthz' || p === '/livez') return this.answer(url, res, this.liveness);
       if (p === '/readyz') return this.answer(url, res, this.readiness);
@@ -90,12 +90,12 @@ export class HttpEndpoints {
    * `http://[/`) is answered 400, and whatever a handler throws, synchronously or not, is answered
    * 500 and logged. Either used to throw out of the request listener: one request ended the process.
    */
-  private listen(addr: BindAddress, handler: (req: http.IncomingMessage, url: URL, res: http.ServerResponse) => void | Promise<void>): Promise<number> {
+  private listen(addr: BindAddress, handler: (url: URL, res: http.ServerResponse) => void | Promise<void>): Promise<number> {
     const server = http.createServer((req, res) => {
       const url = urlOf(req);
       if (!url) return void res.writeHead(400, { 'Content-Type': 'text/plain' }).end('bad request target\n');
       void Promise.resolve()
-        .then(() => handler(req, url, res))
+        .then(() => handler(url, res))
         .catch((err: unknown) => {
           this.log.error('http handler failed', { error: errorMessage(err) });
           if (!res.headersSent) res.writeHead(500);

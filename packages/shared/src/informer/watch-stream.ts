@@ -49,11 +49,11 @@ export async function streamWatch(
     await new Promise<void>((resolve, reject) => {
       const lines = lineSplitter((line) => {
         if (undecodable || handlerError !== undefined) return;
-        let e: WatchEvent;
+        let e: unknown;
         try {
-          e = JSON.parse(opts.withoutManagedFields ? withoutManagedFields(line) : line) as WatchEvent;
+          e = JSON.parse(opts.withoutManagedFields ? withoutManagedFields(line) : line);
         } catch {
-          e = undefined as unknown as WatchEvent;
+          e = undefined;
         }
         // JSON that is no event (null, a number, an event without a type or an object) is as
         // undecodable as a broken line: handlers may take e.type and e.object as given.

@@ -5,7 +5,8 @@ import { AnswerTooLargeError } from '../../src/client/http-transport.js';
 import { KubeApiError } from '../../src/client/errors.js';
 import { ERROR_BODY_MAX_BYTES, KubeClient } from '../../src/client/kube-client.js';
 import { Resources } from '../../src/informer/resources.js';
-import { countingAgents, failure, fakeApi } from './fake-api-server.js';
+import { failure } from '@topovol/testing';
+import { countingAgents, fakeApi } from './fake-api-server.js';
 
 // The connections under KubeClient: one pool for a client and the fenced clients made from it, the
 // deadline armed on each request, and the byte limit on an answer. Written from mutation testing of

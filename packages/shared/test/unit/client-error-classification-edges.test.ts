@@ -3,7 +3,8 @@ import { classifyError, isNamespaceGone, KubeApiError, parseRetryAfter, WriteFen
 import type { ApiErrorKind } from '../../src/client/errors.js';
 import { KubeClient } from '../../src/client/kube-client.js';
 import { Resources } from '../../src/informer/resources.js';
-import { failure, fakeApi } from './fake-api-server.js';
+import { failure } from '@topovol/testing';
+import { fakeApi } from './fake-api-server.js';
 
 // How errors.ts classifies what it did not get from kube-apiserver as a Status (a proxy's answer,
 // another client's exception, a socket error), and which failed writes may still have landed.

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { classifyError, KubeApiError } from '../../src/client/errors.js';
 import { Resources } from '../../src/informer/resources.js';
-import { failure, fakeApi, pathOf, query } from './fake-api-server.js';
+import { failure } from '@topovol/testing';
+import { fakeApi, pathOf, query } from './fake-api-server.js';
 
 // What KubeClient sends (paths, subresources, query, bodies, content types) and what it makes of
 // answers that are no object. Written from mutation testing of the client.

@@ -7,7 +7,9 @@ import type { EventHandler, InformerOptions } from '../../src/informer/informer.
 import type { KubeObject } from '../../src/informer/object-key.js';
 import { Resources } from '../../src/informer/resources.js';
 import { metricsRegistry } from '../../src/metrics/registry.js';
-import type { WorkQueue } from '../../src/workqueue/work-queue.js';
+import { FakeClock } from '../../src/ratelimit/clock.js';
+import { WorkQueue } from '../../src/workqueue/work-queue.js';
+import type { WorkQueueOptions } from '../../src/workqueue/work-queue.js';
 
 // Helpers of the work queue and informer unit files (not a test file: mocha loads *.test.js only).
 
@@ -16,6 +18,22 @@ import type { WorkQueue } from '../../src/workqueue/work-queue.js';
 let seq = 0;
 /** A queue name unique in the process (metric series are per name). */
 export const queueName = (): string => `unit-queue-${process.pid}-${++seq}`;
+
+/**
+ * Call in a describe: a maker of string-keyed queues (a fake clock unless given, a unique name unless
+ * given) that are shut down after each test.
+ */
+export function queuesShutAfterEach(): (opts?: WorkQueueOptions<string>, name?: string) => WorkQueue {
+  const queues: WorkQueue[] = [];
+  afterEach(function () {
+    for (const q of queues.splice(0)) q.shutDown();
+  });
+  return (opts = {}, name = queueName()) => {
+    const q = new WorkQueue<string>(name, { clock: new FakeClock(), ...opts });
+    queues.push(q);
+    return q;
+  };
+}
 
 /** Lets every pending promise callback and one macrotask turn run. */
 export const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

@@ -80,15 +80,5 @@ export function countingAgents(server: string): { client: KubeClient; agents: ()
   return { client: KubeClient.forEndpoint(endpoint, { qps: 0, burst: 1 }), agents: () => agents };
 }
 
-/** What `p` rejects with; fails the test when it resolves. */
-export async function failure(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a failure');
-}
-
 export const query = (s: Seen): URLSearchParams => new URL(s.url, 'http://x').searchParams;
 export const pathOf = (s: Seen): string => new URL(s.url, 'http://x').pathname;

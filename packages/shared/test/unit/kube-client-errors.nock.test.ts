@@ -5,6 +5,7 @@ import type { ApiErrorKind } from '../../src/client/errors.js';
 import { KubeClient } from '../../src/client/kube-client.js';
 import { getIfPresent } from '../../src/client/get-if-present.js';
 import { Resources } from '../../src/informer/resources.js';
+import { failure } from '@topovol/testing';
 
 // nock stands in for the API server only to produce error answers a real server rarely gives on
 // demand (429, 5xx, dropped connections); behaviour against a real server is in the integration suite.
@@ -23,15 +24,6 @@ const status = (code: number, reason: string, extra: Record<string, unknown> = {
   code,
   ...extra,
 });
-
-async function failure(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a failure');
-}
 
 describe('KubeClient error classification', function () {
   before(() => nock.disableNetConnect());

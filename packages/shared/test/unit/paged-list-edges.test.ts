@@ -3,7 +3,8 @@ import { classifyError } from '../../src/client/errors.js';
 import { listPages, PageSizer } from '../../src/client/paged-list.js';
 import type { KubeObject } from '../../src/informer/object-key.js';
 import { Resources } from '../../src/informer/resources.js';
-import { failure, fakeApi, query } from './fake-api-server.js';
+import { failure } from '@topovol/testing';
+import { fakeApi, query } from './fake-api-server.js';
 
 // Paged lists (paged-list.ts): a failed page, an empty one, the managedFields cut, and the page
 // size that adapts to large objects. Written from mutation testing of the client.

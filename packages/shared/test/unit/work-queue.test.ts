@@ -4,8 +4,7 @@ import { FakeClock } from '../../src/ratelimit/clock.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
 import { FAIR_SHARE, LAST_LEVEL, LeveledFifo } from '../../src/workqueue/fifo.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
-import type { WorkQueueOptions } from '../../src/workqueue/work-queue.js';
-import { drainOrder, flush, metric, queueName, settle } from './event-delivery-fixtures.js';
+import { drainOrder, flush, metric, queueName, queuesShutAfterEach, settle } from './event-delivery-fixtures.js';
 
 /** Runs n workers until get() says the queue is shut down; `work` is each key's processing. */
 function runWorkers<K extends string>(q: WorkQueue<K>, n: number, work: (key: K) => Promise<void>): Promise<void> {
@@ -22,15 +21,7 @@ function runWorkers<K extends string>(q: WorkQueue<K>, n: number, work: (key: K)
 }
 
 describe('WorkQueue', function () {
-  const queues: WorkQueue[] = [];
-  const newQueue = (opts: WorkQueueOptions = {}, name = queueName()): WorkQueue => {
-    const q = new WorkQueue<string>(name, { clock: new FakeClock(), ...opts });
-    queues.push(q);
-    return q;
-  };
-  afterEach(function () {
-    for (const q of queues.splice(0)) q.shutDown();
-  });
+  const newQueue = queuesShutAfterEach();
 
   describe('add deduplicates keys that are waiting', function () {
     const cases = [

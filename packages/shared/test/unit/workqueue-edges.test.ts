@@ -1,23 +1,14 @@
 import { expect } from 'chai';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import { FAIR_SHARE } from '../../src/workqueue/fifo.js';
-import { WorkQueue } from '../../src/workqueue/work-queue.js';
-import type { WorkQueueOptions } from '../../src/workqueue/work-queue.js';
-import { drainOrder, metric, queueName, settle } from './event-delivery-fixtures.js';
+import type { WorkQueue } from '../../src/workqueue/work-queue.js';
+import { drainOrder, metric, queueName, queuesShutAfterEach, settle } from './event-delivery-fixtures.js';
 
 // Work queue edges work-queue.test.ts left open: a stray done(), hold() and release(), the delayed
 // heap's superseded entries, metrics after idle or during a drain, the fair share between levels.
 
 describe('work queue edges: done(), hold() and metrics', function () {
-  const queues: WorkQueue[] = [];
-  const newQueue = (opts: WorkQueueOptions = {}, name = queueName()): WorkQueue => {
-    const q = new WorkQueue<string>(name, { clock: new FakeClock(), ...opts });
-    queues.push(q);
-    return q;
-  };
-  afterEach(function () {
-    for (const q of queues.splice(0)) q.shutDown();
-  });
+  const newQueue = queuesShutAfterEach();
 
   it('a second done() of a key re-added while processing does not queue it twice (two workers would reconcile it at once)', async function () {
     const q = newQueue();
@@ -102,15 +93,8 @@ describe('work queue edges: done(), hold() and metrics', function () {
 });
 
 describe('work queue edges: delayed adds', function () {
-  const queues: WorkQueue[] = [];
-  const newQueue = (clock: FakeClock): WorkQueue => {
-    const q = new WorkQueue<string>(queueName(), { clock });
-    queues.push(q);
-    return q;
-  };
-  afterEach(function () {
-    for (const q of queues.splice(0)) q.shutDown();
-  });
+  const queues = queuesShutAfterEach();
+  const newQueue = (clock: FakeClock): WorkQueue => queues({ clock });
 
   it('a delayed add of a key already delayed to the same time keeps its first place among keys due then', async function () {
     const clock = new FakeClock();
@@ -159,16 +143,9 @@ describe('work queue edges: delayed adds', function () {
 });
 
 describe('work queue edges: the fair share between priority levels', function () {
-  const queues: WorkQueue[] = [];
+  const queues = queuesShutAfterEach();
   /** Claims (pvc/…) at level 0, volumes at level 1, as the binder's queue. */
-  const newQueue = (): WorkQueue => {
-    const q = new WorkQueue<string>(queueName(), { clock: new FakeClock(), priority: (k: string) => (k.startsWith('pvc/') ? 0 : 1) });
-    queues.push(q);
-    return q;
-  };
-  afterEach(function () {
-    for (const q of queues.splice(0)) q.shutDown();
-  });
+  const newQueue = (): WorkQueue => queues({ priority: (k: string) => (k.startsWith('pvc/') ? 0 : 1) });
 
   /** Queues a volume behind 40 claims and takes 41 keys: where the volume came. */
   async function volumeTurnInBurst(q: WorkQueue, first: number): Promise<number> {
