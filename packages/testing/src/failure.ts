@@ -7,3 +7,13 @@ export async function failure(p: Promise<unknown>): Promise<unknown> {
   }
   throw new Error('expected a failure');
 }
+
+/** What `fn` throws, or undefined when it returns. */
+export function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}

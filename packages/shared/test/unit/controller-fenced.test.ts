@@ -2,19 +2,10 @@ import { expect } from 'chai';
 import { WriteFencedError } from '../../src/client/errors.js';
 import { Controller, FENCED_RETRY_MS } from '../../src/controller/controller.js';
 import { DONE } from '../../src/controller/result.js';
-import { metricsRegistry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
-
-async function metric(name: string, labels: Record<string, string>): Promise<number> {
-  const m = await metricsRegistry.getSingleMetric(name)?.get();
-  return m?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
-}
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
+import { metric, settle } from './controller-fixtures.js';
 
 // A write the leader-election fence held (LeaderElector.writeFence) was not sent: the key is tried
 // again after a fixed pause, counted as a requeue and not as an error, and leaves the rate

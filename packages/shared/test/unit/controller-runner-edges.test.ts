@@ -1,8 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
 import { KubeApiError } from '../../src/client/errors.js';
-import { Controller } from '../../src/controller/controller.js';
-import type { ReconcileFunc } from '../../src/controller/controller.js';
+import type { Controller } from '../../src/controller/controller.js';
 import { DONE, requeueAfter } from '../../src/controller/result.js';
 import { aborted, sleep, waitAtMost } from '../../src/controller/runnable.js';
 import type { Runnable } from '../../src/controller/runnable.js';
@@ -12,37 +11,18 @@ import { TerminalError } from '../../src/controller/terminal-error.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
 import { metricsRegistry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
-import { WorkQueue } from '../../src/workqueue/work-queue.js';
+import { metricSeries, recordingController, settle, stringController } from './controller-fixtures.js';
 
 // Edges of the shared controller runner that a mutation run found no unit test for: how many
 // workers a controller gets, the metrics series it publishes, the start signal, re-sync periods.
 
-let n = 0;
-const unique = (p: string): string => `edges-${p}-${++n}`;
-
-/** A gauge or counter series' value, or undefined when the series does not exist. */
-async function series(name: string, labels: Record<string, string>): Promise<number | undefined> {
-  const m = await metricsRegistry.getSingleMetric(name)?.get();
-  return m?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x) && Object.keys(v.labels).length >= Object.keys(labels).length)?.value;
-}
-
-/** Lets pending promise callbacks (workers) run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
-
-function controller(name: string, reconcile: ReconcileFunc<string>, opts: { clock?: FakeClock; workers?: number; backoff?: boolean } = {}): Controller<string> {
-  const queue = new WorkQueue<string>(name, { ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.backoff ? { rateLimiter: new ItemExponentialBackoff<string>(5, 1_000_000) } : {}) });
-  return new Controller<string>(name, reconcile, { queue, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.workers !== undefined ? { workers: opts.workers } : {}) });
-}
-
 /** A controller whose reconciles wait on a gate; `inFlight` counts those under way, `most` the most at once. */
-function gated(name: string, workers: number | undefined): { c: Controller<string>; open: () => void; stats: { inFlight: number; most: number; done: number } } {
+function gated(prefix: string, workers: number | undefined): { c: Controller<string>; open: () => void; stats: { inFlight: number; most: number; done: number } } {
   let open: () => void = () => undefined;
   const gate = new Promise<void>((r) => (open = r));
   const stats = { inFlight: 0, most: 0, done: 0 };
-  const c = controller(
-    name,
+  const c = stringController(
+    prefix,
     async () => {
       stats.inFlight++;
       stats.most = Math.max(stats.most, stats.inFlight);
@@ -66,35 +46,35 @@ describe('Controller runner edges', function () {
     ];
     for (const [what, workers, want] of cases) {
       it(`${what}`, async function () {
-        const name = unique('workers');
-        const { c, open, stats } = gated(name, workers);
+        const { c, open, stats } = gated('workers', workers);
+        const name = c.name;
         void c.start();
         for (let i = 0; i < 5; i++) c.enqueue(`k${i}`);
         await settle();
         expect(stats.inFlight, 'reconciles under way at once').to.equal(want);
-        expect(await series('controller_runtime_max_concurrent_reconciles', { controller: name })).to.equal(want);
-        expect(await series('controller_runtime_active_workers', { controller: name })).to.equal(want);
+        expect(await metricSeries('controller_runtime_max_concurrent_reconciles', { controller: name })).to.equal(want);
+        expect(await metricSeries('controller_runtime_active_workers', { controller: name })).to.equal(want);
         open();
         for (let i = 0; i < 5 && stats.done < 5; i++) await settle();
         expect(stats.done, 'every key reconciled').to.equal(5);
         expect(stats.most).to.equal(want);
-        expect(await series('controller_runtime_active_workers', { controller: name }), 'idle again').to.equal(0);
+        expect(await metricSeries('controller_runtime_active_workers', { controller: name }), 'idle again').to.equal(0);
         await c.stop(1_000);
       });
     }
 
     it('publishes active_workers 0 and the worker count from construction, before any start', async function () {
-      const name = unique('gauges-before-start');
-      const c = controller(name, () => Promise.resolve(DONE), { workers: 2 });
-      expect(await series('controller_runtime_active_workers', { controller: name })).to.equal(0);
-      expect(await series('controller_runtime_max_concurrent_reconciles', { controller: name })).to.equal(2);
+      const c = stringController('gauges-before-start', () => Promise.resolve(DONE), { workers: 2 });
+      const name = c.name;
+      expect(await metricSeries('controller_runtime_active_workers', { controller: name })).to.equal(0);
+      expect(await metricSeries('controller_runtime_max_concurrent_reconciles', { controller: name })).to.equal(2);
       await c.stop(1_000);
     });
   });
 
   it('reconcile_time_seconds has controller-runtime\'s buckets, then 90 s, 180 s and 360 s', async function () {
-    const name = unique('buckets');
-    const c = controller(name, () => Promise.resolve(DONE));
+    const c = stringController('buckets', () => Promise.resolve(DONE));
+    const name = c.name;
     void c.start();
     c.enqueue('k');
     await settle();
@@ -112,7 +92,7 @@ describe('Controller runner edges', function () {
 
   describe('isRunning', function () {
     it('false before start, true while the workers run, false once stopped', async function () {
-      const c = controller(unique('is-running'), () => Promise.resolve(DONE));
+      const c = stringController('is-running', () => Promise.resolve(DONE));
       expect(c.isRunning(), 'before start').to.equal(false);
       void c.start();
       expect(c.isRunning(), 'started').to.equal(true);
@@ -121,7 +101,7 @@ describe('Controller runner edges', function () {
     });
 
     it('false when stopped before it ever started', async function () {
-      const c = controller(unique('is-running-never'), () => Promise.resolve(DONE));
+      const c = stringController('is-running-never', () => Promise.resolve(DONE));
       await c.stop(1_000);
       void c.start();
       expect(c.isRunning()).to.equal(false);
@@ -131,7 +111,7 @@ describe('Controller runner edges', function () {
   it('an abort of the start signal abandons the reconcile in flight (its signal aborts) and takes no further key', async function () {
     let signal: AbortSignal | undefined;
     const seen: string[] = [];
-    const c = controller(unique('start-signal'), (ctx, key) => {
+    const c = stringController('start-signal', (ctx, key) => {
       seen.push(key);
       signal = ctx.signal;
       return new Promise<never>(() => undefined);
@@ -151,15 +131,7 @@ describe('Controller runner edges', function () {
 
   it('re-syncs with a period of 1 ms (any positive period)', async function () {
     const clock = new FakeClock();
-    const seen: string[] = [];
-    const c = controller(
-      unique('resync-1ms'),
-      (_ctx, key) => {
-        seen.push(`${clock.now()}:${key}`);
-        return Promise.resolve(DONE);
-      },
-      { clock },
-    );
+    const { c, seen } = recordingController('resync-1ms', clock);
     c.resyncEvery(1, () => ['a']);
     void c.start();
     clock.advance(1);
@@ -172,7 +144,7 @@ describe('Controller runner edges', function () {
     function resyncing(prefix: string): { c: Controller<string>; clock: FakeClock; walks: () => number } {
       const clock = new FakeClock();
       let walks = 0;
-      const c = controller(unique(prefix), () => Promise.resolve(DONE), { clock });
+      const c = stringController(prefix, () => Promise.resolve(DONE), { clock });
       c.resyncEvery(1_000, () => {
         walks++;
         return ['a'];
@@ -204,9 +176,8 @@ describe('Controller runner edges', function () {
     });
   });
   it('hands each reconcile its controller name, a fresh reconcile ID, a logger and the abort signal', async function () {
-    const name = unique('context');
     const got: { controller: string; id: string; hasLog: boolean; aborted: boolean }[] = [];
-    const c = controller(name, (ctx) => {
+    const c = stringController('context', (ctx) => {
       got.push({ controller: ctx.controller, id: ctx.reconcileId, hasLog: typeof ctx.log?.info === 'function', aborted: ctx.signal.aborted });
       return Promise.resolve(DONE);
     });
@@ -215,8 +186,8 @@ describe('Controller runner edges', function () {
     c.enqueue('b');
     await settle();
     expect(got.map((g) => [g.controller, g.hasLog, g.aborted])).to.deep.equal([
-      [name, true, false],
-      [name, true, false],
+      [c.name, true, false],
+      [c.name, true, false],
     ]);
     for (const g of got) expect(g.id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(got[0]!.id).to.not.equal(got[1]!.id);
@@ -234,8 +205,7 @@ describe('Controller runner edges', function () {
       it(what, async function () {
         const clock = new FakeClock();
         const at: number[] = [];
-        const c = controller(
-          unique('requeue-after'),
+        const c = stringController('requeue-after',
           () => {
             at.push(clock.now());
             return Promise.resolve(at.length === 1 ? result : DONE);
@@ -259,13 +229,12 @@ describe('Controller runner edges', function () {
   it('a terminal error after retried failures resets the key\'s backoff (the next failure starts from the base delay)', async function () {
     const clock = new FakeClock();
     let calls = 0;
-    const c = controller(
-      unique('terminal-forget'),
+    const c = stringController('terminal-forget',
       () => {
         calls++;
         return Promise.reject(calls < 3 ? new Error('transient') : new TerminalError('malformed'));
       },
-      { clock, backoff: true },
+      { clock, rateLimiter: new ItemExponentialBackoff<string>(5, 1_000_000) },
     );
     void c.start();
     c.enqueue('k');
@@ -291,13 +260,12 @@ describe('Controller runner edges', function () {
       it(what, async function () {
         const clock = new FakeClock();
         const at: number[] = [];
-        const c = controller(
-          unique('retry-after'),
+        const c = stringController('retry-after',
           () => {
             at.push(clock.now());
             return at.length === 1 ? Promise.reject(err()) : Promise.resolve(DONE);
           },
-          { clock, backoff: true },
+          { clock, rateLimiter: new ItemExponentialBackoff<string>(5, 1_000_000) },
         );
         void c.start();
         c.enqueue('k');

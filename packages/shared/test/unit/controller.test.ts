@@ -6,46 +6,8 @@ import { TerminalError } from '../../src/controller/terminal-error.js';
 import { metricsRegistry } from '../../src/metrics/registry.js';
 import { FakeClock } from '../../src/ratelimit/clock.js';
 import { ItemExponentialBackoff } from '../../src/ratelimit/item-backoff.js';
-import type { RateLimiter } from '../../src/ratelimit/item-backoff.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
-
-let n = 0;
-const unique = (p: string): string => `${p}-${++n}`;
-
-async function metric(name: string, labels: Record<string, string>): Promise<number> {
-  const m = await metricsRegistry.getSingleMetric(name)?.get();
-  return m?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
-}
-
-/** Lets pending promise callbacks (workers) run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
-
-/** A controller on string keys with its own queue, as a loop's setup builds them. */
-function stringController(
-  prefix: string,
-  reconcile: ReconcileFunc<string>,
-  opts: { clock?: FakeClock; rateLimiter?: RateLimiter<string>; workers?: number } = {},
-): Controller<string> {
-  const name = unique(prefix);
-  const queue = new WorkQueue<string>(name, { ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}) });
-  return new Controller<string>(name, reconcile, { queue, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.workers ? { workers: opts.workers } : {}) });
-}
-
-/** A string-keyed controller whose reconciles record `<fake time>:<key>` in `seen`. */
-function recordingController(prefix: string, clock: FakeClock): { c: Controller<string>; seen: string[] } {
-  const seen: string[] = [];
-  const c = stringController(
-    prefix,
-    (_ctx, key) => {
-      seen.push(`${clock.now()}:${key}`);
-      return Promise.resolve(DONE);
-    },
-    { clock },
-  );
-  return { c, seen };
-}
+import { metric, recordingController, settle, stringController, unique } from './controller-fixtures.js';
 
 /** A loop's typed keys, as the binder's. */
 type TestKey = { kind: 'claim'; namespace: string; name: string } | { kind: 'volume'; name: string };

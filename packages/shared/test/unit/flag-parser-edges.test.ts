@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { thrown } from '@topovol/testing';
 import { DurationError, formatDuration, parseDuration } from '../../src/manager/duration.js';
 import { FlagError, formatHelp, parseCommandLine, parseFlags } from '../../src/manager/flag-parser.js';
 import { parseBindAddress } from '../../src/manager/bind-address.js';
@@ -7,16 +8,6 @@ import { KNOWN_CONTROLLERS, MANAGER_FLAGS, parseManagerFlags, validateLeaderElec
 import type { FlagSpec } from '../../src/manager/flag-parser.js';
 
 // Edges of the manager's flag parsing that a mutation run found no unit test for.
-
-/** Runs fn and returns what it threw (undefined when it did not throw). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  return undefined;
-}
 
 describe('flag parser edges', function () {
   describe('booleans take every spelling of Go\'s strconv.ParseBool, as pflag does', function () {

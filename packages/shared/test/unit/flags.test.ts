@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { thrown } from '@topovol/testing';
 import {
   BindAddressError,
   extraNumber,
@@ -13,16 +14,6 @@ import {
   validateLeaderElection,
 } from '../../src/manager/index.js';
 import type { FlagSpec, ManagerOptions } from '../../src/manager/index.js';
-
-/** Runs fn and returns what it threw (undefined when it did not throw). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  return undefined;
-}
 
 describe('manager flags', function () {
   describe('MANAGER_FLAGS table', function () {

@@ -5,11 +5,7 @@ import { runnableFunc } from '../../src/controller/runnable.js';
 import type { Runnable } from '../../src/controller/runnable.js';
 import { RunnableGroup } from '../../src/controller/runnable-group.js';
 import { WorkQueue } from '../../src/workqueue/work-queue.js';
-
-/** Lets pending promise callbacks run. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
+import { settle } from './controller-fixtures.js';
 
 /** A runnable that notes in `log` when it starts and when it has stopped. */
 function recording(name: string, log: string[], needLeaderElection?: boolean): Runnable {
