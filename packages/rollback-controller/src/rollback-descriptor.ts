@@ -10,7 +10,8 @@ export const rollbackDescriptor: ControllerDescriptor = {
   disabledByDefault: true,
   flags: rollbackFlags,
   rbac: [
-    // get: the volume's mark re-read from the server right before a claim is deleted.
+    // get: the volume's mark re-read from the server right before a claim is deleted. patch: the
+    // marks, and the reclaim policy held Retain while a rolled-back claim goes (held-volume.ts).
     { apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
     // patch: a claim the rollback keeps after it may have sent its delete is fenced (one
     // annotation, conditional on the resourceVersion checked), so a late delete cannot land.

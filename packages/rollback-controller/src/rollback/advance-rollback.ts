@@ -3,14 +3,18 @@ import type { Pod } from '@topovol/shared';
 import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
 import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
-import { deletedClaimStep } from './intent/decide-intent.js';
+import { deletedClaimStep, TERMINATING_RECHECK_MS } from './intent/decide-intent.js';
 import type { IntentStep } from './intent/decide-intent.js';
+import { decideHold, decideSettle } from './intent/held-volume.js';
+import type { DeletedClaimWatch } from './deleted-claim-watch.js';
 import type { RollbackActuator } from './rollback-actuator.js';
 import type { RollbackServerReads } from './rollback-server-reads.js';
 
 export interface AdvanceDeps {
   actuator: RollbackActuator;
   reads: RollbackServerReads;
+  /** The pods of the claims being deleted, as the pod watch delivers them (held volumes are settled on it). */
+  claimWatch: DeletedClaimWatch;
   /** Tests only: runs between the last re-check and the claim's delete, to widen the race window at will. */
   beforeClaimDelete?: (claim: RollbackClaim) => Promise<void>;
 }
@@ -56,6 +60,7 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         // server has is taken as the re-created one; with none there, it is created now.
         const next = deletedClaimStep(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
         if (next.kind === 'waitTerminating') return next.ms;
+        await settleHeldVolume(d, current, s.claim);
         if (next.kind === 'createClaim') {
           const done = await recreateClaim(d, current, s.claim);
           if ('wait' in done) return done.wait;
@@ -90,6 +95,10 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
  * terminating: look again after `wait`.
  */
 async function recreateClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ record: ProvisioningRollback } | { wait: number }> {
+  // The old claim must be gone on the server, not only in the cache, before its volume is settled:
+  // while it terminates, a pod can still start on it.
+  if (deletedClaimStep(c, await d.reads.claim(r.spec.pod.namespace, c.name)).kind === 'waitTerminating') return { wait: TERMINATING_RECHECK_MS };
+  await settleHeldVolume(d, r, c);
   const replaced = await namespaceReplaced(d, r);
   if (replaced) return { record: await abandonClaim(d, r, c, replaced) };
   const created = await d.actuator.createClaim(r, c);
@@ -137,6 +146,9 @@ async function abandonClaim(d: AdvanceDeps, r: ProvisioningRollback, c: Rollback
  */
 async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string }> {
   const ns = r.spec.pod.namespace;
+  // From before the last check on, every pod of the claim the watch delivers is noted: one bound
+  // between this check and the delete (no precondition closes that window) keeps the volume Retain.
+  d.claimWatch.begin(ns, c.name, c.uid);
   const claim = await d.reads.claim(ns, c.name);
   // One list of the namespace's pods gives the recorded pod and every other user of the claim, as
   // kube-controller-manager's pvc-protection asks the API server before it lets a claim go.
@@ -147,16 +159,26 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   if (plan.kind === 'alreadyDeleted') {
     // Still there and Terminating: our delete, sent before a crash (or before the pod list below
     // failed), and the pod scheduled meanwhile holds it. Say so now, or nobody ever will.
-    if (claim?.metadata?.uid === c.uid && pod?.spec?.nodeName) d.actuator.reportRaced(pod, c);
+    if (claim?.metadata?.uid === c.uid && pod?.spec?.nodeName) {
+      d.claimWatch.note(pod);
+      d.actuator.reportRaced(pod, c);
+    }
     return { state: 'Deleted' };
   }
   if (plan.kind === 'keep') {
     // A delete of ours may still be on its way (sent before a crash, or timed out here but not at
     // the server): before the claim is recorded Kept, make sure it cannot land any more.
     if ((await d.actuator.fenceClaim(r, c, claim?.metadata?.resourceVersion)) === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when it was to be kept` };
+    // The claim stays, fenced: its volume's Delete, if held before a crash or a failed delete, is
+    // its own again.
+    await d.actuator.settleVolume(r, c, decideSettle(await d.reads.volume(c.volume), c, undefined));
+    d.claimWatch.end(ns, c.name, c.uid);
     return { state: 'Kept', why: plan.why };
   }
+  const hold = decideHold(await d.reads.volume(c.volume));
+  if (hold.kind === 'hold') await d.actuator.holdReclaim(c.volume, hold.resourceVersion);
   await d.beforeClaimDelete?.(c);
+  d.claimWatch.arm(ns, c.name, c.uid);
   // Gone by the time of the delete (an earlier delete of ours landing late, or someone else's):
   // the same as gone at the read above, re-created from the record; recorded Kept, it would be lost.
   const written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
@@ -164,8 +186,28 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   // The only window no precondition closes: the scheduler binding the pod between the re-check
   // and the delete. The claim then stays Terminating while the pod exists; say so.
   const after = recordedPod(await d.reads.pods(ns), r);
-  if (after?.spec?.nodeName) d.actuator.reportRaced(after, c);
+  if (after?.spec?.nodeName) {
+    d.claimWatch.note(after);
+    d.actuator.reportRaced(after, c);
+  }
   return { state: 'Deleted' };
+}
+
+/**
+ * Once claim `c` is gone from the server: its volume's `Delete` given back if no pod can have used
+ * it since the hold (none noted by the pod watch since before the delete, none in the events it has
+ * not delivered yet), else left `Retain` with why (held-volume.ts).
+ */
+async function settleHeldVolume(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<void> {
+  const ns = r.spec.pod.namespace;
+  const v = await d.reads.volume(c.volume);
+  if (decideSettle(v, c, undefined).kind === 'none') return d.claimWatch.end(ns, c.name, c.uid);
+  // Not the usage mark: with its claim gone, the mark loop no longer vouches for `unused` and marks
+  // it `used`. The delete was decided on a volume provably unused then; since, only a pod of the
+  // claim scheduled (a kubelet may mount it; node and attachment evidence follow from that) can have used it.
+  const doubt = d.claimWatch.doubt(ns, c.name, c.uid) ?? (await d.reads.undeliveredPodUse(ns, c.name));
+  await d.actuator.settleVolume(r, c, decideSettle(v, c, doubt));
+  d.claimWatch.end(ns, c.name, c.uid);
 }
 
 /** The pod the rollback was recorded for; a pod re-created under its name is another pod. */

@@ -72,7 +72,7 @@ export class EndedUse {
    * afresh, but only uses that began before that deletion are the deleted claim's: a pod scheduled
    * then holds the claim until it ends (pvc-protection), so no claim of the name can be created
    * meanwhile, and none is scheduled onto a claim being deleted (kube-scheduler's VolumeBinding
-   * refuses it) or started on one (the kubelet refuses it). A pod scheduled later used a claim created
+   * refuses it; the kubelet starts one scheduled before, while the finalizer it holds is there). A pod scheduled later used a claim created
    * since, whose delete the claim watch, lagging the pod watch, may deliver only now: that use is
    * kept; so is any whose start is unknown, which at worst keeps a re-created claim's volume from
    * being rolled back.

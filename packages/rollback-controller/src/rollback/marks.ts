@@ -25,6 +25,17 @@ export const ANN_PROVISIONED_FOR_WORKLOAD = 'rollback.topovol.io/provisioned-for
  * precondition instead of landing after the claim was recorded Kept.
  */
 export const ANN_KEPT_BY = 'rollback.topovol.io/kept-by';
+/**
+ * On a volume whose claim a rollback deletes: the reclaim policy (`Delete`) the rollback set aside
+ * for `Retain` right before the claim's delete, to give back once the claim is gone and no pod can
+ * have used the volume meanwhile (held-volume.ts). A pod the scheduler binds between the rollback's
+ * last check and the delete starts on the claim while it terminates (the kubelet admits a claim
+ * being deleted that still has its kubernetes.io/pvc-protection finalizer, which that pod keeps),
+ * and what it writes must outlive the claim.
+ */
+export const ANN_RECLAIM_HELD = 'rollback.topovol.io/reclaim-policy-held';
+/** On a volume a rollback left `Retain` instead of giving its `Delete` back: why it may hold data. */
+export const ANN_RETAINED_BECAUSE = 'rollback.topovol.io/retained-because';
 /** Set by the bind to the usage evidence, for `kubectl describe`. */
 export const ANN_USED_BECAUSE = 'rollback.topovol.io/used-because';
 
@@ -45,5 +56,6 @@ export const Reasons = {
   RollbackAborted: 'ProvisioningRollbackAborted',
   RollbackLimit: 'ProvisioningRollbackLimit',
   RollbackRaced: 'ProvisioningRollbackRaced',
+  VolumeRetained: 'ProvisioningRollbackVolumeRetained',
   RollbackCompleted: 'ProvisioningRollbackCompleted',
 } as const;

@@ -6,8 +6,9 @@ import type { RollbackDecision } from './decide-rollback.js';
 import { newRollback } from './intent/new-rollback.js';
 import { ProvisioningRollbacks, STARTED_CONDITION } from './intent/provisioning-rollback.js';
 import type { ClaimState, Condition, ProvisioningRollback, ProvisioningRollbackStatus, RollbackClaim, RollbackPhase } from './intent/provisioning-rollback.js';
-import { ANN_KEPT_BY, Reasons } from './marks.js';
-import { countRecreated, countRollback } from './rollback-metrics.js';
+import type { SettlePlan } from './intent/held-volume.js';
+import { ANN_KEPT_BY, ANN_RECLAIM_HELD, ANN_RETAINED_BECAUSE, Reasons } from './marks.js';
+import { countRecreated, countRetained, countRollback } from './rollback-metrics.js';
 
 /** The client calls the rollback actuator makes: the record's create and status, the claims' delete, fence and create. */
 export type RollbackWrites = Pick<KubeClient, 'create' | 'delete' | 'patch' | 'replaceStatus'>;
@@ -169,10 +170,53 @@ export class RollbackActuator {
     return 'fenced';
   }
 
+  /**
+   * Sets the volume's reclaim policy aside right before its claim's delete: `Retain`, with `Delete`
+   * remembered in ANN_RECLAIM_HELD (held-volume.ts), conditional on the volume as read. Nothing
+   * when the volume is gone (its claim's delete then loses nothing).
+   */
+  async holdReclaim(volume: string, resourceVersion: string | undefined): Promise<void> {
+    const patch = { metadata: { resourceVersion, annotations: { [ANN_RECLAIM_HELD]: 'Delete' } }, spec: { persistentVolumeReclaimPolicy: 'Retain' } };
+    if ((await this.patchVolume(volume, patch)) === 'gone') return;
+    this.d.log.info('volume held Retain while its claim is deleted', { volume });
+    failpoint('rollback-volume-held');
+  }
+
+  /**
+   * Settles a held volume (decideSettle): `Delete` given back, or left `Retain` with why it may
+   * hold data (a Warning on the volume, a log line and a metric), or only the hold's mark removed.
+   */
+  async settleVolume(r: ProvisioningRollback, c: RollbackClaim, plan: SettlePlan): Promise<void> {
+    if (plan.kind === 'none') return;
+    const volume = c.volume;
+    const metadata = { resourceVersion: plan.resourceVersion, annotations: { [ANN_RECLAIM_HELD]: null, ...(plan.kind === 'retain' ? { [ANN_RETAINED_BECAUSE]: plan.why } : {}) } };
+    const patch = plan.kind === 'restore' ? { metadata, spec: { persistentVolumeReclaimPolicy: 'Delete' } } : { metadata };
+    if ((await this.patchVolume(volume, patch)) === 'gone') return;
+    if (plan.kind !== 'retain') {
+      this.d.log.info(plan.kind === 'restore' ? 'reclaim policy Delete given back to the volume' : 'volume no longer held: its reclaim policy was changed meanwhile', { volume, rollback: r.metadata?.name });
+      return;
+    }
+    countRetained();
+    this.d.log.warn('volume left Retain: a pod may have used it while its claim was deleted', { volume, rollback: r.metadata?.name, claim: `${r.spec.pod.namespace}/${c.name}`, why: plan.why });
+    const v: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: volume } };
+    this.d.events.event(v, 'Warning', Reasons.VolumeRetained, `reclaim policy left Retain (it was Delete) after provisioning rollback ${r.metadata?.name} deleted claim ${r.spec.pod.namespace}/${c.name}: ${plan.why}; it may hold data: recover it, or delete it once it is not needed`);
+  }
+
+  /** A merge patch of a volume; 'gone' when the server has no volume of that name. */
+  private async patchVolume(name: string, patch: object): Promise<'patched' | 'gone'> {
+    try {
+      await this.d.client.patch(Resources.persistentVolumes, name, undefined, 'merge', patch);
+      return 'patched';
+    } catch (err) {
+      if (isNotFoundNamed(err, Resources.persistentVolumes.plural, name)) return 'gone';
+      throw err;
+    }
+  }
+
   /** The scheduler bound the pod between the re-check and the claim's delete: say so on the pod. */
   reportRaced(pod: Pod, c: RollbackClaim): void {
     countRollback('raced');
-    this.d.events.event(pod, 'Warning', Reasons.RollbackRaced, `scheduled to node ${pod.spec?.nodeName} while claim ${c.name} was being deleted for a rollback: the claim stays Terminating while this pod exists (its volume was never used); delete the pod to let the claim be re-created`);
+    this.d.events.event(pod, 'Warning', Reasons.RollbackRaced, `scheduled to node ${pod.spec?.nodeName} while claim ${c.name} was being deleted for a rollback: the claim stays Terminating while this pod exists, and this pod may use its volume ${c.volume}, whose reclaim policy is left Retain so that nothing it writes is deleted with the claim; once the pod is gone the claim is re-created, and volume ${c.volume} stays for an administrator to recover or delete`);
   }
 
   /**

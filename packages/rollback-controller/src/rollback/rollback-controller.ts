@@ -1,5 +1,6 @@
 import { ANN_SELECTED_NODE, claimKeysOfPod, listOrderMark, Controller, errorMessage, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
+import { DeletedClaimWatch } from './deleted-claim-watch.js';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
@@ -100,6 +101,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     },
   };
   const actuator = new RollbackActuator({ client, events, log, dryRun: options.dryRun });
+  const claimWatch = new DeletedClaimWatch();
   const reconciler = new RollbackReconciler({
     world,
     pod: (ns, name) => pods.cache.get(`${ns}/${name}`),
@@ -110,6 +112,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     marks: markDeps,
     historyTtlMs,
     actuator,
+    claimWatch,
     // Every piece of evidence the caches hold, after the label as the server has it.
     reads: liveReads(
       client,
@@ -181,6 +184,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     for (const v of pvs.cache.byIndex('claim', claimKey)) enqueueVolume(v);
   };
   const onPod = (p: Pod): void => {
+    claimWatch.note(p);
     enqueuePod(p);
     for (const k of claimKeysOfPod(p)) enqueueClaimUsers(k);
   };
@@ -203,6 +207,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onRelist: () => {
       if (observed.size > 0) log.info('pods relisted after a gap in their watch: volumes marked unused are no longer vouched for', { observations: observed.size });
       observed.clear();
+      claimWatch.relisted();
       // This list is the pods' current one already (Informer.listedAfter): claims listed before it
       // are listed again, and none is observed meanwhile.
       listClaimsAfterPods();

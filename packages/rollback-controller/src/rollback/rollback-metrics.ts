@@ -17,6 +17,11 @@ const recreated = counter({
   help: 'Claims recreated (Pending again) after a rollback deleted them.',
 });
 
+const retained = counter({
+  name: 'topovol_rollback_volumes_retained_total',
+  help: 'Volumes a rollback left with reclaim policy Retain instead of giving their Delete back, because a pod may have used them while their claim was being deleted (or this process did not watch that time); an administrator recovers or deletes them.',
+});
+
 const endedUseEvicted = counter({
   name: 'topovol_rollback_ended_uses_forgotten_total',
   help: 'Uses of claims by deleted pods that ran or were scheduled, kept for claims the manager has not seen, forgotten because too many were kept in their namespace or in all; each time, volumes marked unused in those namespaces are marked used for good.',
@@ -29,4 +34,5 @@ export type RollbackResult = 'rolled_back' | 'refused' | 'limited' | 'aborted' |
 export const countRollback = (result: RollbackResult): void => rollbacks.inc({ result });
 export const countMark = (mark: 'unused' | 'used'): void => marks.inc({ mark });
 export const countRecreated = (): void => recreated.inc();
+export const countRetained = (): void => retained.inc();
 export const countEndedUseEvicted = (n: number): void => endedUseEvicted.inc(n);

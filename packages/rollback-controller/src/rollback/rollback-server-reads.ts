@@ -22,6 +22,13 @@ export interface RollbackServerReads {
   pods(namespace: string): Promise<Pod[]>;
   /** Why the volume may hold data now (its live mark, any other evidence), or undefined while it is provably unused. */
   volumeUse(volumeName: string): Promise<string | undefined>;
+  /** The volume as the server has it, or undefined when there is none. */
+  volume(name: string): Promise<PersistentVolume | undefined>;
+  /**
+   * A pod of the claim scheduled or run among the pod events the loop's watch has not delivered yet
+   * (missedPodUse): why, or undefined when none.
+   */
+  undeliveredPodUse(namespace: string, claimName: string): Promise<string | undefined>;
   /** The namespace of that name (its uid, when it was created in ms, whether it is being deleted), or undefined when there is none. */
   namespace(name: string): Promise<{ uid: string; created: number; deleting?: boolean } | undefined>;
   /** Whether the server has the pod of that name with that uid. */
@@ -120,6 +127,8 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
       const ref = live.spec?.claimRef;
       return evidence(live) ?? (ref?.namespace && ref.name ? missedPodUse(client, ref.namespace, ref.name, podsSeenUpTo()) : 'it is bound to no claim');
     },
+    volume: (name) => getIfPresent<PersistentVolume>(client, Resources.persistentVolumes, name),
+    undeliveredPodUse: (ns, claimName) => missedPodUse(client, ns, claimName, podsSeenUpTo()),
     namespace: async (name) => {
       const ns = await getIfPresent<KubeObject>(client, Resources.namespaces, name);
       return ns ? { uid: ns.metadata?.uid ?? '', created: Date.parse(ns.metadata?.creationTimestamp ?? ''), deleting: ns.metadata?.deletionTimestamp !== undefined } : undefined;

@@ -80,6 +80,8 @@ function claimWrites(audit: AuditLogTail, ns: string, verb: 'create' | 'delete')
   );
 }
 let auditLog = '';
+const HELD = 'rollback.topovol.io/reclaim-policy-held';
+const RETAINED = 'rollback.topovol.io/retained-because';
 
 /**
  * The process killed right after each write of a rollback (the intent recorded, the claim deleted,
@@ -171,6 +173,12 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
     expect((await f.claim('c1')).metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced against a delete still on its way').to.match(/./);
   });
   it('killed at rollback-claim-deleting, then the restarted loop killed at rollback-claim-fenced: the third keeps the claim', () => keptAcross(['rollback-claim-deleting', 'rollback-claim-fenced']));
+  it('killed at rollback-volume-held (the volume Retain, its claim not deleted yet): the restarted loop keeps the claim and gives the volume its Delete back', async function () {
+    await keptAcross(['rollback-volume-held']);
+    const v1 = await f.volume('v1');
+    expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
+    expect(v1.metadata?.annotations ?? {}).to.not.have.any.keys(HELD, RETAINED);
+  });
 
   // A warm standby, unlike a restarted process, watched the claim since its provisioning and can
   // vouch for the volume: when the leader dies between recording the claim Deleting and sending
@@ -199,6 +207,8 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       const now = await f.claim('c1');
       expect(now.metadata?.uid).to.not.equal(c1.metadata?.uid);
       expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Recreated', uid: now.metadata?.uid });
+      // The standby held the volume, deleted the claim and watched its pods until it was gone.
+      expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
       await logged(standby, 'became leader');
       await eventually(() => {
         expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
@@ -227,6 +237,18 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
         });
         const claims = (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items.map((c) => c.metadata?.name).sort();
         expect(claims).to.deep.equal(['c1', 'c2']);
+        const v1 = await f.volume('v1');
+        if (fp === 'rollback-claim-deleted') {
+          // Its successor did not watch the claim's pods from its delete until it was gone: a pod
+          // may have started on it meanwhile, so the volume stays Retain, and says why.
+          expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+          expect(v1.metadata?.annotations?.[RETAINED]).to.match(/did not watch the pods of claim c1 since its delete|deleted before this process watched its pods/);
+          expect((await eventFor(f.admin, v1, 'ProvisioningRollbackVolumeRetained')).type).to.equal('Warning');
+        } else {
+          // Settled by the first process before it re-created the claim.
+          expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
+        }
+        expect(v1.metadata?.annotations ?? {}).to.not.have.any.keys(HELD);
         // The claim the first process created before it died is found, not created again; the claim says so.
         if (fp === 'rollback-claim-recreated') {
           const adopted = await eventFor(f.admin, { ...now, kind: 'PersistentVolumeClaim' }, 'ClaimAdopted');

@@ -4,6 +4,7 @@ import { EventRecorder, logger, Resources } from '@topovol/shared';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
+import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { liveReads } from '../../src/rollback/rollback-server-reads.js';
 import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
 import type { ManagedProcess, NecessityScenario } from '@topovol/testing';
@@ -133,7 +134,7 @@ const keptScenario: NecessityScenario = async (client, admin) => {
   const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1']));
   const events = new EventRecorder(client, 'topovol-rollback', 'test');
   const actuator = new RollbackActuator({ client, events, log: logger(), dryRun: false });
-  const deps = { actuator, reads: { ...liveReads(client, () => undefined), volumeUse: () => Promise.resolve(undefined) } };
+  const deps = { actuator, claimWatch: new DeletedClaimWatch(), reads: { ...liveReads(client, () => undefined), volumeUse: () => Promise.resolve(undefined) } };
   const ac = new AbortController();
   const reached = (async () => {
     const volume = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: `${ns}-v1` } } as PersistentVolume;

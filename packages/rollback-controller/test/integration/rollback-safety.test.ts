@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { classifyError, EventRecorder, isConflict, logger, metricsRegistry, Resources } from '@topovol/shared';
-import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { eventually, namespaceTenant } from '@topovol/testing';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -10,6 +10,7 @@ import type { AdvanceDeps } from '../../src/rollback/advance-rollback.js';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import type { IntentStep } from '../../src/rollback/intent/decide-intent.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
+import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { liveReads } from '../../src/rollback/rollback-server-reads.js';
 import { historyKeyOfPod, rollbackName } from '../../src/rollback/workload.js';
 import { bindPod, eventFor, failProvisioning, recordsOf, RunningRollback } from './rollback-harness.js';
@@ -21,6 +22,8 @@ async function counter(result: string): Promise<number> {
 }
 
 const HOLD = 'topovol.dev/test-hold';
+const HELD = 'rollback.topovol.io/reclaim-policy-held';
+const RETAINED = 'rollback.topovol.io/retained-because';
 
 /**
  * The paths by which a rollback could lose a claim or touch a volume that may hold data, each
@@ -41,7 +44,7 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
    */
   const actuator = (extra: Partial<AdvanceDeps> = {}): { decide(p: Pod, d: RollbackDecision): Promise<void>; advance(r: ProvisioningRollback, steps: IntentStep[]): Promise<number | undefined> } => {
     const act = new RollbackActuator({ client: f.admin, events: new EventRecorder(f.admin, 'topovol-rollback', 'test'), log: logger(), dryRun: false });
-    const deps: AdvanceDeps = { actuator: act, reads: { ...liveReads(f.admin, () => undefined), volumeUse: () => Promise.resolve(undefined) }, ...extra };
+    const deps: AdvanceDeps = { actuator: act, claimWatch: new DeletedClaimWatch(), reads: { ...liveReads(f.admin, () => undefined), volumeUse: () => Promise.resolve(undefined), undeliveredPodUse: () => Promise.resolve(undefined) }, ...extra };
     return { decide: (p, d) => act.decide(p, d), advance: (r, steps) => advanceRollback(deps, r, steps) };
   };
   /** Pod p whose claim c1 was provisioned on node a and marked unused by a loop, stopped since: the test drives the actuator. */
@@ -207,7 +210,26 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect(done.status?.claims?.find((c) => c.name === 'c1')).to.deep.include({ state: 'Recreated', uid: back.metadata?.uid });
   });
 
-  it('the pod scheduled between the last check and the delete: a Warning says so, and the claim comes back once the pod goes', async function () {
+  it('the claim\'s delete lands on a volume held Retain, and Delete is given back once the claim is gone', async function () {
+    const { p, c1 } = await unusedC1();
+    let atDelete: PersistentVolume | undefined;
+    const a = actuator({
+      beforeClaimDelete: async () => {
+        atDelete = await f.volume('v1');
+      },
+    });
+    await a.decide(p, await decision(c1));
+    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+    const done = await advance(a, r!.metadata!.name!);
+    expect(done.status?.phase).to.equal('Completed');
+    expect(atDelete?.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+    expect(atDelete?.metadata?.annotations?.[HELD]).to.equal('Delete');
+    const v1 = await f.volume('v1');
+    expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
+    expect(v1.metadata?.annotations ?? {}).to.not.have.any.keys(HELD, RETAINED);
+  });
+
+  it('the pod scheduled between the last check and the delete: a Warning says so, the claim comes back once the pod goes, and the volume it may have written stays Retain', async function () {
     const { p, c1 } = await unusedC1();
     const raced = await counter('raced');
     // The window no precondition closes, opened on purpose: the scheduler binds the pod in it.
@@ -218,15 +240,27 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect((await eventFor(f.admin, await f.admin.get<Pod>(Resources.pods, 'p', f.ns), 'ProvisioningRollbackRaced')).type).to.equal('Warning');
     expect(await counter('raced')).to.equal(raced + 1);
     // The scheduled pod holds the claim (pvc-protection): it stays, Terminating, and its volume bound.
+    // A v1.37 kubelet starts that pod on it all the same (the finalizer is there): the volume may be written.
     await new Promise((res) => setTimeout(res, 3_000));
     const held = await f.claim('c1');
     expect([held.metadata?.uid, held.status?.phase]).to.deep.equal([c1.metadata?.uid, 'Bound']);
     expect(held.metadata?.deletionTimestamp).to.not.equal(undefined);
-    // The pod goes (its owner replaces it): the rollback finishes.
+    expect(held.metadata?.finalizers).to.include('kubernetes.io/pvc-protection');
+    expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy, 'held while the claim terminates').to.equal('Retain');
+    // The pod goes (its owner replaces it): the claim goes, the rollback finishes, and what the pod
+    // may have written stays: the volume is Released and Retain, for an administrator.
     await f.admin.delete(Resources.pods, 'p', f.ns, { gracePeriodSeconds: 0 });
     const done = await advance(a, r!.metadata!.name!, 60);
     expect(done.status?.phase).to.equal('Completed');
     expect((await f.claim('c1')).metadata?.uid).to.equal(done.status?.claims?.find((c) => c.name === 'c1')?.uid);
+    const v1 = await f.volume('v1');
+    expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+    expect(v1.metadata?.annotations?.[RETAINED]).to.match(/pod .*\/p using claim c1 was scheduled to node .* while claim c1 was being deleted/);
+    expect(v1.metadata?.annotations ?? {}).to.not.have.any.keys(HELD);
+    const warning = await eventFor(f.admin, v1, 'ProvisioningRollbackVolumeRetained');
+    expect([warning.type, warning.message]).to.satisfy(([type, message]: [string, string]) => type === 'Warning' && /reclaim policy left Retain \(it was Delete\)/.test(message));
+    await eventually(async () => expect((await f.volume('v1')).status?.phase).to.equal('Released'));
+    expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
   });
 
   it("a binder's write between the last check and the delete (the delete's precondition fails): looked at again, deleted and re-created", async function () {

@@ -155,6 +155,11 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       expect(record!.status?.claims?.map((c) => [c.name, c.state, c.uid])).to.deep.equal([['c1', 'Recreated', again.metadata?.uid]]);
       await eventFor(admin, p, 'ProvisioningRollbackCompleted');
       expect(await counter('topovol_rollback_rollbacks_total', { result: 'rolled_back' })).to.equal(before + 1);
+      // Retain while its claim went; Delete given back once the claim was gone and the loop's pod
+      // watch (and the replay of what it had not delivered) showed no pod of it scheduled meanwhile.
+      const v1 = await getPV(admin, name('v1'));
+      expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
+      expect(v1.metadata?.annotations ?? {}).to.not.have.any.keys('rollback.topovol.io/reclaim-policy-held', 'rollback.topovol.io/retained-because');
       // The scheduler now picks node b for both; the provisioner provisions there; both bind.
       await selectNode(admin, ns, 'c1', name('b'));
       await selectNode(admin, ns, 'c2', name('b'));

@@ -7,6 +7,7 @@ import { advanceRollback } from '../../src/rollback/advance-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { newRollback } from '../../src/rollback/intent/new-rollback.js';
 import { decidedClaim, rollbackDecision, rollbackRecord, thePod } from './rollback-record-fixture.js';
@@ -79,7 +80,10 @@ async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record
       namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
       podExists: () => Promise.resolve(true),
       pods: () => Promise.resolve(w.otherPod ? [recordedPod(w), podQ] : [recordedPod(w)]),
+      volume: () => Promise.resolve(undefined),
+      undeliveredPodUse: () => Promise.resolve(undefined),
     },
+    claimWatch: new DeletedClaimWatch(),
     beforeClaimDelete: async () => {
       const gap = gaps[attempt];
       if (gap) await land(w, gap, attempt);
@@ -176,7 +180,10 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
       pods: () => Promise.resolve([recordedPod(w.pod)]),
       namespace: () => Promise.resolve(w.namespace),
       podExists: () => Promise.resolve(true),
+      volume: () => Promise.resolve(undefined),
+      undeliveredPodUse: () => Promise.resolve(undefined),
     },
+    claimWatch: new DeletedClaimWatch(),
   });
   const look = async (w: ReturnType<typeof world>): Promise<ProvisioningRollback> => {
     const r = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;

@@ -4,6 +4,7 @@ import type { PersistentVolumeClaim } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { isFinished, ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
+import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { RollbackReconciler, UNFINISHED_RECORD_RESYNC_MS } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
@@ -35,7 +36,10 @@ describe('RollbackReconciler: an unfinished record is looked at again without an
         namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
         podExists: () => Promise.resolve(true),
         pods: () => Promise.resolve([thePod]),
+        volume: () => Promise.resolve(undefined),
+        undeliveredPodUse: () => Promise.resolve(undefined),
       },
+      claimWatch: new DeletedClaimWatch(),
     } as unknown as RollbackGlueDeps;
     const reconciler = new RollbackReconciler(deps);
     const answers: (number | void)[] = [];

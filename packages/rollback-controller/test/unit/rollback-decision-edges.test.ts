@@ -10,6 +10,7 @@ import { newRollback } from '../../src/rollback/intent/new-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { podMayHaveRun } from '../../src/rollback/usage-evidence.js';
 import { observeProvisioning } from '../../src/rollback/provisioning-observation.js';
+import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { decidedClaim, rollbackDecision, rollbackRecord, thePod } from './rollback-record-fixture.js';
 import { NOW, claim, failed, iso, node, pod, pv, record, seen, world } from './rollback-world-fixture.js';
@@ -121,6 +122,8 @@ function fakeActuator(fence: 'fenced' | 'gone' = 'fenced') {
     reportRaced: () => void calls.push('raced'),
     reportAdopted: () => void calls.push('adopted'),
     reportAbandoned: () => void calls.push('abandoned'),
+    holdReclaim: () => (calls.push('hold'), Promise.resolve()),
+    settleVolume: (_r: unknown, _c: unknown, plan: { kind: string }) => (plan.kind === 'none' ? undefined : calls.push(`settle ${plan.kind}`), Promise.resolve()),
   };
   return { calls, actuator: a as unknown as RollbackActuator };
 }
@@ -129,6 +132,8 @@ const reads = (claimOf: (n: string) => PersistentVolumeClaim | undefined, pods: 
   claim: (_: string, n: string) => Promise.resolve(claimOf(n)),
   pods: () => Promise.resolve(pods),
   volumeUse: () => Promise.resolve(undefined),
+  volume: () => Promise.resolve(undefined),
+  undeliveredPodUse: () => Promise.resolve(undefined),
   namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
   podExists: () => Promise.resolve(true),
 });
@@ -137,7 +142,7 @@ describe('rollback decisions: edges a mutation run found untested (advanceRollba
   it('the claim gone when it was to be kept (our delete landed first) → recorded Deleted (re-created later), not Kept', async function () {
     const r = withStates(rollbackRecord(), [{ name: 'c', state: 'Deleting' }]);
     const { calls, actuator } = fakeActuator('gone');
-    await advanceRollback({ actuator, reads: reads(() => decidedClaim(), []) }, r, decideIntent(r, () => undefined));
+    await advanceRollback({ actuator, claimWatch: new DeletedClaimWatch(), reads: reads(() => decidedClaim(), []) }, r, decideIntent(r, () => undefined));
     expect(calls).to.deep.equal(['fence', 'set c Deleted']);
   });
   it('once a claim is Kept, no later claim of the rollback is deleted', async function () {
@@ -145,7 +150,7 @@ describe('rollback decisions: edges a mutation run found untested (advanceRollba
     const r = withStates(newRollback(thePod, [...rollbackDecision().pinned, { claim: c2, volume: pv('v2', 'c2', { usage: 'unused', forNode: 'a' }), node: 'a' }], 'x', 1, NOW), []);
     const changed = { ...decidedClaim(), metadata: { ...decidedClaim().metadata, resourceVersion: '9', labels: { app: 'other' } } };
     const { calls, actuator } = fakeActuator();
-    await advanceRollback({ actuator, reads: reads((n) => (n === 'c' ? changed : c2), [thePod]) }, r, decideIntent(r, () => undefined));
+    await advanceRollback({ actuator, claimWatch: new DeletedClaimWatch(), reads: reads((n) => (n === 'c' ? changed : c2), [thePod]) }, r, decideIntent(r, () => undefined));
     expect(calls).to.not.include('delete');
     expect(calls.filter((c) => c.startsWith('set c2'))).to.deep.equal([]);
   });
@@ -153,7 +158,7 @@ describe('rollback decisions: edges a mutation run found untested (advanceRollba
     const r = withStates(rollbackRecord(), [{ name: 'c', state: 'Deleting' }]);
     const other = { ...decidedClaim(), metadata: { ...decidedClaim().metadata, uid: 'uid-other' } };
     const { calls, actuator } = fakeActuator();
-    await advanceRollback({ actuator, reads: reads(() => other, [thePod]) }, r, decideIntent(r, () => undefined));
+    await advanceRollback({ actuator, claimWatch: new DeletedClaimWatch(), reads: reads(() => other, [thePod]) }, r, decideIntent(r, () => undefined));
     expect(calls).to.deep.equal(['set c Deleted']);
   });
   it('noteRecreated, but the server still has the old claim terminating → wait, nothing recorded', async function () {
@@ -161,7 +166,7 @@ describe('rollback decisions: edges a mutation run found untested (advanceRollba
     const terminating = { ...decidedClaim(), metadata: { ...decidedClaim().metadata, deletionTimestamp: iso(NOW) } };
     const { calls, actuator } = fakeActuator();
     const c = r.spec.claims[0]!;
-    const wait = await advanceRollback({ actuator, reads: reads(() => terminating, []) }, r, [{ kind: 'noteRecreated', claim: c, uid: 'uid-stale' }]);
+    const wait = await advanceRollback({ actuator, claimWatch: new DeletedClaimWatch(), reads: reads(() => terminating, []) }, r, [{ kind: 'noteRecreated', claim: c, uid: 'uid-stale' }]);
     expect(wait).to.equal(1000);
     expect(calls).to.deep.equal([]);
   });

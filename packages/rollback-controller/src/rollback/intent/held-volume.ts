@@ -1,0 +1,48 @@
+import type { PersistentVolume } from '@topovol/shared';
+import { ANN_RECLAIM_HELD } from '../marks.js';
+import type { RollbackClaim } from './provisioning-rollback.js';
+
+/**
+ * The volume's reclaim policy across its claim's delete. The rollback's last check and the delete
+ * are two requests: a pod the scheduler binds between them starts on the claim while it terminates
+ * (the kubelet admits a claim being deleted as long as its kubernetes.io/pvc-protection finalizer
+ * is there, and pvc-protection keeps it for a scheduled pod: pkg/kubelet/volumemanager/populator,
+ * getPVCExtractPV; pkg/controller/volume/pvcprotection). With `Delete`, whatever that pod writes
+ * goes with the claim once the pod ends. So the policy is `Retain` from before the delete until
+ * the claim is gone and no pod can have used the volume meanwhile; then `Delete` is given back.
+ */
+export type HoldPlan =
+  /** Retain, remembering Delete in ANN_RECLAIM_HELD, conditional on the volume as read. */
+  | { kind: 'hold'; resourceVersion: string | undefined }
+  /** Nothing to set aside: gone, held already, or not Delete (Retain keeps it anyway). */
+  | { kind: 'none' };
+
+export function decideHold(v: PersistentVolume | undefined): HoldPlan {
+  if (!v || v.metadata?.annotations?.[ANN_RECLAIM_HELD] !== undefined) return { kind: 'none' };
+  if (v.spec?.persistentVolumeReclaimPolicy !== 'Delete') return { kind: 'none' };
+  return { kind: 'hold', resourceVersion: v.metadata?.resourceVersion };
+}
+
+export type SettlePlan =
+  /** Not held (never, or settled already), or gone. */
+  | { kind: 'none' }
+  /** Delete given back: no pod can have used the volume since the hold. */
+  | { kind: 'restore'; resourceVersion: string | undefined }
+  /** Left Retain, with why it may hold data, for an administrator to recover or delete. */
+  | { kind: 'retain'; resourceVersion: string | undefined; why: string }
+  /** Someone set another policy since: theirs stands, only the hold's annotation goes. */
+  | { kind: 'unmark'; resourceVersion: string | undefined };
+
+/**
+ * What becomes of a held volume once its claim `c` is gone (or was kept): `doubt` is why a pod may
+ * have used the volume since the hold (undefined when none can have).
+ */
+export function decideSettle(v: PersistentVolume | undefined, c: RollbackClaim, doubt: string | undefined): SettlePlan {
+  if (!v || v.metadata?.annotations?.[ANN_RECLAIM_HELD] === undefined) return { kind: 'none' };
+  const resourceVersion = v.metadata?.resourceVersion;
+  if (v.spec?.persistentVolumeReclaimPolicy !== 'Retain') return { kind: 'unmark', resourceVersion };
+  const ref = v.spec?.claimRef;
+  if (ref && ref.uid !== c.uid) return { kind: 'retain', resourceVersion, why: `it was bound to claim ${ref.namespace}/${ref.name} (uid ${ref.uid ?? 'none'}) since its claim ${c.name} was deleted` };
+  if (doubt) return { kind: 'retain', resourceVersion, why: doubt };
+  return { kind: 'restore', resourceVersion };
+}
