@@ -28,7 +28,7 @@ export class DeletedClaimWatch {
     if (this.byClaim.get(key)?.uid !== uid) this.byClaim.set(key, { uid, armed: false });
   }
 
-  /** Right before this process sends the claim's delete (or finds it gone after `begin`). */
+  /** Right before this process sends the claim's delete (a 404 to it then counts as gone after `begin`). */
   arm(namespace: string, name: string, uid: string): void {
     const w = this.byClaim.get(`${namespace}/${name}`);
     if (w?.uid === uid) w.armed = true;

@@ -191,15 +191,17 @@ export class RollbackActuator {
     const volume = c.volume;
     const metadata = { resourceVersion: plan.resourceVersion, annotations: { [ANN_RECLAIM_HELD]: null, ...(plan.kind === 'retain' ? { [ANN_RETAINED_BECAUSE]: plan.why } : {}) } };
     const patch = plan.kind === 'restore' ? { metadata, spec: { persistentVolumeReclaimPolicy: 'Delete' } } : { metadata };
-    if ((await this.patchVolume(volume, patch)) === 'gone') return;
-    if (plan.kind !== 'retain') {
-      this.d.log.info(plan.kind === 'restore' ? 'reclaim policy Delete given back to the volume' : 'volume no longer held: its reclaim policy was changed meanwhile', { volume, rollback: r.metadata?.name });
-      return;
+    if (plan.kind === 'retain') {
+      // Said before the write that ends the hold, and flushed, as announce does: after that write
+      // nothing would look at the volume again, and a process killed in between would leave it unsaid.
+      this.d.log.warn('volume left Retain: a pod may have used it while its claim was deleted', { volume, rollback: r.metadata?.name, claim: `${r.spec.pod.namespace}/${c.name}`, why: plan.why });
+      const v: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: volume } };
+      this.d.events.event(v, 'Warning', Reasons.VolumeRetained, `reclaim policy left Retain (it was Delete) after provisioning rollback ${r.metadata?.name} deleted claim ${r.spec.pod.namespace}/${c.name}: ${plan.why}; it may hold data: recover it, or delete it once it is not needed`);
+      await this.d.events.flush();
     }
-    countRetained();
-    this.d.log.warn('volume left Retain: a pod may have used it while its claim was deleted', { volume, rollback: r.metadata?.name, claim: `${r.spec.pod.namespace}/${c.name}`, why: plan.why });
-    const v: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: volume } };
-    this.d.events.event(v, 'Warning', Reasons.VolumeRetained, `reclaim policy left Retain (it was Delete) after provisioning rollback ${r.metadata?.name} deleted claim ${r.spec.pod.namespace}/${c.name}: ${plan.why}; it may hold data: recover it, or delete it once it is not needed`);
+    if ((await this.patchVolume(volume, patch)) === 'gone') return;
+    if (plan.kind === 'retain') countRetained();
+    else this.d.log.info(plan.kind === 'restore' ? 'reclaim policy Delete given back to the volume' : 'volume no longer held: its reclaim policy was changed meanwhile', { volume, rollback: r.metadata?.name });
   }
 
   /** A merge patch of a volume; 'gone' when the server has no volume of that name. */

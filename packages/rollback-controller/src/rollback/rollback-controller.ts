@@ -192,6 +192,8 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onAdd: onPod,
     onUpdate: (_, p) => onPod(p),
     onDelete: (p) => {
+      // First: a deleted pod's last state is the only word on it a held volume gets.
+      claimWatch.note(p);
       reconciler.forgetPod(p.metadata?.uid ?? '');
       // Its use outlives it (EndedUse), for every claim it named: the claim's own events may come
       // later than this (the claim watch lags the pod watch), with a provisioning then observed.

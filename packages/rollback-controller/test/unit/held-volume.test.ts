@@ -25,7 +25,8 @@ const scheduled = (p: Pod, node = 'a'): Pod => ({ ...p, spec: { ...p.spec!, node
 describe('held volumes: the reclaim policy across a rolled-back claim\'s delete (decideHold, decideSettle)', function () {
   const holds: [string, PersistentVolume | undefined, string][] = [
     ['Delete, not held → held, conditional on the volume read', volume('Delete'), 'hold'],
-    ['Delete, held already (a look before a crash or a Conflict) → nothing', volume('Retain', { [HELD]: 'Delete' }), 'none'],
+    ['held already (a look before a crash or a Conflict): Retain → nothing', volume('Retain', { [HELD]: 'Delete' }), 'none'],
+    ['a held mark, but Delete again (set back by hand) → held again', volume('Delete', { [HELD]: 'Delete' }), 'hold'],
     ['Retain → nothing (the volume stays anyway)', volume('Retain'), 'none'],
     ['Recycle → nothing', volume('Recycle'), 'none'],
     ['no policy read → nothing', volume(undefined), 'none'],

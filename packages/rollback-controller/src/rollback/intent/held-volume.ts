@@ -14,12 +14,12 @@ import type { RollbackClaim } from './provisioning-rollback.js';
 export type HoldPlan =
   /** Retain, remembering Delete in ANN_RECLAIM_HELD, conditional on the volume as read. */
   | { kind: 'hold'; resourceVersion: string | undefined }
-  /** Nothing to set aside: gone, held already, or not Delete (Retain keeps it anyway). */
+  /** Nothing to set aside: gone, or not Delete (Retain keeps it anyway; held already is Retain). */
   | { kind: 'none' };
 
+/** By the policy alone: a held mark on a volume whose policy is Delete again (set back by hand) is held again. */
 export function decideHold(v: PersistentVolume | undefined): HoldPlan {
-  if (!v || v.metadata?.annotations?.[ANN_RECLAIM_HELD] !== undefined) return { kind: 'none' };
-  if (v.spec?.persistentVolumeReclaimPolicy !== 'Delete') return { kind: 'none' };
+  if (!v || v.spec?.persistentVolumeReclaimPolicy !== 'Delete') return { kind: 'none' };
   return { kind: 'hold', resourceVersion: v.metadata?.resourceVersion };
 }
 
