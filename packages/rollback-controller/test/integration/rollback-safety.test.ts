@@ -13,7 +13,7 @@ import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { liveReads } from '../../src/rollback/rollback-server-reads.js';
 import { historyKeyOfPod, rollbackName } from '../../src/rollback/workload.js';
-import { bindPod, eventFor, failProvisioning, recordsOf, RunningRollback } from './rollback-harness.js';
+import { bindPod, eventFor, failProvisioning, loopCaches, pod, recordsOf, RunningRollback } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
 async function counter(result: string): Promise<number> {
@@ -123,6 +123,39 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
       const [r] = await recordsOf(f.admin, p.metadata!.uid!);
       await eventually(async () => expect((await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, r!.metadata!.name!)).status?.phase).to.equal('Completed'));
       expect(back.metadata?.namespace).to.equal(f.ns);
+    } finally {
+      await loop.stop();
+    }
+  });
+
+  it('with the loop running: another pod of the claim bound while the claim terminates is seen by its pod watch, and the volume stays Retain', async function () {
+    const loop = await RunningRollback.start();
+    try {
+      const p = await f.podWithClaims('p');
+      await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+      // Something else holds the claim after its delete, long enough to bind a pod to it.
+      await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: [HOLD] } });
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      await eventually(async () => expect((await f.claim('c1')).metadata?.deletionTimestamp).to.not.equal(undefined));
+      expect((await f.volume('v1')).metadata?.annotations?.[HELD], 'held before the delete').to.equal('Delete');
+      // Pod q naming the claim, bound by hand: the loop's pod watch, not a read of the rollback's
+      // own, is what can see it.
+      await f.admin.create(Resources.pods, pod(f.ns, 'q', ['c1']));
+      await bindPod(f.admin, f.ns, 'q', f.name('b'));
+      const { pods } = loopCaches(loop);
+      await eventually(() => expect(pods.cache.get(`${f.ns}/q`)?.spec?.nodeName).to.equal(f.name('b')));
+      await new Promise((r) => setImmediate(r));
+      await f.admin.delete(Resources.pods, 'q', f.ns, { gracePeriodSeconds: 0 });
+      await f.admin.patch<KubeObject>(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: null } });
+      const v1 = await eventually(async () => {
+        const v = await f.volume('v1');
+        expect(v.metadata?.annotations?.[RETAINED]).to.match(/pod .*\/q using claim c1 was scheduled to node .* while claim c1 was being deleted/);
+        return v;
+      }, 60_000);
+      expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+      await eventually(async () => expect((await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, r!.metadata!.name!)).status?.phase).to.equal('Completed'));
     } finally {
       await loop.stop();
     }
