@@ -60,9 +60,10 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         // server has is taken as the re-created one; with none there, it is created now.
         const next = deletedClaimStep(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
         if (next.kind === 'waitTerminating') return next.ms;
+        // The old claim is gone on the server (read just now): its volume is settled first.
         await settleHeldVolume(d, current, s.claim);
         if (next.kind === 'createClaim') {
-          const done = await recreateClaim(d, current, s.claim);
+          const done = await createFromRecord(d, current, s.claim);
           if ('wait' in done) return done.wait;
           current = done.record;
           break;
@@ -99,6 +100,11 @@ async function recreateClaim(d: AdvanceDeps, r: ProvisioningRollback, c: Rollbac
   // while it terminates, a pod can still start on it.
   if (deletedClaimStep(c, await d.reads.claim(r.spec.pod.namespace, c.name)).kind === 'waitTerminating') return { wait: TERMINATING_RECHECK_MS };
   await settleHeldVolume(d, r, c);
+  return createFromRecord(d, r, c);
+}
+
+/** recreateClaim once the old claim is known gone and its volume settled. */
+async function createFromRecord(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ record: ProvisioningRollback } | { wait: number }> {
   const replaced = await namespaceReplaced(d, r);
   if (replaced) return { record: await abandonClaim(d, r, c, replaced) };
   const created = await d.actuator.createClaim(r, c);
@@ -201,12 +207,13 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
 async function settleHeldVolume(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<void> {
   const ns = r.spec.pod.namespace;
   const v = await d.reads.volume(c.volume);
-  if (decideSettle(v, c, undefined).kind === 'none') return d.claimWatch.end(ns, c.name, c.uid);
-  // Not the usage mark: with its claim gone, the mark loop no longer vouches for `unused` and marks
-  // it `used`. The delete was decided on a volume provably unused then; since, only a pod of the
-  // claim scheduled (a kubelet may mount it; node and attachment evidence follow from that) can have used it.
-  const doubt = d.claimWatch.doubt(ns, c.name, c.uid) ?? (await d.reads.undeliveredPodUse(ns, c.name));
-  await d.actuator.settleVolume(r, c, decideSettle(v, c, doubt));
+  let plan = decideSettle(v, c, undefined);
+  // Only a `Delete` to give back needs the pods asked about. Not the usage mark: with its claim
+  // gone, the mark loop no longer vouches for `unused` and marks it `used`. The delete was decided
+  // on a volume provably unused then; since, only a pod of the claim scheduled (a kubelet may mount
+  // it; node and attachment evidence follow from that) can have used it.
+  if (plan.kind === 'restore') plan = decideSettle(v, c, d.claimWatch.doubt(ns, c.name, c.uid) ?? (await d.reads.undeliveredPodUse(ns, c.name)));
+  await d.actuator.settleVolume(r, c, plan);
   d.claimWatch.end(ns, c.name, c.uid);
 }
 

@@ -183,8 +183,15 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, claimKey)) enqueuePod(p);
     for (const v of pvs.cache.byIndex('claim', claimKey)) enqueueVolume(v);
   };
+  // The watch of claims being deleted has a handler of its own: a throw in the one below (which the
+  // informer logs and swallows) must not keep a pod from it, a deleted pod's last state included.
+  pods.addEventHandler({
+    onAdd: (p) => claimWatch.note(p),
+    onUpdate: (_, p) => claimWatch.note(p),
+    onDelete: (p) => claimWatch.note(p),
+    onRelist: () => claimWatch.relisted(),
+  });
   const onPod = (p: Pod): void => {
-    claimWatch.note(p);
     enqueuePod(p);
     for (const k of claimKeysOfPod(p)) enqueueClaimUsers(k);
   };
@@ -192,8 +199,6 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onAdd: onPod,
     onUpdate: (_, p) => onPod(p),
     onDelete: (p) => {
-      // First: a deleted pod's last state is the only word on it a held volume gets.
-      claimWatch.note(p);
       reconciler.forgetPod(p.metadata?.uid ?? '');
       // Its use outlives it (EndedUse), for every claim it named: the claim's own events may come
       // later than this (the claim watch lags the pod watch), with a provisioning then observed.
@@ -209,7 +214,6 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     onRelist: () => {
       if (observed.size > 0) log.info('pods relisted after a gap in their watch: volumes marked unused are no longer vouched for', { observations: observed.size });
       observed.clear();
-      claimWatch.relisted();
       // This list is the pods' current one already (Informer.listedAfter): claims listed before it
       // are listed again, and none is observed meanwhile.
       listClaimsAfterPods();
