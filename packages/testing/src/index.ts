@@ -8,6 +8,7 @@ export { namespaceTenant } from './namespace-tenant.js';
 export { withPodEnv } from './pod-env.js';
 export { installCrds } from './install-crds.js';
 export { eventually, pollUntil } from './eventually.js';
+export { retryDroppedConnection } from './retry-dropped-connection.js';
 export { failure, thrown } from './failure.js';
 export { metricSum } from './metric-sum.js';
 export { ManagedProcess } from './managed-process.js';
