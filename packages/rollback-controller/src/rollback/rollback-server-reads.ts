@@ -5,12 +5,15 @@ import { compareResourceVersions } from './resource-version.js';
 import { podUseOfClaim } from './usage-evidence.js';
 
 /**
- * The replay watch's timeoutSeconds. kube-apiserver's watch cache sends a watcher a bookmark about
- * 2 s before its deadline, and none when that point has already passed when the watch starts
- * (k8s.io/apiserver/pkg/storage/cacher, cacheWatcher.nextBookmarkTime; its bookmark timer ticks
- * every 1-1.25 s): 1 s never gets one, 5 s leaves room for one before the server ends the watch.
+ * The replay watch's timeoutSeconds, tried in turn. kube-apiserver's watch cache sends a watcher a
+ * bookmark about 2 s before its deadline, and none when that point has already passed when the
+ * watch starts (k8s.io/apiserver/pkg/storage/cacher, cacheWatcher.nextBookmarkTime; its bookmark
+ * timer ticks every 1-1.25 s): 1 s never gets one. 3 s gets one after 1-2.25 s; a watch that
+ * reached the cacher too late for it (a loaded server) is followed by one of 5 s, with 3 s of room.
+ * Every replay waits for that bookmark unless a pod event of the namespace comes first, and a
+ * rollback replays twice (before its delete and when it gives the volume's Delete back).
  */
-export const REPLAY_SECONDS = 5;
+export const REPLAY_SECONDS: readonly number[] = [3, 5];
 
 /**
  * What a rollback reads from the server, not the cache, right before and after a claim's delete:
@@ -36,7 +39,7 @@ export interface RollbackServerReads {
 }
 
 export interface ReplayOptions {
-  /** The watch's timeoutSeconds (tests shorten it so that no bookmark can come). */
+  /** One watch with this timeoutSeconds instead of REPLAY_SECONDS (tests shorten it so that no bookmark can come). */
   timeoutSeconds?: number;
 }
 
@@ -61,7 +64,6 @@ export async function missedPodUse(
   opts: ReplayOptions = {},
 ): Promise<string | undefined> {
   if (!resourceVersion) return 'the pod watch has not started, so pods since its provisioning cannot be checked';
-  const seconds = opts.timeoutSeconds ?? REPLAY_SECONDS;
   const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
   // One item is enough: only the list's resourceVersion is wanted, a consistent read of now.
   const now = (await client.request<ObjectList<Pod>>('GET', path, { query: { limit: 1 } })).metadata?.resourceVersion ?? '';
@@ -70,6 +72,29 @@ export async function missedPodUse(
   // cacheWatcher.process).
   const behind = compareResourceVersions(resourceVersion, now);
   if (behind !== undefined && behind >= 0) return undefined;
+  let seen: ReplaySeen = { reached: false, gone: false };
+  for (const seconds of opts.timeoutSeconds === undefined ? REPLAY_SECONDS : [opts.timeoutSeconds]) {
+    seen = await replayOnce(client, path, claimName, resourceVersion, now, seconds);
+    if (seen.found || seen.gone || seen.reached) break;
+  }
+  const { found, gone, reached } = seen;
+  if (found) return `${found} (seen in the pod events since the loop's watch)`;
+  if (gone) return 'the pod watch is too far behind the server to tell whether a pod used it meanwhile';
+  if (!reached) return "the replay of the pod events since the loop's watch did not reach the pods listed now: cannot tell whether a pod used it meanwhile";
+  return undefined;
+}
+
+interface ReplaySeen {
+  /** Why a pod of the claim counts as use, if one was seen. */
+  found?: string;
+  /** The server no longer has the start (410). */
+  gone: boolean;
+  /** An event or a bookmark at or past the list's resourceVersion came. */
+  reached: boolean;
+}
+
+/** One watch of the namespace's pods from `resourceVersion`, ended by the first answer or at `seconds`. */
+async function replayOnce(client: KubeClient, path: string, claimName: string, resourceVersion: string, now: string, seconds: number): Promise<ReplaySeen> {
   let found: string | undefined;
   let gone = false;
   let reached = false;
@@ -103,10 +128,7 @@ export async function missedPodUse(
     if (isGone(err)) gone = true;
     else if (!ac.signal.aborted) throw err;
   });
-  if (found) return `${found} (seen in the pod events since the loop's watch)`;
-  if (gone) return 'the pod watch is too far behind the server to tell whether a pod used it meanwhile';
-  if (!reached) return "the replay of the pod events since the loop's watch did not reach the pods listed now: cannot tell whether a pod used it meanwhile";
-  return undefined;
+  return { ...(found ? { found } : {}), gone, reached };
 }
 
 /**

@@ -4,8 +4,8 @@ import { claimNamesOfPod, Resources } from '@topovol/shared';
 import type { KubeObject } from '@topovol/shared';
 import { eventually, FaultProxy, INSTALL_NAMESPACE, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoop } from '@topovol/testing';
-import { ANN_USED_BECAUSE } from '../../src/rollback/marks.js';
-import { bindPod, claim, loopCaches, pod, provision, RunningRollback, selectNode } from './rollback-harness.js';
+import { ANN_RECLAIM_HELD, ANN_RETAINED_BECAUSE, ANN_USED_BECAUSE } from '../../src/rollback/marks.js';
+import { bindPod, claim, failProvisioning, loopCaches, pod, provision, RunningRollback, selectNode } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
 const CLAIMS = '/api/v1/persistentvolumeclaims';
@@ -139,6 +139,57 @@ describe('rollback with one watch lagging the other: a pod that used the volume 
 
     proxy.release();
     await expectUsed(/not provably unused/);
+  });
+
+  /**
+   * Pod p's claim c1 was provisioned on node a and marked unused; c2 then fails there, and the loop
+   * deletes c1, which HOLD keeps Terminating (the volume Retain, held) until the test lets it go.
+   */
+  const c1HeldWhileDeleted = async (l: InProcessLoop): Promise<void> => {
+    await f.podWithClaims('p');
+    await f.provisionC1OnA(l);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: [HOLD] } });
+    await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    await eventually(async () => expect((await f.claim('c1')).metadata?.deletionTimestamp).to.not.equal(undefined));
+    expect((await f.volume('v1')).metadata?.annotations?.[ANN_RECLAIM_HELD], 'held before the delete').to.equal('Delete');
+  };
+  const letC1Go = (): Promise<unknown> => f.admin.patch<KubeObject>(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: null } });
+  const expectRetained = async (because: RegExp): Promise<void> => {
+    const v1 = await eventually(async () => {
+      const v = await f.volume('v1');
+      expect(v.metadata?.annotations?.[ANN_RETAINED_BECAUSE]).to.match(because);
+      return v;
+    }, 60_000);
+    expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+  };
+
+  it('the pod watch lags while the claim is deleted: a pod bound to it meanwhile is found in the replay of the events the loop has not had, and the volume stays Retain', async function () {
+    const l = await startLoop(true);
+    await c1HeldWhileDeleted(l);
+    // The loop's pod watch stalls; pod q of the claim is bound (its kubelet may start it on the
+    // terminating claim, kubernetes #130335) and goes. The loop's own watch never shows it.
+    proxy.holdUntilRelease((r) => r.watch && r.path === PODS);
+    await f.admin.create(Resources.pods, pod(f.ns, 'q', ['c1']));
+    await bindPod(f.admin, f.ns, 'q', f.name('b'));
+    await f.admin.delete(Resources.pods, 'q', f.ns, { gracePeriodSeconds: 0 });
+    expect(podsOf(l, 'c1'), 'the pod watch is held').to.not.include('q');
+    // The claim goes (its watch is not held): only the replay of the pod events since the loop's
+    // watch (a namespace's watch of its own, not held) can tell the volume was at risk.
+    await letC1Go();
+    await expectRetained(/pod .*\/q .*seen in the pod events since the loop's watch/);
+    expect(podsOf(l, 'c1'), 'the pod watch was held throughout').to.not.include('q');
+  });
+
+  it('the pods are relisted while the claim is deleted (a gap in the watch): the volume stays Retain, nothing vouches that no pod used it', async function () {
+    const l = await startLoop(true);
+    await c1HeldWhileDeleted(l);
+    const { pods } = caches(l);
+    const listed = pods.lastListDone();
+    pods.relist();
+    await eventually(() => expect(pods.lastListDone()).to.be.greaterThan(listed));
+    await letC1Go();
+    await expectRetained(/relisted/);
   });
 
   it('the claims were listed before the pods: a pod that came and went between the two lists still counts', async function () {

@@ -181,20 +181,24 @@ describe('use evidence: edges a mutation run found untested (cannotRunOn)', func
 });
 
 /**
- * A client for missedPodUse: the list answers `listRv`; the watch streams `events`, then stays open
- * until the client aborts it or the server's watch timeout (`endAfterMs`) ends it; `open` may
- * instead fail with an error. `closedBy` says who ended the watch.
+ * A client for missedPodUse: the list answers `listRv`; each watch streams `events` (or, given one
+ * array per watch, its own), then stays open until the client aborts it or the server's watch
+ * timeout ends it (`endNow`: at once); `open` may instead fail with an error. `closedBy` says who
+ * ended the last watch; `timeouts`, each watch's timeoutSeconds.
  */
-function replayServer(listRv: string, events: object[], opts: { openError?: Error; endNow?: boolean; volume?: PersistentVolume } = {}) {
-  const seen = { watches: 0, closedBy: '' };
+function replayServer(listRv: string, events: object[] | object[][], opts: { openError?: Error; endNow?: boolean; volume?: PersistentVolume } = {}) {
+  const seen = { watches: 0, closedBy: '', timeouts: [] as string[] };
   const client = {
     get: () => (opts.volume ? Promise.resolve(opts.volume) : Promise.reject(new KubeApiError(404, { kind: 'Status', reason: 'NotFound', details: { name: 'v', kind: 'persistentvolumes' } }))),
     request: () => Promise.resolve({ metadata: { resourceVersion: listRv }, items: [] }),
-    openStream: (_path: string, _query: unknown, signal: AbortSignal) => {
+    openStream: (_path: string, query: { timeoutSeconds?: string }, signal: AbortSignal) => {
+      const mine = Array.isArray(events[0]) ? ((events as object[][])[seen.watches] ?? []) : (events as object[]);
       seen.watches++;
+      seen.closedBy = '';
+      seen.timeouts.push(query.timeoutSeconds ?? '');
       if (opts.openError) return Promise.reject(opts.openError);
       const body = new PassThrough();
-      body.write(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
+      body.write(mine.map((e) => `${JSON.stringify(e)}\n`).join(''));
       const serverEnd = (): void => {
         if (seen.closedBy) return;
         seen.closedBy = 'server';
@@ -239,6 +243,35 @@ describe('server reads: edges a mutation run found untested (missedPodUse: the r
   it('a replay that ends before it reaches the list is not proof of no use', async function () {
     const { client } = replayServer('10', [podEvent('7', 'other', 'other-claim', 'a')], { endNow: true });
     expect(await missedPodUse(client, 'ns', 'data', '5')).to.match(/did not reach/);
+  });
+
+  it('a first replay that ends without a bookmark (its watch reached the server too late for one) is followed by a longer one, which reaches the list: no use', async function () {
+    const { client, seen } = replayServer('10', [[], [bookmark('11')]], { endNow: true });
+    expect(await missedPodUse(client, 'ns', 'data', '5')).to.equal(undefined);
+    expect(seen.timeouts).to.deep.equal(['3', '5']);
+  });
+
+  it('a use in the second, longer replay is use', async function () {
+    const { client } = replayServer('10', [[podEvent('7', 'other', 'other-claim', 'a')], [podEvent('7', 'other', 'other-claim', 'a'), podEvent('9', 'user', 'data', 'a')]], { endNow: true });
+    expect(await missedPodUse(client, 'ns', 'data', '5')).to.include(USED);
+  });
+
+  it('a first replay that reaches the list is the only one', async function () {
+    const { client, seen } = replayServer('10', [[bookmark('11')], [podEvent('12', 'user', 'data', 'a')]]);
+    expect(await missedPodUse(client, 'ns', 'data', '5')).to.equal(undefined);
+    expect(seen.timeouts).to.deep.equal(['3']);
+  });
+
+  it('neither replay reaches the list: cannot tell, and no third is tried', async function () {
+    const { client, seen } = replayServer('10', [podEvent('7', 'other', 'other-claim', 'a')], { endNow: true });
+    expect(await missedPodUse(client, 'ns', 'data', '5')).to.match(/did not reach/);
+    expect(seen.watches).to.equal(2);
+  });
+
+  it('a 410 in the first replay is final: no second replay', async function () {
+    const { client, seen } = replayServer('10', [{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } }], { endNow: true });
+    expect(await missedPodUse(client, 'ns', 'data', '5')).to.match(/too far behind/);
+    expect(seen.watches).to.equal(1);
   });
 
   it('an incomparable resourceVersion (KEP-5504) in the replay does not reach the list', async function () {
