@@ -23,6 +23,7 @@ export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
 async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi: CsiClient; driverName: string }> {
   const csi = new CsiClient(flags.csiAddress, { timeoutMs: flags.timeoutMs });
   const info = await connectToDriver(csi, {
+    requireName: !flags.driverName,
     onRetry: (err, attempt) => {
       // One line of bounded length in /readyz, whatever the driver's error says.
       const why = `waiting for the CSI driver at ${flags.csiAddress}: ${String(err).replace(/\s+/g, ' ').slice(0, 300)}`;
@@ -30,9 +31,7 @@ async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi:
       env.log.info('waiting for the CSI driver', { address: flags.csiAddress, attempt, error: String(err) });
     },
   });
-  const driverName = flags.driverName || info.name;
-  if (!driverName) throw new Error(`the CSI driver at ${flags.csiAddress} reports no name; give --${F.driverName}`);
-  return { csi, driverName };
+  return { csi, driverName: flags.driverName || info.name };
 }
 
 /**

@@ -12,6 +12,12 @@ export interface ConnectOptions {
   maxDelayMs?: number;
   /** Called before each pause: what failed and which try it was. */
   onRetry?: (err: unknown, attempt: number) => void;
+  /**
+   * An answer without a name is waited on as a failed one (no --driver-name gives it):
+   * csi-lib-utils' GetDriverName fails on it and external-provisioner exits, a crash loop over a
+   * driver that may be still starting or will be fixed; the wait says why in /readyz instead.
+   */
+  requireName?: boolean;
 }
 
 /**
@@ -22,7 +28,12 @@ export interface ConnectOptions {
  * exiting only turned the wait into a crash loop, each restart starting over.
  */
 export function connectToDriver(csi: PluginInfoSource, opts: ConnectOptions = {}): Promise<PluginInfo> {
-  return withCsiRetry(() => csi.getPluginInfo(), {
+  const ask = async (): Promise<PluginInfo> => {
+    const info = await csi.getPluginInfo();
+    if (opts.requireName && !info.name) throw new Error('GetPluginInfo answered no name (give --driver-name, or fix the driver)');
+    return info;
+  };
+  return withCsiRetry(ask, {
     attempts: Infinity,
     initialDelayMs: opts.initialDelayMs ?? 250,
     maxDelayMs: opts.maxDelayMs ?? 10_000,

@@ -13,4 +13,17 @@ describe('connectToDriver', function () {
     expect(calls).to.equal(61);
     expect(retries).to.deep.equal(Array.from({ length: 60 }, (_, i) => i + 1));
   });
+
+  it('waits on a driver that answers no name, as on one that fails, when no flag gives the name; takes the answer when one does', async function () {
+    let calls = 0;
+    const csi = { getPluginInfo: () => Promise.resolve({ name: ++calls <= 3 ? '' : 'driver.example.com', vendorVersion: '1', manifest: {} }) };
+    const why: string[] = [];
+    const info = await connectToDriver(csi, { requireName: true, initialDelayMs: 1, maxDelayMs: 2, onRetry: (err) => why.push(String(err)) });
+    expect([info.name, calls]).to.deep.equal(['driver.example.com', 4]);
+    expect(why).to.have.length(3);
+    expect(why[0]).to.match(/no name .*--driver-name/);
+    calls = 0;
+    expect((await connectToDriver(csi, { initialDelayMs: 1 })).name).to.equal('');
+    expect(calls).to.equal(1);
+  });
 });
