@@ -78,12 +78,35 @@ export interface HttpAnswer {
   headersAt: number;
 }
 
+/** Methods a request may be sent again for without asking whether the first got through (Go's Request.isReplayable). */
+const REPLAYABLE = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** How many times a replayable request is sent again after its pooled connection turned out closed. */
+const STALE_CONNECTION_RETRIES = 3;
+/** Failures of a pooled keep-alive connection before any answer: the server had closed it. */
+const staleConnectionFailures = new WeakSet<Error>();
+
 /**
  * Node's own http(s) client with the shared keep-alive agent. The API server's answers are small
  * JSON documents on a hot path: node-fetch's Headers, streams and one AbortSignal per request
  * cost more CPU than the request (hack/bench/README.md, "Profiling").
+ *
+ * A read sent on a pooled connection the server has just closed as idle fails with "socket hang
+ * up" (ECONNRESET) before any answer; it is sent again, as Go's transport does for client-go
+ * (net/http `persistConn.shouldRetryRequest`: a reused connection, a replayable request). A write is
+ * not: it may have reached the server, and its caller decides (errors.ts, writeMayHaveApplied).
  */
-export function send(req: HttpRequest): Promise<HttpAnswer> {
+export async function send(req: HttpRequest): Promise<HttpAnswer> {
+  for (let retries = 0; ; retries++) {
+    try {
+      return await sendOnce(req);
+    } catch (err) {
+      const again = retries < STALE_CONNECTION_RETRIES && REPLAYABLE.has(req.method) && err instanceof Error && staleConnectionFailures.has(err) && !req.signal?.aborted;
+      if (!again) throw err;
+    }
+  }
+}
+
+function sendOnce(req: HttpRequest): Promise<HttpAnswer> {
   return new Promise<HttpAnswer>((resolve, reject) => {
     let settled = false;
     let answer: http.IncomingMessage | undefined;
@@ -143,7 +166,10 @@ export function send(req: HttpRequest): Promise<HttpAnswer> {
         }, req.timeoutMs)
       : undefined;
     req.signal?.addEventListener('abort', onAbort, { once: true });
-    r.on('error', fail);
+    r.on('error', (err: Error & { code?: string }) => {
+      if (!settled && !answer && r.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) staleConnectionFailures.add(err);
+      fail(err);
+    });
     if (!req.beforeWrite) return void r.end(req.body);
     const check = req.beforeWrite;
     // On the socket's assignment, not its connection: a new socket's bytes go out once it connects,

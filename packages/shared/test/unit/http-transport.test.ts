@@ -301,3 +301,47 @@ describe('aborted requests', function () {
     }
   });
 });
+
+describe('a pooled connection the server has closed', function () {
+  /**
+   * A server that answers the first request of each connection and resets the connection when a
+   * second one arrives on it: what a client meets when it picks an idle keep-alive connection the
+   * server closed a moment before (kube-apiserver, like any Go server, closes idle ones).
+   */
+  async function closingServer(): Promise<{ url: string; seen: string[]; close(): void }> {
+    const served = new WeakSet<object>();
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method ?? ''} ${served.has(req.socket) ? 'reused' : 'new'}`);
+      if (served.has(req.socket)) return void req.socket.destroy();
+      served.add(req.socket);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"kind":"Status"}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}`, seen, close: () => server.close() };
+  }
+
+  it('a read is sent again on another connection, as Go\'s transport does for client-go; a write fails as a lost connection, its outcome unknown', async function () {
+    const s = await closingServer();
+    const agent = keepAliveAgent(s.url);
+    const at = (method: string, body?: string) => send({ method, origin: originOf(s.url), path: '/api/v1/pods', headers: { 'Content-Type': 'application/json' }, agent, ...(body === undefined ? {} : { body }) });
+    try {
+      expect((await at('GET')).status).to.equal(200);
+      expect((await at('GET')).status, 'the second read, on the pooled connection').to.equal(200);
+      expect(s.seen).to.deep.equal(['GET new', 'GET reused', 'GET new']);
+      s.seen.length = 0;
+      const err = await at('POST', '{}').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(s.seen, 'the write is not sent again').to.deep.equal(['POST reused']);
+      expect(classifyError(err).kind).to.equal('Connection');
+      expect(writeMayHaveApplied(err)).to.equal(true);
+    } finally {
+      agent.destroy();
+      s.close();
+    }
+  });
+});
