@@ -22,13 +22,13 @@ export const pvBinderDescriptor: ControllerDescriptor = {
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'patch'] },
     { apiGroups: [''], resources: ['persistentvolumeclaims/status'], verbs: ['update', 'patch'] },
     { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['list', 'watch'] },
+    // list, besides the informer's: a volume is bound, or a selected node set, for a pod placed with
+    // spec.nodeName only once a list of its namespace's pods shows it still there on that node (the
+    // cache may still hold a deleted one) and no other pod of the claim waiting for the scheduler.
     { apiGroups: [''], resources: ['nodes', 'pods'], verbs: ['list', 'watch'] },
     // get: a selected node is removed from a claim only once a live read confirms the node is gone
     // or outside the class's allowedTopologies (the cache may lag).
     { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
-    // get: a volume is bound, or a selected node set, for a pod placed with spec.nodeName only once
-    // a live read shows that pod still there on that node (the cache may still hold a deleted one).
-    { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
     // list/watch: the external provisioner's Provisioning Events (stale selected-node check).
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
   ],

@@ -1,4 +1,4 @@
-import { eventsAbout, getIfPresent, isDnsSubdomain, projectPod, PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
+import { claimNamesOfPod, eventsAbout, getIfPresent, isDnsSubdomain, projectPod, PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import type { ServerCheck } from './binder-metrics.js';
@@ -27,7 +27,8 @@ export type ServerView =
    */
   | { kind: 'node'; node: Node | undefined; provisioning: number[] }
   | { kind: 'pods'; pods: Pod[]; provisioning: number[] }
-  | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined }
+  /** A placed pod's binding: that pod, its claim, and the claim's live pods the scheduler has yet to place. */
+  | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined; unscheduled?: Pod[] }
   | { kind: 'volume'; volume: PersistentVolume | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
@@ -96,7 +97,9 @@ export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: 
  * refutes it; so does its claim (uid `claimUid`, when given) gone or being deleted there
  * (pvc-protection holds the claim while the pod exists, the kubelet never starts the pod on it, and
  * a volume bound to it would be released once the pod goes: decideClaim waits for such a claim,
- * and its cache may not show the delete yet).
+ * and its cache may not show the delete yet); and so does another live pod of the claim waiting
+ * for the scheduler there, which the cache may not show yet (nodeNameConsumer: the scheduler may be
+ * pre-binding a volume to the claim, and the claim waits for its choice).
  */
 export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView, claimUid?: string): string | undefined {
   const live = view.kind === 'pod' ? view.pod : undefined;
@@ -108,6 +111,8 @@ export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView, cla
   const claim = view.kind === 'pod' ? view.claim : undefined;
   if (!claim || claim.metadata?.uid !== claimUid) return `the claim of ${who}, is not on the server; deciding again`;
   if (claim.metadata?.deletionTimestamp) return `claim ${claim.metadata.namespace}/${claim.metadata.name} of ${who}, is being deleted on the server; deciding again`;
+  const waiting = view.kind === 'pod' ? view.unscheduled?.[0] : undefined;
+  if (waiting) return `pod ${waiting.metadata?.namespace}/${waiting.metadata?.name} of claim ${claim.metadata?.namespace}/${claim.metadata?.name} waits for the scheduler on the server; the claim waits for its choice, not ${who}; deciding again`;
   return undefined;
 }
 
@@ -143,11 +148,18 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   }
   if (g.read === 'placedPod' && (a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) {
     const c = a.claim.metadata;
-    const [pod, claim] = await Promise.all([
-      getIfPresent<Pod>(client, Resources.pods, a.forPlacedPod.name, a.forPlacedPod.namespace),
+    const placed = a.forPlacedPod;
+    // Lists (the role lists pods and does not get them), projected as each page arrives: the placed
+    // pod by name, and the namespace's pods no node is set for (kube-scheduler's own selector for
+    // the pods it has to place), among which any other of the claim.
+    const [byName, unplaced, claim] = await Promise.all([
+      client.list<Pod>(Resources.pods, { namespace: placed.namespace, fieldSelector: `metadata.name=${placed.name}` }, projectPod),
+      client.list<Pod>(Resources.pods, { namespace: placed.namespace, fieldSelector: 'spec.nodeName=' }, projectPod),
       getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, c?.name ?? '', c?.namespace),
     ]);
-    return { kind: 'pod', pod, claim };
+    const pod = byName.items.find((p) => p.metadata?.name === placed.name);
+    const unscheduled = unplaced.items.filter((p) => isLivePod(p) && !p.spec?.nodeName && claimNamesOfPod(p).includes(c?.name ?? ''));
+    return { kind: 'pod', pod, claim, unscheduled };
   }
   if (g.read === 'volume' && a.kind === 'claimPhase') return { kind: 'volume', volume: await volumeOnServer(client, a.claim.spec?.volumeName ?? '') };
   if (a.kind !== 'annotateClaim') throw new Error(`no server read for ${a.kind}`);

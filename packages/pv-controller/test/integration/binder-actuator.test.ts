@@ -138,6 +138,26 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
     expect((await getPV(admin, `${ns}-v`)).spec?.claimRef).to.equal(undefined);
   });
 
+  it('never binds a volume for a placed pod while another pod of the claim waits for the scheduler on the server (the cache had not seen it)', async function () {
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: 'late' }));
+    const volume = await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-v`, '1Gi', { class: 'late' }));
+    const p = await placedPod();
+    // Pod q of the same claim, not placed: kube-scheduler may be pre-binding a volume for it now.
+    await admin.create(Resources.pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'q', namespace: ns },
+      spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'c' } }] },
+    });
+    const plan: BinderAction[] = [{ kind: 'bindVolume', volume, claim, boundByController: true, forPlacedPod: forPlaced(p) }];
+    expect(await refused(plan)).to.match(new RegExp(`pod ${ns}/q of claim ${ns}/c waits for the scheduler on the server`));
+    expect((await getPV(admin, `${ns}-v`)).spec?.claimRef).to.equal(undefined);
+    // Once q is gone, the binding for the placed pod goes ahead.
+    await admin.delete(Resources.pods, 'q', ns, { gracePeriodSeconds: 0 });
+    expect(await apply(plan)).to.equal(undefined);
+    expect((await getPV(admin, `${ns}-v`)).spec?.claimRef?.uid).to.equal(claim.metadata?.uid);
+  });
+
   it('never releases a volume whose claim the server still has, bound to it', async function () {
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { volumeName: `${ns}-v` }));
     const volume = await admin.create<PersistentVolume>(

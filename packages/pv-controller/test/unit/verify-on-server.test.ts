@@ -172,6 +172,10 @@ describe('placedPodRefuted', function () {
     const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
     const reads: string[] = [];
     const client = {
+      list: (r: { plural: string }, opts: { namespace?: string }) => {
+        reads.push(`${r.plural} in ${opts.namespace}`);
+        return Promise.resolve({ items: [] });
+      },
       get: (r: { plural: string }, name: string, ns?: string) => {
         reads.push(`${ns}/${name}`);
         return Promise.reject(new KubeApiError(404, { reason: 'NotFound', message: `${r.plural} "${name}" not found`, details: { name, kind: r.plural } }));
@@ -182,7 +186,7 @@ describe('placedPodRefuted', function () {
       { kind: 'bindClaim', claim: c, volume: v, boundByController: true },
     ];
     const refuted = await verifyOnServer(client, plan);
-    expect(reads).to.deep.equal(['ns/p', 'ns/c']);
+    expect(reads).to.deep.equal(['pods in ns', 'pods in ns', 'ns/c']);
     expect(refuted?.index).to.equal(0);
     expect(refuted?.why).to.match(/pod ns\/p, placed on node "n1", is not on the server/);
     // Without the placed pod, a binding needs no read.
@@ -200,11 +204,20 @@ describe('verifyOnServer: the claim of a binding or a selected node for a placed
   const v: PersistentVolume = { metadata: { name: 'v1' }, spec: {} };
   const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
   const livePod: Pod = { metadata: { name: 'p', namespace: 'ns', uid: 'uid-p' }, spec: { nodeName: 'n1', containers: [] }, status: { phase: 'Pending' } };
-  const serving = (claimOnServer: PersistentVolumeClaim | undefined): KubeClient =>
+  const serving = (claimOnServer: PersistentVolumeClaim | undefined, otherPods: Pod[] = []): KubeClient =>
     ({
-      get: (r: { plural: string }, name: string) =>
-        r.plural === 'pods' ? Promise.resolve(livePod) : claimOnServer ? Promise.resolve(claimOnServer) : Promise.reject(new KubeApiError(404, { reason: 'NotFound', details: { name, kind: r.plural } })),
+      // As kube-apiserver's field selectors for pods: by name, or those with no node set.
+      list: (_r: unknown, opts: { fieldSelector?: string }) =>
+        Promise.resolve({
+          items: [livePod, ...otherPods].filter((p) => (opts.fieldSelector === 'spec.nodeName=' ? !p.spec?.nodeName : opts.fieldSelector === `metadata.name=${p.metadata?.name}`)),
+        }),
+      get: (r: { plural: string }, name: string) => (claimOnServer ? Promise.resolve(claimOnServer) : Promise.reject(new KubeApiError(404, { reason: 'NotFound', details: { name, kind: r.plural } }))),
     }) as unknown as KubeClient;
+  const podOfC = (name: string, over: { nodeName?: string; phase?: string; deleting?: boolean; claimName?: string } = {}): Pod => ({
+    metadata: { name, namespace: 'ns', uid: `uid-${name}`, deletionTimestamp: over.deleting ? '2026-11-28T00:00:00Z' : undefined },
+    spec: { nodeName: over.nodeName, containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: over.claimName ?? 'c' } }] },
+    status: { phase: over.phase ?? 'Pending' },
+  });
   const plans: [string, BinderAction[]][] = [
     ['a binding', [{ kind: 'bindVolume', volume: v, claim: c, boundByController: true, forPlacedPod: placed }]],
     ['a selected node', [{ kind: 'annotateClaim', claim: c, set: { 'volume.kubernetes.io/selected-node': 'n1' }, forPlacedPod: placed }]],
@@ -215,6 +228,13 @@ describe('verifyOnServer: the claim of a binding or a selected node for a placed
       expect((await verifyOnServer(serving({ ...c, metadata: { ...c.metadata, deletionTimestamp: '2026-11-28T00:00:00Z' } }), plan))?.why).to.match(/claim ns\/c of pod ns\/p, placed on node "n1", is being deleted on the server/);
       expect((await verifyOnServer(serving(undefined), plan))?.why).to.match(/the claim of pod ns\/p, placed on node "n1", is not on the server/);
       expect((await verifyOnServer(serving({ ...c, metadata: { ...c.metadata, uid: 'uid-new' } }), plan))?.why).to.match(/is not on the server/);
+    });
+
+    it(`${what}: refuted while another pod of the claim waits for the scheduler on the server (the cache may not show it yet)`, async function () {
+      expect((await verifyOnServer(serving(c, [podOfC('q')]), plan))?.why).to.match(/pod ns\/q of claim ns\/c waits for the scheduler on the server/);
+      // Not waiting for the scheduler: placed too, ending, finished, or of another claim.
+      const others = [podOfC('placed', { nodeName: 'n1' }), podOfC('ending', { deleting: true }), podOfC('done', { phase: 'Succeeded' }), podOfC('other', { claimName: 'd' })];
+      expect(await verifyOnServer(serving(c, others), plan)).to.equal(undefined);
     });
   }
 });

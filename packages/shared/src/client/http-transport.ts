@@ -96,12 +96,15 @@ const staleConnectionFailures = new WeakSet<Error>();
  * not: it may have reached the server, and its caller decides (errors.ts, writeMayHaveApplied).
  */
 export async function send(req: HttpRequest): Promise<HttpAnswer> {
+  // The deadline covers every attempt, as Go's http.Client.Timeout covers its transport's retries.
+  const deadline = req.timeoutMs ? performance.now() + req.timeoutMs : undefined;
   for (let retries = 0; ; retries++) {
+    const left = deadline === undefined ? undefined : Math.max(1, Math.round(deadline - performance.now()));
     try {
-      return await sendOnce(req);
+      return await sendOnce(left === undefined ? req : { ...req, timeoutMs: left });
     } catch (err) {
       const again = retries < STALE_CONNECTION_RETRIES && REPLAYABLE.has(req.method) && err instanceof Error && staleConnectionFailures.has(err) && !req.signal?.aborted;
-      if (!again) throw err;
+      if (!again || (deadline !== undefined && performance.now() >= deadline)) throw err;
     }
   }
 }
