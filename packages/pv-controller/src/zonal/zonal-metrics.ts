@@ -6,7 +6,8 @@ const upgrades = counter<'result'>({
   name: 'topovol_zonal_pv_upgrades_total',
   help:
     'PVs handled by the zonal-pv-upgrade loop, by result: upgraded (nodeAffinity written), dry_run (would have been written), ' +
-    'malformed (unreadable zone/region label, left alone), error (the write failed for a reason other than a conflict; retried).',
+    'malformed (unreadable zone/region label, left alone), error (the write failed for a reason other than a conflict, retried unless ' +
+    "validation refused the affinity's fields; or the stored volume lacks the affinity, an admission webhook having removed it).",
   labelNames: ['result'],
 });
 

@@ -8,7 +8,7 @@ import type { ControlPlane, InProcessLoopOptions, ManagedProcess } from '@topovo
 import { zonalPvUpgradeDescriptor } from '../../src/zonal-pv-upgrade-descriptor.js';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
 import type { VolumeNodeAffinity } from '../../src/zonal/decide-zonal-upgrade.js';
-import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED } from '../../src/zonal/zonal-actuator.js';
+import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED, REASON_REFUSED } from '../../src/zonal/zonal-actuator.js';
 import { deleteNow, eventFor, getPV, pv, pvc } from './binder-harness.js';
 
 const BZ = 'failure-domain.beta.kubernetes.io/zone';
@@ -132,6 +132,16 @@ describe('zonal-pv-upgrade (real API server)', function () {
       // A valid label whose "__" split leaves "_b", which the API server refuses as a selector value.
       const oddSplit = await admin.create(Resources.persistentVolumes, zonalPV('odd-split', { [Z]: 'a___b' }));
       const empty = await admin.create(Resources.persistentVolumes, zonalPV('empty', { [Z]: '' }));
+      // An in-tree volume CSI migration serves (csi-translation-lib renames its zone keys), and a
+      // volume being deleted (a finalizer of the test's holds it): neither is touched.
+      const gceSpec = { ...zonalPV('gce', { [Z]: 'z1' }).spec!, hostPath: undefined, gcePersistentDisk: { pdName: 'disk-1', fsType: 'ext4' } };
+      const gce = await admin.create<PersistentVolume>(Resources.persistentVolumes, { ...zonalPV('gce', { [Z]: 'z1' }), spec: gceSpec });
+      // Labelled only once it is being deleted: converted before, it would have its affinity already.
+      const held = zonalPV('terminating', {});
+      await admin.create(Resources.persistentVolumes, { ...held, metadata: { ...held.metadata, finalizers: ['test.topovol.dev/hold'] } });
+      await admin.delete(Resources.persistentVolumes, name('terminating'));
+      const terminating = await admin.patch<PersistentVolume>(Resources.persistentVolumes, name('terminating'), undefined, 'merge', { metadata: { labels: { [Z]: 'z1' } } });
+      expect(terminating.metadata?.deletionTimestamp).to.be.a('string');
       // Created last; with one FIFO worker, once it is converted every earlier PV was decided on.
       await admin.create(Resources.persistentVolumes, zonalPV('sentinel', { [Z]: 'z1' }));
       await eventually(async () => expect((await getPV(admin, name('sentinel'))).spec?.nodeAffinity).to.deep.equal(upgraded({ [Z]: 'z1' })));
@@ -141,6 +151,12 @@ describe('zonal-pv-upgrade (real API server)', function () {
       expect(JSON.stringify(pinnedNow.spec)).to.equal(JSON.stringify(pinned.spec));
       expect(pinnedNow.metadata?.labels).to.deep.equal(pinned.metadata?.labels);
       expect(await eventsOf(admin, name('pinned'))).to.deep.equal([]);
+      for (const untouched of [gce, terminating]) {
+        const now = await getPV(admin, untouched.metadata!.name!);
+        expect([now.metadata?.resourceVersion, now.spec?.nodeAffinity], untouched.metadata?.name).to.deep.equal([untouched.metadata?.resourceVersion, undefined]);
+        expect(await eventsOf(admin, untouched.metadata!.name!)).to.deep.equal([]);
+      }
+      await admin.patch(Resources.persistentVolumes, name('terminating'), undefined, 'merge', { metadata: { finalizers: null } });
 
       for (const bad of [badSplit, oddSplit, empty]) {
         const ev = await eventFor(admin, bad, REASON_MALFORMED);
@@ -152,6 +168,51 @@ describe('zonal-pv-upgrade (real API server)', function () {
       expect((await eventFor(admin, badSplit, REASON_MALFORMED)).message).to.contain('us-central1-a____us-central1-b');
       expect(await upgrades('malformed')).to.equal(malformedBefore + 3);
       expect(await upgrades('error')).to.equal(errorsBefore);
+    });
+
+    it('a write a ValidatingAdmissionPolicy denies (a 422 as for invalid fields): a Warning naming it, retried, and converted once the policy goes', async function () {
+      // The policy denies every update of volumes carrying this test's label, so it touches no other suite's.
+      const policy = `${ns}-deny-pv-updates`;
+      const mark = { 'test.topovol.dev/deny-updates': ns };
+      await admin.create(Resources.validatingAdmissionPolicies, {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name: policy },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['persistentvolumes'] }], objectSelector: { matchLabels: mark } },
+          validations: [{ expression: 'false', message: 'volume updates are frozen' }],
+        },
+      });
+      await admin.create(Resources.validatingAdmissionPolicyBindings, {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name: policy },
+        spec: { policyName: policy, validationActions: ['Deny'] },
+      });
+      try {
+        // A volume without zone labels first, to see the policy in force before the loop meets it.
+        await admin.create(Resources.persistentVolumes, zonalPV('probe', mark));
+        await eventually(async () => {
+          const denied = await admin.patch(Resources.persistentVolumes, name('probe'), undefined, 'merge', { metadata: { annotations: { probe: String(Date.now()) } } }).then(() => false, () => true);
+          expect(denied, 'the policy is in force').to.equal(true);
+        });
+        await admin.create(Resources.persistentVolumes, zonalPV('frozen', { ...mark, [Z]: 'z1' }));
+        const warning = await eventually(async () => {
+          const e = (await eventsOf(admin, name('frozen'))).find((x) => x.reason === REASON_REFUSED);
+          expect(e, 'ZonalAffinityRefused').to.not.equal(undefined);
+          return e!;
+        });
+        expect(warning.type).to.equal('Warning');
+        expect(warning.message).to.match(/volume updates are frozen/);
+        expect((await eventsOf(admin, name('frozen'))).map((e) => e.reason)).to.not.include(REASON_MALFORMED);
+        expect((await getPV(admin, name('frozen'))).spec?.nodeAffinity).to.equal(undefined);
+      } finally {
+        await admin.delete(Resources.validatingAdmissionPolicyBindings, policy).catch(() => undefined);
+        await admin.delete(Resources.validatingAdmissionPolicies, policy).catch(() => undefined);
+      }
+      // The loop's retries (with backoff) convert it once the API server no longer enforces the policy.
+      await eventually(async () => expect((await getPV(admin, name('frozen'))).spec?.nodeAffinity).to.deep.equal(upgraded({ [Z]: 'z1' })), 45_000);
     });
 
     it('converts a malformed PV once its label is fixed, and is idempotent afterwards', async function () {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EventRecorder, isConflict, isFenced, isTerminalError, KubeClient, logger, metricsRegistry } from '@topovol/shared';
 import type { EventType, KubeObject, PersistentVolume } from '@topovol/shared';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
-import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED, REASON_NOT_KEPT } from '../../src/zonal/zonal-actuator.js';
+import { applyZonalDecision, REASON_CONVERTED, REASON_MALFORMED, REASON_NOT_KEPT, REASON_REFUSED } from '../../src/zonal/zonal-actuator.js';
 import { failure } from '@topovol/testing';
 
 // nock stands in for the API server only for answers the real one rarely gives on demand (422 for
@@ -130,14 +130,33 @@ describe('zonal actuator: write outcomes', function () {
     expect(events.captured).to.deep.equal([]);
   });
 
-  it('Invalid: counted as an error, a Warning Event, and not retried (terminal)', async function () {
+  it('Invalid, naming the affinity\'s fields: counted as an error, a Warning Event, and not retried (terminal)', async function () {
     const before = await count('error');
-    nock(SERVER).patch(PATH).reply(422, status(422, 'Invalid'));
+    const invalid = { ...status(422, 'Invalid'), details: { name: 'v', kind: 'persistentvolumes', causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value', field: 'spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]' }] } };
+    nock(SERVER).patch(PATH).reply(422, invalid);
     const err = await failure(applyZonalDecision(deps(), volume, decision));
     expect(isTerminalError(err)).to.equal(true);
     expect(await count('error')).to.equal(before + 1);
     expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_MALFORMED}`]);
   });
+
+  // kube-apiserver's answer when a ValidatingAdmissionPolicy denies the write (reason defaulting to
+  // Invalid, one cause with the message only: validating/dispatcher.go in k8s.io/apiserver).
+  for (const [what, code, reason] of [
+    ['a ValidatingAdmissionPolicy denial (422 naming no field)', 422, 'Invalid'],
+    ['a webhook denial (403)', 403, 'Forbidden'],
+  ] as const) {
+    it(`${what}: counted as an error, a Warning that names the refusal, and retried (the policy may change)`, async function () {
+      const before = await count('error');
+      const denied = { ...status(code, reason), message: "ValidatingAdmissionPolicy 'no-affinity' with binding 'b' denied request: not now", details: { name: 'v', kind: 'persistentvolumes', causes: [{ message: 'denied request: not now' }] } };
+      nock(SERVER).patch(PATH).reply(code, denied);
+      const err = await failure(applyZonalDecision(deps(), volume, decision));
+      expect(isTerminalError(err)).to.equal(false);
+      expect(await count('error')).to.equal(before + 1);
+      expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_REFUSED}`]);
+      expect(events.captured[0]!.message).to.match(/retrying: ValidatingAdmissionPolicy 'no-affinity'/);
+    });
+  }
 
   it('a server error: counted as an error and rethrown for a retry with backoff', async function () {
     const before = await count('error');
