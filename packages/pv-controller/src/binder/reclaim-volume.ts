@@ -27,7 +27,19 @@ function deleterProblem(volume: PersistentVolume): string | undefined {
   const provisionedBy = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
   if (provisionedBy) return provisionedBy === NO_PROVISIONER ? `no volume plugin matched name: ${provisionedBy}` : undefined;
   if (volume.metadata?.annotations?.[ANN_MIGRATED_TO] !== undefined || volume.spec?.csi) return undefined;
-  return `error getting deleter volume plugin for volume "${name}": no deletable volume plugin matched`;
+  // Upstream's message for each source, from the plugins its binder loads (hostpath and nfs; fc
+  // and iscsi are probed but neither provision, delete nor recycle: ProbeProvisionableRecyclableVolumePlugins
+  // in cmd/kube-controller-manager/app/plugins.go). hostPath has a deleter there, which refuses
+  // paths outside /tmp (host_path.go) and removes those inside from the controller's own node's
+  // filesystem: Topovol does neither (docs/divergences.md, "In-tree volume plugins").
+  const hostPath = volume.spec?.hostPath?.path;
+  if (hostPath !== undefined) {
+    return /\/tmp\/.+/.test(hostPath)
+      ? `hostPath volume "${name}" (${hostPath}) not deleted: Topovol deletes no data itself (kube-controller-manager would remove the directory on its own node)`
+      : `host_path deleter only supports /tmp/.+ but received provided ${hostPath}`;
+  }
+  const plugin = volume.spec?.nfs ? 'no deletable volume plugin matched' : 'no volume plugin matched';
+  return `error getting deleter volume plugin for volume "${name}": ${plugin}`;
 }
 
 /**

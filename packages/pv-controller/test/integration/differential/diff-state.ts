@@ -49,6 +49,8 @@ export interface VolumeState {
   finalizers: string[];
   terminating: boolean;
   events: string[];
+  /** status.message (a Failed volume's: the Event's message), with the scenario's prefix removed from names. */
+  message?: string;
 }
 
 export interface PodState {
@@ -137,6 +139,7 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
       finalizers: [...(v.metadata?.finalizers ?? [])].sort(),
       terminating: !!v.metadata?.deletionTimestamp,
       events: reasonsFor(view.events, 'PersistentVolume', '', name),
+      message: v.status?.message ? v.status.message.split(prefix).join('') : undefined,
     };
   }
   const pods: Record<string, PodState> = {};
