@@ -23,7 +23,8 @@ import { waitForConsumer } from './wait-for-consumer.js';
  */
 export function decideClaim(claim: PersistentVolumeClaim, world: BinderWorld): BinderAction[] {
   // A claim being deleted is synced like any other, as upstream does: a pod may still use it (the
-  // protection controller keeps it), and its volume must stay bound to it meanwhile.
+  // protection controller keeps it), and its volume must stay bound to it meanwhile. Only a free
+  // volume is not given to it (decideUnboundClaim).
   const migration = claimMigrationChange(claim);
   if (migration) return [{ kind: 'annotateClaim', claim, ...migration }];
   if (claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined) return decideBoundClaim(claim, world);
@@ -60,6 +61,12 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   // the scheduler or a provisioner) qualifies: the scheduler chose provisioning, and a volume may be
   // being created for it right now.
   const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node });
+  // Topovol: a free volume is not bound to a claim being deleted. No pod can use it through that
+  // claim (kube-scheduler refuses a pod whose claim is being deleted: podHasPVCs in the
+  // volumebinding plugin; a pod placed by hand waits, above), and once the claim is gone the volume
+  // would be Released, and with Delete its data deleted: a static volume's, which nobody had used.
+  // Upstream's syncUnboundClaim binds it. A volume pre-bound to the claim is bound as upstream.
+  if (volume && !volume.spec?.claimRef && claim.metadata?.deletionTimestamp) return pendingStatus(claim);
   if (volume) {
     // Chosen for the placed pod's node: that pod is read live before the volume is written.
     const forPlacedPod = placed ? { forPlacedPod: placedPodConfirmation(placed) } : {};

@@ -39,6 +39,8 @@ export interface ClaimOptions {
   accessModes?: string[];
   volumeMode?: 'Block' | 'Filesystem';
   volumeAttributesClassName?: string;
+  /** A finalizer of the test's holds the claim once it is deleted, whatever uses it. */
+  finalizers?: string[];
 }
 
 export interface PodOptions {
@@ -146,7 +148,7 @@ export class ScenarioContext {
       kind: 'PersistentVolumeClaim',
       // A label and an annotation no binder reads: both binders must leave them (and the
       // finalizers) as they are (Topovol caches a projection and writes claims by merge patch).
-      metadata: { name, namespace: this.ns, labels: { [CLAIM_LABEL]: name }, annotations: { [CLAIM_NOTE]: 'kept', ...o.annotations } },
+      metadata: { name, namespace: this.ns, labels: { [CLAIM_LABEL]: name }, annotations: { [CLAIM_NOTE]: 'kept', ...o.annotations }, finalizers: o.finalizers },
       spec: {
         accessModes: o.accessModes ?? ['ReadWriteOnce'],
         resources: { requests: { storage: size } },

@@ -96,4 +96,27 @@ export const deletionScenarios: Scenario[] = [
     },
     expect: (st) => volumeIs(st, 'v', null),
   },
+  {
+    name: 'deletion: a Pending claim held while being deleted, and a free volume with Delete created then: not bound',
+    async run(s) {
+      await s.pvc('c', '1Gi', { finalizers: ['diff.topovol.dev/hold'] });
+      await s.settle();
+      await s.deleteClaim('c');
+      await s.settle();
+      await s.pv('v', '1Gi', { policy: 'Delete' });
+    },
+    divergence: {
+      // Once the claim goes, the volume is Released and its Delete policy deletes it: a static
+      // volume nobody used, given to a claim no pod can use (kube-scheduler refuses a pod whose
+      // claim is being deleted).
+      upstream: (st) => {
+        claimIs(st, 'c', { phase: 'Bound', volumeName: 'v', terminating: true });
+        volumeIs(st, 'v', { phase: 'Bound', claimRef: boundRef('c') });
+      },
+      topovol: (st) => {
+        claimIs(st, 'c', { phase: 'Pending', terminating: true });
+        volumeIs(st, 'v', { phase: 'Available', claimRef: null });
+      },
+    },
+  },
 ];
