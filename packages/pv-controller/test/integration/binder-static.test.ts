@@ -132,6 +132,10 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
   it('honours a volume pre-bound by claimRef (name only) over a smaller free one', async function () {
     await admin.create(Resources.persistentVolumes, pv(name('free'), '1Gi'));
     await admin.create(Resources.persistentVolumes, pv(name('reserved'), '3Gi', { claimRef: { namespace: ns, name: 'mine' } }));
+    // Seen by the binder first (it writes both Available): the volume and claim watches deliver in
+    // any order, and a claim decided before its pre-bound volume reaches the cache takes the free
+    // one, here as in kube-controller-manager. What is tested is the choice on a cache that has both.
+    for (const v of ['free', 'reserved']) await eventually(async () => expect((await getPV(admin, name(v))).status?.phase).to.equal('Available'));
     await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'mine', '1Gi'));
     await bound('mine');
     expect((await getPVC(admin, ns, 'mine')).spec?.volumeName).to.equal(name('reserved'));
