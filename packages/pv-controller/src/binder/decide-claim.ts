@@ -10,6 +10,7 @@ import { pendingStatus } from './claim-pending.js';
 import { provisionClaim } from './claim-provisioning.js';
 import { decideBoundClaim } from './decide-bound-claim.js';
 import { decidePreBoundClaim } from './decide-pre-bound-claim.js';
+import { freeVolumeHeldBack } from './deleting-claim.js';
 import { findBestVolume } from './find-matching-volume.js';
 import { nodeNameConsumer, placedPodConfirmation, provisionForNodeName, refusedPlacedPod } from './node-name-consumer.js';
 import { checkSelectedNode } from './selected-node-checks.js';
@@ -23,8 +24,8 @@ import { waitForConsumer } from './wait-for-consumer.js';
  */
 export function decideClaim(claim: PersistentVolumeClaim, world: BinderWorld): BinderAction[] {
   // A claim being deleted is synced like any other, as upstream does: a pod may still use it (the
-  // protection controller keeps it), and its volume must stay bound to it meanwhile. Only a free
-  // volume is not given to it (decideUnboundClaim).
+  // protection controller keeps it), and its volume must stay bound to it meanwhile. A free volume
+  // is given to it only for a pod already placed on a node (deleting-claim.ts).
   const migration = claimMigrationChange(claim);
   if (migration) return [{ kind: 'annotateClaim', claim, ...migration }];
   if (claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined) return decideBoundClaim(claim, world);
@@ -52,8 +53,8 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   const delay = isDelayedBinding(sc);
   const selected = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
   // Topovol: a consumer placed without the scheduler stands in for its selected node; not for a
-  // claim being deleted, which the kubelet never starts a pod on and whose volume would be Released
-  // once the pod goes (upstream waits for a consumer there too).
+  // claim being deleted, whose volume would be Released once the pod goes (upstream, which never
+  // acts for a placed pod, waits for a consumer there too).
   const found = delay && selected === undefined && !claim.metadata?.deletionTimestamp ? nodeNameConsumer(claim, world) : undefined;
   const placed = found?.refused ? undefined : found;
 
@@ -61,12 +62,9 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   // the scheduler or a provisioner) qualifies: the scheduler chose provisioning, and a volume may be
   // being created for it right now.
   const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node });
-  // Topovol: a free volume is not bound to a claim being deleted. No pod can use it through that
-  // claim (kube-scheduler refuses a pod whose claim is being deleted: podHasPVCs in the
-  // volumebinding plugin; a pod placed by hand waits, above), and once the claim is gone the volume
-  // would be Released, and with Delete its data deleted: a static volume's, which nobody had used.
-  // Upstream's syncUnboundClaim binds it. A volume pre-bound to the claim is bound as upstream.
-  if (volume && !volume.spec?.claimRef && claim.metadata?.deletionTimestamp) return pendingStatus(claim);
+  // Topovol: no free volume for a claim being deleted that no placed pod uses (deleting-claim.ts).
+  // A volume pre-bound to the claim is bound as upstream.
+  if (volume && !volume.spec?.claimRef && freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
   if (volume) {
     // Chosen for the placed pod's node: that pod is read live before the volume is written.
     const forPlacedPod = placed ? { forPlacedPod: placedPodConfirmation(placed) } : {};

@@ -6,6 +6,7 @@ import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
+import { freeVolumeHeldBack } from './deleting-claim.js';
 import { isPreBoundTo } from './find-matching-volume.js';
 
 /**
@@ -25,7 +26,10 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
   ];
   if (!volume.spec?.claimRef) {
     const why = volumeMismatch(claim, volume);
-    return why ? [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)] : bind;
+    if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
+    // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod
+    // uses (deleting-claim.ts): naming a volume is how an existing data volume is attached.
+    return freeVolumeHeldBack(claim, world) ? pendingStatus(claim) : bind;
   }
   if (isPreBoundTo(volume, claim)) return bind;
   const refused = event(claim, 'Warning', Reasons.FailedBinding, `volume "${volumeName}" already bound to a different claim.`);

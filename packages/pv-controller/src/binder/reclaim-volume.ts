@@ -29,17 +29,25 @@ function deleterProblem(volume: PersistentVolume): string | undefined {
   if (volume.metadata?.annotations?.[ANN_MIGRATED_TO] !== undefined || volume.spec?.csi) return undefined;
   // Upstream's message for each source, from the plugins its binder loads (hostpath and nfs; fc
   // and iscsi are probed but neither provision, delete nor recycle: ProbeProvisionableRecyclableVolumePlugins
-  // in cmd/kube-controller-manager/app/plugins.go). hostPath has a deleter there, which refuses
-  // paths outside /tmp (host_path.go) and removes those inside from the controller's own node's
-  // filesystem: Topovol does neither (docs/divergences.md, "In-tree volume plugins").
-  const hostPath = volume.spec?.hostPath?.path;
-  if (hostPath !== undefined) {
-    return /\/tmp\/.+/.test(hostPath)
-      ? `hostPath volume "${name}" (${hostPath}) not deleted: Topovol deletes no data itself (kube-controller-manager would remove the directory on its own node)`
-      : `host_path deleter only supports /tmp/.+ but received provided ${hostPath}`;
-  }
+  // in cmd/kube-controller-manager/app/plugins.go).
+  if (volume.spec?.hostPath) return hostPathDeleterProblem(volume);
   const plugin = volume.spec?.nfs ? 'no deletable volume plugin matched' : 'no volume plugin matched';
   return `error getting deleter volume plugin for volume "${name}": ${plugin}`;
+}
+
+/**
+ * Upstream's hostpath deleter for a hostPath volume no provisioner is named on (pkg/volume/hostpath/host_path.go):
+ * a path outside /tmp refused; one inside removed from the controller's own node's filesystem,
+ * which Topovol does not do (docs/divergences.md, "In-tree volume plugins"). A volume provisioned
+ * as `kubernetes.io/host-path` is left Released, as every `kubernetes.io/…` name is handed to an
+ * external provisioner (above), where upstream's binder finds its hostpath plugin by that name.
+ */
+function hostPathDeleterProblem(volume: PersistentVolume): string {
+  const name = volume.metadata?.name ?? '';
+  const path = volume.spec?.hostPath?.path ?? '';
+  return /\/tmp\/.+/.test(path)
+    ? `hostPath volume "${name}" (${path}) not deleted: Topovol deletes no data itself (kube-controller-manager would remove the directory on its own node)`
+    : `host_path deleter only supports /tmp/.+ but received provided ${path}`;
 }
 
 /**

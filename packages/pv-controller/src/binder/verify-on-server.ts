@@ -95,8 +95,9 @@ export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: 
 /**
  * The pod a binding or a selected node is for, on the server: gone, replaced, ending or moved
  * refutes it; so does its claim (uid `claimUid`, when given) gone or being deleted there
- * (pvc-protection holds the claim while the pod exists, the kubelet never starts the pod on it, and
- * a volume bound to it would be released once the pod goes: decideClaim waits for such a claim,
+ * (pvc-protection holds the claim while the pod exists, and a volume bound to it for the pod would
+ * be released once the pod goes: decideClaim waits for such a claim, as upstream, which never acts
+ * for a placed pod,
  * and its cache may not show the delete yet); and so does another live pod of the claim waiting
  * for the scheduler there, which the cache may not show yet (nodeNameConsumer: the scheduler may be
  * pre-binding a volume to the claim, and the claim waits for its choice).

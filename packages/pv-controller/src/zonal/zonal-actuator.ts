@@ -11,8 +11,8 @@ import { countZonalUpgrade } from './zonal-metrics.js';
  *   the API server refused the affinity built from it; the PV is left unchanged.
  * - ZonalAffinityNotKept (Warning): the patch was accepted but the stored PV has no nodeAffinity
  *   (a mutating admission webhook removed it).
- * - ZonalAffinityRefused (Warning): the write was refused for another reason than the affinity's
- *   own fields (a ValidatingAdmissionPolicy or webhook denial, which may change); retried.
+ * - ZonalAffinityRefused (Warning): the write was refused without naming a field (a
+ *   ValidatingAdmissionPolicy's or a webhook's denial, which may change); retried.
  */
 export const REASON_CONVERTED = 'ZonalLabelsConverted';
 export const REASON_MALFORMED = 'MalformedZonalLabels';
@@ -60,14 +60,15 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
         // sent: the retry decides again and is counted then.
         if (kind === 'Conflict' || kind === 'Fenced') throw err;
         countZonalUpgrade('error');
-        if (kind === 'Invalid' && refusesAffinityFields(err)) {
+        if (kind === 'Invalid' && namesFields(err)) {
           // Validation refuses the same affinity every time; only a label change can help.
           d.events.event(pv, 'Warning', REASON_MALFORMED, `the API server refused spec.nodeAffinity built from the zone/region labels (${decision.summary}): ${classifyError(err).message}`);
           throw new TerminalError(`nodeAffinity refused for volume ${name}`, { cause: err });
         }
-        // A ValidatingAdmissionPolicy's denial is a 422 too (its reason defaults to Invalid), as may
-        // be a webhook's: the policy, its params or the webhook may change, so say so and retry.
-        if (kind === 'Invalid' || kind === 'Forbidden') d.events.event(pv, 'Warning', REASON_REFUSED, `the API server refused spec.nodeAffinity (${decision.summary}); retrying: ${classifyError(err).message}`);
+        // A ValidatingAdmissionPolicy's denial is a 422 too (its reason defaults to Invalid); a
+        // webhook's is a 400 unless it says otherwise (ToStatusErr in k8s.io/apiserver's webhook
+        // errors), a 403 an authorizer's or a policy's. Each may change: say so and retry.
+        if (kind === 'Invalid' || kind === 'Forbidden' || kind === 'BadRequest') d.events.event(pv, 'Warning', REASON_REFUSED, `the API server refused spec.nodeAffinity (${decision.summary}); retrying: ${classifyError(err).message}`);
         throw err;
       }
       // A mutating webhook may drop the field: say so rather than report a conversion that did not happen.
@@ -86,11 +87,12 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
 }
 
 /**
- * A 422 from the API server's validation of the written fields: its causes name them (field
- * errors, `spec.nodeAffinity...`). An admission policy's denial names no field (its cause has only
- * a message: validating/dispatcher.go in k8s.io/apiserver).
+ * A 422 from the API server's validation of the object: its causes name the fields (field errors:
+ * `spec.nodeAffinity...`, or another field of a volume today's rules refuse, which every update
+ * re-validates), and the same write is refused every time. An admission policy's denial names no
+ * field (its cause has only a message: validating/dispatcher.go in k8s.io/apiserver).
  */
-function refusesAffinityFields(err: unknown): boolean {
+function namesFields(err: unknown): boolean {
   const causes = err instanceof KubeApiError ? err.status.details?.causes : undefined;
-  return (causes ?? []).some((c) => c.field?.startsWith('spec.nodeAffinity') === true);
+  return (causes ?? []).some((c) => !!c.field);
 }

@@ -140,11 +140,20 @@ describe('zonal actuator: write outcomes', function () {
     expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_MALFORMED}`]);
   });
 
+  it('Invalid, naming another field (a legacy volume today\'s rules refuse, re-validated on every update): terminal too', async function () {
+    const invalid = { ...status(422, 'Invalid'), details: { name: 'v', kind: 'persistentvolumes', causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value', field: 'metadata.labels' }] } };
+    nock(SERVER).patch(PATH).reply(422, invalid);
+    const err = await failure(applyZonalDecision(deps(), volume, decision));
+    expect(isTerminalError(err)).to.equal(true);
+    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_MALFORMED}`]);
+  });
+
   // kube-apiserver's answer when a ValidatingAdmissionPolicy denies the write (reason defaulting to
   // Invalid, one cause with the message only: validating/dispatcher.go in k8s.io/apiserver).
   for (const [what, code, reason] of [
     ['a ValidatingAdmissionPolicy denial (422 naming no field)', 422, 'Invalid'],
-    ['a webhook denial (403)', 403, 'Forbidden'],
+    ['a webhook denial (400 unless it says otherwise)', 400, 'BadRequest'],
+    ['a denial answered 403', 403, 'Forbidden'],
   ] as const) {
     it(`${what}: counted as an error, a Warning that names the refusal, and retried (the policy may change)`, async function () {
       const before = await count('error');
