@@ -1,6 +1,6 @@
 import type { StorageClass } from '@topovol/shared';
 import { formatSegment, domainsWithoutPool, poolServices } from '../pools/pool-coverage.js';
-import { parseConstrainedPools, POOL_NAME_PARAMETER, POOLS_PARAMETER } from '../pools/topology-constrained-pools.js';
+import { parseConstrainedPools, POOL_NAME_PARAMETER, POOLS_PARAMETER, resolvePoolDomains } from '../pools/topology-constrained-pools.js';
 import { deeperKeys } from '../segments/deeper-keys.js';
 import type { Segment } from '../segments/segment.js';
 import { segmentContains, segmentKey } from '../segments/segment.js';
@@ -79,12 +79,15 @@ export function desiredItems(
     const absent = deeper.get(segmentKey(segment));
     return { segment, ...(absent ? { absent } : {}) };
   };
+  // The topology keys a pool's domainLabel may name (resolvePoolDomains).
+  const segmentKeys = new Set(segments.flatMap((s) => Object.keys(s)));
   for (const c of classes) {
     const name = c.metadata?.name;
     if (!name || !isTrackedClass(c, opts)) continue;
     created.set(name, Date.parse(c.metadata?.creationTimestamp ?? ''));
     const params = { ...(c.parameters ?? {}) };
-    const pools = parseConstrainedPools(params);
+    const parsed = parseConstrainedPools(params);
+    const pools = parsed && !('error' in parsed) ? resolvePoolDomains(parsed.pools, segmentKeys) : parsed;
     if (pools === undefined) {
       for (const segment of segments) add({ storageClassName: name, ...exclusive(segment), pool: '' }, params);
       continue;

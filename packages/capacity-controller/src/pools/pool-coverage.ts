@@ -3,8 +3,12 @@ import { segmentContains } from '../segments/segment.js';
 import type { ConstrainedPool } from './topology-constrained-pools.js';
 
 /**
- * Segments with nodes that no pool serves: volumes of the class can never be placed there (ceph-csi
- * docs/design/proposals/topology.md, "Limitations": a new domain needs a new pool in the StorageClass).
+ * Segments with nodes that no pool serves: no volume of the class can be made there. Ceph-CSI's
+ * CreateVolume takes the first pool matching a preferred, then a requisite topology
+ * (FindPoolAndTopology in internal/util/topology.go): for a node in such a segment it fails, or
+ * makes the volume in another domain's pool, reachable from that domain only. (Its design,
+ * docs/design/proposals/topology.md, "Limitations", meant to fall back to Immediate binding; the
+ * code does not.)
  */
 export function domainsWithoutPool(segments: readonly Segment[], pools: readonly ConstrainedPool[]): Segment[] {
   return segments.filter((s) => !pools.some((p) => segmentContains(p.domain, s)));

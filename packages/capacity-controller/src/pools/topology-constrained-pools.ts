@@ -3,15 +3,17 @@ import type { Segment } from '../segments/segment.js';
 
 /**
  * The StorageClass parameter listing pools and the domain each serves (Ceph-CSI's topology-aware
- * provisioning design, "StorageClass changes to denote pools with domain affinity"). Named and shaped as Ceph-CSI's parameter, so one
- * StorageClass serves both:
+ * provisioning design, "StorageClass changes to denote pools with domain affinity"). Named, shaped
+ * and matched as Ceph-CSI's parameter, so one StorageClass serves both:
  *
  *   topologyConstrainedPools: '[{"poolName":"east-z1","domainSegments":[
- *       {"domainLabel":"topology.kubernetes.io/region","value":"east"},
- *       {"domainLabel":"topology.kubernetes.io/zone","value":"z1"}]}]'
+ *       {"domainLabel":"region","value":"east"},
+ *       {"domainLabel":"zone","value":"z1"}]}]'
  *
- * `domainLabel` is the full node label key (Ceph-CSI prefixes a short name with its driver's
- * topology domain; Topovol reads the node label directly).
+ * `domainLabel` names a topology key by its name part, the text after the prefix's "/": Ceph-CSI
+ * compares it with each topology key of the request cut that way (extractDomainsFromlabels in
+ * internal/util/topology.go), its node plugin reporting `topology.<driver>/zone` for a node label
+ * `topology.kubernetes.io/zone`. A whole key is accepted too (resolvePoolDomains).
  */
 export const POOLS_PARAMETER = 'topologyConstrainedPools';
 
@@ -62,4 +64,38 @@ export function parseConstrainedPools(parameters: Readonly<Record<string, string
     pools.push({ name: p.poolName, domain });
   }
   return { pools };
+}
+
+/** A topology key's name part, as Ceph-CSI cuts it: the text after the first "/", or all of it. */
+export function domainName(key: string): string {
+  return key.slice(key.indexOf('/') + 1);
+}
+
+/**
+ * Each pool's domain keyed by the topology keys the segments use (`keys`), as Ceph-CSI matches a
+ * `domainLabel`: against the name part of each key (domainName). A `domainLabel` equal to a whole key
+ * is that key (Topovol's first form; Ceph-CSI itself matches no pool for it, see docs/capacity.md).
+ * One that names no key stays as it is and matches no segment; one whose name part two keys share
+ * (`a.example/zone` and `b.example/zone`) is an error: Ceph-CSI keeps one of the two at random.
+ */
+export function resolvePoolDomains(pools: readonly ConstrainedPool[], keys: Iterable<string>): PoolsParseResult {
+  const byName = new Map<string, string[]>();
+  const all = new Set(keys);
+  for (const k of all) byName.set(domainName(k), [...(byName.get(domainName(k)) ?? []), k]);
+  const out: ConstrainedPool[] = [];
+  for (const pool of pools) {
+    const domain: Record<string, string> = {};
+    for (const [label, value] of Object.entries(pool.domain)) {
+      let key = label;
+      if (!all.has(label)) {
+        const named = byName.get(label) ?? [];
+        if (named.length > 1) return { error: `${POOLS_PARAMETER} (${pool.name}): domainLabel ${label} names more than one topology key (${named.sort().join(', ')}); give the whole key` };
+        if (named.length === 1) key = named[0]!;
+      }
+      if (Object.hasOwn(domain, key)) return { error: `${POOLS_PARAMETER} (${pool.name}): domain label ${key} given twice` };
+      domain[key] = value;
+    }
+    out.push({ name: pool.name, domain });
+  }
+  return { pools: out };
 }

@@ -298,9 +298,10 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       expect(ws[0]?.count).to.equal(2);
     });
 
-    // The administrator adds a pool for the west zone (parameters are immutable: a new class).
+    // The administrator adds a pool for the west zone (parameters are immutable: a new class), in
+    // Ceph-CSI's own form this time: each domainLabel is the name after the label key's prefix.
     await admin.delete(Resources.storageClasses, cls);
-    await admin.create(Resources.storageClasses, storageClass(cls, driverName, pools([['east-pool', { [region]: 'east' }], ['west-z9', { [region]: 'west', [zone]: 'z9' }]])));
+    await admin.create(Resources.storageClasses, storageClass(cls, driverName, pools([['east-pool', { region: 'east' }], ['west-z9', { region: 'west', zone: 'z9' }]])));
     await eventually(async () =>
       expect(await capacityObjects(admin, ns)).to.deep.equal([
         { storageClassName: cls, segment: { [region]: 'east' }, pool: 'east-pool', capacity: '50Gi' },

@@ -140,6 +140,69 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       );
     });
 
+    it("Ceph-CSI's own form: a domainLabel names a topology key by the part after its prefix (zone, region), for node labels and for the driver's CSINode keys alike", function () {
+      const short = [
+        { poolName: 'east-z1', domainSegments: [{ domainLabel: 'region', value: 'east' }, { domainLabel: 'zone', value: 'z1' }] },
+        { poolName: 'east', domainSegments: [{ domainLabel: 'region', value: 'east' }] },
+      ];
+      const whole = short.map((p) => ({ ...p, domainSegments: p.domainSegments.map((d) => ({ ...d, domainLabel: `topology.kubernetes.io/${d.domainLabel}` })) }));
+      const view = (list: typeof short, segments: Record<string, string>[]) => {
+        const got = desiredItems([sc('ceph', { parameters: pools(list) })], segments, opts);
+        return { items: [...got.items.values()].map((d) => [d.item.pool, d.item.segment, d.parameters]), problems: got.problems };
+      };
+      const labels = [{ [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z2' }];
+      // The same objects as the whole keys give, and no NoPoolForDomain: each node is served.
+      expect(view(short, labels)).to.deep.equal(view(whole, labels));
+      expect(view(short, labels).problems).to.deep.equal([]);
+      expect(view(short, labels).items.map(([pool]) => pool)).to.deep.equal(['east-z1', 'east']);
+      // The keys Ceph-CSI's node plugin reports (topology.<driver>/<name>), as a CSINode lists them.
+      const rbd = labels.map((l) => ({ 'topology.rbd.csi.ceph.com/region': l[REGION], 'topology.rbd.csi.ceph.com/zone': l[ZONE] }));
+      expect(view(short, rbd).items.map(([pool, segment]) => [pool, segment])).to.deep.equal([
+        ['east-z1', { 'topology.rbd.csi.ceph.com/region': 'east', 'topology.rbd.csi.ceph.com/zone': 'z1' }],
+        // The region pool serves what the zone pool leaves: zone z2, published as that segment.
+        ['east', { 'topology.rbd.csi.ceph.com/region': 'east', 'topology.rbd.csi.ceph.com/zone': 'z2' }],
+      ]);
+      // An unprefixed label key is its own name.
+      expect(view([{ poolName: 'r1', domainSegments: [{ domainLabel: 'rack', value: 'r1' }] }], [{ rack: 'r1' }]).items.map(([, segment]) => segment)).to.deep.equal([{ rack: 'r1' }]);
+    });
+
+    it('a domainLabel two topology keys share the name of, or one key given twice in two forms, freezes the class with the reason', function () {
+      const two = [{ [ZONE]: 'z1', 'example.com/zone': 'a' }];
+      const ambiguous = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: 'zone', value: 'z1' }] }]) })], two, opts);
+      expect(ambiguous.items.size).to.equal(0);
+      expect([...ambiguous.frozen.keys()]).to.deep.equal(['ceph']);
+      expect(ambiguous.problems[0]).to.include({ reason: 'InvalidTopologyConstrainedPools' });
+      expect(ambiguous.problems[0]!.message).to.contain(`domainLabel zone names more than one topology key (example.com/zone, ${ZONE})`);
+      // The whole key still says which one.
+      expect(desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]) })], two, opts).items.size).to.equal(1);
+      const twice = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: 'zone', value: 'z1' }, { domainLabel: ZONE, value: 'z1' }] }]) })], segs, opts);
+      expect(twice.problems[0]).to.include({ reason: 'InvalidTopologyConstrainedPools' });
+      expect(twice.problems[0]!.message).to.contain(`domain label ${ZONE} given twice`);
+    });
+
+    it("property: with domainLabels in Ceph-CSI's form or as whole keys, every segment's nodes are offered the pool Ceph-CSI's matching picks", function () {
+      const key = fc.constantFrom(REGION, ZONE, RACK);
+      const value = fc.constantFrom('a', 'b');
+      // A pool's domain: each key given by its name part (Ceph-CSI) or whole.
+      const domain = fc.array(fc.tuple(key, value, fc.boolean()), { minLength: 1, maxLength: 3 }).map((ds) => [...new Map(ds.map(([k, v, cut]) => [k, { domainLabel: cut ? k.slice(k.indexOf('/') + 1) : k, value: v }])).values()]);
+      const segment = fc.dictionary(key, value, { maxKeys: 3 });
+      // Ceph-CSI's matchPoolToTopology over the name parts of the request's keys; a whole key is Topovol's form.
+      const cephMatches = (p: { domainSegments: { domainLabel: string; value: string }[] }, s: Record<string, string>): boolean => {
+        const names = Object.fromEntries(Object.entries(s).map(([k, v]) => [k.slice(k.indexOf('/') + 1), v]));
+        return p.domainSegments.every((d) => (d.domainLabel.includes('/') ? s[d.domainLabel] : names[d.domainLabel]) === d.value);
+      };
+      fc.assert(
+        fc.property(fc.array(domain, { minLength: 1, maxLength: 4 }), fc.uniqueArray(segment, { minLength: 1, maxLength: 6, selector: (s) => JSON.stringify(Object.entries(s).sort()) }), (domains, segs) => {
+          const list = domains.map((domainSegments, i) => ({ poolName: `p${i}`, domainSegments }));
+          const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segs, opts).items.values()].map((d) => d.item);
+          for (const s of segs) {
+            const ceph = list.find((p) => cephMatches(p, s))?.poolName;
+            expect(items.filter((i) => itemCoversNode(i, s)).map((i) => i.pool), JSON.stringify(s)).to.deep.equal(ceph ? [ceph] : []);
+          }
+        }),
+      );
+    });
+
     it('a pool published per segment it serves has one aggregated-status pool per segment, none rejected as a duplicate', function () {
       const east = { poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] };
       const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: REGION, value: 'east' }, { domainLabel: ZONE, value: 'z1' }] };
