@@ -27,6 +27,8 @@ export interface ManagerBinaryOptions {
   waitUntilReady?: boolean;
   /** host:port for /metrics; default off. */
   metricsAddress?: string;
+  /** The port /healthz and /readyz answer on (127.0.0.1); default a free one. */
+  probePort?: number;
 }
 
 /**
@@ -36,7 +38,7 @@ export interface ManagerBinaryOptions {
  */
 export async function startManagerBinary(o: ManagerBinaryOptions): Promise<ManagedProcess> {
   const root = repoRoot();
-  const probePort = await freePort();
+  const probePort = o.probePort ?? (await freePort());
   const proc = new ManagedProcess({
     name: o.name,
     command: process.execPath,

@@ -2,6 +2,7 @@ import { logger, quantityBytes, Resources } from '@topovol/shared';
 import type { CSINode, CSIStorageCapacity, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { CapacityLoop } from '../../src/capacity-loop.js';
 import type { CapacityLoopOptions } from '../../src/capacity-loop.js';
+import type { CapacityEntry } from '../../src/status/capacity-entry.js';
 import { fakeInformers, FakeCapacityQueue, FakeMeter, FakeObjectStore } from './capacity-fakes.js';
 import type { FakeInformers } from './capacity-fakes.js';
 
@@ -35,16 +36,29 @@ export const loopOptions = (queue: FakeCapacityQueue): CapacityLoopOptions => ({
   now: () => queue.now,
 });
 
-/** A loop over fake informers, store and meter, with no-op status and events, registered. */
-export function fakeLoop(meter = new FakeMeter({ available: 10n * GiB })): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop } {
+/**
+ * A loop over fake informers, store and meter, with no-op events, registered; `statusEntries` is
+ * what it last published to the aggregated status.
+ */
+export function fakeLoop(
+  meter = new FakeMeter({ available: 10n * GiB }),
+  options: Partial<CapacityLoopOptions> = {},
+): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[] } {
   const queue = new FakeCapacityQueue();
   const store = new FakeObjectStore();
   const inf = fakeInformers();
   store.watch(Resources.csiStorageCapacities, inf.objects);
-  const status = { publish: () => Promise.resolve({ wrote: false }), pruneExpired: () => Promise.resolve(0) };
-  const loop = new CapacityLoop(inf, meter, store, status, { event: () => true }, queue, loopOptions(queue), logger());
+  let last: readonly CapacityEntry[] = [];
+  const status = {
+    publish: (entries: readonly CapacityEntry[]) => {
+      last = entries;
+      return Promise.resolve({ wrote: false });
+    },
+    pruneExpired: () => Promise.resolve(0),
+  };
+  const loop = new CapacityLoop(inf, meter, store, status, { event: () => true }, queue, { ...loopOptions(queue), ...options }, logger());
   loop.register();
-  return { queue, meter, store, inf, loop };
+  return { queue, meter, store, inf, loop, statusEntries: () => last };
 }
 
 /** The published objects as [class, bytes], by class. */

@@ -122,3 +122,34 @@ describe('CapacityLoop: a restarted instance keeps the pools it published until 
     expect(first!.keep?.('gone', `${NODE_KEY}=n1`)).to.equal(false);
   });
 });
+
+describe('CapacityLoop: --capacity-ephemeral in the central loop (KEP-1472: <ephemeral> per segment, asked without parameters)', function () {
+  it('measures <ephemeral> per segment with an empty request, publishes it in the aggregated status only, and writes no CSIStorageCapacity object for it', async function () {
+    const meter = new FakeMeter({ available: 10n * GiB });
+    const { queue, store, inf, loop, statusEntries } = fakeLoop(meter, { ephemeral: true });
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('fast'));
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    expect(meter.calls.map((c) => c.parameters)).to.have.deep.members([{ type: 'lvm' }, {}]);
+    expect(meter.calls.every((c) => c.segment[NODE_KEY] === 'n1')).to.equal(true);
+    // The API server refuses a CSIStorageCapacity with storageClassName <ephemeral> (not a name): none is written.
+    expect(publishedFigures(store)).to.deep.equal([['fast', 10n * GiB]]);
+    expect(statusEntries().map((e) => [e.storageClassName, e.capacity, e.nodeTopology?.matchLabels])).to.deep.equal([
+      ['<ephemeral>', '10Gi', { [NODE_KEY]: 'n1' }],
+      ['fast', '10Gi', { [NODE_KEY]: 'n1' }],
+    ]);
+    // A volume of the driver on the node: both figures are measured again.
+    queue.advance(30_000);
+    meter.answer = { available: 7n * GiB };
+    inf.volumes.set(pv('pv-1'));
+    await queue.drain(loop.reconcile);
+    expect(statusEntries().map((e) => [e.storageClassName, e.capacity])).to.deep.equal([
+      ['<ephemeral>', '7Gi'],
+      ['fast', '7Gi'],
+    ]);
+    expect(store.list(Resources.csiStorageCapacities)).to.have.length(1);
+  });
+});
+

@@ -89,9 +89,9 @@ function nodeNameCases(): ClaimCase[] {
     { name: 'another pod of the claim waits for the scheduler: no node selected for the placed pod, wait as upstream', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c')] }, want: ['event Normal WaitForPodScheduled'] },
     { name: 'an unscheduled pod of the claim that ended does not hold the placed pod back', claim: c, w: { ...base, pods: [pod('p', 'c', 'n1'), pod('q', 'c', undefined, 'Failed')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['bindVolume near (for placed p on n1)', 'bindClaim near'] },
     { name: 'a class that does not provision: no selected node, wait as upstream', claim: claim('c', '1Gi', { storageClassName: 'local' }), w: { ...base, classes: [sc('local', { ...WFFC, provisioner: 'kubernetes.io/no-provisioner' })], pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
-    // A claim being deleted (pvc-protection holds it while the placed pod exists): the kubelet
-    // never starts a pod on a claim being deleted, and a volume bound now would be Released, or
-    // deleted, once the pod goes. Upstream waits; so does Topovol.
+    // A claim being deleted (pvc-protection holds it while the placed pod exists): a volume bound
+    // now would be Released, or deleted, once the pod goes. Upstream waits (it never acts for a
+    // placed pod); so does Topovol.
     { name: 'a claim being deleted: no volume bound for the placed pod, wait as upstream', claim: deletingClaim(c), w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('near', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA })] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'a claim being deleted: no node selected for the placed pod, wait as upstream', claim: deletingClaim(c), w: { ...base, pods: [pod('p', 'c', 'n1')] }, want: ['event Normal WaitForFirstConsumer'] },
     { name: 'a claim being deleted: a volume pre-bound to it is still bound, as upstream', claim: deletingClaim(c), w: { ...base, pods: [pod('p', 'c', 'n1')], volumes: [vol('pre', '1Gi', { storageClassName: 'late', nodeAffinity: zoneA, claimRef: { namespace: 'ns', name: 'c' } })] }, want: ['bindVolume pre', 'bindClaim pre'] },

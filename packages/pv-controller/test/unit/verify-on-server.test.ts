@@ -198,8 +198,7 @@ describe('placedPodRefuted', function () {
 
 describe('verifyOnServer: the claim of a binding or a selected node for a placed pod', function () {
   // The cache may not show the claim's delete yet: pvc-protection holds a claim while a pod names
-  // it, the kubelet never starts the pod on a claim being deleted, and a volume bound to it now
-  // would be Released (with Delete, deleted) once the pod goes.
+  // it, and a volume bound to it now would be Released (with Delete, deleted) once the pod goes.
   const placed = { namespace: 'ns', name: 'p', uid: 'uid-p', nodeName: 'n1' };
   const v: PersistentVolume = { metadata: { name: 'v1' }, spec: {} };
   const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };

@@ -86,11 +86,15 @@ describe('rollback actuator over an in-memory API server', function () {
         store.seed(Resources.persistentVolumeClaims, decidedClaim());
         const misrouted = Object.assign(Object.create(store) as FakeWrites, { delete: bare, patch: bare });
         const a = new RollbackActuator({ client: misrouted, events, log: logger(), dryRun: false });
+        const before = store.snapshot();
         const outcome = await a[write](r, r.spec.claims[0]!, r.spec.claims[0]!.resourceVersion).then(
           (o) => o,
           (e: unknown) => (e instanceof KubeApiError ? `thrown ${e.code}` : e),
         );
         expect(outcome).to.equal('thrown 404');
+        // End state: the record and the claim as they were (no Deleted step, no re-create).
+        expect(store.snapshot()).to.deep.equal(before);
+        expect(storedClaim()?.metadata?.uid).to.equal('uid-c');
       });
     }
   });

@@ -240,8 +240,9 @@ export const nodeNameScenarios: Scenario[] = [
     },
   },
   {
-    // The kubelet never starts a pod on a claim being deleted, and pvc-protection keeps the claim
-    // while the pod exists: a volume bound or a node selected now would outlive the claim.
+    // pvc-protection keeps the claim while the pod exists, and the claim goes once the pod does: a
+    // volume bound or a node selected for the pod now would be Released (with Delete, deleted) then.
+    // Upstream never acts for a placed pod; Topovol waits too for a claim being deleted.
     name: 'spec.nodeName: a claim being deleted while the placed pod holds it gets no volume and no node when its node joins',
     async run(s) {
       const late = await s.storageClass('late', { delayed: true });
