@@ -1,6 +1,6 @@
 import type { StorageClass } from '@topovol/shared';
 import { formatSegment, domainsWithoutPool, poolServices } from '../pools/pool-coverage.js';
-import { parseConstrainedPools, POOL_NAME_PARAMETER, POOLS_PARAMETER, resolvePoolDomains } from '../pools/topology-constrained-pools.js';
+import { parseConstrainedPools, poolDomainKeys, POOL_NAME_PARAMETER, POOLS_PARAMETER, poolsWithWholeKeys } from '../pools/topology-constrained-pools.js';
 import { deeperKeys } from '../segments/deeper-keys.js';
 import type { Segment } from '../segments/segment.js';
 import { segmentContains, segmentKey } from '../segments/segment.js';
@@ -79,15 +79,12 @@ export function desiredItems(
     const absent = deeper.get(segmentKey(segment));
     return { segment, ...(absent ? { absent } : {}) };
   };
-  // The topology keys a pool's domainLabel may name (resolvePoolDomains).
-  const segmentKeys = new Set(segments.flatMap((s) => Object.keys(s)));
   for (const c of classes) {
     const name = c.metadata?.name;
     if (!name || !isTrackedClass(c, opts)) continue;
     created.set(name, Date.parse(c.metadata?.creationTimestamp ?? ''));
     const params = { ...(c.parameters ?? {}) };
-    const parsed = parseConstrainedPools(params);
-    const pools = parsed && !('error' in parsed) ? resolvePoolDomains(parsed.pools, segmentKeys) : parsed;
+    const pools = parseConstrainedPools(params);
     if (pools === undefined) {
       for (const segment of segments) add({ storageClassName: name, ...exclusive(segment), pool: '' }, params);
       continue;
@@ -109,9 +106,12 @@ export function desiredItems(
       // external-provisioner, which publishes per segment of registered nodes, offers none
       // (pkg/capacity/topology/nodes.go). Such a node inside a served segment is matched by that
       // segment's object as well, upstream's included, so it changes nothing.
+      // The domain as topology keys: a domainLabel names a key by the part after its prefix
+      // (poolMatches); where it stands for several keys among the segments, per segment too.
       const parts = serves.map((s): CapacityItem => ({ storageClassName: name, ...exclusive(s), pool: pool.name }));
-      const exposed = unplacedNodeLabels.some((l) => segmentContains(pool.domain, l) && !parts.some((p) => itemCoversNode(p, l)));
-      if (wholeDomain && !exposed) add({ storageClassName: name, segment: pool.domain, pool: pool.name }, asked);
+      const domain = wholeDomain ? poolDomainKeys(pool, serves) : undefined;
+      const exposed = domain !== undefined && unplacedNodeLabels.some((l) => segmentContains(domain, l) && !parts.some((p) => itemCoversNode(p, l)));
+      if (domain && !exposed) add({ storageClassName: name, segment: domain, pool: pool.name }, asked);
       else for (const p of parts) add(p, asked, true);
       if (serves.length === 0) {
         problems.push({
@@ -120,6 +120,13 @@ export function desiredItems(
           message: `pool ${pool.name} is never chosen: pools listed before it in ${POOLS_PARAMETER} serve all its nodes (${taken.map(formatSegment).join('; ')}); Ceph-CSI takes the first listed pool whose domain matches the node`,
         });
       }
+    }
+    for (const { pool, label } of poolsWithWholeKeys(pools.pools)) {
+      problems.push({
+        storageClassName: name,
+        reason: 'PoolNeverChosen',
+        message: `pool ${pool.name} is never chosen: its domainLabel ${label} has a "/", and Ceph-CSI compares a domainLabel with the name after each topology key's prefix (write "${label.slice(label.indexOf('/') + 1)}")`,
+      });
     }
     const missing = domainsWithoutPool(segments, pools.pools);
     if (missing.length > 0) {

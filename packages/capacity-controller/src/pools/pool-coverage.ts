@@ -1,6 +1,6 @@
 import type { Segment } from '../segments/segment.js';
-import { segmentContains } from '../segments/segment.js';
 import type { ConstrainedPool } from './topology-constrained-pools.js';
+import { poolMatches } from './topology-constrained-pools.js';
 
 /**
  * Segments with nodes that no pool serves: no volume of the class can be made there. Ceph-CSI's
@@ -11,7 +11,7 @@ import type { ConstrainedPool } from './topology-constrained-pools.js';
  * code does not.)
  */
 export function domainsWithoutPool(segments: readonly Segment[], pools: readonly ConstrainedPool[]): Segment[] {
-  return segments.filter((s) => !pools.some((p) => segmentContains(p.domain, s)));
+  return segments.filter((s) => !pools.some((p) => poolMatches(p, s)));
 }
 
 /** What one pool serves, given the pools listed before it. */
@@ -34,12 +34,12 @@ export interface PoolService {
 export function poolServices(segments: readonly Segment[], pools: readonly ConstrainedPool[]): PoolService[] {
   const chosen = new Map<ConstrainedPool, Segment[]>();
   for (const s of segments) {
-    const p = pools.find((q) => segmentContains(q.domain, s));
+    const p = pools.find((q) => poolMatches(q, s));
     if (p) chosen.set(p, [...(chosen.get(p) ?? []), s]);
   }
   const out: PoolService[] = [];
   for (const pool of pools) {
-    const inDomain = segments.filter((s) => segmentContains(pool.domain, s));
+    const inDomain = segments.filter((s) => poolMatches(pool, s));
     if (inDomain.length === 0) continue;
     const serves = chosen.get(pool) ?? [];
     out.push({ pool, serves, wholeDomain: serves.length === inDomain.length, taken: inDomain.filter((s) => !serves.includes(s)) });

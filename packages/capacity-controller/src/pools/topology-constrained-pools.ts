@@ -13,7 +13,8 @@ import type { Segment } from '../segments/segment.js';
  * `domainLabel` names a topology key by its name part, the text after the prefix's "/": Ceph-CSI
  * compares it with each topology key of the request cut that way (extractDomainsFromlabels in
  * internal/util/topology.go), its node plugin reporting `topology.<driver>/zone` for a node label
- * `topology.kubernetes.io/zone`. A whole key is accepted too (resolvePoolDomains).
+ * `topology.kubernetes.io/zone`. A whole key (with its "/") matches nothing there, nor here
+ * (poolMatches).
  */
 export const POOLS_PARAMETER = 'topologyConstrainedPools';
 
@@ -22,7 +23,7 @@ export const POOL_NAME_PARAMETER = 'pool';
 
 export interface ConstrainedPool {
   name: string;
-  /** The domain the pool serves: node label key → value. */
+  /** The domain the pool serves: `domainLabel` (a topology key's name part) → value. */
   domain: Segment;
 }
 
@@ -72,30 +73,39 @@ export function domainName(key: string): string {
 }
 
 /**
- * Each pool's domain keyed by the topology keys the segments use (`keys`), as Ceph-CSI matches a
- * `domainLabel`: against the name part of each key (domainName). A `domainLabel` equal to a whole key
- * is that key (Topovol's first form; Ceph-CSI itself matches no pool for it, see docs/capacity.md).
- * One that names no key stays as it is and matches no segment; one whose name part two keys share
- * (`a.example/zone` and `b.example/zone`) is an error: Ceph-CSI keeps one of the two at random.
+ * Whether Ceph-CSI takes this pool for a node of `segment`, as its matchPoolToTopology does: every
+ * `domainLabel` names a key of the segment by its name part (domainName) with the pool's value. A
+ * `domainLabel` with a "/" never does (Ceph-CSI compares it with name parts only). Where two keys of
+ * the segment have that name (`a.example/zone`, `b.example/zone`), Ceph-CSI keeps one of them at
+ * random: the pool matches only if both have its value, so capacity is never offered on a guess.
  */
-export function resolvePoolDomains(pools: readonly ConstrainedPool[], keys: Iterable<string>): PoolsParseResult {
-  const byName = new Map<string, string[]>();
-  const all = new Set(keys);
-  for (const k of all) byName.set(domainName(k), [...(byName.get(domainName(k)) ?? []), k]);
-  const out: ConstrainedPool[] = [];
-  for (const pool of pools) {
-    const domain: Record<string, string> = {};
-    for (const [label, value] of Object.entries(pool.domain)) {
-      let key = label;
-      if (!all.has(label)) {
-        const named = byName.get(label) ?? [];
-        if (named.length > 1) return { error: `${POOLS_PARAMETER} (${pool.name}): domainLabel ${label} names more than one topology key (${named.sort().join(', ')}); give the whole key` };
-        if (named.length === 1) key = named[0]!;
-      }
-      if (Object.hasOwn(domain, key)) return { error: `${POOLS_PARAMETER} (${pool.name}): domain label ${key} given twice` };
-      domain[key] = value;
-    }
-    out.push({ name: pool.name, domain });
+export function poolMatches(pool: ConstrainedPool, segment: Segment): boolean {
+  return Object.entries(pool.domain).every(([label, value]) => {
+    if (label.includes('/')) return false;
+    const keys = Object.keys(segment).filter((k) => domainName(k) === label);
+    return keys.length > 0 && keys.every((k) => segment[k] === value);
+  });
+}
+
+/**
+ * The pool's domain as topology keys (what its CSIStorageCapacity's node selector matches), from the
+ * segments it serves; undefined when one of its names stands for more than one key among them (then
+ * it is published per segment).
+ */
+export function poolDomainKeys(pool: ConstrainedPool, served: readonly Segment[]): Segment | undefined {
+  const domain: Record<string, string> = {};
+  for (const [label, value] of Object.entries(pool.domain)) {
+    const keys = new Set(served.flatMap((s) => Object.keys(s).filter((k) => domainName(k) === label)));
+    if (keys.size !== 1) return undefined;
+    domain[[...keys][0]!] = value;
   }
-  return { pools: out };
+  return domain;
+}
+
+/** The pools whose `domainLabel` has a "/": Ceph-CSI never takes them (poolMatches). */
+export function poolsWithWholeKeys(pools: readonly ConstrainedPool[]): { pool: ConstrainedPool; label: string }[] {
+  return pools.flatMap((pool) => {
+    const label = Object.keys(pool.domain).find((l) => l.includes('/'));
+    return label === undefined ? [] : [{ pool, label }];
+  });
 }

@@ -89,7 +89,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
     await addNode('good', { [ZONE]: 'good' }, [ZONE]);
     await addClass('fast');
     await addClass('garbled', { topologyConstrainedPools: '[{"poolName": "p1", "domainSegments": [' });
-    await addClass('long', { topologyConstrainedPools: JSON.stringify([{ poolName: 'p'.repeat(100), domainSegments: [{ domainLabel: ZONE, value: 'good' }] }]) });
+    await addClass('long', { topologyConstrainedPools: JSON.stringify([{ poolName: 'p'.repeat(100), domainSegments: [{ domainLabel: 'zone', value: 'good' }] }]) });
     const before = await counted('InvalidTopologyConstrainedPools');
     await start();
     await eventually(async () => {

@@ -56,7 +56,7 @@ function capacityScenario(ownerKind: OwnerKind): NecessityScenario {
     };
     await addNode('n1', 'z1');
     const cls = `${ns}-pools`;
-    const pools = JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]);
+    const pools = JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: 'zone', value: 'z1' }] }]);
     await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: driverName, volumeBindingMode: 'WaitForFirstConsumer', parameters: { topologyConstrainedPools: pools } } as never);
     const chain = await ownerChain(admin, ns, ownerKind);
     const loop = await withPodEnv({ name: chain.pod, namespace: ns }, () =>

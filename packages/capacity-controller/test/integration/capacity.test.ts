@@ -267,9 +267,10 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
     await place('w1', { [region]: 'west', [zone]: 'z9', [rack]: 'r1' });
     driver.setCapacity({ [region]: 'east' }, 50n * GiB, { pool: 'east-pool' });
     driver.setCapacity({ [region]: 'west', [zone]: 'z9' }, 9n * GiB, { pool: 'west-z9' });
+    // Each domainLabel as Ceph-CSI's classes write it: the name after the label key's prefix.
     const pools = (list: [string, Record<string, string>][]): Record<string, string> => ({
       clusterID: 'c1',
-      topologyConstrainedPools: JSON.stringify(list.map(([poolName, d]) => ({ poolName, domainSegments: Object.entries(d).map(([domainLabel, value]) => ({ domainLabel, value })) }))),
+      topologyConstrainedPools: JSON.stringify(list.map(([poolName, d]) => ({ poolName, domainSegments: Object.entries(d).map(([key, value]) => ({ domainLabel: key.slice(key.indexOf('/') + 1), value })) }))),
     });
     await addClass('ceph', pools([['east-pool', { [region]: 'east' }]]));
     await start(['--capacity-topology=domains', `--domain-labels=${region};${zone};${rack}`]);
@@ -298,10 +299,9 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       expect(ws[0]?.count).to.equal(2);
     });
 
-    // The administrator adds a pool for the west zone (parameters are immutable: a new class), in
-    // Ceph-CSI's own form this time: each domainLabel is the name after the label key's prefix.
+    // The administrator adds a pool for the west zone (parameters are immutable: a new class).
     await admin.delete(Resources.storageClasses, cls);
-    await admin.create(Resources.storageClasses, storageClass(cls, driverName, pools([['east-pool', { region: 'east' }], ['west-z9', { region: 'west', zone: 'z9' }]])));
+    await admin.create(Resources.storageClasses, storageClass(cls, driverName, pools([['east-pool', { [region]: 'east' }], ['west-z9', { [region]: 'west', [zone]: 'z9' }]])));
     await eventually(async () =>
       expect(await capacityObjects(admin, ns)).to.deep.equal([
         { storageClassName: cls, segment: { [region]: 'east' }, pool: 'east-pool', capacity: '50Gi' },
@@ -408,7 +408,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
       // Parameters are immutable: replace the class, as an administrator would.
       await admin.delete(Resources.storageClasses, cls, undefined, { preconditions: { uid: c.metadata?.uid } });
     });
-    await admin.create(Resources.storageClasses, storageClass(cls, driverName, { topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]) }));
+    await admin.create(Resources.storageClasses, storageClass(cls, driverName, { topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: 'zone', value: 'z1' }] }]) }));
     await eventually(async () => expect(await capacityObjects(admin, ns)).to.deep.equal([{ storageClassName: cls, segment: { [ZONE]: 'z1' }, pool: 'p1', capacity: '8Gi' }]));
   });
 });

@@ -281,7 +281,7 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
     });
 
     it('across a restart: a pool moved to another domain leaves no figure in the old one', async function () {
-      const pools = (region: string): Record<string, string> => ({ topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: LABEL_REGION, value: region }] }]) });
+      const pools = (region: string): Record<string, string> => ({ topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: 'region', value: region }] }]) });
       const east = { [LABEL_REGION]: 'east' };
       const west = { [LABEL_REGION]: 'west' };
       const mode: CapacityLoopOptions['mode'] = { kind: 'domains', labels: [LABEL_REGION, LABEL_ZONE], anyNode: true };
@@ -305,8 +305,8 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
         ...sc,
         parameters: {
           topologyConstrainedPools: JSON.stringify([
-            { poolName: 'p1', domainSegments: [{ domainLabel: LABEL_REGION, value: 'east' }, { domainLabel: LABEL_ZONE, value: 'z1' }] },
-            { poolName: 'p2', domainSegments: [{ domainLabel: LABEL_REGION, value: 'east' }] },
+            { poolName: 'p1', domainSegments: [{ domainLabel: 'region', value: 'east' }, { domainLabel: 'zone', value: 'z1' }] },
+            { poolName: 'p2', domainSegments: [{ domainLabel: 'region', value: 'east' }] },
           ]),
         },
       };
@@ -323,7 +323,7 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
 
   describe('pools: a node in the pool\'s domain where the driver is not registered', function () {
     it('no object covers it (kube-scheduler would send pods there); once the driver registers, the domain\'s object covers both', async function () {
-      const parameters = { topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: LABEL_REGION, value: 'east' }] }]) };
+      const parameters = { topologyConstrainedPools: JSON.stringify([{ poolName: 'p1', domainSegments: [{ domainLabel: 'region', value: 'east' }] }]) };
       const z1 = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z1' };
       const z2 = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z2' };
       const csiNode = (name: string): CSINode => ({ metadata: { name }, spec: { drivers: [{ name: DRIVER, nodeID: name }] } });

@@ -64,12 +64,12 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       expect(planObsolete(new Set(got.items.keys()), [legacy], new Map()).map((a) => a.object.metadata?.name)).to.deep.equal(['old']);
       // Foreign expressions are not ours.
       expect(itemOfObject({ ...o, nodeTopology: { matchLabels: {}, matchExpressions: [{ key: ZONE, operator: 'In', values: ['z1'] }] } })).to.equal(undefined);
-      const pooled = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: REGION, value: 'east' }] }]) })], mixed, opts);
+      const pooled = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: 'region', value: 'east' }] }]) })], mixed, opts);
       expect([...pooled.items.values()].map((d) => d.item.absent)).to.deep.equal([undefined]);
     });
 
     it('pools constrained to domains: one item per pool in its domain, asked with pool=<name>, the list parameter removed', function () {
-      const cls = sc('ceph', { parameters: { clusterID: 'c1', ...pools([{ poolName: 'p-z1', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }, { poolName: 'p-z2', domainSegments: [{ domainLabel: ZONE, value: 'z2' }] }]) } });
+      const cls = sc('ceph', { parameters: { clusterID: 'c1', ...pools([{ poolName: 'p-z1', domainSegments: [{ domainLabel: 'zone', value: 'z1' }] }, { poolName: 'p-z2', domainSegments: [{ domainLabel: 'zone', value: 'z2' }] }]) } });
       const got = desiredItems([cls], segs, opts);
       expect([...got.items.values()].map((d) => [d.item.pool, d.item.segment, d.parameters])).to.deep.equal([
         ['p-z1', { [ZONE]: 'z1' }, { clusterID: 'c1', pool: 'p-z1' }],
@@ -80,7 +80,7 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
 
     it('a pool serving a higher domain (region) covers all its zones; a domain without pool is a NoPoolForDomain problem', function () {
       const three = [{ [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z2' }, { [REGION]: 'west', [ZONE]: 'z9' }];
-      const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] }, { poolName: 'nowhere', domainSegments: [{ domainLabel: REGION, value: 'mars' }] }]) });
+      const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: 'region', value: 'east' }] }, { poolName: 'nowhere', domainSegments: [{ domainLabel: 'region', value: 'mars' }] }]) });
       const got = desiredItems([cls], three, opts);
       expect([...got.items.values()].map((d) => d.item.pool)).to.deep.equal(['east']);
       expect(got.problems).to.have.length(1);
@@ -93,7 +93,7 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       // per segment of registered nodes, so kube-scheduler finds no capacity on n2.
       const registered = { [REGION]: 'east', [ZONE]: 'z1' };
       const unregistered: Record<string, string> = { [REGION]: 'east', [ZONE]: 'z2' };
-      const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] }]) });
+      const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: 'region', value: 'east' }] }]) });
       const items = (unplaced: Record<string, string>[]) => [...desiredItems([cls], [registered], opts, undefined, unplaced).items.values()].map((d) => d.item);
       const covering = (labels: Record<string, string>, unplaced: Record<string, string>[]): string[] => items(unplaced).filter((i) => itemCoversNode(i, labels)).map((i) => i.pool);
       expect(covering(unregistered, [unregistered])).to.deep.equal([]);
@@ -106,8 +106,8 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
     });
 
     it('overlapping pool domains: the first listed pool that matches a node serves it, as Ceph-CSI picks (matchPoolToTopology)', function () {
-      const east = { poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] };
-      const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: REGION, value: 'east' }, { domainLabel: ZONE, value: 'z1' }] };
+      const east = { poolName: 'east', domainSegments: [{ domainLabel: 'region', value: 'east' }] };
+      const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: 'region', value: 'east' }, { domainLabel: 'zone', value: 'z1' }] };
       const nodes = { bare: { [REGION]: 'east' }, z1: { [REGION]: 'east', [ZONE]: 'z1' }, z2: { [REGION]: 'east', [ZONE]: 'z2' } };
       const segments = Object.values(nodes);
       const servedBy = (list: (typeof east)[]): Record<string, string[]> => {
@@ -130,82 +130,92 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       const segment = fc.dictionary(label, value, { maxKeys: 3 });
       fc.assert(
         fc.property(fc.array(domain, { minLength: 1, maxLength: 4 }), fc.uniqueArray(segment, { minLength: 1, maxLength: 6, selector: (s) => JSON.stringify(Object.entries(s).sort()) }), (domains, segs) => {
-          const list = domains.map((d, i) => ({ poolName: `p${i}`, domainSegments: Object.entries(d).map(([domainLabel, v]) => ({ domainLabel, value: v })) }));
-          const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segs, opts).items.values()].map((d) => d.item);
+          // Each key given by its name part, as Ceph-CSI's classes write it.
+          const list = domains.map((d, i) => ({ poolName: `p${i}`, keys: d, domainSegments: Object.entries(d).map(([k, v]) => ({ domainLabel: k.slice(k.indexOf('/') + 1), value: v })) }));
+          const items = [...desiredItems([sc('ceph', { parameters: pools(list.map(({ poolName, domainSegments }) => ({ poolName, domainSegments }))) })], segs, opts).items.values()].map((d) => d.item);
           for (const s of segs) {
-            const ceph = list.find((p) => p.domainSegments.every((d) => s[d.domainLabel] === d.value))?.poolName;
+            const ceph = list.find((p) => Object.entries(p.keys).every(([k, v]) => s[k] === v))?.poolName;
             expect(items.filter((i) => itemCoversNode(i, s)).map((i) => i.pool), JSON.stringify(s)).to.deep.equal(ceph ? [ceph] : []);
           }
         }),
       );
     });
 
-    it("Ceph-CSI's own form: a domainLabel names a topology key by the part after its prefix (zone, region), for node labels and for the driver's CSINode keys alike", function () {
-      const short = [
+    it("a domainLabel names a topology key by the part after its prefix, as Ceph-CSI matches it: node label keys and the driver's CSINode keys alike", function () {
+      const list = [
         { poolName: 'east-z1', domainSegments: [{ domainLabel: 'region', value: 'east' }, { domainLabel: 'zone', value: 'z1' }] },
         { poolName: 'east', domainSegments: [{ domainLabel: 'region', value: 'east' }] },
       ];
-      const whole = short.map((p) => ({ ...p, domainSegments: p.domainSegments.map((d) => ({ ...d, domainLabel: `topology.kubernetes.io/${d.domainLabel}` })) }));
-      const view = (list: typeof short, segments: Record<string, string>[]) => {
-        const got = desiredItems([sc('ceph', { parameters: pools(list) })], segments, opts);
-        return { items: [...got.items.values()].map((d) => [d.item.pool, d.item.segment, d.parameters]), problems: got.problems };
-      };
-      const labels = [{ [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z2' }];
-      // The same objects as the whole keys give, and no NoPoolForDomain: each node is served.
-      expect(view(short, labels)).to.deep.equal(view(whole, labels));
-      expect(view(short, labels).problems).to.deep.equal([]);
-      expect(view(short, labels).items.map(([pool]) => pool)).to.deep.equal(['east-z1', 'east']);
-      // The keys Ceph-CSI's node plugin reports (topology.<driver>/<name>), as a CSINode lists them.
-      const rbd = labels.map((l) => ({ 'topology.rbd.csi.ceph.com/region': l[REGION], 'topology.rbd.csi.ceph.com/zone': l[ZONE] }));
-      expect(view(short, rbd).items.map(([pool, segment]) => [pool, segment])).to.deep.equal([
-        ['east-z1', { 'topology.rbd.csi.ceph.com/region': 'east', 'topology.rbd.csi.ceph.com/zone': 'z1' }],
+      const view = (segments: Record<string, string>[]) => [...desiredItems([sc('ceph', { parameters: pools(list) })], segments, opts).items.values()].map((d) => [d.item.pool, d.item.segment]);
+      expect(view([{ [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z2' }])).to.deep.equal([
+        ['east-z1', { [REGION]: 'east', [ZONE]: 'z1' }],
         // The region pool serves what the zone pool leaves: zone z2, published as that segment.
-        ['east', { 'topology.rbd.csi.ceph.com/region': 'east', 'topology.rbd.csi.ceph.com/zone': 'z2' }],
+        ['east', { [REGION]: 'east', [ZONE]: 'z2' }],
       ]);
+      // The keys Ceph-CSI's node plugin reports (topology.<driver>/<name>), as a CSINode lists them.
+      const rbd = (zone: string): Record<string, string> => ({ 'topology.rbd.csi.ceph.com/region': 'east', 'topology.rbd.csi.ceph.com/zone': zone });
+      expect(view([rbd('z1'), rbd('z2')])).to.deep.equal([
+        ['east-z1', rbd('z1')],
+        ['east', rbd('z2')],
+      ]);
+      // A pool serving its whole domain is published as the domain, in the segments' keys.
+      expect(view([rbd('z1')]).map(([pool, segment]) => [pool, segment])).to.deep.equal([['east-z1', rbd('z1')]]);
+      const regionOnly = [...desiredItems([sc('ceph', { parameters: pools([list[1]!]) })], [rbd('z1'), rbd('z2')], opts).items.values()].map((d) => d.item.segment);
+      expect(regionOnly).to.deep.equal([{ 'topology.rbd.csi.ceph.com/region': 'east' }]);
       // An unprefixed label key is its own name.
-      expect(view([{ poolName: 'r1', domainSegments: [{ domainLabel: 'rack', value: 'r1' }] }], [{ rack: 'r1' }]).items.map(([, segment]) => segment)).to.deep.equal([{ rack: 'r1' }]);
+      expect(view([{ rack: 'r1' }]).length).to.equal(0);
+      expect([...desiredItems([sc('ceph', { parameters: pools([{ poolName: 'r1', domainSegments: [{ domainLabel: 'rack', value: 'r1' }] }]) })], [{ rack: 'r1' }], opts).items.values()].map((d) => d.item.segment)).to.deep.equal([{ rack: 'r1' }]);
     });
 
-    it('a domainLabel two topology keys share the name of, or one key given twice in two forms, freezes the class with the reason', function () {
-      const two = [{ [ZONE]: 'z1', 'example.com/zone': 'a' }];
-      const ambiguous = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: 'zone', value: 'z1' }] }]) })], two, opts);
-      expect(ambiguous.items.size).to.equal(0);
-      expect([...ambiguous.frozen.keys()]).to.deep.equal(['ceph']);
-      expect(ambiguous.problems[0]).to.include({ reason: 'InvalidTopologyConstrainedPools' });
-      expect(ambiguous.problems[0]!.message).to.contain(`domainLabel zone names more than one topology key (example.com/zone, ${ZONE})`);
-      // The whole key still says which one.
-      expect(desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]) })], two, opts).items.size).to.equal(1);
-      const twice = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: 'zone', value: 'z1' }, { domainLabel: ZONE, value: 'z1' }] }]) })], segs, opts);
-      expect(twice.problems[0]).to.include({ reason: 'InvalidTopologyConstrainedPools' });
-      expect(twice.problems[0]!.message).to.contain(`domain label ${ZONE} given twice`);
+    it('a domainLabel written as a whole key (with its "/") is never chosen, as by Ceph-CSI, and a PoolNeverChosen problem says what to write', function () {
+      const got = desiredItems([sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: ZONE, value: 'z1' }] }]) })], segs, opts);
+      expect(got.items.size).to.equal(0);
+      expect(got.problems.map((p) => p.reason)).to.deep.equal(['PoolNeverChosen', 'NoPoolForDomain']);
+      expect(got.problems[0]!.message).to.contain(`its domainLabel ${ZONE} has a "/"`).and.contain('(write "zone")');
     });
 
-    it("property: with domainLabels in Ceph-CSI's form or as whole keys, every segment's nodes are offered the pool Ceph-CSI's matching picks", function () {
-      const key = fc.constantFrom(REGION, ZONE, RACK);
+    it('a segment whose two keys share a name (a.example/zone, b.example/zone) is offered a pool only where both keys have its value (Ceph-CSI keeps one of them at random), and then per segment', function () {
+      const cls = sc('ceph', { parameters: pools([{ poolName: 'p', domainSegments: [{ domainLabel: 'zone', value: 'z1' }] }]) });
+      const agree = { [ZONE]: 'z1', 'example.com/zone': 'z1' };
+      const differ = { [ZONE]: 'z1', 'example.com/zone': 'a' };
+      const got = desiredItems([cls], [agree, differ], opts);
+      expect([...got.items.values()].map((d) => d.item.segment)).to.deep.equal([agree]);
+      expect(got.problems.map((p) => p.reason)).to.deep.equal(['NoPoolForDomain']);
+      expect(got.problems[0]!.message).to.contain('example.com/zone=a');
+    });
+
+    it("property: every segment's nodes are offered the pool Ceph-CSI picks whenever its pick is certain, and never a pool it cannot pick", function () {
+      const key = fc.constantFrom(REGION, ZONE, RACK, 'example.com/zone');
       const value = fc.constantFrom('a', 'b');
-      // A pool's domain: each key given by its name part (Ceph-CSI) or whole.
-      const domain = fc.array(fc.tuple(key, value, fc.boolean()), { minLength: 1, maxLength: 3 }).map((ds) => [...new Map(ds.map(([k, v, cut]) => [k, { domainLabel: cut ? k.slice(k.indexOf('/') + 1) : k, value: v }])).values()]);
-      const segment = fc.dictionary(key, value, { maxKeys: 3 });
-      // Ceph-CSI's matchPoolToTopology over the name parts of the request's keys; a whole key is Topovol's form.
-      const cephMatches = (p: { domainSegments: { domainLabel: string; value: string }[] }, s: Record<string, string>): boolean => {
-        const names = Object.fromEntries(Object.entries(s).map(([k, v]) => [k.slice(k.indexOf('/') + 1), v]));
-        return p.domainSegments.every((d) => (d.domainLabel.includes('/') ? s[d.domainLabel] : names[d.domainLabel]) === d.value);
+      const label = fc.constantFrom('region', 'zone', 'rack', ZONE);
+      const domain = fc.dictionary(label, value, { minKeys: 1, maxKeys: 3 });
+      const segment = fc.dictionary(key, value, { maxKeys: 4 });
+      // Ceph-CSI's matchPoolToTopology with each name part read from one of the keys that carry it
+      // (its map keeps one of them): every way of choosing.
+      const readings = (s: Record<string, string>): Record<string, string>[] => {
+        let out: Record<string, string>[] = [{}];
+        const byName = new Map<string, string[]>();
+        for (const k of Object.keys(s)) byName.set(k.slice(k.indexOf('/') + 1), [...(byName.get(k.slice(k.indexOf('/') + 1)) ?? []), k]);
+        for (const [name, keys] of byName) out = out.flatMap((r) => keys.map((k) => ({ ...r, [name]: s[k]! })));
+        return out;
       };
       fc.assert(
         fc.property(fc.array(domain, { minLength: 1, maxLength: 4 }), fc.uniqueArray(segment, { minLength: 1, maxLength: 6, selector: (s) => JSON.stringify(Object.entries(s).sort()) }), (domains, segs) => {
-          const list = domains.map((domainSegments, i) => ({ poolName: `p${i}`, domainSegments }));
+          const list = domains.map((d, i) => ({ poolName: `p${i}`, domainSegments: Object.entries(d).map(([domainLabel, v]) => ({ domainLabel, value: v })) }));
           const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segs, opts).items.values()].map((d) => d.item);
           for (const s of segs) {
-            const ceph = list.find((p) => cephMatches(p, s))?.poolName;
-            expect(items.filter((i) => itemCoversNode(i, s)).map((i) => i.pool), JSON.stringify(s)).to.deep.equal(ceph ? [ceph] : []);
+            const picks = new Set(readings(s).map((names) => list.find((p) => p.domainSegments.every((d) => names[d.domainLabel] === d.value))?.poolName));
+            const offered = items.filter((i) => itemCoversNode(i, s)).map((i) => i.pool);
+            if (picks.size === 1) expect(offered, JSON.stringify(s)).to.deep.equal([...picks][0] ? [[...picks][0]] : []);
+            else expect(offered.every((p) => picks.has(p)) && offered.length <= 1, JSON.stringify(s)).to.equal(true);
           }
         }),
       );
     });
 
     it('a pool published per segment it serves has one aggregated-status pool per segment, none rejected as a duplicate', function () {
-      const east = { poolName: 'east', domainSegments: [{ domainLabel: REGION, value: 'east' }] };
-      const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: REGION, value: 'east' }, { domainLabel: ZONE, value: 'z1' }] };
+      const east = { poolName: 'east', domainSegments: [{ domainLabel: 'region', value: 'east' }] };
+      const eastZ1 = { poolName: 'east-z1', domainSegments: [{ domainLabel: 'region', value: 'east' }, { domainLabel: 'zone', value: 'z1' }] };
       const segments: Record<string, string>[] = [{ [REGION]: 'east' }, { [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'east', [ZONE]: 'z2' }];
       const items = [...desiredItems([sc('ceph', { parameters: pools([eastZ1, east]) })], segments, opts).items.values()];
       const entries = statusEntries(items, () => ({ available: GiB }));

@@ -62,8 +62,9 @@ describe('poolServices: what each pool leaves to the pools listed before it', fu
   // matchPoolToTopology); `taken` is what the PoolNeverChosen Warning names.
   const z1 = { [REGION]: 'east', [ZONE]: 'z1' };
   const z2 = { [REGION]: 'east', [ZONE]: 'z2' };
-  const east = { name: 'east', domain: { [REGION]: 'east' } };
-  const eastZ1 = { name: 'east-z1', domain: z1 };
+  // A pool's domain is keyed by domainLabel, the name after a topology key's prefix, as Ceph-CSI's classes write it.
+  const east = { name: 'east', domain: { region: 'east' } };
+  const eastZ1 = { name: 'east-z1', domain: { region: 'east', zone: 'z1' } };
 
   it('a zone pool listed first takes its zone from the region pool', function () {
     expect(poolServices([z1, z2], [eastZ1, east]).map((s) => [s.pool.name, s.serves, s.wholeDomain, s.taken])).to.deep.equal([
