@@ -59,7 +59,7 @@ describe('config/ install against the real kube-apiserver', function () {
     expect(ns.code, ns.stderr).to.equal(0);
   });
 
-  const overlays = ['config/default', 'config/default/all-in-one', 'config/manager/zonal-pv-upgrade', 'config/manager/rollback', 'config/manager/capacity-sidecar', 'config/manager/capacity-per-node'];
+  const overlays = ['config/default', 'config/default/all-in-one', 'config/default/without-pv-binder', 'config/manager/zonal-pv-upgrade', 'config/manager/rollback', 'config/manager/capacity-sidecar', 'config/manager/capacity-per-node'];
   for (const overlay of overlays) {
     it(`kubectl apply -k ${overlay} --server-side --dry-run=server succeeds without Pod Security warnings`, async function () {
       const res = await run('apply', '-k', overlay, '--server-side', '--dry-run=server');
@@ -71,6 +71,16 @@ describe('config/ install against the real kube-apiserver', function () {
       for (const line of res.stdout.trim().split('\n')) expect(line).to.match(/serverside-applied \(server dry run\)$/);
     });
   }
+
+  it('config/default/without-pv-binder (a control plane whose upstream binder keeps running) runs no pv-binder, and the loops that work next to it', async function () {
+    const rendered = await run('kustomize', 'config/default/without-pv-binder');
+    expect(rendered.code, rendered.stderr).to.equal(0);
+    const workloads = loadManifests(rendered.stdout)
+      .filter((o) => o.kind === 'Deployment' || o.kind === 'PodDisruptionBudget')
+      .map((o) => `${String(o.kind)}/${String(o.metadata?.name)}`)
+      .sort();
+    expect(workloads).to.deep.equal(['Deployment/topovol-rollback', 'Deployment/topovol-zonal-pv-upgrade', 'PodDisruptionBudget/topovol-rollback', 'PodDisruptionBudget/topovol-zonal-pv-upgrade']);
+  });
 
   it('every sample in config/samples is accepted (kubectl apply -R --server-side --dry-run=server)', async function () {
     await installCrds(admin);
