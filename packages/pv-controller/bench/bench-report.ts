@@ -142,6 +142,8 @@ export interface BindingRecord {
   options: Omit<BenchOptions, 'help' | 'record'>;
   runs: BindingRun[];
   ratios: Ratios[];
+  /** Written by hand when a record joins the runs of two invocations: which run came from where. */
+  note?: string;
 }
 
 /** The options as recorded: what shaped the run, without the bench's own switches. */

@@ -159,7 +159,7 @@ export function largeNSection(big: BindingRecord | undefined, main: BindingRecor
   return `## Topovol at N = ${n.toLocaleString('en-US')} (targets 1 and 3)
 
 \`hack/bench/pv-binder.sh --n ${big.options.ns.join(',')} --order ${big.options.orders.length > 1 ? 'both' : big.options.orders[0]} --only topovol --label=${big.options.label}\`, ${big.date}, same machine
-kind and flags. Topovol alone: upstream's binder, which searches the volumes for every pending claim on
+kind and flags.${big.note ? ` ${big.note}` : ''} Topovol alone: upstream's binder, which searches the volumes for every pending claim on
 each 15 s re-sync, was not run at this N. **pairs/s vs the largest N above** compares with the same order
 in the main record (target: no slowdown with N), and **of ceiling vs it** the fractions of the ceiling:
 the ceiling falls as kube-apiserver and etcd store more, so that ratio is the binder's own scaling; the
