@@ -107,9 +107,13 @@ export function desiredItems(
       // (pkg/capacity/topology/nodes.go). Such a node inside a served segment is matched by that
       // segment's object as well, upstream's included, so it changes nothing.
       // The domain as topology keys: a domainLabel names a key by the part after its prefix
-      // (poolMatches); where it stands for several keys among the segments, per segment too.
+      // (poolMatch). Published as the domain only where that selector matches no segment but the
+      // ones the pool serves: not where a name stands for several keys among them, nor where a
+      // segment it does not serve carries the same keys (another key of the same name there makes
+      // Ceph-CSI's pick unsure, or another pool's).
       const parts = serves.map((s): CapacityItem => ({ storageClassName: name, ...exclusive(s), pool: pool.name }));
-      const domain = wholeDomain ? poolDomainKeys(pool, serves) : undefined;
+      const keys = wholeDomain ? poolDomainKeys(pool, serves) : undefined;
+      const domain = keys && segments.every((s) => !segmentContains(keys, s) || serves.includes(s)) ? keys : undefined;
       const exposed = domain !== undefined && unplacedNodeLabels.some((l) => segmentContains(domain, l) && !parts.some((p) => itemCoversNode(p, l)));
       if (domain && !exposed) add({ storageClassName: name, segment: domain, pool: pool.name }, asked);
       else for (const p of parts) add(p, asked, true);

@@ -1,9 +1,10 @@
 import type { Segment } from '../segments/segment.js';
 import type { ConstrainedPool } from './topology-constrained-pools.js';
-import { poolMatches } from './topology-constrained-pools.js';
+import { poolMatches, surePick } from './topology-constrained-pools.js';
 
 /**
- * Segments with nodes that no pool serves: no volume of the class can be made there. Ceph-CSI's
+ * Segments with nodes that no pool serves (or where Ceph-CSI's pick is not sure, surePick): no
+ * volume of the class can be made there, or not predictably. Ceph-CSI's
  * CreateVolume takes the first pool matching a preferred, then a requisite topology
  * (FindPoolAndTopology in internal/util/topology.go): for a node in such a segment it fails, or
  * makes the volume in another domain's pool, reachable from that domain only. (Its design,
@@ -11,7 +12,7 @@ import { poolMatches } from './topology-constrained-pools.js';
  * code does not.)
  */
 export function domainsWithoutPool(segments: readonly Segment[], pools: readonly ConstrainedPool[]): Segment[] {
-  return segments.filter((s) => !pools.some((p) => poolMatches(p, s)));
+  return segments.filter((s) => !surePick(pools, s));
 }
 
 /** What one pool serves, given the pools listed before it. */
@@ -34,7 +35,7 @@ export interface PoolService {
 export function poolServices(segments: readonly Segment[], pools: readonly ConstrainedPool[]): PoolService[] {
   const chosen = new Map<ConstrainedPool, Segment[]>();
   for (const s of segments) {
-    const p = pools.find((q) => poolMatches(q, s));
+    const p = surePick(pools, s);
     if (p) chosen.set(p, [...(chosen.get(p) ?? []), s]);
   }
   const out: PoolService[] = [];

@@ -76,15 +76,38 @@ export function domainName(key: string): string {
  * Whether Ceph-CSI takes this pool for a node of `segment`, as its matchPoolToTopology does: every
  * `domainLabel` names a key of the segment by its name part (domainName) with the pool's value. A
  * `domainLabel` with a "/" never does (Ceph-CSI compares it with name parts only). Where two keys of
- * the segment have that name (`a.example/zone`, `b.example/zone`), Ceph-CSI keeps one of them at
- * random: the pool matches only if both have its value, so capacity is never offered on a guess.
+ * the segment have that name (`a.example/zone`, `b.example/zone`), Ceph-CSI's map keeps one of them
+ * at random: `maybe` when only some of them have the pool's value.
  */
+export function poolMatch(pool: ConstrainedPool, segment: Segment): 'always' | 'maybe' | 'never' {
+  let out: 'always' | 'maybe' = 'always';
+  for (const [label, value] of Object.entries(pool.domain)) {
+    const keys = label.includes('/') ? [] : Object.keys(segment).filter((k) => domainName(k) === label);
+    const agree = keys.filter((k) => segment[k] === value).length;
+    if (agree === 0) return 'never';
+    if (agree < keys.length) out = 'maybe';
+  }
+  return out;
+}
+
+/** Whether Ceph-CSI surely takes this pool for a node of `segment` (poolMatch). */
 export function poolMatches(pool: ConstrainedPool, segment: Segment): boolean {
-  return Object.entries(pool.domain).every(([label, value]) => {
-    if (label.includes('/')) return false;
-    const keys = Object.keys(segment).filter((k) => domainName(k) === label);
-    return keys.length > 0 && keys.every((k) => segment[k] === value);
-  });
+  return poolMatch(pool, segment) === 'always';
+}
+
+/**
+ * The pool Ceph-CSI surely picks for a node of `segment`: the first listed one that matches
+ * (FindPoolAndTopology, matchPoolToTopology), provided no pool before it may match, which would make
+ * the pick depend on which of two keys of one name Ceph-CSI reads. Undefined when none is sure:
+ * capacity is never offered on a guess.
+ */
+export function surePick(pools: readonly ConstrainedPool[], segment: Segment): ConstrainedPool | undefined {
+  for (const pool of pools) {
+    const m = poolMatch(pool, segment);
+    if (m === 'always') return pool;
+    if (m === 'maybe') return undefined;
+  }
+  return undefined;
 }
 
 /**

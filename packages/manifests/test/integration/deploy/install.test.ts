@@ -75,7 +75,10 @@ describe('config/ install against the real kube-apiserver', function () {
   it('config/default/without-pv-binder (a control plane whose upstream binder keeps running) runs no pv-binder, and the loops that work next to it', async function () {
     const rendered = await run('kustomize', 'config/default/without-pv-binder');
     expect(rendered.code, rendered.stderr).to.equal(0);
-    const workloads = loadManifests(rendered.stdout)
+    const objects = loadManifests(rendered.stdout);
+    // Nothing of pv-binder: no workload, and no ServiceAccount keeping its rights.
+    expect(objects.filter((o) => String(o.metadata?.name).includes('pv-binder')).map((o) => `${String(o.kind)}/${String(o.metadata?.name)}`)).to.deep.equal([]);
+    const workloads = objects
       .filter((o) => o.kind === 'Deployment' || o.kind === 'PodDisruptionBudget')
       .map((o) => `${String(o.kind)}/${String(o.metadata?.name)}`)
       .sort();
