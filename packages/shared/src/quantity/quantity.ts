@@ -87,8 +87,8 @@ const BINARY_UNITS: [string, bigint][] = [
 /**
  * Bytes as the shortest exact binary-SI quantity ("3Gi", "1536Mi"), as
  * resource.NewQuantity(n, BinarySI) prints them, except below 1024, where Go switches to decimal SI
- * ("1k" for 1000) and this prints plain digits ("1000"): the same value, which is all that is
- * compared (the API server keeps the string it is sent). Beyond 2^63 - 1 (sums of capacities) in
+ * ("1k" for 1000) and this prints plain digits ("1000"): the same value, and quantities are
+ * compared by value, never as strings. Beyond 2^63 - 1 (sums of capacities) in
  * plain digits, since a binary suffix there would parse back capped.
  */
 export function formatBytes(bytes: bigint): string {
