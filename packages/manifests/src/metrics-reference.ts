@@ -32,6 +32,7 @@ const ORIGIN: [RegExp, string][] = [
   [/^rest_client_/, 'client-go rest'],
   [/^csistoragecapacities_/, 'external-provisioner'],
   [/^pv_collector_/, 'kube-controller-manager'],
+  [/^(volume_operation_|retroactive_storageclass_)/, 'kube-controller-manager'],
 ];
 
 function origin(name: string): string {

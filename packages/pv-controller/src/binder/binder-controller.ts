@@ -200,6 +200,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     },
     onDelete: (v) => {
       bv.deleted(objectKey(v));
+      reconciler.volumeGone(objectKey(v));
       const ref = v.spec?.claimRef;
       if (ref?.name && ref.namespace) enqueueClaimKey(`${ref.namespace}/${ref.name}`);
     },

@@ -1,6 +1,7 @@
 import { ANN_SELECTED_NODE, counter, gauge, histogram } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { claimClass, volumeClass } from './claim-helpers.js';
+import { collectorPluginName } from './operation-metrics.js';
 
 interface CollectorSource {
   volumes: () => PersistentVolume[];
@@ -29,7 +30,7 @@ let source: CollectorSource | undefined;
 // caches at scrape time as upstream does, so they are never out of step with what we see.
 export function registerCollectorMetrics(volumes: () => PersistentVolume[], claims: () => PersistentVolumeClaim[], classExists: (name: string) => boolean): void {
   source = { volumes, claims, classExists };
-  // prom-client calls collect() on every scrape; the first gauge refreshes all four.
+  // prom-client calls collect() on every scrape; the first gauge refreshes them all.
   const boundPV = gauge<'storage_class'>({
     name: 'pv_collector_bound_pv_count',
     help: 'Gauge measuring number of persistent volume currently bound',
@@ -37,6 +38,7 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
     collect: () => refresh(),
   });
   const unboundPV = gauge<'storage_class'>({ name: 'pv_collector_unbound_pv_count', help: 'Gauge measuring number of persistent volume currently unbound', labelNames: ['storage_class'] });
+  const totalPV = gauge<'plugin_name' | 'volume_mode'>({ name: 'pv_collector_total_pv_count', help: 'Gauge measuring total number of persistent volumes', labelNames: ['plugin_name', 'volume_mode'] });
   const boundPVC = gauge<'namespace' | 'storage_class' | 'volume_attributes_class'>({
     name: 'pv_collector_bound_pvc_count',
     help: 'Gauge measuring number of persistent volume claim currently bound',
@@ -62,6 +64,7 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
   function refresh(): void {
     boundPV.reset();
     unboundPV.reset();
+    totalPV.reset();
     boundPVC.reset();
     unboundPVC.reset();
     waiting.reset();
@@ -77,7 +80,11 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
       if (!Number.isNaN(created)) oldestByClass.set(cls, Math.max(oldestByClass.get(cls) ?? 0, (now - created) / 1000));
     }
     for (const [cls, age] of oldestByClass) oldest.set({ storage_class: cls }, age);
-    for (const v of source.volumes()) (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: volumeClass(v) });
+    for (const v of source.volumes()) {
+      (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: volumeClass(v) });
+      // The API server defaults volumeMode to Filesystem.
+      totalPV.inc({ plugin_name: collectorPluginName(v), volume_mode: v.spec?.volumeMode ?? 'Filesystem' });
+    }
     for (const c of source.claims()) {
       const labels = { namespace: c.metadata?.namespace ?? '', storage_class: claimClassLabel(c, source.classExists), volume_attributes_class: c.spec?.volumeAttributesClassName ?? '' };
       (c.status?.phase === 'Bound' ? boundPVC : unboundPVC).inc(labels);

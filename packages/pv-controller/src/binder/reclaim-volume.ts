@@ -22,7 +22,7 @@ function failed(volume: PersistentVolume, reason: string, message: string): Bind
  * leave the volume and its storage for ever. Other volume sources would need an in-tree plugin,
  * which Topovol does not carry, so the volume goes Failed with upstream's message.
  */
-function deleterProblem(volume: PersistentVolume): string | undefined {
+export function deleterProblem(volume: PersistentVolume): string | undefined {
   const name = volume.metadata?.name ?? '';
   const provisionedBy = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
   if (provisionedBy) return provisionedBy === NO_PROVISIONER ? `no volume plugin matched name: ${provisionedBy}` : undefined;

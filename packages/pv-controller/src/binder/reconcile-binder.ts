@@ -6,7 +6,8 @@ import { isNewer } from './assume-cache.js';
 import type { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
 import { countBind, countRefuted, observeBind } from './binder-metrics.js';
-import { claimClass } from './claim-helpers.js';
+import { countRetroactiveClass, deleteOperation, OperationTimestamps, provisioningStarted } from './operation-metrics.js';
+import { claimClass, volumeClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
 import { issueSeen } from './selected-node-checks.js';
@@ -60,11 +61,20 @@ export class BinderReconciler {
    */
   private readonly unsettled = new Map<string, string[]>();
 
+  /** Provisioning and deletion under way, for kube-controller-manager's operation metrics (operation-metrics.ts). */
+  private readonly operations = new OperationTimestamps();
+
   constructor(private readonly d: BinderGlueDeps) {}
 
   /** The claim was deleted: nothing is kept of it (a claim deleted is never decided again to clear it). */
   forgetClaim(key: string): void {
     this.passedOver.delete(key);
+    this.operations.forget(key);
+  }
+
+  /** The volume is gone: a deletion handed to its deleter ends (its latency is recorded). */
+  volumeGone(name: string): void {
+    this.operations.record(name, false);
   }
 
   async claim(namespace: string, name: string): Promise<number | void> {
@@ -85,6 +95,10 @@ export class BinderReconciler {
     // Which picked volumes this run writes (their view moves on): a later write of the run that
     // fails leaves those as the server answered them.
     const viewed = new Map(picked.map((n) => [n, world.volume(n)?.metadata?.resourceVersion]));
+    // Upstream's provision timestamp starts when a claim is first handed to its provisioner.
+    const provisioner = this.d.dryRun ? undefined : provisioningStarted(actions, claim, world.storageClass(claimClass(claim)));
+    if (provisioner !== undefined) this.operations.addIfNotExist(key, provisioner, 'provision');
+    const classWrite = actions.some((a) => a.kind === 'setClaimClass') && !this.d.dryRun;
     let failed = false;
     try {
       await this.run(actions);
@@ -93,6 +107,9 @@ export class BinderReconciler {
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
       // A write the leader-election fence held was not sent: neither a race nor a failure.
       if (picked.length > 0 && !isFenced(err)) countBind(stale ? 'conflict' : 'error');
+      // As upstream's RecordMetric on a failed bind or hand-over: an error of the claim's provisioning, if one is timed.
+      if ((picked.length > 0 || provisioner !== undefined) && !isFenced(err)) this.operations.record(key, true);
+      if (classWrite && !isFenced(err)) countRetroactiveClass(false);
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
       // volume this run wrote (a claim write that conflicts after it), nor one the view already
@@ -117,6 +134,9 @@ export class BinderReconciler {
         this.d.requeueClaims(keys);
       }
     }
+    if (classWrite) countRetroactiveClass(true);
+    // Bound: the end of its provisioning, if one was timed (upstream's RecordMetric after bind).
+    if (actions.some((a) => a.kind === 'bindClaim') && !this.d.dryRun) this.operations.record(key, false);
     if (actions.some((a) => a.kind === 'bindClaim') && !wasBound && !this.d.dryRun) {
       countBind('bound');
       const since = Date.parse(claim.metadata?.creationTimestamp ?? '');
@@ -133,6 +153,12 @@ export class BinderReconciler {
     const actions = decideVolume(volume, this.d.world);
     log.debug('volume synced', { actions: actions.map((a) => a.kind) });
     await this.run(actions);
+    // Upstream's reclaimVolume with Delete starts the deletion's timestamp; a missing deleter is its error.
+    const del = this.d.dryRun ? undefined : deleteOperation(volume, actions, this.d.world.storageClass(volumeClass(volume)));
+    if (del) {
+      this.operations.addIfNotExist(name, del.plugin, 'delete');
+      if (del.failed) this.operations.record(name, true);
+    }
   }
 
   /**

@@ -184,6 +184,7 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
       metadata: { name: name('default'), annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
       provisioner: 'example.com/csi',
     };
+    const retroactive = await sample('retroactive_storageclass_total', {});
     const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'classless', '1Gi', { class: null }));
     await admin.create(Resources.storageClasses, sc);
     try {
@@ -199,8 +200,40 @@ describe('pv-binder: static binding, release and reclaim (real API server)', fun
       expect(c.metadata?.uid).to.equal(claim.metadata?.uid);
       const ev = await eventFor(admin, c, 'ExternalProvisioning');
       expect(ev.message).to.contain("external provisioner 'example.com/csi'");
+      // kube-controller-manager's counter of these assignments (other class-less claims may be assigned too).
+      expect(await sample('retroactive_storageclass_total', {})).to.be.at.least(retroactive + 1);
     } finally {
       await admin.delete(Resources.storageClasses, name('default'));
+    }
+  });
+
+  // kube-controller-manager's operation metrics (pkg/controller/volume/persistentvolume/metrics): the
+  // time from a claim's hand-over to its provisioner to its binding, and from a released Delete
+  // volume's hand-over to its deleter to the volume gone; the test plays the provisioner and deleter.
+  it("times provisioning and deletion end to end under kube-controller-manager's metric names, and counts volumes by plugin", async function () {
+    const provisioner = 'example.com/ops';
+    const cls = name('ops');
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner });
+    try {
+      const prov = { plugin_name: provisioner, operation_name: 'provision' };
+      const del = { plugin_name: provisioner, operation_name: 'delete' };
+      const [provisioned, deleted] = [await sample('volume_operation_total_seconds', prov, '_count'), await sample('volume_operation_total_seconds', del, '_count')];
+      const claim = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'op', '1Gi', { class: cls }));
+      await eventually(async () => expect((await getPVC(admin, ns, 'op')).metadata?.annotations?.['volume.kubernetes.io/storage-provisioner']).to.equal(provisioner));
+      // As external-provisioner provisions: a volume pre-bound to the claim.
+      const claimRef = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'op', uid: claim.metadata?.uid };
+      await admin.create(Resources.persistentVolumes, pv(name('op'), '1Gi', { class: cls, policy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': provisioner }, claimRef }));
+      await bound('op');
+      await eventually(async () => expect(await sample('volume_operation_total_seconds', prov, '_count')).to.equal(provisioned + 1));
+      // The harness's volumes are hostPath ones: kube-controller-manager's binder names that plugin.
+      expect(await sample('pv_collector_total_pv_count', { plugin_name: 'kubernetes.io/host-path', volume_mode: 'Filesystem' })).to.be.at.least(1);
+      await deleteNow(admin, Resources.persistentVolumeClaims, 'op', ns);
+      await eventually(async () => expect((await getPV(admin, name('op'))).status?.phase).to.equal('Released'));
+      await deleteNow(admin, Resources.persistentVolumes, name('op'));
+      await eventually(async () => expect(await sample('volume_operation_total_seconds', del, '_count')).to.equal(deleted + 1));
+      expect(await sample('volume_operation_errors_total', prov)).to.equal(0);
+    } finally {
+      await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
     }
   });
 

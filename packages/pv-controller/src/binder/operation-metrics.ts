@@ -1,0 +1,105 @@
+import { counter, histogram } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
+import { ANN_MIGRATED_TO } from '@topovol/shared';
+import { Reasons } from './binder-reasons.js';
+import type { BinderAction } from './actions.js';
+import { externalProvisionerName } from './csi-migration.js';
+import { deleterProblem } from './reclaim-volume.js';
+
+/**
+ * kube-controller-manager's storage operation metrics, under its names and labels, so that
+ * dashboards and alerts built on its binder keep working: the end-to-end latency of provisioning
+ * (the first time a claim is handed to its provisioner, to its binding) and of deletion (a released
+ * `Delete` volume handed to its deleter, to the volume gone), their errors, and the retroactive
+ * default class (pkg/controller/volume/persistentvolume/metrics/metrics.go,
+ * pkg/volume/util/metrics.go). Timestamps are kept in memory, as upstream's
+ * OperationStartTimeCache: an operation that began before a restart is not timed.
+ */
+const labelNames = ['plugin_name', 'operation_name'] as const;
+const latency = histogram<(typeof labelNames)[number]>({
+  name: 'volume_operation_total_seconds',
+  help: 'Storage operation end to end duration in seconds',
+  labelNames,
+  buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600],
+});
+const errors = counter<(typeof labelNames)[number]>({ name: 'volume_operation_errors_total', help: 'Total volume operation errors', labelNames });
+// Deprecated upstream since 1.36 and still exported there: kept while it is.
+const errorsDeprecated = counter<(typeof labelNames)[number]>({ name: 'volume_operation_total_errors', help: '(Deprecated since 1.36.0) Total volume operation errors', labelNames });
+const retroactive = counter({ name: 'retroactive_storageclass_total', help: 'Total number of retroactive StorageClass assignments to persistent volume claim' });
+const retroactiveErrors = counter({ name: 'retroactive_storageclass_errors_total', help: 'Total number of failed retroactive StorageClass assignments to persistent volume claim' });
+
+/** Upstream's name for a plugin it cannot tell. */
+export const PLUGIN_NOT_AVAILABLE = 'N/A';
+
+export type Operation = 'provision' | 'delete';
+
+/** When each operation began, by claim key (provision) or volume name (delete), as upstream keys them. */
+export class OperationTimestamps {
+  private readonly started = new Map<string, { plugin: string; operation: Operation; at: number }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  addIfNotExist(key: string, plugin: string, operation: Operation): void {
+    if (!this.started.has(key)) this.started.set(key, { plugin: plugin || PLUGIN_NOT_AVAILABLE, operation, at: this.now() });
+  }
+
+  /** The operation ended (`failed` false: its latency, and it is forgotten) or one of its steps failed (an error; it stays). */
+  record(key: string, failed: boolean): void {
+    const s = this.started.get(key);
+    if (!s) return;
+    if (failed) {
+      errors.inc({ plugin_name: s.plugin, operation_name: s.operation });
+      errorsDeprecated.inc({ plugin_name: s.plugin, operation_name: s.operation });
+      return;
+    }
+    latency.observe({ plugin_name: s.plugin, operation_name: s.operation }, Math.max(0, this.now() - s.at) / 1000);
+    this.started.delete(key);
+  }
+
+  forget(key: string): void {
+    this.started.delete(key);
+  }
+
+  get size(): number {
+    return this.started.size;
+  }
+}
+
+/** A retroactive default class written to a claim (KEP-3333), or the write that failed. */
+export function countRetroactiveClass(ok: boolean): void {
+  retroactive.inc();
+  if (!ok) retroactiveErrors.inc();
+}
+
+/**
+ * The provisioner a claim's decision hands it to (upstream's getProvisionerName for an external
+ * provisioner: the class's, a migrated in-tree name as its CSI driver's), if the decision does:
+ * provisionClaim's ExternalProvisioning Event is that hand-over.
+ */
+export function provisioningStarted(actions: readonly BinderAction[], claim: PersistentVolumeClaim, sc: StorageClass | undefined): string | undefined {
+  const handedOver = actions.some((a) => a.kind === 'event' && a.reason === Reasons.ExternalProvisioning && a.target === claim);
+  return handedOver && sc?.provisioner ? externalProvisionerName(sc.provisioner) : undefined;
+}
+
+/**
+ * Whether a volume's decision leaves it to its external deleter (upstream's reclaimVolume with
+ * `Delete`, where the timestamp starts), and by what name; or its deleter is missing (an error).
+ */
+export function deleteOperation(volume: PersistentVolume, actions: readonly BinderAction[], sc: StorageClass | undefined): { plugin: string; failed: boolean } | undefined {
+  const released = volume.status?.phase === 'Released' || volume.status?.phase === 'Failed' || actions.some((a) => a.kind === 'volumePhase' && a.phase === 'Released');
+  if (!released || volume.spec?.persistentVolumeReclaimPolicy !== 'Delete' || volume.metadata?.annotations?.[ANN_MIGRATED_TO]) return undefined;
+  if (deleterProblem(volume)) return { plugin: PLUGIN_NOT_AVAILABLE, failed: true };
+  return { plugin: sc?.provisioner ? externalProvisionerName(sc.provisioner) : PLUGIN_NOT_AVAILABLE, failed: false };
+}
+
+/**
+ * A volume's plugin as kube-controller-manager's pv_collector_total_pv_count names it: its binder
+ * probes only the in-tree plugins that provision, delete or recycle (hostpath, nfs;
+ * ProbeProvisionableRecyclableVolumePlugins in cmd/kube-controller-manager/app/plugins.go), so every
+ * other volume, CSI ones included, is "N/A".
+ */
+export function collectorPluginName(v: PersistentVolume): string {
+  if (v.spec?.hostPath) return 'kubernetes.io/host-path';
+  if (v.spec?.nfs) return 'kubernetes.io/nfs';
+  return PLUGIN_NOT_AVAILABLE;
+}
