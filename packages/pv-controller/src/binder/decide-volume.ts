@@ -31,9 +31,12 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
     return [event(volume, 'Warning', Reasons.InvalidClaimRef, `spec.claimRef has uid ${ref.uid} but no ${missing.join(' or ')}: no claim can be looked up, so the volume is not released; set the claim's namespace and name, or remove spec.claimRef`)];
   }
 
+  // Its claim gone, re-created under the same name, or bound elsewhere with a volume provisioned for
+  // it: released (the glue confirms it on the server before Released).
+  const released = releaseOf(volume, world);
+  if (released) return release(volume, world, released.claimGone);
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
-  // Gone, or re-created under the same name: the glue confirms it on the server before Released.
-  if (!claim || claim.metadata?.uid !== ref.uid) return release(volume, world, !claim);
+  if (!claim) return [];
 
   const claimVolume = claim.spec?.volumeName ?? '';
   if (claimVolume === '') {
@@ -47,11 +50,27 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   }
   if (claimVolume === volume.metadata?.name) return phaseIs(volume, 'Bound');
 
-  // The claim is bound to another volume. One provisioned for it with Delete is not needed any more:
-  // released to its deleter. Otherwise undo the binding: a claimRef the controller made goes; a
-  // user's pre-binding keeps the claim's name and loses only the uid.
-  if (releasedWhenClaimBoundElsewhere(volume)) return release(volume, world, false);
+  // The claim is bound to another volume (one provisioned for it with Delete was released above):
+  // undo the binding; a claimRef the controller made goes, a user's pre-binding keeps the claim's
+  // name and loses only the uid.
   return [{ kind: 'unbindVolume', volume, keepClaimRef: volume.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined }];
+}
+
+/**
+ * Whether decideVolume releases the volume to its reclaim policy (upstream's syncVolume calling
+ * reclaimVolume), and whether its claim is gone: the claim gone or re-created under its name, or
+ * bound to another volume while this one was provisioned for it with Delete. Also what starts the
+ * timing of a deletion (operation-metrics.ts).
+ */
+export function releaseOf(volume: PersistentVolume, world: BinderWorld): { claimGone: boolean } | undefined {
+  if (volumeMigrationChange(volume)) return undefined;
+  const ref = volume.spec?.claimRef;
+  if (!ref?.uid || !ref.namespace || !ref.name) return undefined;
+  const claim = world.claim(ref.namespace, ref.name);
+  if (!claim || claim.metadata?.uid !== ref.uid) return { claimGone: !claim };
+  const bound = claim.spec?.volumeName ?? '';
+  if (bound !== '' && bound !== volume.metadata?.name && releasedWhenClaimBoundElsewhere(volume)) return { claimGone: false };
+  return undefined;
 }
 
 /**

@@ -6,8 +6,8 @@ import { isNewer } from './assume-cache.js';
 import type { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
 import { countBind, countRefuted, observeBind } from './binder-metrics.js';
-import { countRetroactiveClass, deleteOperation, OperationTimestamps, provisioningStarted } from './operation-metrics.js';
-import { claimClass, volumeClass } from './claim-helpers.js';
+import { countRetroactiveClass, deleteStarted, OperationTimestamps, provisioningStarted } from './operation-metrics.js';
+import { claimClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
 import { issueSeen } from './selected-node-checks.js';
@@ -99,6 +99,8 @@ export class BinderReconciler {
     const provisioner = this.d.dryRun ? undefined : provisioningStarted(actions, claim, world.storageClass(claimClass(claim)));
     if (provisioner !== undefined) this.operations.addIfNotExist(key, provisioner, 'provision');
     const classWrite = actions.some((a) => a.kind === 'setClaimClass') && !this.d.dryRun;
+    // Upstream times a provisioning up to the binding of a volume found for a claim that names none.
+    const matched = picked.length > 0 && !claim.spec?.volumeName && !this.d.dryRun;
     let failed = false;
     try {
       await this.run(actions);
@@ -107,8 +109,10 @@ export class BinderReconciler {
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
       // A write the leader-election fence held was not sent: neither a race nor a failure.
       if (picked.length > 0 && !isFenced(err)) countBind(stale ? 'conflict' : 'error');
-      // As upstream's RecordMetric on a failed bind or hand-over: an error of the claim's provisioning, if one is timed.
-      if ((picked.length > 0 || provisioner !== undefined) && !isFenced(err)) this.operations.record(key, true);
+      // As upstream's RecordMetric after a failed bind of a matched volume or a failed hand-over: an
+      // error of the claim's provisioning, if one is timed (not a write the fence held, nor a plan
+      // the server's objects refuted, which upstream has no read for).
+      if ((matched || provisioner !== undefined) && !isFenced(err) && !(err instanceof StaleViewError)) this.operations.record(key, true);
       if (classWrite && !isFenced(err)) countRetroactiveClass(false);
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
@@ -136,7 +140,7 @@ export class BinderReconciler {
     }
     if (classWrite) countRetroactiveClass(true);
     // Bound: the end of its provisioning, if one was timed (upstream's RecordMetric after bind).
-    if (actions.some((a) => a.kind === 'bindClaim') && !this.d.dryRun) this.operations.record(key, false);
+    if (matched) this.operations.record(key, false);
     if (actions.some((a) => a.kind === 'bindClaim') && !wasBound && !this.d.dryRun) {
       countBind('bound');
       const since = Date.parse(claim.metadata?.creationTimestamp ?? '');
@@ -153,12 +157,11 @@ export class BinderReconciler {
     const actions = decideVolume(volume, this.d.world);
     log.debug('volume synced', { actions: actions.map((a) => a.kind) });
     await this.run(actions);
-    // Upstream's reclaimVolume with Delete starts the deletion's timestamp; a missing deleter is its error.
-    const del = this.d.dryRun ? undefined : deleteOperation(volume, actions, this.d.world.storageClass(volumeClass(volume)));
-    if (del) {
-      this.operations.addIfNotExist(name, del.plugin, 'delete');
-      if (del.failed) this.operations.record(name, true);
-    }
+    // Upstream's reclaimVolume with Delete starts the deletion's timestamp, once the release is
+    // confirmed and written; it ends when the volume is gone (volumeGone). An external deleter's
+    // work has no error upstream counts.
+    const deleter = this.d.dryRun ? undefined : deleteStarted(volume, this.d.world);
+    if (deleter !== undefined) this.operations.addIfNotExist(name, deleter, 'delete');
   }
 
   /**
