@@ -1,11 +1,13 @@
-import { classifyError, isFenced, logger, writeMayHaveApplied } from '@topovol/shared';
+import { classifyError, errorMessage, isFenced, logger, writeMayHaveApplied } from '@topovol/shared';
 import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import type { BinderActuator } from './actuator.js';
 import { isNewer } from './assume-cache.js';
 import type { AssumeCache } from './assume-cache.js';
 import type { BinderWorld } from './binder-world.js';
 import { countBind, countRefuted, observeBind } from './binder-metrics.js';
+import { Reasons } from './binder-reasons.js';
 import { countRetroactiveClass, deleteStarted, OperationTimestamps, provisioningStarted } from './operation-metrics.js';
 import { claimClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
@@ -113,6 +115,11 @@ export class BinderReconciler {
       // error of the claim's provisioning, if one is timed (not a write the fence held, nor a plan
       // the server's objects refuted, which upstream has no read for).
       if ((matched || provisioner !== undefined) && !isFenced(err) && !(err instanceof StaleViewError)) this.operations.record(key, true);
+      // The hand-over's one write (the provisioner annotation) failed: upstream's
+      // provisionClaimOperationExternal says so on the claim before it tries again.
+      if (provisioner !== undefined && !isFenced(err) && !(err instanceof StaleViewError)) {
+        await this.d.actuator.run([event(claim, 'Warning', Reasons.ProvisioningFailed, `Error saving claim: ${errorMessage(err)}`)]);
+      }
       if (classWrite && !isFenced(err)) countRetroactiveClass(false);
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
