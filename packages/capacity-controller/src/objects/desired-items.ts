@@ -1,6 +1,6 @@
 import type { StorageClass } from '@topovol/shared';
 import { formatSegment, domainsWithoutPool, poolServices } from '../pools/pool-coverage.js';
-import { parseConstrainedPools, poolDomainKeys, POOL_NAME_PARAMETER, POOLS_PARAMETER, poolsWithWholeKeys } from '../pools/topology-constrained-pools.js';
+import { domainName, parseConstrainedPools, poolDomainKeys, POOL_NAME_PARAMETER, POOLS_PARAMETER, poolsWithWholeKeys } from '../pools/topology-constrained-pools.js';
 import { deeperKeys } from '../segments/deeper-keys.js';
 import type { Segment } from '../segments/segment.js';
 import { segmentContains, segmentKey } from '../segments/segment.js';
@@ -129,7 +129,7 @@ export function desiredItems(
       problems.push({
         storageClassName: name,
         reason: 'PoolNeverChosen',
-        message: `pool ${pool.name} is never chosen: its domainLabel ${label} has a "/", and Ceph-CSI compares a domainLabel with the name after each topology key's prefix (write "${label.slice(label.indexOf('/') + 1)}")`,
+        message: `pool ${pool.name} is never chosen: its domainLabel ${label} has a "/", and Ceph-CSI compares a domainLabel with the name after each topology key's prefix (write "${domainName(label)}")`,
       });
     }
     const missing = domainsWithoutPool(segments, pools.pools);

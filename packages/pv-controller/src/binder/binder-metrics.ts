@@ -1,7 +1,7 @@
 import { ANN_SELECTED_NODE, counter, gauge, histogram } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { claimClass, volumeClass } from './claim-helpers.js';
-import { collectorPluginName } from './operation-metrics.js';
+import { PLUGIN_NOT_AVAILABLE } from './operation-metrics.js';
 
 interface CollectorSource {
   volumes: () => PersistentVolume[];
@@ -124,4 +124,16 @@ const refuted = counter<'check'>({
 
 export function countRefuted(check: ServerCheck): void {
   refuted.inc({ check });
+}
+
+/**
+ * A volume's plugin as kube-controller-manager's pv_collector_total_pv_count names it: its binder
+ * probes only the in-tree plugins that provision, delete or recycle (hostpath, nfs;
+ * ProbeProvisionableRecyclableVolumePlugins in cmd/kube-controller-manager/app/plugins.go), so every
+ * other volume, CSI ones included, is "N/A".
+ */
+export function collectorPluginName(v: PersistentVolume): string {
+  if (v.spec?.hostPath) return 'kubernetes.io/host-path';
+  if (v.spec?.nfs) return 'kubernetes.io/nfs';
+  return PLUGIN_NOT_AVAILABLE;
 }

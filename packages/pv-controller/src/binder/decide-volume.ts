@@ -1,5 +1,5 @@
 import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, nodeSelectorNeverMatches } from '@topovol/shared';
-import type { PersistentVolume } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import { Reasons } from './binder-reasons.js';
@@ -33,10 +33,8 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
 
   // Its claim gone, re-created under the same name, or bound elsewhere with a volume provisioned for
   // it: released (the glue confirms it on the server before Released).
-  const released = releaseOf(volume, world);
-  if (released) return release(volume, world, released.claimGone);
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
-  if (!claim) return [];
+  if (!claim || claimReleases(volume, claim)) return release(volume, world, !claim);
 
   const claimVolume = claim.spec?.volumeName ?? '';
   if (claimVolume === '') {
@@ -58,19 +56,23 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
 
 /**
  * Whether decideVolume releases the volume to its reclaim policy (upstream's syncVolume calling
- * reclaimVolume), and whether its claim is gone: the claim gone or re-created under its name, or
- * bound to another volume while this one was provisioned for it with Delete. Also what starts the
- * timing of a deletion (operation-metrics.ts).
+ * reclaimVolume): its claim gone or re-created under its name, or bound to another volume while
+ * this one was provisioned for it with Delete. Also what starts the timing of a deletion
+ * (operation-metrics.ts).
  */
-export function releaseOf(volume: PersistentVolume, world: BinderWorld): { claimGone: boolean } | undefined {
-  if (volumeMigrationChange(volume)) return undefined;
+export function releaseOf(volume: PersistentVolume, world: BinderWorld): boolean {
+  if (volumeMigrationChange(volume)) return false;
   const ref = volume.spec?.claimRef;
-  if (!ref?.uid || !ref.namespace || !ref.name) return undefined;
+  if (!ref?.uid || !ref.namespace || !ref.name) return false;
   const claim = world.claim(ref.namespace, ref.name);
-  if (!claim || claim.metadata?.uid !== ref.uid) return { claimGone: !claim };
+  return !claim || claimReleases(volume, claim);
+}
+
+/** The claim the volume's claimRef names, found: re-created under its name, or bound elsewhere with this volume provisioned for it with Delete. */
+function claimReleases(volume: PersistentVolume, claim: PersistentVolumeClaim): boolean {
+  if (claim.metadata?.uid !== volume.spec?.claimRef?.uid) return true;
   const bound = claim.spec?.volumeName ?? '';
-  if (bound !== '' && bound !== volume.metadata?.name && releasedWhenClaimBoundElsewhere(volume)) return { claimGone: false };
-  return undefined;
+  return bound !== '' && bound !== volume.metadata?.name && releasedWhenClaimBoundElsewhere(volume);
 }
 
 /**

@@ -98,15 +98,3 @@ export function deleteStarted(volume: PersistentVolume, world: BinderWorld): str
   const sc = world.storageClass(volumeClass(volume));
   return sc?.provisioner ? externalProvisionerName(sc.provisioner) : PLUGIN_NOT_AVAILABLE;
 }
-
-/**
- * A volume's plugin as kube-controller-manager's pv_collector_total_pv_count names it: its binder
- * probes only the in-tree plugins that provision, delete or recycle (hostpath, nfs;
- * ProbeProvisionableRecyclableVolumePlugins in cmd/kube-controller-manager/app/plugins.go), so every
- * other volume, CSI ones included, is "N/A".
- */
-export function collectorPluginName(v: PersistentVolume): string {
-  if (v.spec?.hostPath) return 'kubernetes.io/host-path';
-  if (v.spec?.nfs) return 'kubernetes.io/nfs';
-  return PLUGIN_NOT_AVAILABLE;
-}

@@ -54,7 +54,7 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
           spec: { nodeAffinity: decision.nodeAffinity },
         });
       } catch (err) {
-        const kind = classifyError(err).kind;
+        const { kind, message } = classifyError(err);
         if (kind === 'NotFound') return; // deleted meanwhile: nothing left to convert
         // A conflict is a race, not a failure, and a write the leader-election fence held was not
         // sent: the retry decides again and is counted then.
@@ -62,13 +62,13 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
         countZonalUpgrade('error');
         if (kind === 'Invalid' && namesFields(err)) {
           // Validation refuses the same affinity every time; only a label change can help.
-          d.events.event(pv, 'Warning', REASON_MALFORMED, `the API server refused spec.nodeAffinity built from the zone/region labels (${decision.summary}): ${classifyError(err).message}`);
+          d.events.event(pv, 'Warning', REASON_MALFORMED, `the API server refused spec.nodeAffinity built from the zone/region labels (${decision.summary}): ${message}`);
           throw new TerminalError(`nodeAffinity refused for volume ${name}`, { cause: err });
         }
         // A ValidatingAdmissionPolicy's denial is a 422 too (its reason defaults to Invalid); a
         // webhook's is a 400 unless it says otherwise (ToStatusErr in k8s.io/apiserver's webhook
         // errors), a 403 an authorizer's or a policy's. Each may change: say so and retry.
-        if (kind === 'Invalid' || kind === 'Forbidden' || kind === 'BadRequest') d.events.event(pv, 'Warning', REASON_REFUSED, `the API server refused spec.nodeAffinity (${decision.summary}); retrying: ${classifyError(err).message}`);
+        if (kind === 'Invalid' || kind === 'Forbidden' || kind === 'BadRequest') d.events.event(pv, 'Warning', REASON_REFUSED, `the API server refused spec.nodeAffinity (${decision.summary}); retrying: ${message}`);
         throw err;
       }
       // A mutating webhook may drop the field: say so rather than report a conversion that did not happen.

@@ -4,7 +4,8 @@ import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from '../../src/binder/actions.js';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { Reasons } from '../../src/binder/binder-reasons.js';
-import { collectorPluginName, countRetroactiveClass, deleteStarted, OperationTimestamps, provisioningStarted } from '../../src/binder/operation-metrics.js';
+import { collectorPluginName } from '../../src/binder/binder-metrics.js';
+import { countRetroactiveClass, deleteStarted, OperationTimestamps, provisioningStarted } from '../../src/binder/operation-metrics.js';
 import { world } from './world-fixture.js';
 
 /** A series' value from the registry /metrics serves; a histogram's by its _count or _sum series. */
