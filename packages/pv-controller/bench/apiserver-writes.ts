@@ -1,4 +1,6 @@
 import type { KubeClient } from '@topovol/shared';
+import { parsePrometheusText } from '@topovol/testing';
+import type { MetricSample } from '@topovol/testing';
 
 /** Updates and patches of volumes and claims (status included) the API server answered, by its own counter. */
 export interface VolumeWrites {
@@ -20,12 +22,8 @@ export async function volumeWrites(admin: KubeClient): Promise<VolumeWrites> {
 }
 
 /** Every apiserver_request_total series in a /metrics text: its labels and its value. */
-function* requestCounts(metricsText: string): Generator<{ labels: Record<string, string>; value: number }> {
-  for (const line of metricsText.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
-    yield { labels, value: Number(line.slice(line.lastIndexOf(' ') + 1)) };
-  }
+function requestCounts(metricsText: string): MetricSample[] {
+  return parsePrometheusText(metricsText).filter((s) => s.name === 'apiserver_request_total');
 }
 
 const answered = (labels: Record<string, string>): boolean => /^2\d\d$/.test(labels.code ?? '');

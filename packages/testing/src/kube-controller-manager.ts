@@ -1,3 +1,4 @@
+import https from 'node:https';
 import path from 'node:path';
 import type { ControlPlane } from './control-plane.js';
 import { controlPlaneBinaries } from './control-plane-binaries.js';
@@ -8,8 +9,20 @@ import { ManagedProcess } from './managed-process.js';
  * the named controllers against a test control plane, e.g. the pv/pvc protection controllers that
  * remove the kubernetes.io/pv(c)-protection finalizers. Its log is kube-controller-manager.log.
  */
-export async function startKubeControllerManager(cp: ControlPlane, controllers: string[], extraFlags: string[] = []): Promise<ManagedProcess> {
+export interface KubeControllerManagerOptions {
+  /**
+   * Serve HTTPS on this port of 127.0.0.1 (a self-signed certificate in the control plane's
+   * directory), /metrics to anyone as /healthz is by default: read with scrapeKubeControllerManager.
+   */
+  metricsPort?: number;
+}
+
+export async function startKubeControllerManager(cp: ControlPlane, controllers: string[], extraFlags: string[] = [], opts: KubeControllerManagerOptions = {}): Promise<ManagedProcess> {
   const bin = await controlPlaneBinaries(['kube-controller-manager']);
+  const serving =
+    opts.metricsPort === undefined
+      ? ['--secure-port=0']
+      : [`--secure-port=${opts.metricsPort}`, '--bind-address=127.0.0.1', `--cert-dir=${path.join(cp.dir, 'kube-controller-manager-certs')}`, '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics'];
   return new ManagedProcess({
     name: 'kube-controller-manager',
     command: bin['kube-controller-manager'],
@@ -18,12 +31,27 @@ export async function startKubeControllerManager(cp: ControlPlane, controllers: 
       `--kubeconfig=${cp.kubeconfigPath}`,
       `--controllers=${controllers.join(',')}`,
       '--leader-elect=false',
-      '--secure-port=0',
+      ...serving,
       '--use-service-account-credentials=false',
       `--service-account-private-key-file=${cp.serviceAccountKeyFile}`,
       `--root-ca-file=${cp.caFile}`,
       '--v=2',
       ...extraFlags,
     ],
+  });
+}
+
+/** kube-controller-manager's /metrics as text, from one started with `metricsPort`. */
+export function scrapeKubeControllerManager(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    // Its serving certificate is self-signed and throwaway; nothing secret crosses this connection.
+    const req = https.get({ host: '127.0.0.1', port, path: '/metrics', rejectUnauthorized: false, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`kube-controller-manager /metrics: HTTP ${res.statusCode}: ${body.slice(0, 200)}`))));
+    });
+    req.on('timeout', () => req.destroy(new Error('kube-controller-manager /metrics: timed out')));
+    req.on('error', reject);
   });
 }

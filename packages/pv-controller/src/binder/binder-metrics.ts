@@ -1,6 +1,6 @@
 import { ANN_SELECTED_NODE, counter, gauge, histogram } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { claimClass, volumeClass } from './claim-helpers.js';
+import { claimClass } from './claim-helpers.js';
 import { PLUGIN_NOT_AVAILABLE } from './operation-metrics.js';
 
 interface CollectorSource {
@@ -81,7 +81,8 @@ export function registerCollectorMetrics(volumes: () => PersistentVolume[], clai
     }
     for (const [cls, age] of oldestByClass) oldest.set({ storage_class: cls }, age);
     for (const v of source.volumes()) {
-      (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: volumeClass(v) });
+      // spec.storageClassName only, as upstream's pvCollect: not the beta annotation binding reads.
+      (v.status?.phase === 'Bound' ? boundPV : unboundPV).inc({ storage_class: v.spec?.storageClassName ?? '' });
       // The API server defaults volumeMode to Filesystem.
       totalPV.inc({ plugin_name: collectorPluginName(v), volume_mode: v.spec?.volumeMode ?? 'Filesystem' });
     }

@@ -1,6 +1,6 @@
-import { Resources } from '@topovol/shared';
+import { metricsRegistry, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { ControlPlane, controllerClient, eventually, InProcessLoop, startKubeControllerManager, startKubeScheduler } from '@topovol/testing';
+import { ControlPlane, controllerClient, eventually, freePort, InProcessLoop, scrapeKubeControllerManager, startKubeControllerManager, startKubeScheduler } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { pvBinderDescriptor } from '../../../src/pv-binder-descriptor.js';
 import { zonalPvUpgradeDescriptor } from '../../../src/zonal-pv-upgrade-descriptor.js';
@@ -41,6 +41,8 @@ export class DiffCluster {
     readonly admin: KubeClient,
     private readonly processes: ManagedProcess[],
     private readonly loops: InProcessLoop[],
+    /** Upstream: the port of kube-controller-manager's /metrics. */
+    private readonly metricsPort?: number,
   ) {}
 
   static async start(side: SideName): Promise<DiffCluster> {
@@ -48,7 +50,8 @@ export class DiffCluster {
     await cp.start();
     const admin = cp.adminClient();
     const controllers = side === 'upstream' ? ['persistentvolume-binder-controller', ...PROTECTION] : PROTECTION;
-    const processes = [await startKubeControllerManager(cp, controllers, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`]), await startKubeScheduler(cp)];
+    const metricsPort = side === 'upstream' ? await freePort() : undefined;
+    const processes = [await startKubeControllerManager(cp, controllers, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`], { metricsPort }), await startKubeScheduler(cp)];
     const loops =
       side === 'topovol'
         ? [
@@ -58,7 +61,7 @@ export class DiffCluster {
             await InProcessLoop.start(zonalPvUpgradeDescriptor, [], { client: await controllerClient('zonal-pv-upgrade', cp) }),
           ]
         : [];
-    const cluster = new DiffCluster(side, cp, admin, processes, loops);
+    const cluster = new DiffCluster(side, cp, admin, processes, loops, metricsPort);
     cluster.poller = cluster.poll();
     await cluster.binderReady();
     return cluster;
@@ -103,6 +106,14 @@ export class DiffCluster {
     const want = this.generation + 1;
     while (this.generation < want) await new Promise<void>((r) => this.waiters.push(r));
     return this.latest;
+  }
+
+  /**
+   * This side's binder's metrics: kube-controller-manager's /metrics, or this process's registry,
+   * whose collector gauges report the binder set up last (this side's).
+   */
+  async metricsText(): Promise<string> {
+    return this.metricsPort !== undefined ? scrapeKubeControllerManager(this.metricsPort) : metricsRegistry.metrics();
   }
 
   get logDir(): string {

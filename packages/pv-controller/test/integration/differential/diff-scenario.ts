@@ -27,6 +27,8 @@ export interface VolumeOptions {
   nodeAffinity?: PVSpec['nodeAffinity'];
   /** A local volume (needs nodeAffinity) instead of the default CSI volume. */
   local?: boolean;
+  /** An in-tree hostPath or NFS volume instead of the default CSI volume (the plugins kube-controller-manager's binder probes). */
+  inTree?: 'hostPath' | 'nfs';
   finalizers?: string[];
 }
 
@@ -129,7 +131,13 @@ export class ScenarioContext {
         volumeAttributesClassName: o.volumeAttributesClassName,
         claimRef,
         nodeAffinity: o.nodeAffinity,
-        ...(o.local ? { local: { path: `/mnt/${name}` } } : { csi: { driver: CSI_DRIVER, volumeHandle: name } }),
+        ...(o.local
+          ? { local: { path: `/mnt/${name}` } }
+          : o.inTree === 'hostPath'
+            ? { hostPath: { path: `/srv/${name}` } }
+            : o.inTree === 'nfs'
+              ? { nfs: { server: 'nfs.example.com', path: `/export/${name}` } }
+              : { csi: { driver: CSI_DRIVER, volumeHandle: name } }),
       },
     });
     return name;

@@ -2,14 +2,16 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { StorageClass } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { repoRoot } from '@topovol/testing';
 import { DiffCluster } from './diff-cluster.js';
+import { collectorGauges, expectedCollectorGauges, gaugeDiff } from './diff-metrics.js';
 import { PROVISIONER, ScenarioContext } from './diff-scenario.js';
 import { CLAIM_LABEL, CLAIM_NOTE, stateDiff } from './diff-state.js';
 import type { ScenarioState } from './diff-state.js';
 import { DIVERGENCES_DOC, divergenceRows } from './divergences-doc.js';
 import { withoutEvents } from './scenario.js';
+import { eventually } from '@topovol/testing';
 import type { Scenario } from './scenario.js';
 import { delayedScenarios, nodeNameScenarios } from './scenarios-delayed.js';
 import { deletionScenarios } from './scenarios-deletion.js';
@@ -126,6 +128,32 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
     for (const r of rows) expect(r.why, `${r.scenario}: why Topovol's end state is better`).to.not.equal('');
     expect(readFileSync(path.join(repoRoot(), DIVERGENCES_DOC), 'utf8'), 'the scenario count it states').to.include(`covers ${ALL_SCENARIOS.length} scenarios`);
   });
+
+  // kube-controller-manager's collector gauges, computed from its caches at scrape time, against
+  // what its source says they are for the objects the side has (expectedCollectorGauges); then
+  // Topovol's the same way, on its own side's objects. Checked on the objects of every scenario,
+  // divergent or not, and with a scrape taken while neither side's volumes and claims changed.
+  for (const side of ['upstream', 'topovol'] as const) {
+    it(`pv_collector gauges: ${side === 'upstream' ? "kube-controller-manager's" : "Topovol's"} are kube-controller-manager's collector's for the objects on its side`, async function () {
+      const cluster = sides.find((c) => c.side === side);
+      if (!cluster) throw new Error('not run (the setup failed)');
+      const classes = new Set((await cluster.admin.list<StorageClass>(Resources.storageClasses)).items.map((c) => c.metadata!.name!));
+      const signature = (v: { volumes: PersistentVolume[]; claims: PersistentVolumeClaim[] }): string =>
+        [...v.volumes, ...v.claims].map((o) => `${o.metadata?.namespace}/${o.metadata?.name}@${o.metadata?.resourceVersion}`).sort().join(' ');
+      // A scrape can trail the objects by a watch event: the next round settles that.
+      const got = await eventually(async () => {
+        const before = await cluster.freshView();
+        const text = await cluster.metricsText();
+        const after = await cluster.freshView();
+        if (signature(before) !== signature(after)) throw new Error(`${side}: volumes or claims changed while scraping`);
+        const gauges = collectorGauges(text);
+        const diff = gaugeDiff(gauges, expectedCollectorGauges(after.volumes, after.claims, side === 'topovol' ? (n) => classes.has(n) : undefined));
+        if (diff.length > 0) throw new Error(`${side}: series that differ from the collector's:\n${diff.join('\n')}`);
+        return gauges;
+      }, 60_000, 2_000);
+      expect([...got.keys()].filter((k) => k.startsWith('pv_collector_total_pv_count')), 'plugins and modes compared').to.have.length.greaterThan(3);
+    });
+  }
 
   for (const sc of SCENARIOS) {
     it(sc.name, function () {

@@ -6,6 +6,24 @@ const RWO = ['ReadWriteOnce'];
 /** syncUnboundClaim with no volumeName: upstream's FindMatchingVolume over its access-mode groups. */
 export const staticScenarios: Scenario[] = [
   {
+    // What the suite's pv_collector check counts by plugin, mode and class spelling (differential.test.ts).
+    name: 'static: hostPath, NFS and Block volumes, and classes named by the beta annotation',
+    async run(s) {
+      const gold = await s.storageClass('gold');
+      await s.pv('hostpath', '1Gi', { inTree: 'hostPath' });
+      await s.pv('nfs', '1Gi', { inTree: 'nfs', accessModes: ['ReadWriteMany'] });
+      await s.pv('block', '1Gi', { volumeMode: 'Block' });
+      // The volume's class is the annotation's for binding; its spec names none.
+      await s.pv('beta', '1Gi', { annotations: { 'volume.beta.kubernetes.io/storage-class': gold } });
+      await s.settle();
+      await s.pvc('c', '1Gi', { class: null, annotations: { 'volume.beta.kubernetes.io/storage-class': gold } });
+    },
+    expect(st) {
+      claimIs(st, 'c', { phase: 'Bound', volumeName: 'beta' });
+      for (const v of ['hostpath', 'nfs', 'block']) volumeIs(st, v, { phase: 'Available', claimRef: null });
+    },
+  },
+  {
     name: 'static: a class-less claim binds the smallest Available volume that fits',
     async run(s) {
       await s.pv('big', '5Gi');
