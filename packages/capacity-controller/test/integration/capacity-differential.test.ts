@@ -4,11 +4,13 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, Resources, retryOnConflict } from '@topovol/shared';
 import type { CSIStorageCapacity, Node, StorageClass } from '@topovol/shared';
-import { createTestNamespace, csiBinaries, eventually, ManagedProcess, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, csiBinaries, eventually, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
+import { RunningCapacity, startDriver } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
+const HOST = 'topology.csi.topovol.dev/node';
 
 /** What a CSIStorageCapacity object says, as both publishers must say it; the managed-by value differs by design (docs/divergences.md). */
 interface Published {
@@ -52,6 +54,28 @@ describe('capacity differential: the same objects as external-provisioner --enab
   this.timeout(50 * 60_000);
   const tb = useCapacityTestbed('capdiff-');
 
+  const published1 = (cls: string, segment: Record<string, string>, capacity: string, maximumVolumeSize?: string): Published => ({
+    storageClassName: tb.name(cls),
+    segment,
+    capacity,
+    ...(maximumVolumeSize ? { maximumVolumeSize } : {}),
+    labels: { [LABEL_CSI_DRIVER_NAME]: tb.driverName },
+    owners: 0,
+  });
+  const sorted = (xs: Published[]): Published[] => [...xs].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
+  /** Both namespaces hold `want`, eventually (external-provisioner still running). */
+  async function agreeing(provisioner: ManagedProcess, theirs: string, step: string, want: Published[]): Promise<void> {
+    await eventually(
+      async () => {
+        expect(provisioner.running, `csi-provisioner exited:\n${provisioner.logTail(30)}`).to.equal(true);
+        expect(await published(theirs), `${step}: external-provisioner's objects`).to.deep.equal(sorted(want));
+        expect(await published(tb.ns), `${step}: Topovol's objects`).to.deep.equal(sorted(want));
+      },
+      60_000,
+      250,
+    );
+  }
+
   it('classes, zones, figures, relabelled, removed and unregistered nodes, deleted and Immediate classes, other drivers, hand edits', async function () {
     const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
     const cp = await sharedControlPlane();
@@ -84,26 +108,8 @@ describe('capacity differential: the same objects as external-provisioner --enab
       // Where its objects go, as a Deployment's downward API sets it.
       env: { ...process.env, NAMESPACE: theirs },
     });
-    const obj = (cls: string, zone: string, capacity: string, maximumVolumeSize?: string): Published => ({
-      storageClassName: tb.name(cls),
-      segment: { [ZONE]: zone },
-      capacity,
-      ...(maximumVolumeSize ? { maximumVolumeSize } : {}),
-      labels: { [LABEL_CSI_DRIVER_NAME]: tb.driverName },
-      owners: 0,
-    });
-    const sorted = (xs: Published[]): Published[] => [...xs].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
-    const agree = async (step: string, want: Published[]): Promise<void> => {
-      await eventually(
-        async () => {
-          expect(provisioner.running, `csi-provisioner exited:\n${provisioner.logTail(30)}`).to.equal(true);
-          expect(await published(theirs), `${step}: external-provisioner's objects`).to.deep.equal(sorted(want));
-          expect(await published(tb.ns), `${step}: Topovol's objects`).to.deep.equal(sorted(want));
-        },
-        60_000,
-        250,
-      );
-    };
+    const obj = (cls: string, zone: string, capacity: string, maximumVolumeSize?: string): Published => published1(cls, { [ZONE]: zone }, capacity, maximumVolumeSize);
+    const agree = (step: string, want: Published[]): Promise<void> => agreeing(provisioner, theirs, step, want);
     try {
       await agree('start', [obj('fast', 'a', '5Gi'), obj('fast', 'b', '7Gi', '3Gi'), obj('slow', 'a', '11Gi'), obj('slow', 'b', '0')]);
 
@@ -145,6 +151,43 @@ describe('capacity differential: the same objects as external-provisioner --enab
       await agree('an object deleted and another edited by hand', all);
     } finally {
       await provisioner.stop();
+    }
+  });
+  // KEP-1472's per-node deployment: external-provisioner --node-deployment takes its node's segment
+  // from NodeGetInfo; Topovol --capacity-node-name from the node's labels for the CSINode's keys.
+  it('per node: the node\'s segment from its driver, figures, a class deleted and another added', async function () {
+    const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
+    const cp = await sharedControlPlane();
+    const theirs = await createTestNamespace(tb.admin, 'capdiff-ep-');
+    const node = tb.name('n1');
+    // The testbed's driver answers no NodeGetInfo: this node's driver is one of its own, same name.
+    const { driver, cleanup } = await startDriver({ name: tb.driverName, node: { nodeId: node, accessibleTopology: { [HOST]: node } } });
+    driver.setCapacity({ [HOST]: node }, 4n * GiB);
+    driver.setCapacity({ [HOST]: node }, 9n * GiB, { pool: 'p2', maximumVolumeSize: 2n * GiB });
+    await tb.addNode('n1', { [HOST]: node, [ZONE]: 'a' }, [HOST]);
+    await tb.addClass('fast');
+    await tb.addClass('slow', { pool: 'p2' });
+    tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${tb.ns}`, `--capacity-node-name=${node}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+    const provisioner = new ManagedProcess({
+      name: 'csi-provisioner',
+      command: binary,
+      args: perNodeProvisionerArgs({ socket: driver.endpoint, kubeconfig: cp.kubeconfigPath, capacityPollInterval: '1s' }),
+      logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'topovol-capacity-differential-')), 'csi-provisioner.log'),
+      env: { ...process.env, NODE_NAME: node, NAMESPACE: theirs },
+    });
+    const at = (cls: string, capacity: string, max?: string): Published => published1(cls, { [HOST]: node }, capacity, max);
+    try {
+      await agreeing(provisioner, theirs, 'start', [at('fast', '4Gi'), at('slow', '9Gi', '2Gi')]);
+      driver.setCapacity({ [HOST]: node }, 3n * GiB);
+      await agreeing(provisioner, theirs, 'a new figure', [at('fast', '3Gi'), at('slow', '9Gi', '2Gi')]);
+      await tb.admin.delete(Resources.storageClasses, tb.name('slow'));
+      await tb.addClass('gold', { pool: 'p2' });
+      await agreeing(provisioner, theirs, 'a class deleted, another added', [at('fast', '3Gi'), at('gold', '9Gi', '2Gi')]);
+    } finally {
+      await provisioner.stop();
+      await tb.loop.stop();
+      tb.loop = undefined;
+      await cleanup();
     }
   });
 });
