@@ -38,6 +38,10 @@ export interface ClaimState {
   terminating: boolean;
   /** Reasons of the binder's Events on the claim, sorted, each once. */
   events: string[];
+  /** The same Events as "Reason Type: message" (messagesFor). */
+  eventMessages: string[];
+  /** wholeObject. */
+  object: unknown;
 }
 
 export interface VolumeState {
@@ -49,6 +53,8 @@ export interface VolumeState {
   finalizers: string[];
   terminating: boolean;
   events: string[];
+  eventMessages: string[];
+  object: unknown;
   /** status.message (a Failed volume's: the Event's message), with the scenario's prefix removed from names. */
   message?: string;
 }
@@ -78,12 +84,51 @@ const pick = (ann: Record<string, string> | undefined): Record<string, string> =
   return out;
 };
 
-function reasonsFor(events: Event[], kind: string, namespace: string, name: string): string[] {
-  const reasons = events
+/**
+ * The whole object as stored, less what the API server sets differently on every cluster (uids,
+ * resourceVersions, times, managedFields): so a field either binder writes that the fields above
+ * do not name still shows up. A claimRef's uid and resourceVersion, and the phase transition
+ * time, read only as present or absent.
+ */
+function wholeObject(o: PersistentVolume | PersistentVolumeClaim): unknown {
+  const c = structuredClone(o) as PersistentVolume & PersistentVolumeClaim;
+  if (c.metadata) {
+    for (const k of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation', 'deletionTimestamp', 'selfLink'] as const) delete c.metadata[k];
+  }
+  const ref = c.spec?.claimRef;
+  if (ref) {
+    if (ref.uid) ref.uid = '(set)';
+    if (ref.resourceVersion) ref.resourceVersion = '(set)';
+  }
+  if (c.status?.lastPhaseTransitionTime) c.status.lastPhaseTransitionTime = '(set)';
+  // Claim conditions (e.g. kube-controller-manager's Unused) carry their times.
+  for (const cond of (c.status?.conditions ?? []) as { lastTransitionTime?: string | null; lastProbeTime?: string | null }[]) {
+    if (cond.lastTransitionTime) cond.lastTransitionTime = '(set)';
+    if (cond.lastProbeTime) cond.lastProbeTime = '(set)';
+  }
+  return c;
+}
+
+const UID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+function binderEvents(events: Event[], kind: string, namespace: string, name: string): Event[] {
+  return events
     .filter((e) => (e.source?.component ?? e.reportingComponent) === BINDER_COMPONENT)
-    .filter((e) => e.involvedObject?.name === name && (e.involvedObject.namespace ?? '') === namespace && (e.involvedObject.kind ?? kind) === kind)
-    .map((e) => e.reason ?? '');
-  return [...new Set(reasons)].sort();
+    .filter((e) => e.involvedObject?.name === name && (e.involvedObject.namespace ?? '') === namespace && (e.involvedObject.kind ?? kind) === kind);
+}
+
+function reasonsFor(events: Event[], kind: string, namespace: string, name: string): string[] {
+  return [...new Set(binderEvents(events, kind, namespace, name).map((e) => e.reason ?? ''))].sort();
+}
+
+/**
+ * "Reason Type: message" of each of the binder's Events on the object, each once, sorted: what
+ * `kubectl describe` shows. Names lose the scenario's prefix (the same on both sides anyway) and
+ * uids, which differ between the two clusters, read <uid>.
+ */
+function messagesFor(events: Event[], kind: string, namespace: string, name: string, prefix: string): string[] {
+  const text = (e: Event): string => `${e.reason ?? ''} ${e.type ?? ''}: ${(e.message ?? '').split(prefix).join('').replace(UID, '<uid>')}`;
+  return [...new Set(binderEvents(events, kind, namespace, name).map(text))].sort();
 }
 
 /**
@@ -119,6 +164,8 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
       currentVolumeAttributesClassName: c.status?.currentVolumeAttributesClassName ?? undefined,
       terminating: !!c.metadata.deletionTimestamp,
       events: reasonsFor(view.events, 'PersistentVolumeClaim', namespace, name),
+      eventMessages: messagesFor(view.events, 'PersistentVolumeClaim', namespace, name, prefix),
+      object: wholeObject(c),
     };
   }
   const volumes: Record<string, VolumeState> = {};
@@ -139,6 +186,8 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
       finalizers: [...(v.metadata?.finalizers ?? [])].sort(),
       terminating: !!v.metadata?.deletionTimestamp,
       events: reasonsFor(view.events, 'PersistentVolume', '', name),
+      eventMessages: messagesFor(view.events, 'PersistentVolume', '', name, prefix),
+      object: wholeObject(v),
       message: v.status?.message ? v.status.message.split(prefix).join('') : undefined,
     };
   }

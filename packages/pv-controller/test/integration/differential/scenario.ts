@@ -18,6 +18,11 @@ export interface Scenario {
    * timing between components, on either side (say why at the scenario).
    */
   ignoreEvents?: string[];
+  /**
+   * Paths of the state (as stateDiff prints them, e.g. `volumes.legacy.object.spec.nodeAffinity`)
+   * one side writes by design and that are not the scenario's point: say why at the scenario.
+   */
+  notCompared?: string[];
   /** What both sides must end in (beyond being equal): the scenario's point, so that equal and wrong cannot pass. */
   expect?(s: ScenarioState): void;
   /**
@@ -60,7 +65,11 @@ export function boundRef(claim: string, uid: 'current claim' | 'another claim' |
 /** The state without the Event reasons a scenario does not compare. */
 export function withoutEvents(st: ScenarioState, reasons: string[] | undefined): ScenarioState {
   if (!reasons?.length) return st;
-  const drop = <T extends { events: string[] }>(o: T): T => ({ ...o, events: o.events.filter((r) => !reasons.includes(r)) });
+  const drop = <T extends { events: string[]; eventMessages: string[] }>(o: T): T => ({
+    ...o,
+    events: o.events.filter((r) => !reasons.includes(r)),
+    eventMessages: o.eventMessages.filter((m) => !reasons.includes(m.slice(0, m.indexOf(' ')))),
+  });
   return {
     claims: Object.fromEntries(Object.entries(st.claims).map(([k, v]) => [k, drop(v)])),
     volumes: Object.fromEntries(Object.entries(st.volumes).map(([k, v]) => [k, drop(v)])),
