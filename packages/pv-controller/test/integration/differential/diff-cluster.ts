@@ -1,7 +1,8 @@
+import path from 'node:path';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { ControlPlane, controllerClient, eventually, freePort, InProcessLoop, scrapeKubeControllerManager, startKubeControllerManager, startKubeScheduler } from '@topovol/testing';
-import type { ManagedProcess } from '@topovol/testing';
+import { ControlPlane, controllerClient, eventually, freePort, InProcessLoop, ManagedProcess, scrapeKubeControllerManager, startKubeControllerManager, startKubeScheduler } from '@topovol/testing';
+import { csiBinaries, CsiTestDriver, GiB } from '@topovol/testing/csi-test-driver';
 import { pvBinderDescriptor } from '../../../src/pv-binder-descriptor.js';
 import { zonalPvUpgradeDescriptor } from '../../../src/zonal-pv-upgrade-descriptor.js';
 import type { ClusterView } from './diff-state.js';
@@ -17,6 +18,13 @@ export const SYNC_PERIOD_S = 5;
 export const QUIET_MS = 2 * SYNC_PERIOD_S * 1000 + 2_000;
 /** Topovol's --stale-selected-node-grace here: short, so that what it does after the grace shows. */
 export const TOPOVOL_GRACE_S = 3;
+
+/**
+ * The driver the real external-provisioner v6.3.0 serves on each side (the project's CSI test
+ * driver over gRPC): scenarios whose class names it get real provisioning and deletion. Classes of
+ * the suite's other provisioner name are provisioned by hand in the scenario.
+ */
+export const REAL_PROVISIONER = 'real.csi.topovol.dev';
 
 const PROTECTION = ['persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'];
 
@@ -43,6 +51,7 @@ export class DiffCluster {
     private readonly loops: InProcessLoop[],
     /** Upstream: the port of kube-controller-manager's /metrics. */
     private readonly metricsPort?: number,
+    private readonly driver?: CsiTestDriver,
   ) {}
 
   static async start(side: SideName): Promise<DiffCluster> {
@@ -61,7 +70,9 @@ export class DiffCluster {
             await InProcessLoop.start(zonalPvUpgradeDescriptor, [], { client: await controllerClient('zonal-pv-upgrade', cp) }),
           ]
         : [];
-    const cluster = new DiffCluster(side, cp, admin, processes, loops, metricsPort);
+    const { driver, provisioner } = await startRealProvisioner(cp);
+    processes.push(provisioner);
+    const cluster = new DiffCluster(side, cp, admin, processes, loops, metricsPort, driver);
     cluster.poller = cluster.poll();
     await cluster.binderReady();
     return cluster;
@@ -126,6 +137,30 @@ export class DiffCluster {
     await this.poller;
     for (const l of this.loops) await l.stop();
     for (const p of this.processes) await p.stop();
+    await this.driver?.stop();
     await this.cp.stop();
   }
+}
+
+/**
+ * external-provisioner (central, no leader election) for REAL_PROVISIONER, with the test driver
+ * on a socket of the control plane's directory: no topology (the driver does not offer it), room
+ * for every scenario's volumes. Resolves once it has asked the driver what it can do.
+ */
+async function startRealProvisioner(cp: ControlPlane): Promise<{ driver: CsiTestDriver; provisioner: ManagedProcess }> {
+  const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
+  const driver = new CsiTestDriver({ name: REAL_PROVISIONER, pluginCapabilities: ['CONTROLLER_SERVICE'], controllerCapabilities: ['CREATE_DELETE_VOLUME'], capacity: [{ segment: {}, capacity: 1024n * GiB }] });
+  const socket = path.join(cp.dir, 'real-csi.sock');
+  await driver.start(`unix://${socket}`);
+  const provisioner = new ManagedProcess({
+    name: 'csi-provisioner',
+    command: binary,
+    logFile: path.join(cp.dir, 'csi-provisioner.log'),
+    args: [`--csi-address=unix://${socket}`, `--kubeconfig=${cp.kubeconfigPath}`, '--leader-election=false', '--retry-interval-start=500ms', '--retry-interval-max=5s', '--v=3'],
+  });
+  await eventually(() => {
+    if (!provisioner.running) throw new Error(`csi-provisioner exited:\n${provisioner.logTail(20)}`);
+    if (driver.calls('ControllerGetCapabilities') < 1) throw new Error('csi-provisioner has not asked the driver yet');
+  }, 120_000, 100);
+  return { driver, provisioner };
 }

@@ -90,7 +90,7 @@ export class ScenarioContext {
     await this.admin.create(Resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: this.ns } });
   }
 
-  async storageClass(short: string, opts: { provisioner?: string; delayed?: boolean; allowedTopologies?: StorageClass['allowedTopologies']; isDefault?: boolean } = {}): Promise<string> {
+  async storageClass(short: string, opts: { provisioner?: string; delayed?: boolean; allowedTopologies?: StorageClass['allowedTopologies']; isDefault?: boolean; reclaimPolicy?: 'Delete' | 'Retain' } = {}): Promise<string> {
     const name = this.name(short);
     await this.admin.create<StorageClass>(Resources.storageClasses, {
       apiVersion: 'storage.k8s.io/v1',
@@ -99,6 +99,7 @@ export class ScenarioContext {
       provisioner: opts.provisioner ?? PROVISIONER,
       volumeBindingMode: opts.delayed ? 'WaitForFirstConsumer' : 'Immediate',
       allowedTopologies: opts.allowedTopologies,
+      reclaimPolicy: opts.reclaimPolicy,
     });
     return name;
   }

@@ -84,6 +84,11 @@ const pick = (ann: Record<string, string> | undefined): Record<string, string> =
   return out;
 };
 
+const UID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+/** A volume external-provisioner made for a claim (pvc-<claim uid>) is shown as this, after the claim's name. */
+const provisionedFor = (claim: string | undefined): string => `provisioned-for-${claim}`;
+
 /**
  * The whole object as stored, less what the API server sets differently on every cluster (uids,
  * resourceVersions, times, managedFields): so a field either binder writes that the fields above
@@ -106,10 +111,13 @@ function wholeObject(o: PersistentVolume | PersistentVolumeClaim): unknown {
     if (cond.lastTransitionTime) cond.lastTransitionTime = '(set)';
     if (cond.lastProbeTime) cond.lastProbeTime = '(set)';
   }
-  return c;
+  // external-provisioner names its instance "<start time in ms>-<random>-<driver>" in each volume it makes.
+  const attrs = c.spec?.csi?.volumeAttributes;
+  const identity = 'storage.kubernetes.io/csiProvisionerIdentity';
+  if (attrs?.[identity]) attrs[identity] = attrs[identity].replace(/^\d+-\d+-/, '<instance>-');
+  // A provisioned volume's name and handle carry uids (pvc-<claim uid>, the driver's id).
+  return JSON.parse(JSON.stringify(c).replace(UID, '<uid>')) as unknown;
 }
-
-const UID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 function binderEvents(events: Event[], kind: string, namespace: string, name: string): Event[] {
   return events
@@ -138,7 +146,13 @@ function messagesFor(events: Event[], kind: string, namespace: string, name: str
  * without the scenario's prefix.
  */
 export function scenarioState(view: ClusterView, namespace: string, prefix: string): ScenarioState {
-  const short = (n: string | undefined): string | undefined => (n?.startsWith(prefix) ? n.slice(prefix.length) : n || undefined);
+  // Volumes external-provisioner made for this scenario's claims: named after claim uids, which differ between the clusters.
+  const provisioned = new Map<string, string>();
+  for (const v of view.volumes) {
+    const ref = v.spec?.claimRef;
+    if (v.metadata?.name?.startsWith('pvc-') && ref?.namespace === namespace) provisioned.set(v.metadata.name, provisionedFor(ref.name));
+  }
+  const short = (n: string | undefined): string | undefined => (n && provisioned.has(n) ? provisioned.get(n) : n?.startsWith(prefix) ? n.slice(prefix.length) : n || undefined);
   const pickShort = (ann: Record<string, string> | undefined): Record<string, string> => {
     const out = pick(ann);
     const sel = 'volume.kubernetes.io/selected-node';
@@ -171,7 +185,7 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
   const volumes: Record<string, VolumeState> = {};
   for (const v of view.volumes) {
     const name = v.metadata?.name ?? '';
-    if (!name.startsWith(prefix)) continue;
+    if (!name.startsWith(prefix) && !provisioned.has(name)) continue;
     const ref = v.spec?.claimRef;
     volumes[short(name)!] = {
       phase: v.status?.phase,
@@ -188,7 +202,7 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
       events: reasonsFor(view.events, 'PersistentVolume', '', name),
       eventMessages: messagesFor(view.events, 'PersistentVolume', '', name, prefix),
       object: wholeObject(v),
-      message: v.status?.message ? v.status.message.split(prefix).join('') : undefined,
+      message: v.status?.message ? v.status.message.split(prefix).join('').replace(UID, '<uid>') : undefined,
     };
   }
   const pods: Record<string, PodState> = {};

@@ -16,6 +16,7 @@ import type { Scenario } from './scenario.js';
 import { delayedScenarios, nodeNameScenarios } from './scenarios-delayed.js';
 import { deletionScenarios } from './scenarios-deletion.js';
 import { classScenarios, migrationScenarios, provisioningScenarios } from './scenarios-provisioning.js';
+import { realProvisionerScenarios } from './scenarios-real-provisioner.js';
 import { reclaimScenarios } from './scenarios-reclaim.js';
 import { namedVolumeScenarios, staticScenarios } from './scenarios-static.js';
 import { boundClaimScenarios, claimElsewhereScenarios, claimStatusScenarios, preBoundVolumeScenarios } from './scenarios-volume-side.js';
@@ -36,6 +37,7 @@ const ALL_SCENARIOS: Scenario[] = [
   ...nodeNameScenarios,
   ...deletionScenarios,
   ...zonalScenarios,
+  ...realProvisionerScenarios,
 ];
 
 /** TOPOVOL_DIFF_ONLY=<text>: run only the scenarios whose name contains it (while working on one). */
