@@ -20,6 +20,14 @@ interface Published {
   maximumVolumeSize?: string;
   labels: Record<string, string>;
   owners: number;
+  /** Every other field, less what differs between any two objects (name, uid, times, managedFields). */
+  rest?: unknown;
+}
+
+function rest(o: CSIStorageCapacity): unknown {
+  const { storageClassName: _c, nodeTopology: _t, capacity: _n, maximumVolumeSize: _m, metadata, ...other } = o;
+  const { name: _name, namespace: _ns, uid: _uid, resourceVersion: _rv, creationTimestamp: _ct, managedFields: _mf, labels: _l, ownerReferences: _o, ...meta } = metadata ?? {};
+  return { ...other, metadata: meta };
 }
 
 async function published(ns: string): Promise<Published[]> {
@@ -36,6 +44,7 @@ async function published(ns: string): Promise<Published[]> {
         ...(o.maximumVolumeSize !== undefined ? { maximumVolumeSize: String(o.maximumVolumeSize) } : {}),
         labels,
         owners: o.metadata?.ownerReferences?.length ?? 0,
+        rest: rest(o),
       };
     })
     .sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
@@ -61,6 +70,7 @@ describe('capacity differential: the same objects as external-provisioner --enab
     ...(maximumVolumeSize ? { maximumVolumeSize } : {}),
     labels: { [LABEL_CSI_DRIVER_NAME]: tb.driverName },
     owners: 0,
+    rest: { apiVersion: 'storage.k8s.io/v1', kind: 'CSIStorageCapacity', metadata: { generateName: 'csisc-' } },
   });
   const sorted = (xs: Published[]): Published[] => [...xs].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
   /** Both namespaces hold `want`, eventually (external-provisioner still running). */
