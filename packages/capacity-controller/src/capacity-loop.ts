@@ -1,5 +1,5 @@
-import { aborted, ANN_SELECTED_NODE, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
-import type { CSIDriver, CSINode, CSIStorageCapacity, Event, Logger, Node, PersistentVolume, PersistentVolumeClaim, ReconcileContext, Result, Runnable } from '@topovol/shared';
+import { aborted, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
+import type { CSIDriver, CSINode, CSIStorageCapacity, Logger, Node, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { CsiError, GrpcStatus, isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
@@ -8,19 +8,18 @@ import { itemRefresh, STATUS, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
 import type { CapacityEvents, CapacityInformers, CapacityLoopClient, CapacityQueue, CapacityStatusPublisher } from './capacity-loop-deps.js';
 import { capacityMetrics } from './capacity-metrics.js';
+import { registerCapacityTriggers } from './capacity-triggers.js';
 import type { CapacityItem } from './objects/capacity-item.js';
 import { EPHEMERAL_CLASS, itemBaseKey, itemKey } from './objects/capacity-item.js';
 import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object.js';
-import { itemKeyOfObject, itemOfObject } from './objects/capacity-object.js';
+import { itemKeyOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
-import { itemsToRefreshAfterFailure } from './objects/failure-refresh.js';
 import { ObjectActuator } from './objects/object-actuator.js';
 import { madeForEarlierClass, planItem, planObsolete } from './objects/plan-capacity-objects.js';
 import type { ObjectAction } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
-import { volumeAffectsItem } from './objects/volume-affects-item.js';
 import { formatSegment } from './pools/pool-coverage.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
@@ -119,87 +118,26 @@ export class CapacityLoop {
     this.kept = opts.onlyNode && registers ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
   }
 
-  /** The informer handlers: which changes lead to which keys. */
+  /** The informer handlers: which changes lead to which keys (capacity-triggers.ts). */
   register(): void {
-    const sync = (): void => this.queue.add(SYNC);
-    // Per node: other nodes change nothing this instance publishes.
-    const ours = (o: { metadata?: { name?: string } }): boolean => !this.opts.onlyNode || o.metadata?.name === this.opts.onlyNode;
-    const syncIfOurs = (o: { metadata?: { name?: string } }): void => {
-      if (ours(o)) sync();
-    };
-    this.inf.nodes.addEventHandler({
-      onAdd: syncIfOurs,
-      onDelete: syncIfOurs,
-      onUpdate: (a, b) => {
-        if (!ours(b)) return;
-        if (JSON.stringify(a.metadata?.labels ?? {}) !== JSON.stringify(b.metadata?.labels ?? {}) || !a.metadata?.deletionTimestamp !== !b.metadata?.deletionTimestamp) sync();
-      },
-    });
-    this.inf.csiNodes.addEventHandler({ onAdd: syncIfOurs, onDelete: syncIfOurs, onUpdate: (_, b) => syncIfOurs(b) });
-    this.inf.classes.addEventHandler({ onAdd: sync, onDelete: sync, onUpdate: sync });
-    const volumeChanged = (pv: PersistentVolume): void => {
-      if (pv.spec?.csi?.driver !== this.opts.driverName) return;
-      for (const [key, d] of this.desired.items) {
-        if (!volumeAffectsItem(pv, d.item)) continue;
+    registerCapacityTriggers({
+      inf: this.inf,
+      driverName: this.opts.driverName,
+      onlyNode: this.opts.onlyNode,
+      log: this.log,
+      items: () => this.desired.items,
+      sync: () => this.queue.add(SYNC),
+      refresh: (key) => this.queue.add(itemRefresh(key)),
+      refreshDirty: (key) => {
         this.markDirty(key);
         this.queue.add(itemRefresh(key));
-      }
-    };
-    this.inf.volumes.addEventHandler({ onAdd: volumeChanged, onDelete: volumeChanged });
-    const objectChanged = (o: CSIStorageCapacity): void => {
-      const item = itemOfObject(o);
-      if (!item) return this.queue.add(SYNC);
-      const key = itemKey(item);
-      this.objects.seen(key, o.metadata?.name);
-      if (this.desired.items.has(key)) this.queue.add(itemRefresh(key));
-      else this.queue.add(SYNC);
-    };
-    this.inf.objects.addEventHandler({
-      onAdd: (o) => {
-        objectChanged(o);
-        // It may replace an object kept until it existed (planObsolete).
-        sync();
       },
-      onUpdate: (_, b) => objectChanged(b),
-      onDelete: objectChanged,
-    });
-    // The provisioner gave up on the node the scheduler picked (it removes the selected-node
-    // annotation to reschedule, e.g. after ResourceExhausted), or reported a failure.
-    this.inf.claims.addEventHandler({
-      onUpdate: (a, b) => {
-        const node = a.metadata?.annotations?.[ANN_SELECTED_NODE];
-        if (node && !b.metadata?.annotations?.[ANN_SELECTED_NODE] && !b.spec?.volumeName) this.provisioningFailed(b, node);
+      mayRefreshAfterFailure: (key) => {
+        const st = this.state.get(key);
+        return !st || takeFailureRefresh(st, this.now, this.opts.pollIntervalMs);
       },
+      objectSeen: (key, name) => this.objects.seen(key, name),
     });
-    const failed = (ev: Event): void => {
-      const o = ev.involvedObject;
-      // A provisioner records its Events in the claim's namespace; one from elsewhere is not its.
-      if (ev.metadata?.namespace !== o?.namespace) return;
-      const claim = o?.namespace && o.name ? this.inf.claims.cache.get(`${o.namespace}/${o.name}`) : undefined;
-      if (claim && (!o?.uid || o.uid === claim.metadata?.uid)) this.provisioningFailed(claim, claim.metadata?.annotations?.[ANN_SELECTED_NODE]);
-    };
-    this.inf.failures.addEventHandler({ onAdd: failed, onUpdate: (a, b) => (a.count !== b.count || a.lastTimestamp !== b.lastTimestamp || a.series?.count !== b.series?.count ? failed(b) : undefined) });
-  }
-
-  /** Marks the items the failed claim's figure came from for a refresh (coalesced as volume events are). */
-  private provisioningFailed(claim: PersistentVolumeClaim, node: string | undefined): void {
-    const cls = claim.spec?.storageClassName;
-    if (!cls) return;
-    // Per node, this driver measures this node only: another node's failure is its own instance's.
-    if (this.opts.onlyNode && node && node !== this.opts.onlyNode) return;
-    const labels = node ? this.inf.nodes.cache.get(node)?.metadata?.labels ?? {} : undefined;
-    const keys = itemsToRefreshAfterFailure(this.desired.items, cls, labels);
-    if (keys.length === 0) return;
-    this.log.debug('provisioning failed: refreshing its capacity', { claim: `${claim.metadata?.namespace}/${claim.metadata?.name}`, node, items: keys.length });
-    // Anyone who may write Events or claims in a namespace can report a failure as often as they
-    // like (an Event's count, a selected-node toggled): each item takes two such refreshes at once
-    // and then one per poll interval, so the driver is asked at most about twice as often as by polls.
-    for (const key of keys) {
-      const st = this.state.get(key);
-      if (st && !takeFailureRefresh(st, this.now, this.opts.pollIntervalMs)) continue;
-      this.markDirty(key);
-      this.queue.add(itemRefresh(key));
-    }
   }
 
   reconcile = async (ctx: ReconcileContext, key: CapacityKey): Promise<Result> => {
