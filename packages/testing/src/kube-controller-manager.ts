@@ -4,11 +4,6 @@ import type { ControlPlane } from './control-plane.js';
 import { controlPlaneBinaries } from './control-plane-binaries.js';
 import { ManagedProcess } from './managed-process.js';
 
-/**
- * The real kube-controller-manager (pinned, built by hack/control-plane-binaries.sh) running only
- * the named controllers against a test control plane, e.g. the pv/pvc protection controllers that
- * remove the kubernetes.io/pv(c)-protection finalizers. Its log is kube-controller-manager.log.
- */
 export interface KubeControllerManagerOptions {
   /**
    * Serve HTTPS on this port of 127.0.0.1 (a self-signed certificate in the control plane's
@@ -17,6 +12,11 @@ export interface KubeControllerManagerOptions {
   metricsPort?: number;
 }
 
+/**
+ * The real kube-controller-manager (pinned, built by hack/control-plane-binaries.sh) running only
+ * the named controllers against a test control plane, e.g. the pv/pvc protection controllers that
+ * remove the kubernetes.io/pv(c)-protection finalizers. Its log is kube-controller-manager.log.
+ */
 export async function startKubeControllerManager(cp: ControlPlane, controllers: string[], extraFlags: string[] = [], opts: KubeControllerManagerOptions = {}): Promise<ManagedProcess> {
   const bin = await controlPlaneBinaries(['kube-controller-manager']);
   const serving =
@@ -50,6 +50,7 @@ export function scrapeKubeControllerManager(port: number): Promise<string> {
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));
       res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`kube-controller-manager /metrics: HTTP ${res.statusCode}: ${body.slice(0, 200)}`))));
+      res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error('kube-controller-manager /metrics: timed out')));
     req.on('error', reject);

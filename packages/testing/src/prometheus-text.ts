@@ -5,18 +5,37 @@ export interface MetricSample {
   value: number;
 }
 
-const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?$/;
-const LABEL = /\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?/y;
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(\S+))?$/;
+const LABEL = /\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)/y;
+// Go's float syntax as the format writes it, and its spellings of the infinities and NaN.
+const VALUE = /^(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Inf|NaN)$/;
+const TIMESTAMP = /^-?\d+$/;
 
 function unescape(v: string): string {
   return v.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
 }
 
-// The format spells infinities as Go does; Number() reads neither.
-function sampleValue(v: string): number {
+function sampleValue(v: string, line: string): number {
+  if (!VALUE.test(v)) throw new Error(`not a sample value: ${v} in: ${line}`);
+  // Number() reads neither infinity's spelling.
   if (v === '+Inf' || v === 'Inf') return Infinity;
   if (v === '-Inf') return -Infinity;
   return Number(v);
+}
+
+function sampleLabels(body: string, line: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  LABEL.lastIndex = 0;
+  while (LABEL.lastIndex < body.length) {
+    const at = LABEL.lastIndex;
+    const l = LABEL.exec(body);
+    if (!l) throw new Error(`unreadable labels at ${at} in: ${line}`);
+    if (l[1]! in labels) throw new Error(`label ${l[1]} twice in: ${line}`);
+    labels[l[1]!] = unescape(l[2]!);
+    // A label not followed by a comma must be the last.
+    if (l[3] !== ',' && LABEL.lastIndex < body.length) throw new Error(`unreadable labels at ${LABEL.lastIndex} in: ${line}`);
+  }
+  return labels;
 }
 
 /**
@@ -26,20 +45,13 @@ function sampleValue(v: string): number {
  */
 export function parsePrometheusText(text: string): MetricSample[] {
   const out: MetricSample[] = [];
-  for (const line of text.split('\n')) {
-    if (line.trim() === '' || line.startsWith('#')) continue;
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
     const m = SAMPLE.exec(line);
     if (!m) throw new Error(`not a Prometheus sample: ${line}`);
-    const labels: Record<string, string> = {};
-    const body = m[2] ?? '';
-    LABEL.lastIndex = 0;
-    while (LABEL.lastIndex < body.length) {
-      const at = LABEL.lastIndex;
-      const l = LABEL.exec(body);
-      if (!l) throw new Error(`unreadable labels at ${at} in: ${line}`);
-      labels[l[1]!] = unescape(l[2]!);
-    }
-    out.push({ name: m[1]!, labels, value: sampleValue(m[3]!) });
+    if (m[4] !== undefined && !TIMESTAMP.test(m[4])) throw new Error(`not a timestamp: ${m[4]} in: ${line}`);
+    out.push({ name: m[1]!, labels: sampleLabels(m[2] ?? '', line), value: sampleValue(m[3]!, line) });
   }
   return out;
 }

@@ -20,8 +20,25 @@ describe('testing: Prometheus text format', function () {
     ]);
   });
 
+  it('reads CRLF line ends, indented comments, an empty label set, NaN and negative infinity', function () {
+    expect(parsePrometheusText('  # HELP m x\r\nm{} 2 \r\nn NaN\r\no{a="1" , b = "2"} -Inf\r\n')).to.deep.equal([
+      { name: 'm', labels: {}, value: 2 },
+      { name: 'n', labels: {}, value: NaN },
+      { name: 'o', labels: { a: '1', b: '2' }, value: -Infinity },
+    ]);
+  });
+
   it('refuses a line it cannot read, so that a format change is not taken for "no series"', function () {
-    expect(() => parsePrometheusText('not a sample line at all {')).to.throw(/not a Prometheus sample/);
-    expect(() => parsePrometheusText('m{a=unquoted} 1')).to.throw(/unreadable labels/);
+    for (const [line, why] of [
+      ['not a sample line at all {', /not a Prometheus sample/],
+      ['m{a=unquoted} 1', /unreadable labels/],
+      ['m{a="x"b="y"} 1', /unreadable labels/],
+      ['m{a="x",a="y"} 1', /label a twice/],
+      ['m garbage', /not a sample value/],
+      ['m 0x10', /not a sample value/],
+      ['m 1 soon', /not a timestamp/],
+    ] as const) {
+      expect(() => parsePrometheusText(line), line).to.throw(why);
+    }
   });
 });

@@ -60,18 +60,29 @@ export class DiffCluster {
     const admin = cp.adminClient();
     const controllers = side === 'upstream' ? ['persistentvolume-binder-controller', ...PROTECTION] : PROTECTION;
     const metricsPort = side === 'upstream' ? await freePort() : undefined;
-    const processes = [await startKubeControllerManager(cp, controllers, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`], { metricsPort }), await startKubeScheduler(cp)];
-    const loops =
-      side === 'topovol'
-        ? [
-            await InProcessLoop.start(pvBinderDescriptor, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`, `--stale-selected-node-grace=${TOPOVOL_GRACE_S}s`, '--concurrent-pv-binder-syncs=4'], {
-              client: await controllerClient('pv-binder', cp),
-            }),
-            await InProcessLoop.start(zonalPvUpgradeDescriptor, [], { client: await controllerClient('zonal-pv-upgrade', cp) }),
-          ]
-        : [];
-    const { driver, provisioner } = await startRealProvisioner(cp);
-    processes.push(provisioner);
+    const processes: ManagedProcess[] = [];
+    const loops: InProcessLoop[] = [];
+    let driver: CsiTestDriver | undefined;
+    try {
+      processes.push(await startKubeControllerManager(cp, controllers, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`], { metricsPort }), await startKubeScheduler(cp));
+      if (side === 'topovol') {
+        loops.push(
+          await InProcessLoop.start(pvBinderDescriptor, [`--pvclaimbinder-sync-period=${SYNC_PERIOD_S}s`, `--stale-selected-node-grace=${TOPOVOL_GRACE_S}s`, '--concurrent-pv-binder-syncs=4'], {
+            client: await controllerClient('pv-binder', cp),
+          }),
+          await InProcessLoop.start(zonalPvUpgradeDescriptor, [], { client: await controllerClient('zonal-pv-upgrade', cp) }),
+        );
+      }
+      const real = await startRealProvisioner(cp);
+      driver = real.driver;
+      processes.push(real.provisioner);
+    } catch (err) {
+      // Nothing of a side that did not start is left running.
+      for (const l of loops) await l.stop().catch(() => undefined);
+      for (const p of processes) await p.stop().catch(() => undefined);
+      await cp.stop().catch(() => undefined);
+      throw err;
+    }
     const cluster = new DiffCluster(side, cp, admin, processes, loops, metricsPort, driver);
     cluster.poller = cluster.poll();
     await cluster.binderReady();
@@ -113,9 +124,18 @@ export class DiffCluster {
   }
 
   /** The latest view, once one newer than now has been taken. */
-  async freshView(): Promise<ClusterView> {
+  async freshView(timeoutMs = 60_000): Promise<ClusterView> {
     const want = this.generation + 1;
-    while (this.generation < want) await new Promise<void>((r) => this.waiters.push(r));
+    const deadline = Date.now() + timeoutMs;
+    while (this.generation < want) {
+      if (Date.now() > deadline) throw new Error(`${this.side}: no fresh list for ${timeoutMs} ms (its lists keep failing)`);
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        timer = setTimeout(r, 1_000);
+      });
+      clearTimeout(timer);
+    }
     return this.latest;
   }
 
@@ -125,6 +145,11 @@ export class DiffCluster {
    */
   async metricsText(): Promise<string> {
     return this.metricsPort !== undefined ? scrapeKubeControllerManager(this.metricsPort) : metricsRegistry.metrics();
+  }
+
+  /** Whether external-provisioner asked this side's driver for a volume for the claim of this uid. */
+  volumeAskedFor(claimUid: string): boolean {
+    return (this.driver?.createVolumeRequests() ?? []).some((r) => r.name === `pvc-${claimUid}`);
   }
 
   get logDir(): string {
@@ -158,9 +183,15 @@ async function startRealProvisioner(cp: ControlPlane): Promise<{ driver: CsiTest
     logFile: path.join(cp.dir, 'csi-provisioner.log'),
     args: [`--csi-address=unix://${socket}`, `--kubeconfig=${cp.kubeconfigPath}`, '--leader-election=false', '--retry-interval-start=500ms', '--retry-interval-max=5s', '--v=3'],
   });
-  await eventually(() => {
-    if (!provisioner.running) throw new Error(`csi-provisioner exited:\n${provisioner.logTail(20)}`);
-    if (driver.calls('ControllerGetCapabilities') < 1) throw new Error('csi-provisioner has not asked the driver yet');
-  }, 120_000, 100);
+  try {
+    await eventually(() => {
+      if (!provisioner.running) throw new Error(`csi-provisioner exited:\n${provisioner.logTail(20)}`);
+      if (driver.calls('ControllerGetCapabilities') < 1) throw new Error('csi-provisioner has not asked the driver yet');
+    }, 120_000, 100);
+  } catch (err) {
+    await provisioner.stop();
+    await driver.stop();
+    throw err;
+  }
   return { driver, provisioner };
 }

@@ -86,8 +86,8 @@ const pick = (ann: Record<string, string> | undefined): Record<string, string> =
 
 const UID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
-/** A volume external-provisioner made for a claim (pvc-<claim uid>) is shown as this, after the claim's name. */
-const provisionedFor = (claim: string | undefined): string => `provisioned-for-${claim}`;
+/** A volume external-provisioner made for a claim (pvc-<claim uid>) is shown as this (no object can have that name). */
+export const provisionedFor = (claim: string | undefined): string => `(provisioned for ${claim})`;
 
 /**
  * The whole object as stored, less what the API server sets differently on every cluster (uids,
@@ -95,7 +95,7 @@ const provisionedFor = (claim: string | undefined): string => `provisioned-for-$
  * do not name still shows up. A claimRef's uid and resourceVersion, and the phase transition
  * time, read only as present or absent.
  */
-function wholeObject(o: PersistentVolume | PersistentVolumeClaim): unknown {
+function wholeObject(o: PersistentVolume | PersistentVolumeClaim, uids: (text: string) => string): unknown {
   const c = structuredClone(o) as PersistentVolume & PersistentVolumeClaim;
   if (c.metadata) {
     for (const k of ['uid', 'resourceVersion', 'creationTimestamp', 'managedFields', 'generation', 'deletionTimestamp', 'selfLink'] as const) delete c.metadata[k];
@@ -116,7 +116,7 @@ function wholeObject(o: PersistentVolume | PersistentVolumeClaim): unknown {
   const identity = 'storage.kubernetes.io/csiProvisionerIdentity';
   if (attrs?.[identity]) attrs[identity] = attrs[identity].replace(/^\d+-\d+-/, '<instance>-');
   // A provisioned volume's name and handle carry uids (pvc-<claim uid>, the driver's id).
-  return JSON.parse(JSON.stringify(c).replace(UID, '<uid>')) as unknown;
+  return JSON.parse(uids(JSON.stringify(c))) as unknown;
 }
 
 function binderEvents(events: Event[], kind: string, namespace: string, name: string): Event[] {
@@ -132,10 +132,10 @@ function reasonsFor(events: Event[], kind: string, namespace: string, name: stri
 /**
  * "Reason Type: message" of each of the binder's Events on the object, each once, sorted: what
  * `kubectl describe` shows. Names lose the scenario's prefix (the same on both sides anyway) and
- * uids, which differ between the two clusters, read <uid>.
+ * uids, which differ between the two clusters, are normalised by `uids`.
  */
-function messagesFor(events: Event[], kind: string, namespace: string, name: string, prefix: string): string[] {
-  const text = (e: Event): string => `${e.reason ?? ''} ${e.type ?? ''}: ${(e.message ?? '').split(prefix).join('').replace(UID, '<uid>')}`;
+function messagesFor(events: Event[], kind: string, namespace: string, name: string, prefix: string, uids: (text: string) => string): string[] {
+  const text = (e: Event): string => `${e.reason ?? ''} ${e.type ?? ''}: ${uids((e.message ?? '').split(prefix).join(''))}`;
   return [...new Set(binderEvents(events, kind, namespace, name).map(text))].sort();
 }
 
@@ -146,13 +146,27 @@ function messagesFor(events: Event[], kind: string, namespace: string, name: str
  * without the scenario's prefix.
  */
 export function scenarioState(view: ClusterView, namespace: string, prefix: string): ScenarioState {
-  // Volumes external-provisioner made for this scenario's claims: named after claim uids, which differ between the clusters.
+  const uidOf = new Map<string, string>();
+  for (const c of view.claims) if (c.metadata?.namespace === namespace) uidOf.set(c.metadata.name ?? '', c.metadata.uid ?? '');
+  // A uid of a claim of the scenario reads as which claim it is; any other (a deleted claim's, a
+  // driver's volume id) as <uid>: uids differ between the two clusters.
+  const claimOfUid = new Map([...uidOf].map(([name, uid]) => [uid, name]));
+  const uids = (text: string): string => text.replace(UID, (u) => (claimOfUid.has(u) ? `<uid of claim ${claimOfUid.get(u)}>` : '<uid>'));
+  // Volumes external-provisioner made for this scenario's claims are named pvc-<claim uid>: keyed
+  // by the claim's name, from the claims there now and from the claimRefs of provisioned volumes.
   const provisioned = new Map<string, string>();
+  const provision = (volume: string, claim: string): void => {
+    const token = provisionedFor(claim);
+    const other = [...provisioned].find(([v, t]) => t === token && v !== volume);
+    if (other) throw new Error(`${namespace}: volumes ${other[0]} and ${volume} are both provisioned for claim ${claim}: the state cannot tell them apart`);
+    provisioned.set(volume, token);
+  };
+  for (const [name, uid] of uidOf) if (uid && view.volumes.some((v) => v.metadata?.name === `pvc-${uid}`)) provision(`pvc-${uid}`, name);
   for (const v of view.volumes) {
     const ref = v.spec?.claimRef;
-    if (v.metadata?.name?.startsWith('pvc-') && ref?.namespace === namespace) provisioned.set(v.metadata.name, provisionedFor(ref.name));
+    if (ref?.namespace === namespace && ref.uid && v.metadata?.name === `pvc-${ref.uid}` && v.metadata.annotations?.['pv.kubernetes.io/provisioned-by']) provision(v.metadata.name, ref.name ?? '');
   }
-  const short = (n: string | undefined): string | undefined => (n && provisioned.has(n) ? provisioned.get(n) : n?.startsWith(prefix) ? n.slice(prefix.length) : n || undefined);
+  const short = (n: string | undefined): string | undefined => (n && provisioned.has(n) ? provisioned.get(n) : n?.startsWith(prefix) ? n.slice(prefix.length) : n ? uids(n) : undefined);
   const pickShort = (ann: Record<string, string> | undefined): Record<string, string> => {
     const out = pick(ann);
     const sel = 'volume.kubernetes.io/selected-node';
@@ -160,11 +174,9 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
     return out;
   };
   const claims: Record<string, ClaimState> = {};
-  const uidOf = new Map<string, string>();
   for (const c of view.claims) {
     if (c.metadata?.namespace !== namespace) continue;
     const name = c.metadata.name ?? '';
-    uidOf.set(name, c.metadata.uid ?? '');
     claims[name] = {
       phase: c.status?.phase,
       volumeName: short(c.spec?.volumeName),
@@ -178,8 +190,8 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
       currentVolumeAttributesClassName: c.status?.currentVolumeAttributesClassName ?? undefined,
       terminating: !!c.metadata.deletionTimestamp,
       events: reasonsFor(view.events, 'PersistentVolumeClaim', namespace, name),
-      eventMessages: messagesFor(view.events, 'PersistentVolumeClaim', namespace, name, prefix),
-      object: wholeObject(c),
+      eventMessages: messagesFor(view.events, 'PersistentVolumeClaim', namespace, name, prefix, uids),
+      object: wholeObject(c, uids),
     };
   }
   const volumes: Record<string, VolumeState> = {};
@@ -200,9 +212,9 @@ export function scenarioState(view: ClusterView, namespace: string, prefix: stri
       finalizers: [...(v.metadata?.finalizers ?? [])].sort(),
       terminating: !!v.metadata?.deletionTimestamp,
       events: reasonsFor(view.events, 'PersistentVolume', '', name),
-      eventMessages: messagesFor(view.events, 'PersistentVolume', '', name, prefix),
-      object: wholeObject(v),
-      message: v.status?.message ? v.status.message.split(prefix).join('').replace(UID, '<uid>') : undefined,
+      eventMessages: messagesFor(view.events, 'PersistentVolume', '', name, prefix, uids),
+      object: wholeObject(v, uids),
+      message: v.status?.message ? uids(v.status.message.split(prefix).join('')) : undefined,
     };
   }
   const pods: Record<string, PodState> = {};

@@ -168,8 +168,11 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
         expect(c.labels[CLAIM_LABEL], `claim ${name}: its label`).to.equal(name);
         expect(c.otherAnnotations[CLAIM_NOTE], `claim ${name}: its annotation`).to.equal('kept');
       }
-      const skipped = (line: string): boolean => (sc.notCompared ?? []).some((p) => line.startsWith(`${p}:`) || line.startsWith(`${p}.`));
-      const diff = stateDiff(withoutEvents(o.upstream!, sc.ignoreEvents), withoutEvents(o.topovol!, sc.ignoreEvents)).filter((line) => !skipped(line));
+      const under = (line: string, p: string): boolean => line.startsWith(`${p}:`) || line.startsWith(`${p}.`);
+      const all = stateDiff(withoutEvents(o.upstream!, sc.ignoreEvents), withoutEvents(o.topovol!, sc.ignoreEvents));
+      // A path left out must still differ: else what made it differ (Topovol's own write) stopped.
+      for (const p of sc.notCompared ?? []) expect(all.some((line) => under(line, p)), `${p} is left out of the comparison but no longer differs`).to.equal(true);
+      const diff = all.filter((line) => !(sc.notCompared ?? []).some((p) => under(line, p)));
       if (!sc.divergence) {
         expect(diff, `upstream → topovol differences (not listed in ${DIVERGENCES_DOC})`).to.deep.equal([]);
         sc.expect?.(o.topovol!);

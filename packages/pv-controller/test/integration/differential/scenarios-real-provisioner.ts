@@ -1,8 +1,9 @@
 import { REAL_PROVISIONER } from './diff-cluster.js';
+import { provisionedFor } from './diff-state.js';
 import { claimIs, PROVISIONED_BY, volumeIs } from './scenario.js';
 import type { Scenario } from './scenario.js';
 
-const VOLUME = 'provisioned-for-c';
+const VOLUME = provisionedFor('c');
 
 /**
  * The external-provisioning protocol end to end with the real external-provisioner v6.3.0 and
@@ -10,6 +11,17 @@ const VOLUME = 'provisioned-for-c';
  * happens to the volume when its claim goes.
  */
 export const realProvisionerScenarios: Scenario[] = [
+  {
+    name: 'real external-provisioner, Immediate: provisioned and bound',
+    async run(s) {
+      await s.storageClass('fast', { provisioner: REAL_PROVISIONER, reclaimPolicy: 'Delete' });
+      await s.pvc('c', '1Gi', { class: s.name('fast') });
+    },
+    expect(st) {
+      claimIs(st, 'c', { phase: 'Bound', volumeName: VOLUME, capacity: '1Gi' });
+      volumeIs(st, VOLUME, { phase: 'Bound', annotations: { [PROVISIONED_BY]: REAL_PROVISIONER } });
+    },
+  },
   {
     name: 'real external-provisioner, Immediate: provisioned and bound; the claim deleted, the volume deleted',
     async run(s) {
@@ -57,6 +69,9 @@ export const realProvisionerScenarios: Scenario[] = [
     async run(s) {
       await s.storageClass('huge', { provisioner: REAL_PROVISIONER });
       await s.pvc('c', '4096Gi', { class: s.name('huge') });
+      // Handed over and refused, not merely never looked at.
+      const uid = await s.claimUid('c');
+      await s.until('the driver asked for the volume', () => Promise.resolve(s.cluster.volumeAskedFor(uid)));
     },
     expect: (st) => claimIs(st, 'c', { phase: 'Pending', events: ['ExternalProvisioning'] }),
   },
