@@ -10,6 +10,9 @@ export const pvBinderDescriptor: ControllerDescriptor = {
   name: 'pv-binder',
   description: 'binds claims to volumes, delayed binding, provisioning signals, release and reclaim',
   eventComponent: 'persistentvolume-controller',
+  // kube-controller-manager's binder records with a source of component only (no host), so
+  // `kubectl describe` shows "persistentvolume-controller" for either binder.
+  eventInstance: false,
   // Exactly what the suites use (the audit-log coverage check and the rbac-necessity test): the
   // loop reads from its informers; its live reads are the claim before releasing its volume, the
   // node (or the namespace's pods) before removing a claim's selected node, and a pod placed with

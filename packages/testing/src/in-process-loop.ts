@@ -41,7 +41,7 @@ export class InProcessLoop {
     const client = opts.client ?? (await controllerClient(d.name));
     const options = parseManagerFlags(args, d.flags ?? []);
     const informers = new InformerFactory(client);
-    const events = new EventRecorder(client, d.eventComponent ?? `topovol-${d.name}`, 'test', options.dryRun);
+    const events = new EventRecorder(client, d.eventComponent ?? `topovol-${d.name}`, d.eventInstance === false ? '' : 'test', options.dryRun);
     const runnables = new RunnableGroup(runnablesOf(await d.setup({ client, informers, events, options, log: logger(), setupProgress: () => undefined })));
     const abort = new AbortController();
     informers.start();

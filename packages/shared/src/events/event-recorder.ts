@@ -182,9 +182,10 @@ export class EventRecorder {
         count: 1,
         firstTimestamp: now,
         lastTimestamp: now,
-        source: { component: this.component, host: this.host || undefined },
+        source: this.host ? { component: this.component, host: this.host } : { component: this.component },
         reportingComponent: this.component,
-        reportingInstance: this.host || this.component,
+        // As client-go's makeEvent: the instance is the source's host, absent when it has none.
+        reportingInstance: this.host || undefined,
       };
       try {
         await this.client.create<Event>(Resources.events, ev);

@@ -46,6 +46,11 @@ export interface ControllerDescriptor {
   disabledByDefault?: boolean;
   /** The component name in Events (source.component); defaults to topovol-<name>. */
   eventComponent?: string;
+  /**
+   * Whether its Events name the replica (source.host and reportingInstance: the pod's hostname);
+   * default true. false: component only, as kube-controller-manager's controllers record them.
+   */
+  eventInstance?: boolean;
   flags?: FlagSpec[];
   rbac?: PolicyRule[];
   setup(env: ControllerEnv): LoopRunnables | Promise<LoopRunnables>;

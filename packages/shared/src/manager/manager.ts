@@ -212,7 +212,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
       const late = Date.now() - started > opts.cacheSyncTimeoutMs;
       return late ? `caches not synced after ${Math.round(opts.cacheSyncTimeoutMs / 1000)}s: ${waiting.join(', ')}` : `waiting for caches: ${waiting.join(', ')}`;
     });
-    const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, os.hostname(), opts.dryRun);
+    const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, descriptor.eventInstance === false ? '' : os.hostname(), opts.dryRun);
     // The loop's writes ask its elector first (LeaderElector.writeFence); Events do not, since they
     // change no object's state and a standby's (or a stepping-down leader's) may still explain one.
     // (The loop, and later its elector, exist only after the setup that takes the client.)

@@ -87,6 +87,17 @@ describe('EventRecorder: what an Event says and where it goes', function () {
     expect(e?.message).to.have.length(1024);
   });
 
+  it('without a host, names the component only, as kube-controller-manager\'s controllers do (no source.host, no reportingInstance)', async function () {
+    const { client, created } = recorderClient((e) => Promise.resolve(e));
+    const r = new EventRecorder(client, 'persistentvolume-controller', '', false, new FakeClock());
+    r.event({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'a', namespace: 'ns', uid: 'u1' } }, 'Normal', 'FailedBinding', 'no volume');
+    await r.flush();
+    const [e] = created;
+    expect(e?.source).to.deep.equal({ component: 'persistentvolume-controller' });
+    expect(e?.reportingComponent).to.equal('persistentvolume-controller');
+    expect(e?.reportingInstance).to.equal(undefined);
+  });
+
   it('writes the Events of a cluster-scoped object into "default"', async function () {
     // As client-go's makeEvent (tools/record/event.go): an Event needs a namespace, the object has none.
     const { client, created } = recorderClient((e) => Promise.resolve(e));

@@ -130,12 +130,14 @@ function reasonsFor(events: Event[], kind: string, namespace: string, name: stri
 }
 
 /**
- * "Reason Type: message" of each of the binder's Events on the object, each once, sorted: what
- * `kubectl describe` shows. Names lose the scenario's prefix (the same on both sides anyway) and
+ * "Reason Type: message [source, reporting component and instance, action, related, involved
+ * object]" of each of the binder's Events on the object, each once, sorted: what `kubectl describe` shows. Names lose the scenario's prefix (the same on both sides anyway) and
  * uids, which differ between the two clusters, are normalised by `uids`.
  */
 function messagesFor(events: Event[], kind: string, namespace: string, name: string, prefix: string, uids: (text: string) => string): string[] {
-  const text = (e: Event): string => `${e.reason ?? ''} ${e.type ?? ''}: ${uids((e.message ?? '').split(prefix).join(''))}`;
+  // Who it says it is from, as `kubectl describe` and event pipelines read it, and what it names.
+  const from = (e: Event): string => JSON.stringify([e.source, e.reportingComponent, e.reportingInstance, e.action, e.related, { ...e.involvedObject, uid: !!e.involvedObject?.uid, resourceVersion: !!e.involvedObject?.resourceVersion }]);
+  const text = (e: Event): string => `${e.reason ?? ''} ${e.type ?? ''}: ${uids((e.message ?? '').split(prefix).join(''))} ${from(e)}`;
   return [...new Set(binderEvents(events, kind, namespace, name).map(text))].sort();
 }
 
