@@ -61,3 +61,25 @@ export function gaugeDiff(got: Map<Series, number>, want: Map<Series, number>): 
   const keys = [...new Set([...got.keys(), ...want.keys()])].sort();
   return keys.filter((k) => got.get(k) !== want.get(k)).map((k) => `${k}: got ${got.get(k) ?? 'none'}, want ${want.get(k) ?? 'none'}`);
 }
+
+/**
+ * Counters whose totals depend only on what ended how, not on timing: provisionings and deletions
+ * timed to their end (volume_operation_total_seconds' count, by plugin and operation) and
+ * retroactive class assignments that succeeded. Their error twins are left out: a write that lost
+ * a race counts as an error on one side and not on the other.
+ */
+export const OUTCOME_COUNTERS = ['volume_operation_total_seconds_count', 'retroactive_storageclass_total'];
+
+/** The outcome counters of a /metrics body, series to value. */
+export function outcomeCounters(text: string): Map<Series, number> {
+  const out = new Map<Series, number>();
+  for (const s of parsePrometheusText(text)) if (OUTCOME_COUNTERS.includes(s.name)) out.set(seriesKey(s.name, s.labels), s.value);
+  return out;
+}
+
+/** after − before, per series; series that did not move are left out. */
+export function counterDelta(before: Map<Series, number>, after: Map<Series, number>): Map<Series, number> {
+  const out = new Map<Series, number>();
+  for (const [k, v] of after) if (v - (before.get(k) ?? 0) !== 0) out.set(k, v - (before.get(k) ?? 0));
+  return out;
+}

@@ -5,7 +5,8 @@ import { Resources } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { repoRoot } from '@topovol/testing';
 import { DiffCluster } from './diff-cluster.js';
-import { collectorGauges, expectedCollectorGauges, gaugeDiff } from './diff-metrics.js';
+import { collectorGauges, counterDelta, expectedCollectorGauges, gaugeDiff, outcomeCounters } from './diff-metrics.js';
+import type { Series } from './diff-metrics.js';
 import { PROVISIONER, ScenarioContext } from './diff-scenario.js';
 import { CLAIM_LABEL, CLAIM_NOTE, stateDiff } from './diff-state.js';
 import type { ScenarioState } from './diff-state.js';
@@ -90,9 +91,12 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
   const outcomes = new Map<Scenario, Outcome>();
   const ids = new Map(ALL_SCENARIOS.map((sc, i) => [sc, `d${String(i + 1).padStart(2, '0')}`]));
   let sides: DiffCluster[] = [];
+  // Topovol's registry is this process's, which earlier suites of the test command counted into.
+  const countersAtStart = new Map<string, Map<Series, number>>();
 
   before(async function () {
     sides = await Promise.all([DiffCluster.start('upstream'), DiffCluster.start('topovol')]);
+    for (const c of sides) countersAtStart.set(c.side, outcomeCounters(await c.metricsText()));
     for (const phase of [1, 2] as const) {
       if (phase === 2) {
         // One default class per side for the scenarios that need one, after those that need none.
@@ -157,6 +161,16 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
       if (!only) expect([...got.keys()].filter((k) => k.startsWith('pv_collector_total_pv_count')), 'plugins and modes compared').to.have.length.greaterThan(3);
     });
   }
+
+  // Every provisioning and deletion timed to its end, and every class assigned retroactively, by
+  // plugin: the same on both sides, since the scenarios end the same (the divergent ones included:
+  // none differs in these).
+  it("operation counters: Topovol's volume_operation_total_seconds and retroactive_storageclass_total counts are kube-controller-manager's", async function () {
+    if (sides.length !== 2) throw new Error('not run (the setup failed)');
+    const [upstream, topovol] = await Promise.all(sides.map(async (c) => counterDelta(countersAtStart.get(c.side)!, outcomeCounters(await c.metricsText()))));
+    expect(gaugeDiff(topovol!, upstream!), 'series that differ (got: Topovol, want: kube-controller-manager)').to.deep.equal([]);
+    if (!only) expect([...upstream!.keys()].filter((k) => k.startsWith('volume_operation_total_seconds_count')), 'operations counted').to.have.length.greaterThan(2);
+  });
 
   for (const sc of SCENARIOS) {
     it(sc.name, function () {
