@@ -184,7 +184,8 @@ export class EventRecorder {
         lastTimestamp: now,
         source: this.host ? { component: this.component, host: this.host } : { component: this.component },
         reportingComponent: this.component,
-        // As client-go's makeEvent: the instance is the source's host, absent when it has none.
+        // As client-go's generateEvent: the instance is the source's host, absent when it has none.
+        // (Legal only because no eventTime is set: kube-apiserver requires an instance with one.)
         reportingInstance: this.host || undefined,
       };
       try {

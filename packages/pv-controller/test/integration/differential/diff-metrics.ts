@@ -63,17 +63,21 @@ export function gaugeDiff(got: Map<Series, number>, want: Map<Series, number>): 
 }
 
 /**
- * Counters whose totals depend only on what ended how, not on timing: provisionings and deletions
- * timed to their end (volume_operation_total_seconds' count, by plugin and operation) and
- * retroactive class assignments that succeeded. Their error twins are left out: a write that lost
- * a race counts as an error on one side and not on the other.
+ * Counts that depend only on what ended how, not on timing: provisionings and deletions timed to
+ * their end (volume_operation_total_seconds' count, by plugin and operation; upstream counts an
+ * operation there only when it succeeded) and retroactive class assignments that succeeded
+ * (retroactive_storageclass_total counts every attempt, so its errors are taken off). Failures
+ * are not compared: a write that lost a race fails on one side only.
  */
-export const OUTCOME_COUNTERS = ['volume_operation_total_seconds_count', 'retroactive_storageclass_total'];
-
-/** The outcome counters of a /metrics body, series to value. */
 export function outcomeCounters(text: string): Map<Series, number> {
   const out = new Map<Series, number>();
-  for (const s of parsePrometheusText(text)) if (OUTCOME_COUNTERS.includes(s.name)) out.set(seriesKey(s.name, s.labels), s.value);
+  let retroactive = 0;
+  for (const s of parsePrometheusText(text)) {
+    if (s.name === 'volume_operation_total_seconds_count') out.set(seriesKey(s.name, s.labels), s.value);
+    if (s.name === 'retroactive_storageclass_total') retroactive += s.value;
+    if (s.name === 'retroactive_storageclass_errors_total') retroactive -= s.value;
+  }
+  out.set('retroactive_storageclass_total - retroactive_storageclass_errors_total', retroactive);
   return out;
 }
 

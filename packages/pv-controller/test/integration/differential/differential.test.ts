@@ -98,6 +98,10 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
     sides = await Promise.all([DiffCluster.start('upstream'), DiffCluster.start('topovol')]);
     for (const c of sides) countersAtStart.set(c.side, outcomeCounters(await c.metricsText()));
     for (const phase of [1, 2] as const) {
+      const scenarios = SCENARIOS.filter((sc) => (sc.phase ?? 1) === phase);
+      // No default class without scenarios for it (TOPOVOL_DIFF_ONLY): the claims of the first
+      // phase would take it retroactively after they settled, while the counters are compared.
+      if (scenarios.length === 0) continue;
       if (phase === 2) {
         // One default class per side for the scenarios that need one, after those that need none.
         for (const c of sides) {
@@ -111,7 +115,7 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
         }
       }
       await inBatches(
-        SCENARIOS.filter((sc) => (sc.phase ?? 1) === phase),
+        scenarios,
         PARALLEL,
         async (sc) => void outcomes.set(sc, await runBoth(sc, ids.get(sc)!, sides)),
       );
@@ -165,7 +169,7 @@ describe('differential: pv-binder against kube-controller-manager\'s binder', fu
   // Every provisioning and deletion timed to its end, and every class assigned retroactively, by
   // plugin: the same on both sides, since the scenarios end the same (the divergent ones included:
   // none differs in these).
-  it("operation counters: Topovol's volume_operation_total_seconds and retroactive_storageclass_total counts are kube-controller-manager's", async function () {
+  it("operation counters: Topovol's volume_operation_total_seconds counts and successful retroactive class assignments are kube-controller-manager's", async function () {
     if (sides.length !== 2) throw new Error('not run (the setup failed)');
     const [upstream, topovol] = await Promise.all(sides.map(async (c) => counterDelta(countersAtStart.get(c.side)!, outcomeCounters(await c.metricsText()))));
     expect(gaugeDiff(topovol!, upstream!), 'series that differ (got: Topovol, want: kube-controller-manager)').to.deep.equal([]);
