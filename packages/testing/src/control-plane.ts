@@ -1,13 +1,12 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeClient } from '@topovol/shared';
 import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import { controlPlaneBinaries } from './control-plane-binaries.js';
 import { freePort } from './free-port.js';
+import { httpGet } from './http-get.js';
 import { ManagedProcess } from './managed-process.js';
 
 export interface ControlPlaneOptions {
@@ -161,7 +160,7 @@ export class ControlPlane {
       ],
     });
     await waitFor(`kube-apiserver on ${this.url}`, this.apiServer, 120_000, async () => {
-      const res = await httpGet(`${this.url}/readyz`, this.adminToken);
+      const res = await httpGet(`${this.url}/readyz`, { token: this.adminToken });
       return res.status === 200;
     });
     this.writeKubeconfig();
@@ -305,19 +304,3 @@ async function waitFor(what: string, proc: ManagedProcess, timeoutMs: number, re
   throw new Error(`${what} not ready after ${timeoutMs} ms:\n${proc.logTail()}`);
 }
 
-function httpGet(url: string, token?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers = token ? { Authorization: `Bearer ${token}` } : {};
-    const onResponse = (res: http.IncomingMessage): void => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    };
-    // Readiness probing only: the kubeconfig written afterwards pins the server's CA.
-    const req = url.startsWith('https:')
-      ? https.get(url, { headers, rejectUnauthorized: false, timeout: 5000 }, onResponse)
-      : http.get(url, { headers, timeout: 5000 }, onResponse);
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-  });
-}

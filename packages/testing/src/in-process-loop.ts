@@ -5,7 +5,7 @@ import { InformerFactory } from '@topovol/shared';
 import { logger } from '@topovol/shared';
 import { runnablesOf } from '@topovol/shared';
 import type { ControllerDescriptor } from '@topovol/shared';
-import { parseManagerFlags } from '@topovol/shared';
+import { eventSourceOf, parseManagerFlags } from '@topovol/shared';
 import { controllerClient } from './controller-identity.js';
 
 export interface InProcessLoopOptions {
@@ -41,7 +41,8 @@ export class InProcessLoop {
     const client = opts.client ?? (await controllerClient(d.name));
     const options = parseManagerFlags(args, d.flags ?? []);
     const informers = new InformerFactory(client);
-    const events = new EventRecorder(client, d.eventComponent ?? `topovol-${d.name}`, d.eventInstance === false ? '' : 'test', options.dryRun);
+    const source = eventSourceOf(d, 'test');
+    const events = new EventRecorder(client, source.component, source.host, options.dryRun);
     const runnables = new RunnableGroup(runnablesOf(await d.setup({ client, informers, events, options, log: logger(), setupProgress: () => undefined })));
     const abort = new AbortController();
     informers.start();

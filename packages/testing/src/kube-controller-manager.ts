@@ -1,7 +1,7 @@
-import https from 'node:https';
 import path from 'node:path';
 import type { ControlPlane } from './control-plane.js';
 import { controlPlaneBinaries } from './control-plane-binaries.js';
+import { httpGet } from './http-get.js';
 import { ManagedProcess } from './managed-process.js';
 
 export interface KubeControllerManagerOptions {
@@ -42,17 +42,8 @@ export async function startKubeControllerManager(cp: ControlPlane, controllers: 
 }
 
 /** kube-controller-manager's /metrics as text, from one started with `metricsPort`. */
-export function scrapeKubeControllerManager(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    // Its serving certificate is self-signed and throwaway; nothing secret crosses this connection.
-    const req = https.get({ host: '127.0.0.1', port, path: '/metrics', rejectUnauthorized: false, timeout: 10_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`kube-controller-manager /metrics: HTTP ${res.statusCode}: ${body.slice(0, 200)}`))));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('kube-controller-manager /metrics: timed out')));
-    req.on('error', reject);
-  });
+export async function scrapeKubeControllerManager(port: number): Promise<string> {
+  const { status, body } = await httpGet(`https://127.0.0.1:${port}/metrics`, { timeoutMs: 10_000 });
+  if (status !== 200) throw new Error(`kube-controller-manager /metrics: HTTP ${status}: ${body.slice(0, 200)}`);
+  return body;
 }

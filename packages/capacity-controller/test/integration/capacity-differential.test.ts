@@ -1,12 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
 import { LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, Resources, retryOnConflict } from '@topovol/shared';
-import type { CSIStorageCapacity, Node, StorageClass } from '@topovol/shared';
-import { createTestNamespace, csiBinaries, eventually, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
+import type { CSIStorageCapacity, KubeClient, Node, StorageClass } from '@topovol/shared';
+import { createTestNamespace, eventually } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
-import { RunningCapacity, startDriver } from './capacity-harness.js';
+import { RunningCapacity, startCapacityProvisioner, startDriver } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
@@ -30,8 +28,7 @@ function rest(o: CSIStorageCapacity): unknown {
   return { ...other, metadata: meta };
 }
 
-async function published(ns: string): Promise<Published[]> {
-  const admin = (await sharedControlPlane()).adminClient();
+async function published(admin: KubeClient, ns: string): Promise<Published[]> {
   const list = await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns });
   return list.items
     .map((o) => {
@@ -78,8 +75,8 @@ describe('capacity differential: the same objects as external-provisioner --enab
     await eventually(
       async () => {
         expect(provisioner.running, `csi-provisioner exited:\n${provisioner.logTail(30)}`).to.equal(true);
-        expect(await published(theirs), `${step}: external-provisioner's objects`).to.deep.equal(sorted(want));
-        expect(await published(tb.ns), `${step}: Topovol's objects`).to.deep.equal(sorted(want));
+        expect(await published(tb.admin, theirs), `${step}: external-provisioner's objects`).to.deep.equal(sorted(want));
+        expect(await published(tb.admin, tb.ns), `${step}: Topovol's objects`).to.deep.equal(sorted(want));
       },
       60_000,
       250,
@@ -87,8 +84,6 @@ describe('capacity differential: the same objects as external-provisioner --enab
   }
 
   it('classes, zones, figures, relabelled, removed and unregistered nodes, deleted and Immediate classes, other drivers, hand edits', async function () {
-    const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
-    const cp = await sharedControlPlane();
     const theirs = await createTestNamespace(tb.admin, 'capdiff-ep-');
     const d = tb.driver;
     d.setCapacity({ [ZONE]: 'a' }, 5n * GiB);
@@ -110,14 +105,7 @@ describe('capacity differential: the same objects as external-provisioner --enab
     }
 
     await tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
-    const provisioner = new ManagedProcess({
-      name: 'csi-provisioner',
-      command: binary,
-      args: [`--csi-address=${d.endpoint}`, `--kubeconfig=${cp.kubeconfigPath}`, '--leader-election=false', '--enable-capacity=true', '--capacity-poll-interval=1s', '--capacity-ownerref-level=-1', '--v=3'],
-      logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'topovol-capacity-differential-')), 'csi-provisioner.log'),
-      // Where its objects go, as a Deployment's downward API sets it.
-      env: { ...process.env, NAMESPACE: theirs },
-    });
+    const provisioner = await startCapacityProvisioner(d.endpoint, theirs);
     const obj = (cls: string, zone: string, capacity: string, maximumVolumeSize?: string): Published => published1(cls, { [ZONE]: zone }, capacity, maximumVolumeSize);
     const agree = (step: string, want: Published[]): Promise<void> => agreeing(provisioner, theirs, step, want);
     try {
@@ -170,8 +158,6 @@ describe('capacity differential: the same objects as external-provisioner --enab
   // KEP-1472's per-node deployment: external-provisioner --node-deployment takes its node's segment
   // from NodeGetInfo; Topovol --capacity-node-name from the node's labels for the CSINode's keys.
   it('per node: the node\'s segment from its driver, figures, a class deleted and another added', async function () {
-    const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
-    const cp = await sharedControlPlane();
     const theirs = await createTestNamespace(tb.admin, 'capdiff-ep-');
     const node = tb.name('n1');
     // The testbed's driver answers no NodeGetInfo: this node's driver is one of its own, same name.
@@ -182,13 +168,7 @@ describe('capacity differential: the same objects as external-provisioner --enab
     await tb.addClass('fast');
     await tb.addClass('slow', { pool: 'p2' });
     tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${tb.ns}`, `--capacity-node-name=${node}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
-    const provisioner = new ManagedProcess({
-      name: 'csi-provisioner',
-      command: binary,
-      args: perNodeProvisionerArgs({ socket: driver.endpoint, kubeconfig: cp.kubeconfigPath, capacityPollInterval: '1s' }),
-      logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'topovol-capacity-differential-')), 'csi-provisioner.log'),
-      env: { ...process.env, NODE_NAME: node, NAMESPACE: theirs },
-    });
+    const provisioner = await startCapacityProvisioner(driver.endpoint, theirs, node);
     const at = (cls: string, capacity: string, max?: string): Published => published1(cls, { [HOST]: node }, capacity, max);
     try {
       await agreeing(provisioner, theirs, 'start', [at('fast', '4Gi'), at('slow', '9Gi', '2Gi')]);

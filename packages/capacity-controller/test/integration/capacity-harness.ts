@@ -6,7 +6,7 @@ import { metricsRegistry, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/testing/csi-test-driver';
-import { InProcessLoop } from '@topovol/testing';
+import { csiBinaries, InProcessLoop, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** A capacity loop in this process against the real API server, as the manager would run it. */
@@ -72,4 +72,24 @@ export async function metricValue(name: string, labels: Record<string, string> =
 export async function deleteVolume(client: KubeClient, name: string): Promise<void> {
   await client.delete(Resources.persistentVolumes, name).catch(() => undefined);
   await client.patch(Resources.persistentVolumes, name, undefined, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+}
+
+/**
+ * The real external-provisioner v6.3.0 with --enable-capacity (polls every second, objects owned by
+ * nobody) for the driver at `endpoint`, on the shared control plane, publishing into `namespace`
+ * ($NAMESPACE, as a Deployment's downward API sets it): central, or with `node` per node
+ * (--node-deployment, NODE_NAME). A cold build of csi-provisioner takes minutes; cached afterwards.
+ */
+export async function startCapacityProvisioner(endpoint: string, namespace: string, node?: string): Promise<ManagedProcess> {
+  const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
+  const { kubeconfigPath: kubeconfig } = await sharedControlPlane();
+  return new ManagedProcess({
+    name: 'csi-provisioner',
+    command: binary,
+    args: node
+      ? perNodeProvisionerArgs({ socket: endpoint, kubeconfig, capacityPollInterval: '1s' })
+      : [`--csi-address=${endpoint}`, `--kubeconfig=${kubeconfig}`, '--leader-election=false', '--enable-capacity=true', '--capacity-poll-interval=1s', '--capacity-ownerref-level=-1', '--v=3'],
+    logFile: join(mkdtempSync(join(tmpdir(), 'topovol-csi-provisioner-')), 'csi-provisioner.log'),
+    env: { ...process.env, NAMESPACE: namespace, ...(node ? { NODE_NAME: node } : {}) },
+  });
 }

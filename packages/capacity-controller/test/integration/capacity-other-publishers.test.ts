@@ -1,15 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
 import { LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, Event } from '@topovol/shared';
-import { createTestNamespace, csiBinaries, eventually, ManagedProcess, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, eventually } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { EXTERNAL_PROVISIONER, externalProvisionerManagedBy, OTHER_PUBLISHER_REASON } from '../../src/objects/other-publishers.js';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
-import { capacityObjects, metricValue } from './capacity-harness.js';
+import { capacityObjects, metricValue, startCapacityProvisioner } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
@@ -64,21 +61,12 @@ describe('capacity: another publisher of the same driver (real API server, CSI o
   it('the real external-provisioner with --enable-capacity against the same driver is reported', async function () {
     // A cold build of csi-provisioner takes minutes on two cores; cached afterwards.
     this.timeout(50 * 60_000);
-    const { 'csi-provisioner': binary } = await csiBinaries(['csi-provisioner']);
-    const cp = await sharedControlPlane();
     tb.driver.setCapacity({ [ZONE]: 'a' }, 5n * GiB);
     await tb.addNode('n1', { [ZONE]: 'a' });
     await tb.addClass('fast');
     await tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
     const theirs = await createTestNamespace(tb.admin, 'ext-prov-');
-    const provisioner = new ManagedProcess({
-      name: 'csi-provisioner',
-      command: binary,
-      args: [`--csi-address=${tb.driver.endpoint}`, `--kubeconfig=${cp.kubeconfigPath}`, '--leader-election=false', '--enable-capacity=true', '--capacity-poll-interval=1s', '--capacity-ownerref-level=-1', '--v=3'],
-      logFile: path.join(mkdtempSync(path.join(os.tmpdir(), 'topovol-other-publisher-')), 'csi-provisioner.log'),
-      // Where its objects go, as a Deployment's downward API sets it.
-      env: { ...process.env, NAMESPACE: theirs },
-    });
+    const provisioner = await startCapacityProvisioner(tb.driver.endpoint, theirs);
     try {
       await eventually(async () => {
         expect(provisioner.running, `csi-provisioner exited:\n${provisioner.logTail(30)}`).to.equal(true);

@@ -56,6 +56,14 @@ export interface ControllerDescriptor {
   setup(env: ControllerEnv): LoopRunnables | Promise<LoopRunnables>;
 }
 
+/**
+ * What a loop's Events say they are from: its component, and the replica's host (source.host,
+ * reportingInstance) unless its descriptor says eventInstance: false.
+ */
+export function eventSourceOf(d: ControllerDescriptor, host: string): { component: string; host: string } {
+  return { component: d.eventComponent ?? `topovol-${d.name}`, host: d.eventInstance === false ? '' : host };
+}
+
 /** The runnables of a setup's result, in start order. */
 export function runnablesOf(r: LoopRunnables): Runnable[] {
   return Array.isArray(r) ? [...(r as readonly Runnable[])] : [r as Runnable];

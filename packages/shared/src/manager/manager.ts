@@ -9,7 +9,7 @@ import { InformerFactory } from '../informer/informer-factory.js';
 import { InformerScope } from '../informer/informer-scope.js';
 import { LeaderElector } from '../leaderelection/leader-elector.js';
 import { configureLogging, errorMessage, logger } from '../logging/logger.js';
-import { runnablesOf } from './controller-descriptor.js';
+import { eventSourceOf, runnablesOf } from './controller-descriptor.js';
 import type { ControllerDescriptor } from './controller-descriptor.js';
 import { parseBindAddress } from './bind-address.js';
 import { FlagError, formatHelp } from './flag-parser.js';
@@ -212,7 +212,8 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
       const late = Date.now() - started > opts.cacheSyncTimeoutMs;
       return late ? `caches not synced after ${Math.round(opts.cacheSyncTimeoutMs / 1000)}s: ${waiting.join(', ')}` : `waiting for caches: ${waiting.join(', ')}`;
     });
-    const events = new EventRecorder(client, descriptor.eventComponent ?? `topovol-${name}`, descriptor.eventInstance === false ? '' : os.hostname(), opts.dryRun);
+    const source = eventSourceOf(descriptor, os.hostname());
+    const events = new EventRecorder(client, source.component, source.host, opts.dryRun);
     // The loop's writes ask its elector first (LeaderElector.writeFence); Events do not, since they
     // change no object's state and a standby's (or a stepping-down leader's) may still explain one.
     // (The loop, and later its elector, exist only after the setup that takes the client.)

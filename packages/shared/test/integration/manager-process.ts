@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, ManagedProcess } from '@topovol/testing';
+import { freePort, ManagedProcess, parsePrometheusText } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 
 const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'echo-manager.js');
@@ -39,9 +39,5 @@ export async function httpGet(port: number, p: string): Promise<{ status: number
 
 /** The value of the first series of `name` in a Prometheus text body whose labels include `labels`. */
 export function sample(body: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of body.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.split(' ').pop());
-  }
-  return undefined;
+  return parsePrometheusText(body).find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 }

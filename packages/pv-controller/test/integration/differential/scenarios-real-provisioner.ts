@@ -1,9 +1,19 @@
 import { REAL_PROVISIONER } from './diff-cluster.js';
+import type { ScenarioContext } from './diff-scenario.js';
 import { provisionedFor } from './diff-state.js';
 import { claimIs, PROVISIONED_BY, volumeIs } from './scenario.js';
 import type { Scenario } from './scenario.js';
 
 const VOLUME = provisionedFor('c');
+
+/** Claim c of a class with this reclaim policy, provisioned and bound, then deleted. */
+async function provisionThenDelete(s: ScenarioContext, reclaimPolicy: 'Delete' | 'Retain'): Promise<void> {
+  await s.storageClass('cls', { provisioner: REAL_PROVISIONER, reclaimPolicy });
+  await s.pvc('c', '1Gi', { class: s.name('cls') });
+  await s.until('the claim Bound', async () => (await s.claim('c')).status?.phase === 'Bound');
+  await s.settle();
+  await s.deleteClaim('c');
+}
 
 /**
  * The external-provisioning protocol end to end with the real external-provisioner v6.3.0 and
@@ -24,13 +34,7 @@ export const realProvisionerScenarios: Scenario[] = [
   },
   {
     name: 'real external-provisioner, Immediate: provisioned and bound; the claim deleted, the volume deleted',
-    async run(s) {
-      await s.storageClass('fast', { provisioner: REAL_PROVISIONER, reclaimPolicy: 'Delete' });
-      await s.pvc('c', '1Gi', { class: s.name('fast') });
-      await s.until('the claim Bound', async () => (await s.claim('c')).status?.phase === 'Bound');
-      await s.settle();
-      await s.deleteClaim('c');
-    },
+    run: (s) => provisionThenDelete(s, 'Delete'),
     expect(st) {
       if (st.claims.c) throw new Error('claim c should be gone');
       volumeIs(st, VOLUME, null);
@@ -38,13 +42,7 @@ export const realProvisionerScenarios: Scenario[] = [
   },
   {
     name: 'real external-provisioner, Retain: the claim deleted, the volume Released and kept',
-    async run(s) {
-      await s.storageClass('keep', { provisioner: REAL_PROVISIONER, reclaimPolicy: 'Retain' });
-      await s.pvc('c', '1Gi', { class: s.name('keep') });
-      await s.until('the claim Bound', async () => (await s.claim('c')).status?.phase === 'Bound');
-      await s.settle();
-      await s.deleteClaim('c');
-    },
+    run: (s) => provisionThenDelete(s, 'Retain'),
     expect: (st) => volumeIs(st, VOLUME, { phase: 'Released', annotations: { [PROVISIONED_BY]: REAL_PROVISIONER } }),
   },
   {
