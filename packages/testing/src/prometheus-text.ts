@@ -7,8 +7,9 @@ export interface MetricSample {
 
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(\S+))?$/;
 const LABEL = /\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)/y;
-// Go's float syntax as the format writes it, and its spellings of the infinities and NaN.
-const VALUE = /^(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Inf|NaN)$/;
+// Go's float syntax, whose ParseFloat (what Prometheus reads with) takes the infinities and NaN in
+// any case: prom-client writes NaN as "Nan".
+const VALUE = /^(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?inf(?:inity)?|nan)$/i;
 const TIMESTAMP = /^-?\d+$/;
 
 function unescape(v: string): string {
@@ -17,9 +18,10 @@ function unescape(v: string): string {
 
 function sampleValue(v: string, line: string): number {
   if (!VALUE.test(v)) throw new Error(`not a sample value: ${v} in: ${line}`);
-  // Number() reads neither infinity's spelling.
-  if (v === '+Inf' || v === 'Inf') return Infinity;
-  if (v === '-Inf') return -Infinity;
+  const lower = v.toLowerCase();
+  if (lower === 'nan') return NaN;
+  if (/^\+?inf/.test(lower)) return Infinity;
+  if (lower.startsWith('-inf')) return -Infinity;
   return Number(v);
 }
 

@@ -20,10 +20,11 @@ describe('testing: Prometheus text format', function () {
     ]);
   });
 
-  it('reads CRLF line ends, indented comments, an empty label set, NaN and negative infinity', function () {
-    expect(parsePrometheusText('  # HELP m x\r\nm{} 2 \r\nn NaN\r\no{a="1" , b = "2"} -Inf\r\n')).to.deep.equal([
+  it('reads CRLF line ends, indented comments, an empty label set, NaN (prom-client writes "Nan") and negative infinity', function () {
+    expect(parsePrometheusText('  # HELP m x\r\nm{} 2 \r\nn NaN\r\nl Nan\r\no{a="1" , b = "2"} -Inf\r\n')).to.deep.equal([
       { name: 'm', labels: {}, value: 2 },
       { name: 'n', labels: {}, value: NaN },
+      { name: 'l', labels: {}, value: NaN },
       { name: 'o', labels: { a: '1', b: '2' }, value: -Infinity },
     ]);
   });
