@@ -20,6 +20,9 @@ export interface ActuatorDeps {
 // Objects from the caches are shared: writes send new objects that copy what they change (spread
 // copies on the hot path, a deep clone where nested fields are deleted), never mutate them.
 const clone = <T>(o: T): T => structuredClone(o);
+// Every answer is parsed without its managedFields (cut from the text first), as the caches hold
+// objects: parsing them only to drop them was a tenth of the binder's JSON work per write.
+const ANSWER = { withoutManagedFields: true } as const;
 const claimKeyOf = (c: PersistentVolumeClaim): string => `${c.metadata?.namespace}/${c.metadata?.name}`;
 
 /**
@@ -78,12 +81,12 @@ export class BinderActuator {
               resourceVersion: claim.metadata?.resourceVersion,
             };
             const metadata = missingMark ? { ...v.metadata, annotations: { ...v.metadata?.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' } } : v.metadata;
-            next = await this.d.client.replace(Resources.persistentVolumes, { ...v, metadata, spec: { ...v.spec, claimRef } });
+            next = await this.d.client.replace(Resources.persistentVolumes, { ...v, metadata, spec: { ...v.spec, claimRef } }, ANSWER);
             wroteVolume(next);
             failpoint('binder-volume-claimref', v.metadata?.name);
           }
           if (next.status?.phase !== 'Bound') {
-            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }));
+            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }, ANSWER));
             failpoint('binder-volume-bound', v.metadata?.name);
           }
           break;
@@ -106,7 +109,7 @@ export class BinderActuator {
             if (ann[ANN_BIND_COMPLETED] === undefined) missing[ANN_BIND_COMPLETED] = 'yes';
             if (a.boundByController && ann[ANN_BOUND_BY_CONTROLLER] === undefined) missing[ANN_BOUND_BY_CONTROLLER] = 'yes';
             const metadata = { resourceVersion: c.metadata?.resourceVersion, ...(Object.keys(missing).length > 0 ? { annotations: missing } : {}) };
-            next = dropManagedFields(await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata, spec: { volumeName: v.metadata?.name } }));
+            next = dropManagedFields(await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata, spec: { volumeName: v.metadata?.name } }, ANSWER));
             whole = true;
             wroteClaim(next);
             failpoint('binder-claim-volumename', v.metadata?.name);
@@ -120,7 +123,7 @@ export class BinderActuator {
         case 'volumePhase': {
           const v = vol(a.volume);
           // Upstream's updateVolumePhase: the message is the Event's (or cleared); reason is left alone.
-          wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...v, status: { ...v.status, phase: a.phase, message: a.message } }));
+          wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...v, status: { ...v.status, phase: a.phase, message: a.message } }, ANSWER));
           break;
         }
         case 'unbindVolume': {
@@ -130,12 +133,12 @@ export class BinderActuator {
             delete v.spec!.claimRef;
             if (v.metadata?.annotations) delete v.metadata.annotations[ANN_BOUND_BY_CONTROLLER];
           }
-          const written = await this.d.client.replace(Resources.persistentVolumes, v);
+          const written = await this.d.client.replace(Resources.persistentVolumes, v, ANSWER);
           wroteVolume(written);
           if (written.status?.phase !== 'Available') {
             const s = clone(written);
             s.status = { ...s.status, phase: 'Available', message: undefined };
-            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s));
+            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, s, ANSWER));
           }
           break;
         }
@@ -147,7 +150,7 @@ export class BinderActuator {
           wroteClaim(
             await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', {
               metadata: { resourceVersion: c.metadata?.resourceVersion, annotations },
-            }),
+            }, ANSWER),
           );
           break;
         }
@@ -156,7 +159,7 @@ export class BinderActuator {
           const annotations = { ...v.metadata?.annotations, ...a.set };
           for (const k of a.remove ?? []) delete annotations[k];
           v.metadata = { ...v.metadata, annotations, finalizers: (v.metadata?.finalizers ?? []).filter((f) => !(a.removeFinalizers ?? []).includes(f)) };
-          wroteVolume(await this.d.client.replace(Resources.persistentVolumes, v));
+          wroteVolume(await this.d.client.replace(Resources.persistentVolumes, v, ANSWER));
           break;
         }
         case 'setClaimClass': {
@@ -165,7 +168,7 @@ export class BinderActuator {
             await this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', {
               metadata: { resourceVersion: c.metadata?.resourceVersion },
               spec: { storageClassName: a.storageClassName },
-            }),
+            }, ANSWER),
           );
           break;
         }
@@ -183,11 +186,11 @@ export class BinderActuator {
   private async writeClaimStatus(c: PersistentVolumeClaim, phase: ClaimPhase, v?: PersistentVolume, whole = false): Promise<PersistentVolumeClaim> {
     const status = claimStatusFor(c, phase, v);
     if (!status) return c;
-    if (whole) return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...c, status });
+    if (whole) return this.d.client.replaceStatus(Resources.persistentVolumeClaims, { ...c, status }, ANSWER);
     // A merge patch of what changed (nulls for what Pending and Lost clear) with the
     // resourceVersion: status fields the cache does not keep, such as conditions, stay the server's.
     const diff = mergePatchDiff(c.status ?? {}, status) ?? {};
-    return this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata: { resourceVersion: c.metadata?.resourceVersion }, status: diff }, { subresource: 'status' });
+    return this.d.client.patch(Resources.persistentVolumeClaims, c.metadata!.name!, c.metadata!.namespace, 'merge', { metadata: { resourceVersion: c.metadata?.resourceVersion }, status: diff }, { subresource: 'status', ...ANSWER });
   }
 }
 

@@ -28,7 +28,8 @@ function client(): KubeClient {
       'current-context': 'x',
     }),
   );
-  return KubeClient.load(file, { qps: 0, burst: 1 });
+  // nodeHttp: nock intercepts Node's http module, not the direct transport's sockets.
+  return KubeClient.load(file, { qps: 0, burst: 1, nodeHttp: true });
 }
 
 /** Keeps Events in memory instead of writing them. */

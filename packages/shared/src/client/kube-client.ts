@@ -14,6 +14,7 @@ import type { StaticEndpointOptions } from './static-endpoint.js';
 import { openStream, originOf, send } from './http-transport.js';
 import type { HttpOrigin, HttpRequest } from './http-transport.js';
 import { ServerClock } from './server-clock.js';
+import { withoutManagedFields } from './without-managed-fields.js';
 import { listPages, PageSizer } from './paged-list.js';
 
 export interface ClientOptions {
@@ -23,6 +24,11 @@ export interface ClientOptions {
   userAgent?: string;
   /** Per-request timeout for non-watch calls. */
   timeoutMs?: number;
+  /**
+   * Send requests through Node's http module rather than the direct transport (direct-transport.ts).
+   * For unit tests with nock, which intercepts only Node's http; watches always go through it.
+   */
+  nodeHttp?: boolean;
 }
 
 export type QueryValue = string | number | boolean | undefined;
@@ -48,6 +54,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Read at most this many bytes of the answer; past them the call fails with AnswerTooLargeError. */
   maxBodyBytes?: number;
+  /** Parse the answer without its managedFields (withoutManagedFields, cut from the text). */
+  withoutManagedFields?: boolean;
 }
 
 export type PatchType = 'merge' | 'strategic' | 'json' | 'apply';
@@ -63,6 +71,8 @@ export interface WriteOptions {
   fieldManager?: string;
   dryRun?: boolean;
   signal?: AbortSignal;
+  /** The answer is parsed without its managedFields, cut from the text first: for callers that drop them anyway (the binder's writes). */
+  withoutManagedFields?: boolean;
 }
 
 export interface PatchOptions extends WriteOptions {
@@ -226,7 +236,7 @@ export class KubeClient {
   /** One rate-limited API call; non-2xx answers throw KubeApiError. */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const text = await this.requestText(method, path, opts);
-    return (text ? JSON.parse(text) : {}) as T;
+    return (text ? JSON.parse(opts.withoutManagedFields ? withoutManagedFields(text) : text) : {}) as T;
   }
 
   /** As request, for endpoints that do not answer JSON (the API server's /metrics): the body as text. */
@@ -263,6 +273,7 @@ export class KubeClient {
       signal: opts.signal,
       maxBodyBytes: opts.maxBodyBytes,
       beforeWrite,
+      nodeHttp: this.options.nodeHttp,
     });
     // Only kube-apiserver's own answers (it sets Audit-Id on each): not a proxy's error page.
     if (answer.headers['audit-id']) this.serverClock.observe(answer.headers.date, answer.headersAt);
@@ -327,6 +338,7 @@ export class KubeClient {
       body: obj,
       query: writeQuery(opts),
       signal: opts.signal,
+      withoutManagedFields: opts.withoutManagedFields,
     });
   }
 
@@ -337,6 +349,7 @@ export class KubeClient {
       body: obj,
       query: writeQuery(opts),
       signal: opts.signal,
+      withoutManagedFields: opts.withoutManagedFields,
     });
   }
 
@@ -358,6 +371,7 @@ export class KubeClient {
       contentType: PATCH_CONTENT_TYPE[type],
       query: { ...writeQuery(opts), force: type === 'apply' && opts.force ? 'true' : undefined },
       signal: opts.signal,
+      withoutManagedFields: opts.withoutManagedFields,
     });
   }
 

@@ -45,8 +45,9 @@ describe('the keep-alive agent', function () {
       https.Agent.prototype.getName = base;
     }
   });
-  // TLS through this agent, and connection reuse, are what every integration test does against the
-  // real kube-apiserver (unit tests share the process with nock, which intercepts Node's http).
+  // TLS through this agent (its watches) and through the direct transport's pool that goes with it
+  // (every other request), and connection reuse, are what every integration test does against the
+  // real kube-apiserver.
 });
 
 describe('request paths', function () {
@@ -172,6 +173,12 @@ function catchUncaught(): { errors: unknown[]; restore: () => void } {
   };
 }
 
+/** The two ways `send` goes: the direct transport (agents of keepAliveAgent), and Node's http (any other agent, or nodeHttp). */
+const TRANSPORTS = [
+  { name: 'direct transport', nodeHttp: false },
+  { name: "Node's http", nodeHttp: true },
+];
+
 /** A server that answers /big in the given pieces (a pause between them), /small with `{}`, and counts its connections. */
 async function answering(pieces: string[]): Promise<{ url: string; connections: () => number; close: () => void }> {
   let connections = 0;
@@ -205,13 +212,13 @@ describe('answers over the byte limit', function () {
     // Cut while more is coming: the connection cannot be reused and is closed.
     { name: 'cut while more is on its way: fails and closes the connection', pieces: ['x'.repeat(3000), 'x'.repeat(3000), 'y'], connections: 2 },
   ];
-  for (const c of cases) {
-    it(c.name, async function () {
+  for (const c of cases) for (const via of TRANSPORTS) {
+    it(`${c.name} (${via.name})`, async function () {
       const srv = await answering(c.pieces);
       const agent = keepAliveAgent(srv.url);
       const thrown = catchUncaught();
       try {
-        const req = { method: 'GET', origin: originOf(srv.url), headers: {}, agent, maxBodyBytes: 1000 };
+        const req = { method: 'GET', origin: originOf(srv.url), headers: {}, agent, maxBodyBytes: 1000, nodeHttp: via.nodeHttp };
         for (let i = 0; i < 3; i++) {
           const err = await send({ ...req, path: '/big' }).then(() => undefined, (e: unknown) => e);
           expect(err).to.be.instanceOf(AnswerTooLargeError);
@@ -277,11 +284,11 @@ describe('aborted requests', function () {
     }
   });
 
-  it('a request aborted before or while its answer comes fails as Aborted, whose write may have applied; one aborted before is not sent', async function () {
+  for (const via of TRANSPORTS) it(`a request aborted before or while its answer comes fails as Aborted, whose write may have applied; one aborted before is not sent (${via.name})`, async function () {
     const srv = await answering(['a', 'b', 'c']);
     const agent = keepAliveAgent(srv.url);
     try {
-      const base = { method: 'PUT', origin: originOf(srv.url), path: '/big', headers: {}, agent, body: '{}' };
+      const base = { method: 'PUT', origin: originOf(srv.url), path: '/big', headers: {}, agent, body: '{}', nodeHttp: via.nodeHttp };
       const early = new AbortController();
       early.abort();
       const before = await send({ ...base, signal: early.signal }).then(() => undefined, (e: unknown) => e);
@@ -323,10 +330,10 @@ describe('a pooled connection the server has closed', function () {
     return { url: `http://127.0.0.1:${port}`, seen, close: () => server.close() };
   }
 
-  it('a read is sent again on another connection, as Go\'s transport does for client-go; a write fails as a lost connection, its outcome unknown', async function () {
+  for (const via of TRANSPORTS) it(`a read is sent again on another connection, as Go's transport does for client-go; a write fails as a lost connection, its outcome unknown (${via.name})`, async function () {
     const s = await closingServer();
     const agent = keepAliveAgent(s.url);
-    const at = (method: string, body?: string) => send({ method, origin: originOf(s.url), path: '/api/v1/pods', headers: { 'Content-Type': 'application/json' }, agent, ...(body === undefined ? {} : { body }) });
+    const at = (method: string, body?: string) => send({ method, origin: originOf(s.url), path: '/api/v1/pods', headers: { 'Content-Type': 'application/json' }, agent, nodeHttp: via.nodeHttp, ...(body === undefined ? {} : { body }) });
     try {
       expect((await at('GET')).status).to.equal(200);
       expect((await at('GET')).status, 'the second read, on the pooled connection').to.equal(200);

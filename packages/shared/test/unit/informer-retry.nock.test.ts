@@ -10,7 +10,8 @@ import { eventually } from '@topovol/testing';
 const SERVER = 'https://flapping.invalid';
 
 function client(): KubeClient {
-  return KubeClient.forEndpoint({ server: SERVER, token: 't' }, { qps: 0, burst: 1 });
+  // nodeHttp: nock intercepts Node's http module, not the direct transport's sockets.
+  return KubeClient.forEndpoint({ server: SERVER, token: 't' }, { qps: 0, burst: 1, nodeHttp: true });
 }
 
 describe('informer retries against a flapping API server', function () {

@@ -12,7 +12,8 @@ import { failure } from '@topovol/testing';
 const SERVER = 'https://kube.invalid';
 
 function client(timeoutMs?: number): KubeClient {
-  return KubeClient.forEndpoint({ server: SERVER, token: 'secret-token' }, { qps: 0, burst: 1, timeoutMs });
+  // nodeHttp: nock intercepts Node's http module, not the direct transport's sockets.
+  return KubeClient.forEndpoint({ server: SERVER, token: 'secret-token' }, { qps: 0, burst: 1, timeoutMs, nodeHttp: true });
 }
 
 const status = (code: number, reason: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
@@ -110,7 +111,7 @@ describe('KubeClient error classification', function () {
 
   it('builds its token bucket from qps and burst (0 = unthrottled)', function () {
     expect(client().limiter.unlimited).to.equal(true);
-    const limited = KubeClient.forEndpoint({ server: SERVER }, { qps: 20, burst: 30 });
+    const limited = KubeClient.forEndpoint({ server: SERVER }, { qps: 20, burst: 30, nodeHttp: true });
     expect(limited.limiter.unlimited).to.equal(false);
     let granted = 0;
     while (limited.limiter.tryAccept()) granted++;

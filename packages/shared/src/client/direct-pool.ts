@@ -1,0 +1,122 @@
+import net from 'node:net';
+import tls from 'node:tls';
+
+/** What the request using a connection hears of it; idle connections have none. */
+export interface SocketUser {
+  data(chunk: Buffer): void;
+  /** The connection closed (after an error, the server's end, or a destroy). */
+  closed(err: Error | undefined): void;
+}
+
+/** One keep-alive connection of a DirectPool. */
+export interface PooledSocket {
+  readonly socket: net.Socket;
+  /** Whether it carried a request before the current one (a server may have closed it while idle). */
+  reused: boolean;
+  user?: SocketUser;
+}
+
+/** Where a pool connects: a host, a port and, for https, the TLS options of the agent it goes with. */
+export interface PoolTarget {
+  host: string;
+  port: number;
+  /** Absent for plain http. */
+  tls?: tls.ConnectionOptions;
+}
+
+type Waiter = (s: PooledSocket | Error) => void;
+
+/**
+ * The connections of the direct transport (direct-transport.ts): at most `maxSockets` to one
+ * server, idle ones kept for the next request (the most recently used first, as Node's agent
+ * schedules by default), callers queued in order while every one is busy. As with Node's agent,
+ * idle connections do not keep the process alive, and one the server closes (or writes to) while
+ * idle leaves the pool.
+ */
+export class DirectPool {
+  private readonly idle: PooledSocket[] = [];
+  private readonly waiters: Waiter[] = [];
+  private readonly all = new Set<PooledSocket>();
+  private destroyed = false;
+
+  constructor(
+    private readonly target: PoolTarget,
+    private readonly maxSockets: number,
+  ) {}
+
+  /**
+   * Hands `take` a connection for one request (an idle one, a new one whose writes wait for its
+   * handshake, or the next one freed) or the pool's error; returns how to give up waiting.
+   */
+  acquire(take: Waiter): () => void {
+    if (this.destroyed) {
+      take(new Error('connection pool destroyed'));
+      return () => undefined;
+    }
+    const s = this.idle.pop();
+    if (s) {
+      s.socket.ref();
+      take(s);
+    } else if (this.all.size < this.maxSockets) {
+      take(this.connect());
+    } else {
+      this.waiters.push(take);
+    }
+    return () => {
+      const i = this.waiters.indexOf(take);
+      if (i !== -1) this.waiters.splice(i, 1);
+    };
+  }
+
+  /** A connection whose answer was read whole and may carry another request. */
+  release(s: PooledSocket): void {
+    s.user = undefined;
+    s.reused = true;
+    if (this.destroyed || s.socket.destroyed) return void s.socket.destroy();
+    const w = this.waiters.shift();
+    if (w) return void w(s);
+    s.socket.unref();
+    this.idle.push(s);
+  }
+
+  /** Closes every connection (as Node's agent.destroy); requests in flight fail, later ones are refused. */
+  destroy(): void {
+    this.destroyed = true;
+    this.idle.length = 0;
+    for (const s of this.all) s.socket.destroy();
+    for (const w of this.waiters.splice(0)) w(new Error('connection pool destroyed'));
+  }
+
+  private connect(): PooledSocket {
+    const { host, port } = this.target;
+    // As Node's https agent: SNI names the host unless it is an IP address, or the kubeconfig's tls-server-name.
+    const socket = this.target.tls
+      ? tls.connect({ ...this.target.tls, host, port, servername: this.target.tls.servername ?? (net.isIP(host) ? undefined : host) })
+      : net.connect({ host, port });
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 1000);
+    const s: PooledSocket = { socket, reused: false };
+    this.all.add(s);
+    let error: Error | undefined;
+    // Always listened to: an idle connection's error (a reset) must not throw out of the process.
+    socket.on('error', (err: Error) => {
+      error ??= err;
+    });
+    socket.on('data', (chunk: Buffer) => {
+      // Bytes nobody asked for: the connection's framing cannot be trusted any more.
+      if (s.user) s.user.data(chunk);
+      else socket.destroy();
+    });
+    socket.once('close', () => {
+      this.all.delete(s);
+      const at = this.idle.indexOf(s);
+      if (at !== -1) this.idle.splice(at, 1);
+      s.user?.closed(error);
+      s.user = undefined;
+      // A place freed: the next waiter gets a new connection.
+      const w = !this.destroyed && this.all.size < this.maxSockets ? this.waiters.shift() : undefined;
+      if (w) w(this.connect());
+    });
+    return s;
+  }
+}
