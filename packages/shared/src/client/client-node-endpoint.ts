@@ -43,13 +43,22 @@ export class ClientNodeEndpoint implements ApiEndpoint {
   }
 
   async agent(): Promise<http.Agent> {
+    const kc = await this.kubeConfig();
+    // A cluster's proxy-url: client-node's agent goes through the proxy (hpagent's, which extends
+    // https.Agent, or a SOCKS one), and requests go through Node's http with it, as client-node
+    // sends them; neither the keep-alive agent nor the direct transport would use the proxy.
+    if (kc.getCurrentCluster()?.proxyUrl) {
+      const opts: https.RequestOptions = {};
+      await kc.applyToHTTPSOptions(opts);
+      if (opts.agent instanceof http.Agent) return opts.agent;
+      throw new Error(`kubeconfig proxy-url ${kc.getCurrentCluster()?.proxyUrl ?? ''}: client-node built no agent for it`);
+    }
     if (!this.server.startsWith('https:')) return keepAliveAgent(this.server);
     const opts: https.RequestOptions = {};
-    await (await this.kubeConfig()).applyToHTTPSOptions(opts);
+    await kc.applyToHTTPSOptions(opts);
     const agent = opts.agent;
     // client-node builds a fresh agent per call (a TLS handshake per request): keep one alive.
     if (agent instanceof https.Agent) return keepAliveAgent(this.server, agent.options);
-    // A proxy agent: use it as client-node would.
     return agent instanceof http.Agent ? agent : keepAliveAgent(this.server);
   }
 

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 
 /** What the request using a connection hears of it; idle connections have none. */
@@ -14,6 +15,8 @@ export interface PooledSocket {
   /** Whether it carried a request before the current one (a server may have closed it while idle). */
   reused: boolean;
   user?: SocketUser;
+  /** performance.now() past which it is not used again (the server's `Keep-Alive: timeout`, less a second). */
+  expiresAt?: number;
 }
 
 /** Where a pool connects: a host, a port and, for https, the TLS options of the agent it goes with. */
@@ -37,7 +40,6 @@ export class DirectPool {
   private readonly idle: PooledSocket[] = [];
   private readonly waiters: Waiter[] = [];
   private readonly all = new Set<PooledSocket>();
-  private destroyed = false;
 
   constructor(
     private readonly target: PoolTarget,
@@ -49,11 +51,7 @@ export class DirectPool {
    * handshake, or the next one freed) or the pool's error; returns how to give up waiting.
    */
   acquire(take: Waiter): () => void {
-    if (this.destroyed) {
-      take(new Error('connection pool destroyed'));
-      return () => undefined;
-    }
-    const s = this.idle.pop();
+    const s = this.takeIdle();
     if (s) {
       s.socket.ref();
       take(s);
@@ -68,23 +66,42 @@ export class DirectPool {
     };
   }
 
-  /** A connection whose answer was read whole and may carry another request. */
-  release(s: PooledSocket): void {
+  /**
+   * A connection whose answer was read whole and may carry another request. `used`: a request was
+   * written on it (one its fence refused was not). `keepAliveMs`: the server's `Keep-Alive: timeout`.
+   */
+  release(s: PooledSocket, used: boolean, keepAliveMs?: number): void {
     s.user = undefined;
-    s.reused = true;
-    if (this.destroyed || s.socket.destroyed) return void s.socket.destroy();
+    if (used) s.reused = true;
+    // As Node's agent: retire it a second before the server said it would close it.
+    if (keepAliveMs !== undefined) s.expiresAt = performance.now() + keepAliveMs - 1000;
+    if (!this.usable(s)) return void s.socket.destroy();
     const w = this.waiters.shift();
     if (w) return void w(s);
     s.socket.unref();
     this.idle.push(s);
   }
 
-  /** Closes every connection (as Node's agent.destroy); requests in flight fail, later ones are refused. */
+  /**
+   * Closes every connection, as Node's agent.destroy() does: requests in flight fail as on a lost
+   * connection, and the pool goes on (queued and later requests get new connections).
+   */
   destroy(): void {
-    this.destroyed = true;
     this.idle.length = 0;
     for (const s of this.all) s.socket.destroy();
-    for (const w of this.waiters.splice(0)) w(new Error('connection pool destroyed'));
+  }
+
+  /** The most recently used idle connection still fit to write on; unfit ones are closed on the way. */
+  private takeIdle(): PooledSocket | undefined {
+    for (let s = this.idle.pop(); s; s = this.idle.pop()) {
+      if (this.usable(s)) return s;
+      s.socket.destroy();
+    }
+    return undefined;
+  }
+
+  private usable(s: PooledSocket): boolean {
+    return !s.socket.destroyed && s.socket.writable && (s.expiresAt === undefined || performance.now() < s.expiresAt);
   }
 
   private connect(): PooledSocket {
@@ -103,9 +120,11 @@ export class DirectPool {
       error ??= err;
     });
     socket.on('data', (chunk: Buffer) => {
+      if (s.user) return void s.user.data(chunk);
       // Bytes nobody asked for: the connection's framing cannot be trusted any more.
-      if (s.user) s.user.data(chunk);
-      else socket.destroy();
+      const at = this.idle.indexOf(s);
+      if (at !== -1) this.idle.splice(at, 1);
+      socket.destroy();
     });
     socket.once('close', () => {
       this.all.delete(s);
@@ -114,7 +133,7 @@ export class DirectPool {
       s.user?.closed(error);
       s.user = undefined;
       // A place freed: the next waiter gets a new connection.
-      const w = !this.destroyed && this.all.size < this.maxSockets ? this.waiters.shift() : undefined;
+      const w = this.all.size < this.maxSockets ? this.waiters.shift() : undefined;
       if (w) w(this.connect());
     });
     return s;

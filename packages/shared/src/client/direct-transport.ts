@@ -84,9 +84,8 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
       req.signal?.removeEventListener('abort', onAbort);
       const c = conn;
       conn = undefined;
-      const reusable = reader.reusable;
       c.user = undefined;
-      if (reusable) pool.release(c);
+      if (reader.reusable) pool.release(c, true, keepAliveHintMs(answerHead.headers['keep-alive']));
       else c.socket.destroy();
       // Read whole but past the limit: the connection was fit to keep, the answer is not kept.
       if (tooLarge) return void reject(new AnswerTooLargeError(requestName(req), max));
@@ -95,24 +94,34 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
       const done = (text: string): void => resolve({ status: h.status, headers: h.headers, body: text, headersAt });
       // Our requests do not ask for gzip (kube-client.ts), but a caller's headers may.
       if (h.headers['content-encoding'] !== 'gzip') return void decode(body, done, reject);
-      gunzip(body, { maxOutputLength: max }, (err, plain) => {
-        if (err) return void reject((err as Error & { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? new AnswerTooLargeError(requestName(req), max) : err);
-        decode(plain, done, reject);
-      });
+      try {
+        gunzip(body, { maxOutputLength: max }, (err, plain) => {
+          if (err) return void reject((err as Error & { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? new AnswerTooLargeError(requestName(req), max) : err);
+          decode(plain, done, reject);
+        });
+      } catch (err) {
+        // A limit zlib refuses (over its largest output) throws at once, here inside a socket's listener.
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
     };
 
-    giveUp = pool.acquire((got) => {
+    // Called by the pool, possibly from inside another request's socket listener: nothing may throw out of it.
+    const take = (got: PooledSocket | Error): void => {
       giveUp = () => undefined;
       if (got instanceof Error) return void fail(got);
-      if (settled) return void pool.release(got);
-      conn = got;
-      const refused = req.beforeWrite?.();
+      if (settled) return void pool.release(got, false);
+      let refused: Error | undefined;
+      try {
+        refused = req.beforeWrite?.();
+      } catch (err) {
+        refused = err instanceof Error ? err : new Error(String(err));
+      }
       if (refused) {
         // Nothing was written on it: the connection stays good for the next request.
-        conn = undefined;
-        pool.release(got);
+        pool.release(got, false);
         return void fail(refused);
       }
+      conn = got;
       got.user = {
         data: (chunk) => {
           if (settled) return;
@@ -127,17 +136,21 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
         },
         closed: (err) => {
           if (settled) return;
-          try {
-            reader.end();
-          } catch {
-            // Named as Node names them: no answer at all ('socket hang up'), or one cut short.
-            const e = err ?? Object.assign(new Error(reader.started ? 'aborted' : 'socket hang up'), { code: 'ECONNRESET' });
-            // Before any byte of an answer on a connection that carried one before: the server had
-            // closed it while idle (or as this request arrived).
-            if (!reader.started && got.reused && isReset(e)) staleConnectionFailures.add(e);
-            return void fail(e);
+          let e = err;
+          if (!e) {
+            try {
+              // A clean end completes an answer read to the connection's end; an error never does.
+              reader.end();
+              return void complete();
+            } catch {
+              // Named as Node names them: no answer at all ('socket hang up'), or one cut short.
+              e = Object.assign(new Error(reader.started ? 'aborted' : 'socket hang up'), { code: 'ECONNRESET' });
+            }
           }
-          complete();
+          // Before any byte of an answer on a connection that carried one before: the server had
+          // closed it while idle (or as this request arrived).
+          if (!reader.started && got.reused && isReset(e)) staleConnectionFailures.add(e);
+          fail(e);
         },
       };
       if (Buffer.byteLength(head) === head.length) got.socket.write(req.body === undefined ? head : head + req.body);
@@ -148,8 +161,21 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
         if (req.body !== undefined) got.socket.write(req.body);
         got.socket.uncork();
       }
+    };
+    giveUp = pool.acquire((got) => {
+      try {
+        take(got);
+      } catch (err) {
+        fail(err instanceof Error ? err : new Error(String(err)));
+      }
     });
   });
+}
+
+/** The server's `Keep-Alive: timeout=N` in milliseconds, as Node's agent reads it. */
+function keepAliveHintMs(header: string | string[] | undefined): number | undefined {
+  const m = typeof header === 'string' ? /^timeout=(\d+)/.exec(header) : null;
+  return m ? Number(m[1]) * 1000 : undefined;
 }
 
 function isReset(err: Error): boolean {

@@ -19,7 +19,8 @@ const CRLF = Buffer.from('\r\n');
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const DIGITS = /^\d{1,15}$/;
-const CHUNK_SIZE = /^([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?$/;
+// At most 13 hex digits: a size below 2^53, so counting it down stays exact.
+const CHUNK_SIZE = /^([0-9A-Fa-f]{1,13})[ \t]*(?:;[^\r\n]*)?$/;
 /** Headers of which Node keeps the first of several (lib/_http_incoming.js, matchKnownFields); others are joined. */
 const FIRST_WINS: ReadonlySet<string> = new Set([
   'content-type', 'content-length', 'user-agent', 'referer', 'host', 'authorization', 'proxy-authorization',
@@ -210,7 +211,12 @@ export class Http1AnswerReader {
       // A folded line (obs-fold) or a name with spaces: RFC 9112 lets a client reject both.
       if (!HEADER_NAME.test(name)) throw new HttpProtocolError(`bad header line ${JSON.stringify(text.slice(at, Math.min(eol, at + 80)))}`);
       const key = name.toLowerCase();
-      const value = text.slice(colon + 1, eol).trim();
+      // Optional whitespace around a value is spaces and tabs only (RFC 9110 5.6.3), as Node's parser trims.
+      let from = colon + 1;
+      let to = eol;
+      while (from < to && isOws(text.charCodeAt(from))) from++;
+      while (to > from && isOws(text.charCodeAt(to - 1))) to--;
+      const value = text.slice(from, to);
       if (key === 'content-length') (lengths ??= []).push(value);
       const had = headers[key];
       if (had === undefined) headers[key] = key === 'set-cookie' ? [value] : value;
@@ -256,3 +262,5 @@ export class Http1AnswerReader {
     this.state = { s: 'done' };
   }
 }
+
+const isOws = (c: number): boolean => c === 0x20 || c === 0x09;

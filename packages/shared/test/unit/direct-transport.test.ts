@@ -179,19 +179,85 @@ describe('the direct transport', function () {
     }
   });
 
-  it('a destroyed pool fails requests waiting for a connection and refuses new ones', async function () {
-    const srv = await rawServer(() => undefined);
+  it('destroy closes every connection, as Node\'s agent.destroy(): in-flight requests fail as lost, queued and later ones get new connections', async function () {
+    let answer = false;
+    const srv = await rawServer((line, socket) => {
+      if (answer) socket.write(ok(JSON.stringify(pathOf(line))));
+    });
     const pool = new DirectPool({ host: '127.0.0.1', port: Number(new URL(srv.url).port) }, 1);
     try {
       const first = sendDirect(pool, request(srv, '/never')).then(() => undefined, (e: unknown) => e);
-      const waiting = sendDirect(pool, request(srv, '/waits')).then(() => undefined, (e: unknown) => e);
+      const waiting = sendDirect(pool, request(srv, '/waits')).then((a) => a.body, (e: unknown) => e);
       await new Promise((r) => setTimeout(r, 30));
+      answer = true;
       pool.destroy();
       expect(classifyError(await first).kind).to.equal('Connection');
-      expect((await waiting as Error).message).to.include('destroyed');
-      const later = await sendDirect(pool, request(srv, '/later')).then(() => undefined, (e: unknown) => e);
-      expect((later as Error).message).to.include('destroyed');
+      expect(await waiting).to.equal('"/waits"');
+      expect((await sendDirect(pool, request(srv, '/later'))).body).to.equal('"/later"');
     } finally {
+      pool.destroy();
+      srv.close();
+    }
+  });
+
+  it('an answer read to the connection\'s end is an answer only if the end was clean: a reset fails it', async function () {
+    const srv = await rawServer((line, socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{"items":[');
+      if (pathOf(line) === '/reset') setTimeout(() => socket.resetAndDestroy(), 20);
+      else setTimeout(() => socket.end(']}'), 20);
+    });
+    const pool = new DirectPool({ host: '127.0.0.1', port: Number(new URL(srv.url).port) }, 2);
+    try {
+      expect((await sendDirect(pool, request(srv, '/clean'))).body).to.equal('{"items":[]}');
+      const err = await sendDirect(pool, request(srv, '/reset')).then(() => undefined, (e: unknown) => e);
+      expect(classifyError(err).kind).to.equal('Connection');
+    } finally {
+      pool.destroy();
+      srv.close();
+    }
+  });
+
+  it('honours the server\'s Keep-Alive timeout as Node\'s agent does: a connection is retired a second before it', async function () {
+    const srv = await rawServer((line, socket) => {
+      const hint = pathOf(line) === '/short' ? 1 : 5;
+      socket.write(`HTTP/1.1 200 OK\r\nKeep-Alive: timeout=${hint}\r\nContent-Length: 2\r\n\r\n{}`);
+    });
+    const pool = new DirectPool({ host: '127.0.0.1', port: Number(new URL(srv.url).port) }, 4);
+    try {
+      for (const p of ['/long', '/long', '/short', '/long']) await sendDirect(pool, request(srv, p));
+      expect(srv.seen).to.deep.equal(['1 GET /long HTTP/1.1', '1 GET /long HTTP/1.1', '1 GET /short HTTP/1.1', '2 GET /long HTTP/1.1']);
+    } finally {
+      pool.destroy();
+      srv.close();
+    }
+  });
+
+  it('a fence that throws fails its request with that error, inside another request\'s socket listener too; nothing leaves the process', async function () {
+    const srv = await rawServer((_line, socket) => setTimeout(() => socket.write(ok('{}')), 20));
+    const pool = new DirectPool({ host: '127.0.0.1', port: Number(new URL(srv.url).port) }, 1);
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown): number => uncaught.push(e);
+    const mochas = process.listeners('uncaughtException');
+    process.removeAllListeners('uncaughtException');
+    process.on('uncaughtException', onUncaught);
+    try {
+      const broken = new Error('fence broke');
+      const fence = (): Error | undefined => {
+        throw broken;
+      };
+      const first = sendDirect(pool, request(srv, '/first'));
+      // Queued behind /first: handed its connection from inside /first's answer listener.
+      const queued = sendDirect(pool, request(srv, '/queued', { method: 'PUT', body: '{}', beforeWrite: fence })).then(() => undefined, (e: unknown) => e);
+      expect((await first).body).to.equal('{}');
+      expect(await queued).to.equal(broken);
+      expect((await sendDirect(pool, request(srv, '/after'))).body).to.equal('{}');
+      await new Promise((r) => setTimeout(r, 20));
+      expect(uncaught).to.deep.equal([]);
+      expect(srv.seen).to.deep.equal(['1 GET /first HTTP/1.1', '1 GET /after HTTP/1.1']);
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+      for (const l of mochas) process.on('uncaughtException', l);
+      pool.destroy();
       srv.close();
     }
   });

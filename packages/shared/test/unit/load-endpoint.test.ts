@@ -1,5 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type http from 'node:http';
 import type https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -8,6 +12,9 @@ import { ClientNodeEndpoint } from '../../src/client/client-node-endpoint.js';
 import type { ApiEndpoint } from '../../src/client/endpoint.js';
 import { endpointFromKubeconfig, inClusterEndpoint, loadEndpoint } from '../../src/client/load-endpoint.js';
 import { StaticEndpoint } from '../../src/client/static-endpoint.js';
+import { directPoolOf } from '../../src/client/keep-alive-agent.js';
+import { KubeClient } from '../../src/client/kube-client.js';
+import { Resources } from '../../src/informer/resources.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
@@ -129,6 +136,40 @@ describe('loading the API endpoint without client-node', function () {
       expect(endpoint.server).to.equal('https://api.example:6443');
     });
   }
+
+  it('a proxy-url: requests go through the proxy, not the direct transport, for http and https servers', async function () {
+    // A CONNECT proxy on loopback (hpagent tunnels http servers' requests too) that plays the
+    // server itself at the tunnel's far end: the unresolvable server name proves the proxy carried it.
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method ?? ''} ${req.url ?? ''} ${req.headers.authorization ?? ''}`);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"kind":"Node"}');
+    });
+    const proxy = createServer();
+    proxy.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
+      seen.push(`CONNECT ${req.url ?? ''}`);
+      socket.write('HTTP/1.1 200 Connection established\r\n\r\n');
+      server.emit('connection', socket);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const client = KubeClient.load(kubeconfig({ server: 'http://kube.invalid:8080', 'proxy-url': proxyUrl }, { token: 't' }), { qps: 0, burst: 1 });
+      expect(await client.get(Resources.nodes, 'n')).to.deep.equal({ kind: 'Node' });
+      expect(seen).to.deep.equal(['CONNECT kube.invalid:8080', 'GET /api/v1/nodes/n Bearer t']);
+      client.close();
+      // An https server's goes through a CONNECT tunnel (hpagent's agent, an https.Agent too): kept as client-node built it.
+      const tunnelled = endpointFromKubeconfig(kubeconfig({ 'proxy-url': proxyUrl }, { token: 't' }));
+      const agent = await tunnelled.agent();
+      expect(directPoolOf(agent), 'no direct connections to the server').to.equal(undefined);
+      expect((agent as http.Agent & { proxy?: URL }).proxy?.href).to.equal(`${proxyUrl}/`);
+    } finally {
+      proxy.closeAllConnections();
+      proxy.close();
+      server.closeAllConnections();
+    }
+  });
 
   it('names what is missing in a broken kubeconfig', function () {
     const file = path.join(dir, 'broken');
