@@ -85,7 +85,9 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
       const c = conn;
       conn = undefined;
       c.user = undefined;
-      if (reader.reusable) pool.release(c, true, keepAliveHintMs(answerHead.headers['keep-alive']));
+      // Not while bytes of this request are still queued (an answer that came before the body was
+      // all written): the next request's would follow them on the wire.
+      if (reader.reusable && c.socket.writableLength === 0) pool.release(c, true, keepAliveHintMs(answerHead.headers['keep-alive']));
       else c.socket.destroy();
       // Read whole but past the limit: the connection was fit to keep, the answer is not kept.
       if (tooLarge) return void reject(new AnswerTooLargeError(requestName(req), max));
