@@ -64,6 +64,10 @@ export const affinity = (key: string, values: string[]): NonNullable<PVSpec['nod
  * and settle(), which waits until the scenario's state stopped changing.
  */
 export class ScenarioContext {
+  /** Classes this scenario created (short names), and for each claim those created before it. */
+  private readonly classes = new Set<string>();
+  private readonly classesBefore = new Map<string, ReadonlySet<string>>();
+
   constructor(
     readonly cluster: DiffCluster,
     readonly id: string,
@@ -101,6 +105,7 @@ export class ScenarioContext {
       allowedTopologies: opts.allowedTopologies,
       reclaimPolicy: opts.reclaimPolicy,
     });
+    this.classes.add(short);
     return name;
   }
 
@@ -150,6 +155,7 @@ export class ScenarioContext {
    * volume of the scenario has): scenarios run side by side and must not take each other's volumes.
    */
   async pvc(name: string, size: string, o: ClaimOptions = {}): Promise<void> {
+    this.classesBefore.set(name, new Set(this.classes));
     const own = (o.class === '' || o.class === null || o.class === undefined) && !o.volumeName;
     const selector = own ? { ...o.selector, matchLabels: { ...o.selector?.matchLabels, [SCENARIO_LABEL]: this.id } } : o.selector;
     await this.admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
@@ -258,7 +264,7 @@ export class ScenarioContext {
     let last = '';
     let since = Date.now();
     for (;;) {
-      const state = scenarioState(await this.cluster.freshView(), this.ns, `${this.id}-`);
+      const state = withoutClassCacheRaces(scenarioState(await this.cluster.freshView(), this.ns, `${this.id}-`), this.classesBefore);
       const text = JSON.stringify(state);
       if (text !== last) {
         last = text;
@@ -269,4 +275,29 @@ export class ScenarioContext {
       if (Date.now() > deadline) throw new Error(`${this.side} ${this.id}: the state kept changing for ${timeoutMs} ms; last: ${text}`);
     }
   }
+}
+
+const CLASS_NOT_FOUND = /^ProvisioningFailed Warning: storageclass\.storage\.k8s\.io "([^"]+)" not found /;
+
+/**
+ * Without a claim's "storageclass ... not found" Warning for a class the scenario had created before
+ * the claim. A binder's class and claim informers are two watches: when the claim's event is handled
+ * before the class's, the claim is decided without its class, and both binders then warn (upstream:
+ * `IsDelayBindingMode` takes a class missing from its lister as Immediate, and `provisionClaimOperation`
+ * reports `findProvisionablePlugin`'s not-found as ProvisioningFailed, pv_controller.go). Which side
+ * loses that race is chance, not behaviour. A class that did not exist when the claim came (a claim
+ * naming a class created later) keeps its Warning, which both must give.
+ */
+function withoutClassCacheRaces(st: ScenarioState, classesBefore: ReadonlyMap<string, ReadonlySet<string>>): ScenarioState {
+  const claims = Object.fromEntries(
+    Object.entries(st.claims).map(([name, c]) => {
+      const before = classesBefore.get(name);
+      if (!before?.size) return [name, c];
+      const eventMessages = c.eventMessages.filter((m) => !before.has(CLASS_NOT_FOUND.exec(m)?.[1] ?? ''));
+      if (eventMessages.length === c.eventMessages.length) return [name, c];
+      const stillFailed = eventMessages.some((m) => m.startsWith('ProvisioningFailed '));
+      return [name, { ...c, eventMessages, events: stillFailed ? c.events : c.events.filter((r) => r !== 'ProvisioningFailed') }];
+    }),
+  );
+  return { ...st, claims };
 }
