@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ApiEndpoint } from './endpoint.js';
 import { keepAliveAgent } from './keep-alive-agent.js';
+import { MAX_SOCKETS } from './endpoint.js';
 
 const AUTH_CACHE_MS = 10_000;
 
@@ -50,7 +51,14 @@ export class ClientNodeEndpoint implements ApiEndpoint {
     if (kc.getCurrentCluster()?.proxyUrl) {
       const opts: https.RequestOptions = {};
       await kc.applyToHTTPSOptions(opts);
-      if (opts.agent instanceof http.Agent) return opts.agent;
+      if (opts.agent instanceof http.Agent) {
+        // client-node builds it without keep-alive (a CONNECT and a handshake per request) and without
+        // a cap: both are read per request, so they are set here as the keep-alive agent has them.
+        const agent = opts.agent as http.Agent & { keepAlive?: boolean };
+        agent.keepAlive = true;
+        agent.maxSockets = MAX_SOCKETS;
+        return agent;
+      }
       throw new Error(`kubeconfig proxy-url ${kc.getCurrentCluster()?.proxyUrl ?? ''}: client-node built no agent for it`);
     }
     if (!this.server.startsWith('https:')) return keepAliveAgent(this.server);

@@ -5,14 +5,17 @@ import tls from 'node:tls';
 /** What the request using a connection hears of it; idle connections have none. */
 export interface SocketUser {
   data(chunk: Buffer): void;
-  /** The connection closed (after an error, the server's end, or a destroy). */
-  closed(err: Error | undefined): void;
+  /**
+   * The connection closed: after an error (`err`), after the server ended it (`ended`: its FIN, an
+   * answer read to the end is complete), or destroyed here (neither: an answer read to the end is cut).
+   */
+  closed(err: Error | undefined, ended: boolean): void;
 }
 
 /** One keep-alive connection of a DirectPool. */
 export interface PooledSocket {
   readonly socket: net.Socket;
-  /** Whether it carried a request before the current one (a server may have closed it while idle). */
+  /** Whether it was in the pool before the current request (a server may have closed it while idle). */
   reused: boolean;
   user?: SocketUser;
   /** performance.now() past which it is not used again (the server's `Keep-Alive: timeout`, less a second). */
@@ -67,14 +70,15 @@ export class DirectPool {
   }
 
   /**
-   * A connection whose answer was read whole and may carry another request. `used`: a request was
-   * written on it (one its fence refused was not). `keepAliveMs`: the server's `Keep-Alive: timeout`.
+   * A connection fit for another request: its answer was read whole, or nothing was written on it (a
+   * refused fence). `answered` carries the answer's `Keep-Alive: timeout` (undefined if it had none).
    */
-  release(s: PooledSocket, used: boolean, keepAliveMs?: number): void {
+  release(s: PooledSocket, answered?: { keepAliveMs: number | undefined }): void {
     s.user = undefined;
-    if (used) s.reused = true;
-    // As Node's agent: retire it a second before the server said it would close it.
-    if (keepAliveMs !== undefined) s.expiresAt = performance.now() + keepAliveMs - 1000;
+    // Whoever takes it next takes a pooled connection, which the server may close (Node's reusedSocket).
+    s.reused = true;
+    // As Node's agent, from each answer: retire it a second before the server said it would close it.
+    if (answered) s.expiresAt = answered.keepAliveMs === undefined ? undefined : performance.now() + answered.keepAliveMs - 1000;
     if (!this.usable(s)) return void s.socket.destroy();
     const w = this.waiters.shift();
     if (w) return void w(s);
@@ -101,7 +105,7 @@ export class DirectPool {
   }
 
   private usable(s: PooledSocket): boolean {
-    return !s.socket.destroyed && s.socket.writable && (s.expiresAt === undefined || performance.now() < s.expiresAt);
+    return !s.socket.destroyed && s.socket.writable && !s.socket.readableEnded && (s.expiresAt === undefined || performance.now() < s.expiresAt);
   }
 
   private connect(): PooledSocket {
@@ -115,6 +119,10 @@ export class DirectPool {
     const s: PooledSocket = { socket, reused: false };
     this.all.add(s);
     let error: Error | undefined;
+    let ended = false;
+    socket.once('end', () => {
+      ended = true;
+    });
     // Always listened to: an idle connection's error (a reset) must not throw out of the process.
     socket.on('error', (err: Error) => {
       error ??= err;
@@ -130,7 +138,7 @@ export class DirectPool {
       this.all.delete(s);
       const at = this.idle.indexOf(s);
       if (at !== -1) this.idle.splice(at, 1);
-      s.user?.closed(error);
+      s.user?.closed(error, ended);
       s.user = undefined;
       // A place freed: the next waiter gets a new connection.
       const w = this.all.size < this.maxSockets ? this.waiters.shift() : undefined;

@@ -87,7 +87,7 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
       c.user = undefined;
       // Not while bytes of this request are still queued (an answer that came before the body was
       // all written): the next request's would follow them on the wire.
-      if (reader.reusable && c.socket.writableLength === 0) pool.release(c, true, keepAliveHintMs(answerHead.headers['keep-alive']));
+      if (reader.reusable && c.socket.writableLength === 0) pool.release(c, { keepAliveMs: keepAliveHintMs(answerHead.headers['keep-alive']) });
       else c.socket.destroy();
       // Read whole but past the limit: the connection was fit to keep, the answer is not kept.
       if (tooLarge) return void reject(new AnswerTooLargeError(requestName(req), max));
@@ -111,7 +111,7 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
     const take = (got: PooledSocket | Error): void => {
       giveUp = () => undefined;
       if (got instanceof Error) return void fail(got);
-      if (settled) return void pool.release(got, false);
+      if (settled) return void pool.release(got);
       let refused: Error | undefined;
       try {
         refused = req.beforeWrite?.();
@@ -120,7 +120,7 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
       }
       if (refused) {
         // Nothing was written on it: the connection stays good for the next request.
-        pool.release(got, false);
+        pool.release(got);
         return void fail(refused);
       }
       conn = got;
@@ -136,12 +136,14 @@ export function sendDirect(pool: DirectPool, req: HttpRequest): Promise<HttpAnsw
           // Cut while more is on its way: the connection's rest is not read, so it is closed.
           else if (tooLarge) fail(new AnswerTooLargeError(requestName(req), max));
         },
-        closed: (err) => {
+        closed: (err, ended) => {
           if (settled) return;
           let e = err;
           if (!e) {
             try {
-              // A clean end completes an answer read to the connection's end; an error never does.
+              // Only the server's clean end completes an answer read to the connection's end: not an
+              // error, and not a close of our own (dropConnections) while it was being read.
+              if (!ended) throw new Error('closed here');
               reader.end();
               return void complete();
             } catch {

@@ -64,9 +64,13 @@ export const affinity = (key: string, values: string[]): NonNullable<PVSpec['nod
  * and settle(), which waits until the scenario's state stopped changing.
  */
 export class ScenarioContext {
-  /** Classes this scenario created (short names), and for each claim those created before it. */
+  /** Classes this scenario created (full names; no scenario deletes one). */
   private readonly classes = new Set<string>();
-  private readonly classesBefore = new Map<string, ReadonlySet<string>>();
+  /**
+   * For each claim name, the short name of the class it names if the scenario created that class
+   * before it; null when a claim of that name was ever created otherwise (nothing is then left out).
+   */
+  private readonly classBefore = new Map<string, string | null>();
 
   constructor(
     readonly cluster: DiffCluster,
@@ -105,7 +109,7 @@ export class ScenarioContext {
       allowedTopologies: opts.allowedTopologies,
       reclaimPolicy: opts.reclaimPolicy,
     });
-    this.classes.add(short);
+    this.classes.add(name);
     return name;
   }
 
@@ -155,7 +159,8 @@ export class ScenarioContext {
    * volume of the scenario has): scenarios run side by side and must not take each other's volumes.
    */
   async pvc(name: string, size: string, o: ClaimOptions = {}): Promise<void> {
-    this.classesBefore.set(name, new Set(this.classes));
+    const named = typeof o.class === 'string' && this.classes.has(o.class) ? o.class.slice(this.id.length + 1) : null;
+    this.classBefore.set(name, this.classBefore.has(name) && this.classBefore.get(name) !== named ? null : named);
     const own = (o.class === '' || o.class === null || o.class === undefined) && !o.volumeName;
     const selector = own ? { ...o.selector, matchLabels: { ...o.selector?.matchLabels, [SCENARIO_LABEL]: this.id } } : o.selector;
     await this.admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, {
@@ -264,7 +269,7 @@ export class ScenarioContext {
     let last = '';
     let since = Date.now();
     for (;;) {
-      const state = withoutClassCacheRaces(scenarioState(await this.cluster.freshView(), this.ns, `${this.id}-`), this.classesBefore);
+      const state = withoutClassCacheRaces(scenarioState(await this.cluster.freshView(), this.ns, `${this.id}-`), this.classBefore);
       const text = JSON.stringify(state);
       if (text !== last) {
         last = text;
@@ -280,20 +285,20 @@ export class ScenarioContext {
 const CLASS_NOT_FOUND = /^ProvisioningFailed Warning: storageclass\.storage\.k8s\.io "([^"]+)" not found /;
 
 /**
- * Without a claim's "storageclass ... not found" Warning for a class the scenario had created before
- * the claim. A binder's class and claim informers are two watches: when the claim's event is handled
- * before the class's, the claim is decided without its class, and both binders then warn (upstream:
- * `IsDelayBindingMode` takes a class missing from its lister as Immediate, and `provisionClaimOperation`
- * reports `findProvisionablePlugin`'s not-found as ProvisioningFailed, pv_controller.go). Which side
- * loses that race is chance, not behaviour. A class that did not exist when the claim came (a claim
- * naming a class created later) keeps its Warning, which both must give.
+ * Without a claim's "storageclass ... not found" Warning for the class it names, when the scenario
+ * created that class before the claim. A binder's class and claim informers are two watches: when the
+ * claim's event is handled first and no volume matches, the claim is decided without its class and
+ * both binders warn (upstream: `IsDelayBindingMode` takes a class its lister misses as Immediate,
+ * pv_helpers.go in component-helpers, and `provisionClaim` reports `findProvisionablePlugin`'s
+ * not-found as ProvisioningFailed, pv_controller.go). Which side loses that race is chance, not
+ * behaviour. A class created after its claim keeps its Warning compared, which both must give.
  */
-function withoutClassCacheRaces(st: ScenarioState, classesBefore: ReadonlyMap<string, ReadonlySet<string>>): ScenarioState {
+function withoutClassCacheRaces(st: ScenarioState, classBefore: ReadonlyMap<string, string | null>): ScenarioState {
   const claims = Object.fromEntries(
     Object.entries(st.claims).map(([name, c]) => {
-      const before = classesBefore.get(name);
-      if (!before?.size) return [name, c];
-      const eventMessages = c.eventMessages.filter((m) => !before.has(CLASS_NOT_FOUND.exec(m)?.[1] ?? ''));
+      const cls = classBefore.get(name);
+      if (!cls) return [name, c];
+      const eventMessages = c.eventMessages.filter((m) => CLASS_NOT_FOUND.exec(m)?.[1] !== cls);
       if (eventMessages.length === c.eventMessages.length) return [name, c];
       const stillFailed = eventMessages.some((m) => m.startsWith('ProvisioningFailed '));
       return [name, { ...c, eventMessages, events: stillFailed ? c.events : c.events.filter((r) => r !== 'ProvisioningFailed') }];
