@@ -7,6 +7,7 @@ import { requestHead, sendDirect } from '../../src/client/direct-transport.js';
 import { originOf } from '../../src/client/http-request.js';
 import type { HttpRequest } from '../../src/client/http-request.js';
 import { keepAliveAgent } from '../../src/client/keep-alive-agent.js';
+import { catchUncaught } from './fake-api-server.js';
 
 // The direct transport against a server written on raw sockets, for what a well-behaved Node or Go
 // server never does: answer late, write to an idle connection, split an answer anywhere. What it
@@ -240,11 +241,7 @@ describe('the direct transport', function () {
   it('a fence that throws fails its request with that error, inside another request\'s socket listener too; nothing leaves the process', async function () {
     const srv = await rawServer((_line, socket) => setTimeout(() => socket.write(ok('{}')), 20));
     const pool = new DirectPool({ host: '127.0.0.1', port: Number(new URL(srv.url).port) }, 1);
-    const uncaught: unknown[] = [];
-    const onUncaught = (e: unknown): number => uncaught.push(e);
-    const mochas = process.listeners('uncaughtException');
-    process.removeAllListeners('uncaughtException');
-    process.on('uncaughtException', onUncaught);
+    const thrown = catchUncaught();
     try {
       const broken = new Error('fence broke');
       const fence = (): Error | undefined => {
@@ -257,11 +254,10 @@ describe('the direct transport', function () {
       expect(await queued).to.equal(broken);
       expect((await sendDirect(pool, request(srv, '/after'))).body).to.equal('{}');
       await new Promise((r) => setTimeout(r, 20));
-      expect(uncaught).to.deep.equal([]);
+      expect(thrown.errors).to.deep.equal([]);
       expect(srv.seen).to.deep.equal(['1 GET /first HTTP/1.1', '1 GET /after HTTP/1.1']);
     } finally {
-      process.removeListener('uncaughtException', onUncaught);
-      for (const l of mochas) process.on('uncaughtException', l);
+      thrown.restore();
       pool.destroy();
       srv.close();
     }

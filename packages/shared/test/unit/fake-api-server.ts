@@ -82,3 +82,22 @@ export function countingAgents(server: string): { client: KubeClient; agents: ()
 
 export const query = (s: Seen): URLSearchParams => new URL(s.url, 'http://x').searchParams;
 export const pathOf = (s: Seen): string => new URL(s.url, 'http://x').pathname;
+
+/**
+ * Errors thrown out of the process from here on, instead of mocha's handler (which would report
+ * them against whichever test runs then).
+ */
+export function catchUncaught(): { errors: unknown[]; restore: () => void } {
+  const errors: unknown[] = [];
+  const onUncaught = (e: unknown): number => errors.push(e);
+  const mochas = process.listeners('uncaughtException');
+  process.removeAllListeners('uncaughtException');
+  process.on('uncaughtException', onUncaught);
+  return {
+    errors,
+    restore: () => {
+      process.removeListener('uncaughtException', onUncaught);
+      for (const l of mochas) process.on('uncaughtException', l);
+    },
+  };
+}

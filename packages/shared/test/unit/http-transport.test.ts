@@ -11,6 +11,7 @@ import { classifyError, writeMayHaveApplied } from '../../src/client/errors.js';
 import { keepAliveAgent } from '../../src/client/keep-alive-agent.js';
 import { KubeClient } from '../../src/client/kube-client.js';
 import { StaticEndpoint } from '../../src/client/static-endpoint.js';
+import { catchUncaught } from './fake-api-server.js';
 import { Resources } from '../../src/informer/resources.js';
 
 // A throwaway PEM is enough: the pool name only concatenates it, nothing verifies it here.
@@ -152,26 +153,6 @@ describe('request heads and bodies', function () {
     }
   });
 });
-
-/**
- * Errors thrown out of the process from here on, instead of mocha's handler (which would report
- * them against whichever test runs then). Run with Node's own http: this file does not load nock,
- * which patches it (nock-isolation.test.ts).
- */
-function catchUncaught(): { errors: unknown[]; restore: () => void } {
-  const errors: unknown[] = [];
-  const onUncaught = (e: unknown): number => errors.push(e);
-  const mochas = process.listeners('uncaughtException');
-  process.removeAllListeners('uncaughtException');
-  process.on('uncaughtException', onUncaught);
-  return {
-    errors,
-    restore: () => {
-      process.removeListener('uncaughtException', onUncaught);
-      for (const l of mochas) process.on('uncaughtException', l);
-    },
-  };
-}
 
 /** The two ways `send` goes: the direct transport (agents of keepAliveAgent), and Node's http (any other agent, or nodeHttp). */
 const TRANSPORTS = [
