@@ -32,6 +32,23 @@ export interface FaultRates {
 
 export type FaultKind = 'throttle' | 'serverError' | 'reset' | 'lostAnswer' | 'delay' | 'cutWatch' | 'forwarded';
 
+/** One request as the proxy handled it, for a failing test to show what its client sent. */
+export interface JournalEntry {
+  /** Milliseconds since the proxy started. */
+  at: number;
+  method: string;
+  path: string;
+  watch: boolean;
+  /** The fault injected, 'forwarded', or 'upstream error' (kube-apiserver never answered). */
+  outcome: Exclude<FaultKind, 'delay'> | 'upstream error';
+  /** kube-apiserver's status code, when it answered. */
+  code?: number;
+  delayed: boolean;
+}
+
+/** How many requests the journal keeps (the latest). */
+const JOURNAL_SIZE = 2_000;
+
 /** A request as holdUntilRelease sees it: the path without its query. */
 export interface HeldRequest {
   method: string;
@@ -61,6 +78,8 @@ export class FaultProxy {
   private held: { req: HeldRequest; go: () => void }[] = [];
   /** What answerBareNotFound answers itself. */
   private notFound?: (r: HeldRequest) => boolean;
+  private readonly journalEntries: JournalEntry[] = [];
+  private readonly started = Date.now();
 
   private constructor(
     private readonly server: http.Server,
@@ -132,6 +151,32 @@ export class FaultProxy {
     this.notFound = match;
   }
 
+  /** The latest requests (up to 2,000), oldest first. */
+  journal(): readonly JournalEntry[] {
+    return this.journalEntries;
+  }
+
+  /**
+   * The journal since `sinceMs` (proxy time) as text, one line per request, for an assertion's
+   * message: what the client asked and what became of it.
+   */
+  journalText(sinceMs = 0): string {
+    return this.journalEntries
+      .filter((e) => e.at >= sinceMs)
+      .map((e) => `${(e.at / 1000).toFixed(3)}s ${e.method} ${e.path}${e.watch ? ' (watch)' : ''} -> ${e.outcome}${e.code === undefined ? '' : ` ${e.code}`}${e.delayed ? ' (delayed)' : ''}`)
+      .join('\n');
+  }
+
+  /** Milliseconds since the proxy started, the journal's clock. */
+  now(): number {
+    return Date.now() - this.started;
+  }
+
+  private note(seen: HeldRequest, outcome: JournalEntry['outcome'], delayed: boolean, code?: number): void {
+    this.journalEntries.push({ at: this.now(), method: seen.method, path: seen.path, watch: seen.watch, outcome, delayed, ...(code === undefined ? {} : { code }) });
+    if (this.journalEntries.length > JOURNAL_SIZE) this.journalEntries.splice(0, this.journalEntries.length - JOURNAL_SIZE);
+  }
+
   /** Total injected faults so far. */
   get injected(): number {
     return this.counts.throttle + this.counts.serverError + this.counts.reset + this.counts.lostAnswer + this.counts.delay + this.counts.cutWatch;
@@ -178,35 +223,38 @@ export class FaultProxy {
     const hit = (kind: Exclude<FaultKind, 'forwarded'>): boolean => (owed ? owed === kind : this.roll(r[kind]));
     if (hit('reset')) {
       this.count('reset');
+      this.note(seen, 'reset', false);
       req.socket.destroy();
       return;
     }
     if (hit('throttle')) {
       this.count('throttle');
+      this.note(seen, 'throttle', false);
       return status(res, 429, 'TooManyRequests', 'injected: too many requests, please try again later', { 'Retry-After': '1' });
     }
     if (hit('serverError')) {
       this.count('serverError');
+      this.note(seen, 'serverError', false);
       const code = this.random() < 0.5 ? 500 : 503;
       return status(res, code, code === 500 ? 'InternalError' : 'ServiceUnavailable', 'injected: server error');
     }
     const cut = watch && hit('cutWatch');
     const lost = write && hit('lostAnswer');
-    const forward = (): void => this.forward(req, res, cut, lost);
     if (hit('delay')) {
       this.count('delay');
       if (req.method !== 'GET') this.delayedWrites.push(`${req.method ?? ''} ${(req.url ?? '').split('?')[0]!}`);
-      setTimeout(forward, r.delayMs ?? 500);
+      setTimeout(() => this.forward(req, res, seen, cut, lost, true), r.delayMs ?? 500);
       return;
     }
-    forward();
+    this.forward(req, res, seen, cut, lost, false);
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, cut: boolean, lost = false): void {
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, seen: HeldRequest, cut: boolean, lost: boolean, delayed: boolean): void {
     const headers = { ...req.headers, host: this.upstream.host };
     const up = https.request(
       { protocol: 'https:', hostname: this.upstream.hostname, port: this.upstream.port, method: req.method, path: req.url, headers, ca: this.ca },
       (upRes) => {
+        this.note(seen, lost ? 'lostAnswer' : cut ? 'cutWatch' : 'forwarded', delayed, upRes.statusCode);
         if (lost) {
           // The API server has answered, so the write was applied (or refused); the client never hears which.
           this.count('lostAnswer');
@@ -215,12 +263,12 @@ export class FaultProxy {
           return;
         }
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        const seen: HeldRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0]!, watch: true };
-        const watch = { cut: (): void => undefined, hold: (): void => undefined, req: seen };
+        const watchReq: HeldRequest = { ...seen, watch: true };
+        const watch = { cut: (): void => undefined, hold: (): void => undefined, req: watchReq };
         watch.hold = (): void => {
           upRes.unpipe(res);
           upRes.pause();
-          this.held.push({ req: seen, go: () => upRes.pipe(res) });
+          this.held.push({ req: watchReq, go: () => upRes.pipe(res) });
         };
         // Half of the next chunk, then the connection goes: a truncated JSON event (or, with no
         // event within a second, just the connection).
@@ -242,10 +290,13 @@ export class FaultProxy {
         if (!/[?&]watch=(true|1)/.test(req.url ?? '')) return;
         this.watches.add(watch);
         res.on('close', () => this.watches.delete(watch));
-        if (this.holding?.(seen)) watch.hold();
+        if (this.holding?.(watchReq)) watch.hold();
       },
     );
-    up.on('error', () => res.socket?.destroy());
+    up.on('error', () => {
+      this.note(seen, 'upstream error', delayed);
+      res.socket?.destroy();
+    });
     // The client went away before the answer was complete (a cancelled watch): stop upstream too.
     res.on('close', () => {
       if (!res.writableFinished) up.destroy();

@@ -66,6 +66,7 @@ describe('reliability: rollback under API faults', function () {
     const c1 = await f.claim('c1');
     const d1 = await f.claim('d1');
 
+    const faultsStarted = proxy.now();
     proxy.set({ throttle: 0.15, serverError: 0.15, reset: 0.05, lostAnswer: 0.05, delay: 0.15, delayMs: 400, cutWatch: 0.3, atLeast: 3 });
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await failProvisioning(f.admin, f.ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
@@ -79,6 +80,10 @@ describe('reliability: rollback under API faults', function () {
         for (const kind of ['throttle', 'serverError', 'reset', 'lostAnswer', 'delay'] as const) expect(proxy.counts[kind], kind).to.be.at.least(3);
         expect(proxy.counts.cutWatch, 'cutWatch').to.be.at.least(1);
       }, 180_000, 250);
+    } catch (e) {
+      // What the loop asked while the faults were on says whether it stalled or had nothing to write.
+      if (e instanceof Error) e.message += `\nrequests through the proxy since the faults began:\n${proxy.journalText(faultsStarted)}`;
+      throw e;
     } finally {
       clearInterval(touching);
     }

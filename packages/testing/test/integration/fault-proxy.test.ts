@@ -25,6 +25,12 @@ describe('fault proxy: a lost answer', function () {
       expect((await admin.get<KubeObject>(Resources.configMaps, 'lost', ns)).metadata?.name, 'applied on the server').to.equal('lost');
       expect((await client.get<KubeObject>(Resources.configMaps, 'lost', ns)).metadata?.name, 'a read is answered').to.equal('lost');
       expect(proxy.counts.lostAnswer).to.equal(1);
+      // The journal says what happened to each request, for a failing scenario to show.
+      expect(proxy.journal().map((e) => `${e.method} ${e.path} ${e.outcome} ${e.code ?? ''}`)).to.deep.equal([
+        `POST /api/v1/namespaces/${ns}/configmaps lostAnswer 201`,
+        `GET /api/v1/namespaces/${ns}/configmaps/lost forwarded 200`,
+      ]);
+      expect(proxy.journalText()).to.match(new RegExp(`^\\d+\\.\\d{3}s POST /api/v1/namespaces/${ns}/configmaps -> lostAnswer 201\\n`));
     } finally {
       proxy.set({});
       await proxy.stop();
