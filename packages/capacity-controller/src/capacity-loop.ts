@@ -10,14 +10,15 @@ import type { CapacityEvents, CapacityInformers, CapacityLoopClient, CapacityQue
 import { capacityMetrics } from './capacity-metrics.js';
 import { registerCapacityTriggers } from './capacity-triggers.js';
 import type { CapacityItem } from './objects/capacity-item.js';
-import { EPHEMERAL_CLASS, itemBaseKey, itemKey } from './objects/capacity-item.js';
+import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
+import { classGone, currentObjects, objectKeys, obsoleteObjects } from './objects/current-objects.js';
+import type { ObjectsView } from './objects/current-objects.js';
 import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object.js';
 import { itemKeyOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
 import { ObjectActuator } from './objects/object-actuator.js';
-import { madeForEarlierClass, planItem, planObsolete } from './objects/plan-capacity-objects.js';
-import type { ObjectAction } from './objects/plan-capacity-objects.js';
+import { planItem } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
 import { formatSegment } from './pools/pool-coverage.js';
@@ -31,6 +32,7 @@ import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacityMeter } from './source/get-capacity.js';
 import { requestKey, RunningRequests } from './source/running-requests.js';
+import { UnimplementedVerdict } from './source/unimplemented-verdict.js';
 import { poolRefKey } from './status/index.js';
 import type { StatusCondition } from './status/index.js';
 
@@ -81,16 +83,8 @@ export class CapacityLoop {
   private readonly running = new RunningRequests();
   private readonly objects: ObjectActuator;
   private readonly problems: ProblemReporter;
-  /**
-   * The driver answered Unimplemented: why, when to ask again, how many periods in a row it did, and
-   * whether the one call of this period is running.
-   */
-  private unsupported?: { message: string; retryAt: number; count: number; probing?: boolean };
-  /**
-   * Unimplemented verdicts so far. A call remembers the count it started under: one started before
-   * the latest verdict was asked before it was known, and its Unimplemented says nothing new.
-   */
-  private verdicts = 0;
+  /** The driver answered Unimplemented: when to ask again (unimplemented-verdict.ts). */
+  private readonly unsupported: UnimplementedVerdict;
   private readonly now: () => number;
   private readonly calls: CallSlots;
   /** Cancels the GetCapacity calls still running when the loop stops (they outlive their reconcile). */
@@ -110,6 +104,7 @@ export class CapacityLoop {
   ) {
     this.now = opts.now ?? Date.now;
     this.calls = new CallSlots(opts.callSlots ?? 4);
+    this.unsupported = new UnimplementedVerdict(opts.unimplementedRetryMs ?? 10 * 60_000, this.now);
     this.problems = new ProblemReporter(events, log);
     this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
@@ -192,7 +187,8 @@ export class CapacityLoop {
     // Per node, before the driver has registered here: its objects wait for it (kept-registration.ts).
     // Objects of a class gone or made for an earlier one still go (as upstream's onSCDelete).
     const waiting = this.kept?.waitsForRegistration(placed.length === 0 && nodes.some((n) => !n.metadata?.deletionTimestamp));
-    for (const a of this.obsolete(this.objectKeys())) if (!waiting || this.classGone(a.object)) await this.objects.execute(ctx, a);
+    const view = this.view();
+    for (const a of obsoleteObjects(view, objectKeys(view))) if (!waiting || classGone(view, a.object)) await this.objects.execute(ctx, a);
     this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
     return this.opts.pollIntervalMs;
@@ -203,9 +199,9 @@ export class CapacityLoop {
     if (!d) return DONE;
     // Unimplemented: one call per backoff period, whichever item comes first; the rest wait for its
     // end, which queues every item (an answer ends the period; another Unimplemented sets the next).
-    const u = this.unsupported;
-    if (u && this.now() < u.retryAt) return requeueAfter(u.retryAt - this.now());
-    if (u?.probing) return DONE;
+    const wait = this.unsupported.waitMs();
+    if (wait > 0) return requeueAfter(wait);
+    if (this.unsupported.probing) return DONE;
     let st = this.state.get(key);
     if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0, createdAt: this.now() }));
     // Its completion enqueues the key again.
@@ -217,8 +213,7 @@ export class CapacityLoop {
       // its landing enqueues this item.
       if (this.running.covers(requestKey(d.parameters, d.item.segment), callNeededSince(st, next.cause, this.opts))) return DONE;
       if (next.cause === 'event') st.eventCallAt = now;
-      if (u) u.probing = true;
-      this.measure(ctx, key, d, st, now, u !== undefined);
+      this.measure(ctx, key, d, st, now);
     }
     // Each answer reaches the objects as it lands, as external-provisioner writes every answer at
     // once (pkg/capacity/capacity.go, syncCapacity), even while a change since its call keeps the
@@ -234,17 +229,16 @@ export class CapacityLoop {
    * Asks the driver without holding a worker (see CallSlots); the answer lands in the item's state
    * and the item is enqueued again to publish it.
    */
-  private measure(ctx: ReconcileContext, key: string, d: DesiredItem, st: ItemState, startedAt: number, probe: boolean): void {
+  private measure(ctx: ReconcileContext, key: string, d: DesiredItem, st: ItemState, startedAt: number): void {
     st.dirty = false;
     st.inflight = true;
     const rk = requestKey(d.parameters, d.item.segment);
-    const asked = this.verdicts;
+    const { probe, asked } = this.unsupported.begin();
     this.running.begin(rk, startedAt);
     this.calls
       .run(() => {
         // Waited for a slot while another call found the driver Unimplemented: not asked (see driverUnsupported).
-        const u = this.unsupported;
-        if (u && this.verdicts > asked) return Promise.reject(new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, u.message));
+        if (this.unsupported.decidedSince(asked)) return Promise.reject(new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, this.unsupported.message ?? ''));
         return this.source.get(d.parameters, d.item.segment, AbortSignal.any([ctx.signal, this.stopping.signal]));
       })
       .then(
@@ -253,7 +247,7 @@ export class CapacityLoop {
       )
       .finally(() => {
         st.inflight = false;
-        if (probe && this.unsupported) this.unsupported.probing = false;
+        this.unsupported.end(probe);
         this.running.end(rk, startedAt);
         if (this.stopping.signal.aborted) return;
         const waiting = probe ? this.desired.items.keys() : [];
@@ -280,9 +274,9 @@ export class CapacityLoop {
 
   /** An answer lands: the item that asked and every other item of its request take it. */
   private measured(rk: string, d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number): void {
-    if (this.unsupported) {
-      this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after: this.unsupported.count });
-      this.unsupported = undefined;
+    const after = this.unsupported.clear();
+    if (after !== undefined) {
+      this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after });
       for (const k of this.desired.items.keys()) this.queue.add(itemRefresh(k));
     }
     // One landing instant for all: their next polls fall due together, so they share that call too.
@@ -332,7 +326,7 @@ export class CapacityLoop {
   }
 
   private async ensureObjects(ctx: ReconcileContext, key: string, item: CapacityItem, measured: MeasuredCapacity): Promise<void> {
-    const objects = this.currentObjects(key, item.storageClassName);
+    const objects = currentObjects(this.view(), key, item.storageClassName);
     const pending = this.objects.pending(key);
     if (pending && !objects.some((o) => o.metadata?.name === pending.metadata?.name)) objects.push(pending);
     for (const a of planItem(this.opts.identity, item, measured, objects)) await this.objects.execute(ctx, a);
@@ -343,15 +337,9 @@ export class CapacityLoop {
   }
 
   private driverUnsupported(message: string, asked: number): void {
-    // The calls that started before the latest verdict (every item's, at start-up) count as one.
-    if (this.unsupported && asked < this.verdicts) return;
-    this.verdicts++;
-    const count = (this.unsupported?.count ?? 0) + 1;
-    const wait = doublingBackoffMs(this.opts.unimplementedRetryMs ?? 10 * 60_000, count, 3_600_000);
-    const first = !this.unsupported;
-    this.unsupported = { message, retryAt: this.now() + wait, count };
-    if (!first) return;
-    this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it until it does', { driver: this.opts.driverName, error: message, retryInMs: wait });
+    const verdict = this.unsupported.record(message, asked);
+    if (verdict.kind !== 'first') return;
+    this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it until it does', { driver: this.opts.driverName, error: message, retryInMs: verdict.retryInMs });
     // Once, on the CSIDriver object if there is one, where `kubectl describe csidriver` shows it.
     this.writeClient
       .get<CSIDriver>(Resources.csiDrivers, this.opts.driverName)
@@ -372,53 +360,25 @@ export class CapacityLoop {
     this.problems.report(loopProblems(this.opts.driverName, this.desired.problems, (n) => this.inf.classes.cache.get(n), unsegmented));
   }
 
-  /** Keys of the items that have CSIStorageCapacity objects (not `<ephemeral>`). */
-  private objectKeys(): Set<string> {
-    return new Set([...this.desired.items].filter(([, d]) => d.item.storageClassName !== EPHEMERAL_CLASS).map(([k]) => k));
-  }
-
-  /** The deletes a sync plans for objects no desired item explains (planObsolete). */
-  private obsolete(keys: ReadonlySet<string>): ObjectAction[] {
-    const d = this.desired;
-    return planObsolete(keys, this.inf.objects.cache.list(), d.frozen, this.awaitingObjects(), d.created, [...d.items.values()].map((x) => x.item));
-  }
-
-  /** An item's objects that are not being deleted, never one made for an earlier class of this name (planObsolete deletes those). */
-  private currentObjects(key: string, cls: string): CSIStorageCapacity[] {
-    const created = this.desired.created.get(cls);
-    return this.inf.objects.cache.byIndex('item', key).filter((o) => !o.metadata?.deletionTimestamp && !madeForEarlierClass(o, created));
-  }
-
-  /** An object whose class is not tracked (deleted, another driver's, Immediate) or was re-created since. */
-  private classGone(o: CSIStorageCapacity): boolean {
-    const cls = o.storageClassName ?? '';
-    return !this.desired.created.has(cls) || madeForEarlierClass(o, this.desired.created.get(cls));
-  }
-
-  /** Base keys of the items that have no object yet, not even one just created (see planObsolete). */
-  private awaitingObjects(): Set<string> {
-    const out = new Set<string>();
-    for (const [key, d] of this.desired.items) {
-      if (d.item.storageClassName === EPHEMERAL_CLASS || this.objects.pending(key)) continue;
-      if (this.currentObjects(key, d.item.storageClassName).length > 0) continue;
-      out.add(itemBaseKey(d.item));
-    }
-    return out;
+  /** The cached objects read against the latest desired state (current-objects.ts). */
+  private view(): ObjectsView {
+    return { desired: this.desired, objects: this.inf.objects, pending: (key) => this.objects.pending(key) };
   }
 
   private async publishStatus(): Promise<number> {
-    const keys = this.objectKeys();
+    const view = this.view();
+    const keys = objectKeys(view);
     capacityMetrics.setObjectCounts(
       keys.size,
       [...keys].filter((k) => this.inf.objects.cache.byIndex('item', k).length > 0).length,
-      this.obsolete(keys).length,
+      obsoleteObjects(view, keys).length,
     );
     // A figure is renewed while its last call succeeded; once the driver cannot be asked, it keeps
     // the expiry of its last answer and lapses.
     const entries = statusEntries(this.desired.items.values(), (d) => {
       const st = this.state.get(itemKey(d.item));
       if (!st?.measured) return undefined;
-      return st.error !== undefined || this.unsupported ? { ...st.measured, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : st.measured;
+      return st.error !== undefined || this.unsupported.message !== undefined ? { ...st.measured, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : st.measured;
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     // Pools of items not measured since this process started (a restart) stay as published.
@@ -434,7 +394,7 @@ export class CapacityLoop {
       total: this.desired.items.size,
       measured: [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length,
       failing: [...this.state.values()].find((s) => s.error)?.error,
-      unsupported: this.unsupported?.message,
+      unsupported: this.unsupported.message,
       problems: this.desired.problems,
       ...(this.opts.otherPublisherObjects ? { others: { driverName: this.opts.driverName, objects: this.opts.otherPublisherObjects() } } : {}),
     });

@@ -1,0 +1,78 @@
+import { doublingBackoffMs } from '@topovol/shared';
+
+/** Longest wait between two questions to a driver that keeps answering Unimplemented. */
+const MAX_RETRY_MS = 3_600_000;
+
+/**
+ * What the capacity loop knows of a driver that answered GetCapacity with Unimplemented: why, when
+ * to ask again (doubling from `retryMs` while it lasts, up to an hour), how many periods in a row it
+ * did, and whether the one call of this period is running. external-provisioner stops its capacity
+ * controller for good on Unimplemented (pkg/capacity/capacity.go); asking again now and then lets a
+ * driver upgraded in place be tracked without a restart.
+ */
+export class UnimplementedVerdict {
+  private verdict?: { message: string; retryAt: number; count: number; probing: boolean };
+  /**
+   * Verdicts so far. A call remembers the count it started under: one started before the latest
+   * verdict was asked before it was known, and its Unimplemented says nothing new.
+   */
+  private verdicts = 0;
+
+  constructor(
+    private readonly retryMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  /** The driver's message while it is held unsupported. */
+  get message(): string | undefined {
+    return this.verdict?.message;
+  }
+
+  /** Milliseconds until the next call may go; 0 when it may go now (or nothing is held). */
+  waitMs(): number {
+    return this.verdict ? Math.max(0, this.verdict.retryAt - this.now()) : 0;
+  }
+
+  /** This period's one call is running: the others wait for its end. */
+  get probing(): boolean {
+    return this.verdict?.probing ?? false;
+  }
+
+  /** A call starts: whether it is this period's probe, and the count it starts under. */
+  begin(): { probe: boolean; asked: number } {
+    if (this.verdict) this.verdict.probing = true;
+    return { probe: this.verdict !== undefined, asked: this.verdicts };
+  }
+
+  /** A call ends, whatever its answer. */
+  end(probe: boolean): void {
+    if (probe && this.verdict) this.verdict.probing = false;
+  }
+
+  /** A verdict came after a call that started under `asked` waited for its slot: it need not ask. */
+  decidedSince(asked: number): boolean {
+    return this.verdict !== undefined && this.verdicts > asked;
+  }
+
+  /**
+   * The driver answered Unimplemented to a call started under `asked`. 'first' when this starts a
+   * verdict (say so once), 'again' when it renews one, 'stale' when the call was asked before the
+   * latest verdict (every item's call at start-up counts as one).
+   */
+  record(message: string, asked: number): { kind: 'first' | 'again' | 'stale'; retryInMs: number } {
+    if (this.verdict && asked < this.verdicts) return { kind: 'stale', retryInMs: this.waitMs() };
+    this.verdicts++;
+    const count = (this.verdict?.count ?? 0) + 1;
+    const wait = doublingBackoffMs(this.retryMs, count, MAX_RETRY_MS);
+    const first = !this.verdict;
+    this.verdict = { message, retryAt: this.now() + wait, count, probing: false };
+    return { kind: first ? 'first' : 'again', retryInMs: wait };
+  }
+
+  /** The driver answered: the verdict ends. Returns how many periods it lasted, if one was held. */
+  clear(): number | undefined {
+    const count = this.verdict?.count;
+    this.verdict = undefined;
+    return count;
+  }
+}
