@@ -19,6 +19,13 @@ export const rollbackDescriptor: ControllerDescriptor = {
     // list: the namespace's pods read from the server right before and right after a claim delete,
     // and the pod a rollback is recorded for, listed by name (that the server still has it).
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+    // update pods/finalizers: a generic ephemeral volume's claim is re-created with its pod as owner
+    // and blockOwnerDeletion, which OwnerReferencesPermissionEnforcement admits only from who may
+    // update the owner's finalizers (plugin/pkg/admission/gc); upstream's ephemeral-volume-controller,
+    // which creates those claims, has the same grant (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/
+    // controller_policy.go). Without it, under that plugin, the claim's delete would land and its
+    // re-create be refused. No API writes pods/finalizers; it is only what the plugin asks about.
+    { apiGroups: [''], resources: ['pods/finalizers'], verbs: ['update'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
     // get: the pod's namespace when a rollback is recorded (its uid), and before a deleted claim is
     // re-created, that the namespace still has that uid (not another made since under the name).

@@ -9,7 +9,7 @@ export interface AuditEvent {
   user: { username: string };
   impersonatedUser?: { username: string };
   objectRef?: { apiGroup?: string; resource?: string; subresource?: string; namespace?: string; name?: string };
-  responseStatus?: { code?: number };
+  responseStatus?: { code?: number; message?: string };
   annotations?: Record<string, string>;
 }
 
@@ -26,6 +26,17 @@ export interface AuthorizationRecord {
   /** The role RBAC cited ("ClusterRole/x" or "Role/ns/x"), when allowed by RBAC. */
   role?: string;
 }
+
+/**
+ * What OwnerReferencesPermissionEnforcement answers a write whose owner reference sets
+ * blockOwnerDeletion when its writer may not update the owner's finalizers
+ * (plugin/pkg/admission/gc/gc_admission.go). The check is the plugin's own, so RBAC's audit
+ * annotations do not record it.
+ */
+const OWNER_FINALIZERS_REFUSAL = "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on";
+
+/** The resource of a record for OwnerReferencesPermissionEnforcement's refusal: the owner's finalizers, whose kind the audit event (level Metadata) does not carry. */
+export const ANY_OWNER_FINALIZERS = '*/finalizers';
 
 const DECISION = 'authorization.k8s.io/decision';
 const REASON = 'authorization.k8s.io/reason';
@@ -87,6 +98,17 @@ export class AuditLogTail {
  * stages). Reasons read "RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "r" to ..." or
  * "... by RoleBinding "b/ns" of Role "r" to ...".
  */
+/**
+ * Writes refused by OwnerReferencesPermissionEnforcement for want of `update` on an owner's
+ * finalizers, as refusals of `update` on any owner's finalizers (ANY_OWNER_FINALIZERS; the group is
+ * unknown, so empty).
+ */
+export function ownerFinalizersRefusals(events: readonly AuditEvent[]): AuthorizationRecord[] {
+  return events
+    .filter((e) => e.stage === 'ResponseComplete' && e.responseStatus?.code === 403 && (e.responseStatus.message ?? '').includes(OWNER_FINALIZERS_REFUSAL))
+    .map((e) => ({ user: e.impersonatedUser?.username ?? e.user.username, group: '', resource: ANY_OWNER_FINALIZERS, verb: 'update', namespace: e.objectRef?.namespace, name: e.objectRef?.name, allowed: false }));
+}
+
 export function authorizationRecords(events: readonly AuditEvent[]): AuthorizationRecord[] {
   const seen = new Set<string>();
   const out: AuthorizationRecord[] = [];

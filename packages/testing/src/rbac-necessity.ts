@@ -7,7 +7,7 @@ import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import { serviceAccountUser } from '@topovol/manifests';
 import { atomLabel, mergeRules, ruleAtoms, rulesWithout } from '@topovol/manifests';
 import type { RuleAtom } from '@topovol/manifests';
-import { AuditLogTail, authorizationRecords } from './audit-log.js';
+import { ANY_OWNER_FINALIZERS, AuditLogTail, authorizationRecords, ownerFinalizersRefusals } from './audit-log.js';
 import type { AuthorizationRecord } from './audit-log.js';
 import { controllerClient, installGeneratedRbac } from './controller-identity.js';
 import { eventually } from './eventually.js';
@@ -46,6 +46,9 @@ export interface NecessityResult {
 const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
 
 function matches(atom: RuleAtom, r: AuthorizationRecord): boolean {
+  // An admission refusal that names no owner kind (ownerFinalizersRefusals) stands for any owner's
+  // finalizers: a run lacks exactly one rule, so it can only be the finalizers rule it lacks.
+  if (r.resource === ANY_OWNER_FINALIZERS) return atom.verb === 'update' && atom.resource.endsWith('/finalizers');
   return atom.group === r.group && atom.resource === r.resource && atom.verb === r.verb;
 }
 
@@ -113,7 +116,10 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
   const user = serviceAccountUser(id.name);
   // Only what this run appends: the whole log is large by the end of the test command.
   const tail = new AuditLogTail(cp.auditLogPath);
-  const refusals = (): AuthorizationRecord[] => authorizationRecords(tail.events()).filter((r) => r.user === user && !r.allowed && matches(atom, r));
+  const refusals = (): AuthorizationRecord[] => {
+    const events = tail.events();
+    return [...authorizationRecords(events), ...ownerFinalizersRefusals(events)].filter((r) => r.user === user && !r.allowed && matches(atom, r));
+  };
   let reached = false;
   let stoppedBy: string | undefined;
   let run: ScenarioRun | undefined;

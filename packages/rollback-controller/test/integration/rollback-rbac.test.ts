@@ -157,9 +157,74 @@ const keptScenario: NecessityScenario = async (client, admin) => {
   };
 };
 
+/**
+ * A generic ephemeral volume's claim rolled back: re-created as the ephemeral volume controller made
+ * it, owned by its pod with blockOwnerDeletion, which the shared control plane's
+ * OwnerReferencesPermissionEnforcement admits only from who may update pods/finalizers.
+ */
+const ephemeralScenario: NecessityScenario = async (client, admin) => {
+  const ns = await createTestNamespace(admin, 'rbac-rbe-');
+  const cls = `${ns}-wffc`;
+  await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer', reclaimPolicy: 'Delete' } as never);
+  const nodeA = `${ns}-a`;
+  await createNode(admin, nodeA);
+  const spec = { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } };
+  const p: Pod = await admin.create<Pod>(Resources.pods, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: ns },
+    spec: {
+      schedulerName: 'nobody',
+      containers: [{ name: 'c', image: 'busybox' }],
+      volumes: [
+        { name: 'scratch', ephemeral: { volumeClaimTemplate: { spec } } },
+        { name: 'c2', persistentVolumeClaim: { claimName: 'c2' } },
+      ],
+    },
+  });
+  // As the ephemeral volume controller creates it: <pod>-<volume>, owned by the pod.
+  const owned = { apiVersion: 'v1', kind: 'Pod', name: 'p', uid: p.metadata!.uid!, controller: true, blockOwnerDeletion: true };
+  await admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'p-scratch', namespace: ns, ownerReferences: [owned] }, spec });
+  await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
+  for (const c of ['p-scratch', 'c2']) await selectNode(admin, ns, c, nodeA);
+  const loop = await RunningRollback.start([], { client, waitForSync: false });
+  const ac = new AbortController();
+  const get = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
+  const reached = (async () => {
+    await loop.listed();
+    await seenByLoop(loop, ns, 'p-scratch');
+    await provision(admin, ns, 'p-scratch', nodeA, `${ns}-v1`);
+    let old: PersistentVolumeClaim | undefined;
+    await pollUntil(async () => {
+      old = await get('p-scratch');
+      expect(old.status?.phase).to.equal('Bound');
+      expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-v1`)).metadata?.labels?.[LABEL_USAGE]).to.equal('unused');
+    }, ac.signal);
+    await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    await pollUntil(async () => {
+      const back = await get('p-scratch');
+      expect(back.metadata?.uid).to.not.equal(old!.metadata?.uid);
+      expect(back.metadata?.ownerReferences).to.deep.equal([owned]);
+    }, ac.signal);
+  })();
+  return {
+    reached,
+    stop: async () => {
+      ac.abort();
+      await loop.stop(2_000);
+      await admin.delete(Resources.pods, 'p', ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+      await admin.delete(Resources.nodes, nodeA).catch(() => undefined);
+    },
+  };
+};
+
 let kcm: ManagedProcess | undefined;
 describeRuleNecessity(rollbackDescriptor, rollbackScenario, {
-  variants: [{ name: 'kept claim', scenario: keptScenario, covers: (atom) => atom.group === '' && atom.resource === 'persistentvolumeclaims' && atom.verb === 'patch' }],
+  variants: [
+    { name: 'kept claim', scenario: keptScenario, covers: (atom) => atom.group === '' && atom.resource === 'persistentvolumeclaims' && atom.verb === 'patch' },
+    { name: 'generic ephemeral volume', scenario: ephemeralScenario, covers: (atom) => atom.group === '' && atom.resource === 'pods/finalizers' },
+  ],
   before: async () => {
     kcm = await startKubeControllerManager(await sharedControlPlane(), ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']);
   },
