@@ -17,13 +17,16 @@ export const capacityDescriptor: ControllerDescriptor = {
     { apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
     // The CSIDriver, read as the owner of its CSIDriverCapacity.
     { apiGroups: ['storage.k8s.io'], resources: ['csidrivers'], verbs: ['get'] },
-    // get/create the object, patch: the ownerReference added by apply once the CSIDriver appears.
-    { apiGroups: ['topovol.io'], resources: ['csidrivercapacities'], verbs: ['get', 'create', 'patch'] },
+    // get/create the object, patch: the ownerReference added by apply once the CSIDriver appears;
+    // delete: nothing here deletes one (garbage collection does, with the CSIDriver), but adding an
+    // ownerReference to an object is admitted by OwnerReferencesPermissionEnforcement only from who
+    // may delete it (plugin/pkg/admission/gc). Likewise for the shards below.
+    { apiGroups: ['topovol.io'], resources: ['csidrivercapacities'], verbs: ['get', 'create', 'patch', 'delete'] },
     // Server-side apply of conditions and the summary, JSON patch when pruning entries from before sharding.
     { apiGroups: ['topovol.io'], resources: ['csidrivercapacities/status'], verbs: ['patch'] },
     // The pools, spread over shard objects (docs/adr/0010): get (a per-node writer reads only its
     // own), list (the central writer reads a driver's shards in one request), create, patch (owner).
-    { apiGroups: ['topovol.io'], resources: ['csidrivercapacityshards'], verbs: ['get', 'list', 'create', 'patch'] },
+    { apiGroups: ['topovol.io'], resources: ['csidrivercapacityshards'], verbs: ['get', 'list', 'create', 'patch', 'delete'] },
     // Server-side apply of pools, JSON patch when pruning.
     { apiGroups: ['topovol.io'], resources: ['csidrivercapacityshards/status'], verbs: ['patch'] },
     // --capacity-ownerref-level: our pod and its owners.

@@ -28,14 +28,15 @@ export interface AuthorizationRecord {
 }
 
 /**
- * What OwnerReferencesPermissionEnforcement answers a write whose owner reference sets
- * blockOwnerDeletion when its writer may not update the owner's finalizers
- * (plugin/pkg/admission/gc/gc_admission.go). The check is the plugin's own, so RBAC's audit
- * annotations do not record it.
+ * What OwnerReferencesPermissionEnforcement answers (plugin/pkg/admission/gc/gc_admission.go): a
+ * write that changes an object's ownerReferences from a writer who may not delete the object, and
+ * one whose owner reference sets blockOwnerDeletion from a writer who may not update the owner's
+ * finalizers. The checks are the plugin's own, so RBAC's audit annotations do not record them.
  */
-const OWNER_FINALIZERS_REFUSAL = "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on";
+const OWNER_REF_NEEDS_DELETE = "cannot set an ownerRef on a resource you can't delete";
+const OWNER_REF_NEEDS_FINALIZERS = "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on";
 
-/** The resource of a record for OwnerReferencesPermissionEnforcement's refusal: the owner's finalizers, whose kind the audit event (level Metadata) does not carry. */
+/** The resource of a record for the blockOwnerDeletion refusal: the owner's finalizers, whose kind the audit event (level Metadata) does not carry. */
 export const ANY_OWNER_FINALIZERS = '*/finalizers';
 
 const DECISION = 'authorization.k8s.io/decision';
@@ -99,14 +100,24 @@ export class AuditLogTail {
  * "... by RoleBinding "b/ns" of Role "r" to ...".
  */
 /**
- * Writes refused by OwnerReferencesPermissionEnforcement for want of `update` on an owner's
- * finalizers, as refusals of `update` on any owner's finalizers (ANY_OWNER_FINALIZERS; the group is
- * unknown, so empty).
+ * Writes refused by OwnerReferencesPermissionEnforcement, as the refusals they stand for: `delete`
+ * on the object written, or `update` on any owner's finalizers (ANY_OWNER_FINALIZERS, group empty).
  */
-export function ownerFinalizersRefusals(events: readonly AuditEvent[]): AuthorizationRecord[] {
-  return events
-    .filter((e) => e.stage === 'ResponseComplete' && e.responseStatus?.code === 403 && (e.responseStatus.message ?? '').includes(OWNER_FINALIZERS_REFUSAL))
-    .map((e) => ({ user: e.impersonatedUser?.username ?? e.user.username, group: '', resource: ANY_OWNER_FINALIZERS, verb: 'update', namespace: e.objectRef?.namespace, name: e.objectRef?.name, allowed: false }));
+export function ownerReferenceRefusals(events: readonly AuditEvent[]): AuthorizationRecord[] {
+  const out: AuthorizationRecord[] = [];
+  for (const e of events) {
+    const message = e.responseStatus?.message ?? '';
+    if (e.stage !== 'ResponseComplete' || e.responseStatus?.code !== 403 || !e.objectRef?.resource) continue;
+    const user = e.impersonatedUser?.username ?? e.user.username;
+    const { namespace, name } = e.objectRef;
+    if (message.includes(OWNER_REF_NEEDS_DELETE)) {
+      const resource = e.objectRef.subresource ? `${e.objectRef.resource}/${e.objectRef.subresource}` : e.objectRef.resource;
+      out.push({ user, group: e.objectRef.apiGroup ?? '', resource, verb: 'delete', namespace, name, allowed: false });
+    } else if (message.includes(OWNER_REF_NEEDS_FINALIZERS)) {
+      out.push({ user, group: '', resource: ANY_OWNER_FINALIZERS, verb: 'update', namespace, name, allowed: false });
+    }
+  }
+  return out;
 }
 
 export function authorizationRecords(events: readonly AuditEvent[]): AuthorizationRecord[] {

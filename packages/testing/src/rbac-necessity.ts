@@ -7,7 +7,7 @@ import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import { serviceAccountUser } from '@topovol/manifests';
 import { atomLabel, mergeRules, ruleAtoms, rulesWithout } from '@topovol/manifests';
 import type { RuleAtom } from '@topovol/manifests';
-import { ANY_OWNER_FINALIZERS, AuditLogTail, authorizationRecords, ownerFinalizersRefusals } from './audit-log.js';
+import { ANY_OWNER_FINALIZERS, AuditLogTail, authorizationRecords, ownerReferenceRefusals } from './audit-log.js';
 import type { AuthorizationRecord } from './audit-log.js';
 import { controllerClient, installGeneratedRbac } from './controller-identity.js';
 import { eventually } from './eventually.js';
@@ -46,7 +46,7 @@ export interface NecessityResult {
 const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
 
 function matches(atom: RuleAtom, r: AuthorizationRecord): boolean {
-  // An admission refusal that names no owner kind (ownerFinalizersRefusals) stands for any owner's
+  // An admission refusal that names no owner kind (ownerReferenceRefusals) stands for any owner's
   // finalizers: a run lacks exactly one rule, so it can only be the finalizers rule it lacks.
   if (r.resource === ANY_OWNER_FINALIZERS) return atom.verb === 'update' && atom.resource.endsWith('/finalizers');
   return atom.group === r.group && atom.resource === r.resource && atom.verb === r.verb;
@@ -118,7 +118,7 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
   const tail = new AuditLogTail(cp.auditLogPath);
   const refusals = (): AuthorizationRecord[] => {
     const events = tail.events();
-    return [...authorizationRecords(events), ...ownerFinalizersRefusals(events)].filter((r) => r.user === user && !r.allowed && matches(atom, r));
+    return [...authorizationRecords(events), ...ownerReferenceRefusals(events)].filter((r) => r.user === user && !r.allowed && matches(atom, r));
   };
   let reached = false;
   let stoppedBy: string | undefined;
