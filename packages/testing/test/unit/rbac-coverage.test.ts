@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { atomLabel, ruleAtoms, rulesAllow, rulesWithout } from '@topovol/manifests';
 import type { PolicyRule } from '@topovol/shared';
-import { authorizationRecords } from '../../src/audit-log.js';
+import { ANY_OWNER_FINALIZERS, authorizationRecords, ownerReferenceRefusals } from '../../src/audit-log.js';
 import type { AuditEvent } from '../../src/audit-log.js';
 import { rbacCoverage } from '../../src/rbac-coverage.js';
 
@@ -23,6 +23,22 @@ function event(verb: string, resource: string, extra: { group?: string; sub?: st
 }
 
 describe('testing: the audit log as RBAC evidence (least privilege, proven)', function () {
+  it("reads OwnerReferencesPermissionEnforcement's refusals as the grants they want: delete on the object, update on an owner's finalizers", function () {
+    const refused = (e: AuditEvent, message: string, code = 403): AuditEvent => ({ ...e, responseStatus: { code, message } });
+    const records = ownerReferenceRefusals([
+      refused(event('patch', 'csidrivercapacities', { group: 'topovol.io', name: 'd' }), 'csidrivercapacities.topovol.io "d" is forbidden: cannot set an ownerRef on a resource you can\'t delete: , <nil>'),
+      refused(event('create', 'persistentvolumeclaims', { ns: 'n', name: 'p-scratch' }), 'persistentvolumeclaims "p-scratch" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can\'t set finalizers on: , <nil>'),
+      // Not the plugin's: a refusal of RBAC's own, an answer that was not a refusal, a stage before the answer.
+      refused(event('create', 'persistentvolumeclaims', { decision: 'forbid' }), 'persistentvolumeclaims is forbidden: User "x" cannot create resource'),
+      refused(event('patch', 'csidrivercapacities', { group: 'topovol.io' }), "cannot set an ownerRef on a resource you can't delete", 409),
+      refused(event('patch', 'csidrivercapacities', { group: 'topovol.io', stage: 'ResponseStarted' }), "cannot set an ownerRef on a resource you can't delete"),
+    ]);
+    expect(records).to.deep.equal([
+      { user: SA, group: 'topovol.io', resource: 'csidrivercapacities', verb: 'delete', namespace: undefined, name: 'd', allowed: false },
+      { user: SA, group: '', resource: ANY_OWNER_FINALIZERS, verb: 'update', namespace: 'n', name: 'p-scratch', allowed: false },
+    ]);
+  });
+
   it('reads one record per request, with the role RBAC cited (ClusterRole or namespaced Role)', function () {
     const records = authorizationRecords([
       event('update', 'persistentvolumes', { sub: 'status', name: 'pv-1', auditID: 'a' }),
