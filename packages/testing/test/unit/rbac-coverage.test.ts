@@ -3,7 +3,10 @@ import { atomLabel, ruleAtoms, rulesAllow, rulesWithout } from '@topovol/manifes
 import type { PolicyRule } from '@topovol/shared';
 import { ANY_OWNER_FINALIZERS, authorizationRecords, ownerReferenceRefusals } from '../../src/audit-log.js';
 import type { AuditEvent } from '../../src/audit-log.js';
-import { rbacCoverage } from '../../src/rbac-coverage.js';
+import { ADMISSION_ONLY, generatedRoles, rbacCoverage } from '../../src/rbac-coverage.js';
+import { yamlFiles } from '../../src/apply-manifests.js';
+import { repoRoot } from '../../src/repo-root.js';
+import path from 'node:path';
 
 const SA = 'system:serviceaccount:topovol-system:topovol-pv-binder';
 let id = 0;
@@ -82,6 +85,16 @@ describe('testing: the audit log as RBAC evidence (least privilege, proven)', fu
       expect(got.forbidden).to.have.length(c.forbidden);
     });
   }
+
+  it('coverage: a grant only an admission plugin asks about is not reported unused; the list names only generated grants', function () {
+    const got = rbacCoverage([role, leRole], authorizationRecords([authorizationLease('topovol-pv-binder')]), new Set([SA]), { 'ClusterRole/topovol-pv-binder': ['update persistentvolumes'] });
+    expect(got.unused.map((u) => u.label)).to.deep.equal(['list persistentvolumes', 'watch persistentvolumes']);
+    const roles = generatedRoles(yamlFiles(path.join(repoRoot(), 'config', 'rbac')));
+    for (const [id, labels] of Object.entries(ADMISSION_ONLY)) {
+      const generated = ruleAtoms(roles.find((r) => r.id === id)?.rules ?? []).map(atomLabel);
+      for (const l of labels) expect(generated, `${id}: ${l}`).to.include(l);
+    }
+  });
 
   it('rulesWithout removes exactly one atom: everything else still allowed, that one not', function () {
     const rules: PolicyRule[] = [
