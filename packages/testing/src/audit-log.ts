@@ -99,27 +99,6 @@ export class AuditLogTail {
  * stages). Reasons read "RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "r" to ..." or
  * "... by RoleBinding "b/ns" of Role "r" to ...".
  */
-/**
- * Writes refused by OwnerReferencesPermissionEnforcement, as the refusals they stand for: `delete`
- * on the object written, or `update` on any owner's finalizers (ANY_OWNER_FINALIZERS, group empty).
- */
-export function ownerReferenceRefusals(events: readonly AuditEvent[]): AuthorizationRecord[] {
-  const out: AuthorizationRecord[] = [];
-  for (const e of events) {
-    const message = e.responseStatus?.message ?? '';
-    if (e.stage !== 'ResponseComplete' || e.responseStatus?.code !== 403 || !e.objectRef?.resource) continue;
-    const user = e.impersonatedUser?.username ?? e.user.username;
-    const { namespace, name } = e.objectRef;
-    if (message.includes(OWNER_REF_NEEDS_DELETE)) {
-      const resource = e.objectRef.subresource ? `${e.objectRef.resource}/${e.objectRef.subresource}` : e.objectRef.resource;
-      out.push({ user, group: e.objectRef.apiGroup ?? '', resource, verb: 'delete', namespace, name, allowed: false });
-    } else if (message.includes(OWNER_REF_NEEDS_FINALIZERS)) {
-      out.push({ user, group: '', resource: ANY_OWNER_FINALIZERS, verb: 'update', namespace, name, allowed: false });
-    }
-  }
-  return out;
-}
-
 export function authorizationRecords(events: readonly AuditEvent[]): AuthorizationRecord[] {
   const seen = new Set<string>();
   const out: AuthorizationRecord[] = [];
@@ -146,6 +125,27 @@ export function authorizationRecords(events: readonly AuditEvent[]): Authorizati
       allowed: decision === 'allow',
       role,
     });
+  }
+  return out;
+}
+
+/**
+ * Writes refused by OwnerReferencesPermissionEnforcement, as the refusals they stand for: `delete`
+ * on the object written, or `update` on any owner's finalizers (ANY_OWNER_FINALIZERS, group empty).
+ */
+export function ownerReferenceRefusals(events: readonly AuditEvent[]): AuthorizationRecord[] {
+  const out: AuthorizationRecord[] = [];
+  for (const e of events) {
+    const message = e.responseStatus?.message ?? '';
+    if (e.stage !== 'ResponseComplete' || e.responseStatus?.code !== 403 || !e.objectRef?.resource) continue;
+    const user = e.impersonatedUser?.username ?? e.user.username;
+    const { namespace, name } = e.objectRef;
+    if (message.includes(OWNER_REF_NEEDS_DELETE)) {
+      const resource = e.objectRef.subresource ? `${e.objectRef.resource}/${e.objectRef.subresource}` : e.objectRef.resource;
+      out.push({ user, group: e.objectRef.apiGroup ?? '', resource, verb: 'delete', namespace, name, allowed: false });
+    } else if (message.includes(OWNER_REF_NEEDS_FINALIZERS)) {
+      out.push({ user, group: '', resource: ANY_OWNER_FINALIZERS, verb: 'update', namespace, name, allowed: false });
+    }
   }
   return out;
 }

@@ -8,7 +8,7 @@ let shared: Promise<ControlPlane> | undefined;
  * object's ownerReferences needs delete on the object, and an owner reference with
  * blockOwnerDeletion needs update on the owner's `finalizers` subresource (plugin/pkg/admission/gc).
  */
-export const SHARED_API_SERVER_FLAGS: readonly string[] = ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'];
+const SHARED_API_SERVER_FLAGS: readonly string[] = ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'];
 
 /**
  * The control plane shared by every integration test in this process: started on first use (so

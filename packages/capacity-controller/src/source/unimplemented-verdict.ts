@@ -6,9 +6,9 @@ const MAX_RETRY_MS = 3_600_000;
 /**
  * What the capacity loop knows of a driver that answered GetCapacity with Unimplemented: why, when
  * to ask again (doubling from `retryMs` while it lasts, up to an hour), how many periods in a row it
- * did, and whether the one call of this period is running. external-provisioner stops its capacity
- * controller for good on Unimplemented (pkg/capacity/capacity.go); asking again now and then lets a
- * driver upgraded in place be tracked without a restart.
+ * did, and whether the one call of this period is running. external-provisioner retries every item
+ * with its work queue's backoff, as for any error; one call per period for the whole driver tells as
+ * much for fewer calls, and a driver upgraded in place is still noticed (docs/divergences.md).
  */
 export class UnimplementedVerdict {
   private verdict?: { message: string; retryAt: number; count: number; probing: boolean };
