@@ -9,6 +9,15 @@ import { freePort } from './free-port.js';
 import { httpGet } from './http-get.js';
 import { ManagedProcess } from './managed-process.js';
 
+/**
+ * Admission that clusters turn on and kube-apiserver leaves off by default, so that the loops'
+ * identities meet it in the tests first: the shared integration control plane and the e2e storage
+ * stack run with it. OwnerReferencesPermissionEnforcement (on in OpenShift): changing an object's
+ * ownerReferences needs delete on the object, and an owner reference with blockOwnerDeletion needs
+ * update on the owner's `finalizers` subresource (plugin/pkg/admission/gc).
+ */
+export const CLUSTER_ADMISSION_FLAGS: readonly string[] = ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'];
+
 export interface ControlPlaneOptions {
   /** Extra kube-apiserver flags, e.g. feature gates. */
   apiServerFlags?: string[];

@@ -1,14 +1,6 @@
-import { ControlPlane } from './control-plane.js';
+import { CLUSTER_ADMISSION_FLAGS, ControlPlane } from './control-plane.js';
 
 let shared: Promise<ControlPlane> | undefined;
-
-/**
- * Admission that clusters turn on and kube-apiserver leaves off by default, so that the loops'
- * identities meet it here first. OwnerReferencesPermissionEnforcement (on in OpenShift): changing an
- * object's ownerReferences needs delete on the object, and an owner reference with
- * blockOwnerDeletion needs update on the owner's `finalizers` subresource (plugin/pkg/admission/gc).
- */
-const SHARED_API_SERVER_FLAGS: readonly string[] = ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'];
 
 /**
  * The control plane shared by every integration test in this process: started on first use (so
@@ -17,7 +9,7 @@ const SHARED_API_SERVER_FLAGS: readonly string[] = ['--enable-admission-plugins=
  */
 export function sharedControlPlane(): Promise<ControlPlane> {
   shared ??= (async () => {
-    const cp = new ControlPlane({ apiServerFlags: [...SHARED_API_SERVER_FLAGS] });
+    const cp = new ControlPlane({ apiServerFlags: [...CLUSTER_ADMISSION_FLAGS] });
     await cp.start();
     return cp;
   })();

@@ -2,9 +2,9 @@ import type { KubeClient } from '@topovol/shared';
 import { Resources } from '@topovol/shared';
 import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import type { CSIDriver, CSIStorageCapacity } from '@topovol/shared';
-import { authorizationRecords, readAuditLog } from '../audit-log.js';
+import { authorizationRecords, ownerReferenceRefusals, readAuditLog } from '../audit-log.js';
 import type { AuthorizationRecord } from '../audit-log.js';
-import { ControlPlane } from '../control-plane.js';
+import { CLUSTER_ADMISSION_FLAGS, ControlPlane } from '../control-plane.js';
 import { controlPlaneBinaries } from '../control-plane-binaries.js';
 import { installGeneratedRbac } from '../controller-identity.js';
 import { csiBinaries } from '../csi-binaries.js';
@@ -75,7 +75,7 @@ export class StorageStack {
     log('building or finding kube-scheduler, kube-controller-manager and csi-provisioner (cached after the first build)');
     await controlPlaneBinaries(['kube-scheduler', 'kube-controller-manager']);
     const { 'csi-provisioner': provisionerBinary } = await csiBinaries(['csi-provisioner']);
-    const cp = new ControlPlane({ keepDir: opts.keepDir });
+    const cp = new ControlPlane({ keepDir: opts.keepDir, apiServerFlags: [...CLUSTER_ADMISSION_FLAGS] });
     const stack = new StorageStack(cp, opts);
     stack.teardown.push(() => cp.stop());
     try {
@@ -160,10 +160,12 @@ export class StorageStack {
     if (dead) throw new Error(`${dead.name} exited; its log (${dead.logFile}):\n${dead.logTail(40)}`);
   }
 
-  /** Requests of Topovol's ServiceAccounts that RBAC refused, from kube-apiserver's audit log. */
+  /** Requests of Topovol's ServiceAccounts that RBAC or OwnerReferencesPermissionEnforcement refused, from kube-apiserver's audit log. */
   refusals(): AuthorizationRecord[] {
     const prefix = `system:serviceaccount:${INSTALL_NAMESPACE}:`;
-    return authorizationRecords(readAuditLog(this.cp.auditLogPath)).filter((r) => r.user.startsWith(prefix) && !r.allowed);
+    const events = readAuditLog(this.cp.auditLogPath);
+    // RBAC's refusals, and OwnerReferencesPermissionEnforcement's (its checks are not in RBAC's audit annotations).
+    return [...authorizationRecords(events), ...ownerReferenceRefusals(events)].filter((r) => r.user.startsWith(prefix) && !r.allowed);
   }
 
   async stop(): Promise<void> {
