@@ -29,6 +29,11 @@ export function leaderElectionRules(leaseNames: readonly string[]): PolicyRule[]
   ];
 }
 
+/** topovol-<controller>-namespaced: the ClusterRole of a loop's namespaced rules, bound only in a namespace. */
+export function namespacedRoleName(d: Pick<ControllerDescriptor, 'name'>): string {
+  return `${controllerObjectName(d)}-namespaced`;
+}
+
 export function clusterRole(d: ControllerDescriptor): Manifest {
   return {
     apiVersion: RBAC,
@@ -36,6 +41,15 @@ export function clusterRole(d: ControllerDescriptor): Manifest {
     metadata: { name: controllerObjectName(d), labels: commonLabels(d.name) },
     rules: mergeRules(d.rbac ?? [], `controller ${d.name}`),
   };
+}
+
+/** A loop's ClusterRole, and the one of its namespaced rules when it has any. */
+export function clusterRoles(d: ControllerDescriptor): Manifest[] {
+  if (!d.namespacedRbac?.length) return [clusterRole(d)];
+  return [
+    clusterRole(d),
+    { apiVersion: RBAC, kind: 'ClusterRole', metadata: { name: namespacedRoleName(d), labels: commonLabels(d.name) }, rules: mergeRules(d.namespacedRbac, `controller ${d.name} (namespaced)`) },
+  ];
 }
 
 function serviceAccount(name: string, component: string, namespace: string): Manifest {
@@ -56,6 +70,20 @@ function clusterRoleBinding(name: string, component: string, role: string, sa: s
   };
 }
 
+/** A RoleBinding in `namespace` of the loop's namespaced ClusterRole (none when it has no namespaced rules). */
+function namespacedBinding(d: ControllerDescriptor, bindingName: string, component: string, sa: string, namespace: string): Manifest[] {
+  if (!d.namespacedRbac?.length) return [];
+  return [
+    {
+      apiVersion: RBAC,
+      kind: 'RoleBinding',
+      metadata: { name: bindingName, namespace, labels: commonLabels(component) },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: namespacedRoleName(d) },
+      subjects: [saSubject(sa, namespace)],
+    },
+  ];
+}
+
 function leaderElectionRole(sa: string, component: string, leases: string[], namespace: string): Manifest[] {
   const name = `${sa}-leader-election`;
   const labels = commonLabels(component);
@@ -71,12 +99,16 @@ function leaderElectionRole(sa: string, component: string, leases: string[], nam
   ];
 }
 
-/** One loop's identity: its ServiceAccount bound to its ClusterRole, plus its leader-election Role. */
+/**
+ * One loop's identity: its ServiceAccount bound to its ClusterRole, its namespaced rules bound in
+ * the install namespace, plus its leader-election Role.
+ */
 export function controllerIdentity(d: ControllerDescriptor, namespace = INSTALL_NAMESPACE): Manifest[] {
   const name = controllerObjectName(d);
   return [
     serviceAccount(name, d.name, namespace),
     clusterRoleBinding(name, d.name, name, name, namespace),
+    ...namespacedBinding(d, namespacedRoleName(d), d.name, name, namespace),
     ...leaderElectionRole(name, d.name, [name], namespace),
   ];
 }
@@ -87,6 +119,7 @@ export function allInOneIdentity(ds: readonly ControllerDescriptor[], namespace 
   return [
     serviceAccount(ALL_IN_ONE_NAME, component, namespace),
     ...ds.map((d) => clusterRoleBinding(`${ALL_IN_ONE_NAME}-${d.name}`, component, controllerObjectName(d), ALL_IN_ONE_NAME, namespace)),
+    ...ds.flatMap((d) => namespacedBinding(d, `${ALL_IN_ONE_NAME}-${d.name}-namespaced`, component, ALL_IN_ONE_NAME, namespace)),
     ...leaderElectionRole(ALL_IN_ONE_NAME, component, ds.map(controllerObjectName), namespace),
   ];
 }

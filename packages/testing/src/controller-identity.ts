@@ -1,10 +1,12 @@
 import path from 'node:path';
+import { isAlreadyExists, Resources } from '@topovol/shared';
 import type { KubeClient } from '@topovol/shared';
 import type { ControlPlane } from './control-plane.js';
 import { INSTALL_NAMESPACE } from '@topovol/manifests';
-import { serviceAccountUser } from '@topovol/manifests';
+import { namespacedRoleName, serviceAccountUser } from '@topovol/manifests';
 import { applyManifestsServerSide, yamlFiles } from './apply-manifests.js';
 import { repoRoot } from './repo-root.js';
+import { eventually } from './eventually.js';
 import { sharedControlPlane } from './shared-control-plane.js';
 
 const installed = new WeakMap<ControlPlane, Promise<void>>();
@@ -51,3 +53,35 @@ export async function controllerKubeconfig(controller: string, controlPlane?: Co
 
 /** The user name a loop's ServiceAccount has in the audit log. */
 export const controllerUser = (controller: string): string => serviceAccountUser(`topovol-${controller}`);
+
+/**
+ * Binds a loop's namespaced rules (ControllerDescriptor.namespacedRbac, the ClusterRole
+ * topovol-<controller>-namespaced) to its ServiceAccount in another namespace, as an operator who
+ * runs it with `--capacity-namespace` elsewhere would (docs/install.md); the generated RBAC binds
+ * them in the install namespace only. Resolves once RBAC allows the probe there.
+ */
+export async function bindNamespacedRules(controller: string, namespace: string, probe: { group: string; resource: string; verb: string }, controlPlane?: ControlPlane): Promise<void> {
+  const cp = controlPlane ?? (await sharedControlPlane());
+  await installGeneratedRbac(cp);
+  const admin = cp.adminClient();
+  const role = namespacedRoleName({ name: controller });
+  const sa = `topovol-${controller}`;
+  try {
+    await admin.create(Resources.roleBindings, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: role, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }],
+    } as never);
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+  }
+  const groups = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
+  await eventually(async () => {
+    const review = await admin.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: serviceAccountUser(sa), groups, resourceAttributes: { namespace, ...probe } } },
+    });
+    if (review.status?.allowed !== true) throw new Error(`RBAC has not seen ${role} in ${namespace} yet`);
+  });
+}

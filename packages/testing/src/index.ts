@@ -28,7 +28,7 @@ export { perNodeProvisionerArgs } from './per-node-provisioner-args.js';
 export type { PerNodeProvisionerOptions } from './per-node-provisioner-args.js';
 export { applyManifestsServerSide, yamlFiles } from './apply-manifests.js';
 export { loadManifests } from './load-manifests.js';
-export { controllerClient, controllerKubeconfig, controllerUser, installGeneratedRbac } from './controller-identity.js';
+export { bindNamespacedRules, controllerClient, controllerKubeconfig, controllerUser, installGeneratedRbac } from './controller-identity.js';
 export { AuditLogTail, readAuditLog } from './audit-log.js';
 export type { AuditEvent } from './audit-log.js';
 export { InProcessLoop } from './in-process-loop.js';

@@ -169,8 +169,8 @@ export function stallAllowance(control: readonly number[], step: number, floorMs
 
 /**
  * Mocha suite for one loop (least privilege, proven): a control run of the scenario as the loop's own
- * ServiceAccount, then one test per atom of its generated ClusterRole, each failing unless the
- * scenario fails with Forbidden without that atom.
+ * ServiceAccount, then one test per atom of its generated ClusterRoles (its rules and its namespaced
+ * rules), each failing unless the scenario fails with Forbidden without that atom.
  */
 export interface RuleNecessityOptions {
   /** Peers the scenarios need (e.g. kube-controller-manager's binder), started once. */
@@ -210,12 +210,15 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
       });
     }
 
-    for (const atom of ruleAtoms(mergeRules(d.rbac ?? [], d.name))) {
+    // Namespaced rules too: here every rule is bound cluster-wide (whether a rule is needed, not
+    // where, is the question; generated-rbac-scope.test.ts holds where).
+    const rules = [...(d.rbac ?? []), ...(d.namespacedRbac ?? [])];
+    for (const atom of ruleAtoms(mergeRules(rules, d.name))) {
       it(`without "${atomLabel(atom)}" the scenario fails with Forbidden`, async function () {
         const chosen = hooks.variants?.find((v) => v.covers(atom))?.scenario ?? scenario;
         // On a loaded machine the scenario is slower: its deadline scales with the control run's.
         const control = controlMs.get(chosen) ?? 0;
-        const result = await checkRuleNeeded(d.rbac ?? [], atom, chosen, { minWaitMs: 1.5 * control, timeoutMs: Math.max(30_000, 4 * control), controlSteps: controlSteps.get(chosen) });
+        const result = await checkRuleNeeded(rules, atom, chosen, { minWaitMs: 1.5 * control, timeoutMs: Math.max(30_000, 4 * control), controlSteps: controlSteps.get(chosen) });
         assert.ok(result.refused.length > 0, `no request was refused for want of "${result.label}"${result.stoppedBy ? ` (the scenario stopped: ${result.stoppedBy})` : ''}`);
         assert.equal(result.reached, false, `the scenario still reached its end state without "${result.label}"`);
       });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { controllerKubeconfig, createTestNamespace, eventually, freePort, sharedControlPlane, startManagerBinary } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
+import { bindCapacityRules } from './capacity-harness.js';
 
 /**
  * external-provisioner exits when GetPluginInfo fails or names no driver (cmd/csi-provisioner;
@@ -32,6 +33,7 @@ describe('capacity: the manager waits for its CSI driver and /readyz says why (r
     dir = mkdtempSync(path.join(tmpdir(), 'topovol-capwait-'));
     const socket = path.join(dir, 'csi.sock');
     const probePort = await freePort();
+    await bindCapacityRules(ns);
     manager = await startManagerBinary({
       name: `${ns}-manager`,
       kubeconfig: await controllerKubeconfig('capacity'),

@@ -6,14 +6,29 @@ import { metricsRegistry, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/testing/csi-test-driver';
-import { csiBinaries, InProcessLoop, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
+import { bindNamespacedRules, csiBinaries, InProcessLoop, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** A capacity loop in this process against the real API server, as the manager would run it. */
 export type RunningCapacity = InProcessLoop;
 export const RunningCapacity = {
-  start: (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => InProcessLoop.start(capacityDescriptor, ['--concurrent-workers=4', '--capacity-ownerref-level=-1', ...args], opts),
+  start: async (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => {
+    const ns = args.find((a) => a.startsWith(NAMESPACE_FLAG))?.slice(NAMESPACE_FLAG.length);
+    if (ns) await bindCapacityRules(ns);
+    return InProcessLoop.start(capacityDescriptor, ['--concurrent-workers=4', '--capacity-ownerref-level=-1', ...args], opts);
+  },
 };
+
+const NAMESPACE_FLAG = '--capacity-namespace=';
+
+/**
+ * The capacity loop's namespaced rules (its CSIStorageCapacity writes, its pod and owners) bound to
+ * its ServiceAccount in a test's namespace, as docs/install.md asks of an operator who sets
+ * --capacity-namespace to another namespace than the install one.
+ */
+export function bindCapacityRules(namespace: string): Promise<void> {
+  return bindNamespacedRules('capacity', namespace, { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'create' });
+}
 
 /** The project's CSI test driver on a fresh unix socket. */
 export async function startDriver(opts: CsiTestDriverOptions): Promise<{ driver: CsiTestDriver; socket: string; cleanup: () => Promise<void> }> {

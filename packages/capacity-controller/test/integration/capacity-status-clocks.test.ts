@@ -7,7 +7,7 @@ import type { ManagedProcess } from '@topovol/testing';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { NodeShardWriter } from '../../src/status/index.js';
 import type { StorageStatus } from '../../src/status/index.js';
-import { startDriver } from './capacity-harness.js';
+import { bindCapacityRules, startDriver } from './capacity-harness.js';
 import { createCSIDriver, deleteDriverStatus, driverStatus, headOf, poolsOf, statusClients, uniqueDriver } from './status-helpers.js';
 
 const MIN = 60_000;
@@ -81,6 +81,7 @@ describe('capacity status: a node whose clock runs ahead (real API server)', fun
     const live = new NodeShardWriter(writerClient, { driverName, expiryMs: EXPIRY, shards: 1, nodeName: `${ns}-z` });
     await live.publish({ capacity: '1Gi' });
     let manager: ManagedProcess | undefined;
+    await bindCapacityRules(ns);
     try {
       manager = await startManagerBinary({
         name: `${ns}-manager`,

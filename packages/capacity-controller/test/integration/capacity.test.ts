@@ -8,7 +8,7 @@ import type { CSIDriverCapacity } from '../../src/status/index.js';
 import { driverStatus } from './status-helpers.js';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
-import { capacityObjects, createNode, deleteVolume, metricValue, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
+import { bindCapacityRules, capacityObjects, createNode, deleteVolume, metricValue, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
@@ -388,6 +388,7 @@ describe('capacity: CSIStorageCapacity objects follow the driver (real API serve
         metadata: { name: 'capacity-0', namespace: ns, ownerReferences: [{ apiVersion: 'apps/v1', kind, name: 'capacity', uid: owner.metadata!.uid!, controller: true }] },
         spec: template.spec,
       } as KubeObject);
+      await bindCapacityRules(ns);
       const ref = await withPodEnv({ name: 'capacity-0', namespace: ns }, async () => resolveOwner(await controllerClient('capacity'), 1, ns, logger()));
       expect(ref).to.deep.equal({ apiVersion: 'apps/v1', kind, name: 'capacity', uid: owner.metadata!.uid, controller: true });
     });

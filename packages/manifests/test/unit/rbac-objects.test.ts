@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { allInOneIdentity, ALL_IN_ONE_NAME, clusterRole, controllerIdentity, INSTALL_NAMESPACE, leaderElectionRules, rulesAllow, serviceAccountUser } from '../../src/index.js';
+import { allInOneIdentity, ALL_IN_ONE_NAME, clusterRole, clusterRoles, controllerIdentity, INSTALL_NAMESPACE, leaderElectionRules, rulesAllow, serviceAccountUser } from '../../src/index.js';
 import type { Manifest } from '../../src/index.js';
 import type { ControllerDescriptor, PolicyRule } from '@topovol/shared';
 import { repoRoot } from '@topovol/testing';
@@ -68,6 +68,25 @@ describe('manifests: RBAC objects per loop (config/rbac)', function () {
     const rules = find(objs, 'Role')[0]!.rules as PolicyRule[];
     for (const lease of ['topovol-pv-binder', 'topovol-rollback']) expect(rulesAllow(rules, 'coordination.k8s.io', 'leases', 'update', lease), lease).to.equal(true);
     expect(rules).to.deep.include.members(leaderElectionRules(['topovol-pv-binder', 'topovol-rollback']).filter((r) => r.resourceNames));
+  });
+
+  it('namespaced rules get a ClusterRole of their own, bound by RoleBindings in the install namespace only (never cluster-wide)', function () {
+    const own: PolicyRule[] = [{ apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['create', 'delete'] }];
+    const capacity = fakeDescriptor('capacity', [{ apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['list', 'watch'] }], { namespacedRbac: own });
+    const roles = clusterRoles(capacity);
+    expect(roles.map((r) => r.metadata.name)).to.deep.equal(['topovol-capacity', 'topovol-capacity-namespaced']);
+    expect(roles[1]!.rules).to.deep.equal(own);
+    expect(rulesAllow(roles[0]!.rules as PolicyRule[], 'storage.k8s.io', 'csistoragecapacities', 'create')).to.equal(false);
+    expect(clusterRoles(binder).map((r) => r.metadata.name)).to.deep.equal(['topovol-pv-binder']);
+    for (const [objs, sa] of [[controllerIdentity(capacity), 'topovol-capacity'], [allInOneIdentity([binder, capacity]), ALL_IN_ONE_NAME]] as const) {
+      expect(find(objs, 'ClusterRoleBinding').map((o) => (o.roleRef as { name: string }).name), sa).to.not.include('topovol-capacity-namespaced');
+      const bindings = find(objs, 'RoleBinding').filter((o) => (o.roleRef as { name: string }).name === 'topovol-capacity-namespaced');
+      expect(bindings, sa).to.have.length(1);
+      expect(bindings[0]!.metadata.namespace).to.equal(INSTALL_NAMESPACE);
+      expect(bindings[0]!.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'topovol-capacity-namespaced' });
+      expect(bindings[0]!.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }]);
+    }
+    expect(find(controllerIdentity(binder), 'RoleBinding').map((o) => (o.roleRef as { kind: string }).kind)).to.deep.equal(['Role']);
   });
 
   it('a descriptor with a wildcard rule cannot be rendered', function () {

@@ -52,7 +52,16 @@ export interface ControllerDescriptor {
    */
   eventInstance?: boolean;
   flags?: FlagSpec[];
+  /** Rules it needs cluster-wide: its ClusterRole, bound by a ClusterRoleBinding. */
   rbac?: PolicyRule[];
+  /**
+   * Rules it needs only in the namespace it runs in (objects of its own there, its own pod and
+   * owners): a ClusterRole `topovol-<name>-namespaced` bound by a RoleBinding in the install
+   * namespace only, as kube's `edit` is bound per namespace. external-provisioner grants its
+   * CSIStorageCapacity writes and owner reads the same way, in a Role of its namespace
+   * (deploy/kubernetes/rbac.yaml).
+   */
+  namespacedRbac?: PolicyRule[];
   setup(env: ControllerEnv): LoopRunnables | Promise<LoopRunnables>;
 }
 

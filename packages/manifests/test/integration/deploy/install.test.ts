@@ -151,6 +151,16 @@ describe('config/ install against the real kube-apiserver', function () {
                 for (const verb of rule.verbs) expect(await canI(as, group, resource, verb), `${sa}: ${verb} ${group}/${resource}`).to.equal(true);
           }
           for (const verb of ['get', 'update']) expect(await canI(as, 'coordination.k8s.io', 'leases', verb, INSTALL_NAMESPACE, `topovol-${d.name}`), `${sa}: ${verb} its lease`).to.equal(true);
+          // Namespaced rules: in the install namespace, and nowhere else.
+          for (const rule of mergeRules(d.namespacedRbac ?? [], d.name)) {
+            for (const group of rule.apiGroups)
+              for (const resource of rule.resources)
+                for (const verb of rule.verbs) {
+                  expect(await canI(as, group, resource, verb, INSTALL_NAMESPACE), `${sa}: ${verb} ${group}/${resource} in ${INSTALL_NAMESPACE}`).to.equal(true);
+                  expect(await canI(as, group, resource, verb, 'default'), `${sa}: ${verb} ${group}/${resource} in default`).to.equal(false);
+                  expect(await canI(as, group, resource, verb), `${sa}: ${verb} ${group}/${resource} in every namespace`).to.equal(false);
+                }
+          }
         }
       }
     });
@@ -163,6 +173,15 @@ describe('config/ install against the real kube-apiserver', function () {
       expect(await canI(binder, 'coordination.k8s.io', 'leases', 'create', 'kube-system')).to.equal(false);
       const zonal = cp.clientAs(serviceAccountUser('topovol-zonal-pv-upgrade'), SA_GROUPS);
       expect(await canI(zonal, '', 'persistentvolumes', 'update')).to.equal(false);
+      // Capacity writes CSIStorageCapacity objects in its own namespace only (as external-provisioner's
+      // Role): not another driver's elsewhere, which kube-scheduler would then find missing; and it
+      // reads its own pod and owners, not other namespaces' pods. It still sees every namespace's
+      // objects, to report other publishers of its driver.
+      const capacity = cp.clientAs(serviceAccountUser('topovol-capacity'), SA_GROUPS);
+      for (const verb of ['create', 'update', 'delete']) expect(await canI(capacity, 'storage.k8s.io', 'csistoragecapacities', verb, 'kube-system'), `${verb} csistoragecapacities in kube-system`).to.equal(false);
+      expect(await canI(capacity, '', 'pods', 'get', 'default')).to.equal(false);
+      expect(await canI(capacity, 'apps', 'deployments', 'get', 'default')).to.equal(false);
+      expect(await canI(capacity, 'storage.k8s.io', 'csistoragecapacities', 'list')).to.equal(true);
     });
 
     // Every config/manager Deployment that needs no CSI driver, run as the real binary with its
