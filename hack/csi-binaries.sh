@@ -5,7 +5,8 @@
 # KUBEBUILDER_ASSETS does for hack/control-plane-binaries.sh).
 #
 # usage: hack/csi-binaries.sh [component ...]   (default: csi-provisioner)
-#        components: csi-provisioner
+#        components: csi-provisioner, csi-provisioner-rbac.yaml (external-provisioner's
+#        deploy/kubernetes/rbac.yaml at the same version, which the capacity RBAC test compares with)
 # prints: one "name version path" line per component; the last line is the assets directory.
 set -euo pipefail
 
@@ -22,16 +23,16 @@ log() { echo "[csi-binaries] $*" >&2; }
 
 version_of() {
   case "$1" in
-    csi-provisioner) echo "$PROVISIONER_VERSION" ;;
-    *) log "unknown component '$1' (known: csi-provisioner)"; exit 2 ;;
+    csi-provisioner | csi-provisioner-rbac.yaml) echo "$PROVISIONER_VERSION" ;;
+    *) log "unknown component '$1' (known: csi-provisioner, csi-provisioner-rbac.yaml)"; exit 2 ;;
   esac
 }
 
 if [[ -n "${TOPOVOL_CSI_ASSETS:-}" ]]; then
   for c in "${components[@]}"; do
     version_of "$c" >/dev/null
-    if [[ ! -x "${TOPOVOL_CSI_ASSETS}/$c" ]]; then
-      log "TOPOVOL_CSI_ASSETS=${TOPOVOL_CSI_ASSETS} has no executable '$c'"
+    if [[ "$c" == *.yaml && ! -f "${TOPOVOL_CSI_ASSETS}/$c" ]] || [[ "$c" != *.yaml && ! -x "${TOPOVOL_CSI_ASSETS}/$c" ]]; then
+      log "TOPOVOL_CSI_ASSETS=${TOPOVOL_CSI_ASSETS} has no '$c'"
       exit 1
     fi
     echo "$c (from TOPOVOL_CSI_ASSETS) ${TOPOVOL_CSI_ASSETS}/$c"
@@ -41,7 +42,22 @@ if [[ -n "${TOPOVOL_CSI_ASSETS:-}" ]]; then
 fi
 
 all_present() {
-  for c in "${components[@]}"; do [[ -x "$ASSETS_DIR/$c" ]] || return 1; done
+  for c in "${components[@]}"; do [[ -x "$ASSETS_DIR/$c" || ( "$c" == *.yaml && -f "$ASSETS_DIR/$c" ) ]] || return 1; done
+}
+
+# The module's directory in Go's module cache (downloaded from the proxy if absent).
+provisioner_module_dir() {
+  local dir
+  dir="$(go mod download -json "$PROVISIONER_MODULE@$PROVISIONER_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -n "$dir" && -d "$dir" ]] || { log "go mod download gave no module directory for $PROVISIONER_MODULE@$PROVISIONER_VERSION"; exit 1; }
+  echo "$dir"
+}
+
+copy_provisioner_rbac() {
+  local out="$ASSETS_DIR/csi-provisioner-rbac.yaml"
+  if [[ -f "$out" ]]; then return 0; fi
+  cp "$(provisioner_module_dir)/deploy/kubernetes/rbac.yaml" "$out.tmp"
+  mv "$out.tmp" "$out"
 }
 
 if ! all_present; then
@@ -60,8 +76,7 @@ build_provisioner() {
   # The release is built inside its own downloaded module (its go.mod pins every dependency). The
   # module cache is read-only and -mod=mod may touch go.sum, so build in a writable copy.
   local dir
-  dir="$(go mod download -json "$PROVISIONER_MODULE@$PROVISIONER_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  [[ -n "$dir" && -d "$dir" ]] || { log "go mod download gave no module directory for $PROVISIONER_MODULE@$PROVISIONER_VERSION"; exit 1; }
+  dir="$(provisioner_module_dir)"
   local work="$CACHE_ROOT/src/external-provisioner-$PROVISIONER_VERSION"
   rm -rf "$work"
   mkdir -p "$work"
@@ -87,6 +102,7 @@ for c in "${components[@]}"; do
   v="$(version_of "$c")"
   case "$c" in
     csi-provisioner) build_provisioner ;;
+    csi-provisioner-rbac.yaml) copy_provisioner_rbac ;;
   esac
   echo "$c $v $ASSETS_DIR/$c"
 done

@@ -1,6 +1,7 @@
 import { binariesFromScript } from './script-binaries.js';
 
-export type CsiComponent = 'csi-provisioner';
+/** csi-provisioner-rbac.yaml: external-provisioner's deploy/kubernetes/rbac.yaml at the pinned version (not a binary). */
+export type CsiComponent = 'csi-provisioner' | 'csi-provisioner-rbac.yaml';
 
 /**
  * Paths of pinned CSI sidecar binaries, provided by hack/csi-binaries.sh: built from the Go module
