@@ -1,5 +1,5 @@
-import { aborted, DONE, doublingBackoffMs, errorMessage, requeueAfter, Resources, runnableFunc } from '@topovol/shared';
-import type { CSIDriver, CSINode, CSIStorageCapacity, Logger, Node, ReconcileContext, Result, Runnable } from '@topovol/shared';
+import { aborted, DONE, doublingBackoffMs, errorMessage, requeueAfter, runnableFunc } from '@topovol/shared';
+import type { CSINode, CSIStorageCapacity, Logger, Node, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { CsiError, GrpcStatus, isUnimplemented } from '@topovol/shared/csi';
 import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
@@ -8,6 +8,7 @@ import { itemRefresh, STATUS, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
 import type { CapacityEvents, CapacityInformers, CapacityLoopClient, CapacityQueue, CapacityStatusPublisher } from './capacity-loop-deps.js';
 import { capacityMetrics } from './capacity-metrics.js';
+import { warnOnDriver } from './driver-warning.js';
 import { registerCapacityTriggers } from './capacity-triggers.js';
 import type { CapacityItem } from './objects/capacity-item.js';
 import { EPHEMERAL_CLASS, itemKey } from './objects/capacity-item.js';
@@ -21,11 +22,10 @@ import { ObjectActuator } from './objects/object-actuator.js';
 import { planItem } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
-import { formatSegment } from './pools/pool-coverage.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
 import type { PlacedNode } from './segments/compute-segments.js';
-import { KeptRegistration } from './segments/kept-registration.js';
+import { csiNodeLookup, KeptRegistration } from './segments/kept-registration.js';
 import { selfExcludedNodes, unsegmentedNodes } from './segments/unsegmented-nodes.js';
 import { uniqueSegments } from './segments/segment.js';
 import type { SegmentMode } from './segments/segment-mode.js';
@@ -106,7 +106,7 @@ export class CapacityLoop {
     this.calls = new CallSlots(opts.callSlots ?? 4);
     this.unsupported = new UnimplementedVerdict(opts.unimplementedRetryMs ?? 10 * 60_000, this.now);
     this.problems = new ProblemReporter(events, log);
-    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)) }, opts.dryRun, this.now);
+    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)), refused: (m) => this.writesRefused(m) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
     // Only where a node counts once the driver is registered (not with anyNode, which never looks).
     const registers = opts.mode.kind === 'csinode' || !opts.mode.anyNode;
@@ -149,7 +149,7 @@ export class CapacityLoop {
   private async sync(ctx: ReconcileContext): Promise<number> {
     const only = this.opts.onlyNode;
     const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
-    const csiNodeOf = this.csiNodeLookup();
+    const csiNodeOf = csiNodeLookup(this.kept, this.inf.csiNodes.cache);
     const placed = placeNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
     const segments = uniqueSegments(placed.map((p) => p.segment));
     // domains mode only: there a segment's own nodes never carry the next domain key, so leaving
@@ -181,7 +181,7 @@ export class CapacityLoop {
       if (this.desired.items.has(key)) continue;
       this.state.delete(key);
       const gone = before.items.get(key);
-      if (gone) capacityMetrics.forget(this.metricLabels(gone.item));
+      if (gone) capacityMetrics.forget(this.opts.driverName, gone.item);
     }
     this.reportProblems(nodes, placed, csiNodeOf);
     // Per node, before the driver has registered here: its objects wait for it (kept-registration.ts).
@@ -305,7 +305,7 @@ export class CapacityLoop {
     st.error = undefined;
     st.failures = 0;
     st.retryAt = undefined;
-    capacityMetrics.measured(this.metricLabels(d.item), measured.available);
+    capacityMetrics.measured(this.opts.driverName, d.item, measured.available);
     if (changed) this.queue.add(STATUS);
   }
 
@@ -332,26 +332,19 @@ export class CapacityLoop {
     for (const a of planItem(this.opts.identity, item, measured, objects)) await this.objects.execute(ctx, a);
   }
 
-  private metricLabels(item: CapacityItem): { driver: string; storage_class: string; segment: string; pool: string } {
-    return { driver: this.opts.driverName, storage_class: item.storageClassName, segment: formatSegment(item.segment), pool: item.pool };
-  }
-
   private driverUnsupported(message: string, asked: number): void {
     const verdict = this.unsupported.record(message, asked);
     if (verdict.kind !== 'first') return;
     this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it until it does', { driver: this.opts.driverName, error: message, retryInMs: verdict.retryInMs });
-    // Once, on the CSIDriver object if there is one, where `kubectl describe csidriver` shows it.
-    this.writeClient
-      .get<CSIDriver>(Resources.csiDrivers, this.opts.driverName)
-      .then((d) => this.events.event(d, 'Warning', 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`))
-      .catch(() => undefined);
+    warnOnDriver(this.writeClient, this.events, this.opts.driverName, 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`);
     this.queue.add(STATUS);
   }
 
-  /** The CSINodes a sync places nodes with; per node, with the driver's kept registration. */
-  private csiNodeLookup(): (name: string) => CSINode | undefined {
-    const kept = this.kept;
-    return kept ? (n) => kept.csiNodeOf(this.inf.csiNodes.cache.get(n)) : (n) => this.inf.csiNodes.cache.get(n);
+  /** Once per episode of refused CSIStorageCapacity writes (ObjectActuator.refusal). */
+  private writesRefused(message: string): void {
+    this.log.error('CSIStorageCapacity writes refused: the published figures go stale until they are allowed', { driver: this.opts.driverName, error: message });
+    warnOnDriver(this.writeClient, this.events, this.opts.driverName, 'CapacityWritesRefused', message);
+    this.queue.add(STATUS);
   }
 
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
@@ -395,6 +388,7 @@ export class CapacityLoop {
       measured: [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length,
       failing: [...this.state.values()].find((s) => s.error)?.error,
       unsupported: this.unsupported.message,
+      refused: this.objects.refusal,
       problems: this.desired.problems,
       ...(this.opts.otherPublisherObjects ? { others: { driverName: this.opts.driverName, objects: this.opts.otherPublisherObjects() } } : {}),
     });

@@ -1,4 +1,6 @@
 import { counter, gauge } from '@topovol/shared';
+import type { CapacityItem } from './objects/capacity-item.js';
+import { formatSegment } from './pools/pool-coverage.js';
 
 // external-provisioner's names (pkg/capacity), unprefixed, so its dashboards work for Topovol too.
 const desiredGoal = gauge({
@@ -18,7 +20,15 @@ const objectWrites = counter<'verb'>({
   help: 'Writes of CSIStorageCapacity objects by verb (create, update, delete); flat while nothing changes.',
   labelNames: ['verb'],
 });
-for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0);
+const writesRefused = counter<'verb'>({
+  name: 'topovol_capacity_object_writes_refused_total',
+  help: 'CSIStorageCapacity writes the API server refused with 403, by verb: the loop may not write in --capacity-namespace, and the published figures go stale.',
+  labelNames: ['verb'],
+});
+for (const verb of ['create', 'update', 'delete']) {
+  objectWrites.inc({ verb }, 0);
+  writesRefused.inc({ verb }, 0);
+}
 
 const available = gauge<'driver' | 'storage_class' | 'segment' | 'pool'>({
   name: 'topovol_capacity_available_bytes',
@@ -26,12 +36,15 @@ const available = gauge<'driver' | 'storage_class' | 'segment' | 'pool'>({
   labelNames: ['driver', 'storage_class', 'segment', 'pool'],
 });
 
+/** An item's labels on topovol_capacity_available_bytes. */
+const itemLabels = (driver: string, item: CapacityItem): { driver: string; storage_class: string; segment: string; pool: string } => ({ driver, storage_class: item.storageClassName, segment: formatSegment(item.segment), pool: item.pool });
+
 export const capacityMetrics = {
-  measured(labels: { driver: string; storage_class: string; segment: string; pool: string }, bytes: bigint): void {
-    available.set(labels, Number(bytes));
+  measured(driver: string, item: CapacityItem, bytes: bigint): void {
+    available.set(itemLabels(driver, item), Number(bytes));
   },
-  forget(labels: { driver: string; storage_class: string; segment: string; pool: string }): void {
-    available.remove(labels);
+  forget(driver: string, item: CapacityItem): void {
+    available.remove(itemLabels(driver, item));
   },
   setObjectCounts(goal: number, current: number, obsoleteCount: number): void {
     desiredGoal.set(goal);
@@ -40,5 +53,8 @@ export const capacityMetrics = {
   },
   wrote(verb: 'create' | 'update' | 'delete'): void {
     objectWrites.inc({ verb });
+  },
+  refused(verb: 'create' | 'update' | 'delete'): void {
+    writesRefused.inc({ verb });
   },
 };

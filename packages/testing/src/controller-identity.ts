@@ -60,28 +60,41 @@ export const controllerUser = (controller: string): string => serviceAccountUser
  * runs it with `--capacity-namespace` elsewhere would (docs/install.md); the generated RBAC binds
  * them in the install namespace only. Resolves once RBAC allows the probe there.
  */
-export async function bindNamespacedRules(controller: string, namespace: string, probe: { group: string; resource: string; verb: string }, controlPlane?: ControlPlane): Promise<void> {
-  const cp = controlPlane ?? (await sharedControlPlane());
+export async function bindNamespacedRules(controller: string, namespace: string, probe: AccessProbe, opts: { serviceAccount?: string; controlPlane?: ControlPlane } = {}): Promise<void> {
+  const cp = opts.controlPlane ?? (await sharedControlPlane());
   await installGeneratedRbac(cp);
   const admin = cp.adminClient();
   const role = namespacedRoleName({ name: controller });
-  const sa = `topovol-${controller}`;
+  const sa = opts.serviceAccount ?? `topovol-${controller}`;
   try {
     await admin.create(Resources.roleBindings, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
-      metadata: { name: role, namespace },
+      metadata: { name: sa === `topovol-${controller}` ? role : `${role}-${sa}`, namespace },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
       subjects: [{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }],
     } as never);
   } catch (err) {
     if (!isAlreadyExists(err)) throw err;
   }
+  await accessAllowed(admin, sa, { namespace, ...probe });
+}
+
+/** One request's attributes, as a SubjectAccessReview asks about them. */
+export interface AccessProbe {
+  group: string;
+  resource: string;
+  verb: string;
+  namespace?: string;
+}
+
+/** Resolves once RBAC allows the install namespace's ServiceAccount `sa` the probe (its bindings seen). */
+export async function accessAllowed(admin: KubeClient, sa: string, probe: AccessProbe): Promise<void> {
   const groups = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
   await eventually(async () => {
     const review = await admin.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: serviceAccountUser(sa), groups, resourceAttributes: { namespace, ...probe } } },
+      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: serviceAccountUser(sa), groups, resourceAttributes: probe } },
     });
-    if (review.status?.allowed !== true) throw new Error(`RBAC has not seen ${role} in ${namespace} yet`);
+    if (review.status?.allowed !== true) throw new Error(`RBAC does not allow ${sa} ${probe.verb} ${probe.resource}${probe.namespace ? ` in ${probe.namespace}` : ''} yet`);
   });
 }

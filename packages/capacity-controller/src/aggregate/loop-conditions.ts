@@ -11,6 +11,8 @@ export interface LoopHealth {
   failing?: string;
   /** Why the driver does not answer GetCapacity, while it does not. */
   unsupported?: string;
+  /** Why CSIStorageCapacity writes are refused, while they are (ObjectActuator.refusal). */
+  refused?: string;
   problems: readonly ClassProblem[];
   /** The driver's objects another publisher manages (otherPublishersSelector); absent: not watched. */
   others?: { driverName: string; objects: readonly CSIStorageCapacity[] };
@@ -18,8 +20,11 @@ export interface LoopHealth {
 
 /** The conditions of the central loop's aggregated status: Ready, whether pools cover every domain, and whether it publishes alone. */
 export function loopConditions(h: LoopHealth): StatusCondition[] {
+  // Refused writes first: whatever the driver answers, kube-scheduler reads stale figures.
   const ready: StatusCondition =
-    h.unsupported !== undefined
+    h.refused !== undefined
+      ? { type: 'Ready', status: 'False', reason: 'WritesRefused', message: h.refused }
+      : h.unsupported !== undefined
       ? { type: 'Ready', status: 'False', reason: 'GetCapacityUnimplemented', message: h.unsupported }
       : h.failing !== undefined
         ? { type: 'Ready', status: 'False', reason: 'GetCapacityFailed', message: h.failing }

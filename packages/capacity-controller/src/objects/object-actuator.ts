@@ -1,4 +1,4 @@
-import { isConflict, isNotFound, Resources } from '@topovol/shared';
+import { errorMessage, isConflict, isForbidden, isNotFound, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, ReconcileContext } from '@topovol/shared';
 import { capacityMetrics } from '../capacity-metrics.js';
 import { itemKey } from './capacity-item.js';
@@ -23,6 +23,8 @@ export interface ActuatorCallbacks {
   replan: () => void;
   /** An item's object turned out to be gone: plan the item again (its figure is still current). */
   retryItem: (key: string) => void;
+  /** The first write refused (403) since writes last succeeded, with what to do about it. */
+  refused: (message: string) => void;
 }
 
 /**
@@ -65,7 +67,32 @@ export class ObjectActuator {
     for (const key of itemKeyOfObject(o)) if (this.expected.get(key)?.object.metadata?.name === o.metadata?.name) this.expected.delete(key);
   }
 
+  /**
+   * Why writes are refused, from the first refusal until a write succeeds: an RBAC that does not
+   * reach --capacity-namespace (docs/install.md, "RBAC"). The figures the scheduler reads then go
+   * stale; the loop says so on its status (Ready=False) rather than only in its log.
+   */
+  get refusal(): string | undefined {
+    return this.refused;
+  }
+
+  private refused: string | undefined;
+
   async execute(ctx: ReconcileContext, a: ObjectAction): Promise<void> {
+    try {
+      await this.write(ctx, a);
+      if (!this.dryRun) this.refused = undefined;
+    } catch (err) {
+      if (!isForbidden(err)) throw err;
+      capacityMetrics.refused(a.kind);
+      const first = this.refused === undefined;
+      this.refused = `CSIStorageCapacity ${a.kind} in namespace ${this.namespace} refused: ${errorMessage(err)}; bind ClusterRole topovol-capacity-namespaced to this loop's ServiceAccount in that namespace (docs/install.md, "RBAC")`;
+      if (first) this.loop.refused(this.refused);
+      throw err;
+    }
+  }
+
+  private async write(ctx: ReconcileContext, a: ObjectAction): Promise<void> {
     if (this.dryRun) {
       ctx.log.info('dry run: would write CSIStorageCapacity', { action: a.kind, name: a.object.metadata?.name, storageClass: a.object.storageClassName, capacity: a.object.capacity });
       return;

@@ -64,3 +64,8 @@ export class KeptRegistration {
     return true;
   }
 }
+
+/** The CSINodes a sync places nodes with: per node, with the driver's kept registration (if any). */
+export function csiNodeLookup(kept: KeptRegistration | undefined, csiNodes: { get(name: string): CSINode | undefined }): (name: string) => CSINode | undefined {
+  return kept ? (n) => kept.csiNodeOf(csiNodes.get(n)) : (n) => csiNodes.get(n);
+}

@@ -6,7 +6,8 @@ import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
-import { capacityObjects, metricValue } from './capacity-harness.js';
+import { bindCapacityRules, capacityObjects, installedCapacityIdentity, metricValue, RunningCapacity } from './capacity-harness.js';
+import { createCSIDriver } from './status-helpers.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
 const ZONE = 'topology.kubernetes.io/zone';
@@ -124,5 +125,38 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
     await canaryFollows();
     driver.setCapacity({ [ZONE]: 'neg' }, 2n * GiB);
     await eventually(async () => expect(await figures()).to.include(`fast {"${ZONE}":"neg"}=2Gi`));
+  });
+  it('a --capacity-namespace where the loop may not write (its namespaced role not bound there): Ready=False WritesRefused with the fix, a Warning on the CSIDriver, counted errors; once bound, the objects appear', async function () {
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addClass('fast');
+    await createCSIDriver(admin, driverName);
+    const identity = await installedCapacityIdentity();
+    try {
+      const errors = await metricValue('controller_runtime_reconcile_errors_total', { controller: 'capacity' });
+      const refused = await metricValue('topovol_capacity_object_writes_refused_total', { verb: 'create' });
+      tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms'], { client: identity.client }, { bind: false });
+      await eventually(async () => {
+        const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
+        expect([ready?.status, ready?.reason]).to.deep.equal(['False', 'WritesRefused']);
+        expect(ready?.message).to.contain(`namespace ${ns} refused`).and.contain('topovol-capacity-namespaced');
+        expect((await events(driverName)).join('\n')).to.match(/Warning\/CapacityWritesRefused: CSIStorageCapacity create in namespace .* refused: .*forbidden/);
+      });
+      expect(await metricValue('controller_runtime_reconcile_errors_total', { controller: 'capacity' })).to.be.above(errors);
+      expect(await metricValue('topovol_capacity_object_writes_refused_total', { verb: 'create' })).to.be.above(refused);
+      expect(await figures(), 'nothing could be written').to.deep.equal([]);
+      // The operator binds the role (docs/install.md): the loop retries, publishes, and is Ready.
+      await bindCapacityRules(ns, identity.serviceAccount);
+      await eventually(async () => {
+        expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]);
+        const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
+        expect([ready?.status, ready?.reason]).to.deep.equal(['True', 'AllMeasured']);
+      }, 60_000);
+    } finally {
+      await tb.loop?.stop();
+      tb.loop = undefined;
+      await identity.cleanup();
+      await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { capacityDescriptor } from '../../src/capacity-descriptor.js';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,15 +7,16 @@ import { metricsRegistry, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/testing/csi-test-driver';
-import { bindNamespacedRules, csiBinaries, InProcessLoop, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
+import { accessAllowed, bindNamespacedRules, csiBinaries, InProcessLoop, INSTALL_NAMESPACE, installGeneratedRbac, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** A capacity loop in this process against the real API server, as the manager would run it. */
 export type RunningCapacity = InProcessLoop;
 export const RunningCapacity = {
-  start: async (args: string[] = [], opts?: InProcessLoopOptions): Promise<InProcessLoop> => {
+  /** `bind: false`: leave the namespaced rules unbound in --capacity-namespace (the operator who forgot). */
+  start: async (args: string[] = [], opts?: InProcessLoopOptions, { bind = true }: { bind?: boolean } = {}): Promise<InProcessLoop> => {
     const ns = args.find((a) => a.startsWith(NAMESPACE_FLAG))?.slice(NAMESPACE_FLAG.length);
-    if (ns) await bindCapacityRules(ns);
+    if (ns && bind) await bindCapacityRules(ns);
     return InProcessLoop.start(capacityDescriptor, ['--concurrent-workers=4', '--capacity-ownerref-level=-1', ...args], opts);
   },
 };
@@ -26,8 +28,36 @@ const NAMESPACE_FLAG = '--capacity-namespace=';
  * its ServiceAccount in a test's namespace, as docs/install.md asks of an operator who sets
  * --capacity-namespace to another namespace than the install one.
  */
-export function bindCapacityRules(namespace: string): Promise<void> {
-  return bindNamespacedRules('capacity', namespace, { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'create' });
+export function bindCapacityRules(namespace: string, serviceAccount?: string): Promise<void> {
+  return bindNamespacedRules('capacity', namespace, { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'create' }, { serviceAccount });
+}
+
+/**
+ * A ServiceAccount of the install namespace with the capacity loop's bindings as installed (its
+ * ClusterRole; its namespaced role in the install namespace only), under a name of its own: tests
+ * that provoke refusals use it, since the end-of-run RBAC check requires the loop's own
+ * ServiceAccount never refused.
+ */
+export async function installedCapacityIdentity(): Promise<{ serviceAccount: string; client: KubeClient; cleanup: () => Promise<void> }> {
+  const cp = await sharedControlPlane();
+  await installGeneratedRbac(cp);
+  const admin = cp.adminClient();
+  const sa = `capacity-installed-${randomBytes(3).toString('hex')}`;
+  const subjects = [{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }];
+  await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: INSTALL_NAMESPACE } });
+  await admin.create(Resources.clusterRoleBindings, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: sa }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'topovol-capacity' }, subjects } as never);
+  await bindCapacityRules(INSTALL_NAMESPACE, sa);
+  await accessAllowed(admin, sa, { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'list' });
+  const client = await cp.serviceAccountClient(INSTALL_NAMESPACE, sa);
+  return {
+    serviceAccount: sa,
+    client,
+    cleanup: async () => {
+      client.close();
+      await admin.delete(Resources.clusterRoleBindings, sa).catch(() => undefined);
+      await admin.delete(Resources.serviceAccounts, sa, INSTALL_NAMESPACE).catch(() => undefined);
+    },
+  };
 }
 
 /** The project's CSI test driver on a fresh unix socket. */

@@ -157,6 +157,7 @@ describe('capacity decision edges (a mutation run of the capacity controller): t
   describe('the loop conditions and problems', function () {
     const base: LoopHealth = { total: 2, measured: 2, problems: [] };
     const ready: { name: string; h: Partial<LoopHealth>; want: [string, string] }[] = [
+      { name: 'refused writes come before everything the driver says (kube-scheduler reads stale figures)', h: { refused: 'forbidden', unsupported: 'Unimplemented', failing: 'boom', measured: 1 }, want: ['False', 'WritesRefused'] },
       { name: 'GetCapacity unimplemented comes before a failure', h: { measured: 0, unsupported: 'Unimplemented', failing: 'boom' }, want: ['False', 'GetCapacityUnimplemented'] },
       { name: 'a failing call comes before measuring', h: { measured: 1, failing: 'boom' }, want: ['False', 'GetCapacityFailed'] },
       { name: 'some not measured yet', h: { measured: 1 }, want: ['False', 'Measuring'] },

@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import { quantityBytes, Resources } from '@topovol/shared';
-import type { CSIStorageCapacity } from '@topovol/shared';
+import { KubeApiError, quantityBytes, Resources } from '@topovol/shared';
+import type { CSIStorageCapacity, KubeObject, ResourceType } from '@topovol/shared';
 import { itemKey } from '../../src/objects/capacity-item.js';
 import type { CapacityItem } from '../../src/objects/capacity-item.js';
 import { newCapacityObject } from '../../src/objects/capacity-object.js';
 import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
 import { ObjectActuator, PENDING_TRUST_MS } from '../../src/objects/object-actuator.js';
+import type { CapacityObjectWriter } from '../../src/objects/object-actuator.js';
 import { FakeObjectStore, testContext } from './capacity-fakes.js';
 
 const DRIVER = 'test.csi.topovol.io';
@@ -23,7 +24,7 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
   let replans: number;
   let retried: string[];
   let now: number;
-  const actuator = (dryRun = false): ObjectActuator => new ObjectActuator(store, NS, { replan: () => replans++, retryItem: (k) => retried.push(k) }, dryRun, () => now);
+  const actuator = (dryRun = false): ObjectActuator => new ObjectActuator(store, NS, { replan: () => replans++, retryItem: (k) => retried.push(k), refused: () => undefined }, dryRun, () => now);
   const seeded = (capacity: bigint): CSIStorageCapacity => {
     const o = newCapacityObject(id, item, { available: capacity });
     return store.seed(R, { ...o, metadata: { ...o.metadata, name: 'csisc-a' } });
@@ -127,5 +128,36 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
     expect(capacities(store)).to.deep.equal([['csisc-a', 5n * GiB]]);
     expect(store.list<CSIStorageCapacity>(R)[0]?.metadata?.resourceVersion).to.equal(old.metadata?.resourceVersion);
     expect(a.pending(itemKey(item))).to.equal(undefined);
+  });
+  it('a refused write (403) is reported once per episode, kept as the refusal until a write succeeds, and still thrown for the runner to retry', async function () {
+    let forbid = true;
+    const reports: string[] = [];
+    const forbidden = (): KubeApiError =>
+      KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: `csistoragecapacities is forbidden: User "system:serviceaccount:topovol-system:topovol-capacity" cannot create resource "csistoragecapacities" in API group "storage.k8s.io" in the namespace "${NS}"` }));
+    const writer: CapacityObjectWriter = {
+      create: <T extends KubeObject>(r: ResourceType, o: T): Promise<T> => (forbid ? Promise.reject(forbidden()) : store.create(r, o)),
+      replace: (r, o) => store.replace(r, o),
+      delete: (r, name, ns, opts) => store.delete(r, name, ns, opts),
+    };
+    const a = new ObjectActuator(writer, NS, { replan: () => undefined, retryItem: () => undefined, refused: (m) => reports.push(m) }, false, () => now);
+    const create = (): Promise<void> => a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: GiB }) });
+    for (let i = 0; i < 3; i++) {
+      let thrown: unknown;
+      await create().catch((e: unknown) => (thrown = e));
+      expect(thrown, 'thrown, so the runner logs, counts and retries it').to.be.instanceOf(KubeApiError);
+    }
+    expect(reports, 'once for the episode').to.have.length(1);
+    expect(reports[0]).to.contain(`create in namespace ${NS} refused`).and.contain('cannot create resource "csistoragecapacities"').and.contain('topovol-capacity-namespaced');
+    expect(a.refusal).to.equal(reports[0]);
+    expect(capacities(store)).to.deep.equal([]);
+    // Allowed again (the RoleBinding made): the object is written and the refusal is over.
+    forbid = false;
+    await create();
+    expect(capacities(store)).to.have.length(1);
+    expect(a.refusal).to.equal(undefined);
+    // A later refusal is a new episode, reported again.
+    forbid = true;
+    await a.execute(testContext(), { kind: 'create', item: { ...item, pool: 'p2' }, object: newCapacityObject(id, { ...item, pool: 'p2' }, { available: GiB }) }).catch(() => undefined);
+    expect(reports).to.have.length(2);
   });
 });
