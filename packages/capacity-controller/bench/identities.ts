@@ -89,7 +89,7 @@ export async function provisionerIdentity(cp: ControlPlane, admin: KubeClient): 
 
 /**
  * The capacity loop's ServiceAccount with the generated RBAC (config/rbac), as installed. The
- * descriptor's rules are bound too: config/rbac is rendered from them by hack/generate.mjs, and
+ * descriptor's rules (its namespaced ones here cluster-wide) are bound too: config/rbac is rendered from them by hack/generate.mjs, and
  * binding them keeps the bench running the built loop while a descriptor edit awaits
  * regeneration (whether config/rbac is complete is the RBAC tests' business, not this bench's).
  */
@@ -98,7 +98,7 @@ export async function topovolIdentity(cp: ControlPlane, admin: KubeClient): Prom
   const [ns, name] = controllerUser('capacity').split(':').slice(2) as [string, string];
   const role = 'topovol-capacity-bench-descriptor';
   await createAll(admin, [
-    { apiVersion: RBAC, kind: 'ClusterRole', metadata: { name: role }, rules: capacityDescriptor.rbac ?? [] } as KubeObject,
+    { apiVersion: RBAC, kind: 'ClusterRole', metadata: { name: role }, rules: [...(capacityDescriptor.rbac ?? []), ...(capacityDescriptor.namespacedRbac ?? [])] } as KubeObject,
     { apiVersion: RBAC, kind: 'ClusterRoleBinding', metadata: { name: role }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role } } as KubeObject,
   ]);
   return { user: controllerUser('capacity'), kubeconfig };
