@@ -59,10 +59,12 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       expect(v.subresources?.status).to.deep.equal({});
       expect((v.additionalPrinterColumns ?? []).map((c) => [c.name, c.jsonPath])).to.deep.equal([
         ['Driver', '.spec.driverName'],
+        ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
         ['Classes', '.status.classCount'],
         ['Pools', '.status.poolCount'],
         ['Total', '.status.totalCapacity'],
         ['Age', '.metadata.creationTimestamp'],
+        ['Reason', '.status.conditions[?(@.type=="Ready")].reason'],
       ]);
       const storage = v.schema!.openAPIV3Schema!.properties!.status!.properties!.storage!;
       expect(storage['x-kubernetes-list-type']).to.equal('map');
@@ -200,8 +202,9 @@ describe('capacity status: CSIDriverCapacity CRD and writers (real API server)',
       const table = await admin.request<{ columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] }>('GET', `/apis/topovol.io/v1alpha1/csidrivercapacities/${name}`, {
         headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' },
       });
-      expect(table.columnDefinitions.map((c) => c.name)).to.deep.equal(['Name', 'Driver', 'Classes', 'Pools', 'Total', 'Age']);
-      expect(table.rows[0]!.cells.slice(0, 5)).to.deep.equal([name, name, 2, 3, '7Gi']);
+      expect(table.columnDefinitions.map((c) => c.name)).to.deep.equal(['Name', 'Driver', 'Ready', 'Classes', 'Pools', 'Total', 'Age', 'Reason']);
+      const cells = table.rows[0]!.cells;
+      expect([...cells.slice(0, 6), cells[7]]).to.deep.equal([name, name, 'True', 2, 3, '7Gi', 'CapacityKnown']);
 
       // A dropped class is released (SSA removes what the manager no longer applies), and so are
       // the shard entries of shards left empty.
