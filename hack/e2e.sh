@@ -6,6 +6,6 @@ source "$(dirname "$0")/lib/bootstrap.sh"
 bootstrap
 echo "==> control-plane and CSI binaries" >&2
 bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager >&2
-bash hack/csi-binaries.sh >&2
+bash hack/csi-binaries.sh csi-provisioner csi-provisioner-rbac.yaml >&2
 echo "==> end-to-end suite" >&2
 pnpm run --silent test:e2e "$@"

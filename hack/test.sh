@@ -12,7 +12,7 @@ echo "==> prometheus and promtool (Debian's package)" >&2
 bash hack/lib/ensure-prometheus.sh
 echo "==> control-plane binaries" >&2
 bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl >&2
-bash hack/csi-binaries.sh >&2
+bash hack/csi-binaries.sh csi-provisioner csi-provisioner-rbac.yaml >&2
 bash hack/helm-binary.sh >&2
 # After the binaries: dist/install.yaml is kubectl kustomize's output, with the pinned kubectl.
 echo "==> generated files (config/rbac, config/manager, docs/reference, charts/topovol, dist/install.yaml)" >&2

@@ -18,7 +18,7 @@ import type { MeasuredCapacity, ObjectIdentity } from './objects/capacity-object
 import { itemKeyOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
-import { ObjectActuator } from './objects/object-actuator.js';
+import { ITEM_TARGET, ObjectActuator } from './objects/object-actuator.js';
 import { planItem } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
@@ -106,7 +106,7 @@ export class CapacityLoop {
     this.calls = new CallSlots(opts.callSlots ?? 4);
     this.unsupported = new UnimplementedVerdict(opts.unimplementedRetryMs ?? 10 * 60_000, this.now);
     this.problems = new ProblemReporter(events, log);
-    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)), refused: (m) => this.writesRefused(m) }, opts.dryRun, this.now);
+    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)), refused: (m, verb, first) => this.writesRefused(m, verb, first), cleared: () => this.queue.add(STATUS) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
     // Only where a node counts once the driver is registered (not with anyNode, which never looks).
     const registers = opts.mode.kind === 'csinode' || !opts.mode.anyNode;
@@ -188,7 +188,9 @@ export class CapacityLoop {
     // Objects of a class gone or made for an earlier one still go (as upstream's onSCDelete).
     const waiting = this.kept?.waitsForRegistration(placed.length === 0 && nodes.some((n) => !n.metadata?.deletionTimestamp));
     const view = this.view();
-    for (const a of obsoleteObjects(view, objectKeys(view))) if (!waiting || classGone(view, a.object)) await this.objects.execute(ctx, a);
+    const obsolete = obsoleteObjects(view, objectKeys(view));
+    for (const a of obsolete) if (!waiting || classGone(view, a.object)) await this.objects.execute(ctx, a);
+    this.objects.settleUnowed(this.desired.items, obsolete.map((a) => a.object));
     this.queue.add(STATUS);
     ctx.log.debug('synced', { segments: segments.length, items: this.desired.items.size });
     return this.opts.pollIntervalMs;
@@ -329,7 +331,8 @@ export class CapacityLoop {
     const objects = currentObjects(this.view(), key, item.storageClassName);
     const pending = this.objects.pending(key);
     if (pending && !objects.some((o) => o.metadata?.name === pending.metadata?.name)) objects.push(pending);
-    for (const a of planItem(this.opts.identity, item, measured, objects)) await this.objects.execute(ctx, a);
+    for (const a of planItem(this.opts.identity, item, measured, objects)) await this.objects.execute(ctx, a, ITEM_TARGET(key));
+    this.objects.settled((t) => t === ITEM_TARGET(key));
   }
 
   private driverUnsupported(message: string, asked: number): void {
@@ -340,8 +343,10 @@ export class CapacityLoop {
     this.queue.add(STATUS);
   }
 
-  /** Once per episode of refused CSIStorageCapacity writes (ObjectActuator.refusal). */
-  private writesRefused(message: string): void {
+  /** Each denied CSIStorageCapacity write is counted; the first of an episode (ObjectActuator.refusal) is reported. */
+  private writesRefused(message: string, verb: 'create' | 'update' | 'delete', first: boolean): void {
+    capacityMetrics.refused(this.opts.driverName, verb);
+    if (!first) return;
     this.log.error('CSIStorageCapacity writes refused: the published figures go stale until they are allowed', { driver: this.opts.driverName, error: message });
     warnOnDriver(this.writeClient, this.events, this.opts.driverName, 'CapacityWritesRefused', message);
     this.queue.add(STATUS);

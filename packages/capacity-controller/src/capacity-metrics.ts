@@ -20,15 +20,12 @@ const objectWrites = counter<'verb'>({
   help: 'Writes of CSIStorageCapacity objects by verb (create, update, delete); flat while nothing changes.',
   labelNames: ['verb'],
 });
-const writesRefused = counter<'verb'>({
+const writesRefused = counter<'driver' | 'verb'>({
   name: 'topovol_capacity_object_writes_refused_total',
-  help: 'CSIStorageCapacity writes the API server refused with 403, by verb: the loop may not write in --capacity-namespace, and the published figures go stale.',
-  labelNames: ['verb'],
+  help: 'CSIStorageCapacity writes denied by authorization, by driver and verb: the loop may not write in --capacity-namespace, and the published figures go stale.',
+  labelNames: ['driver', 'verb'],
 });
-for (const verb of ['create', 'update', 'delete']) {
-  objectWrites.inc({ verb }, 0);
-  writesRefused.inc({ verb }, 0);
-}
+for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0);
 
 const available = gauge<'driver' | 'storage_class' | 'segment' | 'pool'>({
   name: 'topovol_capacity_available_bytes',
@@ -54,7 +51,7 @@ export const capacityMetrics = {
   wrote(verb: 'create' | 'update' | 'delete'): void {
     objectWrites.inc({ verb });
   },
-  refused(verb: 'create' | 'update' | 'delete'): void {
-    writesRefused.inc({ verb });
+  refused(driver: string, verb: 'create' | 'update' | 'delete'): void {
+    writesRefused.inc({ driver, verb });
   },
 };

@@ -211,7 +211,7 @@ export function describeRuleNecessity(d: ControllerDescriptor, scenario: Necessi
     }
 
     // Namespaced rules too: here every rule is bound cluster-wide (whether a rule is needed, not
-    // where, is the question; generated-rbac-scope.test.ts holds where).
+    // where, is the question; install.test.ts holds where, with access reviews).
     const rules = [...(d.rbac ?? []), ...(d.namespacedRbac ?? [])];
     for (const atom of ruleAtoms(mergeRules(rules, d.name))) {
       it(`without "${atomLabel(atom)}" the scenario fails with Forbidden`, async function () {

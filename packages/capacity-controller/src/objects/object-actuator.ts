@@ -1,9 +1,16 @@
-import { errorMessage, isConflict, isForbidden, isNotFound, Resources } from '@topovol/shared';
+import { errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, ReconcileContext } from '@topovol/shared';
 import { capacityMetrics } from '../capacity-metrics.js';
 import { itemKey } from './capacity-item.js';
 import { itemKeyOfObject } from './capacity-object.js';
 import type { ObjectAction } from './plan-capacity-objects.js';
+import { isAuthorizationDenial, WriteRefusals } from './write-refusals.js';
+
+const ITEM_PREFIX = 'item:';
+/** The refusal target of an item's writes. */
+export const ITEM_TARGET = (key: string): string => `${ITEM_PREFIX}${key}`;
+/** The refusal target of an obsolete object's delete. */
+export const DELETE_TARGET = (name: string | undefined): string => `delete:${name ?? ''}`;
 
 /** The writes the actuator makes: nothing else of the client. */
 export type CapacityObjectWriter = Pick<KubeClient, 'create' | 'replace' | 'delete'>;
@@ -23,8 +30,10 @@ export interface ActuatorCallbacks {
   replan: () => void;
   /** An item's object turned out to be gone: plan the item again (its figure is still current). */
   retryItem: (key: string) => void;
-  /** The first write refused (403) since writes last succeeded, with what to do about it. */
-  refused: (message: string) => void;
+  /** A write denied by authorization, with what to do about it; `first`: it starts an episode. */
+  refused: (message: string, verb: ObjectAction['kind'], first: boolean) => void;
+  /** The episode ended: no target owes a denied write any more. */
+  cleared: () => void;
 }
 
 /**
@@ -68,26 +77,43 @@ export class ObjectActuator {
   }
 
   /**
-   * Why writes are refused, from the first refusal until a write succeeds: an RBAC that does not
+   * Why writes are denied, while some target's are (write-refusals.ts): an RBAC that does not
    * reach --capacity-namespace (docs/install.md, "RBAC"). The figures the scheduler reads then go
    * stale; the loop says so on its status (Ready=False) rather than only in its log.
    */
   get refusal(): string | undefined {
-    return this.refused;
+    return this.refusals.message;
   }
 
-  private refused: string | undefined;
+  private readonly refusals = new WriteRefusals();
 
-  async execute(ctx: ReconcileContext, a: ObjectAction): Promise<void> {
+  /** A pass over these targets ended without a denial: whatever was denied there is no longer owed. */
+  settled(done: (target: string) => boolean): void {
+    if (this.refusals.settledWhere(done)) this.loop.cleared();
+  }
+
+  /**
+   * After a sync: denials no pass owes any more, of items no longer desired and of objects no
+   * longer obsolete, are settled.
+   */
+  settleUnowed(desired: ReadonlyMap<string, unknown>, obsolete: readonly CSIStorageCapacity[]): void {
+    const names = new Set(obsolete.map((o) => DELETE_TARGET(o.metadata?.name)));
+    this.settled((t) => (t.startsWith(ITEM_PREFIX) ? !desired.has(t.slice(ITEM_PREFIX.length)) : !names.has(t)));
+  }
+
+  /**
+   * Carries out one write for `target` (ITEM_TARGET of the item it serves, by default DELETE_TARGET
+   * for a delete: an obsolete object's). An authorization denial is recorded, reported and thrown for the runner to
+   * retry; a write that goes through settles its target.
+   */
+  async execute(ctx: ReconcileContext, a: ObjectAction, target = a.kind === 'delete' ? DELETE_TARGET(a.object.metadata?.name) : ITEM_TARGET(itemKey(a.item))): Promise<void> {
     try {
       await this.write(ctx, a);
-      if (!this.dryRun) this.refused = undefined;
+      this.settled((t) => t === target);
     } catch (err) {
-      if (!isForbidden(err)) throw err;
-      capacityMetrics.refused(a.kind);
-      const first = this.refused === undefined;
-      this.refused = `CSIStorageCapacity ${a.kind} in namespace ${this.namespace} refused: ${errorMessage(err)}; bind ClusterRole topovol-capacity-namespaced to this loop's ServiceAccount in that namespace (docs/install.md, "RBAC")`;
-      if (first) this.loop.refused(this.refused);
+      if (!isAuthorizationDenial(err)) throw err;
+      const message = `CSIStorageCapacity ${a.kind} in namespace ${this.namespace} refused: ${errorMessage(err)}; bind ClusterRole topovol-capacity-namespaced to this loop's ServiceAccount in that namespace (docs/install.md, "RBAC")`;
+      this.loop.refused(message, a.kind, this.refusals.refused(target, message));
       throw err;
     }
   }

@@ -134,7 +134,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
     const identity = await installedCapacityIdentity();
     try {
       const errors = await metricValue('controller_runtime_reconcile_errors_total', { controller: 'capacity' });
-      const refused = await metricValue('topovol_capacity_object_writes_refused_total', { verb: 'create' });
+      const refused = await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'create' });
       tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms'], { client: identity.client }, { bind: false });
       await eventually(async () => {
         const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
@@ -143,7 +143,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
         expect((await events(driverName)).join('\n')).to.match(/Warning\/CapacityWritesRefused: CSIStorageCapacity create in namespace .* refused: .*forbidden/);
       });
       expect(await metricValue('controller_runtime_reconcile_errors_total', { controller: 'capacity' })).to.be.above(errors);
-      expect(await metricValue('topovol_capacity_object_writes_refused_total', { verb: 'create' })).to.be.above(refused);
+      expect(await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'create' })).to.be.above(refused);
       expect(await figures(), 'nothing could be written').to.deep.equal([]);
       // The operator binds the role (docs/install.md): the loop retries, publishes, and is Ready.
       await bindCapacityRules(ns, identity.serviceAccount);

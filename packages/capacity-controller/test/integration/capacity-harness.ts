@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { metricsRegistry, Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
+import type { CSIStorageCapacity, KubeClient, KubeObject, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/testing/csi-test-driver';
 import { accessAllowed, bindNamespacedRules, csiBinaries, InProcessLoop, INSTALL_NAMESPACE, installGeneratedRbac, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
@@ -54,6 +54,9 @@ export async function installedCapacityIdentity(): Promise<{ serviceAccount: str
     client,
     cleanup: async () => {
       client.close();
+      for (const rb of (await admin.list<KubeObject>(Resources.roleBindings)).items) {
+        if ((rb as KubeObject & { subjects?: { name?: string }[] }).subjects?.some((x) => x.name === sa)) await admin.delete(Resources.roleBindings, rb.metadata?.name ?? '', rb.metadata?.namespace).catch(() => undefined);
+      }
       await admin.delete(Resources.clusterRoleBindings, sa).catch(() => undefined);
       await admin.delete(Resources.serviceAccounts, sa, INSTALL_NAMESPACE).catch(() => undefined);
     },

@@ -227,7 +227,7 @@ describe('capacity decision edges (a mutation run of the capacity controller): o
 
     it('until the informer shows that object, not another of its item', async function () {
       const store = new FakeObjectStore();
-      const a = new ObjectActuator(store, NS, { replan: () => undefined, retryItem: () => undefined, refused: () => undefined }, false, () => 1_000_000);
+      const a = new ObjectActuator(store, NS, { replan: () => undefined, retryItem: () => undefined, refused: () => undefined, cleared: () => undefined }, false, () => 1_000_000);
       await a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: GiB }) });
       const created = a.pending(itemKey(item))?.metadata?.name;
       a.seen(itemKey(item), 'csisc-someone-else');
@@ -238,7 +238,7 @@ describe('capacity decision edges (a mutation run of the capacity controller): o
       const store = new FakeObjectStore();
       const o = newCapacityObject(id, item, { available: GiB });
       const older = store.seed(R, { ...o, metadata: { ...o.metadata, name: 'csisc-older' } });
-      const a = new ObjectActuator(store, NS, { replan: () => undefined, retryItem: () => undefined, refused: () => undefined }, false, () => 1_000_000);
+      const a = new ObjectActuator(store, NS, { replan: () => undefined, retryItem: () => undefined, refused: () => undefined, cleared: () => undefined }, false, () => 1_000_000);
       await a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: 2n * GiB }) });
       const created = a.pending(itemKey(item))?.metadata?.name;
       await a.execute(testContext(), { kind: 'delete', object: older, why: 'obsolete' });

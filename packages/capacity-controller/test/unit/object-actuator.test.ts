@@ -5,7 +5,7 @@ import { itemKey } from '../../src/objects/capacity-item.js';
 import type { CapacityItem } from '../../src/objects/capacity-item.js';
 import { newCapacityObject } from '../../src/objects/capacity-object.js';
 import type { ObjectIdentity } from '../../src/objects/capacity-object.js';
-import { ObjectActuator, PENDING_TRUST_MS } from '../../src/objects/object-actuator.js';
+import { ITEM_TARGET, ObjectActuator, PENDING_TRUST_MS } from '../../src/objects/object-actuator.js';
 import type { CapacityObjectWriter } from '../../src/objects/object-actuator.js';
 import { FakeObjectStore, testContext } from './capacity-fakes.js';
 
@@ -24,7 +24,7 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
   let replans: number;
   let retried: string[];
   let now: number;
-  const actuator = (dryRun = false): ObjectActuator => new ObjectActuator(store, NS, { replan: () => replans++, retryItem: (k) => retried.push(k), refused: () => undefined }, dryRun, () => now);
+  const actuator = (dryRun = false): ObjectActuator => new ObjectActuator(store, NS, { replan: () => replans++, retryItem: (k) => retried.push(k), refused: () => undefined, cleared: () => undefined }, dryRun, () => now);
   const seeded = (capacity: bigint): CSIStorageCapacity => {
     const o = newCapacityObject(id, item, { available: capacity });
     return store.seed(R, { ...o, metadata: { ...o.metadata, name: 'csisc-a' } });
@@ -129,35 +129,85 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
     expect(store.list<CSIStorageCapacity>(R)[0]?.metadata?.resourceVersion).to.equal(old.metadata?.resourceVersion);
     expect(a.pending(itemKey(item))).to.equal(undefined);
   });
-  it('a refused write (403) is reported once per episode, kept as the refusal until a write succeeds, and still thrown for the runner to retry', async function () {
-    let forbid = true;
-    const reports: string[] = [];
-    const forbidden = (): KubeApiError =>
-      KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: `csistoragecapacities is forbidden: User "system:serviceaccount:topovol-system:topovol-capacity" cannot create resource "csistoragecapacities" in API group "storage.k8s.io" in the namespace "${NS}"` }));
-    const writer: CapacityObjectWriter = {
-      create: <T extends KubeObject>(r: ResourceType, o: T): Promise<T> => (forbid ? Promise.reject(forbidden()) : store.create(r, o)),
-      replace: (r, o) => store.replace(r, o),
-      delete: (r, name, ns, opts) => store.delete(r, name, ns, opts),
+  describe('writes denied by authorization (the namespaced role not bound in --capacity-namespace)', function () {
+    const denied = (verb: string): KubeApiError =>
+      KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: `csistoragecapacities.storage.k8s.io is forbidden: User "system:serviceaccount:topovol-system:topovol-capacity" cannot ${verb} resource "csistoragecapacities" in API group "storage.k8s.io" in the namespace "${NS}"` }));
+    const quota = (): KubeApiError => KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: 'csistoragecapacities.storage.k8s.io "csisc-x" is forbidden: exceeded quota: q, requested: count/csistoragecapacities.storage.k8s.io=1' }));
+    let deny: ((verb: string) => KubeApiError | undefined) | undefined;
+    let reports: string[];
+    let counted: number;
+    let cleared: number;
+    const item2: CapacityItem = { ...item, pool: 'p2' };
+    const gated = (): ObjectActuator => {
+      const gate = <T>(verb: string, write: () => Promise<T>): Promise<T> => {
+        const err = deny?.(verb);
+        return err ? Promise.reject(err) : write();
+      };
+      const writer: CapacityObjectWriter = {
+        create: <T extends KubeObject>(r: ResourceType, o: T): Promise<T> => gate('create', () => store.create(r, o)),
+        replace: <T extends KubeObject>(r: ResourceType, o: T): Promise<T> => gate('update', () => store.replace(r, o)),
+        delete: (r, name, ns, opts) => gate('delete', () => store.delete(r, name, ns, opts)),
+      };
+      return new ObjectActuator(writer, NS, { replan: () => undefined, retryItem: () => undefined, refused: (m, _verb, first) => void (counted++, first && reports.push(m)), cleared: () => void cleared++ }, false, () => now);
     };
-    const a = new ObjectActuator(writer, NS, { replan: () => undefined, retryItem: () => undefined, refused: (m) => reports.push(m) }, false, () => now);
-    const create = (): Promise<void> => a.execute(testContext(), { kind: 'create', item, object: newCapacityObject(id, item, { available: GiB }) });
-    for (let i = 0; i < 3; i++) {
-      let thrown: unknown;
-      await create().catch((e: unknown) => (thrown = e));
-      expect(thrown, 'thrown, so the runner logs, counts and retries it').to.be.instanceOf(KubeApiError);
-    }
-    expect(reports, 'once for the episode').to.have.length(1);
-    expect(reports[0]).to.contain(`create in namespace ${NS} refused`).and.contain('cannot create resource "csistoragecapacities"').and.contain('topovol-capacity-namespaced');
-    expect(a.refusal).to.equal(reports[0]);
-    expect(capacities(store)).to.deep.equal([]);
-    // Allowed again (the RoleBinding made): the object is written and the refusal is over.
-    forbid = false;
-    await create();
-    expect(capacities(store)).to.have.length(1);
-    expect(a.refusal).to.equal(undefined);
-    // A later refusal is a new episode, reported again.
-    forbid = true;
-    await a.execute(testContext(), { kind: 'create', item: { ...item, pool: 'p2' }, object: newCapacityObject(id, { ...item, pool: 'p2' }, { available: GiB }) }).catch(() => undefined);
-    expect(reports).to.have.length(2);
+    const create = (a: ObjectActuator, it: CapacityItem): Promise<unknown> => a.execute(testContext(), { kind: 'create', item: it, object: newCapacityObject(id, it, { available: GiB }) }).catch((e: unknown) => e);
+    beforeEach(function () {
+      deny = undefined;
+      reports = [];
+      counted = 0;
+      cleared = 0;
+    });
+
+    it('each denial is counted and thrown for the runner to retry; the first of an episode is reported, with the binding to make', async function () {
+      const a = gated();
+      deny = denied;
+      for (let i = 0; i < 3; i++) expect(await create(a, item)).to.be.instanceOf(KubeApiError);
+      expect([counted, reports.length]).to.deep.equal([3, 1]);
+      expect(reports[0]).to.contain(`create in namespace ${NS} refused`).and.contain('cannot create resource "csistoragecapacities"').and.contain('topovol-capacity-namespaced');
+      expect(a.refusal).to.equal(reports[0]);
+      expect(capacities(store)).to.deep.equal([]);
+    });
+
+    it('another 403 (an exceeded quota, a webhook, a terminating namespace) is a plain error: no refusal, no advice to bind a role', async function () {
+      const a = gated();
+      deny = () => quota();
+      expect(await create(a, item)).to.be.instanceOf(KubeApiError);
+      expect([counted, a.refusal]).to.deep.equal([0, undefined]);
+    });
+
+    it("a target's denial ends when its own write goes through, not when another target's does; the episode's end is signalled once", async function () {
+      const a = gated();
+      deny = denied;
+      await create(a, item);
+      await create(a, item2);
+      deny = undefined;
+      await create(a, item2);
+      expect(a.refusal, "item's create is still owed").to.not.equal(undefined);
+      expect(cleared).to.equal(0);
+      await create(a, item);
+      expect([a.refusal, cleared]).to.deep.equal([undefined, 1]);
+      // A later denial is a new episode, reported again.
+      deny = denied;
+      await a.execute(testContext(), { kind: 'update', item, object: { ...store.list<CSIStorageCapacity>(R)[0]!, capacity: '3Gi' }, changed: ['capacity'] }).catch(() => undefined);
+      expect(reports).to.have.length(2);
+      expect(reports[1]).to.contain('update in namespace');
+    });
+
+    it('a pass that owes nothing any more settles: the item passed without a write, the item no longer desired, the object no longer obsolete', async function () {
+      const a = gated();
+      deny = denied;
+      await create(a, item);
+      a.settled((t) => t === ITEM_TARGET(itemKey(item)));
+      expect([a.refusal, cleared]).to.deep.equal([undefined, 1]);
+      await create(a, item);
+      const obsolete = seeded(GiB);
+      await a.execute(testContext(), { kind: 'delete', object: obsolete, why: 'obsolete' }).catch(() => undefined);
+      a.settleUnowed(new Map([[itemKey(item), {}]]), [obsolete]);
+      expect(a.refusal, 'both still owed').to.not.equal(undefined);
+      a.settleUnowed(new Map(), [obsolete]);
+      expect(a.refusal, 'the delete still owed').to.contain('delete in namespace');
+      a.settleUnowed(new Map(), []);
+      expect([a.refusal, cleared]).to.deep.equal([undefined, 2]);
+    });
   });
 });

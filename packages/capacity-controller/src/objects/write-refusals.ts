@@ -1,0 +1,39 @@
+import { errorMessage, isForbidden } from '@topovol/shared';
+
+/**
+ * An authorization denial (RBAC's "cannot <verb> resource"), not another 403: an exceeded quota, a
+ * terminating namespace or a webhook's denial is not cured by a RoleBinding, and stays a plain
+ * reconcile error.
+ */
+export function isAuthorizationDenial(err: unknown): boolean {
+  return isForbidden(err) && / cannot \S+ resource /.test(errorMessage(err));
+}
+
+/**
+ * CSIStorageCapacity writes the API server denied, by target (an item, or an obsolete object to
+ * delete), until the target's write goes through or a pass over it needs none any more: then the
+ * objects it stood for are current again, and a denial that no write meets any more must not keep
+ * the loop not Ready. An episode starts with the first denial while none is recorded.
+ */
+export class WriteRefusals {
+  private readonly byTarget = new Map<string, string>();
+
+  /** Records a denial; true when it starts an episode. */
+  refused(target: string, message: string): boolean {
+    const first = this.byTarget.size === 0;
+    this.byTarget.set(target, message);
+    return first;
+  }
+
+  /** Settles every target the predicate names; true when that ended the episode. */
+  settledWhere(done: (target: string) => boolean): boolean {
+    if (this.byTarget.size === 0) return false;
+    for (const t of [...this.byTarget.keys()]) if (done(t)) this.byTarget.delete(t);
+    return this.byTarget.size === 0;
+  }
+
+  /** One denial's message while any is recorded. */
+  get message(): string | undefined {
+    return this.byTarget.values().next().value;
+  }
+}
