@@ -175,7 +175,8 @@ export function renderHelmChart(input: HelmChartInput): Record<string, string> {
     const cond = d === capacity ? `or (not .Values.allInOne) ${enabledExpr(d)}` : 'not .Values.allInOne';
     files[`${DIR}/templates/rbac/${d.name}.yaml`] = templateFile(t, controllerIdentity(d), cond);
   }
-  files[`${DIR}/templates/rbac/all-in-one.yaml`] = templateFile(t, allInOneIdentity(descriptors), '.Values.allInOne');
+  // Not capacity's roles: it keeps its own ServiceAccount next to the driver, and the all-in-one process never runs it.
+  files[`${DIR}/templates/rbac/all-in-one.yaml`] = templateFile(t, allInOneIdentity(standalone), '.Values.allInOne');
 
   for (const d of standalone) {
     const name = controllerObjectName(d);

@@ -64,7 +64,8 @@ export function renderInstallFiles(input: InstallInput): Record<string, string> 
     files[`config/rbac/${d.name}.yaml`] = yamlFile(controllerIdentity(d), `The ${d.name} loop's ServiceAccount, its ClusterRole binding${d.namespacedRbac?.length ? ', the binding of its namespaced rules' : ''}, and its leader-election Role in ${INSTALL_NAMESPACE}.`);
   }
   files['config/rbac/kustomization.yaml'] = kustomization(['roles', ...descriptors.map((d) => `${d.name}.yaml`)]);
-  files['config/rbac/all-in-one/controller-manager.yaml'] = yamlFile(allInOneIdentity(descriptors), 'The single-process variant: one ServiceAccount bound to every loop\'s ClusterRole.');
+  // Not capacity's roles: it runs next to its driver under its own ServiceAccount, never in the all-in-one process.
+  files['config/rbac/all-in-one/controller-manager.yaml'] = yamlFile(allInOneIdentity(standalone), 'The single-process variant: one ServiceAccount bound to the ClusterRole of every loop it runs.');
   files['config/rbac/all-in-one/kustomization.yaml'] = kustomization(['../roles', 'controller-manager.yaml']);
 
   // Manager workloads: one Deployment per loop that needs no driver next to it. Loops '*' starts
