@@ -19,6 +19,7 @@ import { itemKeyOfObject } from './objects/capacity-object.js';
 import type { DesiredItem, DesiredOptions, DesiredState } from './objects/desired-items.js';
 import { desiredItems } from './objects/desired-items.js';
 import { ITEM_TARGET, ObjectActuator } from './objects/object-actuator.js';
+import { writeDenialReports } from './objects/write-denial-reports.js';
 import { planItem } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
@@ -106,7 +107,7 @@ export class CapacityLoop {
     this.calls = new CallSlots(opts.callSlots ?? 4);
     this.unsupported = new UnimplementedVerdict(opts.unimplementedRetryMs ?? 10 * 60_000, this.now);
     this.problems = new ProblemReporter(events, log);
-    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)), refused: (m, verb, first) => this.writesRefused(m, verb, first), cleared: () => this.queue.add(STATUS) }, opts.dryRun, this.now);
+    this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)), ...writeDenialReports({ client: writeClient, events, log, driverName: opts.driverName, statusChanged: () => this.queue.add(STATUS) }) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
     // Only where a node counts once the driver is registered (not with anyNode, which never looks).
     const registers = opts.mode.kind === 'csinode' || !opts.mode.anyNode;
@@ -314,6 +315,8 @@ export class CapacityLoop {
   private measureFailed(d: DesiredItem, st: ItemState, err: unknown, asked: number): void {
     st.dirty = true;
     if (this.stopping.signal.aborted) return;
+    // No figure to write until the driver answers: what the status says is its failure, not a denial.
+    this.objects.settled((t) => t === ITEM_TARGET(itemKey(d.item)));
     if (isUnimplemented(err)) {
       this.driverUnsupported(errorMessage(err), asked);
       return;
@@ -340,15 +343,6 @@ export class CapacityLoop {
     if (verdict.kind !== 'first') return;
     this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it until it does', { driver: this.opts.driverName, error: message, retryInMs: verdict.retryInMs });
     warnOnDriver(this.writeClient, this.events, this.opts.driverName, 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`);
-    this.queue.add(STATUS);
-  }
-
-  /** Each denied CSIStorageCapacity write is counted; the first of an episode (ObjectActuator.refusal) is reported. */
-  private writesRefused(message: string, verb: 'create' | 'update' | 'delete', first: boolean): void {
-    capacityMetrics.refused(this.opts.driverName, verb);
-    if (!first) return;
-    this.log.error('CSIStorageCapacity writes refused: the published figures go stale until they are allowed', { driver: this.opts.driverName, error: message });
-    warnOnDriver(this.writeClient, this.events, this.opts.driverName, 'CapacityWritesRefused', message);
     this.queue.add(STATUS);
   }
 

@@ -26,6 +26,13 @@ const writesRefused = counter<'driver' | 'verb'>({
   labelNames: ['driver', 'verb'],
 });
 for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0);
+// A level, not the counter: denied writes are retried with the work queue's backoff (minutes apart
+// at its cap), so a rate of denials comes and goes while the loop still owes them.
+const writesDenied = gauge<'driver'>({
+  name: 'topovol_capacity_object_writes_denied',
+  help: '1 while CSIStorageCapacity writes denied by authorization are still owed (the loop may not write in --capacity-namespace), else 0.',
+  labelNames: ['driver'],
+});
 
 const available = gauge<'driver' | 'storage_class' | 'segment' | 'pool'>({
   name: 'topovol_capacity_available_bytes',
@@ -53,5 +60,10 @@ export const capacityMetrics = {
   },
   refused(driver: string, verb: 'create' | 'update' | 'delete'): void {
     writesRefused.inc({ driver, verb });
+    writesDenied.set({ driver }, 1);
+  },
+  /** No denied write is owed any more. */
+  allowed(driver: string): void {
+    writesDenied.set({ driver }, 0);
   },
 };

@@ -102,14 +102,17 @@ export class ObjectActuator {
   }
 
   /**
-   * Carries out one write for `target` (ITEM_TARGET of the item it serves, by default DELETE_TARGET
-   * for a delete: an obsolete object's). An authorization denial is recorded, reported and thrown for the runner to
+   * Carries out one write, for `passTarget` (ITEM_TARGET of the item whose pass it is; its caller
+   * settles it once the pass is done) or else for its own target (DELETE_TARGET of an obsolete
+   * object, settled when the write goes through). An authorization denial is recorded, reported and thrown for the runner to
    * retry; a write that goes through settles its target.
    */
-  async execute(ctx: ReconcileContext, a: ObjectAction, target = a.kind === 'delete' ? DELETE_TARGET(a.object.metadata?.name) : ITEM_TARGET(itemKey(a.item))): Promise<void> {
+  async execute(ctx: ReconcileContext, a: ObjectAction, passTarget?: string): Promise<void> {
+    const target = passTarget ?? (a.kind === 'delete' ? DELETE_TARGET(a.object.metadata?.name) : ITEM_TARGET(itemKey(a.item)));
     try {
       await this.write(ctx, a);
-      this.settled((t) => t === target);
+      // A pass's target settles at the pass's end (another of its writes may still be denied).
+      if (passTarget === undefined) this.settled((t) => t === target);
     } catch (err) {
       if (!isAuthorizationDenial(err)) throw err;
       const message = `CSIStorageCapacity ${a.kind} in namespace ${this.namespace} refused: ${errorMessage(err)}; bind ClusterRole topovol-capacity-namespaced to this loop's ServiceAccount in that namespace (docs/install.md, "RBAC")`;

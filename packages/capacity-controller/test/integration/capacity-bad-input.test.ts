@@ -144,6 +144,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
       });
       expect(await metricValue('controller_runtime_reconcile_errors_total', { controller: 'capacity' })).to.be.above(errors);
       expect(await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'create' })).to.be.above(refused);
+      expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName }), 'the alert reads this level').to.equal(1);
       expect(await figures(), 'nothing could be written').to.deep.equal([]);
       // The operator binds the role (docs/install.md): the loop retries, publishes, and is Ready.
       await bindCapacityRules(ns, identity.serviceAccount);
@@ -151,6 +152,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
         expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]);
         const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
         expect([ready?.status, ready?.reason]).to.deep.equal(['True', 'AllMeasured']);
+        expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName })).to.equal(0);
       }, 60_000);
     } finally {
       await tb.loop?.stop();

@@ -193,6 +193,19 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
       expect(reports[1]).to.contain('update in namespace');
     });
 
+    it("within an item's pass, a write that goes through does not settle the item: a later write of the same pass may still be denied (one episode, not two)", async function () {
+      const a = gated();
+      deny = denied;
+      await create(a, item);
+      deny = (verb) => (verb === 'update' ? denied(verb) : undefined);
+      const pass = ITEM_TARGET(itemKey(item));
+      const duplicate = seeded(GiB);
+      await a.execute(testContext(), { kind: 'delete', object: duplicate, why: 'duplicate' }, pass);
+      expect([a.refusal === undefined, cleared], 'the delete went through, the pass is not over').to.deep.equal([false, 0]);
+      await a.execute(testContext(), { kind: 'update', item, object: { ...duplicate, capacity: '2Gi' }, changed: ['capacity'] }, pass).catch(() => undefined);
+      expect(reports, 'still the first episode').to.have.length(1);
+    });
+
     it('a pass that owes nothing any more settles: the item passed without a write, the item no longer desired, the object no longer obsolete', async function () {
       const a = gated();
       deny = denied;
