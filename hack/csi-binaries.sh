@@ -32,7 +32,9 @@ if [[ -n "${TOPOVOL_CSI_ASSETS:-}" ]]; then
   for c in "${components[@]}"; do
     version_of "$c" >/dev/null
     if [[ "$c" == *.yaml && ! -f "${TOPOVOL_CSI_ASSETS}/$c" ]] || [[ "$c" != *.yaml && ! -x "${TOPOVOL_CSI_ASSETS}/$c" ]]; then
-      log "TOPOVOL_CSI_ASSETS=${TOPOVOL_CSI_ASSETS} has no '$c'"
+      hint=""
+      [[ "$c" == *.yaml ]] && hint=" (copy deploy/kubernetes/rbac.yaml of external-provisioner $PROVISIONER_VERSION there under that name)"
+      log "TOPOVOL_CSI_ASSETS=${TOPOVOL_CSI_ASSETS} has no '$c'$hint"
       exit 1
     fi
     echo "$c (from TOPOVOL_CSI_ASSETS) ${TOPOVOL_CSI_ASSETS}/$c"

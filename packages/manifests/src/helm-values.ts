@@ -66,8 +66,8 @@ image:
 # Replicas of every Deployment; one leads each loop's Lease, the others stand by.
 replicas: 2
 
-# Every enabled loop that needs no CSI driver in one Deployment (one ServiceAccount bound to every
-# loop's ClusterRole, one Lease per loop) instead of a Deployment per loop.
+# Every enabled loop that needs no CSI driver in one Deployment (one ServiceAccount bound to the
+# ClusterRole of each loop it runs, one Lease per loop) instead of a Deployment per loop.
 allInOne: false
 
 controllers:
