@@ -149,3 +149,8 @@ export function ownerReferenceRefusals(events: readonly AuditEvent[]): Authoriza
   }
   return out;
 }
+
+/** Every authorization decision the audit log shows: RBAC's, and OwnerReferencesPermissionEnforcement's refusals. */
+export function accessRecords(events: readonly AuditEvent[]): AuthorizationRecord[] {
+  return [...authorizationRecords(events), ...ownerReferenceRefusals(events)];
+}

@@ -1,6 +1,7 @@
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { isAlreadyExists, Resources } from '@topovol/shared';
-import type { KubeClient } from '@topovol/shared';
+import type { KubeClient, ResourceType } from '@topovol/shared';
 import type { ControlPlane } from './control-plane.js';
 import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import { namespacedRoleName, serviceAccountUser } from '@topovol/manifests';
@@ -54,47 +55,105 @@ export async function controllerKubeconfig(controller: string, controlPlane?: Co
 /** The user name a loop's ServiceAccount has in the audit log. */
 export const controllerUser = (controller: string): string => serviceAccountUser(`topovol-${controller}`);
 
+/** The groups kube-apiserver gives a ServiceAccount of the install namespace (for access reviews). */
+export const SERVICE_ACCOUNT_GROUPS: readonly string[] = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
+
+/** A RoleBinding of `clusterRole` to the install namespace's ServiceAccount `sa`, in `namespace` (kept if it exists). */
+async function bindInNamespace(admin: KubeClient, name: string, namespace: string, clusterRole: string, sa: string): Promise<void> {
+  try {
+    await admin.create(Resources.roleBindings, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }],
+    } as never);
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+  }
+}
+
 /**
  * Binds a loop's namespaced rules (ControllerDescriptor.namespacedRbac, the ClusterRole
  * topovol-<controller>-namespaced) to its ServiceAccount in another namespace, as an operator who
  * runs it with `--capacity-namespace` elsewhere would (docs/install.md); the generated RBAC binds
  * them in the install namespace only. Resolves once RBAC allows the probe there.
  */
-export async function bindNamespacedRules(controller: string, namespace: string, probe: AccessProbe, opts: { serviceAccount?: string; controlPlane?: ControlPlane } = {}): Promise<void> {
-  const cp = opts.controlPlane ?? (await sharedControlPlane());
+export async function bindNamespacedRules(controller: string, namespace: string, probe: AccessProbe, controlPlane?: ControlPlane): Promise<void> {
+  const cp = controlPlane ?? (await sharedControlPlane());
   await installGeneratedRbac(cp);
   const admin = cp.adminClient();
   const role = namespacedRoleName({ name: controller });
-  const sa = opts.serviceAccount ?? `topovol-${controller}`;
-  try {
-    await admin.create(Resources.roleBindings, {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: sa === `topovol-${controller}` ? role : `${role}-${sa}`, namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }],
-    } as never);
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
-  }
-  await accessAllowed(admin, sa, { namespace, ...probe });
+  await bindInNamespace(admin, role, namespace, role, `topovol-${controller}`);
+  await accessAllowed(admin, `topovol-${controller}`, { namespace, ...probe });
 }
 
-/** One request's attributes, as a SubjectAccessReview asks about them. */
+/** One request's attributes, as a SubjectAccessReview asks about them (`resource` may name a subresource: "pods/finalizers"). */
 export interface AccessProbe {
   group: string;
   resource: string;
   verb: string;
   namespace?: string;
+  name?: string;
 }
 
 /** Resolves once RBAC allows the install namespace's ServiceAccount `sa` the probe (its bindings seen). */
 export async function accessAllowed(admin: KubeClient, sa: string, probe: AccessProbe): Promise<void> {
-  const groups = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
+  const [resource, subresource] = probe.resource.split('/');
+  const attributes = { ...probe, resource, subresource: subresource ?? '' };
   await eventually(async () => {
     const review = await admin.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: serviceAccountUser(sa), groups, resourceAttributes: probe } },
+      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: serviceAccountUser(sa), groups: SERVICE_ACCOUNT_GROUPS, resourceAttributes: attributes } },
     });
     if (review.status?.allowed !== true) throw new Error(`RBAC does not allow ${sa} ${probe.verb} ${probe.resource}${probe.namespace ? ` in ${probe.namespace}` : ''} yet`);
   });
+}
+
+/** A ServiceAccount made for one test; cleanup deletes it and every binding made for it. */
+export interface ThrowawayIdentity {
+  serviceAccount: string;
+  client: KubeClient;
+  /** Binds `clusterRole` to it in `namespace`, and resolves once RBAC allows it `probe` there. */
+  bindIn(namespace: string, clusterRole: string, probe: AccessProbe): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A ServiceAccount of the install namespace under a fresh name (`<prefix>-<hex>`: the audit log
+ * records it, and the end-of-run RBAC check, which watches the loops' own ServiceAccounts, does
+ * not), bound cluster-wide to `clusterRoles`; resolves once RBAC allows it `ready`.
+ */
+export async function throwawayIdentity(prefix: string, clusterRoles: readonly string[], ready: AccessProbe): Promise<ThrowawayIdentity> {
+  const cp = await sharedControlPlane();
+  const admin = cp.adminClient();
+  const sa = `${prefix}-${randomBytes(3).toString('hex')}`;
+  const made: { resource: ResourceType; name: string; namespace?: string }[] = [{ resource: Resources.serviceAccounts, name: sa, namespace: INSTALL_NAMESPACE }];
+  await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: INSTALL_NAMESPACE } });
+  for (const [i, role] of clusterRoles.entries()) {
+    const name = i === 0 ? sa : `${sa}-${i}`;
+    await admin.create(Resources.clusterRoleBindings, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }],
+    } as never);
+    made.push({ resource: Resources.clusterRoleBindings, name });
+  }
+  await accessAllowed(admin, sa, ready);
+  const client = await cp.serviceAccountClient(INSTALL_NAMESPACE, sa);
+  return {
+    serviceAccount: sa,
+    client,
+    bindIn: async (namespace, clusterRole, probe) => {
+      const name = `${clusterRole}-${sa}`;
+      await bindInNamespace(admin, name, namespace, clusterRole, sa);
+      made.push({ resource: Resources.roleBindings, name, namespace });
+      await accessAllowed(admin, sa, { namespace, ...probe });
+    },
+    cleanup: async () => {
+      client.close();
+      for (const m of made.reverse()) await admin.delete(m.resource, m.name, m.namespace).catch(() => undefined);
+    },
+  };
 }

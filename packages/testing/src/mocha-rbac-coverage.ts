@@ -6,7 +6,7 @@ import path from 'node:path';
 import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import { serviceAccountUser } from '@topovol/manifests';
 import { yamlFiles } from './apply-manifests.js';
-import { authorizationRecords, ownerReferenceRefusals, readAuditLog } from './audit-log.js';
+import { accessRecords, readAuditLog } from './audit-log.js';
 import { generatedRoles, rbacCoverage } from './rbac-coverage.js';
 import { repoRoot } from './repo-root.js';
 import { sharedControlPlane } from './shared-control-plane.js';
@@ -20,9 +20,7 @@ export const mochaHooks = {
     const accounts = [...roles.map((r) => r.id.split('/').at(-1)!.replace(/-leader-election$/, ''))];
     const users = new Set(accounts.filter((a) => a.startsWith('topovol-')).map((a) => serviceAccountUser(a, INSTALL_NAMESPACE)));
     const cp = await sharedControlPlane();
-    const events = readAuditLog(cp.auditLogPath);
-    // OwnerReferencesPermissionEnforcement's refusals too (its checks are not in RBAC's audit annotations).
-    const { unused, forbidden } = rbacCoverage(roles, [...authorizationRecords(events), ...ownerReferenceRefusals(events)], users);
+    const { unused, forbidden } = rbacCoverage(roles, accessRecords(readAuditLog(cp.auditLogPath)), users);
     const problems = [
       ...unused.map((u) => `${u.role}: "${u.label}" was never used by the suites (drop it, or test what needs it)`),
       ...forbidden.map((f) => `${f.user} was refused ${f.verb} ${f.group ? `${f.group}/` : ''}${f.resource}${f.name ? ` ${f.name}` : ''}`),

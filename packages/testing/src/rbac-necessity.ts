@@ -3,14 +3,12 @@ import assert from 'node:assert/strict';
 import type { KubeClient } from '@topovol/shared';
 import { Resources } from '@topovol/shared';
 import type { ControllerDescriptor, PolicyRule } from '@topovol/shared';
-import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import { serviceAccountUser } from '@topovol/manifests';
 import { atomLabel, mergeRules, ruleAtoms, rulesWithout } from '@topovol/manifests';
 import type { RuleAtom } from '@topovol/manifests';
-import { ANY_OWNER_FINALIZERS, AuditLogTail, authorizationRecords, ownerReferenceRefusals } from './audit-log.js';
+import { accessRecords, ANY_OWNER_FINALIZERS, AuditLogTail } from './audit-log.js';
 import type { AuthorizationRecord } from './audit-log.js';
-import { controllerClient, installGeneratedRbac } from './controller-identity.js';
-import { eventually } from './eventually.js';
+import { controllerClient, installGeneratedRbac, throwawayIdentity } from './controller-identity.js';
 import { sharedControlPlane } from './shared-control-plane.js';
 
 /** A loop started for one necessity check; `reached` settles when the scenario's end state holds. */
@@ -43,8 +41,6 @@ export interface NecessityResult {
   stoppedBy?: string;
 }
 
-const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
-
 function matches(atom: RuleAtom, r: AuthorizationRecord): boolean {
   // An admission refusal that names no owner kind (ownerReferenceRefusals) stands for any owner's
   // finalizers: a run lacks exactly one rule, so it can only be the finalizers rule it lacks.
@@ -58,35 +54,14 @@ function matches(atom: RuleAtom, r: AuthorizationRecord): boolean {
  * binding not yet seen.
  */
 async function identityWith(admin: KubeClient, rules: PolicyRule[], probe: RuleAtom): Promise<{ name: string; client: KubeClient; cleanup: () => Promise<void> }> {
-  const name = `topovol-rbac-check-${randomBytes(3).toString('hex')}`;
-  await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: INSTALL_NAMESPACE } });
-  await admin.create(Resources.clusterRoles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules } as never);
-  await admin.create(Resources.clusterRoleBindings, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-    subjects: [{ kind: 'ServiceAccount', name, namespace: INSTALL_NAMESPACE }],
-  } as never);
-  await eventually(async () => {
-    const [resource, subresource] = probe.resource.split('/');
-    const review = await admin.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-      body: {
-        apiVersion: 'authorization.k8s.io/v1',
-        kind: 'SubjectAccessReview',
-        spec: { user: serviceAccountUser(name), groups: SA_GROUPS, resourceAttributes: { group: probe.group, resource, subresource: subresource ?? '', verb: probe.verb, name: probe.resourceNames?.[0] ?? '' } },
-      },
-    });
-    if (review.status?.allowed !== true) throw new Error(`RBAC has not seen ${name} yet`);
-  });
-  const client = await (await sharedControlPlane()).serviceAccountClient(INSTALL_NAMESPACE, name);
+  const role = `topovol-rbac-check-${randomBytes(3).toString('hex')}`;
+  await admin.create(Resources.clusterRoles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role }, rules } as never);
+  const id = await throwawayIdentity('topovol-rbac-check', [role], { group: probe.group, resource: probe.resource, verb: probe.verb, name: probe.resourceNames?.[0] });
   const cleanup = async (): Promise<void> => {
-    client.close();
-    await admin.delete(Resources.clusterRoleBindings, name).catch(() => undefined);
-    await admin.delete(Resources.clusterRoles, name).catch(() => undefined);
-    await admin.delete(Resources.serviceAccounts, name, INSTALL_NAMESPACE).catch(() => undefined);
+    await id.cleanup();
+    await admin.delete(Resources.clusterRoles, role).catch(() => undefined);
   };
-  return { name, client, cleanup };
+  return { name: id.serviceAccount, client: id.client, cleanup };
 }
 
 /**
@@ -117,8 +92,7 @@ export async function checkRuleNeeded(rules: readonly PolicyRule[], atom: RuleAt
   // Only what this run appends: the whole log is large by the end of the test command.
   const tail = new AuditLogTail(cp.auditLogPath);
   const refusals = (): AuthorizationRecord[] => {
-    const events = tail.events();
-    return [...authorizationRecords(events), ...ownerReferenceRefusals(events)].filter((r) => r.user === user && !r.allowed && matches(atom, r));
+    return accessRecords(tail.events()).filter((r) => r.user === user && !r.allowed && matches(atom, r));
   };
   let reached = false;
   let stoppedBy: string | undefined;

@@ -6,7 +6,7 @@ import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
 import type { CSIDriverCapacity } from '../../src/status/index.js';
-import { bindCapacityRules, capacityObjects, installedCapacityIdentity, metricValue, RunningCapacity } from './capacity-harness.js';
+import { capacityObjects, installedCapacityIdentity, metricValue, RunningCapacity } from './capacity-harness.js';
 import { createCSIDriver } from './status-helpers.js';
 import { useCapacityTestbed } from './capacity-testbed.js';
 
@@ -147,7 +147,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
       expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName }), 'the alert reads this level').to.equal(1);
       expect(await figures(), 'nothing could be written').to.deep.equal([]);
       // The operator binds the role (docs/install.md): the loop retries, publishes, and is Ready.
-      await bindCapacityRules(ns, identity.serviceAccount);
+      await identity.bindNamespaced(ns);
       await eventually(async () => {
         expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]);
         const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');

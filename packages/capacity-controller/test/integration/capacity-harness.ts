@@ -1,14 +1,13 @@
 import { capacityDescriptor } from '../../src/capacity-descriptor.js';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { metricsRegistry, Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, KubeClient, KubeObject, Node } from '@topovol/shared';
+import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/testing/csi-test-driver';
-import { accessAllowed, bindNamespacedRules, csiBinaries, InProcessLoop, INSTALL_NAMESPACE, installGeneratedRbac, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane } from '@topovol/testing';
-import type { InProcessLoopOptions } from '@topovol/testing';
+import { bindNamespacedRules, csiBinaries, InProcessLoop, INSTALL_NAMESPACE, installGeneratedRbac, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane, throwawayIdentity } from '@topovol/testing';
+import type { InProcessLoopOptions, ThrowawayIdentity } from '@topovol/testing';
 
 /** A capacity loop in this process against the real API server, as the manager would run it. */
 export type RunningCapacity = InProcessLoop;
@@ -23,44 +22,30 @@ export const RunningCapacity = {
 
 const NAMESPACE_FLAG = '--capacity-namespace=';
 
+/** What the capacity loop's namespaced rules allow, asked of RBAC before a test relies on a binding. */
+const WRITE_PROBE = { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'create' };
+
 /**
  * The capacity loop's namespaced rules (its CSIStorageCapacity writes, its pod and owners) bound to
  * its ServiceAccount in a test's namespace, as docs/install.md asks of an operator who sets
  * --capacity-namespace to another namespace than the install one.
  */
-export function bindCapacityRules(namespace: string, serviceAccount?: string): Promise<void> {
-  return bindNamespacedRules('capacity', namespace, { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'create' }, { serviceAccount });
+export function bindCapacityRules(namespace: string): Promise<void> {
+  return bindNamespacedRules('capacity', namespace, WRITE_PROBE);
 }
 
 /**
- * A ServiceAccount of the install namespace with the capacity loop's bindings as installed (its
- * ClusterRole; its namespaced role in the install namespace only), under a name of its own: tests
- * that provoke refusals use it, since the end-of-run RBAC check requires the loop's own
- * ServiceAccount never refused.
+ * A ServiceAccount with the capacity loop's bindings as installed (its ClusterRole; its namespaced
+ * role in the install namespace only), under a name of its own: tests that provoke refusals use it,
+ * since the end-of-run RBAC check requires the loop's own ServiceAccount never refused.
+ * `bindNamespaced(ns)` is the operator's RoleBinding in another namespace.
  */
-export async function installedCapacityIdentity(): Promise<{ serviceAccount: string; client: KubeClient; cleanup: () => Promise<void> }> {
-  const cp = await sharedControlPlane();
-  await installGeneratedRbac(cp);
-  const admin = cp.adminClient();
-  const sa = `capacity-installed-${randomBytes(3).toString('hex')}`;
-  const subjects = [{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }];
-  await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: INSTALL_NAMESPACE } });
-  await admin.create(Resources.clusterRoleBindings, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: sa }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'topovol-capacity' }, subjects } as never);
-  await bindCapacityRules(INSTALL_NAMESPACE, sa);
-  await accessAllowed(admin, sa, { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'list' });
-  const client = await cp.serviceAccountClient(INSTALL_NAMESPACE, sa);
-  return {
-    serviceAccount: sa,
-    client,
-    cleanup: async () => {
-      client.close();
-      for (const rb of (await admin.list<KubeObject>(Resources.roleBindings)).items) {
-        if ((rb as KubeObject & { subjects?: { name?: string }[] }).subjects?.some((x) => x.name === sa)) await admin.delete(Resources.roleBindings, rb.metadata?.name ?? '', rb.metadata?.namespace).catch(() => undefined);
-      }
-      await admin.delete(Resources.clusterRoleBindings, sa).catch(() => undefined);
-      await admin.delete(Resources.serviceAccounts, sa, INSTALL_NAMESPACE).catch(() => undefined);
-    },
-  };
+export async function installedCapacityIdentity(): Promise<ThrowawayIdentity & { bindNamespaced: (namespace: string) => Promise<void> }> {
+  await installGeneratedRbac();
+  const id = await throwawayIdentity('capacity-installed', ['topovol-capacity'], { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'list' });
+  const bindNamespaced = (namespace: string): Promise<void> => id.bindIn(namespace, 'topovol-capacity-namespaced', WRITE_PROBE);
+  await bindNamespaced(INSTALL_NAMESPACE);
+  return { ...id, bindNamespaced };
 }
 
 /** The project's CSI test driver on a fresh unix socket. */

@@ -2,7 +2,7 @@ import type { KubeClient } from '@topovol/shared';
 import { Resources } from '@topovol/shared';
 import { INSTALL_NAMESPACE } from '@topovol/manifests';
 import type { CSIDriver, CSIStorageCapacity } from '@topovol/shared';
-import { authorizationRecords, ownerReferenceRefusals, readAuditLog } from '../audit-log.js';
+import { accessRecords, readAuditLog } from '../audit-log.js';
 import type { AuthorizationRecord } from '../audit-log.js';
 import { CLUSTER_ADMISSION_FLAGS, ControlPlane } from '../control-plane.js';
 import { controlPlaneBinaries } from '../control-plane-binaries.js';
@@ -163,9 +163,7 @@ export class StorageStack {
   /** Requests of Topovol's ServiceAccounts that RBAC or OwnerReferencesPermissionEnforcement refused, from kube-apiserver's audit log. */
   refusals(): AuthorizationRecord[] {
     const prefix = `system:serviceaccount:${INSTALL_NAMESPACE}:`;
-    const events = readAuditLog(this.cp.auditLogPath);
-    // RBAC's refusals, and OwnerReferencesPermissionEnforcement's (its checks are not in RBAC's audit annotations).
-    return [...authorizationRecords(events), ...ownerReferenceRefusals(events)].filter((r) => r.user.startsWith(prefix) && !r.allowed);
+    return accessRecords(readAuditLog(this.cp.auditLogPath)).filter((r) => r.user.startsWith(prefix) && !r.allowed);
   }
 
   async stop(): Promise<void> {

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { Resources, resolveControllers } from '@topovol/shared';
 import type { ControllerDescriptor, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { INSTALL_NAMESPACE, mergeRules, serviceAccountUser } from '../../../src/index.js';
-import { controlPlaneBinaries, createTestNamespace, installCrds, eventually, freePort, ManagedProcess, repoRoot, sharedControlPlane } from '@topovol/testing';
+import { controlPlaneBinaries, createTestNamespace, installCrds, eventually, freePort, ManagedProcess, repoRoot, SERVICE_ACCOUNT_GROUPS, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import { yamlFiles } from '@topovol/testing';
 import { loadManifests } from '@topovol/testing';
@@ -14,7 +14,7 @@ import { impersonatingKubeconfig, kubectl } from './kubectl.js';
 import { createWorkloadPod, startCsiTestDriver } from './workload-pod.js';
 
 const CSI_DRIVER_CAPACITIES = { group: 'topovol.io', version: 'v1alpha1', plural: 'csidrivercapacities', kind: 'CSIDriverCapacity', namespaced: false };
-const SA_GROUPS = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
+const SA_GROUPS = [...SERVICE_ACCOUNT_GROUPS];
 
 interface Lease extends KubeObject {
   spec?: { holderIdentity?: string };
