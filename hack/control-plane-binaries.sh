@@ -7,11 +7,19 @@
 # usage: hack/control-plane-binaries.sh [component ...]   (default: etcd kube-apiserver)
 #        components: etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
 # prints: one "name version path" line per component; the last line is the assets directory.
+#
+# TOPOVOL_K8S_VERSION picks another pinned Kubernetes release for the oldest-supported-version run
+# (hack/skew.sh): v1.37.2 (the default, hack/tools/k8s) or v1.35.4 (hack/tools/k8s-v1.35).
 set -euo pipefail
 
-K8S_VERSION="v1.37.2"
+K8S_VERSION="${TOPOVOL_K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="v3.6.16"
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+case "$K8S_VERSION" in
+  v1.37.2) K8S_MODULE_DIR="$HACK_DIR/tools/k8s" ;;
+  v1.35.4) K8S_MODULE_DIR="$HACK_DIR/tools/k8s-v1.35" ;;
+  *) echo "[control-plane-binaries] TOPOVOL_K8S_VERSION=$K8S_VERSION is not pinned here (v1.37.2 or v1.35.4)" >&2; exit 2 ;;
+esac
 CACHE_ROOT="${TOPOVOL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/topovol}"
 ASSETS_DIR="${CACHE_ROOT}/k8s-${K8S_VERSION}"
 
@@ -80,7 +88,7 @@ for c in "${components[@]}"; do
   v="$(version_of "$c")"
   case "$c" in
     etcd) build etcd "$HACK_DIR/tools/etcd" go.etcd.io/etcd/server/v3 ;;
-    *) build "$c" "$HACK_DIR/tools/k8s" "k8s.io/kubernetes/cmd/$c" ;;
+    *) build "$c" "$K8S_MODULE_DIR" "k8s.io/kubernetes/cmd/$c" ;;
   esac
   echo "$c $v $ASSETS_DIR/$c"
 done

@@ -25,8 +25,9 @@ const latency = histogram<(typeof labelNames)[number]>({
   labelNames,
   buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600],
 });
-// Its deprecated twin volume_operation_total_errors is hidden in kube-controller-manager since 1.36
-// (an ALPHA metric past its deprecation version), so it is not exported here either.
+// Its twin volume_operation_total_errors, the only name before 1.36, is deprecated in
+// kube-controller-manager 1.36 and hidden from 1.37 (pkg/controller/volume/persistentvolume/metrics),
+// so it is not exported here either (docs/divergences.md, "Metrics on older releases").
 const errors = counter<(typeof labelNames)[number]>({ name: 'volume_operation_errors_total', help: 'Total volume operation errors', labelNames });
 const retroactive = counter({ name: 'retroactive_storageclass_total', help: 'Total number of retroactive StorageClass assignments to persistent volume claim' });
 const retroactiveErrors = counter({ name: 'retroactive_storageclass_errors_total', help: 'Total number of failed retroactive StorageClass assignments to persistent volume claim' });
