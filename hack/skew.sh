@@ -10,10 +10,15 @@ bootstrap
 export TOPOVOL_K8S_VERSION="${TOPOVOL_K8S_VERSION:-v1.35.4}"
 # A KUBEBUILDER_ASSETS from the environment would silently test another release.
 unset KUBEBUILDER_ASSETS
+echo "==> prometheus and promtool (Debian's package)" >&2
+bash hack/lib/ensure-prometheus.sh
 echo "==> control-plane binaries $TOPOVOL_K8S_VERSION and CSI binaries" >&2
 bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl >&2
 bash hack/csi-binaries.sh csi-provisioner csi-provisioner-rbac.yaml >&2
+# Both suites run even when the first fails: the point is the whole list of what differs.
+failed=0
 echo "==> integration tests against $TOPOVOL_K8S_VERSION" >&2
-pnpm run --silent test:integration "$@"
+pnpm run --silent test:integration "$@" || failed=1
 echo "==> end-to-end suite against $TOPOVOL_K8S_VERSION" >&2
-pnpm run --silent test:e2e "$@"
+pnpm run --silent test:e2e "$@" || failed=1
+exit "$failed"

@@ -172,7 +172,21 @@ export class ControlPlane {
       const res = await httpGet(`${this.url}/readyz`, { token: this.adminToken });
       return res.status === 200;
     });
+    await this.checkRequestedVersion();
     this.writeKubeconfig();
+  }
+
+  /**
+   * A run asked for a release (TOPOVOL_K8S_VERSION, as hack/skew.sh sets it) must be answered by that
+   * release: binaries from elsewhere (a KUBEBUILDER_ASSETS left in the environment) would pass it off
+   * as tested.
+   */
+  private async checkRequestedVersion(): Promise<void> {
+    const wanted = process.env.TOPOVOL_K8S_VERSION;
+    if (!wanted) return;
+    const res = await httpGet(`${this.url}/version`, { token: this.adminToken });
+    const got = (JSON.parse(res.body) as { gitVersion?: string }).gitVersion;
+    if (got !== wanted) throw new Error(`TOPOVOL_K8S_VERSION=${wanted}, but kube-apiserver ${this.binaries!['kube-apiserver']} is ${got ?? 'of no version'}`);
   }
 
   async stopApiServer(): Promise<void> {
