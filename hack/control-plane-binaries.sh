@@ -9,17 +9,13 @@
 # prints: one "name version path" line per component; the last line is the assets directory.
 #
 # TOPOVOL_K8S_VERSION picks another pinned Kubernetes release for the oldest-supported-version run
-# (hack/skew.sh): v1.37.2 (the default, hack/tools/k8s) or v1.35.4 (hack/tools/k8s-v1.35).
+# (hack/skew.sh): v1.37.2 (the default, hack/tools/k8s) or v1.35.4 (hack/tools/k8s-v1.35); with
+# KUBEBUILDER_ASSETS it names the release those binaries are (any).
 set -euo pipefail
 
 K8S_VERSION="${TOPOVOL_K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="v3.6.16"
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-case "$K8S_VERSION" in
-  v1.37.2) K8S_MODULE_DIR="$HACK_DIR/tools/k8s" ;;
-  v1.35.4) K8S_MODULE_DIR="$HACK_DIR/tools/k8s-v1.35" ;;
-  *) echo "[control-plane-binaries] TOPOVOL_K8S_VERSION=$K8S_VERSION is not pinned here (v1.37.2 or v1.35.4)" >&2; exit 2 ;;
-esac
 CACHE_ROOT="${TOPOVOL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/topovol}"
 ASSETS_DIR="${CACHE_ROOT}/k8s-${K8S_VERSION}"
 
@@ -49,6 +45,13 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
   exit 0
 fi
 
+# Only the pinned releases are built; binaries of any other come through KUBEBUILDER_ASSETS (above),
+# and the test control plane checks that kube-apiserver reports TOPOVOL_K8S_VERSION.
+case "$K8S_VERSION" in
+  v1.37.2) K8S_MODULE_DIR="$HACK_DIR/tools/k8s" ;;
+  v1.35.4) K8S_MODULE_DIR="$HACK_DIR/tools/k8s-v1.35" ;;
+  *) echo "[control-plane-binaries] TOPOVOL_K8S_VERSION=$K8S_VERSION is not pinned here (v1.37.2 or v1.35.4)" >&2; exit 2 ;;
+esac
 command -v go >/dev/null || { log "Go is required to build the control-plane binaries (or set KUBEBUILDER_ASSETS)"; exit 1; }
 mkdir -p "$ASSETS_DIR" "$CACHE_ROOT/src"
 

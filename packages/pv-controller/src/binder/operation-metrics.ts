@@ -25,9 +25,10 @@ const latency = histogram<(typeof labelNames)[number]>({
   labelNames,
   buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600],
 });
-// Its twin volume_operation_total_errors, the only name before 1.36, is deprecated in
-// kube-controller-manager 1.36 and hidden from 1.37 (pkg/controller/volume/persistentvolume/metrics),
-// so it is not exported here either (docs/divergences.md, "Metrics on older releases").
+// Its twin volume_operation_total_errors, the only name up to 1.35, is deprecated and hidden in
+// kube-controller-manager since 1.36 (an ALPHA metric is hidden in the release that deprecates it;
+// kubernetes/kubernetes#136399), so it is not exported here either (docs/divergences.md, "Metrics
+// on older releases").
 const errors = counter<(typeof labelNames)[number]>({ name: 'volume_operation_errors_total', help: 'Total volume operation errors', labelNames });
 const retroactive = counter({ name: 'retroactive_storageclass_total', help: 'Total number of retroactive StorageClass assignments to persistent volume claim' });
 const retroactiveErrors = counter({ name: 'retroactive_storageclass_errors_total', help: 'Total number of failed retroactive StorageClass assignments to persistent volume claim' });

@@ -26,7 +26,7 @@ const volume = (phase: string, extra: Partial<NonNullable<PersistentVolume['spec
 
 // kube-controller-manager's operation metrics (pkg/controller/volume/persistentvolume/metrics/metrics.go).
 describe('operation metrics: kube-controller-manager\'s volume_operation_* and retroactive_storageclass_* under its names', function () {
-  it('volume_operation_total_errors, deprecated in kube-controller-manager 1.36 and hidden from 1.37, is not exported', function () {
+  it('volume_operation_total_errors, hidden in kube-controller-manager since 1.36 (deprecated ALPHA), is not exported', function () {
     expect(metricsRegistry.getSingleMetric('volume_operation_total_errors')).to.equal(undefined);
   });
 

@@ -16,7 +16,12 @@ describe('supported Kubernetes versions', function () {
   it('each pinned release builds from a module that requires exactly that kubernetes', function () {
     expect(pins.map((p) => p.version)).to.have.members([newest, oldest]);
     for (const { version, dir } of pins) {
-      expect(read(`hack/${dir}/go.mod`), `hack/${dir}/go.mod`).to.match(new RegExp(`^(require )?\\s*k8s\\.io/kubernetes ${version.replace(/\./g, '\\.')}( // indirect)?$`, 'm'));
+      const goMod = read(`hack/${dir}/go.mod`);
+      expect(goMod, `hack/${dir}/go.mod`).to.match(new RegExp(`^(require )?\\s*k8s\\.io/kubernetes ${version.replace(/\./g, '\\.')}( // indirect)?$`, 'm'));
+      // The staging modules (k8s.io/api, client-go, ...) must be the same release, as v0.<minor>.<patch>.
+      const staging = [...goMod.matchAll(/^\s+(k8s\.io\/[\w.-]+) => k8s\.io\/[\w.-]+ (\S+)$/gm)].map((m) => `${m[1]!} ${m[2]!}`);
+      expect(staging, `hack/${dir}/go.mod replaces`).to.have.length.above(20);
+      expect(staging.filter((line) => !line.endsWith(` ${version.replace(/^v1\./, 'v0.')}`)), `hack/${dir}/go.mod replaces of another release`).to.deep.equal([]);
     }
   });
 
