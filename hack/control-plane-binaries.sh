@@ -8,9 +8,9 @@
 #        components: etcd kube-apiserver kube-scheduler kube-controller-manager kubectl
 # prints: one "name version path" line per component; the last line is the assets directory.
 #
-# TOPOVOL_K8S_VERSION picks another pinned Kubernetes release for the oldest-supported-version run
-# (hack/skew.sh): v1.37.2 (the default, hack/tools/k8s) or v1.35.4 (hack/tools/k8s-v1.35); with
-# KUBEBUILDER_ASSETS it names the release those binaries are (any).
+# TOPOVOL_K8S_VERSION picks another pinned Kubernetes release for the version-skew runs
+# (hack/skew.sh): v1.37.2 (the default, hack/tools/k8s), v1.36.3 (hack/tools/k8s-v1.36) or v1.35.4
+# (hack/tools/k8s-v1.35); with KUBEBUILDER_ASSETS it names the release those binaries are (any).
 set -euo pipefail
 
 K8S_VERSION="${TOPOVOL_K8S_VERSION:-v1.37.2}"
@@ -49,8 +49,9 @@ fi
 # and the test control plane checks that kube-apiserver reports TOPOVOL_K8S_VERSION.
 case "$K8S_VERSION" in
   v1.37.2) K8S_MODULE_DIR="$HACK_DIR/tools/k8s" ;;
+  v1.36.3) K8S_MODULE_DIR="$HACK_DIR/tools/k8s-v1.36" ;;
   v1.35.4) K8S_MODULE_DIR="$HACK_DIR/tools/k8s-v1.35" ;;
-  *) echo "[control-plane-binaries] TOPOVOL_K8S_VERSION=$K8S_VERSION is not pinned here (v1.37.2 or v1.35.4)" >&2; exit 2 ;;
+  *) echo "[control-plane-binaries] TOPOVOL_K8S_VERSION=$K8S_VERSION is not pinned here (v1.37.2, v1.36.3 or v1.35.4)" >&2; exit 2 ;;
 esac
 command -v go >/dev/null || { log "Go is required to build the control-plane binaries (or set KUBEBUILDER_ASSETS)"; exit 1; }
 mkdir -p "$ASSETS_DIR" "$CACHE_ROOT/src"

@@ -23,6 +23,8 @@ interface Seen {
   fieldManager?: string;
   /** The response's HTTP status. */
   code?: number;
+  /** When the API server received it, ms since the epoch. */
+  at: number;
 }
 
 /** The capacity ServiceAccount's requests received in [from, to), once per audit ID. */
@@ -37,7 +39,7 @@ function capacityRequests(events: readonly AuditEvent[], from: number, to: numbe
     const r = e.objectRef;
     const fm = /[?&]fieldManager=([^&]*)/.exec(e.requestURI)?.[1];
     const code = e.responseStatus?.code;
-    out.push({ what: `${e.verb} ${r?.resource ?? e.requestURI}${r?.subresource ? `/${r.subresource}` : ''}`, name: r?.name ?? '', ...(fm ? { fieldManager: decodeURIComponent(fm) } : {}), ...(code !== undefined ? { code } : {}) });
+    out.push({ what: `${e.verb} ${r?.resource ?? e.requestURI}${r?.subresource ? `/${r.subresource}` : ''}`, name: r?.name ?? '', ...(fm ? { fieldManager: decodeURIComponent(fm) } : {}), ...(code !== undefined ? { code } : {}), at });
   }
   return out;
 }
@@ -192,7 +194,12 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
       const reads = seen.filter((r) => r.what === 'get csidrivercapacityshards' && r.name === shard).length;
       const writes = seen.filter((r) => r.what === 'patch csidrivercapacityshards/status' && r.fieldManager === `topovol-capacity/${pruner}`).length;
       const polls = after.get(pruner)!.ephemeral - before.get(pruner)!.ephemeral;
-      expect(reads + writes, `${shard}: ${reads} reads and ${writes} writes of its pruner in ${polls} polls`).to.be.at.most(polls + 1);
+      // On failure, every request on the shard in the window: whose, when, and how it ended.
+      const timeline = seen
+        .filter((r) => r.name === shard)
+        .map((r) => `+${((r.at - from) / 1000).toFixed(2)}s ${r.what}${r.fieldManager ? ` ${r.fieldManager}` : ''} ${r.code ?? '?'}`)
+        .join('; ');
+      expect(reads + writes, `${shard}: ${reads} reads and ${writes} writes of its pruner in ${polls} polls: ${timeline}`).to.be.at.most(polls + 1);
     }
     expect(seen.filter((r) => r.what === 'get csidrivercapacityshards' && ![...shardOfNode.values()].includes(r.name)), 'no other shard read').to.deep.equal([]);
 
