@@ -89,7 +89,10 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
     labelSelector: otherPublishersSelector({ driverName, managedBy, base: flags.managedBy, ...(flags.nodeName ? { nodeName: flags.nodeName } : {}) }),
   });
   const status = new CapacityStatusWriter(statusClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, now, log: env.log });
-  const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString });
+  // A failing item (a write denied until its role is bound, the API server away) is tried again
+  // within a poll interval, never after client-go's 1000 s: external-provisioner's poll adds every
+  // item to its queue whatever its backoff (pkg/capacity/capacity.go, pollCapacities).
+  const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString, maxBackoffMs: flags.pollIntervalMs });
   const loop = new CapacityLoop(
     inf,
     source,

@@ -26,8 +26,9 @@ const writesRefused = counter<'driver' | 'verb'>({
   labelNames: ['driver', 'verb'],
 });
 for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0);
-// A level, not the counter: denied writes are retried with the work queue's backoff (minutes apart
-// at its cap), so a rate of denials comes and goes while the loop still owes them.
+// A level, not the counter: denied writes are retried with the work queue's backoff (a poll
+// interval apart at its cap, which may be many minutes), so a rate of denials comes and goes while
+// the loop still owes them.
 const writesDenied = gauge<'driver'>({
   name: 'topovol_capacity_object_writes_denied',
   help: '1 while CSIStorageCapacity writes denied by authorization are still owed (the loop may not write in --capacity-namespace), else 0.',

@@ -91,12 +91,12 @@ export class MaxOfRateLimiter<K> implements RateLimiter<K> {
 }
 
 /**
- * client-go's DefaultControllerRateLimiter: per-item backoff from 5 ms doubling to 1000 s, and
- * overall no more than 10 retries per second after a burst of 100.
+ * client-go's DefaultControllerRateLimiter: per-item backoff from 5 ms doubling to 1000 s (or
+ * `maxBackoffMs`), and overall no more than 10 retries per second after a burst of 100.
  */
-export function defaultControllerRateLimiter<K = string>(clock: Clock = realClock): RateLimiter<K> {
+export function defaultControllerRateLimiter<K = string>(clock: Clock = realClock, maxBackoffMs: number = DEFAULT_BACKOFF_MAX_MS): RateLimiter<K> {
   return new MaxOfRateLimiter<K>(
-    new ItemExponentialBackoff<K>(DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_MAX_MS),
+    new ItemExponentialBackoff<K>(DEFAULT_BACKOFF_BASE_MS, Math.max(DEFAULT_BACKOFF_BASE_MS, maxBackoffMs)),
     new BucketRateLimiter<K>(DEFAULT_BUCKET_QPS, DEFAULT_BUCKET_BURST, clock),
   );
 }

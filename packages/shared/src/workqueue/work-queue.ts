@@ -14,6 +14,11 @@ export interface WorkQueueOptions<K = string> {
   keyString?: (key: K) => string;
   /** Backoff for addRateLimited, keyed by keyString; defaults to defaultControllerRateLimiter on the queue's clock. */
   rateLimiter?: RateLimiter<string>;
+  /**
+   * The default rate limiter's per-item cap instead of client-go's 1000 s: a loop whose keys are
+   * all re-checked on a period (a poll) retries a failing key at least that often.
+   */
+  maxBackoffMs?: number;
   /** Drives delayed adds, backoffs and metric durations; tests pass a FakeClock. */
   clock?: Clock;
   /** Publish workqueue_* metrics labelled with the queue's name (default true; off for an empty name). */
@@ -68,7 +73,7 @@ export class WorkQueue<K = string> {
     // Only string keys may come without keyString (WorkQueueArgs), so this is their identity.
     this.keyString = opts.keyString ?? ((key: K) => key as unknown as string);
     this.clock = opts.clock ?? realClock;
-    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<string>(this.clock);
+    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<string>(this.clock, opts.maxBackoffMs);
     this.queue = new LeveledFifo<K>(opts.priority ?? (() => 0));
     // As in client-go, an unnamed queue has no metrics: its series could not be told apart.
     this.metrics = opts.metrics !== false && name !== '' ? new QueueMetrics<string>(name, this.clock, () => this.dirty.size) : undefined;

@@ -120,6 +120,14 @@ describe('defaultControllerRateLimiter', function () {
     for (let i = 0; i < 40; i++) r.when('slow');
     expect(r.when('slow')).to.equal(MAX_MS);
   });
+
+  it('caps the per-item backoff at maxBackoffMs when given (a loop that re-checks every key on a poll)', function () {
+    const r = defaultControllerRateLimiter<string>(new FakeClock(), 60_000);
+    const waits = Array.from({ length: 40 }, () => r.when('a'));
+    expect(waits.slice(0, 3)).to.deep.equal([5, 10, 20]);
+    expect(Math.max(...waits)).to.equal(60_000);
+    expect(waits.at(-1)).to.equal(60_000);
+  });
 });
 
 describe('doublingBackoffMs', function () {

@@ -369,6 +369,18 @@ describe('WorkQueue', function () {
       expect(q.len()).to.equal(1);
       expect(q.numRequeues('a')).to.equal(1);
     });
+
+    it('caps the default backoff at maxBackoffMs: a key failing for ever is still tried once per cap', async function () {
+      const clock = new FakeClock();
+      const q = newQueue({ clock, maxBackoffMs: 1_000 });
+      for (let i = 0; i < 30; i++) {
+        q.addRateLimited('a');
+        clock.advance(1_000);
+        expect(q.len(), `back after failure ${i + 1}`).to.equal(1);
+        q.done((await q.get())!);
+      }
+      expect(q.numRequeues('a')).to.equal(30);
+    });
   });
 
   describe('metrics', function () {
