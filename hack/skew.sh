@@ -10,6 +10,7 @@
 source "$(dirname "$0")/lib/bootstrap.sh"
 bootstrap
 read -r -a versions <<< "${TOPOVOL_K8S_VERSION:-v1.35.4 v1.36.3}"
+((${#versions[@]})) || { echo "hack/skew.sh: TOPOVOL_K8S_VERSION names no release" >&2; exit 2; }
 # A KUBEBUILDER_ASSETS from the environment would silently test another release.
 unset KUBEBUILDER_ASSETS
 echo "==> prometheus and promtool (Debian's package)" >&2

@@ -16,6 +16,9 @@ import { parseSegmentMode } from './segments/segment-mode.js';
 import { CapacitySource } from './source/get-capacity.js';
 import { CapacityStatusWriter } from './status/index.js';
 
+/** external-provisioner's --retry-interval-max default: the longest a failing capacity key waits. */
+const MAX_RETRY_MS = 5 * 60_000;
+
 export const CAPACITY_CONTROLLER = 'capacity';
 export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
 
@@ -90,9 +93,10 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   });
   const status = new CapacityStatusWriter(statusClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, now, log: env.log });
   // A failing item (a write denied until its role is bound, the API server away) is tried again
-  // within a poll interval, never after client-go's 1000 s: external-provisioner's poll adds every
-  // item to its queue whatever its backoff (pkg/capacity/capacity.go, pollCapacities).
-  const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString, maxBackoffMs: flags.pollIntervalMs });
+  // within a poll interval and 5 minutes, never after client-go's 1000 s: external-provisioner's
+  // poll adds every item to its queue whatever its backoff (pkg/capacity/capacity.go,
+  // pollCapacities), and its queue's backoff stops at --retry-interval-max (5m).
+  const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString, maxBackoffMs: Math.min(flags.pollIntervalMs, MAX_RETRY_MS) });
   const loop = new CapacityLoop(
     inf,
     source,

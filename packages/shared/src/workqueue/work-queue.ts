@@ -73,6 +73,8 @@ export class WorkQueue<K = string> {
     // Only string keys may come without keyString (WorkQueueArgs), so this is their identity.
     this.keyString = opts.keyString ?? ((key: K) => key as unknown as string);
     this.clock = opts.clock ?? realClock;
+    if (opts.maxBackoffMs !== undefined && !(Number.isFinite(opts.maxBackoffMs) && opts.maxBackoffMs > 0)) throw new Error(`work queue ${name}: maxBackoffMs must be a positive number, not ${opts.maxBackoffMs}`);
+    if (opts.maxBackoffMs !== undefined && opts.rateLimiter) throw new Error(`work queue ${name}: maxBackoffMs caps the default rate limiter; give it or a rateLimiter, not both`);
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<string>(this.clock, opts.maxBackoffMs);
     this.queue = new LeveledFifo<K>(opts.priority ?? (() => 0));
     // As in client-go, an unnamed queue has no metrics: its series could not be told apart.

@@ -381,6 +381,11 @@ describe('WorkQueue', function () {
       }
       expect(q.numRequeues('a')).to.equal(30);
     });
+
+    it('refuses a maxBackoffMs that is not a positive number, or one given with a rate limiter it would not cap', function () {
+      for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => newQueue({ maxBackoffMs: bad }), String(bad)).to.throw(/maxBackoffMs must be a positive number/);
+      expect(() => newQueue({ maxBackoffMs: 10, rateLimiter: new ItemExponentialBackoff<string>(1, 100) })).to.throw(/not both/);
+    });
   });
 
   describe('metrics', function () {
