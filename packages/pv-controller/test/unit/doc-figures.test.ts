@@ -66,6 +66,8 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
     '80 MB': "size: the test command's API server audit log",
   },
   'docs/status.md': {
+    '1000 s': "default: client-go's per-item work-queue backoff cap",
+    '16 minutes': "default: client-go's per-item work-queue backoff cap (1000 s)",
     '256 KiB': 'limit: RECORD_TEMPLATES_BUDGET_BYTES, what a ProvisioningRollback keeps of its claims',
     '1.5 minutes': 'estimate: how long the e2e suite runs',
     '3 minutes': 'estimate: how long the differential suite runs',
