@@ -19,6 +19,7 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
     '1.5 minutes': 'estimate: how long the demo runs',
   },
   'docs/architecture.md': {
+    '1000 s': "default: client-go's per-item work-queue backoff cap",
     '1.5 MB': "limit: etcd's default --max-request-bytes, the largest object",
     '16 MiB': 'limit: LIST_PAGE_MAX_BYTES',
     '64 MiB': 'limit: ONE_OBJECT_MAX_BYTES',
