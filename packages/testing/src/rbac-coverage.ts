@@ -63,3 +63,11 @@ export function rbacCoverage(roles: readonly GeneratedRole[], records: readonly 
   }
   return { unused, forbidden: relevant.filter((r) => !r.allowed) };
 }
+
+/**
+ * Whether mocha was asked to run only some tests (`--grep`, `--fgrep`, their short forms): then
+ * rules nothing asked for prove nothing, while a refused request still does.
+ */
+export function isPartialRun(argv: readonly string[]): boolean {
+  return argv.some((a) => /^(--grep|--fgrep|-g|-f)(=.*)?$/.test(a));
+}

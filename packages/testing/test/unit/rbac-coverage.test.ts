@@ -3,7 +3,7 @@ import { atomLabel, ruleAtoms, rulesAllow, rulesWithout } from '@topovol/manifes
 import type { PolicyRule } from '@topovol/shared';
 import { ANY_OWNER_FINALIZERS, authorizationRecords, ownerReferenceRefusals } from '../../src/audit-log.js';
 import type { AuditEvent } from '../../src/audit-log.js';
-import { ADMISSION_ONLY, generatedRoles, rbacCoverage } from '../../src/rbac-coverage.js';
+import { ADMISSION_ONLY, generatedRoles, isPartialRun, rbacCoverage } from '../../src/rbac-coverage.js';
 import { yamlFiles } from '../../src/apply-manifests.js';
 import { repoRoot } from '../../src/repo-root.js';
 import path from 'node:path';
@@ -121,3 +121,11 @@ function authorizationLease(name: string): AuditEvent {
     reason: 'RBAC: allowed by RoleBinding "topovol-pv-binder-leader-election/topovol-system" of Role "topovol-pv-binder-leader-election" to ServiceAccount "topovol-pv-binder/topovol-system"',
   });
 }
+
+describe('isPartialRun', function () {
+  it('is a run narrowed by --grep or --fgrep, in any of their spellings, and nothing else', function () {
+    const run = (...args: string[]): boolean => isPartialRun(['node', 'mocha', '--config', '.mocharc.integration.json', ...args]);
+    expect([run('--grep', 'install'), run('--grep=install'), run('-g', 'x'), run('--fgrep', 'x'), run('-f', 'x')]).to.deep.equal([true, true, true, true, true]);
+    expect([run(), run('--exit'), run('--grep-like-file.js'), run('packages/a/dist/test/integration/grep.test.js')]).to.deep.equal([false, false, false, false]);
+  });
+});
