@@ -40,6 +40,8 @@ export class ManagedProcess {
   readonly logFile: string;
   private readonly child: ChildProcess;
   private readonly exited: Promise<number | null>;
+  /** The process's output is all in logFile. */
+  private readonly flushed: Promise<void>;
   private exitCode: number | null | undefined;
 
   constructor(opts: ManagedProcessOptions) {
@@ -52,8 +54,14 @@ export class ManagedProcess {
       env: opts.env ?? process.env,
       cwd: opts.cwd,
     });
-    this.child.stdout?.pipe(log);
-    this.child.stderr?.pipe(log);
+    // Neither pipe ends the log on its own (the other may still write); the child's 'close' comes
+    // once both are drained into it.
+    this.child.stdout?.pipe(log, { end: false });
+    this.child.stderr?.pipe(log, { end: false });
+    this.flushed = new Promise((resolve) => {
+      log.once('close', resolve);
+      this.child.once('close', () => log.end());
+    });
     live.add(this);
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
@@ -77,9 +85,17 @@ export class ManagedProcess {
     return this.exitCode === undefined;
   }
 
-  /** Resolves with the exit code when the process ends. */
-  waitForExit(): Promise<number | null> {
-    return this.exited;
+  /**
+   * Resolves with the exit code when the process ends and what it wrote is in logFile (a test reads
+   * its last lines next: 'exit' can come before the pipes are drained). At most 5 s after the exit:
+   * a process that left a child holding its pipes never closes them.
+   */
+  async waitForExit(): Promise<number | null> {
+    const code = await this.exited;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.flushed, new Promise<void>((resolve) => (timer = setTimeout(resolve, 5_000).unref()))]);
+    clearTimeout(timer);
+    return code;
   }
 
   /** SIGTERM, then SIGKILL after the grace period. */
