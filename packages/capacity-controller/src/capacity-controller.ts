@@ -2,7 +2,7 @@ import { Controller, projectClaim, projectEvent, projectNode, PROVISIONING_FAILE
 import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, Runnable, StorageClass } from '@topovol/shared';
 import { CsiClient } from '@topovol/shared/csi';
 import { connectToDriver } from './source/connect-driver.js';
-import { F, readCapacityFlags } from './capacity-flags.js';
+import { F, readCapacityFlags, retryCapMs } from './capacity-flags.js';
 import type { CapacityFlags } from './capacity-flags.js';
 import { capacityKeyString, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
@@ -15,9 +15,6 @@ import { perNodeManagedBy } from './objects/managed-by.js';
 import { parseSegmentMode } from './segments/segment-mode.js';
 import { CapacitySource } from './source/get-capacity.js';
 import { CapacityStatusWriter } from './status/index.js';
-
-/** external-provisioner's --retry-interval-max default: the longest a failing capacity key waits. */
-const MAX_RETRY_MS = 5 * 60_000;
 
 export const CAPACITY_CONTROLLER = 'capacity';
 export const CENTRAL_FIELD_MANAGER = 'topovol-capacity';
@@ -92,11 +89,7 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
     labelSelector: otherPublishersSelector({ driverName, managedBy, base: flags.managedBy, ...(flags.nodeName ? { nodeName: flags.nodeName } : {}) }),
   });
   const status = new CapacityStatusWriter(statusClient, { driverName, fieldManager: CENTRAL_FIELD_MANAGER, expiryMs: flags.expiryMs, shards: flags.statusShards, now, log: env.log });
-  // A failing item (a write denied until its role is bound, the API server away) is tried again
-  // within a poll interval and 5 minutes, never after client-go's 1000 s: external-provisioner's
-  // poll adds every item to its queue whatever its backoff (pkg/capacity/capacity.go,
-  // pollCapacities), and its queue's backoff stops at --retry-interval-max (5m).
-  const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString, maxBackoffMs: Math.min(flags.pollIntervalMs, MAX_RETRY_MS) });
+  const queue = new WorkQueue<CapacityKey>(CAPACITY_CONTROLLER, { keyString: capacityKeyString, maxBackoffMs: retryCapMs(flags.pollIntervalMs) });
   const loop = new CapacityLoop(
     inf,
     source,

@@ -60,6 +60,19 @@ export const capacityFlags: FlagSpec[] = [
   },
 ];
 
+/** external-provisioner's --retry-interval-max default: the longest a failing capacity key waits. */
+const MAX_RETRY_MS = 5 * 60_000;
+
+/**
+ * The capacity queue's per-key backoff cap: a failing item (a write denied until its role is bound,
+ * the API server away) is tried again within a poll interval and 5 minutes, never after client-go's
+ * 1000 s. external-provisioner's poll adds every item to its queue whatever its backoff
+ * (pkg/capacity/capacity.go, pollCapacities), and its queue's backoff stops at --retry-interval-max.
+ */
+export function retryCapMs(pollIntervalMs: number): number {
+  return Math.min(pollIntervalMs, MAX_RETRY_MS);
+}
+
 export interface CapacityFlags {
   csiAddress: string;
   driverName: string;

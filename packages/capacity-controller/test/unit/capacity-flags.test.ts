@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readCapacityFlags } from '../../src/capacity-flags.js';
+import { readCapacityFlags, retryCapMs } from '../../src/capacity-flags.js';
 
 describe('capacity flags: the namespace of the CSIStorageCapacity objects', function () {
   const saved = process.env.NAMESPACE;
@@ -14,5 +14,11 @@ describe('capacity flags: the namespace of the CSIStorageCapacity objects', func
     process.env.NAMESPACE = 'storage';
     expect(readCapacityFlags({}).namespace).to.equal('storage');
     expect(readCapacityFlags({ 'capacity-namespace': 'elsewhere' }).namespace).to.equal('elsewhere');
+  });
+});
+
+describe('capacity flags: how long a failing item waits at most', function () {
+  it('the poll interval, or 5 minutes (external-provisioner\'s --retry-interval-max) when the poll is longer', function () {
+    expect([1_000, 60_000, 5 * 60_000, 60 * 60_000].map(retryCapMs)).to.deep.equal([1_000, 60_000, 5 * 60_000, 5 * 60_000]);
   });
 });
