@@ -1,12 +1,23 @@
 import { errorMessage, isForbidden } from '@topovol/shared';
 
+/** RBAC's refusal: `User "..." cannot <verb> resource "..."`. */
+const RBAC_DENIAL = / cannot \S+ resource /;
 /**
- * An authorization denial (RBAC's "cannot <verb> resource"), not another 403: an exceeded quota, a
- * terminating namespace or a webhook's denial is not cured by a RoleBinding, and stays a plain
- * reconcile error.
+ * OwnerReferencesPermissionEnforcement's (plugin/pkg/admission/gc/gc_admission.go; on in OpenShift):
+ * an object with an owner may be written only by who may delete it, which a role granting `create`
+ * but not `delete` does not give. Cured by the same binding as RBAC's.
+ */
+const OWNER_REFERENCE_DENIAL = /cannot set an ownerRef on a resource you can't delete|cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on/;
+
+/**
+ * An authorization denial (RBAC's, or the ownerReference admission check's), not another 403: an
+ * exceeded quota, a terminating namespace or a webhook's denial is not cured by a RoleBinding, and
+ * stays a plain reconcile error.
  */
 export function isAuthorizationDenial(err: unknown): boolean {
-  return isForbidden(err) && / cannot \S+ resource /.test(errorMessage(err));
+  if (!isForbidden(err)) return false;
+  const message = errorMessage(err);
+  return RBAC_DENIAL.test(message) || OWNER_REFERENCE_DENIAL.test(message);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { Event, KubeClient } from '@topovol/shared';
-import { eventually } from '@topovol/testing';
+import type { CSIStorageCapacity, Event, KubeClient, KubeObject } from '@topovol/shared';
+import { accessAllowed, eventually, INSTALL_NAMESPACE, withPodEnv } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { CSIDriverCapacities } from '../../src/status/index.js';
@@ -159,6 +159,63 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
         expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]);
         const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
         expect([ready?.status, ready?.reason]).to.deep.equal(['True', 'AllMeasured']);
+        expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName })).to.equal(0);
+      }, 60_000);
+    } finally {
+      await tb.loop?.stop();
+      tb.loop = undefined;
+      await identity.cleanup();
+      await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+    }
+  });
+
+  it("a role that may create and update but not delete the loop's objects, when their owner changes (an owner level turned on; a rollout's new ReplicaSet): OwnerReferencesPermissionEnforcement's refusal is Ready=False WritesRefused with the fix too; once bound, the objects take the owner", async function () {
+    this.timeout(180_000);
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addClass('fast');
+    await createCSIDriver(admin, driverName);
+    const identity = await installedCapacityIdentity();
+    const args = [`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms'];
+    const owned = async (): Promise<string[]> =>
+      (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items.map((o) => `${String(o.capacity)} ${(o.metadata?.ownerReferences ?? []).map((r) => `${r.kind}/${r.name}/${r.uid}`).join()}`);
+    const ready = async (): Promise<[string?, string?, string?]> => {
+      const c = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((x) => x.type === 'Ready');
+      return [c?.status, c?.reason, c?.message];
+    };
+    try {
+      // The operator's own role in the objects' namespace: the writes and the owner's read, but not
+      // delete, which OwnerReferencesPermissionEnforcement asks of whoever changes an object's
+      // ownerReferences (plugin/pkg/admission/gc/gc_admission.go; creates are exempt).
+      const role = `${identity.serviceAccount}-no-delete`;
+      await admin.create(Resources.roles, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: role, namespace: ns }, rules: [
+        { apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['create', 'update'] },
+        { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+      ] } as never);
+      await admin.create(Resources.roleBindings, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: role, namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role }, subjects: [{ kind: 'ServiceAccount', name: identity.serviceAccount, namespace: INSTALL_NAMESPACE }] } as never);
+      await accessAllowed(admin, identity.serviceAccount, { group: 'storage.k8s.io', resource: 'csistoragecapacities', verb: 'update', namespace: ns });
+      // Without owners, the role is enough.
+      tb.loop = await RunningCapacity.start(args, { client: identity.client }, { bind: false });
+      await eventually(async () => expect(await owned()).to.deep.equal(['5Gi ']));
+      await tb.loop.stop();
+      // With its pod as the owner: the update that sets it is refused.
+      const pod = await admin.create<KubeObject>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'capacity-0', namespace: ns }, spec: { containers: [{ name: 'c', image: 'x' }] } } as KubeObject);
+      const refused = await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'update' });
+      tb.loop = await withPodEnv({ name: 'capacity-0', namespace: ns }, () => RunningCapacity.start([...args, '--capacity-ownerref-level=0'], { client: identity.client }, { bind: false }));
+      await eventually(async () => {
+        const [status, reason, message] = await ready();
+        expect([status, reason]).to.deep.equal(['False', 'WritesRefused']);
+        expect(message).to.contain("cannot set an ownerRef on a resource you can't delete").and.contain('topovol-capacity-namespaced');
+        expect((await events(driverName)).join('\n')).to.match(/Warning\/CapacityWritesRefused: CSIStorageCapacity update in namespace .* refused: .*can't delete/);
+      });
+      expect(await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'update' })).to.be.above(refused);
+      expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName }), 'the alert reads this level').to.equal(1);
+      expect(await owned(), 'the object is kept as it was').to.deep.equal(['5Gi ']);
+      // The operator binds the role the message names: the object takes its owner.
+      await identity.bindNamespaced(ns);
+      await eventually(async () => {
+        expect(await owned()).to.deep.equal([`5Gi Pod/capacity-0/${pod.metadata?.uid}`]);
+        expect((await ready()).slice(0, 2)).to.deep.equal(['True', 'AllMeasured']);
         expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName })).to.equal(0);
       }, 60_000);
     } finally {

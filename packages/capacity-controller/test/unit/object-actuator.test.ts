@@ -168,6 +168,19 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
       expect(capacities(store)).to.deep.equal([]);
     });
 
+    it("OwnerReferencesPermissionEnforcement's refusal (a role without delete, when an object's owner changes) is a denial too, with the same binding to make", async function () {
+      const a = gated();
+      const ownerRefDenied = (detail: string) => (): KubeApiError =>
+        KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: `csistoragecapacities.storage.k8s.io "csisc-x" is forbidden: ${detail}` }));
+      deny = ownerRefDenied(`cannot set an ownerRef on a resource you can't delete: RBAC: role.rbac.authorization.k8s.io "custom" not found, <nil>`);
+      expect(await create(a, item)).to.be.instanceOf(KubeApiError);
+      expect([counted, reports.length]).to.deep.equal([1, 1]);
+      expect(reports[0]).to.contain("can't delete").and.contain('topovol-capacity-namespaced');
+      deny = ownerRefDenied('cannot set blockOwnerDeletion if an ownerReference refers to a resource you can\'t set finalizers on: , <nil>');
+      expect(await create(a, item2)).to.be.instanceOf(KubeApiError);
+      expect(counted).to.equal(2);
+    });
+
     it('another 403 (an exceeded quota, a webhook, a terminating namespace) is a plain error: no refusal, no advice to bind a role', async function () {
       const a = gated();
       deny = () => quota();
