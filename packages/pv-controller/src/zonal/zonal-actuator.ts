@@ -1,4 +1,4 @@
-import { classifyError, KubeApiError, Resources, TerminalError } from '@topovol/shared';
+import { classifyError, isNotFoundNamed, KubeApiError, Resources, TerminalError } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger, PersistentVolume } from '@topovol/shared';
 import type { ZonalUpgradeDecision } from './decide-zonal-upgrade.js';
 import { countZonalUpgrade } from './zonal-metrics.js';
@@ -54,8 +54,11 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
           spec: { nodeAffinity: decision.nodeAffinity },
         });
       } catch (err) {
+        // Deleted meanwhile: nothing left to convert. Only the API server's NotFound naming this
+        // volume says so; a proxy's plain 404 does not, and the loop has no re-sync that would try
+        // again, so anything else is an error, retried.
+        if (isNotFoundNamed(err, Resources.persistentVolumes.plural, name)) return;
         const { kind, message } = classifyError(err);
-        if (kind === 'NotFound') return; // deleted meanwhile: nothing left to convert
         // A conflict is a race, not a failure, and a write the leader-election fence held was not
         // sent: the retry decides again and is counted then.
         if (kind === 'Conflict' || kind === 'Fenced') throw err;

@@ -123,13 +123,27 @@ describe('zonal actuator: write outcomes', function () {
     expect(events.captured).to.deep.equal([]);
   });
 
-  it('NotFound: the volume went away, nothing to do', async function () {
+  it('NotFound naming the volume: it went away, nothing to do', async function () {
     const before = await count('error');
-    nock(SERVER).patch(PATH).reply(404, status(404, 'NotFound'));
+    nock(SERVER).patch(PATH).reply(404, { ...status(404, 'NotFound'), details: { name: 'v', kind: 'persistentvolumes' } });
     await applyZonalDecision(deps(), volume, decision);
     expect(await count('error')).to.equal(before);
     expect(events.captured).to.deep.equal([]);
   });
+
+  for (const [what, reply] of [
+    ["a proxy's plain 404", () => nock(SERVER).patch(PATH).reply(404, '404 page not found', { 'content-type': 'text/plain' })],
+    ['a NotFound naming no object', () => nock(SERVER).patch(PATH).reply(404, status(404, 'NotFound'))],
+    ['a NotFound naming another object', () => nock(SERVER).patch(PATH).reply(404, { ...status(404, 'NotFound'), details: { name: 'other', kind: 'persistentvolumes' } })],
+  ] as const) {
+    it(`${what}: not taken for the volume gone (the loop has no re-sync to try again): counted as an error and rethrown for a retry`, async function () {
+      const before = await count('error');
+      reply();
+      const err = await failure(applyZonalDecision(deps(), volume, decision));
+      expect(isTerminalError(err)).to.equal(false);
+      expect(await count('error')).to.equal(before + 1);
+    });
+  }
 
   it('Invalid, naming the affinity\'s fields: counted as an error, a Warning Event, and not retried (terminal)', async function () {
     const before = await count('error');
