@@ -150,6 +150,11 @@ export function ownerReferenceRefusals(events: readonly AuditEvent[]): Authoriza
   return out;
 }
 
+/** A request sent as a server-side dry run (`dryRun=All`): admitted or refused, it wrote nothing. */
+export function isDryRun(e: AuditEvent): boolean {
+  return /[?&]dryRun=/.test(e.requestURI);
+}
+
 /** Every authorization decision the audit log shows: RBAC's, and OwnerReferencesPermissionEnforcement's refusals. */
 export function accessRecords(events: readonly AuditEvent[]): AuthorizationRecord[] {
   return [...authorizationRecords(events), ...ownerReferenceRefusals(events)];

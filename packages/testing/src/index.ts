@@ -30,7 +30,7 @@ export { applyManifestsServerSide, yamlFiles } from './apply-manifests.js';
 export { loadManifests } from './load-manifests.js';
 export { accessAllowed, bindNamespacedRules, controllerClient, controllerKubeconfig, controllerUser, installGeneratedRbac, SERVICE_ACCOUNT_GROUPS, throwawayIdentity } from './controller-identity.js';
 export type { AccessProbe, ThrowawayIdentity } from './controller-identity.js';
-export { AuditLogTail, readAuditLog } from './audit-log.js';
+export { AuditLogTail, isDryRun, readAuditLog } from './audit-log.js';
 export type { AuditEvent } from './audit-log.js';
 export { InProcessLoop } from './in-process-loop.js';
 export type { InProcessLoopOptions } from './in-process-loop.js';

@@ -1,4 +1,4 @@
-import { classifyError, errorMessage, isFenced, logger, writeMayHaveApplied } from '@topovol/shared';
+import { classifyError, errorMessage, isFenced, isRefusal, logger, writeMayHaveApplied } from '@topovol/shared';
 import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
@@ -120,6 +120,12 @@ export class BinderReconciler {
       if (provisioner !== undefined && !isFenced(err) && !(err instanceof StaleViewError)) {
         await this.d.actuator.run([event(claim, 'Warning', Reasons.ProvisioningFailed, `Error saving claim: ${errorMessage(err)}`)]);
       }
+      // A binding write the API server refused (a policy or webhook on claims or volumes, the role
+      // narrowed) is refused again at every retry: upstream only logs it (`bind` in
+      // pv_controller.go); said on the claim, where `kubectl describe` shows why it stays Pending.
+      if (picked.length > 0 && isRefusal(err)) {
+        await this.d.actuator.run([event(claim, 'Warning', Reasons.FailedBinding, `binding to volume ${picked.join(', ')} was refused by the API server; retrying: ${errorMessage(err)}`)]);
+      }
       if (classWrite && !isFenced(err)) countRetroactiveClass(false);
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
@@ -186,7 +192,7 @@ export class BinderReconciler {
         // Tried again with the claim's backoff; one that cannot succeed (403, 400, 422) must not hold
         // the claim for ever: it is decided as before, on the informer's view.
         const c = classifyError(err);
-        if (c.kind !== 'Forbidden' && c.kind !== 'BadRequest' && c.kind !== 'Invalid') throw err;
+        if (!isRefusal(err)) throw err;
         logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: n, error: c.message });
         continue;
       }

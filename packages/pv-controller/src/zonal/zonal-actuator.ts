@@ -1,4 +1,4 @@
-import { classifyError, isNotFoundNamed, KubeApiError, Resources, TerminalError } from '@topovol/shared';
+import { classifyError, isNotFoundNamed, isRefusal, KubeApiError, Resources, TerminalError } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger, PersistentVolume } from '@topovol/shared';
 import type { ZonalUpgradeDecision } from './decide-zonal-upgrade.js';
 import { countZonalUpgrade } from './zonal-metrics.js';
@@ -71,7 +71,7 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
         // A ValidatingAdmissionPolicy's denial is a 422 too (its reason defaults to Invalid); a
         // webhook's is a 400 unless it says otherwise (ToStatusErr in k8s.io/apiserver's webhook
         // errors), a 403 an authorizer's or a policy's. Each may change: say so and retry.
-        if (kind === 'Invalid' || kind === 'Forbidden' || kind === 'BadRequest') d.events.event(pv, 'Warning', REASON_REFUSED, `the API server refused spec.nodeAffinity (${decision.summary}); retrying: ${message}`);
+        if (isRefusal(err)) d.events.event(pv, 'Warning', REASON_REFUSED, `the API server refused spec.nodeAffinity (${decision.summary}); retrying: ${message}`);
         throw err;
       }
       // A mutating webhook may drop the field: say so rather than report a conversion that did not happen.

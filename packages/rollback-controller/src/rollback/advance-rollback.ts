@@ -1,4 +1,4 @@
-import { claimNamesOfPod } from '@topovol/shared';
+import { claimNamesOfPod, errorMessage, isRefusal } from '@topovol/shared';
 import type { Pod } from '@topovol/shared';
 import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
@@ -171,23 +171,22 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     }
     return { state: 'Deleted' };
   }
-  if (plan.kind === 'keep') {
-    // A delete of ours may still be on its way (sent before a crash, or timed out here but not at
-    // the server): before the claim is recorded Kept, make sure it cannot land any more.
-    if ((await d.actuator.fenceClaim(r, c, claim?.metadata?.resourceVersion)) === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when it was to be kept` };
-    // The claim stays, fenced: its volume's Delete, if held before a crash or a failed delete, is
-    // its own again.
-    await d.actuator.settleVolume(r, c, decideSettle(await d.reads.volume(c.volume), c, undefined));
-    d.claimWatch.end(ns, c.name, c.uid);
-    return { state: 'Kept', why: plan.why };
-  }
+  if (plan.kind === 'keep') return keepClaim(d, r, c, claim?.metadata?.resourceVersion, plan.why);
   const hold = decideHold(await d.reads.volume(c.volume));
   if (hold.kind === 'hold') await d.actuator.holdReclaim(c.volume, hold.resourceVersion);
   await d.beforeClaimDelete?.(c);
   d.claimWatch.arm(ns, c.name, c.uid);
   // Gone by the time of the delete (an earlier delete of ours landing late, or someone else's):
   // the same as gone at the read above, re-created from the record; recorded Kept, it would be lost.
-  const written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
+  let written: 'deleted' | 'gone';
+  try {
+    written = await d.actuator.deleteClaim(r, c, plan.resourceVersion);
+  } catch (err) {
+    // Refused (a policy or webhook guarding claims, the role narrowed): nothing was deleted, and
+    // the same delete would be refused again, the claim Deleting and its volume held for ever.
+    if (!isRefusal(err)) throw err;
+    return keepClaim(d, r, c, plan.resourceVersion, `the API server refused the claim's delete: ${errorMessage(err)}`);
+  }
   if (written === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when its delete was sent` };
   // The only window no precondition closes: the scheduler binding the pod between the re-check
   // and the delete. The claim then stays Terminating while the pod exists; say so.
@@ -197,6 +196,18 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     d.actuator.reportRaced(after, c);
   }
   return { state: 'Deleted' };
+}
+
+/** The claim kept, with why: fenced first, then its volume's `Delete` given back. */
+async function keepClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, resourceVersion: string | undefined, why: string): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string }> {
+  // A delete of ours may still be on its way (sent before a crash, or timed out here but not at
+  // the server): before the claim is recorded Kept, make sure it cannot land any more.
+  if ((await d.actuator.fenceClaim(r, c, resourceVersion)) === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when it was to be kept` };
+  // The claim stays, fenced: its volume's Delete, if held before a crash or a failed delete, is
+  // its own again.
+  await d.actuator.settleVolume(r, c, decideSettle(await d.reads.volume(c.volume), c, undefined));
+  d.claimWatch.end(r.spec.pod.namespace, c.name, c.uid);
+  return { state: 'Kept', why };
 }
 
 /**

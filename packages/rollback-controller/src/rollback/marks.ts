@@ -51,6 +51,7 @@ export const Reasons = {
   MarkedUsed: 'VolumeMarkedUsed',
   RollbackStarted: 'ProvisioningRollback',
   ClaimRecreated: 'ClaimRecreated',
+  ClaimRecreateFailed: 'ClaimRecreateFailed',
   ClaimAdopted: 'ClaimAdopted',
   RollbackRefused: 'ProvisioningRollbackRefused',
   RollbackAborted: 'ProvisioningRollbackAborted',

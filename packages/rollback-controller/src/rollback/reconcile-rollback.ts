@@ -117,8 +117,8 @@ export class RollbackReconciler {
         }
         // Refused before anything is recorded or deleted: a record too large for etcd could be
         // created, then fail the status writes that re-create its claims.
-        const tooLarge = templatesTooLarge(live);
-        await this.d.actuator.decide(pod, tooLarge ? { kind: 'refuse', why: tooLarge } : { ...decision, pinned: live }, ns.uid);
+        const refused = templatesTooLarge(live) ?? (await this.recreateRefused(live));
+        await this.d.actuator.decide(pod, refused ? { kind: 'refuse', why: refused } : { ...decision, pinned: live }, ns.uid);
         this.stuck.forget(uid);
         return;
       }
@@ -142,6 +142,15 @@ export class RollbackReconciler {
       return l.metadata?.resourceVersion === p.claim.metadata?.resourceVersion || sameDecisionInputs(l, p.claim);
     });
     return same ? pinned.map((p, i) => ({ ...p, claim: live[i]! })) : undefined;
+  }
+
+  /** Why one of the claims could not be created again once deleted (rollback-server-reads.ts, recreateRefusal), or undefined. */
+  private async recreateRefused(pinned: PinnedClaim[]): Promise<string | undefined> {
+    for (const p of pinned) {
+      const why = await this.d.reads.recreateRefusal(p.claim);
+      if (why) return `claim ${p.claim.metadata?.name} could not be created again once deleted: the API server refuses its copy (dry run): ${why}`;
+    }
+    return undefined;
   }
 
   /** rb/ keys: advance a rollback in progress, or expire a finished one's record. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { failpoint, isAlreadyExists, isNamespaceGone, isNotFoundNamed, Resources } from '@topovol/shared';
+import { errorMessage, failpoint, isAlreadyExists, isNamespaceGone, isNotFoundNamed, isRefusal, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, KubeObject, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { claimFromTemplate } from './claim-template.js';
 import type { RollbackDecision } from './decide-rollback.js';
@@ -256,6 +256,11 @@ export class RollbackActuator {
     } catch (err) {
       if (isAlreadyExists(err)) return 'exists';
       if (isNamespaceGone(err, r.spec.pod.namespace)) return 'namespaceGone';
+      // Refused (a quota filled since the delete, a policy or webhook added since the dry run
+      // before it): retried, and said on the pod, the one object of the story its owner still sees.
+      if (isRefusal(err)) {
+        this.d.events.event(podRef(r), 'Warning', Reasons.ClaimRecreateFailed, `provisioning rollback ${r.metadata?.name} could not create claim ${c.name} again; retrying: ${errorMessage(err)}`);
+      }
       throw err;
     }
   }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { Event, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, INSTALL_NAMESPACE, sharedControlPlane, startManagerBinary } from '@topovol/testing';
+import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, INSTALL_NAMESPACE, isDryRun, sharedControlPlane, startManagerBinary } from '@topovol/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, SEL } from './rollback-harness.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -76,7 +76,8 @@ function claimWrites(audit: AuditLogTail, ns: string, verb: 'create' | 'delete')
       e.verb === verb &&
       e.objectRef?.resource === 'persistentvolumeclaims' &&
       e.objectRef.namespace === ns &&
-      (e.responseStatus?.code ?? 0) < 300,
+      (e.responseStatus?.code ?? 0) < 300 &&
+      !isDryRun(e),
   );
 }
 let auditLog = '';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume, Pod } from '@topovol/shared';
-import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, FaultProxy, INSTALL_NAMESPACE, recordChaosResult, sharedControlPlane } from '@topovol/testing';
+import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, FaultProxy, isDryRun, INSTALL_NAMESPACE, recordChaosResult, sharedControlPlane } from '@topovol/testing';
 import type { AuditEvent } from '@topovol/testing';
 import { failProvisioning, provision, recordsOf, RunningRollback, seenByLoop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
@@ -11,7 +11,7 @@ import { RollbackFixture } from './rollback-fixture.js';
 const claimWrites = (audit: AuditLogTail, ns: string, verb: 'create' | 'delete'): string[] =>
   audit
     .events()
-    .filter((e: AuditEvent) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('rollback') && e.verb === verb && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.namespace === ns && (e.responseStatus?.code ?? 0) < 300)
+    .filter((e: AuditEvent) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('rollback') && e.verb === verb && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.namespace === ns && (e.responseStatus?.code ?? 0) < 300 && !isDryRun(e))
     .map((e) => e.objectRef?.name ?? '');
 
 // The rollback loop (the kubernetes #94217 story) behind the fault proxy: throttling, server

@@ -120,18 +120,24 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
 
   /**
    * From now on the test namespace refuses new claims (a ValidatingAdmissionPolicy), as a webhook or
-   * a quota can; returns the function that lifts it. Waits until a claim is really refused.
+   * a quota can, or with `DELETE` the deletes of claims, as a policy guarding them would; returns the
+   * function that lifts it. Waits until a claim is really refused. Dry runs pass: a refused create
+   * comes after the rollback's check that its claims can be created again (a policy or webhook
+   * added in between, a quota another claim filled), which a refused dry run would answer by
+   * refusing the rollback instead (rollback.test.ts).
    */
-  async function refuseClaims(): Promise<() => Promise<void>> {
+  async function refuseClaims(operation: 'CREATE' | 'DELETE' = 'CREATE'): Promise<() => Promise<void>> {
     const policy = `${f.ns}-refuse-claims`;
+    const probe = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject;
+    if (operation === 'DELETE') await f.admin.create(Resources.persistentVolumeClaims, probe);
     await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicy',
       metadata: { name: policy },
       spec: {
         failurePolicy: 'Fail',
-        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['persistentvolumeclaims'] }] },
-        validations: [{ expression: 'false', message: 'this namespace takes no new claims for now' }],
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: [operation], resources: ['persistentvolumeclaims'] }] },
+        validations: operation === 'CREATE' ? [{ expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' }] : [{ expression: 'false', message: 'claims here are kept' }],
       },
     } as KubeObject);
     const binding = await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
@@ -142,11 +148,16 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     } as KubeObject);
     // Policies take effect within a second or so.
     await eventually(async () => {
-      const probe = await f.admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject).then(
+      if (operation === 'DELETE') {
+        const refused = await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns, { dryRun: true }).then(() => false, () => true);
+        if (!refused) throw new Error('claim deletes are not refused yet');
+        return;
+      }
+      const created = await f.admin.create(Resources.persistentVolumeClaims, probe).then(
         () => true,
         () => false,
       );
-      if (probe) {
+      if (created) {
         await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns);
         throw new Error('claims are not refused yet');
       }
@@ -168,6 +179,8 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     await eventually(async () => expect(await counter('error')).to.be.greaterThan(errors), 60_000);
     const [r] = await recordsOf(f.admin, p.metadata!.uid!);
     expect(r!.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Deleted');
+    // Said where the claim's owner looks: on the pod, with the API server's reason.
+    expect((await eventFor(f.admin, p, 'ClaimRecreateFailed')).message).to.match(/could not create claim c1 again; retrying: .*this namespace takes no new claims for now/);
     return { p, c1, lift };
   }
 
@@ -175,6 +188,31 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const { c1, lift } = await deletedNotRecreated();
     await lift();
     await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+  });
+
+  it("a claim delete the API server refuses (a policy guarding claims): nothing deleted, the claim kept and fenced, its volume's Delete given back, the rollback aborted with the server's reason", async function () {
+    const p = await f.podWithClaims('p');
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const lift = await refuseClaims('DELETE');
+    try {
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      const done = await eventually(async () => {
+        const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+        expect(r!.status?.phase).to.equal('Aborted');
+        return r!;
+      }, 60_000);
+      const kept = done.status?.claims?.find((c) => c.name === 'c1');
+      expect(kept?.state).to.equal('Kept');
+      expect(kept?.message).to.match(/the API server refused the claim's delete: .*claims here are kept/);
+      const now = await f.claim('c1');
+      expect([now.metadata?.uid, now.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+      expect(now.metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced').to.be.a('string');
+      expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy, "the volume's Delete given back").to.equal('Delete');
+      expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/claims here are kept/);
+    } finally {
+      await lift();
+    }
   });
 
   // A namespace deleted and made again under its name while the re-create was refused (namespaces

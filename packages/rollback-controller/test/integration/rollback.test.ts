@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { metricsRegistry, projectPod, Resources, retryOnConflict } from '@topovol/shared';
-import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
+import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, LABEL_USAGE } from '../../src/rollback/marks.js';
@@ -55,10 +55,10 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
    * P with claims c1 and c2 (or c1 only); c1 provisioned on node a and marked unused. A c2 still
    * provisioning is undecided: the rollback would wait the grace period for it.
    */
-  async function c1ProvisionedOnA(rollback: RunningRollback | undefined, sibling = true, c1Spec: Partial<NonNullable<PersistentVolumeClaim['spec']>> = {}, mark = 'unused'): Promise<{ p: Pod; c1: PersistentVolumeClaim; v1: PersistentVolume }> {
+  async function c1ProvisionedOnA(rollback: RunningRollback | undefined, sibling = true, c1Spec: Partial<NonNullable<PersistentVolumeClaim['spec']>> = {}, mark = 'unused', c1Meta: NonNullable<PersistentVolumeClaim['metadata']> = {}): Promise<{ p: Pod; c1: PersistentVolumeClaim; v1: PersistentVolume }> {
     expect(rollback).to.not.equal(undefined);
     const c1Claim = claim(ns, 'c1', cls);
-    await admin.create(Resources.persistentVolumeClaims, { ...c1Claim, spec: { ...c1Claim.spec, ...c1Spec } });
+    await admin.create(Resources.persistentVolumeClaims, { ...c1Claim, metadata: { ...c1Claim.metadata, ...c1Meta }, spec: { ...c1Claim.spec, ...c1Spec } });
     if (sibling) await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
     const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', sibling ? ['c1', 'c2'] : ['c1']));
     await selectNode(admin, ns, 'c1', name('a'));
@@ -238,6 +238,19 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
       await eventFor(admin, p, 'ProvisioningRollbackRefused');
       expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+    });
+
+    it("a claim the loop could not create again is not deleted: an operator's owner reference with blockOwnerDeletion, which OwnerReferencesPermissionEnforcement admits only from who may update the owner's finalizers", async function () {
+      // controller-runtime's SetControllerReference sets blockOwnerDeletion; the loop's role may
+      // update pods/finalizers only (a generic ephemeral volume's claim), not a ConfigMap's.
+      const owner = await admin.create<KubeObject>(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'operator-owned', namespace: ns } });
+      const ownerReferences = [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'operator-owned', uid: owner.metadata!.uid!, controller: true, blockOwnerDeletion: true }];
+      const { p, c1 } = await c1ProvisionedOnA(rollback, true, {}, 'unused', { ownerReferences });
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      const refused = await eventFor(admin, p, 'ProvisioningRollbackRefused');
+      expect(refused.message).to.contain('claim c1 could not be created again once deleted').and.contain('cannot set blockOwnerDeletion');
+      expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
+      expect(await recordsOf(admin, p.metadata!.uid!), 'nothing recorded, nothing deleted').to.deep.equal([]);
     });
 
     it('a node reporting the volume in volumesInUse marks it used and blocks the rollback', async function () {

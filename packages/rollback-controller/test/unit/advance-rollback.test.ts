@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { isConflict, logger, Resources } from '@topovol/shared';
+import { isConflict, KubeApiError, logger, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
@@ -59,7 +59,7 @@ async function land(w: World, gap: Gap, n: number): Promise<void> {
  * Looks at the record `looks` times (or until it finishes), as the loop's queue does: a look that
  * fails with Conflict is retried (with backoff there). `gaps[i]` lands before the i-th delete.
  */
-async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record: ProvisioningRollback; conflicts: number }> {
+async function advanceLooks(gaps: Gap[], looks = 10, refuseDelete?: () => Error): Promise<{ w: World; record: ProvisioningRollback; conflicts: number }> {
   const w: World = { store: new FakeWrites(), scheduled: false, used: false, otherPod: false };
   w.store.seed(Resources.persistentVolumeClaims, decidedClaim());
   const name = w.store.seed(ProvisioningRollbacks, rollbackRecord()).metadata!.name!;
@@ -67,6 +67,7 @@ async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record
   const del = w.store.delete.bind(w.store);
   w.externalDelete = () => del(Resources.persistentVolumeClaims, 'c', 'ns');
   w.store.delete = async (...args: Parameters<FakeWrites['delete']>) => {
+    if (refuseDelete && args[0] === Resources.persistentVolumeClaims) throw refuseDelete();
     const labels = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.labels;
     await del(...args);
     if (args[0] === Resources.persistentVolumeClaims) w.deletedWhen = { scheduled: w.scheduled, used: w.used, otherPod: w.otherPod, labels };
@@ -82,6 +83,7 @@ async function advanceLooks(gaps: Gap[], looks = 10): Promise<{ w: World; record
       pods: () => Promise.resolve(w.otherPod ? [recordedPod(w), podQ] : [recordedPod(w)]),
       volume: () => Promise.resolve(undefined),
       undeliveredPodUse: () => Promise.resolve(undefined),
+      recreateRefusal: () => Promise.resolve(undefined),
     },
     claimWatch: new DeletedClaimWatch(),
     beforeClaimDelete: async () => {
@@ -138,6 +140,23 @@ describe('advancing a rollback when the claim is written between the last re-rea
     });
   }
 
+  it("a delete the API server refuses (a policy guarding claims, the role narrowed): nothing was deleted and it would be refused again: the claim kept, fenced, the rollback aborted with the server's reason", async function () {
+    const refused = (): Error => KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: 'persistentvolumeclaims "c" is forbidden: ValidatingAdmissionPolicy \'guard\' denied request: claims stay' }));
+    const { w, record } = await advanceLooks([], 10, refused);
+    expect(record.status?.phase).to.equal('Aborted');
+    expect(record.status?.claims?.[0]).to.include({ name: 'c', state: 'Kept' });
+    expect(record.status?.claims?.[0]?.message).to.match(/the API server refused the claim's delete: .*claims stay/);
+    const after = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
+    expect(after?.metadata?.uid).to.equal('uid-c');
+    expect(after?.metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced').to.be.a('string');
+  });
+
+  it('a delete that gets no answer is not taken for a refusal: thrown for a retry, the claim still Deleting', async function () {
+    const lost = (): Error => KubeApiError.fromResponse(503, JSON.stringify({ kind: 'Status', status: 'Failure', code: 503, reason: 'ServiceUnavailable', message: 'etcd away' }));
+    const err = await advanceLooks([], 1, lost).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(KubeApiError);
+  });
+
   it('property: the claim is deleted only while the pod is unscheduled and its only user, the volume unused and the claim as decided; it completes once nothing lands, or once it is gone', async function () {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.constantFrom<Gap>('status', 'label', 'scheduled', 'used', 'otherPod', 'gone'), { maxLength: 6 }), async (gaps) => {
@@ -182,6 +201,7 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
       podExists: () => Promise.resolve(true),
       volume: () => Promise.resolve(undefined),
       undeliveredPodUse: () => Promise.resolve(undefined),
+      recreateRefusal: () => Promise.resolve(undefined),
     },
     claimWatch: new DeletedClaimWatch(),
   });

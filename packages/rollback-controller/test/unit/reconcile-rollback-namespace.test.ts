@@ -17,9 +17,9 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
   /** `claims`: the claims as the server has them, by name (the cached ones when not given). */
-  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined> };
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string };
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
-    const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[] }[] = [];
+    const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[]; why?: string }[] = [];
     const reads: string[] = [];
     const deps = {
       world: { ...world(at), now: () => now.t },
@@ -27,7 +27,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       record: () => undefined,
       actuator: {
         decide: (_p: Pod, d: RollbackDecision, namespaceUID?: string) => {
-          decided.push({ kind: d.kind, namespaceUID, ...(d.kind === 'rollback' && server.claims ? { pinned: d.pinned.map((p) => p.claim) } : {}) });
+          decided.push({ kind: d.kind, namespaceUID, ...(d.kind === 'rollback' && server.claims ? { pinned: d.pinned.map((p) => p.claim) } : {}), ...(d.kind === 'refuse' ? { why: d.why } : {}) });
           return Promise.resolve();
         },
       },
@@ -49,6 +49,10 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
           reads.push(`claim ${ns}/${name}`);
           return Promise.resolve(server.claims ? server.claims[name] : world(at).claim(ns, name));
         },
+        recreateRefusal: (c: PersistentVolumeClaim) => {
+          reads.push(`dry run ${c.metadata?.name}`);
+          return Promise.resolve(server.refusesCopy);
+        },
       },
       log: logger(),
       dryRun,
@@ -58,6 +62,15 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     } as unknown as RollbackGlueDeps;
     return { r: new RollbackReconciler(deps), decided, reads };
   }
+
+  it("a claim whose copy the server would refuse (the dry run before anything is recorded): refused with the server's reason, nothing recorded", async function () {
+    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, refusesCopy: "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on" });
+    await r.pod('ns', 'p');
+    expect(decided).to.have.length(1);
+    expect(decided[0]!.kind).to.equal('refuse');
+    expect(decided[0]!.why).to.match(/^claim c1 could not be created again once deleted: the API server refuses its copy \(dry run\): cannot set blockOwnerDeletion/);
+    expect(reads).to.include('dry run c1');
+  });
 
   it('records the namespace uid the server has', async function () {
     const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true });
@@ -129,9 +142,11 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     const labels = Object.fromEntries(Array.from({ length: 9_000 }, (_, i) => [`k${i}.example.com/x`, 'v'.repeat(63)]));
     const live: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, labels } };
     expect(templatesTooLarge([{ claim: live, volume: {}, node: 'a' }])).to.match(/more than the 262144 a ProvisioningRollback keeps/);
-    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: live } });
+    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: live } });
     await r.pod('ns', 'p');
-    expect(decided).to.deep.equal([{ kind: 'refuse', namespaceUID: 'ns-uid' }]);
+    expect(decided.map((d) => [d.kind, d.namespaceUID])).to.deep.equal([['refuse', 'ns-uid']]);
+    expect(decided[0]!.why).to.match(/more than the 262144/);
+    expect(reads, 'refused before any dry run').to.not.include('dry run c1');
   });
 
   for (const [what, change] of [

@@ -38,6 +38,7 @@ describe('RollbackReconciler: an unfinished record is looked at again without an
         pods: () => Promise.resolve([thePod]),
         volume: () => Promise.resolve(undefined),
         undeliveredPodUse: () => Promise.resolve(undefined),
+        recreateRefusal: () => Promise.resolve(undefined),
       },
       claimWatch: new DeletedClaimWatch(),
     } as unknown as RollbackGlueDeps;

@@ -187,6 +187,16 @@ export const isConnectionError = is('Connection');
 export const isFenced = is('Fenced');
 
 /**
+ * A write the API server refused as sent: authorization, an admission plugin, policy or webhook,
+ * validation (403, 422, 400). Nothing was written, and the same write is refused again until
+ * someone changes the rules; not a race (Conflict) nor an outcome unknown (writeMayHaveApplied).
+ */
+export function isRefusal(err: unknown): boolean {
+  const kind = classifyError(err).kind;
+  return kind === 'Forbidden' || kind === 'Invalid' || kind === 'BadRequest';
+}
+
+/**
  * A create refused because its namespace is gone (404 for the namespace itself) or being deleted
  * (403 with cause NamespaceTerminating, from the NamespaceLifecycle admission plugin): nothing can
  * be created there, and a namespace of that name made later is someone else's.

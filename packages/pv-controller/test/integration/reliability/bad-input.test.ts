@@ -186,6 +186,50 @@ describe('reliability: bad input to the binder (real API server)', function () {
     await eventually(async () => expect((await getPVC(admin, ns, 'heavy')).status?.phase).to.equal('Bound'));
   });
 
+  it('a bind the API server refuses (a ValidatingAdmissionPolicy on claim updates): the claim stays Pending with a FailedBinding Warning naming the refusal, the volume waits pre-bound; once allowed, bound', async function () {
+    const policy = `${ns}-no-claim-updates`;
+    await admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: policy },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['persistentvolumeclaims'] }] },
+        validations: [{ expression: 'false', message: 'claims here are frozen' }],
+      },
+    } as KubeObject);
+    await admin.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: policy },
+      spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } },
+    } as KubeObject);
+    const lift = async (): Promise<void> => {
+      await admin.delete(Resources.validatingAdmissionPolicyBindings, policy).catch(() => undefined);
+      await admin.delete(Resources.validatingAdmissionPolicies, policy).catch(() => undefined);
+    };
+    try {
+      // Policies take effect within a second or so: a claim update refused shows it.
+      await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'probe', '1Gi', { class: name('none') }));
+      await eventually(async () => {
+        const refused = await admin.patch(Resources.persistentVolumeClaims, 'probe', ns, 'merge', { metadata: { labels: { probe: 'x' } } }, { dryRun: true }).then(() => false, () => true);
+        expect(refused, 'claim updates refused yet').to.equal(true);
+      });
+      const before = await eventsCounted('Warning', 'FailedBinding');
+      await volume(pv(name('frozen'), '1Gi', { class: name('frozen') }));
+      const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: name('frozen') }));
+      await answered(c, 'Warning', 'FailedBinding', before);
+      expect((await eventFor(admin, c, 'FailedBinding')).message).to.match(new RegExp(`binding to volume ${name('frozen')} was refused by the API server; retrying: .*claims here are frozen`));
+      const now = await getPVC(admin, ns, 'c');
+      expect([now.status?.phase, now.spec?.volumeName]).to.deep.equal(['Pending', undefined]);
+      expect((await getPV(admin, name('frozen'))).spec?.claimRef?.uid, 'the volume waits for the claim it was given').to.equal(c.metadata?.uid);
+    } finally {
+      await lift();
+    }
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
+    expect((await getPVC(admin, ns, 'c')).spec?.volumeName).to.equal(name('frozen'));
+  });
+
   it('objects deleted while being processed: claims and volumes removed mid-binding leave no claim mis-bound or lost', async function () {
     const cls = name('churn');
     const n = 30;

@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { KubeApiError } from '@topovol/shared';
+import type { KubeClient, KubeObject, PersistentVolumeClaim, ResourceType, WriteOptions } from '@topovol/shared';
+import { failure } from '@topovol/testing';
+import { recreateRefusal } from '../../src/rollback/rollback-server-reads.js';
+
+const refusal = (code: number, reason: string, message: string): KubeApiError => KubeApiError.fromResponse(code, JSON.stringify({ kind: 'Status', status: 'Failure', code, reason, message }));
+
+// The check before a rollback deletes anything: would the API server take the claim's copy?
+describe('recreateRefusal: the dry run of a claim copy', function () {
+  const claim: PersistentVolumeClaim = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: 'c1',
+      namespace: 'ns',
+      uid: 'uid-c1',
+      resourceVersion: '7',
+      labels: { app: 'db' },
+      annotations: { 'volume.kubernetes.io/selected-node': 'a', 'example.com/keep': 'me' },
+      ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'o', uid: 'uid-o', controller: true, blockOwnerDeletion: true }],
+    },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'fast', volumeName: 'v1' },
+  };
+  const sent: { obj: KubeObject; opts?: WriteOptions }[] = [];
+  const answering = (answer: () => Promise<unknown>): KubeClient =>
+    ({
+      create: (_r: ResourceType, obj: KubeObject, opts?: WriteOptions) => {
+        sent.push({ obj, opts });
+        return answer();
+      },
+    }) as unknown as KubeClient;
+  beforeEach(() => (sent.length = 0));
+
+  it('sends the copy the rollback would create, as a dry run under a generated name: taken, no refusal', async function () {
+    expect(await recreateRefusal(answering(() => Promise.resolve({})), claim)).to.equal(undefined);
+    expect(sent).to.have.length(1);
+    expect(sent[0]!.opts?.dryRun).to.equal(true);
+    const md = sent[0]!.obj.metadata!;
+    expect([md.name, md.generateName, md.namespace, md.uid, md.resourceVersion]).to.deep.equal([undefined, 'c1-', 'ns', undefined, undefined]);
+    expect(md.ownerReferences).to.deep.equal(claim.metadata!.ownerReferences);
+    expect(md.annotations).to.deep.equal({ 'example.com/keep': 'me' });
+    expect((sent[0]!.obj as PersistentVolumeClaim).spec?.volumeName).to.equal(undefined);
+  });
+
+  it("admission's refusal (the ownerReference plugin, a policy, a webhook, validation) is the reason the claim is kept", async function () {
+    const plugin = 'persistentvolumeclaims "c1-x" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can\'t set finalizers on: , <nil>';
+    expect(await recreateRefusal(answering(() => Promise.reject(refusal(403, 'Forbidden', plugin))), claim)).to.equal(plugin);
+    expect(await recreateRefusal(answering(() => Promise.reject(refusal(422, 'Invalid', 'denied by policy'))), claim)).to.equal('denied by policy');
+    expect(await recreateRefusal(answering(() => Promise.reject(refusal(400, 'BadRequest', 'admission webhook "w" denied the request'))), claim)).to.equal('admission webhook "w" denied the request');
+  });
+
+  it('a full quota is not: the claim still there counts in it, and its delete frees what the copy needs', async function () {
+    const quota = 'persistentvolumeclaims "c1-x" is forbidden: exceeded quota: q, requested: persistentvolumeclaims=1, used: persistentvolumeclaims=2, limited: persistentvolumeclaims=2';
+    expect(await recreateRefusal(answering(() => Promise.reject(refusal(403, 'Forbidden', quota))), claim)).to.equal(undefined);
+  });
+
+  it('no answer, or a server error, says nothing about the copy: thrown, so the rollback is decided again later', async function () {
+    const err = await failure(recreateRefusal(answering(() => Promise.reject(refusal(500, 'InternalError', 'etcd away'))), claim));
+    expect(err).to.be.instanceOf(KubeApiError);
+  });
+});
