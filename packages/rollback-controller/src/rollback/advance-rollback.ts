@@ -10,6 +10,9 @@ import type { DeletedClaimWatch } from './deleted-claim-watch.js';
 import type { RollbackActuator } from './rollback-actuator.js';
 import type { RollbackServerReads } from './rollback-server-reads.js';
 
+/** How soon a re-create the API server refused is tried again. */
+export const RECREATE_RETRY_MS = 60_000;
+
 export interface AdvanceDeps {
   actuator: RollbackActuator;
   reads: RollbackServerReads;
@@ -108,6 +111,9 @@ async function createFromRecord(d: AdvanceDeps, r: ProvisioningRollback, c: Roll
   const replaced = await namespaceReplaced(d, r);
   if (replaced) return { record: await abandonClaim(d, r, c, replaced) };
   const created = await d.actuator.createClaim(r, c);
+  // Refused until a quota or a policy allows it: a minute apart, not after a backoff that doubles
+  // to many minutes (the claim must come back soon after it can).
+  if (created === 'refused') return { wait: RECREATE_RETRY_MS };
   if (created === 'namespaceGone') return { record: await abandonClaim(d, r, c, `namespace ${r.spec.pod.namespace} is being deleted`) };
   if (created !== 'exists') return { record: await d.actuator.setClaim(r, c.name, 'Recreated', created.uid) };
   const next = afterCreateRefused(c, await d.reads.claim(r.spec.pod.namespace, c.name));

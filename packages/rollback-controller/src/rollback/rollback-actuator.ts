@@ -242,7 +242,7 @@ export class RollbackActuator {
    * exists; `namespaceGone` when its namespace is gone or being deleted (never retried: a namespace
    * of that name made later is someone else's).
    */
-  async createClaim(r: ProvisioningRollback, c: RollbackClaim): Promise<{ uid: string | undefined } | 'exists' | 'namespaceGone'> {
+  async createClaim(r: ProvisioningRollback, c: RollbackClaim): Promise<{ uid: string | undefined } | 'exists' | 'namespaceGone' | 'refused'> {
     // A create carries no precondition of the record's: the record is written first, unchanged, with
     // its resourceVersion, so that one decided on a stale copy (already Recreated on the server, that
     // claim deleted by its owner since) fails with Conflict instead of bringing the claim back.
@@ -257,11 +257,13 @@ export class RollbackActuator {
       if (isAlreadyExists(err)) return 'exists';
       if (isNamespaceGone(err, r.spec.pod.namespace)) return 'namespaceGone';
       // Refused (a quota filled since the delete, a policy or webhook added since the dry run
-      // before it): retried, and said on the pod, the one object of the story its owner still sees.
-      if (isRefusal(err)) {
-        this.d.events.event(podRef(r), 'Warning', Reasons.ClaimRecreateFailed, `provisioning rollback ${r.metadata?.name} could not create claim ${c.name} again; retrying: ${errorMessage(err)}`);
-      }
-      throw err;
+      // before it): counted as an error (the alert's metric), said on the pod, the one object of
+      // the story its owner still sees, and tried again after RECREATE_RETRY_MS.
+      if (!isRefusal(err)) throw err;
+      this.d.log.warn('re-creating a claim was refused; trying again', { rollback: r.metadata?.name, namespace: r.spec.pod.namespace, claim: c.name, error: errorMessage(err) });
+      this.d.events.event(podRef(r), 'Warning', Reasons.ClaimRecreateFailed, `provisioning rollback ${r.metadata?.name} could not create claim ${c.name} again; retrying: ${errorMessage(err)}`);
+      countRollback('error');
+      return 'refused';
     }
   }
 

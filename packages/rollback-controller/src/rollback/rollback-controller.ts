@@ -13,7 +13,7 @@ import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLB
 import { liveReads } from './rollback-server-reads.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { ProvisioningObservations } from './observations.js';
-import { RollbackReconciler, UNFINISHED_RECORD_RESYNC_MS } from './reconcile-rollback.js';
+import { RollbackReconciler } from './reconcile-rollback.js';
 import { countEndedUseEvicted } from './rollback-metrics.js';
 import { podUseOfClaim, unusedMarkDoubt, volumesInUseMentions } from './usage-evidence.js';
 
@@ -88,10 +88,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     backoffBaseMs: extraNumber(options.extra, BACKOFF_FLAG, 30_000),
   };
   const historyTtlMs = extraNumber(options.extra, HISTORY_TTL_FLAG, 7 * 24 * 3_600_000);
-  // A failing key (a re-create refused until a quota or policy allows it, the API server away) is
-  // tried at least as often as an unfinished record is looked at, not after client-go's backoff of
-  // up to 1000 s: a deleted claim must come back soon after it can.
-  const queue = new WorkQueue<RollbackKey>(ROLLBACK, { keyString: rollbackKeyString, maxBackoffMs: UNFINISHED_RECORD_RESYNC_MS });
+  const queue = new WorkQueue<RollbackKey>(ROLLBACK, { keyString: rollbackKeyString });
   const markDeps = {
     client,
     events,

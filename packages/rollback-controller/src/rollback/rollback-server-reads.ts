@@ -1,5 +1,5 @@
-import { claimNamesOfPod, classifyError, getIfPresent, isGone, isRefusal, projectPod, Resources, streamWatch } from '@topovol/shared';
-import { claimFromTemplate, claimTemplate } from './claim-template.js';
+import { claimNamesOfPod, getIfPresent, isGone, projectPod, Resources, streamWatch } from '@topovol/shared';
+import { recreateRefusal } from './recreate-check.js';
 import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { usageOf } from './marks.js';
 import { compareResourceVersions } from './resource-version.js';
@@ -166,29 +166,4 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
       (await client.list<Pod>(Resources.pods, { namespace: ns, fieldSelector: `metadata.name=${name}` }, projectPod)).items.some((p) => p.metadata?.uid === uid),
     recreateRefusal: (claim) => recreateRefusal(client, claim),
   };
-}
-
-/**
- * A claim is deleted only if it can be created again: its copy, as the rollback would create it,
- * is sent as a dry run, under a generated name (the claim itself still holds its own), so that
- * admission answers it as it would the re-create. OwnerReferencesPermissionEnforcement (on in
- * OpenShift) refuses an owner reference with blockOwnerDeletion from who may not update the owner's
- * finalizers (plugin/pkg/admission/gc/gc_admission.go): an operator's claim (controller-runtime's
- * SetControllerReference sets it) deleted by a rollback would stay deleted. A policy or webhook
- * refusing such claims would too. A full quota does not count: the claim still there is in its
- * usage, and its delete frees what the copy needs.
- */
-export async function recreateRefusal(client: KubeClient, claim: PersistentVolumeClaim): Promise<string | undefined> {
-  const name = claim.metadata?.name ?? '';
-  const copy = claimFromTemplate(claimTemplate(claim), claim.metadata?.namespace ?? '', name);
-  const { name: _name, ...metadata } = copy.metadata ?? {};
-  try {
-    await client.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { ...copy, metadata: { ...metadata, generateName: `${name}-` } }, { dryRun: true });
-    return undefined;
-  } catch (err) {
-    if (!isRefusal(err)) throw err;
-    const { kind, message } = classifyError(err);
-    if (kind === 'Forbidden' && /exceeded quota/.test(message)) return undefined;
-    return message;
-  }
 }

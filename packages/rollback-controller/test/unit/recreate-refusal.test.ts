@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { KubeApiError } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolumeClaim, ResourceType, WriteOptions } from '@topovol/shared';
 import { failure } from '@topovol/testing';
-import { recreateRefusal } from '../../src/rollback/rollback-server-reads.js';
+import { recreateRefusal } from '../../src/rollback/recreate-check.js';
 
 const refusal = (code: number, reason: string, message: string): KubeApiError => KubeApiError.fromResponse(code, JSON.stringify({ kind: 'Status', status: 'Failure', code, reason, message }));
 
@@ -53,6 +53,22 @@ describe('recreateRefusal: the dry run of a claim copy', function () {
   it('a full quota is not: the claim still there counts in it, and its delete frees what the copy needs', async function () {
     const quota = 'persistentvolumeclaims "c1-x" is forbidden: exceeded quota: q, requested: persistentvolumeclaims=1, used: persistentvolumeclaims=2, limited: persistentvolumeclaims=2';
     expect(await recreateRefusal(answering(() => Promise.reject(refusal(403, 'Forbidden', quota))), claim)).to.equal(undefined);
+  });
+
+  it("a webhook that does not support dry runs: the copy cannot be checked, said as such (not the claim's refusal)", async function () {
+    const why = await recreateRefusal(answering(() => Promise.reject(refusal(400, 'BadRequest', 'admission webhook "w.example.com" does not support dry run'))), claim);
+    expect(why).to.match(/^its re-create cannot be checked before the delete \(admission webhook "w.example.com" does not support dry run\); the webhook's configuration needs sideEffects None or NoneOnDryRun$/);
+  });
+
+  it('a quota already over its limit is a refusal: the re-create would be refused too', async function () {
+    const over = 'persistentvolumeclaims "c1-x" is forbidden: exceeded quota: q, requested: requests.storage=1Gi, used: requests.storage=8Gi, limited: requests.storage=5Gi';
+    expect(await recreateRefusal(answering(() => Promise.reject(refusal(403, 'Forbidden', over))), claim)).to.equal(over);
+  });
+
+  it('a name of 253 characters: the generated name is cut to the 58 characters kube-apiserver keeps of a prefix', async function () {
+    const long = { ...claim, metadata: { ...claim.metadata, name: 'c'.repeat(253) } };
+    await recreateRefusal(answering(() => Promise.resolve({})), long);
+    expect(sent[0]!.obj.metadata?.generateName).to.equal('c'.repeat(58));
   });
 
   it('no answer, or a server error, says nothing about the copy: thrown, so the rollback is decided again later', async function () {

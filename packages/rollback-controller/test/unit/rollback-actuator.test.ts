@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { isConflict, KubeApiError, logger, Resources } from '@topovol/shared';
+import { isConflict, KubeApiError, logger, metricsRegistry, Resources } from '@topovol/shared';
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -13,6 +13,12 @@ import { decidedClaim, rollbackDecision as rollback, rollbackRecord as record, t
 // what is stored after each write, and that no stale view (a claim written or re-created since the
 // decision, an old copy of the record) deletes or overwrites anything. The real server:
 // test/integration/rollback-safety.test.ts.
+/** topovol_rollback_rollbacks_total for one result. */
+async function rollbackCount(result: string): Promise<number> {
+  const m = metricsRegistry.getSingleMetric('topovol_rollback_rollbacks_total');
+  return ((m ? (await m.get()).values : []) as { labels: Record<string, unknown>; value: number }[]).filter((v) => v.labels.result === result).reduce((a, v) => a + v.value, 0);
+}
+
 describe('rollback actuator over an in-memory API server', function () {
   let store: FakeWrites;
   let events: FakeEvents;
@@ -134,16 +140,28 @@ describe('rollback actuator over an in-memory API server', function () {
       });
     }
 
-    it('another refusal (a webhook, a quota) is thrown: retried, counted as an error', async function () {
+    it('another refusal (a webhook, a quota): refused, a Warning on the pod with the reason, counted as an error', async function () {
       const r = store.seed(ProvisioningRollbacks, record());
       const quota = new KubeApiError(403, { reason: 'Forbidden', message: 'exceeded quota: claims' });
       const refusing = Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(quota) });
       const a = new RollbackActuator({ client: refusing, events, log: logger(), dryRun: false });
+      const errors = await rollbackCount('error');
+      expect(await a.createClaim(r, r.spec.claims[0]!)).to.equal('refused');
+      expect(await rollbackCount('error')).to.equal(errors + 1);
+      expect(events.recorded.map((e) => `${e.kind}/${e.name} ${e.type} ${e.reason}: ${e.message}`)).to.include(`Pod/p Warning ${Reasons.ClaimRecreateFailed}: provisioning rollback ${r.metadata?.name} could not create claim c again; retrying: exceeded quota: claims`);
+      expect(storedClaim()).to.equal(undefined);
+    });
+
+    it('no answer (a server error, a reset) is thrown: retried with backoff, the outcome unknown', async function () {
+      const r = store.seed(ProvisioningRollbacks, record());
+      const lost = new KubeApiError(503, { reason: 'ServiceUnavailable', message: 'etcd away' });
+      const failing = Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(lost) });
+      const a = new RollbackActuator({ client: failing, events, log: logger(), dryRun: false });
       const thrown = await a.createClaim(r, r.spec.claims[0]!).then(
         () => undefined,
         (e: unknown) => e,
       );
-      expect(thrown).to.equal(quota);
+      expect(thrown).to.equal(lost);
     });
   });
 
