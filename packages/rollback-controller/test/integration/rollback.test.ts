@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { metricsRegistry, projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
-import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
+import { createTestNamespace, eventually, installGeneratedRbac, sharedControlPlane, startKubeControllerManager, throwawayIdentity } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, LABEL_USAGE } from '../../src/rollback/marks.js';
 import { bindPod, claim, createNode, eventFor, failProvisioning, pod, provision, recordsOf, RunningRollback, SEL, seenByLoop, selectNode, updateNodeStatus } from './rollback-harness.js';
@@ -240,19 +240,6 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       expect((await get(admin, ns, 'c1')).metadata?.uid).to.equal(c1.metadata?.uid);
     });
 
-    it("a claim the loop could not create again is not deleted: an operator's owner reference with blockOwnerDeletion, which OwnerReferencesPermissionEnforcement admits only from who may update the owner's finalizers", async function () {
-      // controller-runtime's SetControllerReference sets blockOwnerDeletion; the loop's role may
-      // update pods/finalizers only (a generic ephemeral volume's claim), not a ConfigMap's.
-      const owner = await admin.create<KubeObject>(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'operator-owned', namespace: ns } });
-      const ownerReferences = [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'operator-owned', uid: owner.metadata!.uid!, controller: true, blockOwnerDeletion: true }];
-      const { p, c1 } = await c1ProvisionedOnA(rollback, true, {}, 'unused', { ownerReferences });
-      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
-      const refused = await eventFor(admin, p, 'ProvisioningRollbackRefused');
-      expect(refused.message).to.contain('claim c1 could not be created again once deleted').and.contain('cannot set blockOwnerDeletion');
-      expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
-      expect(await recordsOf(admin, p.metadata!.uid!), 'nothing recorded, nothing deleted').to.deep.equal([]);
-    });
-
     it('a node reporting the volume in volumesInUse marks it used and blocks the rollback', async function () {
       const { p, c1, v1 } = await c1ProvisionedOnA(rollback);
       await updateNodeStatus(admin, name('a'), { volumesInUse: [`kubernetes.io/csi/${v1.spec!.csi!.driver}^${v1.spec!.csi!.volumeHandle}`] });
@@ -359,6 +346,29 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await leader.stop();
       await standby.stop();
       await admin.delete(Resources.pods, 'web-2', ns).catch(() => undefined);
+    }
+  });
+
+  // Its own loop, as an identity of its own with the rollback's ClusterRole: the refusal it meets is
+  // by design, and the end-of-run RBAC check holds the loop's own ServiceAccount to never being refused.
+  it("a claim the loop could not create again is not deleted: an operator's owner reference with blockOwnerDeletion, which OwnerReferencesPermissionEnforcement admits only from who may update the owner's finalizers", async function () {
+    await installGeneratedRbac();
+    const identity = await throwawayIdentity('rollback-installed', ['topovol-rollback'], { group: '', resource: 'persistentvolumeclaims', verb: 'create' });
+    const loop = await RunningRollback.start([], { client: identity.client });
+    try {
+      // controller-runtime's SetControllerReference sets blockOwnerDeletion; the loop's role may
+      // update pods/finalizers only (a generic ephemeral volume's claim), not a ConfigMap's.
+      const owner = await admin.create<KubeObject>(Resources.configMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'operator-owned', namespace: ns } });
+      const ownerReferences = [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'operator-owned', uid: owner.metadata!.uid!, controller: true, blockOwnerDeletion: true }];
+      const { p, c1 } = await c1ProvisionedOnA(loop, true, {}, 'unused', { ownerReferences });
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      const refused = await eventFor(admin, p, 'ProvisioningRollbackRefused');
+      expect(refused.message).to.contain('claim c1 could not be created again once deleted').and.contain('cannot set blockOwnerDeletion');
+      expect((await get(admin, ns, 'c1')).metadata?.uid, 'the claim was kept').to.equal(c1.metadata?.uid);
+      expect(await recordsOf(admin, p.metadata!.uid!), 'nothing recorded, nothing deleted').to.deep.equal([]);
+    } finally {
+      await loop.stop();
+      await identity.cleanup();
     }
   });
 
