@@ -39,6 +39,9 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
     driver.setCapacity({ [ZONE]: 'good' }, 9n * GiB);
     await eventually(async () => expect(await figures()).to.include(`fast {"${ZONE}":"good"}=9Gi`));
   }
+  /** The CSIDriverCapacity's Ready condition. */
+  const readyCondition = async (): Promise<{ status?: string; reason?: string; message?: string } | undefined> =>
+    (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
   const start = (): Promise<unknown> => tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
 
   it('a CSINode naming a topology key its node lacks, and a node without topology labels: a Warning on each node, no object for them', async function () {
@@ -117,7 +120,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
     driver.setCapacity({ [ZONE]: 'neg' }, -5n);
     await eventually(async () => {
       expect(await metricValue('topovol_capacity_getcapacity_total', { driver: driverName, result: 'InvalidResponse' })).to.be.above(invalid);
-      const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
+      const ready = await readyCondition();
       expect([ready?.status, ready?.reason]).to.deep.equal(['False', 'GetCapacityFailed']);
       expect(ready?.message).to.contain('negative size');
     });
@@ -138,7 +141,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
       const refused = await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'create' });
       tb.loop = await RunningCapacity.start([`--csi-address=${driver.endpoint}`, `--capacity-namespace=${ns}`, '--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms'], { client: identity.client }, { bind: false });
       await eventually(async () => {
-        const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
+        const ready = await readyCondition();
         expect([ready?.status, ready?.reason]).to.deep.equal(['False', 'WritesRefused']);
         expect(ready?.message).to.contain(`namespace ${ns} refused`).and.contain('topovol-capacity-namespaced');
         expect((await events(driverName)).join('\n')).to.match(/Warning\/CapacityWritesRefused: CSIStorageCapacity create in namespace .* refused: .*forbidden/);
@@ -157,7 +160,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
       await identity.bindNamespaced(ns);
       await eventually(async () => {
         expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]);
-        const ready = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
+        const ready = await readyCondition();
         expect([ready?.status, ready?.reason]).to.deep.equal(['True', 'AllMeasured']);
         expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName })).to.equal(0);
       }, 60_000);
@@ -180,7 +183,7 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
     const owned = async (): Promise<string[]> =>
       (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items.map((o) => `${String(o.capacity)} ${(o.metadata?.ownerReferences ?? []).map((r) => `${r.kind}/${r.name}/${r.uid}`).join()}`);
     const ready = async (): Promise<[string?, string?, string?]> => {
-      const c = (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((x) => x.type === 'Ready');
+      const c = await readyCondition();
       return [c?.status, c?.reason, c?.message];
     };
     try {

@@ -191,9 +191,8 @@ export class BinderReconciler {
       } catch (err) {
         // Tried again with the claim's backoff; one that cannot succeed (403, 400, 422) must not hold
         // the claim for ever: it is decided as before, on the informer's view.
-        const c = classifyError(err);
         if (!isRefusal(err)) throw err;
-        logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: n, error: c.message });
+        logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: n, error: classifyError(err).message });
         continue;
       }
       // Only a newer copy: a write of another worker answered meanwhile must not be undone.

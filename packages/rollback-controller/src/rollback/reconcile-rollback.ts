@@ -144,7 +144,7 @@ export class RollbackReconciler {
     return same ? pinned.map((p, i) => ({ ...p, claim: live[i]! })) : undefined;
   }
 
-  /** Why one of the claims could not be created again once deleted (rollback-server-reads.ts, recreateRefusal), or undefined. */
+  /** Why one of the claims could not be created again once deleted (recreate-check.ts), or undefined. */
   private async recreateRefused(pinned: PinnedClaim[]): Promise<string | undefined> {
     for (const p of pinned) {
       const why = await this.d.reads.recreateRefusal(p.claim);

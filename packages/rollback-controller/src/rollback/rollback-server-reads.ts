@@ -1,7 +1,7 @@
 import { claimNamesOfPod, getIfPresent, isGone, projectPod, Resources, streamWatch } from '@topovol/shared';
-import { recreateRefusal } from './recreate-check.js';
 import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { usageOf } from './marks.js';
+import { recreateRefusal } from './recreate-check.js';
 import { compareResourceVersions } from './resource-version.js';
 import { podUseOfClaim } from './usage-evidence.js';
 

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { isConflict, KubeApiError, logger, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
-import { advanceRollback } from '../../src/rollback/advance-rollback.js';
+import { advanceRollback, RECREATE_RETRY_MS } from '../../src/rollback/advance-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -283,6 +283,15 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
     expect(done.status?.claims?.[0]).to.include({ state: 'Recreated', uid: c?.metadata?.uid });
     expect(reasons(w, 'ClaimAdopted')).to.deep.equal([['PersistentVolumeClaim', 'c']]);
     expect(reasons(w, 'ClaimRecreated'), 'its create never answered').to.deep.equal([]);
+  });
+
+  it('a re-create the API server refuses: looked at again after RECREATE_RETRY_MS (its own wait, not the queue\'s doubling backoff), the claim still Deleted in the record', async function () {
+    const w = world();
+    expect((await look(w)).status?.claims?.[0]).to.include({ state: 'Deleted' });
+    w.store.create = () => Promise.reject(new KubeApiError(403, { reason: 'Forbidden', message: 'admission webhook "w" denied the request' }));
+    const r = w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!;
+    expect(await advanceRollback(deps(w), r, decideIntent(r, (ns, n) => w.store.stored(Resources.persistentVolumeClaims, n, ns)))).to.equal(RECREATE_RETRY_MS);
+    expect(w.store.stored<ProvisioningRollback>(ProvisioningRollbacks, w.name)!.status?.claims?.[0]).to.include({ state: 'Deleted' });
   });
 
   it('a new leader whose claim cache lags (a claim of the name with another uid, deleted since) while the server has none: the claim is created, not taken as found', async function () {

@@ -106,6 +106,9 @@ describe('rollback actuator over an in-memory API server', function () {
   });
 
   describe('createClaim', function () {
+    /** The actuator over the store, whose creates all fail with `err`. */
+    const creatingWith = (err: Error): RollbackActuator =>
+      new RollbackActuator({ client: Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(err) }), events, log: logger(), dryRun: false });
     it("re-creates the claim from the record's template, and says so on it", async function () {
       const r = store.seed(ProvisioningRollbacks, record());
       const created = await actuator().createClaim(r, r.spec.claims[0]!);
@@ -133,8 +136,7 @@ describe('rollback actuator over an in-memory API server', function () {
     for (const [why, err] of refusals) {
       it(`its namespace ${why}: namespaceGone, nothing written (a later namespace of that name is someone else's)`, async function () {
         const r = store.seed(ProvisioningRollbacks, record());
-        const refusing = Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(err) });
-        const a = new RollbackActuator({ client: refusing, events, log: logger(), dryRun: false });
+        const a = creatingWith(err);
         expect(await a.createClaim(r, r.spec.claims[0]!)).to.equal('namespaceGone');
         expect(storedClaim()).to.equal(undefined);
       });
@@ -142,9 +144,7 @@ describe('rollback actuator over an in-memory API server', function () {
 
     it('another refusal (a webhook, a quota): refused, a Warning on the pod with the reason, counted as an error', async function () {
       const r = store.seed(ProvisioningRollbacks, record());
-      const quota = new KubeApiError(403, { reason: 'Forbidden', message: 'exceeded quota: claims' });
-      const refusing = Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(quota) });
-      const a = new RollbackActuator({ client: refusing, events, log: logger(), dryRun: false });
+      const a = creatingWith(new KubeApiError(403, { reason: 'Forbidden', message: 'exceeded quota: claims' }));
       const errors = await rollbackCount('error');
       expect(await a.createClaim(r, r.spec.claims[0]!)).to.equal('refused');
       expect(await rollbackCount('error')).to.equal(errors + 1);
@@ -155,8 +155,7 @@ describe('rollback actuator over an in-memory API server', function () {
     it('no answer (a server error, a reset) is thrown: retried with backoff, the outcome unknown', async function () {
       const r = store.seed(ProvisioningRollbacks, record());
       const lost = new KubeApiError(503, { reason: 'ServiceUnavailable', message: 'etcd away' });
-      const failing = Object.assign(Object.create(store) as FakeWrites, { create: () => Promise.reject(lost) });
-      const a = new RollbackActuator({ client: failing, events, log: logger(), dryRun: false });
+      const a = creatingWith(lost);
       const thrown = await a.createClaim(r, r.spec.claims[0]!).then(
         () => undefined,
         (e: unknown) => e,
