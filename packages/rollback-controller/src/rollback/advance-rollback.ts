@@ -5,6 +5,7 @@ import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
 import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
 import { deletedClaimStep, TERMINATING_RECHECK_MS } from './intent/decide-intent.js';
 import type { IntentStep } from './intent/decide-intent.js';
+import type { SettlePlan } from './intent/held-volume.js';
 import { decideHold, decideSettle } from './intent/held-volume.js';
 import type { DeletedClaimWatch } from './deleted-claim-watch.js';
 import type { RollbackActuator } from './rollback-actuator.js';
@@ -179,7 +180,12 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   }
   if (plan.kind === 'keep') return keepClaim(d, r, c, claim?.metadata?.resourceVersion, plan.why);
   const hold = decideHold(await d.reads.volume(c.volume));
-  if (hold.kind === 'hold') await d.actuator.holdReclaim(c.volume, hold.resourceVersion);
+  if (hold.kind === 'hold') {
+    // Refused (a policy guarding volumes): without the hold, a pod the scheduler binds before the
+    // delete could write data the claim's delete then takes. Kept, as for a refused delete.
+    const held = await d.actuator.holdReclaim(c.volume, hold.resourceVersion);
+    if (typeof held === 'object') return keepClaim(d, r, c, plan.resourceVersion, `the API server refused holding volume ${c.volume} Retain across the claim's delete: ${held.refused}`);
+  }
   await d.beforeClaimDelete?.(c);
   d.claimWatch.arm(ns, c.name, c.uid);
   // Gone by the time of the delete (an earlier delete of ours landing late, or someone else's):
@@ -211,7 +217,7 @@ async function keepClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackCla
   if ((await d.actuator.fenceClaim(r, c, resourceVersion)) === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when it was to be kept` };
   // The claim stays, fenced: its volume's Delete, if held before a crash or a failed delete, is
   // its own again.
-  await d.actuator.settleVolume(r, c, decideSettle(await d.reads.volume(c.volume), c, undefined));
+  await settleVolume(d, r, c, decideSettle(await d.reads.volume(c.volume), c, undefined));
   d.claimWatch.end(r.spec.pod.namespace, c.name, c.uid);
   return { state: 'Kept', why };
 }
@@ -230,8 +236,20 @@ async function settleHeldVolume(d: AdvanceDeps, r: ProvisioningRollback, c: Roll
   // on a volume provably unused then; since, only a pod of the claim scheduled (a kubelet may mount
   // it; node and attachment evidence follow from that) can have used it.
   if (plan.kind === 'restore') plan = decideSettle(v, c, d.claimWatch.doubt(ns, c.name, c.uid) ?? (await d.reads.undeliveredPodUse(ns, c.name)));
-  await d.actuator.settleVolume(r, c, plan);
+  await settleVolume(d, r, c, plan);
   d.claimWatch.end(ns, c.name, c.uid);
+}
+
+/**
+ * The settle's write; a `Delete` the API server refuses to give back (a policy guarding volumes)
+ * leaves the volume `Retain`, said as any volume left so (a Warning, a log line, the metric). Not
+ * retried: the claim's re-create waits for the settle, and a tenant's claim missing until a policy
+ * changes is worse than a volume kept for an administrator to delete.
+ */
+async function settleVolume(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, plan: SettlePlan): Promise<void> {
+  const settled = await d.actuator.settleVolume(r, c, plan);
+  if (settled === 'settled' || plan.kind !== 'restore') return;
+  await d.actuator.settleVolume(r, c, { kind: 'retain', resourceVersion: plan.resourceVersion, why: `the API server refused giving its reclaim policy Delete back: ${settled.refused}` });
 }
 
 /** The pod the rollback was recorded for; a pod re-created under its name is another pod. */

@@ -173,21 +173,27 @@ export class RollbackActuator {
   /**
    * Sets the volume's reclaim policy aside right before its claim's delete: `Retain`, with `Delete`
    * remembered in ANN_RECLAIM_HELD (held-volume.ts), conditional on the volume as read. Nothing
-   * when the volume is gone (its claim's delete then loses nothing).
+   * when the volume is gone (its claim's delete then loses nothing). 'refused' with the API
+   * server's refusal (a policy or webhook guarding volumes): nothing was written.
    */
-  async holdReclaim(volume: string, resourceVersion: string | undefined): Promise<void> {
+  async holdReclaim(volume: string, resourceVersion: string | undefined): Promise<'held' | 'gone' | { refused: string }> {
     const patch = { metadata: { resourceVersion, annotations: { [ANN_RECLAIM_HELD]: 'Delete' } }, spec: { persistentVolumeReclaimPolicy: 'Retain' } };
-    if ((await this.patchVolume(volume, patch)) === 'gone') return;
+    const written = await this.patchVolume(volume, patch);
+    if (written !== 'patched') return written;
     this.d.log.info('volume held Retain while its claim is deleted', { volume });
     failpoint('rollback-volume-held');
+    return 'held';
   }
 
   /**
    * Settles a held volume (decideSettle): `Delete` given back, or left `Retain` with why it may
    * hold data (a Warning on the volume, a log line and a metric), or only the hold's mark removed.
+   * A write the API server refuses returns its reason: the volume stays `Retain` (what a refused
+   * `retain` or `unmark` meant to leave anyway, the annotations aside); a refused `restore` is the
+   * caller's to turn into `retain`.
    */
-  async settleVolume(r: ProvisioningRollback, c: RollbackClaim, plan: SettlePlan): Promise<void> {
-    if (plan.kind === 'none') return;
+  async settleVolume(r: ProvisioningRollback, c: RollbackClaim, plan: SettlePlan): Promise<'settled' | { refused: string }> {
+    if (plan.kind === 'none') return 'settled';
     const volume = c.volume;
     const metadata = { resourceVersion: plan.resourceVersion, annotations: { [ANN_RECLAIM_HELD]: null, ...(plan.kind === 'retain' ? { [ANN_RETAINED_BECAUSE]: plan.why } : {}) } };
     const patch = plan.kind === 'restore' ? { metadata, spec: { persistentVolumeReclaimPolicy: 'Delete' } } : { metadata };
@@ -196,21 +202,31 @@ export class RollbackActuator {
       // nothing would look at the volume again, and a process killed in between would leave it unsaid.
       this.d.log.warn('volume left Retain: a pod may have used it while its claim was deleted', { volume, rollback: r.metadata?.name, claim: `${r.spec.pod.namespace}/${c.name}`, why: plan.why });
       const v: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: volume } };
-      this.d.events.event(v, 'Warning', Reasons.VolumeRetained, `reclaim policy left Retain (it was Delete) after provisioning rollback ${r.metadata?.name} deleted claim ${r.spec.pod.namespace}/${c.name}: ${plan.why}; it may hold data: recover it, or delete it once it is not needed`);
+      this.d.events.event(v, 'Warning', Reasons.VolumeRetained, `reclaim policy left Retain (it was Delete, held by provisioning rollback ${r.metadata?.name} across the delete of claim ${r.spec.pod.namespace}/${c.name}): ${plan.why}; it may hold data: recover it, or delete it once it is not needed`);
       await this.d.events.flush();
     }
-    if ((await this.patchVolume(volume, patch)) === 'gone') return;
+    const written = await this.patchVolume(volume, patch);
+    if (written === 'gone') return 'settled';
     if (plan.kind === 'retain') countRetained();
-    else this.d.log.info(plan.kind === 'restore' ? 'reclaim policy Delete given back to the volume' : 'volume no longer held: its reclaim policy was changed meanwhile', { volume, rollback: r.metadata?.name });
+    if (written !== 'patched') {
+      if (plan.kind !== 'restore') this.d.log.warn("the API server refused the volume's annotations that end its hold: it stays Retain with them", { volume, rollback: r.metadata?.name, refused: written.refused });
+      return written;
+    }
+    if (plan.kind !== 'retain') this.d.log.info(plan.kind === 'restore' ? 'reclaim policy Delete given back to the volume' : 'volume no longer held: its reclaim policy was changed meanwhile', { volume, rollback: r.metadata?.name });
+    return 'settled';
   }
 
-  /** A merge patch of a volume; 'gone' when the server has no volume of that name. */
-  private async patchVolume(name: string, patch: object): Promise<'patched' | 'gone'> {
+  /**
+   * A merge patch of a volume; 'gone' when the server has no volume of that name, the server's
+   * reason when it refused the write (403, 422, 400: the same write would be refused again).
+   */
+  private async patchVolume(name: string, patch: object): Promise<'patched' | 'gone' | { refused: string }> {
     try {
       await this.d.client.patch(Resources.persistentVolumes, name, undefined, 'merge', patch);
       return 'patched';
     } catch (err) {
       if (isNotFoundNamed(err, Resources.persistentVolumes.plural, name)) return 'gone';
+      if (isRefusal(err)) return { refused: errorMessage(err) };
       throw err;
     }
   }

@@ -130,22 +130,8 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const policy = `${f.ns}-refuse-claims`;
     const probe = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject;
     if (operation === 'DELETE') await f.admin.create(Resources.persistentVolumeClaims, probe);
-    await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: policy },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: [operation], resources: ['persistentvolumeclaims'] }] },
-        validations: operation === 'CREATE' ? [{ expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' }] : [{ expression: 'false', message: 'claims here are kept' }],
-      },
-    } as KubeObject);
-    const binding = await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name: policy },
-      spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } },
-    } as KubeObject);
+    const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: 'false', message: 'claims here are kept' };
+    const lift = await denyByPolicy(policy, { operations: [operation], resources: ['persistentvolumeclaims'] }, validation, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } });
     // Policies take effect within a second or so.
     await eventually(async () => {
       if (operation === 'DELETE') {
@@ -162,11 +148,100 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
         throw new Error('claims are not refused yet');
       }
     });
+    return lift;
+  }
+
+  /** A ValidatingAdmissionPolicy of core/v1 `rule`, bound with Deny where `matchResources` says; returns what lifts it. */
+  async function denyByPolicy(policy: string, rule: { operations: string[]; resources: string[] }, validation: { expression: string; message: string }, matchResources: object): Promise<() => Promise<void>> {
+    await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: policy },
+      spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], ...rule }] }, validations: [validation] },
+    } as KubeObject);
+    await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: policy },
+      spec: { policyName: policy, validationActions: ['Deny'], matchResources },
+    } as KubeObject);
     return async () => {
-      await f.admin.delete(Resources.validatingAdmissionPolicyBindings, binding.metadata!.name!);
+      await f.admin.delete(Resources.validatingAdmissionPolicyBindings, policy);
       await f.admin.delete(Resources.validatingAdmissionPolicies, policy);
     };
   }
+
+  /**
+   * From now on the API server refuses to change volume v1's reclaim policy from `from` to `to`, as
+   * a policy guarding volumes could; returns what lifts it. Waits until a probe volume's change is
+   * really refused.
+   */
+  async function refuseReclaimChange(from: 'Delete' | 'Retain', to: 'Delete' | 'Retain'): Promise<() => Promise<void>> {
+    const probe = f.name('probe');
+    await f.admin.create<KubeObject>(Resources.persistentVolumes, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: probe },
+      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: from, csi: { driver: 'rollback.test.topovol.io', volumeHandle: probe } },
+    } as KubeObject);
+    const names = JSON.stringify([f.name('v1'), probe]);
+    const expression = `!(object.metadata.name in ${names}) || !(oldObject.spec.persistentVolumeReclaimPolicy == '${from}' && object.spec.persistentVolumeReclaimPolicy == '${to}')`;
+    const lift = await denyByPolicy(`${f.ns}-guard-volumes`, { operations: ['UPDATE'], resources: ['persistentvolumes'] }, { expression, message: `volumes here stay ${from}` }, {});
+    await eventually(async () => {
+      const refused = await f.admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { spec: { persistentVolumeReclaimPolicy: to } }, { dryRun: true }).then(() => false, () => true);
+      if (!refused) throw new Error('reclaim policy changes are not refused yet');
+    });
+    return async () => {
+      await lift();
+      await f.admin.delete(Resources.persistentVolumes, probe).catch(() => undefined);
+    };
+  }
+
+  it("the volume's hold refused (a policy guarding volumes): nothing deleted, the claim kept and fenced, the volume untouched, the rollback aborted with the server's reason", async function () {
+    const p = await f.podWithClaims('p');
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const lift = await refuseReclaimChange('Delete', 'Retain');
+    try {
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      const done = await eventually(async () => {
+        const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+        expect(r!.status?.phase).to.equal('Aborted');
+        return r!;
+      }, 60_000);
+      const kept = done.status?.claims?.find((c) => c.name === 'c1');
+      expect(kept?.state).to.equal('Kept');
+      expect(kept?.message).to.match(/the API server refused holding volume .*-v1 Retain across the claim's delete: .*volumes here stay Delete/);
+      const now = await f.claim('c1');
+      expect([now.metadata?.uid, now.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+      expect(now.metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced').to.be.a('string');
+      const v = await f.volume('v1');
+      expect([v.spec?.persistentVolumeReclaimPolicy, v.metadata?.annotations?.['rollback.topovol.io/reclaim-policy-held']]).to.deep.equal(['Delete', undefined]);
+      expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/volumes here stay Delete/);
+    } finally {
+      await lift();
+    }
+  });
+
+  it("the volume's Delete refused when given back: the claim is re-created all the same, the volume left Retain with the server's reason and a Warning", async function () {
+    const p = await f.podWithClaims('p');
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const lift = await refuseReclaimChange('Retain', 'Delete');
+    try {
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      await rolledBack(p, 1);
+      expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
+      const v = await f.volume('v1');
+      expect(v.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+      expect(v.metadata?.annotations?.['rollback.topovol.io/reclaim-policy-held']).to.equal(undefined);
+      expect(v.metadata?.annotations?.['rollback.topovol.io/retained-because']).to.match(/the API server refused giving its reclaim policy Delete back: .*volumes here stay Retain/);
+      const warning = await eventFor(f.admin, v, 'ProvisioningRollbackVolumeRetained');
+      expect([warning.type, warning.message]).to.satisfy(([type, message]: [string, string]) => type === 'Warning' && /volumes here stay Retain/.test(message));
+    } finally {
+      await lift();
+    }
+  });
 
   /** Pod p's c1 rolled back up to its delete: the re-create is refused, counted as an error, and the record says Deleted. */
   async function deletedNotRecreated(): Promise<{ p: Pod; c1: PersistentVolumeClaim; lift: () => Promise<void> }> {

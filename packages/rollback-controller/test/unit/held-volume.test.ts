@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { isConflict, KubeApiError, logger, Resources } from '@topovol/shared';
-import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
 import type { AdvanceDeps } from '../../src/rollback/advance-rollback.js';
@@ -121,7 +121,15 @@ interface Run {
 }
 
 /** A rollback of claim c (volume v, `policy`) advanced look by look, with `happenings` on the way. */
-async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean } = {}): Promise<Run> {
+/**
+ * Volume writes the API server refuses (a policy guarding volumes): the hold (Delete to Retain), the
+ * Delete given back, or every write after the hold.
+ */
+type VolumeRefusal = 'hold' | 'restore' | 'afterHold';
+
+const refusedByPolicy = (): Error => KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 403, reason: 'Forbidden', message: 'persistentvolumes "v" is forbidden: ValidatingAdmissionPolicy \'guard\' denied request: volumes stay as they are' }));
+
+async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean; refuse?: VolumeRefusal } = {}): Promise<Run> {
   const store = new FakeWrites();
   const events = new FakeEvents();
   store.seed(Resources.persistentVolumeClaims, decidedClaim());
@@ -131,6 +139,14 @@ async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: 
   const run: Run = { store, events, record: rollbackRecord() };
   let watch = new DeletedClaimWatch();
   const del = store.delete.bind(store);
+  const patch = store.patch.bind(store);
+  store.patch = <T extends KubeObject>(...args: Parameters<FakeWrites['patch']>): Promise<T> => {
+    const to = (args[4] as PersistentVolume).spec?.persistentVolumeReclaimPolicy;
+    const held = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.metadata?.annotations?.[HELD] !== undefined;
+    const refused = opts.refuse === 'hold' ? to === 'Retain' : opts.refuse === 'restore' ? to === 'Delete' : opts.refuse === 'afterHold' && held;
+    if (args[0] === Resources.persistentVolumes && refused) return Promise.reject(refusedByPolicy());
+    return patch<T>(...args);
+  };
   let conflicts = 0;
   store.delete = async (...args: Parameters<FakeWrites['delete']>) => {
     if (args[0] === Resources.persistentVolumeClaims && opts.conflictOnce && conflicts++ === 0) {
@@ -229,6 +245,50 @@ describe('advancing a rollback: the volume is Retain while its claim goes, and g
     expect(run.record.status?.phase).to.equal('Completed');
     expect(run.policyAtDelete).to.equal('Retain');
     expect(volumeOf(run).spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
+  });
+
+  it("the hold refused (a policy guarding volumes): nothing deleted, the claim kept and fenced, the rollback aborted with the server's reason, the volume untouched", async function () {
+    const run = await roll('Delete', [], { refuse: 'hold' });
+    expect(run.record.status?.phase).to.equal('Aborted');
+    expect(run.policyAtDelete, 'never deleted').to.equal(undefined);
+    expect(run.record.status?.claims?.[0]).to.include({ name: 'c', state: 'Kept' });
+    expect(run.record.status?.claims?.[0]?.message).to.match(/the API server refused holding volume v Retain across the claim's delete: .*volumes stay as they are/);
+    const claim = run.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
+    expect(claim?.metadata?.uid).to.equal('uid-c');
+    expect(claim?.metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced').to.be.a('string');
+    expect(volumeOf(run).spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
+    expect(volumeOf(run).metadata?.annotations?.[HELD]).to.equal(undefined);
+  });
+
+  it("Delete refused when given back: the claim is re-created all the same, the volume left Retain with the server's reason and a Warning", async function () {
+    const run = await roll('Delete', [], { refuse: 'restore' });
+    expect(run.record.status?.phase).to.equal('Completed');
+    expect(run.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.not.equal('uid-c');
+    const v = volumeOf(run);
+    expect(v.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+    expect(v.metadata?.annotations?.[HELD]).to.equal(undefined);
+    expect(v.metadata?.annotations?.[RETAINED]).to.match(/the API server refused giving its reclaim policy Delete back: .*volumes stay as they are/);
+    const warned = run.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackVolumeRetained');
+    expect(warned.map((e) => [e.kind, e.name, e.type])).to.deep.equal([['PersistentVolume', 'v', 'Warning']]);
+  });
+
+  it('every volume write after the hold refused: the claim is re-created all the same, the volume Retain with the hold\'s mark, a Warning', async function () {
+    const run = await roll('Delete', [], { refuse: 'afterHold' });
+    expect(run.record.status?.phase).to.equal('Completed');
+    expect(run.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.not.equal('uid-c');
+    const v = volumeOf(run);
+    expect([v.spec?.persistentVolumeReclaimPolicy, v.metadata?.annotations?.[HELD]]).to.deep.equal(['Retain', 'Delete']);
+    const warned = run.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackVolumeRetained');
+    expect(warned.map((e) => e.message)).to.satisfy((ms: string[]) => ms.length === 1 && /refused giving its reclaim policy Delete back/.test(ms[0]!));
+  });
+
+  it('held, the claim kept on the next look, and Delete refused when given back: the claim kept, its volume left Retain with why', async function () {
+    const run = await roll('Delete', [], { conflictOnce: true, keepAfterConflict: true, refuse: 'restore' });
+    expect(run.record.status?.phase).to.equal('Aborted');
+    expect(run.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.equal('uid-c');
+    const v = volumeOf(run);
+    expect(v.spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
+    expect(v.metadata?.annotations?.[RETAINED]).to.match(/refused giving its reclaim policy Delete back/);
   });
 
   it('property: the claim\'s delete always lands on a Retain volume, and Delete comes back exactly when nothing could have used it', async function () {

@@ -122,8 +122,8 @@ function fakeActuator(fence: 'fenced' | 'gone' = 'fenced') {
     reportRaced: () => void calls.push('raced'),
     reportAdopted: () => void calls.push('adopted'),
     reportAbandoned: () => void calls.push('abandoned'),
-    holdReclaim: () => (calls.push('hold'), Promise.resolve()),
-    settleVolume: (_r: unknown, _c: unknown, plan: { kind: string }) => (plan.kind === 'none' ? undefined : calls.push(`settle ${plan.kind}`), Promise.resolve()),
+    holdReclaim: () => (calls.push('hold'), Promise.resolve('held' as const)),
+    settleVolume: (_r: unknown, _c: unknown, plan: { kind: string }) => (plan.kind === 'none' ? undefined : calls.push(`settle ${plan.kind}`), Promise.resolve('settled' as const)),
   };
   return { calls, actuator: a as unknown as RollbackActuator };
 }
