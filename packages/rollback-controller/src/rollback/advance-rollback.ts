@@ -249,7 +249,7 @@ async function settleHeldVolume(d: AdvanceDeps, r: ProvisioningRollback, c: Roll
 async function settleVolume(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, plan: SettlePlan): Promise<void> {
   const settled = await d.actuator.settleVolume(r, c, plan);
   if (settled === 'settled' || plan.kind !== 'restore') return;
-  await d.actuator.settleVolume(r, c, { kind: 'retain', resourceVersion: plan.resourceVersion, why: `the API server refused giving its reclaim policy Delete back: ${settled.refused}` });
+  await d.actuator.settleVolume(r, c, { kind: 'retain', resourceVersion: plan.resourceVersion, why: `the API server refused giving its reclaim policy Delete back: ${settled.refused}`, refused: true });
 }
 
 /** The pod the rollback was recorded for; a pod re-created under its name is another pod. */

@@ -186,11 +186,12 @@ export class RollbackActuator {
   }
 
   /**
-   * Settles a held volume (decideSettle): `Delete` given back, or left `Retain` with why it may
-   * hold data (a Warning on the volume, a log line and a metric), or only the hold's mark removed.
-   * A write the API server refuses returns its reason: the volume stays `Retain` (what a refused
-   * `retain` or `unmark` meant to leave anyway, the annotations aside); a refused `restore` is the
-   * caller's to turn into `retain`.
+   * Settles a held volume (decideSettle): `Delete` given back, or left `Retain` with why (a Warning
+   * on the volume, a log line, and the metric once the annotation saying why is written), or only
+   * the hold's mark removed. A write the API server refuses returns its reason: the volume stays
+   * `Retain` (what a refused `retain` or `unmark` meant to leave anyway, the annotations aside; the
+   * hold's mark then stays, so a later look says it again, aggregated into the same Event); a
+   * refused `restore` is the caller's to turn into `retain`.
    */
   async settleVolume(r: ProvisioningRollback, c: RollbackClaim, plan: SettlePlan): Promise<'settled' | { refused: string }> {
     if (plan.kind === 'none') return 'settled';
@@ -200,14 +201,16 @@ export class RollbackActuator {
     if (plan.kind === 'retain') {
       // Said before the write that ends the hold, and flushed, as announce does: after that write
       // nothing would look at the volume again, and a process killed in between would leave it unsaid.
-      this.d.log.warn('volume left Retain: a pod may have used it while its claim was deleted', { volume, rollback: r.metadata?.name, claim: `${r.spec.pod.namespace}/${c.name}`, why: plan.why });
+      const advice = plan.refused ? 'no pod used it since the hold: give it its Delete back once the API server allows it' : 'it may hold data: recover it, or delete it once it is not needed';
+      this.d.log.warn(plan.refused ? 'volume left Retain: the API server refused giving its Delete back' : 'volume left Retain: a pod may have used it while its claim was deleted', { volume, rollback: r.metadata?.name, claim: `${r.spec.pod.namespace}/${c.name}`, why: plan.why });
       const v: KubeObject = { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: volume } };
-      this.d.events.event(v, 'Warning', Reasons.VolumeRetained, `reclaim policy left Retain (it was Delete, held by provisioning rollback ${r.metadata?.name} across the delete of claim ${r.spec.pod.namespace}/${c.name}): ${plan.why}; it may hold data: recover it, or delete it once it is not needed`);
+      this.d.events.event(v, 'Warning', Reasons.VolumeRetained, `reclaim policy left Retain (it was Delete, held by provisioning rollback ${r.metadata?.name} across the delete of claim ${r.spec.pod.namespace}/${c.name}): ${plan.why}; ${advice}`);
       await this.d.events.flush();
     }
     const written = await this.patchVolume(volume, patch);
     if (written === 'gone') return 'settled';
-    if (plan.kind === 'retain') countRetained();
+    // Counted once: the write that lands ends the hold, so no later look plans it again.
+    if (plan.kind === 'retain' && written === 'patched') countRetained();
     if (written !== 'patched') {
       if (plan.kind !== 'restore') this.d.log.warn("the API server refused the volume's annotations that end its hold: it stays Retain with them", { volume, rollback: r.metadata?.name, refused: written.refused });
       return written;

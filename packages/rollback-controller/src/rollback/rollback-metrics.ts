@@ -19,7 +19,7 @@ const recreated = counter({
 
 const retained = counter({
   name: 'topovol_rollback_volumes_retained_total',
-  help: 'Volumes a rollback left with reclaim policy Retain instead of giving their Delete back, because a pod may have used them while their claim was being deleted (or this process did not watch that time); an administrator recovers or deletes them.',
+  help: 'Volumes a rollback left with reclaim policy Retain instead of giving their Delete back, because a pod may have used them while their claim was being deleted (or this process did not watch that time), or because the API server refused the write; counted when the annotation saying why is written. An administrator recovers or deletes them, or gives the Delete back.',
 });
 
 const endedUseEvicted = counter({

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { metricsRegistry, Resources } from '@topovol/shared';
+import { errorMessage, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { eventually } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
@@ -186,15 +186,22 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     } as KubeObject);
     const names = JSON.stringify([f.name('v1'), probe]);
     const expression = `!(object.metadata.name in ${names}) || !(oldObject.spec.persistentVolumeReclaimPolicy == '${from}' && object.spec.persistentVolumeReclaimPolicy == '${to}')`;
-    const lift = await denyByPolicy(`${f.ns}-guard-volumes`, { operations: ['UPDATE'], resources: ['persistentvolumes'] }, { expression, message: `volumes here stay ${from}` }, {});
-    await eventually(async () => {
-      const refused = await f.admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { spec: { persistentVolumeReclaimPolicy: to } }, { dryRun: true }).then(() => false, () => true);
-      if (!refused) throw new Error('reclaim policy changes are not refused yet');
-    });
-    return async () => {
+    const message = `volumes here stay ${from}`;
+    const lift = await denyByPolicy(`${f.ns}-guard-volumes`, { operations: ['UPDATE'], resources: ['persistentvolumes'] }, { expression, message }, {});
+    const liftAll = async (): Promise<void> => {
       await lift();
       await f.admin.delete(Resources.persistentVolumes, probe).catch(() => undefined);
     };
+    try {
+      await eventually(async () => {
+        const refused = await f.admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { spec: { persistentVolumeReclaimPolicy: to } }, { dryRun: true }).then(() => false, (e: unknown) => errorMessage(e).includes(message));
+        if (!refused) throw new Error('reclaim policy changes are not refused yet');
+      });
+    } catch (err) {
+      await liftAll();
+      throw err;
+    }
+    return liftAll;
   }
 
   it("the volume's hold refused (a policy guarding volumes): nothing deleted, the claim kept and fenced, the volume untouched, the rollback aborted with the server's reason", async function () {
@@ -237,7 +244,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       expect(v.metadata?.annotations?.['rollback.topovol.io/reclaim-policy-held']).to.equal(undefined);
       expect(v.metadata?.annotations?.['rollback.topovol.io/retained-because']).to.match(/the API server refused giving its reclaim policy Delete back: .*volumes here stay Retain/);
       const warning = await eventFor(f.admin, v, 'ProvisioningRollbackVolumeRetained');
-      expect([warning.type, warning.message]).to.satisfy(([type, message]: [string, string]) => type === 'Warning' && /volumes here stay Retain/.test(message));
+      expect([warning.type, warning.message]).to.satisfy(([type, message]: [string, string]) => type === 'Warning' && /volumes here stay Retain; no pod used it since the hold: give it its Delete back/.test(message));
     } finally {
       await lift();
     }

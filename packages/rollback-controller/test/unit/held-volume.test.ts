@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { isConflict, KubeApiError, logger, Resources } from '@topovol/shared';
-import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { isConflict, KubeApiError, logger, metricsRegistry, Resources } from '@topovol/shared';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
 import type { AdvanceDeps } from '../../src/rollback/advance-rollback.js';
@@ -129,7 +129,13 @@ type VolumeRefusal = 'hold' | 'restore' | 'afterHold';
 
 const refusedByPolicy = (): Error => KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 403, reason: 'Forbidden', message: 'persistentvolumes "v" is forbidden: ValidatingAdmissionPolicy \'guard\' denied request: volumes stay as they are' }));
 
-async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean; refuse?: VolumeRefusal } = {}): Promise<Run> {
+/** topovol_rollback_volumes_retained_total now. */
+async function retainedCount(): Promise<number> {
+  const m = (await metricsRegistry.getSingleMetric('topovol_rollback_volumes_retained_total')?.get()) as { values: { value: number }[] } | undefined;
+  return m?.values[0]?.value ?? 0;
+}
+
+async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean; refuse?: VolumeRefusal; refusedCreates?: number } = {}): Promise<Run> {
   const store = new FakeWrites();
   const events = new FakeEvents();
   store.seed(Resources.persistentVolumeClaims, decidedClaim());
@@ -146,6 +152,12 @@ async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: 
     const refused = opts.refuse === 'hold' ? to === 'Retain' : opts.refuse === 'restore' ? to === 'Delete' : opts.refuse === 'afterHold' && held;
     if (args[0] === Resources.persistentVolumes && refused) return Promise.reject(refusedByPolicy());
     return patch<T>(...args);
+  };
+  const create = store.create.bind(store);
+  let refusedCreates = opts.refusedCreates ?? 0;
+  store.create = <T extends KubeObject>(r: ResourceType, obj: T): Promise<T> => {
+    if (r === Resources.persistentVolumeClaims && refusedCreates-- > 0) return Promise.reject(KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 403, reason: 'Forbidden', message: 'exceeded quota' })));
+    return create<T>(r, obj);
   };
   let conflicts = 0;
   store.delete = async (...args: Parameters<FakeWrites['delete']>) => {
@@ -270,6 +282,28 @@ describe('advancing a rollback: the volume is Retain while its claim goes, and g
     expect(v.metadata?.annotations?.[RETAINED]).to.match(/the API server refused giving its reclaim policy Delete back: .*volumes stay as they are/);
     const warned = run.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackVolumeRetained');
     expect(warned.map((e) => [e.kind, e.name, e.type])).to.deep.equal([['PersistentVolume', 'v', 'Warning']]);
+  });
+
+  it('Delete refused when given back, and the re-create refused at three looks: the volume is said and counted once (its annotation ends the hold)', async function () {
+    const before = await retainedCount();
+    const run = await roll('Delete', [], { refuse: 'restore', refusedCreates: 3 });
+    expect(run.record.status?.phase).to.equal('Completed');
+    expect(await retainedCount()).to.equal(before + 1);
+    const warned = run.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackVolumeRetained');
+    expect(warned.map((e) => e.message)).to.satisfy((ms: string[]) => ms.length === 1 && /give it its Delete back once the API server allows it/.test(ms[0]!));
+  });
+
+  it('every volume write after the hold refused, the re-create refused at three looks: the claim is re-created all the same, the volume Retain with the hold\'s mark, said at each look (later looks alike: one Event, aggregated), not counted', async function () {
+    const before = await retainedCount();
+    const run = await roll('Delete', [], { refuse: 'afterHold', refusedCreates: 3 });
+    expect(await retainedCount()).to.equal(before);
+    const said = run.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackVolumeRetained').map((e) => e.message);
+    // The first look knows no pod used it; later ones (the watch of the claim's pods ended with it)
+    // no longer do, and say so, each the same (one Event, its count growing).
+    expect(said[0]).to.match(/refused giving its reclaim policy Delete back/);
+    expect(said.length).to.equal(4);
+    expect(new Set(said.slice(1)).size).to.equal(1);
+    expect(said[1]).to.match(/it may hold data/);
   });
 
   it('every volume write after the hold refused: the claim is re-created all the same, the volume Retain with the hold\'s mark, a Warning', async function () {

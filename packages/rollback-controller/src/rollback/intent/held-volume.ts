@@ -28,8 +28,11 @@ export type SettlePlan =
   | { kind: 'none' }
   /** Delete given back: no pod can have used the volume since the hold. */
   | { kind: 'restore'; resourceVersion: string | undefined }
-  /** Left Retain, with why it may hold data, for an administrator to recover or delete. */
-  | { kind: 'retain'; resourceVersion: string | undefined; why: string }
+  /**
+   * Left Retain, with why: it may hold data, for an administrator to recover or delete; or
+   * (`refused`) the API server refused giving `Delete` back, for an administrator to give it back.
+   */
+  | { kind: 'retain'; resourceVersion: string | undefined; why: string; refused?: boolean }
   /** Someone set another policy since: theirs stands, only the hold's annotation goes. */
   | { kind: 'unmark'; resourceVersion: string | undefined };
 
