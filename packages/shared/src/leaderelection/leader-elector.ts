@@ -1,4 +1,4 @@
-import { classifyError, isNotFound } from '../client/errors.js';
+import { classifyError, isNotFound, isRefusal } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
 import { sleep } from '../controller/runnable.js';
 import { Resources } from '../informer/resources.js';
@@ -77,6 +77,8 @@ export class LeaderElector {
   private running?: Promise<void>;
   private readonly log: Logger;
   private lastLeader = '';
+  /** The last refused lease write said at warn, and when (writeFailed). */
+  private lastRefusal?: { message: string; at: number };
 
   constructor(
     private readonly client: KubeClient,
@@ -246,7 +248,7 @@ export class LeaderElector {
         this.log.info('acquired lease (created)');
         return true;
       } catch (err) {
-        this.log.debug('cannot create lease', { error: errorMessage(err) });
+        this.writeFailed('create', err);
         return false;
       }
     }
@@ -285,9 +287,28 @@ export class LeaderElector {
       }
       return true;
     } catch (err) {
-      this.log.debug('cannot update lease', { error: errorMessage(err), errorKind: classifyError(err).kind });
+      this.writeFailed('update', err);
       return false;
     }
+  }
+
+  /**
+   * A lease write that failed. Refused (a policy or webhook on Leases, a role without the verb):
+   * no replica can lead until someone changes that, so it is said at warn, as client-go logs its
+   * lease write errors at error level (tools/leaderelection/leaderelection.go), once a minute
+   * while the same refusal repeats. Anything else stays at debug: a Conflict is another replica's
+   * write, a 5xx or a timeout the control plane restarting, and the next try comes in a retry period.
+   */
+  private writeFailed(verb: 'create' | 'update', err: unknown): void {
+    const error = errorMessage(err);
+    const errorKind = classifyError(err).kind;
+    const t = this.now();
+    if (isRefusal(err) && (this.lastRefusal?.message !== error || t - this.lastRefusal.at >= 60_000)) {
+      this.lastRefusal = { message: error, at: t };
+      this.log.warn(`the API server refused the lease ${verb}: no replica can lead while it does`, { error, errorKind });
+      return;
+    }
+    this.log.debug(`cannot ${verb} lease`, { error, errorKind });
   }
 
   /**

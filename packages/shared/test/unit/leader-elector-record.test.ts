@@ -77,4 +77,28 @@ describe('LeaderElector: what counts as a renewal, and when a leader steps down'
     expect(store.gets() - getsAtTheft).to.equal(1);
     expect(store.get()?.spec?.holderIdentity).to.equal('other');
   });
+
+  it('a refused lease write (a policy on Leases, a role without the verb) is said at warn, once while the same refusal repeats; a Conflict stays at debug', async function () {
+    const refused = new KubeApiError(403, { reason: 'Forbidden', message: 'leases.coordination.k8s.io "l" is forbidden: User "system:serviceaccount:x:y" cannot create resource "leases"' });
+    let creates = 0;
+    const client = {
+      get: () => Promise.reject(new KubeApiError(404, { reason: 'NotFound' })),
+      create: () => (creates++, Promise.reject(creates === 1 ? new KubeApiError(409, { reason: 'AlreadyExists' }) : refused)),
+    } as unknown as KubeClient;
+    const e = new LeaderElector(client, config('me'), { onStartedLeading: () => undefined, onStoppedLeading: () => undefined });
+    const said: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+    const log = (e as unknown as { log: Record<string, unknown> }).log;
+    for (const level of ['warn', 'debug']) log[level] = (message: string, fields: Record<string, unknown>) => said.push({ level, message, fields });
+    void e.run();
+    try {
+      await new Promise((r) => setTimeout(r, 700));
+    } finally {
+      await e.stop();
+    }
+    expect(creates, 'retried each retry period').to.be.greaterThan(3);
+    const warned = said.filter((l) => l.level === 'warn' && l.message.startsWith('the API server refused'));
+    expect(warned.map((l) => [l.message, l.fields.errorKind])).to.deep.equal([['the API server refused the lease create: no replica can lead while it does', 'Forbidden']]);
+    expect(said.filter((l) => l.level === 'debug' && l.fields.errorKind === 'Forbidden').length, 'the repeats').to.be.greaterThan(1);
+    expect(said[0]).to.include({ level: 'debug' });
+  });
 });
