@@ -57,6 +57,7 @@ export const Reasons = {
   RollbackAborted: 'ProvisioningRollbackAborted',
   RollbackLimit: 'ProvisioningRollbackLimit',
   RollbackRaced: 'ProvisioningRollbackRaced',
+  RollbackWriteRefused: 'ProvisioningRollbackWriteRefused',
   VolumeRetained: 'ProvisioningRollbackVolumeRetained',
   RollbackCompleted: 'ProvisioningRollbackCompleted',
 } as const;

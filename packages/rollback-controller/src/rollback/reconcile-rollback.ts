@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { classifyError, FirstSeen, isNotFound, projectClaim } from '@topovol/shared';
+import { classifyError, FirstSeen, isNotFound, isRefusal, projectClaim } from '@topovol/shared';
 import type { KubeClient, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { advanceRollback } from './advance-rollback.js';
+import { advanceRollback, RECREATE_RETRY_MS } from './advance-rollback.js';
 import type { AdvanceDeps } from './advance-rollback.js';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
@@ -12,6 +12,7 @@ import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollbac
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { writeMark } from './mark-actuator.js';
 import type { MarkActuatorDeps } from './mark-actuator.js';
+import { podRef } from './rollback-actuator.js';
 import { countRollback } from './rollback-metrics.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { historyKeyOfPod } from './workload.js';
@@ -31,6 +32,9 @@ export interface RollbackGlueDeps extends AdvanceDeps {
   observe(claim: PersistentVolumeClaim): void;
   enqueueRecord(name: string): void;
 }
+
+/** How soon a rollback one of whose writes the API server refused is tried again (as a refused re-create). */
+export const REFUSED_WRITE_RETRY_MS = RECREATE_RETRY_MS;
 
 /** How soon a pod whose claim changed under its rollback decision is looked at again (its claim's event also brings it back). */
 export const CLAIM_CHANGED_RETRY_MS = 1000;
@@ -118,7 +122,14 @@ export class RollbackReconciler {
         // Refused before anything is recorded or deleted: a record too large for etcd could be
         // created, then fail the status writes that re-create its claims.
         const refused = templatesTooLarge(live) ?? (await this.recreateRefused(live));
-        await this.d.actuator.decide(pod, refused ? { kind: 'refuse', why: refused } : { ...decision, pinned: live }, ns.uid);
+        try {
+          await this.d.actuator.decide(pod, refused ? { kind: 'refuse', why: refused } : { ...decision, pinned: live }, ns.uid);
+        } catch (err) {
+          // The record's create refused: nothing was done yet; the wait stays spent.
+          if (!isRefusal(err)) throw err;
+          this.d.actuator.reportWriteRefused(pod, undefined, err);
+          return REFUSED_WRITE_RETRY_MS;
+        }
         this.stuck.forget(uid);
         return;
       }
@@ -168,7 +179,17 @@ export class RollbackReconciler {
         return;
       }
       if (this.d.dryRun) return;
-      return (await advanceRollback(this.d, r, decideIntent(r, (ns, n) => this.d.world.claim(ns, n)))) ?? UNFINISHED_RECORD_RESYNC_MS;
+      try {
+        return (await advanceRollback(this.d, r, decideIntent(r, (ns, n) => this.d.world.claim(ns, n)))) ?? UNFINISHED_RECORD_RESYNC_MS;
+      } catch (err) {
+        // A refused write with no fallback of its own (the record's status, the claim's fence): the
+        // same write is refused again until someone changes the rules, and the claim may be
+        // deleted and not yet back. Said on the pod and tried a minute apart, not after a backoff
+        // that doubles to many minutes.
+        if (!isRefusal(err)) throw err;
+        this.d.actuator.reportWriteRefused(podRef(r), r.metadata?.name, err);
+        return REFUSED_WRITE_RETRY_MS;
+      }
     });
   }
 }

@@ -250,6 +250,19 @@ export class RollbackActuator {
     countRollback('aborted');
   }
 
+  /**
+   * A write of the rollback the API server refused (a policy or webhook on the record or the claims,
+   * a narrowed role), thrown by a step that has no refusal of its own to fall back on: the record's
+   * create or status, the claim's fence. Said on the pod (with the rollback's name, when it has
+   * one), logged and counted as an error; the caller tries again a minute later.
+   */
+  reportWriteRefused(pod: KubeObject, rollback: string | undefined, err: unknown): void {
+    const what = rollback ? `provisioning rollback ${rollback} cannot go on` : 'provisioning rollback cannot start';
+    this.d.log.warn(`${what}: the API server refused a write; trying again in a minute`, { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, rollback, error: errorMessage(err) });
+    this.d.events.event(pod, 'Warning', Reasons.RollbackWriteRefused, `${what}: the API server refused one of its writes; trying again every minute: ${errorMessage(err)}`);
+    countRollback('error');
+  }
+
   /** The rollback stopped before this claim was deleted. */
   reportAborted(r: ProvisioningRollback, c: RollbackClaim, why: string): void {
     this.d.events.event(podRef(r), 'Normal', Reasons.RollbackAborted, `rollback stopped before claim ${c.name} was deleted: ${why}`);
@@ -329,4 +342,5 @@ function withCondition(r: ProvisioningRollback, c: Omit<Condition, 'lastTransiti
 const podKey = (p: Pod): string => `${p.metadata?.namespace}/${p.metadata?.name}`;
 
 /** The pod a record is about, as an Event target. */
-const podRef = (r: ProvisioningRollback): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: r.spec.pod.name, namespace: r.spec.pod.namespace, uid: r.spec.pod.uid } });
+/** The record's pod, as an Event's object. */
+export const podRef = (r: ProvisioningRollback): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: r.spec.pod.name, namespace: r.spec.pod.namespace, uid: r.spec.pod.uid } });

@@ -126,15 +126,15 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
    * added in between, a quota another claim filled), which a refused dry run would answer by
    * refusing the rollback instead (rollback.test.ts).
    */
-  async function refuseClaims(operation: 'CREATE' | 'DELETE' = 'CREATE'): Promise<() => Promise<void>> {
+  async function refuseClaims(operation: 'CREATE' | 'DELETE' | 'UPDATE,DELETE' = 'CREATE'): Promise<() => Promise<void>> {
     const policy = `${f.ns}-refuse-claims`;
     const probe = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject;
-    if (operation === 'DELETE') await f.admin.create(Resources.persistentVolumeClaims, probe);
+    if (operation !== 'CREATE') await f.admin.create(Resources.persistentVolumeClaims, probe);
     const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: 'false', message: 'claims here are kept' };
-    const lift = await denyByPolicy(policy, { operations: [operation], resources: ['persistentvolumeclaims'] }, validation, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } });
+    const lift = await denyByPolicy(policy, { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } });
     // Policies take effect within a second or so.
     await eventually(async () => {
-      if (operation === 'DELETE') {
+      if (operation !== 'CREATE') {
         const refused = await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns, { dryRun: true }).then(() => false, () => true);
         if (!refused) throw new Error('claim deletes are not refused yet');
         return;
@@ -294,6 +294,29 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/claims here are kept/);
     } finally {
       await lift();
+    }
+  });
+
+  it('a claim delete and the fence that would keep the claim both refused: nothing deleted, a Warning on the pod saying why, and the rollback goes on once the policy is lifted', async function () {
+    const p = await f.podWithClaims('p');
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const lift = await refuseClaims('UPDATE,DELETE');
+    let lifted = false;
+    try {
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      expect((await eventFor(f.admin, p, 'ProvisioningRollbackWriteRefused')).message).to.match(/provisioning rollback .* cannot go on: .*trying again every minute: .*claims here are kept/);
+      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+      expect(r!.status?.claims?.find((c) => c.name === 'c1')?.state, 'a delete of ours may still land: not recorded Kept').to.equal('Deleting');
+      const now = await f.claim('c1');
+      expect([now.metadata?.uid, now.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+      await lift();
+      lifted = true;
+      // Tried again a minute after the refusal: the delete goes through, and the claim is re-created.
+      await eventually(async () => expect((await recordsOf(f.admin, p.metadata!.uid!)).map((x) => x.status?.phase)).to.deep.equal(['Completed']), 150_000);
+      expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
+    } finally {
+      if (!lifted) await lift();
     }
   });
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { KubeApiError, logger } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
-import { CLAIM_CHANGED_RETRY_MS, RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
+import { CLAIM_CHANGED_RETRY_MS, REFUSED_WRITE_RETRY_MS, RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
 import { templatesTooLarge } from '../../src/rollback/intent/new-rollback.js';
 import { claim, node, NOW, pod, pv, seen, world } from './rollback-world-fixture.js';
@@ -17,7 +17,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
   /** `claims`: the claims as the server has them, by name (the cached ones when not given). */
-  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string };
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string; refusesRecord?: string };
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
     const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[]; why?: string }[] = [];
     const reads: string[] = [];
@@ -28,8 +28,10 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       actuator: {
         decide: (_p: Pod, d: RollbackDecision, namespaceUID?: string) => {
           decided.push({ kind: d.kind, namespaceUID, ...(d.kind === 'rollback' && server.claims ? { pinned: d.pinned.map((p) => p.claim) } : {}), ...(d.kind === 'refuse' ? { why: d.why } : {}) });
+          if (d.kind === 'rollback' && server.refusesRecord) return Promise.reject(KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: server.refusesRecord })));
           return Promise.resolve();
         },
+        reportWriteRefused: (p: Pod, rollback: string | undefined, err: Error) => void decided.push({ kind: `write refused on ${p.metadata?.name}${rollback ? ` (${rollback})` : ''}`, why: err.message }),
       },
       reads: {
         namespace: (ns: string) => {
@@ -70,6 +72,12 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     expect(decided[0]!.kind).to.equal('refuse');
     expect(decided[0]!.why).to.match(/^claim c1 could not be created again once deleted: the API server refuses its copy \(dry run\): cannot set blockOwnerDeletion/);
     expect(reads).to.include('dry run c1');
+  });
+
+  it("the record's create refused (a policy on the records, a narrowed role): said on the pod, looked at again in a minute, not after a doubling backoff", async function () {
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, refusesRecord: 'provisioningrollbacks.topovol.io is forbidden: no records here' });
+    expect(await r.pod('ns', 'p')).to.equal(REFUSED_WRITE_RETRY_MS);
+    expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid' }, { kind: 'write refused on p', why: 'provisioningrollbacks.topovol.io is forbidden: no records here' }]);
   });
 
   it('records the namespace uid the server has', async function () {
