@@ -70,3 +70,4 @@ export * from './fake-writes.js';
 export * from './claim-noise.js';
 export * from './pod-noise.js';
 export * from './event-noise.js';
+export * from './admission-policy.js';

@@ -23,4 +23,5 @@ export const Reasons = {
   UnknownBindingMode: 'UnknownVolumeBindingMode',
   SecondBinder: 'SecondBinderRunning',
   SelectorTooLarge: 'SelectorTooLargeToCache',
+  UpdateRefused: 'UpdateRefused',
 } as const;

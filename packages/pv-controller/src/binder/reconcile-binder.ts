@@ -126,6 +126,9 @@ export class BinderReconciler {
       if (picked.length > 0 && isRefusal(err)) {
         await this.d.actuator.run([event(claim, 'Warning', Reasons.FailedBinding, `binding to volume ${picked.join(', ')} was refused by the API server; retrying: ${errorMessage(err)}`)]);
       }
+      // Any other refused write of the claim's sync (a status, an annotation; not the hand-over,
+      // said above): the same, as UpdateRefused.
+      if (picked.length === 0 && provisioner === undefined && isRefusal(err)) await this.refused(claim, err);
       if (classWrite && !isFenced(err)) countRetroactiveClass(false);
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
@@ -169,12 +172,27 @@ export class BinderReconciler {
     if (!volume) return;
     const actions = decideVolume(volume, this.d.world);
     log.debug('volume synced', { actions: actions.map((a) => a.kind) });
-    await this.run(actions);
+    try {
+      await this.run(actions);
+    } catch (err) {
+      // A refused phase write leaves a volume un-Released, so its deleter never runs: said on it.
+      if (isRefusal(err)) await this.refused(volume, err);
+      throw err;
+    }
     // Upstream's reclaimVolume with Delete starts the deletion's timestamp, once the release is
     // confirmed and written; it ends when the volume is gone (volumeGone). An external deleter's
     // work has no error upstream counts.
     const deleter = this.d.dryRun ? undefined : deleteStarted(volume, this.d.world);
     if (deleter !== undefined) this.operations.addIfNotExist(name, deleter, 'delete');
+  }
+
+  /**
+   * A write of `obj`'s sync the API server refused (a policy or webhook, a narrowed role): refused
+   * again at every retry, and upstream only logs it (pv_controller.go returns the error to its
+   * sync); said on the object, where `kubectl describe` shows why it does not move on.
+   */
+  private async refused(obj: PersistentVolume | PersistentVolumeClaim, err: unknown): Promise<void> {
+    await this.d.actuator.run([event(obj, 'Warning', Reasons.UpdateRefused, `a write of its sync was refused by the API server; retrying: ${errorMessage(err)}`)]);
   }
 
   /**

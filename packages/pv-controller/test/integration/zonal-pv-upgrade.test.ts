@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { EventRecorder, isConflict, logger, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, Pod } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, InProcessLoop, metricSum, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, denyingPolicy, eventually, InProcessLoop, metricSum, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
 import type { ControlPlane, InProcessLoopOptions, ManagedProcess } from '@topovol/testing';
 import { zonalPvUpgradeDescriptor } from '../../src/zonal-pv-upgrade-descriptor.js';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
@@ -174,21 +174,10 @@ describe('zonal-pv-upgrade (real API server)', function () {
       // The policy denies every update of volumes carrying this test's label, so it touches no other suite's.
       const policy = `${ns}-deny-pv-updates`;
       const mark = { 'test.topovol.dev/deny-updates': ns };
-      await admin.create(Resources.validatingAdmissionPolicies, {
-        apiVersion: 'admissionregistration.k8s.io/v1',
-        kind: 'ValidatingAdmissionPolicy',
-        metadata: { name: policy },
-        spec: {
-          failurePolicy: 'Fail',
-          matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['persistentvolumes'] }], objectSelector: { matchLabels: mark } },
-          validations: [{ expression: 'false', message: 'volume updates are frozen' }],
-        },
-      });
-      await admin.create(Resources.validatingAdmissionPolicyBindings, {
-        apiVersion: 'admissionregistration.k8s.io/v1',
-        kind: 'ValidatingAdmissionPolicyBinding',
-        metadata: { name: policy },
-        spec: { policyName: policy, validationActions: ['Deny'] },
+      const lift = await denyingPolicy(admin, policy, {
+        rule: { operations: ['UPDATE'], resources: ['persistentvolumes'] },
+        objectSelector: { matchLabels: mark },
+        validation: { expression: 'false', message: 'volume updates are frozen' },
       });
       try {
         // A volume without zone labels first, to see the policy in force before the loop meets it.
@@ -208,8 +197,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
         expect((await eventsOf(admin, name('frozen'))).map((e) => e.reason)).to.not.include(REASON_MALFORMED);
         expect((await getPV(admin, name('frozen'))).spec?.nodeAffinity).to.equal(undefined);
       } finally {
-        await admin.delete(Resources.validatingAdmissionPolicyBindings, policy).catch(() => undefined);
-        await admin.delete(Resources.validatingAdmissionPolicies, policy).catch(() => undefined);
+        await lift();
       }
       // The loop's retries (with backoff) convert it once the API server no longer enforces the policy.
       await eventually(async () => expect((await getPV(admin, name('frozen'))).spec?.nodeAffinity).to.deep.equal(upgraded({ [Z]: 'z1' })), 45_000);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { errorMessage, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { eventually } from '@topovol/testing';
+import { denyingPolicy, eventually } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
@@ -131,7 +131,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const probe = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject;
     if (operation !== 'CREATE') await f.admin.create(Resources.persistentVolumeClaims, probe);
     const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: 'false', message: 'claims here are kept' };
-    const lift = await denyByPolicy(policy, { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } });
+    const lift = await denyingPolicy(f.admin, policy, { rule: { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } });
     // Policies take effect within a second or so.
     await eventually(async () => {
       if (operation !== 'CREATE') {
@@ -151,26 +151,6 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     return lift;
   }
 
-  /** A ValidatingAdmissionPolicy of core/v1 `rule`, bound with Deny where `matchResources` says; returns what lifts it. */
-  async function denyByPolicy(policy: string, rule: { operations: string[]; resources: string[] }, validation: { expression: string; message: string }, matchResources: object): Promise<() => Promise<void>> {
-    await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: policy },
-      spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], ...rule }] }, validations: [validation] },
-    } as KubeObject);
-    await f.admin.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name: policy },
-      spec: { policyName: policy, validationActions: ['Deny'], matchResources },
-    } as KubeObject);
-    return async () => {
-      await f.admin.delete(Resources.validatingAdmissionPolicyBindings, policy);
-      await f.admin.delete(Resources.validatingAdmissionPolicies, policy);
-    };
-  }
-
   /**
    * From now on the API server refuses to change volume v1's reclaim policy from `from` to `to`, as
    * a policy guarding volumes could; returns what lifts it. Waits until a probe volume's change is
@@ -187,7 +167,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const names = JSON.stringify([f.name('v1'), probe]);
     const expression = `!(object.metadata.name in ${names}) || !(oldObject.spec.persistentVolumeReclaimPolicy == '${from}' && object.spec.persistentVolumeReclaimPolicy == '${to}')`;
     const message = `volumes here stay ${from}`;
-    const lift = await denyByPolicy(`${f.ns}-guard-volumes`, { operations: ['UPDATE'], resources: ['persistentvolumes'] }, { expression, message }, {});
+    const lift = await denyingPolicy(f.admin, `${f.ns}-guard-volumes`, { rule: { operations: ['UPDATE'], resources: ['persistentvolumes'] }, validation: { expression, message } });
     const liftAll = async (): Promise<void> => {
       await lift();
       await f.admin.delete(Resources.persistentVolumes, probe).catch(() => undefined);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { bindingViolations, createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import { bindingViolations, createTestNamespace, denyingPolicy, eventually, sharedControlPlane } from '@topovol/testing';
 import { deleteNow, eventFor, forgedProvisioningEvent, getPV, getPVC, pv, pvc, RunningBinder } from '../binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
@@ -187,27 +187,11 @@ describe('reliability: bad input to the binder (real API server)', function () {
   });
 
   it('a bind the API server refuses (a ValidatingAdmissionPolicy on claim updates): the claim stays Pending with a FailedBinding Warning naming the refusal, the volume waits pre-bound; once allowed, bound', async function () {
-    const policy = `${ns}-no-claim-updates`;
-    await admin.create<KubeObject>(Resources.validatingAdmissionPolicies, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: policy },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['persistentvolumeclaims'] }] },
-        validations: [{ expression: 'false', message: 'claims here are frozen' }],
-      },
-    } as KubeObject);
-    await admin.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name: policy },
-      spec: { policyName: policy, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } },
-    } as KubeObject);
-    const lift = async (): Promise<void> => {
-      await admin.delete(Resources.validatingAdmissionPolicyBindings, policy).catch(() => undefined);
-      await admin.delete(Resources.validatingAdmissionPolicies, policy).catch(() => undefined);
-    };
+    const lift = await denyingPolicy(admin, `${ns}-no-claim-updates`, {
+      rule: { operations: ['UPDATE'], resources: ['persistentvolumeclaims'] },
+      validation: { expression: 'false', message: 'claims here are frozen' },
+      matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } },
+    });
     try {
       // Policies take effect within a second or so: a claim update refused shows it.
       await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'probe', '1Gi', { class: name('none') }));
@@ -228,6 +212,35 @@ describe('reliability: bad input to the binder (real API server)', function () {
     }
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
     expect((await getPVC(admin, ns, 'c')).spec?.volumeName).to.equal(name('frozen'));
+  });
+
+  it("a volume's release the API server refuses (a ValidatingAdmissionPolicy on volume status): an UpdateRefused Warning on the volume naming the refusal; once allowed, Released", async function () {
+    const held = name('held');
+    const probe = name('held-probe');
+    await volume(pv(held, '1Gi', { class: name('held') }));
+    await volume(pv(probe, '1Gi', { class: name('none') }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: name('held') }));
+    await eventually(async () => expect((await getPV(admin, held)).status?.phase).to.equal('Bound'), 60_000);
+    const message = 'volumes here are not released';
+    const lift = await denyingPolicy(admin, `${ns}-no-release`, {
+      rule: { operations: ['UPDATE'], resources: ['persistentvolumes/status'] },
+      validation: { expression: `!(object.metadata.name in ${JSON.stringify([held, probe])}) || object.status.phase != 'Released'`, message },
+    });
+    try {
+      await eventually(async () => {
+        const refused = await admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { status: { phase: 'Released' } }, { subresource: 'status', dryRun: true }).then(() => false, (e: unknown) => String(e).includes(message));
+        expect(refused, 'releases refused yet').to.equal(true);
+      });
+      const before = await eventsCounted('Warning', 'UpdateRefused');
+      await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns);
+      const v = await getPV(admin, held);
+      await answered(v, 'Warning', 'UpdateRefused', before);
+      expect((await eventFor(admin, v, 'UpdateRefused')).message).to.match(new RegExp(`a write of its sync was refused by the API server; retrying: .*${message}`));
+      expect((await getPV(admin, held)).status?.phase).to.equal('Bound');
+    } finally {
+      await lift();
+    }
+    await eventually(async () => expect((await getPV(admin, held)).status?.phase).to.equal('Released'), 60_000);
   });
 
   it('objects deleted while being processed: claims and volumes removed mid-binding leave no claim mis-bound or lost', async function () {
