@@ -28,14 +28,20 @@ export async function denyingPolicy(client: KubeClient, name: string, p: Denying
       validations: [p.validation],
     },
   } as KubeObject);
-  await client.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingAdmissionPolicyBinding',
-    metadata: { name },
-    spec: { policyName: name, validationActions: ['Deny'], ...(p.matchResources ? { matchResources: p.matchResources } : {}) },
-  } as KubeObject);
-  return async () => {
+  const lift = async (): Promise<void> => {
     await client.delete(Resources.validatingAdmissionPolicyBindings, name).catch(() => undefined);
     await client.delete(Resources.validatingAdmissionPolicies, name).catch(() => undefined);
   };
+  try {
+    await client.create<KubeObject>(Resources.validatingAdmissionPolicyBindings, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name },
+      spec: { policyName: name, validationActions: ['Deny'], ...(p.matchResources ? { matchResources: p.matchResources } : {}) },
+    } as KubeObject);
+  } catch (err) {
+    await lift();
+    throw err;
+  }
+  return lift;
 }

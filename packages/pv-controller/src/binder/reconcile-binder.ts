@@ -187,12 +187,12 @@ export class BinderReconciler {
   }
 
   /**
-   * A write of `obj`'s sync the API server refused (a policy or webhook, a narrowed role): refused
-   * again at every retry, and upstream only logs it (pv_controller.go returns the error to its
+   * A request of `obj`'s sync the API server refused (a write refused by a policy or webhook, a
+   * write or a read refused to a narrowed role): refused again at every retry, and upstream only logs it (pv_controller.go returns the error to its
    * sync); said on the object, where `kubectl describe` shows why it does not move on.
    */
   private async refused(obj: PersistentVolume | PersistentVolumeClaim, err: unknown): Promise<void> {
-    await this.d.actuator.run([event(obj, 'Warning', Reasons.UpdateRefused, `a write of its sync was refused by the API server; retrying: ${errorMessage(err)}`)]);
+    await this.d.actuator.run([event(obj, 'Warning', Reasons.UpdateRefused, `a request of its sync was refused by the API server; retrying: ${errorMessage(err)}`)]);
   }
 
   /**

@@ -85,7 +85,7 @@ describe('pv-binder: a claim write the API server refuses', function () {
     const err = await reconciler(store, c, events, server).claim('ns', 'c').then(() => undefined, (e: unknown) => e);
     expect(err).to.equal(refused);
     expect(events.recorded.map((e) => `${e.type} ${e.reason} ${e.kind}/${e.name}`)).to.deep.equal(['Warning UpdateRefused PersistentVolumeClaim/c']);
-    expect(events.recorded[0]!.message).to.match(/a write of its sync was refused by the API server; retrying: .*claims here are frozen/);
+    expect(events.recorded[0]!.message).to.match(/a request of its sync was refused by the API server; retrying: .*claims here are frozen/);
     expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.status?.phase).to.equal('Bound');
   });
 });

@@ -8,6 +8,7 @@ import { ProvisioningRollbacks, STARTED_CONDITION } from './intent/provisioning-
 import type { ClaimState, Condition, ProvisioningRollback, ProvisioningRollbackStatus, RollbackClaim, RollbackPhase } from './intent/provisioning-rollback.js';
 import type { SettlePlan } from './intent/held-volume.js';
 import { ANN_KEPT_BY, ANN_RECLAIM_HELD, ANN_RETAINED_BECAUSE, Reasons } from './marks.js';
+import { RepeatPacer } from './repeat-pacer.js';
 import { countRecreated, countRetained, countRollback } from './rollback-metrics.js';
 
 /** The client calls the rollback actuator makes: the record's create and status, the claims' delete, fence and create. */
@@ -40,6 +41,8 @@ const nowRfc3339 = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z'
 export class RollbackActuator {
   /** --dry-run: the decisions already reported (pod uid / evidence time). */
   private readonly dryRunReported = new Set<string>();
+  /** Warnings of refused requests, said again at most every 5 minutes while unchanged (the recorder's refill). */
+  private readonly repeats = new RepeatPacer(5 * 60_000);
 
   constructor(private readonly d: RollbackActuatorDeps) {}
 
@@ -258,9 +261,19 @@ export class RollbackActuator {
    */
   reportWriteRefused(pod: KubeObject, rollback: string | undefined, err: unknown): void {
     const what = rollback ? `provisioning rollback ${rollback} cannot go on` : 'provisioning rollback cannot start';
-    this.d.log.warn(`${what}: the API server refused a write; trying again in a minute`, { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, rollback, error: errorMessage(err) });
-    this.d.events.event(pod, 'Warning', Reasons.RollbackWriteRefused, `${what}: the API server refused one of its writes; trying again every minute: ${errorMessage(err)}`);
+    const message = `${what}: the API server refused one of its requests; trying again: ${errorMessage(err)}`;
+    const said = this.said(pod, Reasons.RollbackWriteRefused, message);
+    this.d.log[said ? 'warn' : 'debug'](`${what}: the API server refused a request; trying again`, { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, rollback, error: errorMessage(err) });
     countRollback('error');
+  }
+
+  /**
+   * A Warning said again at every look while the same request is refused: paced (RepeatPacer), so
+   * that it leaves the pod's Event budget to what comes after. Whether it was said.
+   */
+  private said(obj: KubeObject, reason: string, message: string): boolean {
+    const key = `${obj.metadata?.uid ?? ''}/${reason}`;
+    return this.repeats.due(key, message, Date.now()) && this.d.events.event(obj, 'Warning', reason, message);
   }
 
   /** The rollback stopped before this claim was deleted. */
@@ -292,8 +305,8 @@ export class RollbackActuator {
       // before it): counted as an error (the alert's metric), said on the pod, the one object of
       // the story its owner still sees, and tried again after RECREATE_RETRY_MS.
       if (!isRefusal(err)) throw err;
-      this.d.log.warn('re-creating a claim was refused; trying again', { rollback: r.metadata?.name, namespace: r.spec.pod.namespace, claim: c.name, error: errorMessage(err) });
-      this.d.events.event(podRef(r), 'Warning', Reasons.ClaimRecreateFailed, `provisioning rollback ${r.metadata?.name} could not create claim ${c.name} again; retrying: ${errorMessage(err)}`);
+      const said = this.said(podRef(r), Reasons.ClaimRecreateFailed, `provisioning rollback ${r.metadata?.name} could not create claim ${c.name} again; retrying: ${errorMessage(err)}`);
+      this.d.log[said ? 'warn' : 'debug']('re-creating a claim was refused; trying again', { rollback: r.metadata?.name, namespace: r.spec.pod.namespace, claim: c.name, error: errorMessage(err) });
       countRollback('error');
       return 'refused';
     }

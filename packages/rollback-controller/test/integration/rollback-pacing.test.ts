@@ -130,7 +130,10 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const policy = `${f.ns}-refuse-claims`;
     const probe = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject;
     if (operation !== 'CREATE') await f.admin.create(Resources.persistentVolumeClaims, probe);
-    const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: 'false', message: 'claims here are kept' };
+    // UPDATE,DELETE refuses deletes and the rollback's fence (its kept-by annotation), not the
+    // test's own claim patches (failProvisioning's, of another claim).
+    const fence = "request.operation == 'UPDATE' && !(has(object.metadata.annotations) && 'rollback.topovol.io/kept-by' in object.metadata.annotations)";
+    const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: operation === 'DELETE' ? 'false' : fence, message: 'claims here are kept' };
     const lift = await denyingPolicy(f.admin, policy, { rule: { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } });
     // Policies take effect within a second or so.
     await eventually(async () => {
@@ -285,7 +288,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     let lifted = false;
     try {
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
-      expect((await eventFor(f.admin, p, 'ProvisioningRollbackWriteRefused')).message).to.match(/provisioning rollback .* cannot go on: .*trying again every minute: .*claims here are kept/);
+      expect((await eventFor(f.admin, p, 'ProvisioningRollbackWriteRefused')).message).to.match(/provisioning rollback .* cannot go on: the API server refused one of its requests; trying again: .*claims here are kept/);
       const [r] = await recordsOf(f.admin, p.metadata!.uid!);
       expect(r!.status?.claims?.find((c) => c.name === 'c1')?.state, 'a delete of ours may still land: not recorded Kept').to.equal('Deleting');
       const now = await f.claim('c1');

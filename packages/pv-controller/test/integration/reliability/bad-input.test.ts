@@ -235,7 +235,7 @@ describe('reliability: bad input to the binder (real API server)', function () {
       await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns);
       const v = await getPV(admin, held);
       await answered(v, 'Warning', 'UpdateRefused', before);
-      expect((await eventFor(admin, v, 'UpdateRefused')).message).to.match(new RegExp(`a write of its sync was refused by the API server; retrying: .*${message}`));
+      expect((await eventFor(admin, v, 'UpdateRefused')).message).to.match(new RegExp(`a request of its sync was refused by the API server; retrying: .*${message}`));
       expect((await getPV(admin, held)).status?.phase).to.equal('Bound');
     } finally {
       await lift();
