@@ -303,7 +303,8 @@ export class LeaderElector {
     const error = errorMessage(err);
     const errorKind = classifyError(err).kind;
     const t = this.now();
-    if (isRefusal(err) && (this.lastRefusal?.message !== error || t - this.lastRefusal.at >= 60_000)) {
+    // 401 too: credentials no longer accepted (a token revoked or expired) keep every replica out.
+    if ((isRefusal(err) || errorKind === 'Unauthorized') && (this.lastRefusal?.message !== error || t - this.lastRefusal.at >= 60_000)) {
       this.lastRefusal = { message: error, at: t };
       this.log.warn(`the API server refused the lease ${verb}: no replica can lead while it does`, { error, errorKind });
       return;

@@ -101,4 +101,24 @@ describe('LeaderElector: what counts as a renewal, and when a leader steps down'
     expect(said.filter((l) => l.level === 'debug' && l.fields.errorKind === 'Forbidden').length, 'the repeats').to.be.greaterThan(1);
     expect(said[0]).to.include({ level: 'debug' });
   });
+
+  it('credentials the API server no longer accepts (401) are said at warn too', async function () {
+    let creates = 0;
+    const client = {
+      get: () => Promise.reject(new KubeApiError(404, { reason: 'NotFound' })),
+      create: () => (creates++, Promise.reject(new KubeApiError(401, { reason: 'Unauthorized', message: 'Unauthorized' }))),
+    } as unknown as KubeClient;
+    const e = new LeaderElector(client, config('me'), { onStartedLeading: () => undefined, onStoppedLeading: () => undefined });
+    const warned: string[] = [];
+    const log = (e as unknown as { log: Record<string, unknown> }).log;
+    log.warn = (message: string) => warned.push(message);
+    log.debug = () => undefined;
+    void e.run();
+    try {
+      while (creates < 2) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await e.stop();
+    }
+    expect(warned.filter((m) => m.startsWith('the API server refused'))).to.deep.equal(['the API server refused the lease create: no replica can lead while it does']);
+  });
 });
