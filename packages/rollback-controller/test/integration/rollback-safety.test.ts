@@ -291,7 +291,7 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect(v1.metadata?.annotations?.[RETAINED]).to.match(/pod .*\/p using claim c1 was scheduled to node .* while claim c1 was being deleted/);
     expect(v1.metadata?.annotations ?? {}).to.not.have.any.keys(HELD);
     const warning = await eventFor(f.admin, v1, 'ProvisioningRollbackVolumeRetained');
-    expect([warning.type, warning.message]).to.satisfy(([type, message]: [string, string]) => type === 'Warning' && /reclaim policy left Retain \(it was Delete\)/.test(message));
+    expect([warning.type, warning.message]).to.satisfy(([type, message]: [string, string]) => type === 'Warning' && /reclaim policy left Retain \(it was Delete, held by provisioning rollback .* across the delete of claim .*\/c1\): .*it may hold data/.test(message));
     await eventually(async () => expect((await f.volume('v1')).status?.phase).to.equal('Released'));
     expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy).to.equal('Retain');
   });
