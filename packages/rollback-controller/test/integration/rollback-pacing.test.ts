@@ -118,6 +118,21 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     expect(back.metadata?.ownerReferences).to.deep.equal([owned]);
   });
 
+  /** Pod p with claims c1 and c2, c1 provisioned on node a (volume v1) and marked unused: a rollback waits for c2's failure. */
+  async function provisionedUnused(): Promise<{ p: Pod; c1: PersistentVolumeClaim }> {
+    const p = await f.podWithClaims('p');
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    return { p, c1 };
+  }
+
+  /** Claim c1 is the one decided on, not deleted, and carries the rollback's fence. */
+  async function keptAndFenced(c1: PersistentVolumeClaim): Promise<void> {
+    const now = await f.claim('c1');
+    expect([now.metadata?.uid, now.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+    expect(now.metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced').to.be.a('string');
+  }
+
   /**
    * From now on the test namespace refuses new claims (a ValidatingAdmissionPolicy), as a webhook or
    * a quota can, or with `DELETE` the deletes of claims, as a policy guarding them would; returns the
@@ -188,9 +203,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
   }
 
   it("the volume's hold refused (a policy guarding volumes): nothing deleted, the claim kept and fenced, the volume untouched, the rollback aborted with the server's reason", async function () {
-    const p = await f.podWithClaims('p');
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const { p, c1 } = await provisionedUnused();
     const lift = await refuseReclaimChange('Delete', 'Retain');
     try {
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
@@ -202,9 +215,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       const kept = done.status?.claims?.find((c) => c.name === 'c1');
       expect(kept?.state).to.equal('Kept');
       expect(kept?.message).to.match(/the API server refused holding volume .*-v1 Retain across the claim's delete: .*volumes here stay Delete/);
-      const now = await f.claim('c1');
-      expect([now.metadata?.uid, now.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
-      expect(now.metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced').to.be.a('string');
+      await keptAndFenced(c1);
       const v = await f.volume('v1');
       expect([v.spec?.persistentVolumeReclaimPolicy, v.metadata?.annotations?.['rollback.topovol.io/reclaim-policy-held']]).to.deep.equal(['Delete', undefined]);
       expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/volumes here stay Delete/);
@@ -214,9 +225,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
   });
 
   it("the volume's Delete refused when given back: the claim is re-created all the same, the volume left Retain with the server's reason and a Warning", async function () {
-    const p = await f.podWithClaims('p');
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const { p, c1 } = await provisionedUnused();
     const lift = await refuseReclaimChange('Retain', 'Delete');
     try {
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
@@ -236,9 +245,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
   /** Pod p's c1 rolled back up to its delete: the re-create is refused, counted as an error, and the record says Deleted. */
   async function deletedNotRecreated(): Promise<{ p: Pod; c1: PersistentVolumeClaim; lift: () => Promise<void> }> {
     const errors = await counter('error');
-    const p = await f.podWithClaims('p');
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const { p, c1 } = await provisionedUnused();
     const lift = await refuseClaims();
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await eventually(async () => expect(await counter('error')).to.be.greaterThan(errors), 60_000);
@@ -256,9 +263,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
   });
 
   it("a claim delete the API server refuses (a policy guarding claims): nothing deleted, the claim kept and fenced, its volume's Delete given back, the rollback aborted with the server's reason", async function () {
-    const p = await f.podWithClaims('p');
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const { p, c1 } = await provisionedUnused();
     const lift = await refuseClaims('DELETE');
     try {
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
@@ -270,9 +275,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       const kept = done.status?.claims?.find((c) => c.name === 'c1');
       expect(kept?.state).to.equal('Kept');
       expect(kept?.message).to.match(/the API server refused the claim's delete: .*claims here are kept/);
-      const now = await f.claim('c1');
-      expect([now.metadata?.uid, now.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
-      expect(now.metadata?.annotations?.['rollback.topovol.io/kept-by'], 'fenced').to.be.a('string');
+      await keptAndFenced(c1);
       expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy, "the volume's Delete given back").to.equal('Delete');
       expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/claims here are kept/);
     } finally {
@@ -281,9 +284,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
   });
 
   it('a claim delete and the fence that would keep the claim both refused: nothing deleted, a Warning on the pod saying why, and the rollback goes on once the policy is lifted', async function () {
-    const p = await f.podWithClaims('p');
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const { p, c1 } = await provisionedUnused();
     const lift = await refuseClaims('UPDATE,DELETE');
     let lifted = false;
     try {
