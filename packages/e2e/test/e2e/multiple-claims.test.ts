@@ -31,8 +31,7 @@ describe('a pod with several claims on local volumes', function () {
 
   it('negative: no node has a PV for each claim: the pod stays Pending, says why, and no claim is bound', async function () {
     await fastAndSlow([NODE_1], [NODE_3]);
-    const why = await s.unschedulable('app');
-    expect(why.message).to.contain("3 node(s) didn't find available persistent volumes to bind");
+    await s.unschedulable('app', ["3 node(s) didn't find available persistent volumes to bind"]);
     // Nothing half done: neither claim took a volume that would pin the pod to a node.
     for (const c of ['data', 'logs']) await s.waitingFor(c, 'app');
     const volumes = (await s.admin.list<PersistentVolume>(Resources.persistentVolumes)).items.filter((v) => v.spec?.storageClassName?.startsWith(s.ns));

@@ -43,9 +43,7 @@ describe('pod affinity on local volumes', function () {
     });
     await s.boundOn(`data-${placed.metadata!.name!}`, placed.spec!.nodeName!);
     for (const p of waiting) {
-      const why = await s.unschedulable(p);
-      expect(why.message).to.contain("1 node(s) didn't find available persistent volumes to bind");
-      expect(why.message).to.contain("2 node(s) didn't match pod affinity rules");
+      await s.unschedulable(p, ["1 node(s) didn't find available persistent volumes to bind", "2 node(s) didn't match pod affinity rules"]);
       await s.waitingFor(`data-${p}`, p);
     }
   });

@@ -114,13 +114,22 @@ export class Scenario {
     });
   }
 
-  /** The pod stays Pending: the reason a user sees (PodScheduled=False) and the scheduler's FailedScheduling Event. */
-  async unschedulable(pod: string): Promise<Unschedulable & { event: Event }> {
+  /**
+   * The pod stays Pending: the reason a user sees (PodScheduled=False) and the scheduler's newest
+   * FailedScheduling Event, once both say each of `says`. Waiting for the words, not for the first
+   * report: an attempt made before the scheduler's cache held every claim reports
+   * `persistentvolumeclaim "x" not found`, and the next attempt the real reason.
+   */
+  async unschedulable(pod: string, says: string[] = []): Promise<Unschedulable & { event: Event }> {
     return this.until(`pod ${pod} reported unschedulable`, async () => {
       const why = unschedulable(await this.pod(pod));
       if (!why) throw new Error(`pod ${pod} has no PodScheduled=False condition`);
-      const [event] = await eventsAbout(this.admin, this.ns, 'Pod', pod, 'FailedScheduling');
+      const event = (await eventsAbout(this.admin, this.ns, 'Pod', pod, 'FailedScheduling')).at(-1);
       if (!event) throw new Error(`no FailedScheduling Event for ${pod}`);
+      for (const words of says) {
+        expect(why.message, `pod ${pod}'s PodScheduled condition`).to.contain(words);
+        expect(event.message, `pod ${pod}'s newest FailedScheduling Event`).to.contain(words);
+      }
       return { ...why, event };
     });
   }
