@@ -17,6 +17,7 @@ describe('a pod with several claims on local volumes', function () {
     const slow = await s.localClass('slow');
     await s.localVolumes(fast, 'ssd', Object.fromEntries(fastOn.map((n) => [n, 1])));
     await s.localVolumes(slow, 'hdd', Object.fromEntries(slowOn.map((n) => [n, 1])), '10Gi');
+    await s.available([...fastOn.map((n) => s.name(`ssd-${n}-0`)), ...slowOn.map((n) => s.name(`hdd-${n}-0`))]);
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'data', '1Gi', fast));
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'logs', '10Gi', slow));
     await s.create(Resources.pods, podWithClaims(s.ns, 'app', ['data', 'logs']));
