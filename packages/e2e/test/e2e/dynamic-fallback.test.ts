@@ -35,6 +35,15 @@ describe('fallback to dynamic provisioning when pre-provisioned volumes do not f
     const cls = await s.driverClass('csi', Object.fromEntries(NODES.map((n) => [n, 10n * GiB])));
     for (const n of NODES) await s.create(Resources.persistentVolumes, preProvisioned(s.name(`static-${n}`), cls, n));
     await s.available(NODES.map((n) => s.name(`static-${n}`)));
+    // kube-scheduler provisions instead while its own cache still has a volume Pending. That cache
+    // follows one watch, in resourceVersion order: once it has placed a pod on a probe volume made
+    // Available after these, it has seen these Available too.
+    const probe = await s.localClass('probe');
+    await s.localVolumes(probe, 'probe', { [NODES[0]]: 1 });
+    await s.available([s.name(`probe-${NODES[0]}-0`)]);
+    await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'probe', '1Gi', probe));
+    await s.create(Resources.pods, podWithClaims(s.ns, 'probe', ['probe']));
+    await s.scheduled('probe');
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'small', '1Gi', cls));
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'big', '5Gi', cls));
     await s.create(Resources.pods, podWithClaims(s.ns, 'app', ['small', 'big']));
