@@ -5,6 +5,7 @@ import { denyingPolicy, eventually } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
+import { RECREATE_RETRY_MS } from '../../src/rollback/advance-rollback.js';
 
 async function counter(result: string): Promise<number> {
   const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
@@ -256,10 +257,18 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     return { p, c1, lift };
   }
 
+  /**
+   * Long enough for the refused re-create's own next try (RECREATE_RETRY_MS after the last refusal,
+   * which may come just before the test's change: nothing the test does wakes the loop earlier),
+   * with a margin for the work after it.
+   */
+  const NEXT_RECREATE_TRY_MS = RECREATE_RETRY_MS + 60_000;
+
   it('a re-create that fails counts as an error (the alert\'s metric) and is retried until the claim is back', async function () {
+    this.timeout(NEXT_RECREATE_TRY_MS + 120_000);
     const { c1, lift } = await deletedNotRecreated();
     await lift();
-    await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
+    await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), NEXT_RECREATE_TRY_MS);
   });
 
   it("a claim delete the API server refuses (a policy guarding claims): nothing deleted, the claim kept and fenced, its volume's Delete given back, the rollback aborted with the server's reason", async function () {
@@ -344,6 +353,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
   // not re-created, and the record finishes rather than retrying until a namespace of the same name,
   // perhaps another tenant's, appears and gets the old tenant's claim.
   it('the namespace deleted after a claim was deleted: the record ends Aborted, the claim Abandoned, no retry', async function () {
+    this.timeout(NEXT_RECREATE_TRY_MS + 120_000);
     const { p, lift } = await deletedNotRecreated();
     try {
       await f.admin.delete(Resources.namespaces, f.ns);
@@ -351,7 +361,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
         const [r] = await recordsOf(f.admin, p.metadata!.uid!);
         expect(r!.status?.phase).to.equal('Aborted');
         return r!;
-      }, 60_000);
+      }, NEXT_RECREATE_TRY_MS);
       expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Abandoned', message: `namespace ${f.ns} is being deleted` });
       expect(done.status?.message).to.equal(`claim(s) c1 not re-created: namespace ${f.ns} was deleted`);
     } finally {
