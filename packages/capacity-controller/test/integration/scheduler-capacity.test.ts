@@ -89,6 +89,22 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
       250,
     );
 
+  /** kube-scheduler's reason for a node without room for the claim (VolumeBinding's capacity check). */
+  const NO_ROOM = /did not have enough free storage/;
+
+  /** Every FailedScheduling message kube-scheduler has said about `pod`, one per line. */
+  const failedSchedulingMessages = async (pod: string): Promise<string> =>
+    (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${pod},reason=FailedScheduling` })).items.map((e) => e.message).join('\n');
+
+  /** Waits until kube-scheduler has said the pod finds no room for its claim. */
+  const failedScheduling = (pod: string): Promise<void> => eventually(
+    async () => {
+      expect(await failedSchedulingMessages(pod)).to.match(NO_ROOM);
+    },
+    60_000,
+    250,
+  );
+
   /**
    * Returns once kube-scheduler itself finds no room for 10Gi in `zone`: probe pods pinned there until
    * one fails for storage. A probe picked on an older figure keeps its node; the next probe asks again.
@@ -101,8 +117,7 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
         async () => {
           const c = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, probe, ns);
           if (c.metadata?.annotations?.[SELECTED_NODE]) return 'picked';
-          const evs = (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${probe},reason=FailedScheduling` })).items;
-          if (evs.some((e) => /did not have enough free storage/.test(e.message ?? ''))) return 'no room';
+          if (NO_ROOM.test(await failedSchedulingMessages(probe))) return 'no room';
           throw new Error(`${probe}: neither picked nor refused for storage yet\n${scheduler.logTail(5)}`);
         },
         60_000,
@@ -131,27 +146,11 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
 
     // Room nowhere: the scheduler says so instead of picking a node (a coin could not pass this).
     await podWithClaim('p3', '500Gi');
-    await eventually(
-      async () => {
-        const evs = (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=p3,reason=FailedScheduling' })).items;
-        expect(evs.map((e) => e.message).join('\n')).to.match(/did not have enough free storage/);
-      },
-      60_000,
-      250,
-    );
+    await failedScheduling('p3');
     const p3 = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'p3', ns);
     expect(p3.metadata?.annotations?.[SELECTED_NODE]).to.equal(undefined);
   });
 
-  const failedScheduling = (pod: string): Promise<void> =>
-    eventually(
-      async () => {
-        const evs = (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${pod},reason=FailedScheduling` })).items;
-        expect(evs.map((e) => e.message).join('\n')).to.match(/did not have enough free storage/);
-      },
-      60_000,
-      250,
-    );
 
   it('nodes labelled to different depths: a region\'s figure does not make room on a node of a full zone', async function () {
     // The driver reports region and zone on c, region only on d: two overlapping segments.

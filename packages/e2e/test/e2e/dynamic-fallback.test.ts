@@ -39,8 +39,7 @@ describe('fallback to dynamic provisioning when pre-provisioned volumes do not f
     // follows one watch, in resourceVersion order: once it has placed a pod on a probe volume made
     // Available after these, it has seen these Available too.
     const probe = await s.localClass('probe');
-    await s.localVolumes(probe, 'probe', { [NODES[0]]: 1 });
-    await s.available([s.name(`probe-${NODES[0]}-0`)]);
+    await s.available(await s.localVolumes(probe, 'probe', { [NODES[0]]: 1 }));
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'probe', '1Gi', probe));
     await s.create(Resources.pods, podWithClaims(s.ns, 'probe', ['probe']));
     await s.scheduled('probe');

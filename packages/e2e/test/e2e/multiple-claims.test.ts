@@ -15,9 +15,9 @@ describe('a pod with several claims on local volumes', function () {
   async function fastAndSlow(fastOn: string[], slowOn: string[]): Promise<void> {
     const fast = await s.localClass('fast');
     const slow = await s.localClass('slow');
-    await s.localVolumes(fast, 'ssd', Object.fromEntries(fastOn.map((n) => [n, 1])));
-    await s.localVolumes(slow, 'hdd', Object.fromEntries(slowOn.map((n) => [n, 1])), '10Gi');
-    await s.available([...fastOn.map((n) => s.name(`ssd-${n}-0`)), ...slowOn.map((n) => s.name(`hdd-${n}-0`))]);
+    const ssd = await s.localVolumes(fast, 'ssd', Object.fromEntries(fastOn.map((n) => [n, 1])));
+    const hdd = await s.localVolumes(slow, 'hdd', Object.fromEntries(slowOn.map((n) => [n, 1])), '10Gi');
+    await s.available([...ssd, ...hdd]);
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'data', '1Gi', fast));
     await s.create(Resources.persistentVolumeClaims, claim(s.ns, 'logs', '10Gi', slow));
     await s.create(Resources.pods, podWithClaims(s.ns, 'app', ['data', 'logs']));

@@ -67,11 +67,16 @@ export class Scenario {
     return this.name(suffix);
   }
 
-  /** `count[node]` local PVs of `size` on each node, named <test>-<suffix>-<node>-<i>. */
-  async localVolumes(cls: string, suffix: string, count: Record<string, number>, size = '1Gi'): Promise<void> {
+  /** `count[node]` local PVs of `size` on each node, named <test>-<suffix>-<node>-<i>; returns their names. */
+  async localVolumes(cls: string, suffix: string, count: Record<string, number>, size = '1Gi'): Promise<string[]> {
+    const names: string[] = [];
     for (const [node, n] of Object.entries(count)) {
-      for (let i = 0; i < n; i++) await this.create<PersistentVolume>(Resources.persistentVolumes, localVolume(this.name(`${suffix}-${node}-${i}`), size, cls, node));
+      for (let i = 0; i < n; i++) {
+        names.push(this.name(`${suffix}-${node}-${i}`));
+        await this.create<PersistentVolume>(Resources.persistentVolumes, localVolume(names.at(-1)!, size, cls, node));
+      }
     }
+    return names;
   }
 
   /**
