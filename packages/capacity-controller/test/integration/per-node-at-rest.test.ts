@@ -1,18 +1,22 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, KubeClient, PersistentVolume, StorageClass } from '@topovol/shared';
+import type { CSIStorageCapacity, Informer, KubeClient, PersistentVolume, ResourceType, StorageClass } from '@topovol/shared';
 import { AuditLogTail, controllerUser, createTestNamespace, eventually, installCrds, sharedControlPlane } from '@topovol/testing';
 import type { AuditEvent } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
 import { shardName, shardOf } from '../../src/status/index.js';
+import { capacityFlags, F } from '../../src/capacity-flags.js';
+import { managedSelector } from '../../src/objects/capacity-object.js';
+import { perNodeManagedBy } from '../../src/objects/managed-by.js';
 import { createNode, deleteVolume, registerDriverOnNode, RunningCapacity, startDriver } from './capacity-harness.js';
 import { deleteDriverStatus, headOf } from './status-helpers.js';
 
 const HOST = 'topology.at-rest.csi.topovol.dev/node';
 const SHARDS = 8;
 const CLASSES = ['a', 'b'];
+const DEFAULT_MANAGED_BY = String(capacityFlags.find((f) => f.name === F.managedBy)!.default);
 
 type TimedAuditEvent = AuditEvent & { requestReceivedTimestamp?: string };
 
@@ -117,6 +121,21 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     }
   }
 
+  /** Waits until the one running loop's informer of that resource holds the object. */
+  async function loopHas(resource: ResourceType, objectName: string): Promise<void> {
+    const [loop] = loops;
+    await eventually(() => expect(loop!.informers.forResource(resource).cache.get(objectName), `${objectName} in the loop's cache`).to.not.equal(undefined));
+  }
+
+  /** The one running loop's informer of its own CSIStorageCapacity objects (node n's, as the loop selects them). */
+  function ownObjects(n: string): Informer<CSIStorageCapacity> {
+    const [loop] = loops;
+    const own = loop!.informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns, labelSelector: managedSelector({ driverName, managedBy: perNodeManagedBy(DEFAULT_MANAGED_BY, n), namespace: ns }) });
+    // The loop's, synced long ago; a selector unlike the loop's would have made a new one here.
+    expect(own.hasSynced(), 'the loop\'s own informer of its objects').to.equal(true);
+    return own;
+  }
+
   /** Our objects' figures, "class node" → capacity. */
   async function figures(): Promise<Record<string, string>> {
     const items = (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items;
@@ -148,10 +167,15 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
   }
 
   it('costs only the status heartbeats and one read of each shard per poll by its pruner (none after its own write), and at most one GetCapacity per poll per item', async function () {
-    // The defaults' ratio (poll 1m, expiry 5m): entries are renewed every 2.5 to 3.5 polls, so
-    // copies of the head age by more than an entry's remaining life.
+    // Entries are renewed once within EXPIRY_MS/2 of their expiry, at a poll, so a renewal starts
+    // with at least EXPIRY_MS/2 less a poll left: 7.8 s here, room for a loaded machine's slow
+    // renewal before another writer of the shard sees the pool lapse and takes a turn at pruning
+    // (a read of the shard that is not the heartbeat's). (The defaults' ratio, poll 1m and expiry
+    // 5m, left 2.8 s at this test's pace, and one clean-clone run under load counted 23 requests on
+    // a shard in 20 polls.) A non-pruner's copy of its shard, from its own last write, still ages by
+    // more than the pruner's entry may have left (up to EXPIRY_MS/2 and a poll, 12.2 s).
     const POLL_MS = 2_000;
-    const EXPIRY_MS = 10_000;
+    const EXPIRY_MS = 20_000;
     const WINDOW_MS = 40_000;
     await startLoops(nodes, [`--capacity-poll-interval=${POLL_MS}ms`, `--capacity-status-expiry=${EXPIRY_MS}ms`, '--capacity-min-refresh-interval=100ms']);
     await eventually(async () => expect(await figures()).to.deep.equal(allAt(nodes, '10Gi')), 60_000);
@@ -236,6 +260,9 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     // Within the interval of that call: merged into one call at its end, not made now.
     drivers.get(n!)!.setCapacity({}, 8n * GiB);
     await volumeOn(n!, name('lead-2'));
+    // Counted from when the loop has the volume, not from its create: a call it would make at once
+    // comes within this.
+    await loopHas(Resources.persistentVolumes, name('lead-2'));
     await sleep(3_000);
     expect(calls(n!).items - asked).to.equal(1);
     expect(await figures()).to.deep.equal(allAt([n!], '9Gi'));
@@ -250,7 +277,12 @@ describe('capacity per node at rest: no request and no GetCapacity call beyond t
     drivers.get(n!)!.setCapacity({}, 7n * GiB);
     await volumeOn(n!, name('own-1'));
     await eventually(async () => expect(await figures()).to.deep.equal(allAt([n!], '7Gi')));
-    // The updates' watch events reach the loop well within this; each would be asked after 100 ms.
+    // Counted from when the loop's own cache holds its updates, as the server has them: a call for
+    // one of their events would come 100 ms after it.
+    await eventually(async () => {
+      const onServer = (await admin.list<CSIStorageCapacity>(Resources.csiStorageCapacities, { namespace: ns })).items.map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`).sort();
+      expect(ownObjects(n!).cache.list().map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`).sort()).to.deep.equal(onServer);
+    });
     await sleep(3_000);
     expect(calls(n!).items - asked, 'one call for the request both classes share, none for our own writes').to.equal(1);
     drivers.get(n!)!.setCapacity({}, 10n * GiB);

@@ -15,10 +15,12 @@ import { httpGet, sample } from './manager-process.js';
 // sources only in Controller.Start). Resyncs are off, so a claim the new leader binds was queued by
 // its start-up keys: created while the standby's queue was held, its adds were dropped.
 const LOOPS = ['pv-binder', 'zonal-pv-upgrade', 'rollback'];
-const ARGS = ['--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s', '--pvclaimbinder-sync-period=0'];
+// A lease long enough that a loaded machine's slow renewal through the churn does not hand the loops
+// to the standby before the test freezes the leader (client-go's defaults are 15 s, 10 s and 2 s).
+const ARGS = ['--leader-elect-lease-duration=15s', '--leader-elect-renew-deadline=10s', '--leader-elect-retry-period=2s', '--pvclaimbinder-sync-period=0'];
 
 describe('a standby replica queues nothing; it starts from its caches when it leads', function () {
-  this.timeout(180_000);
+  this.timeout(300_000);
   let cp: ControlPlane;
   let admin: KubeClient;
   let ns: string;
@@ -93,6 +95,12 @@ describe('a standby replica queues nothing; it starts from its caches when it le
     await eventually(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-v1`)).status?.phase).to.equal('Released'), 30_000);
 
     await eventually(async () => expect(await queueMetric(a, 'workqueue_adds_total', 'rollback')).to.be.at.least(pods.length), 30_000);
+    // The standby's pod cache has caught up with the churn (its count is the server's), so its
+    // handlers have run for every event that would have queued a key.
+    await eventually(async () => {
+      const onServer = (await admin.list<Pod>(Resources.pods)).items.length;
+      expect(sample((await httpGet(b.metricsPort, '/metrics')).body, 'topovol_informer_cached_objects', { resource: 'pods' }), 'pods in the standby\'s cache').to.equal(onServer);
+    }, 30_000);
     expect(await holder('rollback'), 'the first replica still leads').to.equal(leaderId);
     for (const loop of LOOPS) {
       expect(await queueMetric(b, 'workqueue_adds_total', loop), `standby adds to ${loop}`).to.equal(0);
@@ -106,7 +114,7 @@ describe('a standby replica queues nothing; it starts from its caches when it le
     // Pre-bound, as the others: a leftover Available volume of another test cannot take it.
     await admin.create(Resources.persistentVolumeClaims, claim('late', `${ns}-late`));
     await deleteClaim('c2');
-    await eventually(async () => expect(await holder('pv-binder')).to.not.equal(leaderId), 30_000);
+    await eventually(async () => expect(await holder('pv-binder')).to.not.equal(leaderId), 60_000);
     await eventually(async () => expect(await boundTo('late'), b.manager.logTail(10)).to.equal(`${ns}-late`), 30_000);
     // It started from what its caches hold: the pair bound before stays bound, the volume of the
     // claim deleted while it stood by is released.
