@@ -153,15 +153,21 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
 
 
   it('nodes labelled to different depths: a region\'s figure does not make room on a node of a full zone', async function () {
-    // The driver reports region and zone on c, region only on d: two overlapping segments.
+    // The driver reports region and zone on c, region only on d: two overlapping segments. Its
+    // GetCapacity sums the pools a segment overlaps, so z3 answers 1Gi and the region 100Gi (z3's and
+    // z4's pools). Set before the nodes register: the loop asks about a segment as soon as it
+    // appears, and the test driver tells it of no change after that.
     const REGION = 'topology.kubernetes.io/region';
+    driver.setCapacity({ [REGION]: 'r9', [ZONE]: 'z3' }, 1n * GiB);
+    driver.setCapacity({ [REGION]: 'r9', [ZONE]: 'z4' }, 99n * GiB);
     await createReadyNode(admin, name('c'), { [REGION]: 'r9', [ZONE]: 'z3', 'topovol.test/pin': name('c') });
     await registerDriverOnNode(admin, name('c'), driverName, [REGION, ZONE]);
     await createReadyNode(admin, name('d'), { [REGION]: 'r9' });
     await registerDriverOnNode(admin, name('d'), driverName, [REGION]);
-    driver.setCapacity({ [REGION]: 'r9', [ZONE]: 'z3' }, 1n * GiB);
-    driver.setCapacity({ [REGION]: 'r9' }, 100n * GiB);
-    await eventually(async () => expect((await capacityObjects(admin, ns)).map((o) => o.capacity)).to.include.members(['1Gi', '100Gi']));
+    // The region's two objects, not the first test's (z1 and z2, still there with 100Gi and 1Gi).
+    const inRegion = async (): Promise<Record<string, string | undefined>> =>
+      Object.fromEntries((await capacityObjects(admin, ns)).filter((o) => o.segment[REGION] === 'r9').map((o) => [o.segment[ZONE] ?? '(region)', o.capacity]));
+    await eventually(async () => expect(await inRegion()).to.deep.equal({ z3: '1Gi', '(region)': '100Gi' }));
     // In the region, a pod goes to d, where the region's room is (and the scheduler has both objects).
     await podWithClaim('p4', '10Gi', { [REGION]: 'r9' });
     expect(await selectedNode('p4')).to.equal(name('d'));

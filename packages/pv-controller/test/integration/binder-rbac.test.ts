@@ -7,7 +7,10 @@ import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
 import { deleteNow, provisioningAttempt, pv, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
-const GRACE_S = 4;
+// Long enough for the first provisioning attempt, made once the binder has listed, to reach its cache
+// on a loaded machine (a grace passed without it plans a removal the server refutes, and the
+// control run fails).
+const GRACE_S = 8;
 
 /**
  * The binder's whole job in one scenario, so that every rule of its ClusterRole is exercised: a

@@ -93,8 +93,16 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
       metadata: { name: 'p', namespace: ns },
       spec: { containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'late' } }] },
     });
-    const handled = handledBy<Pod>(binder.informers.forResource<Pod>(Resources.pods, { transform: projectPod }));
+    const pods = binder.informers.forResource<Pod>(Resources.pods, { transform: projectPod });
+    const handled = handledBy<Pod>(pods);
     const getPod = (): Promise<Pod> => admin.get<Pod>(Resources.pods, 'p', ns);
+    // The creates' own events queue the claim: the counts start once the binder's caches hold all
+    // three (its handlers run as each is cached), not a fixed time after the answers.
+    await eventually(() => {
+      expect(binder.informers.forResource<StorageClass>(Resources.storageClasses).cache.get(cls), 'the class in the binder\'s cache').to.not.equal(undefined);
+      expect(binder.informers.forResource(Resources.persistentVolumeClaims, { transform: projectClaim }).cache.get(`${ns}/late`), 'the claim in the binder\'s cache').to.not.equal(undefined);
+      expect(pods.cache.get(`${ns}/p`), 'the pod in the binder\'s cache').to.not.equal(undefined);
+    });
 
     const statusAdds: number[] = [];
     for (let i = 0; i < 3; i++) {

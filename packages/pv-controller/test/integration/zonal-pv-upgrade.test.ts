@@ -171,9 +171,11 @@ describe('zonal-pv-upgrade (real API server)', function () {
     });
 
     it('a write a ValidatingAdmissionPolicy denies (a 422 as for invalid fields): a Warning naming it, retried, and converted once the policy goes', async function () {
+      this.timeout(300_000);
       // The policy denies every update of volumes carrying this test's label, so it touches no other suite's.
       const policy = `${ns}-deny-pv-updates`;
       const mark = { 'test.topovol.dev/deny-updates': ns };
+      let frozenAt = Date.now();
       const lift = await denyingPolicy(admin, policy, {
         rule: { operations: ['UPDATE'], resources: ['persistentvolumes'] },
         objectSelector: { matchLabels: mark },
@@ -186,6 +188,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
           const denied = await admin.patch(Resources.persistentVolumes, name('probe'), undefined, 'merge', { metadata: { annotations: { probe: String(Date.now()) } } }).then(() => false, () => true);
           expect(denied, 'the policy is in force').to.equal(true);
         });
+        frozenAt = Date.now();
         await admin.create(Resources.persistentVolumes, zonalPV('frozen', { ...mark, [Z]: 'z1' }));
         const warning = await eventually(async () => {
           const e = (await eventsOf(admin, name('frozen'))).find((x) => x.reason === REASON_REFUSED);
@@ -200,7 +203,9 @@ describe('zonal-pv-upgrade (real API server)', function () {
         await lift();
       }
       // The loop's retries (with backoff) convert it once the API server no longer enforces the policy.
-      await eventually(async () => expect((await getPV(admin, name('frozen'))).spec?.nodeAffinity).to.deep.equal(upgraded({ [Z]: 'z1' })), 45_000);
+      // The backoff doubles from 5 ms (client-go's default), so the next try after the lift comes
+      // about as long after it as the lift came after the first refusal: the wait grows with that.
+      await eventually(async () => expect((await getPV(admin, name('frozen'))).spec?.nodeAffinity).to.deep.equal(upgraded({ [Z]: 'z1' })), 30_000 + 2 * (Date.now() - frozenAt));
     });
 
     it('converts a malformed PV once its label is fixed, and is idempotent afterwards', async function () {

@@ -249,9 +249,11 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const { p, c1 } = await provisionedUnused();
     const lift = await refuseClaims();
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
-    await eventually(async () => expect(await counter('error')).to.be.greaterThan(errors), 60_000);
-    const [r] = await recordsOf(f.admin, p.metadata!.uid!);
-    expect(r!.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Deleted');
+    await eventually(async () => {
+      expect(await counter('error')).to.be.greaterThan(errors);
+      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+      expect(r?.status?.claims?.find((c) => c.name === 'c1')?.state).to.equal('Deleted');
+    }, 60_000);
     // Said where the claim's owner looks: on the pod, with the API server's reason.
     expect((await eventFor(f.admin, p, 'ClaimRecreateFailed')).message).to.match(/could not create claim c1 again; retrying: .*this namespace takes no new claims for now/);
     return { p, c1, lift };
@@ -293,6 +295,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
   });
 
   it('a claim delete and the fence that would keep the claim both refused: nothing deleted, a Warning on the pod saying why, and the rollback goes on once the policy is lifted', async function () {
+    this.timeout(NEXT_RECREATE_TRY_MS + 180_000);
     const { p, c1 } = await provisionedUnused();
     const lift = await refuseClaims('UPDATE,DELETE');
     let lifted = false;
@@ -306,7 +309,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       await lift();
       lifted = true;
       // Tried again a minute after the refusal: the delete goes through, and the claim is re-created.
-      await eventually(async () => expect((await recordsOf(f.admin, p.metadata!.uid!)).map((x) => x.status?.phase)).to.deep.equal(['Completed']), 150_000);
+      await eventually(async () => expect((await recordsOf(f.admin, p.metadata!.uid!)).map((x) => x.status?.phase)).to.deep.equal(['Completed']), NEXT_RECREATE_TRY_MS + 30_000);
       expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
     } finally {
       if (!lifted) await lift();

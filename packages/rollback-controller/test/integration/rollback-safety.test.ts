@@ -59,15 +59,22 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
       await loop.stop();
     }
   };
-  /** Advances a record until it finishes or stalls, as the loop would on each change (a Conflict is retried, as its queue does). */
+  /**
+   * Advances a record until it finishes or stalls, as the loop would on each change (a Conflict is
+   * retried, as its queue does). Stalled means past both `rounds` and a minute: a claim's delete
+   * waits for kube-controller-manager's pvc-protection controller, which a loaded machine may hold
+   * up for more rounds than the steps need.
+   */
   const advance = async (a: ReturnType<typeof actuator>, name: string, rounds = 20): Promise<ProvisioningRollback> => {
+    const until = Date.now() + 60_000;
     let r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
-    for (let i = 0; i < rounds && r.status?.phase !== 'Completed' && r.status?.phase !== 'Aborted'; i++) {
+    for (let i = 0; (i < rounds || Date.now() < until) && r.status?.phase !== 'Completed' && r.status?.phase !== 'Aborted'; i++) {
       const wait = await a.advance(r, decideIntent(r, () => undefined)).catch((err: unknown) => {
         if (!isConflict(err)) throw err;
         return undefined;
       });
       if (wait) await new Promise((res) => setTimeout(res, wait));
+      else if (i >= rounds) await new Promise((res) => setTimeout(res, 200));
       r = await f.admin.get<ProvisioningRollback>(ProvisioningRollbacks, name);
     }
     return r;

@@ -9,8 +9,14 @@ export { CHAOS_SCALE, recordChaosResult } from '@topovol/testing';
 
 export const BINDER_LEASE = 'topovol-pv-binder';
 
-/** Short election timings (lease 4 s, renew deadline 3 s, retry 1 s) keep failover scenarios quick. */
-export const ELECTION_FLAGS = ['--leader-elect=true', `--leader-elect-namespace=${INSTALL_NAMESPACE}`, '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s'];
+/**
+ * Short election timings keep failover scenarios quick: a lease of ELECTION_LEASE_S, a renew
+ * deadline of 6 s, retries every second. Not shorter: a leader whose renewal a loaded machine holds
+ * up past the renew deadline steps down in the middle of a scenario that needs it to lead.
+ */
+export const ELECTION_LEASE_S = 8;
+export const ELECTION_RENEW_DEADLINE_S = 6;
+export const ELECTION_FLAGS = ['--leader-elect=true', `--leader-elect-namespace=${INSTALL_NAMESPACE}`, `--leader-elect-lease-duration=${ELECTION_LEASE_S}s`, `--leader-elect-renew-deadline=${ELECTION_RENEW_DEADLINE_S}s`, '--leader-elect-retry-period=1s'];
 
 export interface BinderManagerOptions {
   /** Defaults to the pv-binder ServiceAccount's kubeconfig (the generated RBAC). */

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { eventually, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from './binding-workload.js';
-import { binderLease, CHAOS_SCALE, CLOCK_PRELOAD, deleteBinderLease, identityOf, recordChaosResult, startBinderManager } from './chaos-harness.js';
+import { binderLease, CHAOS_SCALE, CLOCK_PRELOAD, deleteBinderLease, ELECTION_LEASE_S, identityOf, recordChaosResult, startBinderManager } from './chaos-harness.js';
 
 const HOUR = 3_600_000;
 
@@ -42,8 +42,8 @@ describe('reliability: clock skew between leader and standby', function () {
       // Bindings run while the clocks disagree; the lease is watched all along.
       const holders = new Set<string>();
       const watching = (async () => {
-        // Past the step, plus three lease durations (4 s each) of a naive standby's chances.
-        while (Date.now() - standbyStarted < stepAfterMs + 15_000 * Math.min(CHAOS_SCALE, 4)) {
+        // Past the step, plus three lease durations of a naive standby's chances.
+        while (Date.now() - standbyStarted < stepAfterMs + (3 * ELECTION_LEASE_S + 3) * 1000 * Math.min(CHAOS_SCALE, 4)) {
           holders.add((await binderLease(admin))?.spec?.holderIdentity ?? '');
           await new Promise((r) => setTimeout(r, 200));
         }

@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
-import type { ControlPlane, ManagedProcess } from '@topovol/testing';
+import { AuditLogTail, controllerUser, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
+import type { AuditEvent, ControlPlane, ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from './binding-workload.js';
-import { BINDER_WORKERS, binderLease, CHAOS_SCALE, deleteBinderLease, identityOf, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
+import { BINDER_WORKERS, binderLease, CHAOS_SCALE, deleteBinderLease, ELECTION_LEASE_S, identityOf, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
+
+/** How late the slow leader's requests arrive: past its lease (and so its renew deadline). */
+const LATE_MS = (ELECTION_LEASE_S + 2) * 1000;
 
 // Two managers campaign for the pv-binder Lease while a burst of bindings runs, and the leader is
 // taken away: SIGKILLed, or cut off by a network so slow that its writes arrive after a standby
@@ -62,7 +65,7 @@ describe('reliability: leader failover during a burst of bindings', function () 
     }
   });
 
-  it('a leader whose requests arrive 6 s late loses the lease and exits; its late writes cannot undo the new leader\'s bindings', async function () {
+  it('a leader whose requests arrive late (past its lease) loses the lease and exits; its late writes cannot undo the new leader\'s bindings', async function () {
     const admin = cp.adminClient();
     const w = await BindingWorkload.create(admin, 'rel-slow-');
     const proxy = await FaultProxy.start(cp.url, readFileSync(cp.caFile), 7);
@@ -81,20 +84,20 @@ describe('reliability: leader failover during a burst of bindings', function () 
       const storm = w.storm(2);
       await eventually(() => expect(w.created).to.be.at.least(before.size + burstSize / 3), 120_000, 100);
       // Every request of the old leader, its binding writes included, now reaches the API server
-      // 6 s after it was sent: longer than its renew deadline (3 s) and the lease (4 s).
-      proxy.set({ delay: 1, delayMs: 6_000 });
+      // LATE_MS after it was sent: longer than its renew deadline and the lease.
+      proxy.set({ delay: 1, delayMs: LATE_MS });
       const slowed = Date.now();
       expect(await slow.waitForExit(), 'the old leader exits when it cannot renew (as kube-controller-manager)').to.equal(1);
       expect(slow.logTail(50)).to.include('leader election lost; exiting');
       await eventually(async () => expect(await holder()).to.equal(identityOf(standby)), 60_000);
       await Promise.all([burst, storm]);
       // The old leader's writes still in the proxy land now, after the takeover.
-      await new Promise((r) => setTimeout(r, 7_000));
+      await new Promise((r) => setTimeout(r, LATE_MS + 1_000));
       await w.untilAllBound(180_000);
       const convergeSeconds = (Date.now() - slowed) / 1000;
 
       const violations = await w.violations(before);
-      recordChaosResult({ scenario: 'leader failover', fault: 'leader partitioned by a slow network (writes land after takeover) + conflict storm', intensity: 'all requests +6 s', operations: w.operations, violations: violations.length, convergeSeconds });
+      recordChaosResult({ scenario: 'leader failover', fault: 'leader partitioned by a slow network (writes land after takeover) + conflict storm', intensity: `all requests +${LATE_MS / 1000} s`, operations: w.operations, violations: violations.length, convergeSeconds });
       expect(violations).to.deep.equal([]);
       // Writes, not only lease reads: the binder's in-flight bindings arrived late.
       const lateBindingWrites = proxy.delayedWrites.filter((w) => /\/(persistentvolumes|persistentvolumeclaims)\//.test(w));
@@ -114,6 +117,7 @@ describe('reliability: leader failover during a burst of bindings', function () 
       // default 20 writes/s a binder binds about 5 pairs/s: the backlog outlasts the first seconds.
       const n = 120;
       await w.volumesThenClaims(n);
+      const audit = new AuditLogTail(cp.auditLogPath);
       const leader = await startBinderManager(`${w.ns}-leader`);
       procs.push(leader);
       await eventually(async () => expect((await w.bound()).size).to.be.greaterThan(0), 120_000, 20);
@@ -124,10 +128,20 @@ describe('reliability: leader failover during a burst of bindings', function () 
       await leader.stop(60_000);
       expect(await leader.waitForExit()).to.equal(0);
       const atExit = await w.bound();
-      // At most the claims its workers held, plus any whose last write landed between the count
-      // above and the signal.
-      expect(atExit.size - atSignal, 'claims bound after SIGTERM').to.be.at.most(BINDER_WORKERS + 24);
       const log = readFileSync(leader.logFile, 'utf8');
+      // At most the claims its workers held when it began shutting down: the claims the API server
+      // got a write of after that moment (its log's time; this machine's clock, as the audit log's).
+      const shutdownLine = log.split('\n').find((l) => l.includes('"shutting down"'));
+      const shutdownAt = Date.parse((JSON.parse(shutdownLine ?? '{}') as { timestamp?: string }).timestamp ?? '');
+      expect(shutdownAt, `its shutdown logged: ${shutdownLine}`).to.be.a('number').and.not.NaN;
+      const writtenAfter = new Set(
+        (audit.events() as (AuditEvent & { requestReceivedTimestamp?: string })[])
+          .filter((e) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('pv-binder') && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.namespace === w.ns && ['update', 'patch'].includes(e.verb))
+          .filter((e) => Date.parse(e.requestReceivedTimestamp ?? '') >= shutdownAt)
+          .map((e) => e.objectRef?.name),
+      );
+      expect([...writtenAfter], 'claims written after SIGTERM').to.have.length.at.most(BINDER_WORKERS);
+      expect(atExit.size, 'bound by the first leader').to.be.below(n);
       expect(log).to.include('"released lease"').and.not.include('shutdown timeout');
       expect((await binderLease(admin))?.spec?.holderIdentity ?? '').to.equal('');
 
