@@ -32,7 +32,9 @@ describe('provisioning rollback (kubernetes #94217) on the real stack', function
   it('recovers: the unused volume on the full node is rolled back, the pod moves and both claims are provisioned where they fit', async function () {
     await staleCapacity(s.stack, story());
     await createStoryPod(s.stack, story());
-    expect(await s.scheduled(STORY_POD)).to.equal(NODE_2);
+    // Up to three rollbacks (see below), each after the workload's backoff (30 s, then 60 s): the
+    // demo's 180 s per step, not the default wait.
+    expect(await s.scheduled(STORY_POD, 180_000)).to.equal(NODE_2);
     for (const c of STORY_CLAIMS) await s.boundOn(c, NODE_2);
     // The story happened: node 1 created one volume and refused the other.
     const failed = (await Promise.all(STORY_CLAIMS.map((c) => eventsAbout(s.admin, s.ns, 'PersistentVolumeClaim', c, 'ProvisioningFailed')))).flat();
@@ -45,12 +47,13 @@ describe('provisioning rollback (kubernetes #94217) on the real stack', function
       }
       const recreated = (await Promise.all(STORY_CLAIMS.map((c) => eventsAbout(s.admin, s.ns, 'PersistentVolumeClaim', c, 'ClaimRecreated')))).flat();
       expect(recreated, 'ClaimRecreated').to.have.length.at.least(1);
+      // Usually one record; a second when the scheduler retries before node 1's figure is refreshed
+      // (the capacity loop coalesces refreshes of an item within --capacity-min-refresh-interval),
+      // under the per-workload cap either way. Each is Completed a reconcile after its claims are
+      // back, which may come after the pod was bound elsewhere.
+      const records = (await s.admin.list<ProvisioningRollback>(PROVISIONING_ROLLBACKS, { labelSelector: `rollback.topovol.io/pod-uid=${pod.metadata!.uid!}` })).items;
+      expect(records.map((r) => r.status?.phase)).to.have.length.within(1, 3).and.satisfy((p: string[]) => p.every((x) => x === 'Completed'));
     });
-    const records = (await s.admin.list<ProvisioningRollback>(PROVISIONING_ROLLBACKS, { labelSelector: `rollback.topovol.io/pod-uid=${pod.metadata!.uid!}` })).items;
-    // Usually one; a second when the scheduler retries before node 1's figure is refreshed (the
-    // capacity loop coalesces refreshes of an item within --capacity-min-refresh-interval), under
-    // the per-workload cap either way.
-    expect(records.map((r) => r.status?.phase)).to.have.length.within(1, 3).and.satisfy((p: string[]) => p.every((x) => x === 'Completed'));
     // The rolled-back volume is deleted by node 1's external-provisioner (reclaim policy Delete).
     await s.until('the volume on node 1 deleted', async () => {
       expect(await volumesOn(NODE_1)).to.deep.equal([]);
@@ -81,6 +84,11 @@ describe('provisioning rollback (kubernetes #94217) on the real stack', function
       });
       release();
       const usedClaim = used!.spec!.claimRef!;
+      // csi-provisioner backs the held claim off (1 s doubling to 5 min); a change to the claim
+      // queues it again at once, so its next CreateVolume does not wait out a long step.
+      for (const held of STORY_CLAIMS.filter((c) => c !== usedClaim.name)) {
+        await s.admin.patch(Resources.persistentVolumeClaims, held, s.ns, 'merge', { metadata: { labels: { 'test.topovol.dev/released': 'yes' } } });
+      }
       const refused = await s.until('the rollback refused', async () => {
         const [e] = await eventsAbout(s.admin, s.ns, 'Pod', STORY_POD, 'ProvisioningRollbackRefused');
         if (!e) throw new Error('no ProvisioningRollbackRefused Event');

@@ -110,13 +110,17 @@ export class Scenario {
     }
   }
 
-  /** The node the scheduler bound the pod to. */
-  async scheduled(pod: string): Promise<string> {
-    return this.until(`pod ${pod} scheduled`, async () => {
-      const p = await this.pod(pod);
-      if (!p.spec?.nodeName) throw new Error(`pod ${pod} not scheduled`);
-      return p.spec.nodeName;
-    });
+  /** The node the scheduler bound the pod to (`timeoutMs`: a story with rollbacks in it takes longer). */
+  async scheduled(pod: string, timeoutMs = WAIT_MS): Promise<string> {
+    return this.until(
+      `pod ${pod} scheduled`,
+      async () => {
+        const p = await this.pod(pod);
+        if (!p.spec?.nodeName) throw new Error(`pod ${pod} not scheduled`);
+        return p.spec.nodeName;
+      },
+      timeoutMs,
+    );
   }
 
   /**
