@@ -11,6 +11,7 @@ export { eventually, pollUntil } from './eventually.js';
 export { retryDroppedConnection } from './retry-dropped-connection.js';
 export { failure, thrown } from './failure.js';
 export { metricSum } from './metric-sum.js';
+export { queueIdle } from './queue-idle.js';
 export { ManagedProcess } from './managed-process.js';
 export { CLOCK_SKEW_PRELOAD, startManagerBinary } from './manager-binary.js';
 export type { ManagerBinaryOptions } from './manager-binary.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { PersistentVolume, Pod } from '@topovol/shared';
-import { eventually, metricSum, namespaceTenant } from '@topovol/testing';
+import { eventually, metricSum, namespaceTenant, queueIdle } from '@topovol/testing';
 import { ENDED_USE_MAX_ABSENT_PER_NAMESPACE } from '../../src/rollback/ended-use.js';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, pod, provision, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
@@ -70,8 +70,10 @@ describe('rollback: a tenant flooding the uses of deleted pods', function () {
       await admin.patch<PersistentVolume>(Resources.persistentVolumes, victimVolume, undefined, 'merge', { metadata: { labels: { 'example.com/touched': 'yes' } } });
       const volumes = loop.informers.forResource<PersistentVolume>(Resources.persistentVolumes);
       await eventually(() => expect(volumes.cache.get(victimVolume)?.metadata?.labels?.['example.com/touched']).to.equal('yes'));
-      // A mark written meanwhile would show within this wait (a slow worker only makes it weaker).
-      await new Promise((r) => setTimeout(r, 2_000));
+      // Once the loop has decided on everything queued since (the volume's key among them), and a
+      // mark written then has had time to reach the server.
+      await queueIdle('rollback');
+      await new Promise((r) => setTimeout(r, 1_000));
       expect(await f.usage(), "the victim's volume").to.equal('unused');
     } finally {
       await loop.stop();

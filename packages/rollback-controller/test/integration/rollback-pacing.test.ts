@@ -1,11 +1,12 @@
 import { expect } from 'chai';
 import { errorMessage, metricsRegistry, Resources } from '@topovol/shared';
-import type { KubeObject, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { denyingPolicy, eventually } from '@topovol/testing';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { denyingPolicy, eventually, queueIdle } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 import { RECREATE_RETRY_MS } from '../../src/rollback/advance-rollback.js';
+import { LABEL_USAGE } from '../../src/rollback/marks.js';
 
 async function counter(result: string): Promise<number> {
   const all = (await metricsRegistry.getMetricsAsJSON()) as unknown as { name: string; values: { value: number; labels: Record<string, string | number> }[] }[];
@@ -57,7 +58,11 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     await rolledBack(p, 1);
     // Stuck on a again, with only the old failure on record: no second rollback.
     await stuckAgainOnA(2);
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Once the loop has its own mark in its cache and has decided on everything queued since.
+    const volumes = loop.informers.forResource<PersistentVolume>(Resources.persistentVolumes);
+    await eventually(() => expect(volumes.cache.get(f.name('v1-2'))?.metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
+    await queueIdle('rollback');
+    await new Promise((r) => setTimeout(r, 1_000));
     expect(await rollbacksOf(p), 'the old failure does not count again').to.equal(1);
     // A new failure: rollback 2, then 3; a fourth is refused with a Warning.
     for (const round of [2, 3]) {
