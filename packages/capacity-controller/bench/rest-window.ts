@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cpuSeconds, machineCpuSeconds, ProcSampler, readAuditLog } from '@topovol/testing';
-import type { AuditEvent, ManagedProcess } from '@topovol/testing';
+import type { ManagedProcess } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
@@ -41,8 +41,6 @@ export interface RestResult {
 }
 
 /** The audit event fields the window needs beyond the shared ones. */
-type TimedAuditEvent = AuditEvent & { requestReceivedTimestamp?: string };
-
 /**
  * Every request of the given users the API server received within [from, to), once per audit ID
  * (a request is logged at several stages). Long-running watches count once, when they start.
@@ -50,7 +48,7 @@ type TimedAuditEvent = AuditEvent & { requestReceivedTimestamp?: string };
 export function requestsInWindow(file: string, users: readonly string[], from: number, to: number): UserRequests[] {
   const seen = new Set<string>();
   const by = new Map<string, UserRequests>(users.map((u) => [u, { user: u, writes: 0, requests: 0, byVerb: {} }]));
-  for (const e of readAuditLog(file) as TimedAuditEvent[]) {
+  for (const e of readAuditLog(file)) {
     const u = by.get(e.user.username);
     const at = Date.parse(e.requestReceivedTimestamp ?? '');
     if (!u || !(at >= from && at < to) || seen.has(e.auditID)) continue;

@@ -11,6 +11,8 @@ export interface AuditEvent {
   objectRef?: { apiGroup?: string; resource?: string; subresource?: string; namespace?: string; name?: string };
   responseStatus?: { code?: number; message?: string };
   annotations?: Record<string, string>;
+  /** When kube-apiserver received the request (RFC 3339, microseconds). */
+  requestReceivedTimestamp?: string;
 }
 
 /** One authorized or refused request, reduced to what RBAC decided on. */

@@ -55,8 +55,11 @@ export async function controllerKubeconfig(controller: string, controlPlane?: Co
 /** The user name a loop's ServiceAccount has in the audit log. */
 export const controllerUser = (controller: string): string => serviceAccountUser(`topovol-${controller}`);
 
+/** The groups kube-apiserver gives a ServiceAccount of `namespace` (for access reviews). */
+const serviceAccountGroups = (namespace: string): string[] => ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'];
+
 /** The groups kube-apiserver gives a ServiceAccount of the install namespace (for access reviews). */
-export const SERVICE_ACCOUNT_GROUPS: readonly string[] = ['system:serviceaccounts', `system:serviceaccounts:${INSTALL_NAMESPACE}`, 'system:authenticated'];
+export const SERVICE_ACCOUNT_GROUPS: readonly string[] = serviceAccountGroups(INSTALL_NAMESPACE);
 
 /** A RoleBinding of `clusterRole` to the install namespace's ServiceAccount `sa`, in `namespace` (kept if it exists). */
 async function bindInNamespace(admin: KubeClient, name: string, namespace: string, clusterRole: string, sa: string): Promise<void> {
@@ -97,15 +100,19 @@ export interface AccessProbe {
   name?: string;
 }
 
-/** Resolves once RBAC allows the install namespace's ServiceAccount `sa` the probe (its bindings seen). */
-export async function accessAllowed(admin: KubeClient, sa: string, probe: AccessProbe): Promise<void> {
+/**
+ * Resolves once RBAC allows the ServiceAccount `sa` of `saNamespace` (the install namespace unless
+ * given) the probe: its authorizer follows Roles and bindings by watch, so a request right after a
+ * binding's create could still be refused.
+ */
+export async function accessAllowed(admin: KubeClient, sa: string, probe: AccessProbe, saNamespace = INSTALL_NAMESPACE): Promise<void> {
   const [resource, subresource] = probe.resource.split('/');
   const attributes = { ...probe, resource, subresource: subresource ?? '' };
   await eventually(async () => {
     const review = await admin.request<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: serviceAccountUser(sa), groups: SERVICE_ACCOUNT_GROUPS, resourceAttributes: attributes } },
+      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: serviceAccountUser(sa, saNamespace), groups: serviceAccountGroups(saNamespace), resourceAttributes: attributes } },
     });
-    if (review.status?.allowed !== true) throw new Error(`RBAC does not allow ${sa} ${probe.verb} ${probe.resource}${probe.namespace ? ` in ${probe.namespace}` : ''} yet`);
+    if (review.status?.allowed !== true) throw new Error(`RBAC does not allow ${saNamespace}/${sa} ${probe.verb} ${probe.resource}${probe.namespace ? ` in ${probe.namespace}` : ''} yet`);
   });
 }
 

@@ -18,8 +18,6 @@ const SHARDS = 8;
 const CLASSES = ['a', 'b'];
 const DEFAULT_MANAGED_BY = String(capacityFlags.find((f) => f.name === F.managedBy)!.default);
 
-type TimedAuditEvent = AuditEvent & { requestReceivedTimestamp?: string };
-
 /** One request as the audit log has it: "verb resource[/subresource] name", and the field manager of a write. */
 interface Seen {
   what: string;
@@ -36,7 +34,7 @@ function capacityRequests(events: readonly AuditEvent[], from: number, to: numbe
   const user = controllerUser('capacity');
   const ids = new Set<string>();
   const out: Seen[] = [];
-  for (const e of events as TimedAuditEvent[]) {
+  for (const e of events) {
     const at = Date.parse(e.requestReceivedTimestamp ?? '');
     if (e.user.username !== user || !(at >= from && at < to) || ids.has(e.auditID)) continue;
     ids.add(e.auditID);

@@ -68,31 +68,48 @@ describe('leader election with two manager processes', function () {
     });
   }
 
+  /** One write to the Lease, as its watch delivered it. */
+  interface LeaseWrite {
+    holder: string;
+    durationS?: number;
+    renewTime: string;
+  }
+
+  /**
+   * Runs `during` while recording every write to the Lease, in order: a watch delivers each one, so
+   * a write another replica's follows at once is still seen, with no clock involved. Resolves with
+   * what `during` returned and the writes.
+   */
+  async function watchingLease<T>(during: (writes: readonly LeaseWrite[]) => Promise<T>): Promise<[T, LeaseWrite[]]> {
+    const writes: LeaseWrite[] = [];
+    const leases = new Informer<Lease>(admin, Resources.leases, { namespace: ns, fieldSelector: 'metadata.name=topovol-echo' });
+    const record = (l: Lease): void => void writes.push({ holder: l.spec?.holderIdentity ?? '', durationS: l.spec?.leaseDurationSeconds, renewTime: l.spec?.renewTime ?? '' });
+    leases.addEventHandler({ onAdd: record, onUpdate: (_old, l) => record(l) });
+    leases.start();
+    try {
+      await leases.waitForSync();
+      return [await during(writes), writes];
+    } finally {
+      await leases.stop();
+    }
+  }
+
   it('exactly one process holds the lease and reconciles; SIGKILL of the leader hands over within lease duration + retry period', async function () {
     const [leader, standby] = await startPair();
     const held = await lease();
     expect(held.spec?.leaseDurationSeconds).to.equal(LEASE_S);
-    // Every write to the Lease, as its watch delivers them: the old holder's last renewal is read
-    // from there, not by a GET after the kill, which a stalled test process could make after the
-    // standby had taken the Lease.
-    const renewals: { holder: string; renewTime: string }[] = [];
-    const leases = new Informer<Lease>(admin, Resources.leases, { namespace: ns, fieldSelector: 'metadata.name=topovol-echo' });
-    const record = (l: Lease): void => void renewals.push({ holder: l.spec?.holderIdentity ?? '', renewTime: l.spec?.renewTime ?? '' });
-    leases.addEventHandler({ onAdd: record, onUpdate: (_old, l) => record(l) });
-    leases.start();
-    let taken: Lease;
-    try {
-      await leases.waitForSync();
+    // The old holder's last renewal is read from the Lease's writes, not by a GET after the kill,
+    // which a stalled test process could make after the standby had taken the Lease.
+    const [taken, renewals] = await watchingLease(async (writes) => {
       await leader.proc.kill();
-      taken = await eventually(async () => {
-        const l = await lease();
-        expect(l.spec?.holderIdentity).to.not.equal(held.spec?.holderIdentity);
-        return l;
+      const l = await eventually(async () => {
+        const now = await lease();
+        expect(now.spec?.holderIdentity).to.not.equal(held.spec?.holderIdentity);
+        return now;
       }, 60_000);
-      await eventually(() => expect(renewals.map((r) => r.holder)).to.include(taken.spec?.holderIdentity));
-    } finally {
-      await leases.stop();
-    }
+      await eventually(() => expect(writes.map((w) => w.holder)).to.include(l.spec?.holderIdentity));
+      return l;
+    });
     const lastRenew = Math.max(...renewals.filter((r) => r.holder === held.spec?.holderIdentity).map((r) => Date.parse(r.renewTime)));
     expect(taken.spec?.leaseTransitions).to.equal((held.spec?.leaseTransitions ?? 0) + 1);
     // The standby trusts a lease until leaseDuration after it *observed* the last renewal (it looks
@@ -263,15 +280,8 @@ describe('leader election with two manager processes', function () {
   it('a graceful stop releases the lease and the standby takes over, exit code 0', async function () {
     const [leader, standby] = await startPair();
     const held = await lease();
-    // Every write to the Lease, in order: a watch delivers each one, so the release is seen even if
-    // the standby takes the Lease a moment later (no clock involved).
-    const holders: { holder: string; durationS?: number }[] = [];
-    const leases = new Informer<Lease>(admin, Resources.leases, { namespace: ns, fieldSelector: 'metadata.name=topovol-echo' });
-    const record = (l: Lease): void => void holders.push({ holder: l.spec?.holderIdentity ?? '', durationS: l.spec?.leaseDurationSeconds });
-    leases.addEventHandler({ onAdd: record, onUpdate: (_old, l) => record(l) });
-    leases.start();
-    try {
-      await leases.waitForSync();
+    // The release is seen in the Lease's writes even if the standby takes the Lease a moment later.
+    const [, holders] = await watchingLease(async (writes) => {
       await leader.proc.stop();
       expect(await leader.proc.waitForExit()).to.equal(0);
       const taker = await eventually(async () => {
@@ -279,10 +289,8 @@ describe('leader election with two manager processes', function () {
         expect(l.spec?.holderIdentity).to.be.a('string').and.not.equal('').and.not.equal(held.spec?.holderIdentity);
         return l.spec!.holderIdentity!;
       }, 30_000);
-      await eventually(() => expect(holders.map((h) => h.holder)).to.include(taker));
-    } finally {
-      await leases.stop();
-    }
+      await eventually(() => expect(writes.map((h) => h.holder)).to.include(taker));
+    });
     // Released, as client-go's ReleaseOnCancel: the old holder's last write empties the holder with a
     // 1 s lease, and the standby's take-over follows it, instead of waiting for the lease to expire.
     const firstNew = holders.findIndex((h) => h.holder !== '' && h.holder !== held.spec?.holderIdentity);

@@ -15,7 +15,7 @@ export const BINDER_LEASE = 'topovol-pv-binder';
  * up past the renew deadline steps down in the middle of a scenario that needs it to lead.
  */
 export const ELECTION_LEASE_S = 8;
-export const ELECTION_RENEW_DEADLINE_S = 6;
+const ELECTION_RENEW_DEADLINE_S = 6;
 export const ELECTION_FLAGS = ['--leader-elect=true', `--leader-elect-namespace=${INSTALL_NAMESPACE}`, `--leader-elect-lease-duration=${ELECTION_LEASE_S}s`, `--leader-elect-renew-deadline=${ELECTION_RENEW_DEADLINE_S}s`, '--leader-elect-retry-period=1s'];
 
 export interface BinderManagerOptions {

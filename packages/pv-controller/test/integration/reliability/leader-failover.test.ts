@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { AuditLogTail, controllerUser, eventually, FaultProxy, sharedControlPlane } from '@topovol/testing';
-import type { AuditEvent, ControlPlane, ManagedProcess } from '@topovol/testing';
+import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { BindingWorkload } from './binding-workload.js';
 import { BINDER_WORKERS, binderLease, CHAOS_SCALE, deleteBinderLease, ELECTION_LEASE_S, identityOf, kubeconfigVia, recordChaosResult, startBinderManager } from './chaos-harness.js';
 
@@ -135,7 +135,8 @@ describe('reliability: leader failover during a burst of bindings', function () 
       const shutdownAt = Date.parse((JSON.parse(shutdownLine ?? '{}') as { timestamp?: string }).timestamp ?? '');
       expect(shutdownAt, `its shutdown logged: ${shutdownLine}`).to.be.a('number').and.not.NaN;
       const writtenAfter = new Set(
-        (audit.events() as (AuditEvent & { requestReceivedTimestamp?: string })[])
+        audit
+          .events()
           .filter((e) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('pv-binder') && e.objectRef?.resource === 'persistentvolumeclaims' && e.objectRef.namespace === w.ns && ['update', 'patch'].includes(e.verb))
           .filter((e) => Date.parse(e.requestReceivedTimestamp ?? '') >= shutdownAt)
           .map((e) => e.objectRef?.name),
