@@ -1,5 +1,6 @@
-import { Resources } from '@topovol/shared';
+import { errorMessage, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject } from '@topovol/shared';
+import { eventually } from './eventually.js';
 
 export interface DenyingPolicy {
   /** The requests the policy sees: core/v1 unless `apiGroups` says otherwise. */
@@ -44,4 +45,20 @@ export async function denyingPolicy(client: KubeClient, name: string, p: Denying
     throw err;
   }
   return lift;
+}
+
+/**
+ * Waits until `probe` (a request the policy should refuse, best a dry run) is refused with the
+ * policy's `message`. Any other error (a timeout, a 429, a connection cut) says nothing about the
+ * policy: counted as a refusal, the test would go on before the policy is in force, and the code
+ * under test would be let through where the test expects it refused.
+ */
+export async function untilRefused(probe: () => Promise<unknown>, message: string, what = 'the policy refuses the probe'): Promise<void> {
+  await eventually(async () => {
+    const answer = await probe().then(
+      () => 'accepted',
+      (err: unknown) => errorMessage(err),
+    );
+    if (!answer.includes(message)) throw new Error(`${what}: not yet (the probe was answered: ${answer})`);
+  });
 }

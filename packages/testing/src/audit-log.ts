@@ -152,7 +152,10 @@ export function ownerReferenceRefusals(events: readonly AuditEvent[]): Authoriza
   return out;
 }
 
-/** A request sent as a server-side dry run (`dryRun=All`): admitted or refused, it wrote nothing. */
+/**
+ * A create, update or patch sent as a server-side dry run (`?dryRun=All`): admitted or refused, it
+ * wrote nothing. Not a delete's: its dry run is in the DeleteOptions body, which the URI does not show.
+ */
 export function isDryRun(e: AuditEvent): boolean {
   return /[?&]dryRun=/.test(e.requestURI);
 }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { errorMessage, metricsRegistry, Resources } from '@topovol/shared';
+import { metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { denyingPolicy, eventually, queueIdle } from '@topovol/testing';
+import { denyingPolicy, eventually, queueIdle, untilRefused } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
@@ -156,22 +156,18 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const fence = "request.operation == 'UPDATE' && !(has(object.metadata.annotations) && 'rollback.topovol.io/kept-by' in object.metadata.annotations)";
     const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: operation === 'DELETE' ? 'false' : fence, message: 'claims here are kept' };
     const lift = await denyingPolicy(f.admin, policy, { rule: { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } });
-    // Policies take effect within a second or so.
-    await eventually(async () => {
-      if (operation !== 'CREATE') {
-        const refused = await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns, { dryRun: true }).then(() => false, () => true);
-        if (!refused) throw new Error('claim deletes are not refused yet');
-        return;
-      }
-      const created = await f.admin.create(Resources.persistentVolumeClaims, probe).then(
-        () => true,
-        () => false,
-      );
-      if (created) {
-        await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns);
-        throw new Error('claims are not refused yet');
-      }
-    });
+    // Policies take effect within a second or so; refused with the policy's own message, not any error.
+    try {
+      if (operation !== 'CREATE') await untilRefused(() => f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns, { dryRun: true }), validation.message, 'claim deletes refused');
+      // A name of its own each time: a probe let through and not deleted yet cannot fail the next.
+      else await untilRefused(async () => {
+        const made = await f.admin.create<KubeObject>(Resources.persistentVolumeClaims, { ...probe, metadata: { generateName: 'probe-', namespace: f.ns } });
+        await f.admin.delete(Resources.persistentVolumeClaims, made.metadata!.name!, f.ns).catch(() => undefined);
+      }, validation.message, 'new claims refused');
+    } catch (err) {
+      await lift();
+      throw err;
+    }
     return lift;
   }
 
@@ -197,10 +193,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       await f.admin.delete(Resources.persistentVolumes, probe).catch(() => undefined);
     };
     try {
-      await eventually(async () => {
-        const refused = await f.admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { spec: { persistentVolumeReclaimPolicy: to } }, { dryRun: true }).then(() => false, (e: unknown) => errorMessage(e).includes(message));
-        if (!refused) throw new Error('reclaim policy changes are not refused yet');
-      });
+      await untilRefused(() => f.admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { spec: { persistentVolumeReclaimPolicy: to } }, { dryRun: true }), message, 'reclaim policy changes refused');
     } catch (err) {
       await liftAll();
       throw err;

@@ -92,6 +92,7 @@ export interface DeleteOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
   gracePeriodSeconds?: number;
+  /** Admission and validation run, nothing is stored (DeleteOptions.dryRun: All). */
   dryRun?: boolean;
   signal?: AbortSignal;
 }
@@ -392,11 +393,11 @@ export class KubeClient {
     if (opts.preconditions) body.preconditions = opts.preconditions;
     if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
     if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
-    await this.request<unknown>('DELETE', this.objectPath(r, name, namespace), {
-      body,
-      query: { dryRun: opts.dryRun ? 'All' : undefined },
-      signal: opts.signal,
-    });
+    // In the body, not the query: kube-apiserver takes a delete's options from its body when it has
+    // one and reads the query only when it has none, so a `?dryRun=All` beside this body is ignored
+    // and the object really deleted (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/delete.go).
+    if (opts.dryRun) body.dryRun = ['All'];
+    await this.request<unknown>('DELETE', this.objectPath(r, name, namespace), { body, signal: opts.signal });
   }
 
   /** Drops every open connection of this client's pool (shared with withWriteFence's clients, not others), watches included, as a network failure would. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { metricsRegistry, Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { bindingViolations, createTestNamespace, denyingPolicy, eventually, sharedControlPlane } from '@topovol/testing';
+import { bindingViolations, createTestNamespace, denyingPolicy, eventually, sharedControlPlane, untilRefused } from '@topovol/testing';
 import { deleteNow, eventFor, forgedProvisioningEvent, getPV, getPVC, pv, pvc, RunningBinder } from '../binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
@@ -195,10 +195,7 @@ describe('reliability: bad input to the binder (real API server)', function () {
     try {
       // Policies take effect within a second or so: a claim update refused shows it.
       await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'probe', '1Gi', { class: name('none') }));
-      await eventually(async () => {
-        const refused = await admin.patch(Resources.persistentVolumeClaims, 'probe', ns, 'merge', { metadata: { labels: { probe: 'x' } } }, { dryRun: true }).then(() => false, () => true);
-        expect(refused, 'claim updates refused yet').to.equal(true);
-      });
+      await untilRefused(() => admin.patch(Resources.persistentVolumeClaims, 'probe', ns, 'merge', { metadata: { labels: { probe: 'x' } } }, { dryRun: true }), 'claims here are frozen', 'claim updates refused');
       const before = await eventsCounted('Warning', 'FailedBinding');
       await volume(pv(name('frozen'), '1Gi', { class: name('frozen') }));
       const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', '1Gi', { class: name('frozen') }));
@@ -227,10 +224,7 @@ describe('reliability: bad input to the binder (real API server)', function () {
       validation: { expression: `!(object.metadata.name in ${JSON.stringify([held, probe])}) || object.status.phase != 'Released'`, message },
     });
     try {
-      await eventually(async () => {
-        const refused = await admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { status: { phase: 'Released' } }, { subresource: 'status', dryRun: true }).then(() => false, (e: unknown) => String(e).includes(message));
-        expect(refused, 'releases refused yet').to.equal(true);
-      });
+      await untilRefused(() => admin.patch(Resources.persistentVolumes, probe, undefined, 'merge', { status: { phase: 'Released' } }, { subresource: 'status', dryRun: true }), message, 'releases refused');
       const before = await eventsCounted('Warning', 'UpdateRefused');
       await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns);
       const v = await getPV(admin, held);
