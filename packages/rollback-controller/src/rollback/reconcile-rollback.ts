@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { classifyError, FirstSeen, isNotFound, isRefusal, projectClaim } from '@topovol/shared';
+import { classifyError, FirstSeen, isConflict, isNotFound, isRefusal, projectClaim } from '@topovol/shared';
 import type { KubeClient, Logger, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { advanceRollback, RECREATE_RETRY_MS } from './advance-rollback.js';
 import type { AdvanceDeps } from './advance-rollback.js';
@@ -38,6 +38,9 @@ export const REFUSED_WRITE_RETRY_MS = RECREATE_RETRY_MS;
 
 /** How soon a pod whose claim changed under its rollback decision is looked at again (its claim's event also brings it back). */
 export const CLAIM_CHANGED_RETRY_MS = 1000;
+
+/** How soon an expired record whose delete found it changed since the cache showed it is decided again (its event also brings it back). */
+export const STALE_RECORD_RETRY_MS = 1000;
 
 /**
  * How soon an unfinished record is looked at again when no step asked for a time. Each step's write
@@ -173,10 +176,18 @@ export class RollbackReconciler {
         const done = Date.parse(r.status?.completionTime ?? '') || created(r);
         const left = done + this.d.historyTtlMs - Date.now();
         if (left > 0) return left;
-        await this.d.client.delete(ProvisioningRollbacks, name, undefined, { preconditions: { uid: r.metadata?.uid } }).catch((err: unknown) => {
-          if (!isNotFound(err)) throw err;
-        });
-        return;
+        // Only the record as decided on (uid + resourceVersion): one whose status or completion a
+        // lagging cache has not shown yet is decided again, as the Job TTL controller re-reads its
+        // Job before deleting (pkg/controller/ttlafterfinished). A record in progress holds the
+        // claims to re-create; deleting it would lose them.
+        return this.d.client.delete(ProvisioningRollbacks, name, undefined, { preconditions: { uid: r.metadata?.uid, resourceVersion: r.metadata?.resourceVersion } }).then(
+          () => undefined,
+          (err: unknown) => {
+            if (isNotFound(err)) return undefined;
+            if (isConflict(err)) return STALE_RECORD_RETRY_MS;
+            throw err;
+          },
+        );
       }
       if (this.d.dryRun) return;
       try {

@@ -9,7 +9,7 @@ import type { ProvisioningRollback } from '../../src/rollback/intent/provisionin
 import { writeMark } from '../../src/rollback/mark-actuator.js';
 import { ANN_KEPT_BY, ANN_PROVISIONED_FOR_NODE } from '../../src/rollback/marks.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
-import { RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
+import { RollbackReconciler, STALE_RECORD_RETRY_MS } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
 import { workloadOf } from '../../src/rollback/workload.js';
 import { decidedClaim, rollbackDecision, rollbackRecord, thePod } from './rollback-record-fixture.js';
@@ -150,6 +150,17 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
     const { r } = glue(base, { client: store, record: () => expired });
     await r.record(expired.metadata!.name!).catch(() => undefined);
     expect(store.stored<ProvisioningRollback>(ProvisioningRollbacks, fresh.metadata.name!)?.metadata?.uid).to.equal('uid-new');
+  });
+
+  it("an expired record's delete carries its resourceVersion: a record changed since the cache showed it finished is kept and decided again", async function () {
+    const store = new FakeWrites();
+    // On the server the record is in progress (it holds the claims to re-create); the cache lags and
+    // still shows an older, finished version of it.
+    const current = store.seed(ProvisioningRollbacks, { ...rollbackRecord(), metadata: { ...rollbackRecord().metadata, uid: 'uid-1', resourceVersion: '20' }, status: { phase: 'Deleting' } });
+    const cached: ProvisioningRollback = { ...current, metadata: { ...current.metadata, resourceVersion: '10' }, status: { phase: 'Completed', completionTime: '2000-01-01T00:00:00Z' } };
+    const { r } = glue(base, { client: store, record: () => cached });
+    expect(await r.record(cached.metadata!.name!)).to.equal(STALE_RECORD_RETRY_MS);
+    expect(store.stored<ProvisioningRollback>(ProvisioningRollbacks, current.metadata.name!)?.status?.phase).to.equal('Deleting');
   });
 
   it("an expired record's delete that fails is thrown (retried), not dropped", async function () {
