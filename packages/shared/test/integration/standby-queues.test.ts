@@ -89,7 +89,7 @@ describe('a standby replica queues nothing; it starts from its caches when it le
       await admin.create(Resources.persistentVolumes, pv(`${ns}-v${i}`));
       await admin.create(Resources.persistentVolumeClaims, claim(`c${i}`, `${ns}-v${i}`));
     }
-    await eventually(async () => expect(await Promise.all([0, 1, 2].map((i) => boundTo(`c${i}`)))).to.deep.equal([0, 1, 2].map((i) => `${ns}-v${i}`)), 60_000);
+    await eventually(async () => expect(await Promise.all([0, 1, 2].map((i) => boundTo(`c${i}`))), a.manager.logTail(40)).to.deep.equal([0, 1, 2].map((i) => `${ns}-v${i}`)), 60_000);
     await Promise.all(pods.map((name) => admin.delete(Resources.pods, name, ns, { gracePeriodSeconds: 0 })));
     await deleteClaim('c1');
     await eventually(async () => expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-v1`)).status?.phase).to.equal('Released'), 30_000);
