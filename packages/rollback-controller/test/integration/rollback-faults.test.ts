@@ -82,8 +82,8 @@ describe('reliability: rollback under API faults', function () {
       }, 180_000, 250);
     } catch (e) {
       // What the loop asked while the faults were on says whether it stalled or had nothing to write.
-      if (e instanceof Error) e.message += `\nrequests through the proxy since the faults began:\n${proxy.journalText(faultsStarted)}`;
-      throw e;
+      // A new Error: mocha shows only the text before ": expected" of an assertion with a diff.
+      throw new Error(`${e instanceof Error ? e.message : String(e)}\nfault counts: ${JSON.stringify(proxy.counts)}\nrequests through the proxy since the faults began:\n${proxy.journalText(faultsStarted)}`);
     } finally {
       clearInterval(touching);
     }

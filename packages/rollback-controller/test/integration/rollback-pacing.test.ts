@@ -149,13 +149,22 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
    */
   async function refuseClaims(operation: 'CREATE' | 'DELETE' | 'UPDATE,DELETE' = 'CREATE'): Promise<() => Promise<void>> {
     const policy = `${f.ns}-refuse-claims`;
-    const probe = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } as KubeObject;
+    // Of a class nothing offers, so that no binder in the shared control plane (other files run
+    // managers that bind cluster-wide) gives it a volume another test created for its own claim.
+    const probe = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'probe', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: `${f.ns}-probe-none`, resources: { requests: { storage: '1Gi' } } } } as KubeObject;
     if (operation !== 'CREATE') await f.admin.create(Resources.persistentVolumeClaims, probe);
     // UPDATE,DELETE refuses deletes and the rollback's fence (its kept-by annotation), not the
     // test's own claim patches (failProvisioning's, of another claim).
     const fence = "request.operation == 'UPDATE' && !(has(object.metadata.annotations) && 'rollback.topovol.io/kept-by' in object.metadata.annotations)";
     const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: operation === 'DELETE' ? 'false' : fence, message: 'claims here are kept' };
-    const lift = await denyingPolicy(f.admin, policy, { rule: { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } });
+    const liftPolicy = await denyingPolicy(f.admin, policy, { rule: { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } });
+    // Lifted, the probe goes too (its pvc-protection finalizer with it: no controller here lifts it).
+    const lift = async (): Promise<void> => {
+      await liftPolicy();
+      if (operation === 'CREATE') return;
+      await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns).catch(() => undefined);
+      await f.admin.patch(Resources.persistentVolumeClaims, 'probe', f.ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+    };
     // Policies take effect within a second or so; refused with the policy's own message, not any error.
     try {
       if (operation !== 'CREATE') await untilRefused(() => f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns, { dryRun: true }), validation.message, 'claim deletes refused');
@@ -182,7 +191,8 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       apiVersion: 'v1',
       kind: 'PersistentVolume',
       metadata: { name: probe },
-      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: from, csi: { driver: 'rollback.test.topovol.io', volumeHandle: probe } },
+      // Of a class no claim asks for: no binder in the shared control plane gives it to a claim.
+      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: `${f.ns}-probe-none`, persistentVolumeReclaimPolicy: from, csi: { driver: 'rollback.test.topovol.io', volumeHandle: probe } },
     } as KubeObject);
     const names = JSON.stringify([f.name('v1'), probe]);
     const expression = `!(object.metadata.name in ${names}) || !(oldObject.spec.persistentVolumeReclaimPolicy == '${from}' && object.spec.persistentVolumeReclaimPolicy == '${to}')`;

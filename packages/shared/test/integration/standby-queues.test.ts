@@ -44,9 +44,17 @@ describe('a standby replica queues nothing; it starts from its caches when it le
   const queueMetric = async (r: AllLoopsManager, metric: string, queue: string): Promise<number | undefined> => sample((await httpGet(r.metricsPort, '/metrics')).body, metric, { name: queue });
   const holder = async (loop: string): Promise<string | undefined> =>
     (await admin.get<Lease>(Resources.leases, `topovol-${loop}`, ns).catch(() => undefined))?.spec?.holderIdentity;
-  const pv = (name: string): PersistentVolume => {
+  // Each pair is pre-bound on both sides: the volume names its claim (claimRef) and the claim its
+  // volume. Other files leave claims and volumes in the shared control plane, and managers that bind
+  // cluster-wide: a leftover Pending claim of class "" took v0 once, when only the claim named it.
+  const pv = (name: string, claimName: string): PersistentVolume => {
     volumes.push(name);
-    return { apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/${name}` }, storageClassName: '' } };
+    return {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name },
+      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: `/tmp/${name}` }, storageClassName: '', claimRef: { namespace: ns, name: claimName } },
+    };
   };
   const claim = (name: string, volumeName?: string): PersistentVolumeClaim => ({
     apiVersion: 'v1',
@@ -86,7 +94,7 @@ describe('a standby replica queues nothing; it starts from its caches when it le
       ),
     );
     for (let i = 0; i < 3; i++) {
-      await admin.create(Resources.persistentVolumes, pv(`${ns}-v${i}`));
+      await admin.create(Resources.persistentVolumes, pv(`${ns}-v${i}`, `c${i}`));
       await admin.create(Resources.persistentVolumeClaims, claim(`c${i}`, `${ns}-v${i}`));
     }
     await eventually(async () => expect(await Promise.all([0, 1, 2].map((i) => boundTo(`c${i}`))), a.manager.logTail(40)).to.deep.equal([0, 1, 2].map((i) => `${ns}-v${i}`)), 60_000);
@@ -110,7 +118,7 @@ describe('a standby replica queues nothing; it starts from its caches when it le
     // The leader freezes (its Lease expires, it cannot write); a pair created and a claim deleted now
     // reach the standby only as events while its queues are held.
     process.kill(a.manager.pid!, 'SIGSTOP');
-    await admin.create(Resources.persistentVolumes, pv(`${ns}-late`));
+    await admin.create(Resources.persistentVolumes, pv(`${ns}-late`, 'late'));
     // Pre-bound, as the others: a leftover Available volume of another test cannot take it.
     await admin.create(Resources.persistentVolumeClaims, claim('late', `${ns}-late`));
     await deleteClaim('c2');
