@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { metricsRegistry, Resources } from '@topovol/shared';
+import { isNotFound, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { denyingPolicy, eventually, queueIdle, untilRefused } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
@@ -159,10 +159,17 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const validation = operation === 'CREATE' ? { expression: 'has(request.dryRun) && request.dryRun', message: 'this namespace takes no new claims for now' } : { expression: operation === 'DELETE' ? 'false' : fence, message: 'claims here are kept' };
     const liftPolicy = await denyingPolicy(f.admin, policy, { rule: { operations: operation.split(','), resources: ['persistentvolumeclaims'] }, validation, matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': f.ns } } } });
     // Lifted, the probe goes too (its pvc-protection finalizer with it: no controller here lifts it).
+    // A policy leaves as it comes, within a second or so: its delete is refused until then, so it is
+    // tried until it goes (stopTest's delete, right after, would be refused and leave it Pending),
+    // and the caller goes on once the policy is out of force.
     const lift = async (): Promise<void> => {
       await liftPolicy();
       if (operation === 'CREATE') return;
-      await f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns).catch(() => undefined);
+      await eventually(() =>
+        f.admin.delete(Resources.persistentVolumeClaims, 'probe', f.ns).catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        }),
+      );
       await f.admin.patch(Resources.persistentVolumeClaims, 'probe', f.ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
     };
     // Policies take effect within a second or so; refused with the policy's own message, not any error.
