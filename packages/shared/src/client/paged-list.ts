@@ -4,6 +4,8 @@ import type { KubeObject } from '../informer/object-key.js';
 import { AnswerTooLargeError } from './http-transport.js';
 import type { KubeClient, QueryValue } from './kube-client.js';
 import { withoutManagedFields } from './without-managed-fields.js';
+import { pageRetryWaitMs } from './page-retry.js';
+import { sleep as realSleep } from '../controller/runnable.js';
 
 /**
  * The most bytes of one list page read before it is parsed. A page is held whole (its bytes, the
@@ -72,6 +74,12 @@ export class PageSizer {
   }
 }
 
+const pageRetries = counter<'resource'>({
+  name: 'topovol_list_page_retries_total',
+  help: 'List pages asked for again after a 429 or 5xx with Retry-After, or a dropped connection (as client-go retries a request), by resource; the list goes on from that page. Many means the API server is throttling or dropping this client.',
+  labelNames: ['resource'],
+});
+
 interface ListAnswer {
   metadata?: { resourceVersion?: string; continue?: string };
   items?: KubeObject[] | null;
@@ -81,6 +89,8 @@ export interface ListPagesOptions {
   signal?: AbortSignal;
   /** Parse the pages without the objects' managedFields (withoutManagedFields): for a caller that drops them. */
   withoutManagedFields?: boolean;
+  /** Tests' wait before a page is asked for again (default a timer). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -100,12 +110,23 @@ export async function listPages(
   const { signal } = opts;
   let cont: string | undefined;
   let rv = '';
+  let retries = 0;
   for (;;) {
     let text: string;
     try {
       text = await client.requestText('GET', path, { query: { ...query, limit: sizer.next, continue: cont }, signal, maxBodyBytes: sizer.budget });
     } catch (err) {
-      if (!(err instanceof AnswerTooLargeError)) throw err;
+      if (!(err instanceof AnswerTooLargeError)) {
+        // The same page again (its continue token is still good for minutes), not the list anew.
+        const wait = pageRetryWaitMs(err, retries);
+        if (wait === undefined || signal?.aborted) throw err;
+        retries++;
+        pageRetries.inc({ resource: label });
+        logger().debug('list page failed; asking for it again', { resource: label, retry: retries, waitMs: wait, error: err instanceof Error ? err.message : String(err) });
+        await (opts.sleep ?? realSleep)(wait, signal ?? new AbortController().signal);
+        if (signal?.aborted) throw err;
+        continue;
+      }
       pagesCut.inc({ resource: label });
       if (!sizer.cut()) throw new Error(`list of ${label}: the answer for one object is over ${err.maxBytes} bytes (a server that ignores limit?)`, { cause: err });
       logger().info('list page over its byte budget; asking for fewer objects', { resource: label, maxBytes: err.maxBytes, limit: sizer.next });
@@ -119,6 +140,7 @@ export async function listPages(
     // Bytes, as the budget counts them: characters undercount text outside ASCII, and the next
     // page would be cut again and again.
     sizer.read(Buffer.byteLength(text), items.length);
+    retries = 0;
     onPage(items);
     cont = page.metadata?.continue || undefined;
     rv = page.metadata?.resourceVersion ?? rv;

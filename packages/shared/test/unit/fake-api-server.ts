@@ -16,6 +16,8 @@ export interface Seen {
 
 export interface Answer {
   status: number;
+  /** Drop the connection instead of answering (a reset before any answer). */
+  reset?: boolean;
   body?: string;
   headers?: Record<string, string>;
 }
@@ -42,6 +44,7 @@ export async function fakeApi(answer: (s: Seen) => Answer | undefined = () => ({
       seen.push(s);
       const a = answer(s);
       if (!a) return;
+      if (a.reset) return void req.socket.destroy();
       res.writeHead(a.status, { 'Content-Type': 'application/json', ...(a.headers ?? {}) });
       res.end(a.body ?? '');
     });
