@@ -12,6 +12,13 @@ export const PAGE_RETRIES = 10;
  */
 export const DROPPED_PAGE_WAIT_MS = 1_000;
 
+/**
+ * The longest wait spent inside a list. A longer Retry-After fails the list instead, to the
+ * caller's backoff, which honours it too (the informers' list-watch loop, a controller's re-queue):
+ * a worker reading a namespace's pods is not held inside the read for a minute.
+ */
+export const PAGE_RETRY_MAX_WAIT_MS = 10_000;
+
 /** Connection errors client-go retries a GET after (utilnet.IsConnectionReset and IsProbableEOF). */
 const DROPPED = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);
 
@@ -23,14 +30,16 @@ const DROPPED = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);
  * Without this, one throttled page of a long list failed the whole list, and the informer started
  * over from its first page after a backoff: on a busy API server a relist of many pages could
  * keep failing, its cache stale, each try adding the load that throttled it.
- * Anything else (410 Expired for a continue token, 403, a 500 without Retry-After) fails the list.
+ * Anything else (410 Expired for a continue token, 403, a 500 without Retry-After, a Retry-After
+ * past PAGE_RETRY_MAX_WAIT_MS) fails the list.
  */
 export function pageRetryWaitMs(err: unknown, retriesSoFar: number): number | undefined {
   if (retriesSoFar >= PAGE_RETRIES) return undefined;
   if (err instanceof KubeApiError) {
     const s = err.retryAfterSeconds;
-    if ((err.code === 429 || err.code >= 500) && s !== undefined && Number.isFinite(s)) return Math.max(0, s) * 1000;
-    return undefined;
+    if (!(err.code === 429 || err.code >= 500) || s === undefined || !Number.isFinite(s)) return undefined;
+    const ms = Math.max(0, s) * 1000;
+    return ms <= PAGE_RETRY_MAX_WAIT_MS ? ms : undefined;
   }
   const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
   const code = typeof e?.code === 'string' ? e.code : e?.cause?.code;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { classifyError, KubeApiError } from '../../src/client/errors.js';
 import { listPages, PageSizer } from '../../src/client/paged-list.js';
-import { DROPPED_PAGE_WAIT_MS, PAGE_RETRIES, pageRetryWaitMs } from '../../src/client/page-retry.js';
+import { DROPPED_PAGE_WAIT_MS, PAGE_RETRIES, PAGE_RETRY_MAX_WAIT_MS, pageRetryWaitMs } from '../../src/client/page-retry.js';
 import { failure } from '@topovol/testing';
 import { fakeApi, query } from './fake-api-server.js';
 import type { Answer, Seen } from './fake-api-server.js';
@@ -55,6 +55,8 @@ describe('listPages: a failed page is asked for again as client-go would', funct
     { name: '429 with Retry-After 2', err: api429, want: 2000 },
     { name: '503 with Retry-After 1', err: new KubeApiError(503, { reason: 'ServiceUnavailable' }, 1), want: 1000 },
     { name: '500 with Retry-After 0', err: new KubeApiError(500, { reason: 'InternalError' }, 0), want: 0 },
+    { name: `429 with Retry-After ${PAGE_RETRY_MAX_WAIT_MS / 1000} (the longest waited in place)`, err: new KubeApiError(429, { reason: 'TooManyRequests' }, PAGE_RETRY_MAX_WAIT_MS / 1000), want: PAGE_RETRY_MAX_WAIT_MS },
+    { name: '429 with a longer Retry-After (left to the caller, which honours it)', err: new KubeApiError(429, { reason: 'TooManyRequests' }, PAGE_RETRY_MAX_WAIT_MS / 1000 + 1), want: undefined },
     { name: '429 without Retry-After', err: new KubeApiError(429, { reason: 'TooManyRequests' }), want: undefined },
     { name: '500 without Retry-After', err: new KubeApiError(500, { reason: 'InternalError' }), want: undefined },
     { name: '409 with Retry-After', err: new KubeApiError(409, { reason: 'Conflict' }, 1), want: undefined },
