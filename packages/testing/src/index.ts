@@ -9,6 +9,7 @@ export { withPodEnv } from './pod-env.js';
 export { installCrds } from './install-crds.js';
 export { eventually, pollUntil } from './eventually.js';
 export { retryDroppedConnection } from './retry-dropped-connection.js';
+export { deleteNow } from './delete-now.js';
 export { failure, thrown } from './failure.js';
 export { metricSum } from './metric-sum.js';
 export { queueIdle } from './queue-idle.js';

@@ -6,7 +6,7 @@ import { metricsRegistry, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, Node } from '@topovol/shared';
 import { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import type { CsiTestDriverOptions } from '@topovol/testing/csi-test-driver';
-import { bindNamespacedRules, csiBinaries, InProcessLoop, INSTALL_NAMESPACE, installGeneratedRbac, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane, throwawayIdentity } from '@topovol/testing';
+import { bindNamespacedRules, csiBinaries, deleteNow, InProcessLoop, INSTALL_NAMESPACE, installGeneratedRbac, ManagedProcess, perNodeProvisionerArgs, sharedControlPlane, throwawayIdentity } from '@topovol/testing';
 import type { InProcessLoopOptions, ThrowawayIdentity } from '@topovol/testing';
 
 /** A capacity loop in this process against the real API server, as the manager would run it. */
@@ -103,8 +103,7 @@ export async function metricValue(name: string, labels: Record<string, string> =
  * would remove once the volume is unused, so the test removes it.
  */
 export async function deleteVolume(client: KubeClient, name: string): Promise<void> {
-  await client.delete(Resources.persistentVolumes, name).catch(() => undefined);
-  await client.patch(Resources.persistentVolumes, name, undefined, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+  await deleteNow(client, Resources.persistentVolumes, name, undefined, { quiet: true });
 }
 
 /**

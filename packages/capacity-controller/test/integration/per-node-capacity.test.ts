@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { CSIDriver, CSIStorageCapacity, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager, startKubeScheduler, withPodEnv } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, deleteNow, eventually, installCrds, sharedControlPlane, startKubeControllerManager, startKubeScheduler, withPodEnv } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
@@ -124,8 +124,7 @@ describe('capacity per node: one instance per node publishes that node only', fu
     await eventually(async () => expect((await byNode())[name('n1')]?.capacity).to.equal('2Gi'));
     const after = await byNode();
     for (const n of ['n2', 'n3']) expect(after[name(n)]?.rv, `${n} untouched`).to.equal(before[name(n)]?.rv);
-    await admin.delete(Resources.persistentVolumes, name('pv1')).catch(() => undefined);
-    await admin.patch(Resources.persistentVolumes, name('pv1'), undefined, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+    await deleteNow(admin, Resources.persistentVolumes, name('pv1'), undefined, { quiet: true });
   });
 
   it('the real kube-scheduler places a pod that needs more than two nodes have on the third', async function () {

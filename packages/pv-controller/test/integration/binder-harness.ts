@@ -66,14 +66,7 @@ export async function getPVC(client: KubeClient, ns: string, name: string): Prom
   return client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
 }
 
-/**
- * Deletes an object and removes its finalizers: the test control plane runs no
- * kube-controller-manager, so nothing else would remove kubernetes.io/pv(c)-protection.
- */
-export async function deleteNow(client: KubeClient, r: typeof Resources.persistentVolumes, name: string, ns?: string): Promise<void> {
-  await client.delete(r, name, ns);
-  await client.patch<KubeObject>(r, name, ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
-}
+export { deleteNow } from '@topovol/testing';
 
 /** Waits for an Event with this reason on the object and returns it. */
 export async function eventFor(client: KubeClient, obj: KubeObject, reason: string): Promise<Event> {

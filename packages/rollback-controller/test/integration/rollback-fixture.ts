@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, installCrds, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
+import type { KubeClient, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { createTestNamespace, deleteNow, eventually, installCrds, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, createNode, pod, provision, seenByLoop, selectNode } from './rollback-harness.js';
@@ -61,10 +61,7 @@ export class RollbackFixture {
     const { admin } = this;
     for (const ns of [this.ns, ...this.others.splice(0)]) {
       for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
-      for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) {
-        await admin.delete(Resources.persistentVolumeClaims, c.metadata!.name!, ns).catch(() => undefined);
-        await admin.patch<KubeObject>(Resources.persistentVolumeClaims, c.metadata!.name!, ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
-      }
+      for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) await deleteNow(admin, Resources.persistentVolumeClaims, c.metadata!.name!, ns, { quiet: true });
     }
     await admin.delete(Resources.storageClasses, this.cls).catch(() => undefined);
     for (const n of ['a', 'b']) await admin.delete(Resources.nodes, this.name(n)).catch(() => undefined);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isNotFound, metricsRegistry, Resources } from '@topovol/shared';
 import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
-import { denyingPolicy, eventually, queueIdle, untilRefused } from '@topovol/testing';
+import { deleteNow, denyingPolicy, eventually, queueIdle, untilRefused } from '@topovol/testing';
 import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
@@ -342,10 +342,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     try {
       // As the namespace controller would: its contents go, then the namespace (no such controller runs here).
       await f.admin.delete(Resources.pods, 'p', f.ns, { gracePeriodSeconds: 0 });
-      for (const c of (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items) {
-        await f.admin.delete(Resources.persistentVolumeClaims, c.metadata!.name!, f.ns).catch(() => undefined);
-        await f.admin.patch<KubeObject>(Resources.persistentVolumeClaims, c.metadata!.name!, f.ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
-      }
+      for (const c of (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items) await deleteNow(f.admin, Resources.persistentVolumeClaims, c.metadata!.name!, f.ns, { quiet: true });
       await f.admin.delete(Resources.namespaces, f.ns);
       const terminating = await f.admin.get<KubeObject>(Resources.namespaces, f.ns);
       await f.admin.request('PUT', `/api/v1/namespaces/${f.ns}/finalize`, { body: { ...terminating, spec: { finalizers: [] } } });

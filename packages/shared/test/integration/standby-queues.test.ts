@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '../../src/index.js';
 import type { KubeClient, Lease, PersistentVolume, PersistentVolumeClaim, Pod } from '../../src/index.js';
-import { createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, deleteNow, eventually, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import { startAllLoopsManager } from './all-loops-manager.js';
 import type { AllLoopsManager } from './all-loops-manager.js';
@@ -63,10 +63,7 @@ describe('a standby replica queues nothing; it starts from its caches when it le
     spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', resources: { requests: { storage: '1Gi' } }, ...(volumeName ? { volumeName } : {}) },
   });
   /** Deletes a claim for good: no pvc-protection controller runs here to lift its finalizer. */
-  const deleteClaim = async (name: string): Promise<void> => {
-    await admin.delete(Resources.persistentVolumeClaims, name, ns);
-    await admin.patch(Resources.persistentVolumeClaims, name, ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
-  };
+  const deleteClaim = (name: string): Promise<void> => deleteNow(admin, Resources.persistentVolumeClaims, name, ns);
   const boundTo = async (name: string): Promise<string | undefined> => {
     const c = await admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
     return c.status?.phase === 'Bound' ? c.spec?.volumeName : undefined;

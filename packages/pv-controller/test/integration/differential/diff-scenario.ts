@@ -1,6 +1,6 @@
 import { Resources, retryOnConflict } from '@topovol/shared';
-import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, eventually } from '@topovol/testing';
+import type { KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { createReadyNode, deleteNow, eventually } from '@topovol/testing';
 import type { DiffCluster, SideName } from './diff-cluster.js';
 import { QUIET_MS } from './diff-cluster.js';
 import { CLAIM_LABEL, CLAIM_NOTE, scenarioState } from './diff-state.js';
@@ -234,14 +234,14 @@ export class ScenarioContext {
   }
 
   async deleteClaim(name: string, opts: { force?: boolean } = {}): Promise<void> {
-    await this.admin.delete(Resources.persistentVolumeClaims, name, this.ns);
-    if (opts.force) await this.admin.patch<KubeObject>(Resources.persistentVolumeClaims, name, this.ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+    if (opts.force) await deleteNow(this.admin, Resources.persistentVolumeClaims, name, this.ns);
+    else await this.admin.delete(Resources.persistentVolumeClaims, name, this.ns);
   }
 
   /** Deletes a volume; `force` also removes its finalizers, as an administrator bypassing protection would. */
   async deleteVolume(short: string, opts: { force?: boolean } = {}): Promise<void> {
-    await this.admin.delete(Resources.persistentVolumes, this.name(short));
-    if (opts.force) await this.admin.patch<KubeObject>(Resources.persistentVolumes, this.name(short), undefined, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+    if (opts.force) await deleteNow(this.admin, Resources.persistentVolumes, this.name(short));
+    else await this.admin.delete(Resources.persistentVolumes, this.name(short));
   }
 
   async deletePod(name: string): Promise<void> {
