@@ -22,11 +22,13 @@ type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotate
 export type ServerView =
   | { kind: 'claim'; claim: PersistentVolumeClaim | undefined }
   /**
-   * A selected-node removal: the node or the namespace's pods, and when each of the claim's
-   * Provisioning Events on the server last showed activity (ProvisioningActivity.timeOf).
+   * A selected-node removal: the node or the namespace's pods, when each of the claim's
+   * Provisioning Events on the server last showed activity (ProvisioningActivity.timeOf), and the
+   * volume provisioned for the claim under its conventional name, if the server has one
+   * (provisionedVolumeName; absent: not read).
    */
-  | { kind: 'node'; node: Node | undefined; provisioning: number[] }
-  | { kind: 'pods'; pods: Pod[]; provisioning: number[] }
+  | { kind: 'node'; node: Node | undefined; provisioning: number[]; provisioned?: PersistentVolume | undefined }
+  | { kind: 'pods'; pods: Pod[]; provisioning: number[]; provisioned?: PersistentVolume | undefined }
   /** A placed pod's binding: that pod, its claim, and the claim's live pods the scheduler has yet to place. */
   | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined; unscheduled?: Pod[] }
   | { kind: 'volume'; volume: PersistentVolume | undefined };
@@ -71,6 +73,14 @@ export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeC
 }
 
 /**
+ * The name external-provisioner gives the volume it provisions for a claim with its default flags
+ * (--volume-name-prefix=pvc, --volume-name-uuid-length unset: makeVolumeName in
+ * kubernetes-csi/external-provisioner pkg/controller/controller.go), as the in-tree provisioners
+ * did (pkg/controller/volume/persistentvolume, getProvisionedVolumeNameForClaim).
+ */
+export const provisionedVolumeName = (claim: PersistentVolumeClaim): string => `pvc-${claim.metadata?.uid ?? ''}`;
+
+/**
  * The selected-node problem, on the server's node (or the namespace's pods), with no provisioning
  * on the server since `quietSince`: a Provisioning Event the cache had not seen (its Events watch
  * behind, or relisting) means a CreateVolume may be running on that node. Why it is not so, or undefined.
@@ -78,6 +88,12 @@ export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeC
 export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: SelectedNodeConfirmation, view: ServerView): string | undefined {
   const stillThere = `${claim.metadata?.namespace}/${claim.metadata?.name}: selected node "${confirm.node}"`;
   const provisioning = view.kind === 'node' || view.kind === 'pods' ? view.provisioning : [];
+  // Provisioning finished: the decision ruled out a volume pre-bound to the claim on the cache's
+  // word only. Bound once the cache has it, as upstream's syncUnboundClaim binds a pre-bound volume.
+  const made = view.kind === 'node' || view.kind === 'pods' ? view.provisioned : undefined;
+  if (made && made.spec?.claimRef?.uid === claim.metadata?.uid) {
+    return `${stillThere}: volume ${made.metadata?.name} provisioned for the claim is on the server (the cache had not seen it); keeping it, deciding again`;
+  }
   const latest = Math.max(-Infinity, ...provisioning);
   if (provisioning.length > 0 && latest > confirm.quietSince) {
     return `${stillThere}: the provisioner has been at work on the claim since the grace began (a Provisioning Event on the server, last active ${new Date(latest).toISOString()}); keeping it`;
@@ -172,13 +188,14 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   const provisioning = client
     .list<Event>(Resources.events, { namespace: claim.namespace, fieldSelector: `${PROVISIONING_EVENTS},involvedObject.uid=${claim.uid}` }, slimEvent)
     .then((l) => eventsAbout(l.items, a.claim).filter((e) => e.involvedObject?.uid === claim.uid).map(timeOf));
+  const provisioned = volumeOnServer(client, provisionedVolumeName(a.claim));
   // Projected as each page arrives: a namespace's pods are as large as their writers made them.
   if (g.read === 'pods') {
-    const [pods, events] = await Promise.all([client.list<Pod>(Resources.pods, { namespace: claim.namespace }, projectPod), provisioning]);
-    return { kind: 'pods', pods: pods.items, provisioning: events };
+    const [pods, events, made] = await Promise.all([client.list<Pod>(Resources.pods, { namespace: claim.namespace }, projectPod), provisioning, provisioned]);
+    return { kind: 'pods', pods: pods.items, provisioning: events, provisioned: made };
   }
-  const [node, events] = await Promise.all([getIfPresent<Node>(client, Resources.nodes, a.confirm?.node ?? ''), provisioning]);
-  return { kind: 'node', node, provisioning: events };
+  const [node, events, made] = await Promise.all([getIfPresent<Node>(client, Resources.nodes, a.confirm?.node ?? ''), provisioning, provisioned]);
+  return { kind: 'node', node, provisioning: events, provisioned: made };
 }
 
 /**

@@ -72,6 +72,21 @@ describe('pv-binder actuator: live preconditions on the real API server', functi
     expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined);
   });
 
+  it('keeps a selected node when the server has the volume provisioned for the claim (the cache had not seen it)', async function () {
+    const claim = await selectedClaim(nodeName('nowhere'));
+    const ref = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name: 'c', uid: claim.metadata!.uid! };
+    // As external-provisioner names it with its default flags.
+    const made = `pvc-${claim.metadata!.uid!}`;
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(made, '1Gi', { class: 'late', claimRef: ref, policy: 'Delete' }));
+    try {
+      expect(await refused(strip(claim, { issue: 'gone', node: nodeName('nowhere'), quietSince: -Infinity }))).to.match(/provisioned for the claim is on the server/);
+      expect(await refused(strip(claim, { issue: 'noConsumer', node: nodeName('nowhere'), quietSince: -Infinity }))).to.match(/provisioned for the claim is on the server/);
+      expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(nodeName('nowhere'));
+    } finally {
+      await deleteNow(admin, Resources.persistentVolumes, made);
+    }
+  });
+
   it('keeps a selected node whose labels on the server satisfy allowedTopologies (the cache had old labels)', async function () {
     await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName('zoned'), labels: { zone: 'a' } } });
     const claim = await selectedClaim(nodeName('zoned'));

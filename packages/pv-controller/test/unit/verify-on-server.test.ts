@@ -101,6 +101,23 @@ describe('selectedNodeIssueRefuted', function () {
     });
   }
 
+  // The decision ruled out a volume pre-bound to the claim on the cache's word: provisioning that
+  // finished while the PV watch lagged shows on the server under the volume's conventional name.
+  const made = (uid: string | undefined): PersistentVolume => ({ metadata: { name: 'pvc-uid-c' }, spec: { claimRef: uid ? { namespace: 'ns', name: 'c', uid } : undefined } });
+  const removable: Extract<ServerView, { kind: 'node' | 'pods' }>[] = [
+    { kind: 'node', node: undefined, provisioning: [] },
+    { kind: 'pods', pods: [], provisioning: [] },
+  ];
+  for (const view of removable) {
+    const confirm: SelectedNodeConfirmation = view.kind === 'node' ? gone : noConsumer;
+    it(`${confirm.issue}: a volume provisioned for the claim on the server (not in the cache) → keep; one for another claim or none → remove`, function () {
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: made('uid-c') })).to.match(/provisioned for the claim is on the server/);
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: made('uid-old') })).to.equal(undefined);
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: made(undefined) })).to.equal(undefined);
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: undefined })).to.equal(undefined);
+    });
+  }
+
   it('property: never removes while the server shows provisioning newer than the quiet the decision required, ahead of now too', function () {
     fc.assert(
       fc.property(fc.constantFrom<SelectedNodeConfirmation>(gone, noConsumer), fc.array(fc.integer({ min: -20 * GRACE, max: 20 * GRACE }), { maxLength: 4 }), (confirm, ages) => {
@@ -131,6 +148,13 @@ describe("verifyOnServer: the claim's Provisioning Events on the server", functi
     expect(await verifyOnServer(listing(others, asked), unselect(gone))).to.equal(undefined);
     expect(asked).to.deep.include({ plural: 'events', o: { namespace: 'ns', fieldSelector: 'involvedObject.kind=PersistentVolumeClaim,reason=Provisioning,involvedObject.uid=uid-c' } });
     expect((await verifyOnServer(listing([provisioningEvent(NOW)]), unselect(gone)))?.why).to.match(/the provisioner has been at work/);
+  });
+
+  it('lists the volume external-provisioner names for the claim (pvc-<uid>) by name, never all volumes', async function () {
+    const asked: unknown[] = [];
+    await verifyOnServer(listing([], asked), unselect(gone));
+    expect(asked).to.deep.include({ plural: 'persistentvolumes', o: { fieldSelector: 'metadata.name=pvc-uid-c' } });
+    expect(asked.filter((a) => (a as { plural: string }).plural === 'persistentvolumes')).to.have.length(1);
   });
 
   it("reads each Event's activity through the given clock: a version this process never saw counts as now, whatever its timestamp says", async function () {
@@ -286,7 +310,7 @@ describe("verifyOnServer: a namespace's pods", function () {
     const c: PersistentVolumeClaim = { metadata: { name: 'c', namespace: 'ns', uid: 'uid-c' }, spec: {} };
     const refuted = await verifyOnServer(client, [{ kind: 'annotateClaim', claim: c, remove: ['volume.kubernetes.io/selected-node'], confirm: { issue: 'noConsumer', node: 'n1', quietSince: -Infinity } }]);
     // The claim's Provisioning Events too: anyone who may create Events in the namespace decides their size.
-    expect(transforms).to.have.members([projectPod, slimEvent]);
+    expect(transforms).to.have.members([projectPod, slimEvent, undefined]);
     expect(refuted?.why).to.match(/has a pod that may use it after all/);
   });
 });
