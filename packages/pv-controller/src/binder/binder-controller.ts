@@ -7,7 +7,8 @@ import type { BinderKey } from './binder-key.js';
 import type { BinderWorld } from './binder-world.js';
 import { registerCollectorMetrics } from './binder-metrics.js';
 import { pickDefaultClass, volumeClass } from './claim-helpers.js';
-import { STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG, WORKERS_DEFAULT, WORKERS_FLAG } from './binder-flags.js';
+import { PROVISIONED_VOLUME_NAMES_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG, WORKERS_DEFAULT, WORKERS_FLAG } from './binder-flags.js';
+import { volumeNamePatternsOf } from './provisioned-volume-names.js';
 import { ProvisioningActivity } from './provisioning-activity.js';
 import { slimProvisioningEvent } from './provisioning-events.js';
 import { BinderReconciler } from './reconcile-binder.js';
@@ -94,7 +95,11 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const requeueClaims = (keys: string[]): void => {
     for (const k of keys) enqueueClaimKey(k);
   };
-  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, requeueClaims, selectedNodeIssues: issues, provisioningActivity: activity, dryRun: options.dryRun });
+  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, requeueClaims, selectedNodeIssues: issues,
+    provisioningActivity: activity,
+    volumeNames: volumeNamePatternsOf(options.extra[PROVISIONED_VOLUME_NAMES_FLAG]),
+    dryRun: options.dryRun,
+  });
 
   const queue = new WorkQueue<BinderKey>(PV_BINDER, { keyString: binderKeyString, priority: binderKeyPriority });
   const controller = new Controller<BinderKey>(

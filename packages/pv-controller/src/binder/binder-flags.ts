@@ -1,9 +1,12 @@
 import { ANN_SELECTED_NODE, atLeast } from '@topovol/shared';
 import type { FlagSpec } from '@topovol/shared';
+import { MAX_VOLUME_NAME_PATTERNS, parseVolumeNamePatterns } from './provisioned-volume-names.js';
 
 export const STALE_SELECTED_NODE_GRACE_FLAG = 'stale-selected-node-grace';
 /** Longer than external-provisioner's default --retry-interval-max (5m), so a retrying provisioning always shows activity within it. */
 export const STALE_SELECTED_NODE_GRACE_DEFAULT_MS = 10 * 60_000;
+
+export const PROVISIONED_VOLUME_NAMES_FLAG = 'provisioned-volume-names';
 
 export const SYNC_PERIOD_FLAG = 'pvclaimbinder-sync-period';
 /** kube-controller-manager's default for the same flag. */
@@ -33,6 +36,16 @@ export const binderFlags: FlagSpec[] = [
     type: 'duration',
     default: STALE_SELECTED_NODE_GRACE_DEFAULT_MS,
     help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). Outside allowedTopologies or used by no pod, a claim the provisioner has tried at all is left to it: its CreateVolume may have made the volume. 0 removes at once; a negative value never removes.`,
+  },
+  {
+    name: PROVISIONED_VOLUME_NAMES_FLAG,
+    type: 'stringList',
+    default: ['pvc'],
+    help: `How the provisioners of the cluster name the volume they create for a claim, each as prefix or prefix:uuid-length: their external-provisioner's --volume-name-prefix and, when set, --volume-name-uuid-length (the default, pvc, is theirs). Before removing a stale ${ANN_SELECTED_NODE}, the pv-binder reads each name from the server and keeps the annotation if a volume made for the claim is there that its cache has not seen. A name not listed is seen only once the cache has it. At most ${MAX_VOLUME_NAME_PATTERNS}.`,
+    validate: (v) => {
+      const parsed = Array.isArray(v) ? parseVolumeNamePatterns(v) : 'expected a list';
+      return typeof parsed === 'string' ? parsed : undefined;
+    },
   },
   {
     name: SYNC_PERIOD_FLAG,

@@ -15,6 +15,7 @@ import { decideVolume } from './decide-volume.js';
 import { issueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import type { ProvisioningActivity } from './provisioning-activity.js';
+import type { VolumeNamePattern } from './provisioned-volume-names.js';
 import { StaleViewError, verifyOnServer, volumeOnServer } from './verify-on-server.js';
 
 export interface BinderGlueDeps {
@@ -34,6 +35,8 @@ export interface BinderGlueDeps {
    * (verify-on-server.ts); without it, by their own timestamps only.
    */
   provisioningActivity?: ProvisioningActivity;
+  /** How provisioners name a claim's volume (--provisioned-volume-names); by default `pvc-<uid>`. */
+  volumeNames?: readonly VolumeNamePattern[];
   dryRun: boolean;
 }
 
@@ -236,7 +239,10 @@ export class BinderReconciler {
    */
   private async run(actions: BinderAction[]): Promise<void> {
     const activity = this.d.provisioningActivity;
-    const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions, activity && ((e) => activity.timeOf(e, Date.now())));
+    const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions, {
+          timeOf: activity && ((e) => activity.timeOf(e, Date.now())),
+          volumeNames: this.d.volumeNames,
+        });
     await this.d.actuator.run(refuted ? actions.slice(0, refuted.index) : actions);
     if (refuted) {
       countRefuted(refuted.check);

@@ -81,7 +81,8 @@ function stripEvent(claim: PersistentVolumeClaim, found: SelectedNodeProblem, cl
  * for the grace period, and the loop has re-read the node (or the namespace's pods) and the
  * claim's Provisioning Events from the server: a cache that lags is never enough.
  * The caller has already ruled out a volume pre-bound to the claim (provisioning that finished) in
- * the cache; the removal's server read looks for one under its conventional name too (verify-on-server.ts).
+ * the cache; the removal's server read looks for one under the names provisioners give it too
+ * (--provisioned-volume-names, verify-on-server.ts).
  * Returns the actions to take now: remember the problem, wait, or remove the annotation.
  */
 export function checkSelectedNode(claim: PersistentVolumeClaim, selected: string, sc: StorageClass | undefined, world: BinderWorld): BinderAction[] {

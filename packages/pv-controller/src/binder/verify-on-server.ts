@@ -3,6 +3,8 @@ import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, 
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import type { ServerCheck } from './binder-metrics.js';
 import { releasedWhenClaimBoundElsewhere } from './decide-volume.js';
+import { DEFAULT_VOLUME_NAME_PATTERNS, provisionedVolumeNames } from './provisioned-volume-names.js';
+import type { VolumeNamePattern } from './provisioned-volume-names.js';
 import { eventTime } from './provisioning-events.js';
 import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-node-checks.js';
 
@@ -24,11 +26,11 @@ export type ServerView =
   /**
    * A selected-node removal: the node or the namespace's pods, when each of the claim's
    * Provisioning Events on the server last showed activity (ProvisioningActivity.timeOf), and the
-   * volume provisioned for the claim under its conventional name, if the server has one
-   * (provisionedVolumeName; absent: not read).
+   * volumes the server has under the names a volume provisioned for the claim would have
+   * (provisioned-volume-names.ts; absent: not read).
    */
-  | { kind: 'node'; node: Node | undefined; provisioning: number[]; provisioned?: PersistentVolume | undefined }
-  | { kind: 'pods'; pods: Pod[]; provisioning: number[]; provisioned?: PersistentVolume | undefined }
+  | { kind: 'node'; node: Node | undefined; provisioning: number[]; provisioned?: PersistentVolume[] }
+  | { kind: 'pods'; pods: Pod[]; provisioning: number[]; provisioned?: PersistentVolume[] }
   /** A placed pod's binding: that pod, its claim, and the claim's live pods the scheduler has yet to place. */
   | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined; unscheduled?: Pod[] }
   | { kind: 'volume'; volume: PersistentVolume | undefined };
@@ -73,14 +75,6 @@ export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeC
 }
 
 /**
- * The name external-provisioner gives the volume it provisions for a claim with its default flags
- * (--volume-name-prefix=pvc, --volume-name-uuid-length unset: makeVolumeName in
- * kubernetes-csi/external-provisioner pkg/controller/controller.go), as the in-tree provisioners
- * did (pkg/controller/volume/persistentvolume, getProvisionedVolumeNameForClaim).
- */
-export const provisionedVolumeName = (claim: PersistentVolumeClaim): string => `pvc-${claim.metadata?.uid ?? ''}`;
-
-/**
  * The selected-node problem, on the server's node (or the namespace's pods), with no provisioning
  * on the server since `quietSince`: a Provisioning Event the cache had not seen (its Events watch
  * behind, or relisting) means a CreateVolume may be running on that node. Why it is not so, or undefined.
@@ -90,8 +84,9 @@ export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: 
   const provisioning = view.kind === 'node' || view.kind === 'pods' ? view.provisioning : [];
   // Provisioning finished: the decision ruled out a volume pre-bound to the claim on the cache's
   // word only. Bound once the cache has it, as upstream's syncUnboundClaim binds a pre-bound volume.
-  const made = view.kind === 'node' || view.kind === 'pods' ? view.provisioned : undefined;
-  if (made && made.spec?.claimRef?.uid === claim.metadata?.uid) {
+  const candidates = view.kind === 'node' || view.kind === 'pods' ? (view.provisioned ?? []) : [];
+  const made = candidates.find((v) => v.spec?.claimRef?.uid === claim.metadata?.uid);
+  if (made) {
     return `${stillThere}: volume ${made.metadata?.name} provisioned for the claim is on the server (the cache had not seen it); keeping it, deciding again`;
   }
   const latest = Math.max(-Infinity, ...provisioning);
@@ -157,7 +152,14 @@ export async function volumeOnServer(client: Pick<KubeClient, 'list'>, name: str
 /** When a Provisioning Event last showed activity (ProvisioningActivity.timeOf; by default its own timestamps). */
 export type ActivityTime = (e: Event) => number;
 
-async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf>>, timeOf: ActivityTime): Promise<ServerView> {
+export interface VerifyOptions {
+  /** By default, an Event's own timestamps. */
+  timeOf?: ActivityTime;
+  /** How provisioners name a claim's volume (--provisioned-volume-names); by default `pvc-<uid>`. */
+  volumeNames?: readonly VolumeNamePattern[];
+}
+
+async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf>>, opts: Required<VerifyOptions>): Promise<ServerView> {
   const a = g.action;
   if (g.read === 'claim' && a.kind === 'volumePhase') {
     const ref = a.volume.spec!.claimRef!;
@@ -187,8 +189,11 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   // namespace and naming it (eventsAbout), slim (anyone who may create Events there decides their size).
   const provisioning = client
     .list<Event>(Resources.events, { namespace: claim.namespace, fieldSelector: `${PROVISIONING_EVENTS},involvedObject.uid=${claim.uid}` }, slimEvent)
-    .then((l) => eventsAbout(l.items, a.claim).filter((e) => e.involvedObject?.uid === claim.uid).map(timeOf));
-  const provisioned = volumeOnServer(client, provisionedVolumeName(a.claim));
+    .then((l) => eventsAbout(l.items, a.claim).filter((e) => e.involvedObject?.uid === claim.uid).map(opts.timeOf));
+  // By name, each: never a list of all volumes (a tenant can make many claims with a stale node).
+  const provisioned = Promise.all(provisionedVolumeNames(a.claim, opts.volumeNames).map((n) => volumeOnServer(client, n))).then((vs) =>
+    vs.filter((v): v is PersistentVolume => v !== undefined),
+  );
   // Projected as each page arrives: a namespace's pods are as large as their writers made them.
   if (g.read === 'pods') {
     const [pods, events, made] = await Promise.all([client.list<Pod>(Resources.pods, { namespace: claim.namespace }, projectPod), provisioning, provisioned]);
@@ -202,11 +207,12 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
  * Reads from the server what the plan's guarded actions rest on. The first action the server
  * refutes, by its place in the plan and why, or undefined when every guarded action is confirmed.
  */
-export async function verifyOnServer(client: KubeClient, actions: BinderAction[], timeOf: ActivityTime = eventTime): Promise<{ index: number; why: string; check: ServerCheck } | undefined> {
+export async function verifyOnServer(client: KubeClient, actions: BinderAction[], options: VerifyOptions = {}): Promise<{ index: number; why: string; check: ServerCheck } | undefined> {
+  const opts: Required<VerifyOptions> = { timeOf: options.timeOf ?? eventTime, volumeNames: options.volumeNames ?? DEFAULT_VOLUME_NAME_PATTERNS };
   for (const [index, a] of actions.entries()) {
     const g = guardOf(a);
     if (!g) continue;
-    const why = refutation(g.action, await read(client, g, timeOf));
+    const why = refutation(g.action, await read(client, g, opts));
     if (why) return { index, why, check: CHECKS[g.read] };
   }
   return undefined;

@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import { projectClaim, Resources } from '@topovol/shared';
-import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, metricSum } from '@topovol/testing';
 import type { FaultProxy, InProcessLoop } from '@topovol/testing';
 import { binderBehindProxy, deleteNow, getPV, getPVC, pv, pvc } from './binder-harness.js';
 
 const VOLUMES = '/api/v1/persistentvolumes';
 const REFUTED = 'topovol_pv_binder_refuted_by_server_total';
+const SEL = 'volume.kubernetes.io/selected-node';
 
 // A claim whose binding completed is Lost when its volume is gone (upstream's syncBoundClaim). The
 // binder's volume cache can miss a volume the server has: its watch behind the claims' (two
@@ -62,5 +63,65 @@ describe('pv-binder: a claim is never marked Lost for a volume its cache has not
     const warnings = (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=c,type=Warning' })).items.map((e) => e.reason);
     expect(warnings, 'a Warning that the data is lost').to.not.include('ClaimLost');
     expect(warnings, 'a Warning that the claim is misbound').to.not.include('ClaimMisbound');
+  });
+});
+
+// Removing a stale selected node rests on no volume having been made for the claim: the provisioner
+// creates the volume pre-bound to the claim, and the claim would then be provisioned afresh elsewhere
+// while that volume is left behind. The volume cache can miss it. Before the removal the binder reads,
+// by name, each name --provisioned-volume-names gives a claim's volume (verify-on-server.ts); here a
+// provisioner run with --volume-name-prefix=csi-vol --volume-name-uuid-length=8 made it while the
+// proxy holds the volumes' watch.
+describe('pv-binder: a stale selected node is never removed while the server has a volume made for the claim under a custom name', function () {
+  this.timeout(120_000);
+  const GRACE_S = 3;
+  let admin: KubeClient;
+  let proxy: FaultProxy;
+  let binder: InProcessLoop | undefined;
+  let ns: string;
+  let made = '';
+
+  before(async function () {
+    ({ admin, proxy, binder } = await binderBehindProxy(13, [`--stale-selected-node-grace=${GRACE_S}s`, '--provisioned-volume-names=pvc,csi-vol:8']));
+    ns = await createTestNamespace(admin, 'lagname-');
+  });
+  after(async function () {
+    proxy?.release();
+    await binder?.stop();
+    await proxy?.stop();
+    for (const c of ['made', 'idle']) await deleteNow(admin, Resources.persistentVolumeClaims, c, ns).catch(() => undefined);
+    if (made) await deleteNow(admin, Resources.persistentVolumes, made).catch(() => undefined);
+    await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);
+  });
+
+  it('keeps the annotation while the watch lags, and binds the claim to that volume once it catches up', async function () {
+    const gone = `${ns}-gone-node`;
+    const cls = `${ns}-late`;
+    const annotations = { [SEL]: gone };
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/csi', volumeBindingMode: 'WaitForFirstConsumer' });
+    proxy.holdUntilRelease((r) => r.watch && r.path === VOLUMES);
+    const refutedBefore = await metricSum(REFUTED, { check: 'selected_node' });
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'made', '1Gi', { class: cls, annotations }));
+    made = `csi-vol-${claim.metadata!.uid!.replace(/-/g, '').slice(0, 8)}`;
+    const claimRef = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'made', uid: claim.metadata!.uid! };
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(made, '1Gi', { class: cls, claimRef, policy: 'Delete', annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/csi' } }));
+    // Nobody provisions this one: its removal shows the binder decides removals meanwhile.
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'idle', '1Gi', { class: cls, annotations }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'idle')).metadata?.annotations?.[SEL]).to.equal(undefined), 60_000);
+    const until = Date.now() + 3 * GRACE_S * 1000;
+    while (Date.now() < until) {
+      expect((await getPVC(admin, ns, 'made')).metadata?.annotations?.[SEL], 'removed with a volume made for the claim on the server').to.equal(gone);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const volumes = binder!.informers.forResource<PersistentVolume>(Resources.persistentVolumes);
+    expect(volumes.cache.get(made), 'the cache saw the volume (the hold did not hold)').to.equal(undefined);
+    expect(await metricSum(REFUTED, { check: 'selected_node' }), 'the removal planned on the cache and refuted by the server').to.be.above(refutedBefore);
+    proxy.release();
+    await eventually(async () => {
+      const c = await getPVC(admin, ns, 'made');
+      expect(c.spec?.volumeName).to.equal(made);
+      expect(c.status?.phase).to.equal('Bound');
+      expect(c.metadata?.annotations?.[SEL]).to.equal(gone);
+    }, 30_000);
   });
 });

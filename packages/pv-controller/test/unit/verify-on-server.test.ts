@@ -103,7 +103,7 @@ describe('selectedNodeIssueRefuted', function () {
 
   // The decision ruled out a volume pre-bound to the claim on the cache's word: provisioning that
   // finished while the PV watch lagged shows on the server under the volume's conventional name.
-  const made = (uid: string | undefined): PersistentVolume => ({ metadata: { name: 'pvc-uid-c' }, spec: { claimRef: uid ? { namespace: 'ns', name: 'c', uid } : undefined } });
+  const made = (uid: string | undefined): PersistentVolume => ({ metadata: { name: `pvc-${uid ?? 'none'}` }, spec: { claimRef: uid ? { namespace: 'ns', name: 'c', uid } : undefined } });
   const removable: Extract<ServerView, { kind: 'node' | 'pods' }>[] = [
     { kind: 'node', node: undefined, provisioning: [] },
     { kind: 'pods', pods: [], provisioning: [] },
@@ -111,9 +111,12 @@ describe('selectedNodeIssueRefuted', function () {
   for (const view of removable) {
     const confirm: SelectedNodeConfirmation = view.kind === 'node' ? gone : noConsumer;
     it(`${confirm.issue}: a volume provisioned for the claim on the server (not in the cache) → keep; one for another claim or none → remove`, function () {
-      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: made('uid-c') })).to.match(/provisioned for the claim is on the server/);
-      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: made('uid-old') })).to.equal(undefined);
-      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: made(undefined) })).to.equal(undefined);
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: [made('uid-c')] })).to.match(/provisioned for the claim is on the server/);
+      // Any of the names read: a custom prefix's volume behind a stranger under the default name.
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: [made('uid-old'), made('uid-c')] })).to.match(/provisioned for the claim is on the server/);
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: [made('uid-old')] })).to.equal(undefined);
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: [made(undefined)] })).to.equal(undefined);
+      expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: [] })).to.equal(undefined);
       expect(selectedNodeIssueRefuted(claim, confirm, { ...view, provisioned: undefined })).to.equal(undefined);
     });
   }
@@ -157,12 +160,32 @@ describe("verifyOnServer: the claim's Provisioning Events on the server", functi
     expect(asked.filter((a) => (a as { plural: string }).plural === 'persistentvolumes')).to.have.length(1);
   });
 
+  it('lists each name --provisioned-volume-names gives, by name, and keeps the annotation when any of them is made for the claim', async function () {
+    const asked: unknown[] = [];
+    const volumeNames = [{ prefix: 'pvc' }, { prefix: 'csi-vol', uuidLength: 8 }];
+    await verifyOnServer(listing([], asked), unselect(gone), { volumeNames });
+    const volumeReads = asked.filter((a) => (a as { plural: string }).plural === 'persistentvolumes');
+    expect(volumeReads).to.deep.equal([
+      { plural: 'persistentvolumes', o: { fieldSelector: 'metadata.name=pvc-uid-c' } },
+      { plural: 'persistentvolumes', o: { fieldSelector: 'metadata.name=csi-vol-uidc' } },
+    ]);
+    const made: PersistentVolume = { metadata: { name: 'csi-vol-uidc' }, spec: { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } } };
+    const withVolume = {
+      ...listing([]),
+      list: (r: { plural: string }, o: { fieldSelector?: string }) =>
+        Promise.resolve({ items: r.plural === 'persistentvolumes' && o.fieldSelector === 'metadata.name=csi-vol-uidc' ? [made] : [] }),
+    } as unknown as KubeClient;
+    expect((await verifyOnServer(withVolume, unselect(gone), { volumeNames }))?.why).to.match(/volume csi-vol-uidc provisioned for the claim is on the server/);
+    // Not listed: the default name only, and that volume is not seen.
+    expect(await verifyOnServer(withVolume, unselect(gone))).to.equal(undefined);
+  });
+
   it("reads each Event's activity through the given clock: a version this process never saw counts as now, whatever its timestamp says", async function () {
     // The provisioner's clock is an hour behind: its Event says an hour ago.
     const behind = provisioningEvent(NOW - 3_600_000);
     expect(await verifyOnServer(listing([behind]), unselect(gone))).to.equal(undefined);
     const tracker = new ProvisioningActivity();
-    expect((await verifyOnServer(listing([behind]), unselect(gone), (e) => tracker.timeOf(e, NOW)))?.why).to.match(/the provisioner has been at work/);
+    expect((await verifyOnServer(listing([behind]), unselect(gone), { timeOf: (e) => tracker.timeOf(e, NOW) }))?.why).to.match(/the provisioner has been at work/);
   });
 
   it('refuses to list for a claim without a namespace or uid (never cluster-wide)', async function () {
