@@ -95,11 +95,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const requeueClaims = (keys: string[]): void => {
     for (const k of keys) enqueueClaimKey(k);
   };
-  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, requeueClaims, selectedNodeIssues: issues,
-    provisioningActivity: activity,
-    volumeNames: volumeNamePatternsOf(options.extra[PROVISIONED_VOLUME_NAMES_FLAG]),
-    dryRun: options.dryRun,
-  });
+  const volumeNames = volumeNamePatternsOf(options.extra[PROVISIONED_VOLUME_NAMES_FLAG]);
+  const reconciler = new BinderReconciler({ world, client, actuator, volumes, claims, inFlight, requeueClaims, selectedNodeIssues: issues, provisioningActivity: activity, volumeNames, dryRun: options.dryRun });
 
   const queue = new WorkQueue<BinderKey>(PV_BINDER, { keyString: binderKeyString, priority: binderKeyPriority });
   const controller = new Controller<BinderKey>(

@@ -1,5 +1,5 @@
 import { classifyError, errorMessage, isFenced, isRefusal, logger, writeMayHaveApplied } from '@topovol/shared';
-import type { FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { Event, FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import type { BinderActuator } from './actuator.js';
@@ -239,10 +239,8 @@ export class BinderReconciler {
    */
   private async run(actions: BinderAction[]): Promise<void> {
     const activity = this.d.provisioningActivity;
-    const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions, {
-          timeOf: activity && ((e) => activity.timeOf(e, Date.now())),
-          volumeNames: this.d.volumeNames,
-        });
+    const timeOf = activity && ((e: Event) => activity.timeOf(e, Date.now()));
+    const refuted = this.d.dryRun ? undefined : await verifyOnServer(this.d.client, actions, { timeOf, volumeNames: this.d.volumeNames });
     await this.d.actuator.run(refuted ? actions.slice(0, refuted.index) : actions);
     if (refuted) {
       countRefuted(refuted.check);

@@ -26,9 +26,11 @@ describe('hack/control-plane-binaries.sh: the build lock', function () {
 
   it('answers with cached binaries while another build holds the lock', async function () {
     // Another run's build holds the lock until this test ends.
-    const holder = spawn('flock', [path.join(cache, '.build.lock'), 'sleep', '600'], { stdio: 'ignore' });
+    const lock = path.join(cache, '.build.lock');
+    const holder = spawn('flock', [lock, 'sleep', '600'], { stdio: 'ignore' });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      // Until the holder has it (a try-lock fails), or the script would meet no lock at all.
+      while (spawnSync('flock', ['-n', lock, 'true']).status === 0) await new Promise((r) => setTimeout(r, 50));
       const env: NodeJS.ProcessEnv = { ...process.env, TOPOVOL_CACHE_DIR: cache, TOPOVOL_K8S_VERSION: 'v1.37.2' };
       delete env.KUBEBUILDER_ASSETS;
       const out = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
