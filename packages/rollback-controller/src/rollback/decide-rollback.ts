@@ -1,7 +1,7 @@
 import { claimNamesOfPod, doublingBackoffMs } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
-import { cannotRunOn } from './stuck-evidence.js';
+import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
@@ -79,8 +79,9 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   const history = world.rollbacksOf(historyKeyOfPod(pod));
   const last = history[0];
   const notBefore = last ? Date.parse(last.spec.evidenceTime ?? last.metadata?.creationTimestamp ?? '') || 0 : 0;
-  const verdicts = [...new Set(pinned.map((p) => p.node))].flatMap((n) => cannotRunOn(n, pod, world, notBefore) ?? []);
-  if (verdicts.length === 0) return { kind: 'none' };
+  const nodes = [...new Set(pinned.map((p) => p.node))];
+  const verdicts = nodes.flatMap((n) => cannotRunOn(n, pod, world, notBefore) ?? []);
+  if (verdicts.length === 0) return aheadOfClock(nodes, pod, world, notBefore);
   const why = verdicts.map((v) => v.why).join('; ');
   if (history.length >= world.maxRollbacks) {
     return { kind: 'limit', why: `${why}; but workload ${workload.kind}/${workload.name} has had ${history.length} rollbacks (the limit is ${world.maxRollbacks}): not rolling back again` };
@@ -101,6 +102,19 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   // would name a record that still exists (its create refused, the rollback silently not made).
   const attempt = Math.max(0, ...history.map((r) => r.spec.attempt ?? 0)) + 1;
   return { kind: 'rollback', why, pinned, attempt, evidenceTime: Math.max(...verdicts.map((v) => v.at)) };
+}
+
+/**
+ * Evidence dated further ahead of this clock than EVIDENCE_CLOCK_SKEW_MS (a writer's clock far
+ * ahead, or a forged time) is looked at again once the clock is within the skew of it (of the
+ * newest such record, which is no sooner than the earliest): until then the pod waits, saying why.
+ */
+function aheadOfClock(nodes: string[], pod: Pod, world: RollbackWorld, notBefore: number): RollbackDecision {
+  const ahead = nodes.flatMap((n) => cannotRunOn(n, pod, world, notBefore, Infinity) ?? []);
+  if (ahead.length === 0) return { kind: 'none' };
+  const at = Math.min(...ahead.map((v) => v.at));
+  const ms = at - EVIDENCE_CLOCK_SKEW_MS - world.now();
+  return { kind: 'wait', ms: Math.max(ms, 1), why: `${ahead.map((v) => v.why).join('; ')}; but that evidence is dated ${new Date(at).toISOString()}, ahead of this clock by more than ${EVIDENCE_CLOCK_SKEW_MS / 60_000} minutes: it counts from ${new Date(at - EVIDENCE_CLOCK_SKEW_MS).toISOString()}` };
 }
 
 /**

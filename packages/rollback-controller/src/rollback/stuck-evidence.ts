@@ -21,6 +21,16 @@ export interface StuckVerdict {
 const eventTime = (e: Event): number => Date.parse(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '') || 0;
 
 /**
+ * How far ahead of this process's clock a record's time may be and still count as evidence now:
+ * Events carry their writer's clock (a provisioner on another node), which may run a little ahead.
+ * A record dated further ahead counts only once this clock is that close to it. Without the bound,
+ * one Event stamped far in the future (anyone who may create Events in the namespace can write one)
+ * would become the workload's last evidence time, and no genuine failure before that date could
+ * roll it back again.
+ */
+export const EVIDENCE_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
  * The VolumeBinding plugin's reason for nodes that the pod's bound volumes exclude
  * (ErrReasonNodeConflict, pkg/scheduler/framework/plugins/volumebinding/binder.go): "didn't match
  * PersistentVolume's node affinity" since kubernetes/kubernetes#129887 (the pinned v1.37 says
@@ -34,16 +44,18 @@ const VOLUME_NODE_CONFLICT = /didn't match PersistentVolume's node affinity|volu
  * node, or the external provisioner's reschedule signal: selected-node removed after a failure);
  * or the scheduler reports that the volumes' node affinity excludes the other nodes. Records
  * (Events, the pod's condition) count only when newer than `notBefore`, the evidence of the workload's last rollback: the same
- * failure never triggers a second rollback.
+ * failure never triggers a second rollback; and only when dated no later than `latest` (by default
+ * EVIDENCE_CLOCK_SKEW_MS after now), so a rollback's evidence time is never far ahead of its making.
  */
-export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBefore: number): StuckVerdict | undefined {
+export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBefore: number, latest = world.now() + EVIDENCE_CLOCK_SKEW_MS): StuckVerdict | undefined {
+  const counts = (t: number): boolean => t > notBefore && t <= latest;
   const rejected = nodeRejectsPod(node, world.node(node), pod);
   if (rejected) return { why: rejected, at: world.now() };
   const ns = pod.metadata?.namespace ?? '';
   for (const name of claimNamesOfPod(pod)) {
     const sibling = world.claim(ns, name);
     if (!sibling || sibling.spec?.volumeName) continue;
-    const failures = world.provisioningFailures(sibling).filter((e) => eventTime(e) > notBefore);
+    const failures = world.provisioningFailures(sibling).filter((e) => counts(eventTime(e)));
     if (failures.length === 0) continue;
     const newest = failures.reduce((a, b) => (eventTime(b) > eventTime(a) ? b : a));
     const selected = sibling.metadata?.annotations?.[ANN_SELECTED_NODE];
@@ -53,7 +65,7 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
   }
   const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
   const condTime = Date.parse(cond?.lastTransitionTime ?? cond?.lastProbeTime ?? '') || 0;
-  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && VOLUME_NODE_CONFLICT.test(cond.message ?? '') && condTime > notBefore) {
+  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && VOLUME_NODE_CONFLICT.test(cond.message ?? '') && counts(condTime)) {
     return { why: `the scheduler reports: ${cond.message}`, at: condTime };
   }
   return undefined;

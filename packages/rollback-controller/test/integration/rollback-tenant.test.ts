@@ -3,6 +3,7 @@ import { classifyError, PROVISIONING_FAILED_EVENTS, projectEvent, projectPod, Re
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { eventually, namespaceTenant } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
+import { EVIDENCE_CLOCK_SKEW_MS } from '../../src/rollback/stuck-evidence.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { claim, failProvisioning, pod, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
@@ -131,6 +132,50 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
       expect(await recordsOf(admin, vPod.metadata!.uid!), 'no rollback of the victim').to.deep.equal([]);
       const all = (await admin.list<ProvisioningRollback>(ProvisioningRollbacks)).items;
       expect(all.filter((r) => r.spec.pod.namespace === victim || r.metadata?.name === 'forged')).to.deep.equal([]);
+    } finally {
+      await loop.stop();
+    }
+  });
+
+  // docs/rollback.md "Residual risk": an Event stamped far ahead would otherwise become the
+  // workload's evidence time, and no genuine failure before that date could roll it back again.
+  it("a failure Event the tenant stamps a year ahead never becomes its workload's evidence time", async function () {
+    const { admin } = f;
+    const loop = await RunningRollback.start(['--concurrent-workers=1']);
+    try {
+      const p = await f.podWithClaims('p');
+      await f.provisionC1OnA(loop);
+      await eventually(async () => expect(await f.usage()).to.equal('unused'));
+      const c2 = await f.claim('c2');
+      const t = await tenant(f.ns);
+      const ahead = new Date(Date.now() + 365 * 24 * 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+      await eventually(() =>
+        t.create<Event>(Resources.events, {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: 'c2.ahead', namespace: f.ns },
+          involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: f.ns, name: 'c2', uid: c2.metadata?.uid },
+          reason: 'ProvisioningFailed',
+          type: 'Warning',
+          message: 'rpc error: code = ResourceExhausted desc = stamped a year ahead',
+          source: { component: 'forger' },
+          firstTimestamp: ahead,
+          lastTimestamp: ahead,
+          count: 1,
+        }),
+      );
+      const events = loop.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
+      await eventually(() => expect(events.cache.list().some((e) => e.metadata?.name === 'c2.ahead' && e.metadata.namespace === f.ns)).to.equal(true));
+      // Then the provisioner's genuine failure: the rollback rests on it alone.
+      await failProvisioning(admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      const [done] = await eventually(async () => {
+        const rs = await recordsOf(admin, p.metadata!.uid!);
+        expect(rs.map((r) => r.status?.phase), JSON.stringify(rs.map((r) => r.status))).to.deep.equal(['Completed']);
+        return rs;
+      }, 60_000);
+      const evidence = Date.parse(done!.spec.evidenceTime ?? '');
+      expect(evidence, done!.spec.evidenceTime).to.be.at.most(Date.now() + EVIDENCE_CLOCK_SKEW_MS);
+      expect(done!.spec.reason).to.match(/node a is full/).and.not.match(/a year ahead/);
     } finally {
       await loop.stop();
     }
