@@ -1,4 +1,4 @@
-import { classifyError, errorMessage, isFenced, isRefusal, logger, writeMayHaveApplied } from '@topovol/shared';
+import { classifyError, errorMessage, isFenced, isRefusal, logger, splitKey, writeMayHaveApplied } from '@topovol/shared';
 import type { Event, FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
@@ -38,6 +38,27 @@ export interface BinderGlueDeps {
   /** How provisioners name a claim's volume (--provisioned-volume-names); by default `pvc-<uid>`. */
   volumeNames?: readonly VolumeNamePattern[];
   dryRun: boolean;
+  /** The clock of UNSETTLED_HOLD_MS (ms); Date.now by default. */
+  now?: () => number;
+}
+
+/**
+ * How long a claim whose volume write got no answer, and whose read-back of that volume the API
+ * server refuses (403, 400, 422: refused again at every retry), waits for the informer to show the
+ * volume anew before it is decided on the informer's view all the same. Decided sooner, it could
+ * pass the volume by while another worker holds it and take a second one, leaving the first bound
+ * to a claim bound elsewhere (see unsettled); held for ever, a claim whose write never landed would
+ * never bind. A watch here delivers a write within seconds.
+ */
+export const UNSETTLED_HOLD_MS = 60_000;
+
+/** How often a claim held so looks again (the informer's copy moving ends the hold at its next look). */
+const UNSETTLED_RECHECK_MS = 2_000;
+
+/** A claim's volume writes that may have landed unanswered: the volumes, the version each write was made against, since when. */
+interface Unsettled {
+  volumes: { name: string; resourceVersion: string | undefined }[];
+  since: number;
 }
 
 /**
@@ -64,7 +85,7 @@ export class BinderReconciler {
    * by and take a second one, leaving the first bound to a claim bound elsewhere (released, and with
    * Delete deleted, if it was provisioned).
    */
-  private readonly unsettled = new Map<string, string[]>();
+  private readonly unsettled = new Map<string, Unsettled>();
 
   /** Provisioning and deletion under way, for kube-controller-manager's operation metrics (operation-metrics.ts). */
   private readonly operations = new OperationTimestamps();
@@ -75,6 +96,7 @@ export class BinderReconciler {
   forgetClaim(key: string): void {
     this.passedOver.delete(key);
     this.operations.forget(key);
+    this.unsettled.delete(key);
   }
 
   /** The volume is gone: a deletion handed to its deleter ends (its latency is recorded). */
@@ -86,7 +108,8 @@ export class BinderReconciler {
     const { world, inFlight } = this.d;
     const key = `${namespace}/${name}`;
     this.passedOver.delete(key);
-    await this.settle(key);
+    const hold = await this.settle(key);
+    if (hold !== undefined) return hold;
     const claim = world.claim(namespace, name);
     if (!claim) return;
     const wasBound = claim.status?.phase === 'Bound';
@@ -133,7 +156,9 @@ export class BinderReconciler {
       // said above): the same, as UpdateRefused.
       if (picked.length === 0 && provisioner === undefined && isRefusal(err)) await this.refused(claim, err);
       if (classWrite && !isFenced(err)) countRetroactiveClass(false);
-      if (picked.length > 0 && !stale && writeMayHaveApplied(err)) this.unsettled.set(key, picked);
+      if (picked.length > 0 && !stale && writeMayHaveApplied(err)) {
+        this.unsettled.set(key, { volumes: picked.map((n) => ({ name: n, resourceVersion: viewed.get(n) })), since: this.now() });
+      }
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
       // volume this run wrote (a claim write that conflicts after it), nor one the view already
       // holds for this claim (an earlier run wrote it, and this one had nothing to write): that is
@@ -200,26 +225,42 @@ export class BinderReconciler {
 
   /**
    * The server's copies of the volumes a claim's unanswered writes were for (unsettled), over the
-   * informer's until it catches up (volumeOnServer).
+   * informer's until it catches up (volumeOnServer). A read-back the server refuses leaves the claim
+   * waiting (the ms returned) while the informer still shows that volume as it was when written,
+   * for at most UNSETTLED_HOLD_MS; then it is decided on the informer's view.
    */
-  private async settle(key: string): Promise<void> {
-    const names = this.unsettled.get(key);
-    if (!names) return;
-    for (const n of names) {
+  private async settle(key: string): Promise<number | undefined> {
+    const u = this.unsettled.get(key);
+    if (!u) return undefined;
+    for (const { name, resourceVersion } of u.volumes) {
       let live: PersistentVolume | undefined;
       try {
-        live = await volumeOnServer(this.d.client, n);
+        live = await volumeOnServer(this.d.client, name);
       } catch (err) {
         // Tried again with the claim's backoff; one that cannot succeed (403, 400, 422) must not hold
-        // the claim for ever: it is decided as before, on the informer's view.
+        // the claim for ever.
         if (!isRefusal(err)) throw err;
-        logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: n, error: classifyError(err).message });
+        const left = u.since + UNSETTLED_HOLD_MS - this.now();
+        const moved = this.d.world.volume(name)?.metadata?.resourceVersion !== resourceVersion;
+        if (!moved && left > 0) {
+          logger().warn('could not read back a volume whose write got no answer; the claim waits for the informer to show it', { claim: key, volume: name, waitMs: left, error: classifyError(err).message });
+          const { namespace, name: claimName } = splitKey(key);
+          const claim = this.d.world.claim(namespace ?? '', claimName);
+          if (claim) await this.refused(claim, err);
+          return Math.min(left, UNSETTLED_RECHECK_MS);
+        }
+        logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: name, error: classifyError(err).message });
         continue;
       }
       // Only a newer copy: a write of another worker answered meanwhile must not be undone.
-      if (live && isNewer(live, this.d.world.volume(n))) this.d.volumes.assume(n, live);
+      if (live && isNewer(live, this.d.world.volume(name))) this.d.volumes.assume(name, live);
     }
     this.unsettled.delete(key);
+    return undefined;
+  }
+
+  private now(): number {
+    return (this.d.now ?? Date.now)();
   }
 
   /** What the decisions ask to remember (not a write: the actuator never sees it). */

@@ -4,7 +4,7 @@ import type { KubeClient, KubeObject, PatchOptions, PatchType, PersistentVolume,
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
-import { BinderReconciler } from '../../src/binder/reconcile-binder.js';
+import { BinderReconciler, UNSETTLED_HOLD_MS } from '../../src/binder/reconcile-binder.js';
 import type { SelectedNodeIssueSeen } from '../../src/binder/selected-node-checks.js';
 import { BinderVolumes } from '../../src/binder/volume-view.js';
 import { claim, vol, world } from './world-fixture.js';
@@ -81,9 +81,17 @@ function halfWrittenBind(failure: KubeApiError) {
   for (const v of informer.values()) bv.observed(v);
   const claims = new AssumeCache<PersistentVolumeClaim>();
   const w = { ...world({ claims: [c] }), ...bv.view, claim: (ns: string, n: string) => claims.get(`${ns}/${n}`, ns === 'ns' && n === 'c' ? c : undefined) };
-  const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes: bv.assumed, claims, log: logger(), dryRun: false });
-  const r = new BinderReconciler({ world: w, client: store.reads(), actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
-  return { store, w, r, inFlight, bv };
+  const events = new FakeEvents();
+  const actuator = new BinderActuator({ client: store, events, volumes: bv.assumed, claims, log: logger(), dryRun: false });
+  const clock = { now: 1_000_000 };
+  const r = new BinderReconciler({ world: w, client: store.reads(), actuator, volumes: bv.assumed, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false, now: () => clock.now });
+  /** The informer delivers the volume as the server has it now. */
+  const delivered = (name: string): void => {
+    const v = store.stored<PersistentVolume>(Resources.persistentVolumes, name)!;
+    informer.set(name, v);
+    bv.observed(v);
+  };
+  return { store, w, r, inFlight, bv, clock, events, delivered };
 }
 
 async function bindsCounted(result: string): Promise<number> {
@@ -166,18 +174,58 @@ describe('binder volumes: a bind half written, retried before the informer catch
     });
   }
 
-  it('a read-back the server refuses for good (403) does not hold the claim: it is decided on the cache, as before', async function () {
-    const { store, r } = halfWrittenBind(new KubeApiError(500, {}));
-    store.loseVolumeAnswers = 1;
-    await r.claim('ns', 'c').catch(() => undefined);
-    store.readFailure = new KubeApiError(403, { reason: 'Forbidden', message: 'persistentvolumes is forbidden' });
+  /** v1's write lands but its answer is lost, and the read-back is then refused for good (403). */
+  async function lostThenForbidden(): Promise<ReturnType<typeof halfWrittenBind>> {
+    const b = halfWrittenBind(new KubeApiError(500, {}));
+    b.store.loseVolumeAnswers = 1;
+    await b.r.claim('ns', 'c').catch(() => undefined);
+    b.store.readFailure = new KubeApiError(403, { reason: 'Forbidden', message: 'persistentvolumes is forbidden' });
+    return b;
+  }
+
+  it('a read-back the server refuses for good (403), and another worker holds the volume: the claim waits for the informer, takes no second volume, and binds the one it wrote once the informer shows it', async function () {
+    const { store, r, inFlight, events, delivered } = await lostThenForbidden();
+    // Another claim's worker, deciding on the informer (which still has v1 free), holds v1 now.
+    inFlight.add('v1');
+    const wait = await r.claim('ns', 'c');
+    expect(wait, 'looked at again later').to.be.a('number').and.be.greaterThan(0);
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+    expect(events.recorded.map((e) => `${e.kind}/${e.name} ${e.reason}`), 'said on the claim').to.include('PersistentVolumeClaim/c UpdateRefused');
+    inFlight.delete('v1');
+    delivered('v1');
+    await r.claim('ns', 'c');
+    expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+  });
+
+  it('a read-back refused for good (403) does not hold the claim for ever: past UNSETTLED_HOLD_MS it is decided on the cache', async function () {
+    const { store, r, clock } = await lostThenForbidden();
+    expect(await r.claim('ns', 'c')).to.be.a('number');
+    clock.now += UNSETTLED_HOLD_MS;
     // Decided on the informer's view (v1 free, at its old version): its write of v1 fails its
     // precondition, as it did before read-backs, until the informer shows the write.
     const err = await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e);
-    expect(store.served).to.deep.equal(['persistentvolumes/v1']);
+    expect(store.served).to.deep.equal(['persistentvolumes/v1', 'persistentvolumes/v1']);
     expect(classifyError(err).kind, 'it went on to decide and write, not stuck on the read').to.equal('Conflict');
     expect(await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e), 'the read is not tried again').to.not.equal(store.readFailure);
-    expect(store.served).to.have.length(1);
+    expect(store.served).to.have.length(2);
+  });
+
+  it('a read-back refused for good (403) once the informer shows the volume anew: decided at once on the informer', async function () {
+    const { store, r, delivered } = await lostThenForbidden();
+    delivered('v1');
+    expect(await r.claim('ns', 'c')).to.equal(undefined);
+    expect(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.spec?.volumeName).to.equal('v1');
+  });
+
+  it('a claim deleted while it waits on a refused read-back: nothing of it is kept', async function () {
+    const { store, r, clock } = await lostThenForbidden();
+    expect(await r.claim('ns', 'c')).to.be.a('number');
+    r.forgetClaim('ns/c');
+    store.readFailure = undefined;
+    clock.now += 1;
+    await r.claim('ns', 'c').catch(() => undefined);
+    expect(store.served, 'no read-back for a claim of the name decided afresh').to.have.length(1);
   });
 
   it('a read-back that fails for now (503) is tried again before the claim is decided', async function () {
