@@ -148,26 +148,27 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
       const c2 = await f.claim('c2');
       const t = await tenant(f.ns);
-      const ahead = new Date(Date.now() + 365 * 24 * 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
-      await eventually(() =>
-        t.create<Event>(Resources.events, {
+      const failure = (client: KubeClient, name: string, at: Date, message: string): Promise<Event> =>
+        client.create<Event>(Resources.events, {
           apiVersion: 'v1',
           kind: 'Event',
-          metadata: { name: 'c2.ahead', namespace: f.ns },
+          metadata: { name, namespace: f.ns },
           involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: f.ns, name: 'c2', uid: c2.metadata?.uid },
           reason: 'ProvisioningFailed',
           type: 'Warning',
-          message: 'rpc error: code = ResourceExhausted desc = stamped a year ahead',
-          source: { component: 'forger' },
-          firstTimestamp: ahead,
-          lastTimestamp: ahead,
+          message,
+          source: { component: name },
+          firstTimestamp: at.toISOString().replace(/\.\d+Z$/, 'Z'),
+          lastTimestamp: at.toISOString().replace(/\.\d+Z$/, 'Z'),
           count: 1,
-        }),
-      );
+        });
+      await eventually(() => failure(t, 'c2.ahead', new Date(Date.now() + 365 * 24 * 3_600_000), 'rpc error: code = ResourceExhausted desc = stamped a year ahead'));
       const events = loop.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
       await eventually(() => expect(events.cache.list().some((e) => e.metadata?.name === 'c2.ahead' && e.metadata.namespace === f.ns)).to.equal(true));
-      // Then the provisioner's genuine failure: the rollback rests on it alone.
-      await failProvisioning(admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      // Then the provisioner's genuine failure, and its reschedule signal (failProvisioning would
+      // wait for a second past the newest failure, a year): the rollback rests on it alone.
+      await failure(admin, 'c2.failed', new Date(), 'rpc error: code = ResourceExhausted desc = node a is full');
+      await selectNode(admin, f.ns, 'c2', null);
       const [done] = await eventually(async () => {
         const rs = await recordsOf(admin, p.metadata!.uid!);
         expect(rs.map((r) => r.status?.phase), JSON.stringify(rs.map((r) => r.status))).to.deep.equal(['Completed']);
