@@ -59,6 +59,8 @@ const UNSETTLED_RECHECK_MS = 2_000;
 interface Unsettled {
   volumes: { name: string; resourceVersion: string | undefined }[];
   since: number;
+  /** The hold was said on the claim (once: its looks every few seconds would spend the recorder's burst for the claim). */
+  said?: boolean;
 }
 
 /**
@@ -243,10 +245,13 @@ export class BinderReconciler {
         const left = u.since + UNSETTLED_HOLD_MS - this.now();
         const moved = this.d.world.volume(name)?.metadata?.resourceVersion !== resourceVersion;
         if (!moved && left > 0) {
-          logger().warn('could not read back a volume whose write got no answer; the claim waits for the informer to show it', { claim: key, volume: name, waitMs: left, error: classifyError(err).message });
-          const { namespace, name: claimName } = splitKey(key);
-          const claim = this.d.world.claim(namespace ?? '', claimName);
-          if (claim) await this.refused(claim, err);
+          if (!u.said) {
+            u.said = true;
+            logger().warn('could not read back a volume whose write got no answer; the claim waits for the informer to show it', { claim: key, volume: name, waitMs: left, error: classifyError(err).message });
+            const { namespace, name: claimName } = splitKey(key);
+            const claim = this.d.world.claim(namespace ?? '', claimName);
+            if (claim) await this.refused(claim, err);
+          }
           return Math.min(left, UNSETTLED_RECHECK_MS);
         }
         logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: name, error: classifyError(err).message });

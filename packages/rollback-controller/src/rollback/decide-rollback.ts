@@ -1,7 +1,7 @@
 import { claimNamesOfPod, doublingBackoffMs } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
-import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS } from './stuck-evidence.js';
+import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAheadAt } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
@@ -106,15 +106,16 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
 
 /**
  * Evidence dated further ahead of this clock than EVIDENCE_CLOCK_SKEW_MS (a writer's clock far
- * ahead, or a forged time) is looked at again once the clock is within the skew of it (of the
- * newest such record, which is no sooner than the earliest): until then the pod waits, saying why.
+ * ahead, or a forged time) is looked at again once the clock is within the skew of the earliest
+ * such record: until then the pod waits, saying why.
  */
 function aheadOfClock(nodes: string[], pod: Pod, world: RollbackWorld, notBefore: number): RollbackDecision {
-  const ahead = nodes.flatMap((n) => cannotRunOn(n, pod, world, notBefore, Infinity) ?? []);
-  if (ahead.length === 0) return { kind: 'none' };
-  const at = Math.min(...ahead.map((v) => v.at));
+  const dates = nodes.flatMap((n) => evidenceAheadAt(n, pod, world, notBefore) ?? []);
+  if (dates.length === 0) return { kind: 'none' };
+  const at = Math.min(...dates);
+  const why = nodes.flatMap((n) => cannotRunOn(n, pod, world, notBefore, at)?.why ?? []).join('; ');
   const ms = at - EVIDENCE_CLOCK_SKEW_MS - world.now();
-  return { kind: 'wait', ms: Math.max(ms, 1), why: `${ahead.map((v) => v.why).join('; ')}; but that evidence is dated ${new Date(at).toISOString()}, ahead of this clock by more than ${EVIDENCE_CLOCK_SKEW_MS / 60_000} minutes: it counts from ${new Date(at - EVIDENCE_CLOCK_SKEW_MS).toISOString()}` };
+  return { kind: 'wait', ms: Math.max(ms, 1), why: `${why}; but that evidence is dated ${new Date(at).toISOString()}, ahead of this clock by more than ${EVIDENCE_CLOCK_SKEW_MS / 60_000} minutes: it counts from ${new Date(at - EVIDENCE_CLOCK_SKEW_MS).toISOString()}` };
 }
 
 /**

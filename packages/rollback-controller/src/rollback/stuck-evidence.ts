@@ -70,3 +70,18 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
   }
   return undefined;
 }
+
+/**
+ * The earliest date of a record dated beyond `cannotRunOn`'s default bound that would be evidence
+ * once the clock comes within EVIDENCE_CLOCK_SKEW_MS of it, or undefined: the earliest, so that
+ * one stamped far ahead cannot hide a nearer one.
+ */
+export function evidenceAheadAt(node: string, pod: Pod, world: RollbackWorld, notBefore: number): number | undefined {
+  const bound = world.now() + EVIDENCE_CLOCK_SKEW_MS;
+  const ns = pod.metadata?.namespace ?? '';
+  const siblings = claimNamesOfPod(pod).flatMap((name) => world.claim(ns, name) ?? []);
+  const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  const times = [...siblings.flatMap((c) => world.provisioningFailures(c).map(eventTime)), Date.parse(cond?.lastTransitionTime ?? cond?.lastProbeTime ?? '') || 0];
+  const ahead = [...new Set(times.filter((t) => t > bound && t > notBefore))].sort((a, b) => a - b);
+  return ahead.find((t) => cannotRunOn(node, pod, world, notBefore, t) !== undefined);
+}

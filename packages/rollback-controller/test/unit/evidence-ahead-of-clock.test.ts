@@ -51,6 +51,12 @@ describe('rollback evidence dated ahead of the clock', function () {
     expect(d).to.deep.include({ kind: 'wait', ms: YEAR - SKEW });
   });
 
+  it('a record stamped a year ahead does not hide a nearer one: the wait ends when the nearer counts', function () {
+    const d = decide(exhaustedAt(NOW + YEAR, NOW + SKEW + 10 * 60_000));
+    expect(d).to.deep.include({ kind: 'wait', ms: 10 * 60_000 });
+    expect(d.kind === 'wait' ? d.why : '').to.contain(new Date(NOW + SKEW + 10 * 60_000).toISOString());
+  });
+
   it("the scheduler's node-affinity report dated beyond the skew waits too", function () {
     const p: Pod = { ...pod('p', ['c1']), status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: "0/2 nodes are available: 1 Insufficient memory, 1 node(s) didn't match PersistentVolume's node affinity.", lastTransitionTime: iso(NOW + SKEW + 1_000) }] } };
     expect(decide({ ...base, failures: {} }, p)).to.deep.include({ kind: 'wait', ms: 1_000 });
