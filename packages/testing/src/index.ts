@@ -14,6 +14,7 @@ export { failure, thrown } from './failure.js';
 export { metricSum } from './metric-sum.js';
 export { queueIdle } from './queue-idle.js';
 export { ManagedProcess } from './managed-process.js';
+export { SuiteProcess } from './suite-process.js';
 export { CLOCK_SKEW_PRELOAD, startManagerBinary } from './manager-binary.js';
 export type { ManagerBinaryOptions } from './manager-binary.js';
 export { freePort } from './free-port.js';

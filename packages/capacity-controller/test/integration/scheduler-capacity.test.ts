@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { CSIDriver, Event, KubeClient, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, eventually, sharedControlPlane, startKubeScheduler, SuiteProcess } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
@@ -21,6 +21,7 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
   let cp: ControlPlane;
   let admin: KubeClient;
   let scheduler: ManagedProcess;
+  const schedulerProcess = new SuiteProcess<ManagedProcess>();
   let loop: RunningCapacity;
   let driver: CsiTestDriver;
   let stopDriver: () => Promise<void>;
@@ -48,10 +49,10 @@ describe('capacity with the real kube-scheduler: pods go where the storage is', 
       config,
       ['apiVersion: kubescheduler.config.k8s.io/v1', 'kind: KubeSchedulerConfiguration', 'leaderElection: { leaderElect: false }', `clientConnection: { kubeconfig: ${JSON.stringify(cp.kubeconfigPath)} }`, `profiles: [{ schedulerName: ${SCHEDULER} }]`, ''].join('\n'),
     );
-    scheduler = await startKubeScheduler(cp, [`--config=${config}`]);
+    scheduler = await schedulerProcess.start(() => startKubeScheduler(cp, [`--config=${config}`]));
   });
   after(async function () {
-    await scheduler?.stop();
+    await schedulerProcess.stop();
     await loop?.stop();
     await stopDriver?.();
     for (const n of ['a', 'b', 'c', 'd']) {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, Pod, StorageClass } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, eventually, localVolume, sharedControlPlane, startKubeScheduler } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, eventually, localVolume, sharedControlPlane, startKubeScheduler, SuiteProcess } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
 import { deleteNow, getPV, getPVC, pvc, RunningBinder } from './binder-harness.js';
 
@@ -17,6 +17,7 @@ describe('pv-binder with the real kube-scheduler (delayed binding)', function ()
   let admin: KubeClient;
   let binder: RunningBinder;
   let scheduler: ManagedProcess;
+  const schedulerProcess = new SuiteProcess<ManagedProcess>();
   let ns: string;
   let cls: string;
   const name = (s: string): string => `${ns}-${s}`;
@@ -41,7 +42,7 @@ describe('pv-binder with the real kube-scheduler (delayed binding)', function ()
       ].join('\n'),
     );
     binder = await RunningBinder.start();
-    scheduler = await startKubeScheduler(cp, [`--config=${config}`]);
+    scheduler = await schedulerProcess.start(() => startKubeScheduler(cp, [`--config=${config}`]));
     await admin.create<StorageClass>(Resources.storageClasses, {
       apiVersion: 'storage.k8s.io/v1',
       kind: 'StorageClass',
@@ -52,7 +53,7 @@ describe('pv-binder with the real kube-scheduler (delayed binding)', function ()
     for (const n of ['node-a', 'node-b']) await createReadyNode(admin, name(n));
   });
   after(async function () {
-    await scheduler?.stop();
+    await schedulerProcess.stop();
     await binder?.stop();
     const all = await admin.list<PersistentVolume>(Resources.persistentVolumes);
     await Promise.all(all.items.filter((v) => v.metadata!.name!.startsWith(`${ns}-`)).map((v) => deleteNow(admin, Resources.persistentVolumes, v.metadata!.name!)));

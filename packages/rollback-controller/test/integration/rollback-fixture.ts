@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, deleteNow, eventually, installCrds, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
+import { createTestNamespace, deleteNow, eventually, installCrds, sharedControlPlane, startKubeControllerManager, SuiteProcess } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
 import { claim, createNode, pod, provision, seenByLoop, selectNode } from './rollback-harness.js';
@@ -16,7 +16,7 @@ export class RollbackFixture {
   admin!: KubeClient;
   ns = '';
   cls = '';
-  private kcm?: ManagedProcess;
+  private readonly kcm = new SuiteProcess<ManagedProcess>();
   /** The test's other namespaces (a tenant's, a victim's): cleaned with its own. */
   private others: string[] = [];
 
@@ -28,11 +28,11 @@ export class RollbackFixture {
     const cp = await sharedControlPlane();
     this.admin = cp.adminClient();
     await installCrds(this.admin);
-    this.kcm = await startKubeControllerManager(cp, ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']);
+    await this.kcm.start(() => startKubeControllerManager(cp, ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']));
   }
 
   async stopSuite(): Promise<void> {
-    await this.kcm?.stop();
+    await this.kcm.stop();
   }
 
   async startTest(prefix = 'rbs-'): Promise<void> {

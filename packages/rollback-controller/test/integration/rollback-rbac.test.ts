@@ -6,7 +6,7 @@ import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { liveReads } from '../../src/rollback/rollback-server-reads.js';
-import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
+import { createTestNamespace, describeRuleNecessity, pollUntil, sharedControlPlane, startKubeControllerManager, SuiteProcess } from '@topovol/testing';
 import type { ManagedProcess, NecessityScenario } from '@topovol/testing';
 import { rollbackDescriptor } from '../../src/rollback-descriptor.js';
 import { LABEL_USAGE } from '../../src/rollback/marks.js';
@@ -219,16 +219,16 @@ const ephemeralScenario: NecessityScenario = async (client, admin) => {
   };
 };
 
-let kcm: ManagedProcess | undefined;
+const kcm = new SuiteProcess<ManagedProcess>();
 describeRuleNecessity(rollbackDescriptor, rollbackScenario, {
   variants: [
     { name: 'kept claim', scenario: keptScenario, covers: (atom) => atom.group === '' && atom.resource === 'persistentvolumeclaims' && atom.verb === 'patch' },
     { name: 'generic ephemeral volume', scenario: ephemeralScenario, covers: (atom) => atom.group === '' && atom.resource === 'pods/finalizers' },
   ],
   before: async () => {
-    kcm = await startKubeControllerManager(await sharedControlPlane(), ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']);
+    await kcm.start(async () => startKubeControllerManager(await sharedControlPlane(), ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']));
   },
   after: async () => {
-    await kcm?.stop();
+    await kcm.stop();
   },
 });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { metricsRegistry, projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
-import { createTestNamespace, eventually, installGeneratedRbac, sharedControlPlane, startKubeControllerManager, throwawayIdentity } from '@topovol/testing';
+import { createTestNamespace, eventually, installGeneratedRbac, sharedControlPlane, startKubeControllerManager, SuiteProcess, throwawayIdentity } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, LABEL_USAGE } from '../../src/rollback/marks.js';
 import { bindPod, claim, createNode, eventFor, failProvisioning, pod, provision, recordsOf, RunningRollback, SEL, seenByLoop, selectNode, updateNodeStatus } from './rollback-harness.js';
@@ -20,7 +20,7 @@ async function counter(name: string, labels: Record<string, string>): Promise<nu
 describe('rollback: undo unused volumes of a pod that must move (kubernetes #94217)', function () {
   this.timeout(120_000);
   let admin: KubeClient;
-  let kcm: ManagedProcess;
+  const kcm = new SuiteProcess<ManagedProcess>();
   let ns: string;
   let cls: string;
   const name = (s: string): string => `${ns}-${s}`;
@@ -28,10 +28,10 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
   before(async function () {
     const cp = await sharedControlPlane();
     admin = cp.adminClient();
-    kcm = await startKubeControllerManager(cp, ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']);
+    await kcm.start(() => startKubeControllerManager(cp, ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']));
   });
   after(async function () {
-    await kcm?.stop();
+    await kcm.stop();
   });
   beforeEach(async function () {
     ns = await createTestNamespace(admin, 'rb-');
