@@ -1,7 +1,7 @@
 import { claimNamesOfPod, doublingBackoffMs } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
-import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAheadAt } from './stuck-evidence.js';
+import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAhead } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
@@ -110,10 +110,10 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
  * such record: until then the pod waits, saying why.
  */
 function aheadOfClock(nodes: string[], pod: Pod, world: RollbackWorld, notBefore: number): RollbackDecision {
-  const dates = nodes.flatMap((n) => evidenceAheadAt(n, pod, world, notBefore) ?? []);
-  if (dates.length === 0) return { kind: 'none' };
-  const at = Math.min(...dates);
-  const why = nodes.flatMap((n) => cannotRunOn(n, pod, world, notBefore, at)?.why ?? []).join('; ');
+  const ahead = nodes.flatMap((n) => evidenceAhead(n, pod, world, notBefore) ?? []);
+  if (ahead.length === 0) return { kind: 'none' };
+  const at = Math.min(...ahead.map((v) => v.at));
+  const why = ahead.filter((v) => v.at === at).map((v) => v.why).join('; ');
   const ms = at - EVIDENCE_CLOCK_SKEW_MS - world.now();
   return { kind: 'wait', ms: Math.max(ms, 1), why: `${why}; but that evidence is dated ${new Date(at).toISOString()}, ahead of this clock by more than ${EVIDENCE_CLOCK_SKEW_MS / 60_000} minutes: it counts from ${new Date(at - EVIDENCE_CLOCK_SKEW_MS).toISOString()}` };
 }

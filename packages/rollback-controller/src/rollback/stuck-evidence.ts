@@ -63,8 +63,8 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
     const exhausted = failures.filter((e) => /ResourceExhausted/i.test(e.message ?? '')).sort((a, b) => eventTime(b) - eventTime(a))[0];
     if (selected === node && exhausted) return { why: `claim ${name} cannot be provisioned on node ${node}: ${exhausted.message}`, at: eventTime(exhausted) };
   }
-  const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-  const condTime = Date.parse(cond?.lastTransitionTime ?? cond?.lastProbeTime ?? '') || 0;
+  const cond = scheduledCondition(pod);
+  const condTime = conditionTime(cond);
   if (cond?.status === 'False' && cond.reason === 'Unschedulable' && VOLUME_NODE_CONFLICT.test(cond.message ?? '') && counts(condTime)) {
     return { why: `the scheduler reports: ${cond.message}`, at: condTime };
   }
@@ -72,16 +72,23 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
 }
 
 /**
- * The earliest date of a record dated beyond `cannotRunOn`'s default bound that would be evidence
- * once the clock comes within EVIDENCE_CLOCK_SKEW_MS of it, or undefined: the earliest, so that
- * one stamped far ahead cannot hide a nearer one.
+ * The evidence of the earliest record dated beyond `cannotRunOn`'s default bound that would count
+ * once the clock comes within EVIDENCE_CLOCK_SKEW_MS of it (its `at` is that record's date), or
+ * undefined: the earliest, so that one stamped far ahead cannot hide a nearer one.
  */
-export function evidenceAheadAt(node: string, pod: Pod, world: RollbackWorld, notBefore: number): number | undefined {
+export function evidenceAhead(node: string, pod: Pod, world: RollbackWorld, notBefore: number): StuckVerdict | undefined {
   const bound = world.now() + EVIDENCE_CLOCK_SKEW_MS;
   const ns = pod.metadata?.namespace ?? '';
   const siblings = claimNamesOfPod(pod).flatMap((name) => world.claim(ns, name) ?? []);
-  const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-  const times = [...siblings.flatMap((c) => world.provisioningFailures(c).map(eventTime)), Date.parse(cond?.lastTransitionTime ?? cond?.lastProbeTime ?? '') || 0];
+  const times = [...siblings.flatMap((c) => world.provisioningFailures(c).map(eventTime)), conditionTime(scheduledCondition(pod))];
   const ahead = [...new Set(times.filter((t) => t > bound && t > notBefore))].sort((a, b) => a - b);
-  return ahead.find((t) => cannotRunOn(node, pod, world, notBefore, t) !== undefined);
+  for (const t of ahead) {
+    const v = cannotRunOn(node, pod, world, notBefore, t);
+    if (v) return v;
+  }
+  return undefined;
 }
+
+type PodCondition = NonNullable<NonNullable<Pod['status']>['conditions']>[number];
+const scheduledCondition = (pod: Pod): PodCondition | undefined => pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+const conditionTime = (c: PodCondition | undefined): number => Date.parse(c?.lastTransitionTime ?? c?.lastProbeTime ?? '') || 0;

@@ -108,21 +108,14 @@ export async function failProvisioning(client: KubeClient, ns: string, claimName
   const earlier = (await client.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${claimName},reason=ProvisioningFailed` })).items;
   const last = Math.max(0, ...earlier.map((e) => Date.parse(e.lastTimestamp ?? '') || 0));
   while (Math.floor(Date.now() / 1000) * 1000 <= last) await new Promise((r) => setTimeout(r, 100));
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  await client.create<Event>(Resources.events, {
-    apiVersion: 'v1',
-    kind: 'Event',
-    metadata: { name: `${claimName}.failed.${Date.now()}`, namespace: ns },
-    involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claimName, uid: c.metadata?.uid },
-    reason: 'ProvisioningFailed',
-    message,
-    type: 'Warning',
-    source: { component: `${PROVISIONER}_test_0` },
-    firstTimestamp: now,
-    lastTimestamp: now,
-    count: 1,
-  });
+  await client.create<Event>(Resources.events, provisioningFailed(ns, `${claimName}.failed.${Date.now()}`, { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claimName, uid: c.metadata?.uid }, message));
   await selectNode(client, ns, claimName, null);
+}
+
+/** A core/v1 ProvisioningFailed Event named `name` in `ns` about `involved`, as external-provisioner records one, dated `at` (whole seconds). */
+export function provisioningFailed(ns: string, name: string, involved: Event['involvedObject'], message: string, at = new Date(), component = `${PROVISIONER}_test_0`): Event {
+  const time = at.toISOString().replace(/\.\d+Z$/, 'Z');
+  return { apiVersion: 'v1', kind: 'Event', metadata: { name, namespace: ns }, involvedObject: involved, reason: 'ProvisioningFailed', message, type: 'Warning', source: { component }, firstTimestamp: time, lastTimestamp: time, count: 1 };
 }
 
 /**

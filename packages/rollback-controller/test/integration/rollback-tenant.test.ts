@@ -5,7 +5,7 @@ import { eventually, namespaceTenant } from '@topovol/testing';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import { EVIDENCE_CLOCK_SKEW_MS } from '../../src/rollback/stuck-evidence.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
-import { claim, failProvisioning, pod, provision, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
+import { claim, failProvisioning, pod, provision, provisioningFailed, recordsOf, RunningRollback, seenByLoop, selectNode } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 
 /** What the API server answered: 'ok', or the error kind (Forbidden, Invalid, ...). */
@@ -86,19 +86,7 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
       for (const v of [`${tenantNs}-v1`, f.name('v1')]) {
         expect(await outcome(() => t.patch(Resources.persistentVolumes, v, undefined, 'merge', { metadata: { labels: { 'rollback.topovol.io/usage': 'unused' } } })), `a mark on ${v}`).to.equal('Forbidden');
       }
-      const failure = (involved: Event['involvedObject'], name: string): Event => ({
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name, namespace: tenantNs },
-        involvedObject: involved,
-        reason: 'ProvisioningFailed',
-        type: 'Warning',
-        message: 'rpc error: code = ResourceExhausted desc = forged',
-        source: { component: 'forger' },
-        firstTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-        lastTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-        count: 1,
-      });
+      const failure = (involved: Event['involvedObject'], name: string): Event => provisioningFailed(tenantNs, name, involved, 'rpc error: code = ResourceExhausted desc = forged', new Date(), 'forger');
       expect(await outcome(() => t.create(Resources.events, failure({ kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: victim, name: 'c2', uid: victimC2.metadata?.uid }, 'cross'))), 'an Event about another namespace').to.equal('Invalid');
       // Accepted by the API server (its own namespace), but about no claim of the victim: ignored.
       expect(await outcome(() => t.create(Resources.events, failure({ kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: tenantNs, name: 'c2', uid: victimC2.metadata?.uid }, 'uid')))).to.equal('ok');
@@ -148,20 +136,8 @@ describe('rollback and a forging tenant: nothing outside its namespace, no mark 
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
       const c2 = await f.claim('c2');
       const t = await tenant(f.ns);
-      const failure = (client: KubeClient, name: string, at: Date, message: string): Promise<Event> =>
-        client.create<Event>(Resources.events, {
-          apiVersion: 'v1',
-          kind: 'Event',
-          metadata: { name, namespace: f.ns },
-          involvedObject: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: f.ns, name: 'c2', uid: c2.metadata?.uid },
-          reason: 'ProvisioningFailed',
-          type: 'Warning',
-          message,
-          source: { component: name },
-          firstTimestamp: at.toISOString().replace(/\.\d+Z$/, 'Z'),
-          lastTimestamp: at.toISOString().replace(/\.\d+Z$/, 'Z'),
-          count: 1,
-        });
+      const involved: Event['involvedObject'] = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: f.ns, name: 'c2', uid: c2.metadata?.uid };
+      const failure = (client: KubeClient, name: string, at: Date, message: string): Promise<Event> => client.create<Event>(Resources.events, provisioningFailed(f.ns, name, involved, message, at, name));
       await eventually(() => failure(t, 'c2.ahead', new Date(Date.now() + 365 * 24 * 3_600_000), 'rpc error: code = ResourceExhausted desc = stamped a year ahead'));
       const events = loop.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
       await eventually(() => expect(events.cache.list().some((e) => e.metadata?.name === 'c2.ahead' && e.metadata.namespace === f.ns)).to.equal(true));
