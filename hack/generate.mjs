@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Renders the files derived from code: config/rbac and config/manager from the controller
+// Renders the files derived from code: config/rbac, config/flowcontrol and config/manager from the controller
 // descriptors (bin/descriptors.js), docs/reference/flags.md from the flag tables,
 // docs/reference/metrics.md from the metrics registry, the Helm chart charts/topovol from the same
 // renderers plus config/crd, config/admission and config/prometheus, and dist/install.yaml, which is
@@ -17,7 +17,7 @@ import { describeRegistry, GENERATED_HEADER, renderHelmChart, renderInstallFiles
 import { capacityControllerName, descriptors } from '../bin/descriptors.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const GENERATED_DIRS = ['config/rbac', 'config/manager', 'docs/reference', 'charts/topovol', 'dist'];
+const GENERATED_DIRS = ['config/rbac', 'config/flowcontrol', 'config/manager', 'docs/reference', 'charts/topovol', 'dist'];
 const check = process.argv.includes('--check');
 
 // Some families are created lazily: the work-queue ones with the first queue, and some loops
@@ -59,7 +59,7 @@ function renderInstallYaml(rendered) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'topovol-install-'));
   try {
     cpSync(path.join(root, 'config'), path.join(dir, 'config'), { recursive: true });
-    for (const rel of ['config/rbac', 'config/manager'].flatMap(generatedFilesUnder)) rmSync(path.join(dir, rel));
+    for (const rel of ['config/rbac', 'config/flowcontrol', 'config/manager'].flatMap(generatedFilesUnder)) rmSync(path.join(dir, rel));
     for (const [rel, content] of Object.entries(rendered)) {
       if (!rel.startsWith('config/')) continue;
       mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });

@@ -17,7 +17,7 @@ bash hack/control-plane-binaries.sh etcd kube-apiserver kube-scheduler kube-cont
 bash hack/csi-binaries.sh csi-provisioner csi-provisioner-rbac.yaml >&2
 bash hack/helm-binary.sh >&2
 # After the binaries: dist/install.yaml is kubectl kustomize's output, with the pinned kubectl.
-echo "==> generated files (config/rbac, config/manager, docs/reference, charts/topovol, dist/install.yaml)" >&2
+echo "==> generated files (config/rbac, config/flowcontrol, config/manager, docs/reference, charts/topovol, dist/install.yaml)" >&2
 node hack/generate.mjs --check
 echo "==> unit tests" >&2
 pnpm run --silent test:unit

@@ -1,5 +1,6 @@
 import { load, loadAll } from 'js-yaml';
 import type { ControllerDescriptor } from '@topovol/shared';
+import { flowSchemas } from './flow-schemas.js';
 import { HelmTemplateText, mapStrings } from './helm-template-text.js';
 import { chartYaml, CHART_NAME, CSI_SOCKET_PATH, enabledExpr, helpersTpl, valuesKey, valuesYaml } from './helm-values.js';
 import { GENERATED_HEADER, namespaceObject } from './install-files.js';
@@ -177,6 +178,9 @@ export function renderHelmChart(input: HelmChartInput): Record<string, string> {
   }
   // Not capacity's roles: it keeps its own ServiceAccount next to the driver, and the all-in-one process never runs it.
   files[`${DIR}/templates/rbac/all-in-one.yaml`] = templateFile(t, allInOneIdentity(standalone), '.Values.allInOne');
+  // Every ServiceAccount either way (allInOne or not): a subject that does not exist matches nothing.
+  // Shown unless turned off: values of an older release (helm upgrade --reuse-values) lack the key.
+  files[`${DIR}/templates/flowcontrol/flow-schemas.yaml`] = templateFile(t, flowSchemas(descriptors), 'ne false (.Values.flowSchemas | default dict).create');
 
   for (const d of standalone) {
     const name = controllerObjectName(d);

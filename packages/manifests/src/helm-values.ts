@@ -114,6 +114,13 @@ affinity: {}
 priorityClassName: ""
 podAnnotations: {}
 
+# API Priority and Fairness (config/flowcontrol): the loops' requests at priority level
+# workload-high and their Lease renewals at leader-election, as kube-controller-manager's are;
+# without them, ServiceAccounts outside kube-system share workload-low with tenants' controllers.
+# false keeps the API server's defaults (or your own FlowSchemas).
+flowSchemas:
+  create: true
+
 metrics:
   # The manager's /metrics port (--metrics-bind-address), named "metrics" in every pod.
   port: ${METRICS_PORT}

@@ -1,6 +1,7 @@
 export * from './manifest.js';
 export * from './rbac-rules.js';
 export * from './rbac-objects.js';
+export * from './flow-schemas.js';
 export * from './workloads.js';
 export * from './flags-reference.js';
 export * from './metrics-reference.js';

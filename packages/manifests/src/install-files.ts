@@ -2,6 +2,7 @@ import { dump } from 'js-yaml';
 import type { ControllerDescriptor } from '@topovol/shared';
 import type { FlagSpec } from '@topovol/shared';
 import { renderFlagsReference } from './flags-reference.js';
+import { flowSchemas } from './flow-schemas.js';
 import { commonLabels, INSTALL_NAMESPACE } from './manifest.js';
 import type { Manifest } from './manifest.js';
 import { renderMetricsReference } from './metrics-reference.js';
@@ -47,8 +48,8 @@ export function namespaceObject(): Manifest {
 }
 
 /**
- * Every generated file, by path relative to the repository root: config/rbac and config/manager
- * (from the descriptors' rbac and names) and docs/reference (from the flag tables and metrics).
+ * Every generated file, by path relative to the repository root: config/rbac, config/flowcontrol
+ * and config/manager (from the descriptors' rbac and names) and docs/reference (from the flag tables and metrics).
  */
 export function renderInstallFiles(input: InstallInput): Record<string, string> {
   const { descriptors } = input;
@@ -67,6 +68,13 @@ export function renderInstallFiles(input: InstallInput): Record<string, string> 
   // Not capacity's roles: it runs next to its driver under its own ServiceAccount, never in the all-in-one process.
   files['config/rbac/all-in-one/controller-manager.yaml'] = yamlFile(allInOneIdentity(standalone), 'The single-process variant: one ServiceAccount bound to the ClusterRole of every loop it runs.');
   files['config/rbac/all-in-one/kustomization.yaml'] = kustomization(['../roles', 'controller-manager.yaml']);
+
+  // API Priority and Fairness: every variant's ServiceAccounts, at kube-controller-manager's levels.
+  files['config/flowcontrol/flow-schemas.yaml'] = yamlFile(
+    flowSchemas(descriptors),
+    "API Priority and Fairness for the manager's ServiceAccounts, as kube-controller-manager's requests\nhave it: Lease renewals at priority level leader-election, everything else at workload-high\n(without these: service-accounts, workload-low). Leave ../flowcontrol out of an overlay to keep\nthe API server's defaults (docs/install.md, \"API Priority and Fairness\").",
+  );
+  files['config/flowcontrol/kustomization.yaml'] = kustomization(['flow-schemas.yaml']);
 
   // Manager workloads: one Deployment per loop that needs no driver next to it. Loops '*' starts
   // are in config/manager itself; opt-in loops (disabledByDefault) get a directory of their own,

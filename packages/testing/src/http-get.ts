@@ -2,11 +2,12 @@ import http from 'node:http';
 import https from 'node:https';
 
 /**
- * A GET of a test component's own endpoint (a readiness probe, /metrics): status and body. An
+ * A GET of a test component's own endpoint (a readiness probe, /metrics): status, body and the
+ * response headers (lower-cased, as Node gives them). An
  * https server's certificate is not checked: these are throwaway self-signed ones, and nothing
  * secret crosses (the kubeconfigs written for clients pin the real CA).
  */
-export function httpGet(url: string, opts: { token?: string; timeoutMs?: number } = {}): Promise<{ status: number; body: string }> {
+export function httpGet(url: string, opts: { token?: string; timeoutMs?: number } = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : {};
     const timeout = opts.timeoutMs ?? 5_000;
@@ -14,7 +15,7 @@ export function httpGet(url: string, opts: { token?: string; timeoutMs?: number 
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
       res.on('error', reject);
     };
     const req = url.startsWith('https:') ? https.get(url, { headers, rejectUnauthorized: false, timeout }, onResponse) : http.get(url, { headers, timeout }, onResponse);

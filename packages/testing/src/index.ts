@@ -74,3 +74,4 @@ export * from './claim-noise.js';
 export * from './pod-noise.js';
 export * from './event-noise.js';
 export * from './admission-policy.js';
+export * from './http-get.js';

@@ -13,3 +13,12 @@ export function fakeDescriptor(name: string, rbac: PolicyRule[], extra: Partial<
     ...extra,
   };
 }
+
+/** Three loops as the manifests tests need them: one '*' starts, the CSI-side one, and an opt-in one. */
+export function fakeLoops(): ControllerDescriptor[] {
+  return [
+    fakeDescriptor('pv-binder', [{ apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get'] }]),
+    fakeDescriptor('capacity', [{ apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['create'] }], { disabledByDefault: true }),
+    fakeDescriptor('rollback', [{ apiGroups: [''], resources: ['pods'], verbs: ['patch'] }], { disabledByDefault: true }),
+  ];
+}

@@ -3,14 +3,10 @@ import { load, loadAll } from 'js-yaml';
 import path from 'node:path';
 import { GENERATED_HEADER, renderInstallFiles } from '../../src/index.js';
 import { MANAGER_FLAGS } from '@topovol/shared';
-import { fakeDescriptor } from './fake-descriptors.js';
+import { fakeLoops } from './fake-descriptors.js';
 
 describe('manifests: the generated file set', function () {
-  const descriptors = [
-    fakeDescriptor('pv-binder', [{ apiGroups: [''], resources: ['persistentvolumes'], verbs: ['get'] }]),
-    fakeDescriptor('capacity', [{ apiGroups: ['storage.k8s.io'], resources: ['csistoragecapacities'], verbs: ['create'] }], { disabledByDefault: true }),
-    fakeDescriptor('rollback', [{ apiGroups: [''], resources: ['pods'], verbs: ['patch'] }], { disabledByDefault: true }),
-  ];
+  const descriptors = fakeLoops();
   const files = renderInstallFiles({ descriptors, managerFlags: MANAGER_FLAGS, metrics: [], capacityController: 'capacity' });
 
   it('marks every YAML file as generated and parses', function () {
