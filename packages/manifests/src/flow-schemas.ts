@@ -42,7 +42,6 @@ interface FlowSchemaShape {
   name: string;
   matchingPrecedence: number;
   priorityLevel: string;
-  distinguisher: 'ByUser' | 'ByNamespace';
   rule: Record<string, unknown>;
 }
 
@@ -54,7 +53,10 @@ function flowSchema(f: FlowSchemaShape, subjects: readonly object[]): Manifest {
     spec: {
       matchingPrecedence: f.matchingPrecedence,
       priorityLevelConfiguration: { name: f.priorityLevel },
-      distinguisherMethod: { type: f.distinguisher },
+      // One flow per ServiceAccount (kube-controller-manager's is ByNamespace): fair queuing keeps one
+      // loop, or a stolen token of one, from taking the others' share of the level, whatever
+      // namespaces its requests name (they are classified before they are authorized).
+      distinguisherMethod: { type: 'ByUser' },
       rules: [{ subjects, ...f.rule }],
     },
   };
@@ -69,7 +71,6 @@ export function flowSchemas(descriptors: readonly ControllerDescriptor[], namesp
         name: LEADER_ELECTION_FLOW_SCHEMA_NAME,
         matchingPrecedence: LEADER_ELECTION_MATCHING_PRECEDENCE,
         priorityLevel: 'leader-election',
-        distinguisher: 'ByUser',
         // The verbs the manager's Lease rules grant (what leader-elector.ts uses), in the namespace of its Leases.
         rule: { resourceRules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], namespaces: [namespace], verbs: leaseVerbs() }] },
       },
@@ -80,8 +81,6 @@ export function flowSchemas(descriptors: readonly ControllerDescriptor[], namesp
         name: FLOW_SCHEMA_NAME,
         matchingPrecedence: FLOW_SCHEMA_MATCHING_PRECEDENCE,
         priorityLevel: 'workload-high',
-        // As kube-controller-manager's: one flow per namespace the requests are about.
-        distinguisher: 'ByNamespace',
         rule: {
           resourceRules: [{ apiGroups: ['*'], resources: ['*'], clusterScope: true, namespaces: ['*'], verbs: ['*'] }],
           nonResourceRules: [{ nonResourceURLs: ['*'], verbs: ['*'] }],

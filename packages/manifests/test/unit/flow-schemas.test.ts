@@ -19,6 +19,7 @@ interface Doc {
   spec?: {
     matchingPrecedence: number;
     priorityLevelConfiguration: { name: string };
+    distinguisherMethod: { type: string };
     rules: { subjects: { kind: string; serviceAccount: { name: string; namespace: string } }[]; resourceRules: { resources: string[]; namespaces: string[]; verbs: string[] }[] }[];
   };
 }
@@ -63,6 +64,8 @@ describe('manifests: API Priority and Fairness (config/flowcontrol)', function (
     // Lower matches first; the API server refuses 1 (exempt's) and above 10000.
     expect(le.matchingPrecedence).to.be.above(1).and.below(all.matchingPrecedence);
     expect(all.matchingPrecedence).to.be.below(SERVICE_ACCOUNTS_PRECEDENCE);
+    // One flow per ServiceAccount: a loop (or a stolen token) cannot spread over the level's queues.
+    for (const s of schemas) expect(s.spec!.distinguisherMethod.type, s.metadata.name).to.equal('ByUser');
   });
 
   it('the Lease rule takes the verbs the manager may use on its Leases, in the install namespace only', function () {
@@ -77,6 +80,8 @@ describe('manifests: API Priority and Fairness (config/flowcontrol)', function (
     expect(rule!.resources).to.deep.equal(['leases']);
     expect(rule!.namespaces).to.deep.equal([INSTALL_NAMESPACE]);
     expect([...rule!.verbs].sort()).to.deep.equal([...granted].sort());
+    // leader-elector.ts reads (get), creates and replaces (update) its Lease; nothing else.
+    expect([...rule!.verbs].sort()).to.deep.equal(['create', 'get', 'update']);
   });
 
   it('the chart renders them unless flowSchemas.create is false, in the release namespace', function () {

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { KubeObject } from '@topovol/shared';
-import { INSTALL_NAMESPACE } from '../../../src/index.js';
+import { FLOW_SCHEMA_NAME, INSTALL_NAMESPACE, LEADER_ELECTION_FLOW_SCHEMA_NAME } from '../../../src/index.js';
 import { controlPlaneBinaries, repoRoot, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import { loadManifests } from '@topovol/testing';
@@ -204,6 +204,21 @@ describe('charts/topovol and dist/install.yaml against the real kube-apiserver',
     expect(sm.spec.namespaceSelector.matchNames).to.deep.equal(['storage-ops']);
     const policy = objects.find((o) => o.kind === 'ValidatingAdmissionPolicy') as unknown as { spec: { matchConditions: { expression: string }[] } };
     expect(policy.spec.matchConditions[0]!.expression).to.contain("'system:serviceaccount:storage-ops:topovol-rollback'");
+    type Schema = { spec: { rules: { subjects: { serviceAccount: { namespace: string } }[]; resourceRules: { namespaces: string[] }[] }[] } };
+    const schemas = objects.filter((o) => o.kind === 'FlowSchema') as unknown as Schema[];
+    expect(schemas).to.have.length(2);
+    for (const r of schemas.flatMap((x) => x.spec.rules)) {
+      for (const subject of r.subjects) expect(subject.serviceAccount.namespace).to.equal('storage-ops');
+      for (const rule of r.resourceRules) expect(rule.namespaces).to.satisfy((ns: string[]) => ns.every((n) => n === 'storage-ops' || n === '*'));
+    }
+  });
+
+  it('flowSchemas.create=false leaves the FlowSchemas out; values without the key (an older release reused) keep them', async function () {
+    const off = await template({ flowSchemas: { create: false } });
+    expect(off.objects.filter((o) => o.kind === 'FlowSchema')).to.have.length(0);
+    expect(off.objects.filter((o) => o.kind === 'Deployment')).to.have.length.at.least(1);
+    const reused = await template({ flowSchemas: null });
+    expect(reused.objects.filter((o) => o.kind === 'FlowSchema').map((o) => o.metadata?.name).sort()).to.deep.equal([FLOW_SCHEMA_NAME, LEADER_ELECTION_FLOW_SCHEMA_NAME].sort());
   });
 
   it('where pods run and extra flags reach every workload; the per-node DaemonSet follows the driver, and the API server accepts it all', async function () {
