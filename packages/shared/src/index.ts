@@ -6,6 +6,7 @@ export * from './client/load-endpoint.js';
 export type { StaticEndpointOptions } from './client/static-endpoint.js';
 export * from './client/retry-on-conflict.js';
 export * from './client/get-if-present.js';
+export * from './client/path-segment.js';
 export { AnswerTooLargeError } from './client/http-transport.js';
 export * from './client/paged-list.js';
 export * from './client/without-managed-fields.js';

@@ -79,7 +79,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       const times = eventsAbout(provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c).map((e) => activity.timeOf(e, now));
       const remembered = activity.rememberedFor(c);
       if (remembered !== undefined) times.push(remembered);
-      return times.length > 0 ? Math.max(...times) : undefined;
+      // Not a spread: anyone who may create Events in the namespace decides how many there are.
+      return times.length > 0 ? times.reduce((m, t) => Math.max(m, t), -Infinity) : undefined;
     },
   };
   const actuator = new BinderActuator({ client, events, volumes, claims, log, dryRun: options.dryRun });

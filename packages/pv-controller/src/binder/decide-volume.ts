@@ -1,4 +1,4 @@
-import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, nodeSelectorNeverMatches } from '@topovol/shared';
+import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, isDnsLabel, isDnsSubdomain, nodeSelectorNeverMatches } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
@@ -8,6 +8,20 @@ import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';
 import { volumeMigrationChange } from './csi-migration.js';
 import { reclaim } from './reclaim-volume.js';
+
+/**
+ * Why a claimRef names no claim that can exist (a namespace is a DNS label, a claim's name a DNS
+ * subdomain: the API server refuses any other), or undefined. Values are cut: an administrator
+ * wrote them, but a volume's Event should stay small.
+ */
+export function claimRefProblem(ref: { namespace?: string; name?: string }): string | undefined {
+  const missing = [!ref.namespace && 'namespace', !ref.name && 'name'].filter((x): x is string => !!x);
+  if (missing.length > 0) return `no ${missing.join(' or ')}`;
+  const cut = (x: string): string => JSON.stringify(x.length > 80 ? `${x.slice(0, 80)}…` : x);
+  if (!isDnsLabel(ref.namespace!)) return `namespace ${cut(ref.namespace!)}, which no namespace can have (a DNS label)`;
+  if (!isDnsSubdomain(ref.name!)) return `name ${cut(ref.name!)}, which no claim can have (a DNS subdomain)`;
+  return undefined;
+}
 
 const phaseIs = (v: PersistentVolume, phase: string): BinderAction[] => (v.status?.phase === phase ? [] : [{ kind: 'volumePhase', volume: v, phase: phase as 'Available' }]);
 
@@ -24,11 +38,13 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   // Unused, or pre-bound by name only (reserved for a claim whose sync will bind it).
   if (!ref || !ref.uid) return [...phaseIs(volume, 'Available'), ...unusable(volume)];
   // Bound to a claim no one can look up: the API server accepts a claimRef with a uid and no name or
-  // namespace. Upstream's server read fails on the empty name (never released) but reads the empty
-  // namespace as a claim not found and releases the volume to its reclaim policy. Neither here.
-  const missing = [!ref.namespace && 'namespace', !ref.name && 'name'].filter((x): x is string => !!x);
-  if (missing.length > 0) {
-    return [event(volume, 'Warning', Reasons.InvalidClaimRef, `spec.claimRef has uid ${ref.uid} but no ${missing.join(' or ')}: no claim can be looked up, so the volume is not released; set the claim's namespace and name, or remove spec.claimRef`)];
+  // namespace, or with ones no claim can have. Upstream's server read fails on an empty name or one
+  // that is no path segment (`/`, `%`: client-go refuses it before any request), so never released,
+  // but reads an empty namespace, or a name no claim can have, as a claim not found and releases the
+  // volume to its reclaim policy. Never here: nothing says its claim is gone.
+  const problem = claimRefProblem(ref);
+  if (problem) {
+    return [event(volume, 'Warning', Reasons.InvalidClaimRef, `spec.claimRef has uid ${ref.uid} but ${problem}: no claim can be looked up, so the volume is not released; set the claim's namespace and name, or remove spec.claimRef`)];
   }
 
   // Its claim gone, re-created under the same name, or bound elsewhere with a volume provisioned for
@@ -93,7 +109,7 @@ function unusable(volume: PersistentVolume): BinderAction[] {
   if (volume.status?.phase === 'Available') return [];
   const affinity = nodeSelectorNeverMatches(volume.spec?.nodeAffinity?.required);
   const why = affinity ? `spec.nodeAffinity matches no node: ${affinity}` : capacityBytes(volume) === undefined ? `spec.capacity.storage "${String(volume.spec?.capacity?.storage ?? '')}" is not a positive size` : undefined;
-  return why ? [event(volume, 'Warning', Reasons.UnusableVolume, `no claim can bind this volume: ${why}`)] : [];
+  return why ? [event(volume, 'Warning', Reasons.UnusableVolume, `no node can use this volume: ${why}`)] : [];
 }
 
 /** Released (not over Failed: the user should see what went wrong), then the reclaim policy. */

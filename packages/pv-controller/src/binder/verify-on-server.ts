@@ -2,7 +2,7 @@ import { claimNamesOfPod, eventsAbout, getIfPresent, isDnsSubdomain, projectPod,
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import type { ServerCheck } from './binder-metrics.js';
-import { releasedWhenClaimBoundElsewhere } from './decide-volume.js';
+import { claimRefProblem, releasedWhenClaimBoundElsewhere } from './decide-volume.js';
 import { DEFAULT_VOLUME_NAME_PATTERNS, provisionedVolumeNames } from './provisioned-volume-names.js';
 import type { VolumeNamePattern } from './provisioned-volume-names.js';
 import { eventTime } from './provisioning-events.js';
@@ -38,7 +38,9 @@ export type ServerView =
 /** The server's facts one action needs confirmed, if any. */
 function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' | 'placedPod' | 'volume' } | undefined {
   if ((a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) return { action: a, read: 'placedPod' };
-  if (a.kind === 'volumePhase' && a.phase === 'Released' && a.volume.spec?.claimRef?.name && a.volume.spec.claimRef.namespace) return { action: a, read: 'claim' };
+  // Every release: one whose claimRef names no claim that can exist is refuted without a read
+  // (decideVolume plans none; a name that is no path segment would read another object).
+  if (a.kind === 'volumePhase' && a.phase === 'Released' && a.volume.spec?.claimRef) return { action: a, read: 'claim' };
   if (a.kind === 'annotateClaim' && a.confirm) return { action: a, read: a.confirm.issue === 'noConsumer' ? 'pods' : 'node' };
   // A claim that names no volume, or a name no volume can have (the API server does not check a
   // claim's volumeName; a tenant writes it), is Lost on its own cached word, which the write's
@@ -67,6 +69,8 @@ export function lostRefuted(claim: PersistentVolumeClaim, live: PersistentVolume
  */
 export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeClaim | undefined): string | undefined {
   const ref = volume.spec?.claimRef;
+  const problem = ref && claimRefProblem(ref);
+  if (problem) return `volume ${volume.metadata?.name}: spec.claimRef has ${problem}; not releasing`;
   if (!live || !ref || live.metadata?.uid !== ref.uid) return undefined;
   const boundTo = live.spec?.volumeName;
   if (!boundTo || boundTo === volume.metadata?.name) return `claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${volume.metadata?.name}`;
@@ -89,7 +93,8 @@ export function selectedNodeIssueRefuted(claim: PersistentVolumeClaim, confirm: 
   if (made) {
     return `${stillThere}: volume ${made.metadata?.name} provisioned for the claim is on the server (the cache had not seen it); keeping it, deciding again`;
   }
-  const latest = Math.max(-Infinity, ...provisioning);
+  // Not a spread: the claim's namespace decides how many Events there are.
+  const latest = provisioning.reduce((m, t) => Math.max(m, t), -Infinity);
   if (provisioning.length > 0 && latest > confirm.quietSince) {
     return `${stillThere}: the provisioner has been at work on the claim since the grace began (a Provisioning Event on the server, last active ${new Date(latest).toISOString()}); keeping it`;
   }
@@ -163,6 +168,7 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
   const a = g.action;
   if (g.read === 'claim' && a.kind === 'volumePhase') {
     const ref = a.volume.spec!.claimRef!;
+    if (claimRefProblem(ref)) return { kind: 'claim', claim: undefined };
     return { kind: 'claim', claim: await getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, ref.name!, ref.namespace) };
   }
   if (g.read === 'placedPod' && (a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) {
@@ -199,7 +205,11 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
     const [pods, events, made] = await Promise.all([client.list<Pod>(Resources.pods, { namespace: claim.namespace }, projectPod), provisioning, provisioned]);
     return { kind: 'pods', pods: pods.items, provisioning: events, provisioned: made };
   }
-  const [node, events, made] = await Promise.all([getIfPresent<Node>(client, Resources.nodes, a.confirm?.node ?? ''), provisioning, provisioned]);
+  // A name no node can have names no node: never read (`""` would read the node list, `n/status` a
+  // node's status, and either would refute the removal for ever).
+  const nodeName = a.confirm?.node ?? '';
+  const nodeRead = isDnsSubdomain(nodeName) ? getIfPresent<Node>(client, Resources.nodes, nodeName) : Promise.resolve(undefined);
+  const [node, events, made] = await Promise.all([nodeRead, provisioning, provisioned]);
   return { kind: 'node', node, provisioning: events, provisioned: made };
 }
 

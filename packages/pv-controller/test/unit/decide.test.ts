@@ -227,6 +227,20 @@ describe('decideVolume', function () {
     { name: 'a claimRef with a uid and no namespace, Delete: never released, a Warning', v: vol('v', '1Gi', { claimRef: { name: 'c', uid: 'uid-c' }, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi }), w: {}, want: ['event Warning InvalidClaimRef'] },
     { name: 'a claimRef with a uid and no name: never released, a Warning', v: vol('v', '1Gi', { claimRef: { namespace: 'ns', uid: 'uid-c' }, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi }), w: {}, want: ['event Warning InvalidClaimRef'] },
     { name: 'a claimRef with a uid alone, new volume: no phase written, a Warning', v: vol('v', '1Gi', { claimRef: { uid: 'uid-c' }, phase: 'Pending' }), w: {}, want: ['event Warning InvalidClaimRef'] },
+    // Names no claim can have: upstream's client-go refuses `/` and `%` before any request (never
+    // released) but takes any other impossible name for a claim not found (released). Never here.
+    ...['data%1', 'x/status', '..', 'Data', 'c_1', 'c'.repeat(254)].map((name) => ({
+      name: `a claimRef naming ${JSON.stringify(name.slice(0, 12))}, which no claim can have, Delete: never released, a Warning`,
+      v: vol('v', '1Gi', { claimRef: { namespace: 'ns', name, uid: 'uid-c' }, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi }),
+      w: {},
+      want: ['event Warning InvalidClaimRef'],
+    })),
+    ...['Bad_NS', 'a/b', 'n'.repeat(64)].map((namespace) => ({
+      name: `a claimRef in namespace ${JSON.stringify(namespace.slice(0, 12))}, which no namespace can have, Delete: never released, a Warning`,
+      v: vol('v', '1Gi', { claimRef: { namespace, name: 'c', uid: 'uid-c' }, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi }),
+      w: {},
+      want: ['event Warning InvalidClaimRef'],
+    })),
     { name: 'claim gone while the volume is being deleted: Released all the same', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', deleting: true }), w: {}, want: ['volumePhase Released'] },
     { name: 'claim re-created with a new uid: Released', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound' }), w: { claims: [claim('c', '1Gi', { uid: 'new' })] }, want: ['volumePhase Released'] },
     { name: 'claim gone, Delete, provisioned: Released, left to the deleter', v: vol('v', '1Gi', { claimRef: ref, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', annotations: provisioned }), w: {}, want: ['volumePhase Released'] },

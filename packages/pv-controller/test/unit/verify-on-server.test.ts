@@ -42,6 +42,20 @@ describe('releaseRefuted', function () {
   ];
   for (const c of cases) it(c.name, () => expect(releaseRefuted(c.volume ?? volume, c.live) !== undefined).to.equal(c.refuted));
 
+  it('a claimRef naming no claim that can exist: refused without a read, whatever the server would answer', async function () {
+    // kube-apiserver answers a read of `x%2Fstatus` with claim x (another uid: it would pass for the
+    // claim re-created) and one of `data%251` with a 400; whatever it answers, nothing is read.
+    for (const ref of [{ namespace: 'ns', name: 'data%1' }, { namespace: 'ns', name: 'x/status' }, { namespace: 'Bad_NS', name: 'c' }, { namespace: 'ns', name: 'C' }]) {
+      const v: PersistentVolume = { metadata: { name: 'v1' }, spec: { claimRef: { ...ref, uid: 'uid-c' }, persistentVolumeReclaimPolicy: 'Delete' } };
+      expect(releaseRefuted(v, undefined), ref.name).to.match(/which no (claim|namespace) can have .*; not releasing/);
+      const asked: string[] = [];
+      const client = { get: (_r: unknown, name: string) => (asked.push(name), Promise.reject(new KubeApiError(404, { kind: 'Status', reason: 'NotFound', details: { name, kind: 'persistentvolumeclaims' } }))) } as unknown as KubeClient;
+      const found = await verifyOnServer(client, [{ kind: 'volumePhase', volume: v, phase: 'Released' }]);
+      expect(found?.why, ref.name).to.match(/not releasing/);
+      expect(asked, ref.name).to.deep.equal([]);
+    }
+  });
+
   it('property: on the server\'s claim it releases exactly what decideVolume releases when its cache has that claim', function () {
     const volumes = fc.record({ provisioned: fc.boolean(), policy: fc.constantFrom('Delete', 'Retain', 'Recycle') }).map(
       (g): PersistentVolume => ({ metadata: { name: 'v1', annotations: g.provisioned ? { 'pv.kubernetes.io/provisioned-by': 'csi.test' } : {} }, spec: { ...volume.spec, persistentVolumeReclaimPolicy: g.policy } }),
@@ -186,6 +200,25 @@ describe("verifyOnServer: the claim's Provisioning Events on the server", functi
     expect(await verifyOnServer(listing([behind]), unselect(gone))).to.equal(undefined);
     const tracker = new ProvisioningActivity();
     expect((await verifyOnServer(listing([behind]), unselect(gone), { timeOf: (e) => tracker.timeOf(e, NOW) }))?.why).to.match(/the provisioner has been at work/);
+  });
+
+  it('a selected node no node can have ("", a path, an escape) is gone without a node read; the provisioning checks still run', async function () {
+    // GET /api/v1/nodes/ answers the node list, nodes/n1%2Fstatus node n1's status: either refuted the removal for ever.
+    for (const node of ['', 'n1/status', 'x/y', '%2F', 'N1']) {
+      const asked: unknown[] = [];
+      const client = { ...listing([], asked), get: () => expect.fail(`read node ${JSON.stringify(node)}`) } as unknown as KubeClient;
+      const confirm: SelectedNodeConfirmation = { ...gone, node };
+      expect(await verifyOnServer(client, unselect(confirm)), JSON.stringify(node)).to.equal(undefined);
+      expect(asked.map((a) => (a as { plural: string }).plural).sort(), JSON.stringify(node)).to.deep.equal(['events', 'persistentvolumes']);
+      const busy = { ...listing([provisioningEvent(NOW)]), get: () => expect.fail('read a node') } as unknown as KubeClient;
+      expect((await verifyOnServer(busy, unselect(confirm)))?.why, JSON.stringify(node)).to.match(/the provisioner has been at work/);
+    }
+  });
+
+  it('counts the latest of more Provisioning Events than a spread can take (a tenant writes as many as it likes)', async function () {
+    const many = Array.from({ length: 200_000 }, (_, i) => provisioningEvent(NOW - GRACE - 1_000 + (i === 123_456 ? 2_000 : 0)));
+    expect((await verifyOnServer(listing(many), unselect(gone)))?.why).to.match(/the provisioner has been at work/);
+    expect(await verifyOnServer(listing(many.filter((_, i) => i !== 123_456)), unselect(gone))).to.equal(undefined);
   });
 
   it('refuses to list for a claim without a namespace or uid (never cluster-wide)', async function () {

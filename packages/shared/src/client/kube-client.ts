@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
 import { KubeApiError, WriteFencedError } from './errors.js';
+import { InvalidPathSegmentError, pathSegmentProblem } from './path-segment.js';
 import { collectionPath, describeItem, resourceLabel } from '../informer/resources.js';
 import type { ResourceType } from '../informer/resources.js';
 import type { KubeObject } from '../informer/object-key.js';
@@ -315,10 +316,14 @@ export class KubeClient {
 
   private objectPath(r: ResourceType, name: string, namespace?: string, sub?: string): string {
     if (r.namespaced && !namespace) throw new Error(`${r.kind} ${name}: namespace required`);
+    const nameProblem = pathSegmentProblem(name);
+    if (nameProblem) throw new InvalidPathSegmentError('name', name, nameProblem);
     return `${collectionPath(r, namespace)}/${encodeURIComponent(name)}${sub ? `/${sub}` : ''}`;
   }
 
-  get<T extends KubeObject>(r: ResourceType, name: string, namespace?: string, signal?: AbortSignal): Promise<T> {
+  // async, like every method that names an object: a name refused before any request is a
+  // rejection, not a throw past a caller's .catch().
+  async get<T extends KubeObject>(r: ResourceType, name: string, namespace?: string, signal?: AbortSignal): Promise<T> {
     return this.request<T>('GET', this.objectPath(r, name, namespace), { signal });
   }
 
@@ -350,7 +355,7 @@ export class KubeClient {
   }
 
   /** PUT with the object's resourceVersion: fails with Conflict if someone else wrote first. */
-  replace<T extends KubeObject>(r: ResourceType, obj: T, opts: WriteOptions & { subresource?: 'status' } = {}): Promise<T> {
+  async replace<T extends KubeObject>(r: ResourceType, obj: T, opts: WriteOptions & { subresource?: 'status' } = {}): Promise<T> {
     const md = obj.metadata ?? {};
     return this.request<T>('PUT', this.objectPath(r, md.name ?? '', md.namespace, opts.subresource), {
       body: obj,
@@ -364,7 +369,7 @@ export class KubeClient {
     return this.replace(r, obj, { ...opts, subresource: 'status' });
   }
 
-  patch<T extends KubeObject>(
+  async patch<T extends KubeObject>(
     r: ResourceType,
     name: string,
     namespace: string | undefined,

@@ -1,3 +1,4 @@
+import { InvalidPathSegmentError, pathSegmentProblem } from '../client/path-segment.js';
 import type { KubeObject } from './object-key.js';
 
 /** What an informer needs to know to list and watch one resource type. */
@@ -18,6 +19,8 @@ export function resourceLabel(r: ResourceType): string {
 
 export function collectionPath(r: ResourceType, namespace?: string): string {
   const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  const problem = r.namespaced && namespace ? pathSegmentProblem(namespace) : undefined;
+  if (problem) throw new InvalidPathSegmentError('namespace', namespace!, problem);
   const ns = r.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
   return `${base}${ns}/${r.plural}`;
 }

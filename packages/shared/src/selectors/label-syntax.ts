@@ -10,6 +10,13 @@ export function isDnsSubdomain(s: string): boolean {
   return s.length <= 253 && DNS_SUBDOMAIN.test(s);
 }
 
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Whether `s` is a DNS label (IsDNS1123Label): what every namespace's name is. */
+export function isDnsLabel(s: string): boolean {
+  return s.length <= 63 && DNS_LABEL.test(s);
+}
+
 /** Why a non-empty label value is invalid, or undefined. */
 export function labelValueProblem(value: string): string | undefined {
   if (value.length > 63) return `"${value.slice(0, 70)}…" is longer than 63 characters`;

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { classifyError, KubeApiError } from '../../src/client/errors.js';
+import { InvalidPathSegmentError } from '../../src/client/path-segment.js';
 import { Resources } from '../../src/informer/resources.js';
 import { failure } from '@topovol/testing';
 import { fakeApi, pathOf, query } from './fake-api-server.js';
@@ -82,8 +83,8 @@ describe('KubeClient: answers and what writes send', function () {
     // without a fieldManager anyway (ValidatePatchOptions, k8s.io/apimachinery/pkg/apis/meta/v1/validation).
     const api = await fakeApi();
     try {
-      expect(() => api.client.patch(Resources.configMaps, 'c', 'ns', 'apply', {})).to.throw(/fieldManager/);
-      expect(() => api.client.get(Resources.configMaps, 'c')).to.throw(/namespace required/);
+      expect(String(await failure(api.client.patch(Resources.configMaps, 'c', 'ns', 'apply', {})))).to.match(/fieldManager/);
+      expect(String(await failure(api.client.get(Resources.configMaps, 'c')))).to.match(/namespace required/);
       expect(String(await failure(api.client.delete(Resources.configMaps, 'c')))).to.match(/namespace required/);
       expect(api.seen).to.have.length(0);
     } finally {
@@ -95,8 +96,40 @@ describe('KubeClient: answers and what writes send', function () {
     // A name from an object or a flag must never reach another path or add a query.
     const api = await fakeApi();
     try {
-      await api.client.get(Resources.configMaps, '../secrets/x?watch=1', 'ns');
-      expect(api.seen[0]?.url).to.equal('/api/v1/namespaces/ns/configmaps/..%2Fsecrets%2Fx%3Fwatch%3D1');
+      await api.client.get(Resources.configMaps, 'x?watch=1#f', 'ns');
+      expect(api.seen[0]?.url).to.equal('/api/v1/namespaces/ns/configmaps/x%3Fwatch%3D1%23f');
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('refuses, sending nothing, a name or namespace no object can have, as client-go does', async function () {
+    // kube-apiserver v1.37.2 answers GET claims/x%2Fstatus with claim x, nodes/n1%2Fstatus with node
+    // n1 and nodes/ with the node list. Every verb that names an object goes through one path.
+    const api = await fakeApi();
+    try {
+      const bad = ['', '.', '..', 'a/status', '../secrets/x', 'data%1', '%2F'];
+      for (const name of bad) {
+        for (const call of [
+          () => api.client.get(Resources.configMaps, name, 'ns'),
+          () => api.client.patch(Resources.configMaps, name, 'ns', 'merge', {}),
+          () => api.client.delete(Resources.configMaps, name, 'ns'),
+          () => api.client.replace(Resources.configMaps, { metadata: { name, namespace: 'ns' } }),
+          () => api.client.get(Resources.persistentVolumes, name),
+        ]) {
+          const err = await failure(call());
+          expect(err, JSON.stringify(name)).to.be.instanceOf(InvalidPathSegmentError);
+          expect((err as Error).message).to.match(/^invalid resource name /);
+        }
+      }
+      for (const namespace of ['.', 'a/b', 'x%y']) {
+        expect(await failure(api.client.get(Resources.configMaps, 'c', namespace)), namespace).to.be.instanceOf(InvalidPathSegmentError);
+        expect(await failure(api.client.list(Resources.configMaps, { namespace })), namespace).to.be.instanceOf(InvalidPathSegmentError);
+      }
+      expect(api.seen).to.have.length(0);
+      // The cluster-wide list (no namespace) is not a namespace at all: sent.
+      await failure(api.client.list(Resources.configMaps, { namespace: '' }));
+      expect(api.seen.map((x) => pathOf(x))).to.deep.equal(['/api/v1/configmaps']);
     } finally {
       await api.close();
     }

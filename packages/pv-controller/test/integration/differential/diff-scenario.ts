@@ -16,8 +16,12 @@ type ClaimSpec = NonNullable<PersistentVolumeClaim['spec']>;
 
 export interface VolumeOptions {
   class?: string;
-  /** claimRef to a claim of the scenario: by name only, or with the uid of the claim as it is now; `omit` leaves a field out (the API server accepts that). */
-  claimRef?: { claim: string; withUid: boolean; omit?: 'namespace' | 'name' };
+  /**
+   * claimRef to a claim of the scenario: by name only, or with the uid of the claim as it is now;
+   * `omit` leaves a field out, `asName` writes another name with that claim's uid (the API server
+   * accepts both).
+   */
+  claimRef?: { claim: string; withUid: boolean; omit?: 'namespace' | 'name'; asName?: string };
   policy?: 'Retain' | 'Delete' | 'Recycle';
   annotations?: Record<string, string>;
   labels?: Record<string, string>;
@@ -124,7 +128,7 @@ export class ScenarioContext {
           kind: 'PersistentVolumeClaim',
           apiVersion: 'v1',
           namespace: o.claimRef.omit === 'namespace' ? undefined : this.ns,
-          name: o.claimRef.omit === 'name' ? undefined : o.claimRef.claim,
+          name: o.claimRef.omit === 'name' ? undefined : (o.claimRef.asName ?? o.claimRef.claim),
           uid: o.claimRef.withUid ? await this.claimUid(o.claimRef.claim) : undefined,
         }
       : undefined;

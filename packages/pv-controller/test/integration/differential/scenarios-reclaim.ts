@@ -37,6 +37,31 @@ function incompleteClaimRef(omit: 'namespace' | 'name', upstreamPhase: 'Released
   };
 }
 
+/**
+ * A volume bound (its claimRef carries a claim's uid) under a name no claim can have: upstream
+ * Releases the one with capitals (its read of the claim is answered 404) and leaves the one with a
+ * `/` (client-go refuses that path segment before any request); Topovol leaves both, with a Warning.
+ */
+const impossibleClaimName: Scenario = {
+  name: 'a claimRef with a name no claim can have, Delete: never released',
+  async run(s) {
+    await s.pvc('c', '5Gi');
+    await s.settle();
+    await s.pv('upper', '1Gi', { policy: 'Delete', claimRef: { claim: 'c', withUid: true, asName: 'C' } });
+    await s.pv('path', '1Gi', { policy: 'Delete', claimRef: { claim: 'c', withUid: true, asName: 'c/status' } });
+  },
+  divergence: {
+    upstream: (st) => {
+      volumeIs(st, 'upper', { phase: 'Released', events: [] });
+      volumeIs(st, 'path', { phase: 'Pending', events: [] });
+    },
+    topovol: (st) => {
+      volumeIs(st, 'upper', { phase: 'Pending', events: ['InvalidClaimRef'] });
+      volumeIs(st, 'path', { phase: 'Pending', events: ['InvalidClaimRef'] });
+    },
+  },
+};
+
 /** syncVolume for a volume whose claim is gone: Released, then the reclaim policy. */
 export const reclaimScenarios: Scenario[] = [
   {
@@ -69,6 +94,7 @@ export const reclaimScenarios: Scenario[] = [
   },
   incompleteClaimRef('namespace', 'Released'),
   incompleteClaimRef('name', 'Pending'),
+  impossibleClaimName,
   {
     name: 'claim deleted, Recycle, CSI volume: Failed with VolumeFailedRecycle',
     run: (s) => releaseAfterBinding(s, { policy: 'Recycle' }),

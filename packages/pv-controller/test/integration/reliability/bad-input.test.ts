@@ -146,6 +146,21 @@ describe('reliability: bad input to the binder (real API server)', function () {
     for (const v of ['no-ns', 'no-name']) expect((await getPV(admin, name(v))).status?.phase, v).to.equal('Pending');
   });
 
+  it('volumes whose claimRef names a claim or namespace no object can have (`%`, `/`, capitals): a Warning each, never released, though the server would answer a read of those names with another object', async function () {
+    // A provisioned volume with Delete: Released hands it to its deleter. kube-apiserver answers a
+    // read of claims/x%2Fstatus with claim x (another uid than the claimRef's: "re-created"), which
+    // used to release it; claims/data%251 with a 400, a reconcile failing for ever without an Event.
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'x', '1Gi', { class: name('none') }));
+    const deleter = { 'pv.kubernetes.io/provisioned-by': 'example.com/deleter' };
+    const before = await eventsCounted('Warning', 'InvalidClaimRef');
+    const refs = { escaped: { namespace: ns, name: 'data%1' }, path: { namespace: ns, name: 'x/status' }, upper: { namespace: ns, name: 'X' }, namespace: { namespace: 'Bad_NS', name: 'x' } };
+    const made = [];
+    for (const [k, ref] of Object.entries(refs)) made.push(await volume(pv(name(k), '1Gi', { policy: 'Delete', annotations: deleter, claimRef: { ...ref, uid: `uid-${k}` } })));
+    await answered(made[0]!, 'Warning', 'InvalidClaimRef', before);
+    for (const v of made) expect((await eventFor(admin, v, 'InvalidClaimRef')).message, v.metadata!.name).to.match(/which no (claim|namespace) can have/);
+    for (const k of Object.keys(refs)) expect((await getPV(admin, name(k))).status?.phase, k).to.equal('Pending');
+  });
+
   it('a selected node without the topology labels its class allows: the annotation goes, with a Warning', async function () {
     const cls = name('zonal');
     await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/none', volumeBindingMode: 'WaitForFirstConsumer', allowedTopologies: [{ matchLabelExpressions: [{ key: ZONE, values: ['z1'] }] }] });
@@ -169,6 +184,22 @@ describe('reliability: bad input to the binder (real API server)', function () {
     await admin.create<Event>(Resources.events, forgedProvisioningEvent(tenant, 'c', victim.metadata!.uid!));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).metadata?.annotations?.[SEL]).to.equal(undefined), 60_000);
     await admin.delete(Resources.namespaces, tenant).catch(() => undefined);
+  });
+
+  it('a selected node no node can have (empty, or a path under a real node): removed as gone, with a Warning, never read as the node list or that node', async function () {
+    // GET nodes/ answers the node list and nodes/<n>%2Fstatus node n's status: each used to keep the
+    // stale annotation for ever (the removal refuted at every try).
+    const cls = name('wffc-paths');
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'example.com/none', volumeBindingMode: 'WaitForFirstConsumer' });
+    created.push({ kind: 'class', name: cls });
+    const real = name('real');
+    await admin.create<Node>(Resources.nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: real } });
+    created.push({ kind: 'node', name: real });
+    const before = await eventsCounted('Warning', 'SelectedNodeGone');
+    const claims = { empty: '', status: `${real}/status` };
+    for (const [c, node] of Object.entries(claims)) await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, c, '1Gi', { class: cls, annotations: { [SEL]: node } }));
+    for (const c of Object.keys(claims)) await eventually(async () => expect((await getPVC(admin, ns, c)).metadata?.annotations?.[SEL], c).to.equal(undefined), 60_000);
+    expect(await eventsCounted('Warning', 'SelectedNodeGone')).to.be.at.least(before + 2);
   });
 
   it('huge values: a 100,000-character selected node is answered with a bounded Event; a claim carrying 200 kB of annotations still binds', async function () {
