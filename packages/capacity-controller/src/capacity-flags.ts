@@ -1,4 +1,4 @@
-import { LABEL_CSI_MANAGED_BY, LABEL_REGION, LABEL_ZONE } from '@topovol/shared';
+import { isDnsLabel, isDnsSubdomain, LABEL_CSI_MANAGED_BY, LABEL_REGION, LABEL_ZONE, labelValueProblem } from '@topovol/shared';
 import type { FlagSpec, FlagValue } from '@topovol/shared';
 import { DEFAULT_STATUS_SHARDS, shardCountProblem } from './status/status-shards.js';
 
@@ -30,9 +30,20 @@ export const F = {
 
 const positive = (v: FlagValue): string | undefined => (typeof v === 'number' && v > 0 ? undefined : 'must be positive');
 
+/**
+ * A string flag that goes into label values, selectors or object names: refused at start with the
+ * flag's name, not found out as a list the API server answers 400 at every retry. Empty is allowed
+ * where the flag has a fallback.
+ */
+const nonEmpty = (check: (s: string) => string | undefined) => (v: FlagValue): string | undefined => (typeof v !== 'string' ? 'must be a string' : v === '' ? undefined : check(v));
+const labelValue = nonEmpty(labelValueProblem);
+const namespaceName = nonEmpty((s) => (isDnsLabel(s) ? undefined : `"${s.slice(0, 70)}" is no namespace name (a DNS label: lower-case alphanumerics and '-', at most 63)`));
+const nodeName = nonEmpty((s) => (isDnsSubdomain(s) ? undefined : `"${s.slice(0, 70)}" is no node name (a DNS subdomain)`));
+
 export const capacityFlags: FlagSpec[] = [
   { name: F.csiAddress, type: 'string', default: '', help: 'The CSI driver\'s controller endpoint (unix socket path or unix:// URL). Required for the capacity loop.' },
-  { name: F.driverName, type: 'string', default: '', help: 'The CSI driver served; empty means the name the driver reports in GetPluginInfo.' },
+  // A CSI driver's name is at most 63 alphanumerics, '-' and '.' (CSI spec, GetPluginInfo), and a label value here.
+  { name: F.driverName, type: 'string', default: '', help: 'The CSI driver served; empty means the name the driver reports in GetPluginInfo.', validate: labelValue },
   { name: F.topology, type: 'string', default: 'csinode', help: 'Where topology segments come from: csinode (the driver\'s topology keys in CSINode objects), prefix (node labels under --capacity-topology-prefix) or domains (the ordered --domain-labels).' },
   { name: F.topologyPrefix, type: 'string', default: '', help: 'With --capacity-topology=prefix: the label prefix, e.g. example.com/ (KEP-1472 central provisioning).' },
   { name: F.domainLabels, type: 'string', default: '', help: `With --capacity-topology=domains: node label keys, outermost first, separated by ";" (as Ceph-CSI's --domain-labels), e.g. ${LABEL_REGION};${LABEL_ZONE};example.com/rack.` },
@@ -42,14 +53,14 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.unimplementedRetry, type: 'duration', default: 10 * 60_000, help: 'After GetCapacity answers Unimplemented, ask again this long later, doubling each time it still does (up to 1h): a driver upgraded in place is tracked without a restart.', validate: positive },
   { name: F.timeout, type: 'duration', default: 10_000, help: 'Deadline of one GetCapacity call.', validate: positive },
   { name: F.retries, type: 'int', default: 3, help: 'Tries of GetCapacity per refresh when the driver is unavailable or slow, with exponential backoff; then the refresh is retried later by the work queue.', validate: positive },
-  { name: F.namespace, type: 'string', default: '', help: 'Namespace of the CSIStorageCapacity objects; empty means $NAMESPACE, else topovol-system.' },
-  { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: `Value of the ${LABEL_CSI_MANAGED_BY} label on our CSIStorageCapacity objects; one value per instance.` },
+  { name: F.namespace, type: 'string', default: '', help: 'Namespace of the CSIStorageCapacity objects; empty means $NAMESPACE, else topovol-system.', validate: namespaceName },
+  { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: `Value of the ${LABEL_CSI_MANAGED_BY} label on our CSIStorageCapacity objects; one value per instance.`, validate: labelValue },
   { name: F.immediate, type: 'bool', default: false, help: 'Also track StorageClasses with volumeBindingMode Immediate (the scheduler only uses capacity for WaitForFirstConsumer).' },
   { name: F.ephemeral, type: 'bool', default: false, help: 'Also ask for capacity without parameters and report it as <ephemeral> in the aggregated status (the capacity for inline ephemeral volumes).' },
   { name: F.ownerLevel, type: 'int', default: 1, help: 'Owner of the CSIStorageCapacity objects, from $POD_NAME/$NAMESPACE: 0 the pod, 1 its controller (ReplicaSet or StatefulSet), 2 that one\'s controller (Deployment), -1 none.' },
   { name: F.qps, type: 'float', default: 5, help: 'API requests per second for CSIStorageCapacity objects, apart from --kube-api-qps; the aggregated status (CSIDriverCapacity) has a budget of its own with the same figures, so its renewals never hold back an object. 0 means unthrottled.' },
   { name: F.burst, type: 'int', default: 10, help: 'Burst of --capacity-api-qps (of each of the two budgets).' },
-  { name: F.nodeName, type: 'string', default: '', help: 'Per-node mode (a DaemonSet next to a per-node driver, as external-provisioner --node-deployment --enable-capacity): publish CSIStorageCapacity objects for this node\'s segment only, labelled managed-by <--capacity-managed-by>-<node>, and one <ephemeral> pool of the aggregated status under a field manager of its own. Usually $(NODE_NAME); use --capacity-ownerref-level=0 so a node\'s objects go with its pod.' },
+  { name: F.nodeName, type: 'string', default: '', help: 'Per-node mode (a DaemonSet next to a per-node driver, as external-provisioner --node-deployment --enable-capacity): publish CSIStorageCapacity objects for this node\'s segment only, labelled managed-by <--capacity-managed-by>-<node>, and one <ephemeral> pool of the aggregated status under a field manager of its own. Usually $(NODE_NAME); use --capacity-ownerref-level=0 so a node\'s objects go with its pod.', validate: nodeName },
   { name: F.expiry, type: 'duration', default: 5 * 60_000, help: 'expiryTime of the entries this instance writes into the aggregated status; expired entries are pruned.', validate: positive },
   {
     name: F.statusShards,
