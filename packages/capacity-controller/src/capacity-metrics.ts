@@ -22,7 +22,7 @@ const objectWrites = counter<'verb'>({
 });
 const writesRefused = counter<'driver' | 'verb'>({
   name: 'topovol_capacity_object_writes_refused_total',
-  help: 'CSIStorageCapacity writes denied by authorization, by driver and verb: the loop may not write in --capacity-namespace, and the published figures go stale.',
+  help: 'CSIStorageCapacity writes the API server refused (authorization, an admission policy or webhook, a quota, validation), by driver and verb: the published figures go stale.',
   labelNames: ['driver', 'verb'],
 });
 for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0);
@@ -31,7 +31,7 @@ for (const verb of ['create', 'update', 'delete']) objectWrites.inc({ verb }, 0)
 // the loop still owes them.
 const writesDenied = gauge<'driver'>({
   name: 'topovol_capacity_object_writes_denied',
-  help: '1 while CSIStorageCapacity writes denied by authorization are still owed (the loop may not write in --capacity-namespace), else 0.',
+  help: '1 while refused CSIStorageCapacity writes are still owed (authorization, an admission policy or webhook, a quota, validation), else 0.',
   labelNames: ['driver'],
 });
 

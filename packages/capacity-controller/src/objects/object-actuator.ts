@@ -1,4 +1,4 @@
-import { errorMessage, isConflict, isNotFound, Resources } from '@topovol/shared';
+import { errorMessage, isConflict, isNotFound, isRefusal, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, ReconcileContext } from '@topovol/shared';
 import { capacityMetrics } from '../capacity-metrics.js';
 import { itemKey } from './capacity-item.js';
@@ -104,8 +104,9 @@ export class ObjectActuator {
   /**
    * Carries out one write, for `passTarget` (ITEM_TARGET of the item whose pass it is; its caller
    * settles it once the pass is done) or else for its own target (DELETE_TARGET of an obsolete
-   * object, settled when the write goes through). An authorization denial is recorded, reported and thrown for the runner to
-   * retry; a write that goes through settles its target.
+   * object, settled when the write goes through). A refusal (authorization, admission, quota,
+   * validation) is recorded, reported and thrown for the runner to retry; a write that goes through
+   * settles its target.
    */
   async execute(ctx: ReconcileContext, a: ObjectAction, passTarget?: string): Promise<void> {
     const target = passTarget ?? (a.kind === 'delete' ? DELETE_TARGET(a.object.metadata?.name) : ITEM_TARGET(itemKey(a.item)));
@@ -114,8 +115,14 @@ export class ObjectActuator {
       // A pass's target settles at the pass's end (another of its writes may still be denied).
       if (passTarget === undefined) this.settled((t) => t === target);
     } catch (err) {
-      if (!isAuthorizationDenial(err)) throw err;
-      const message = `CSIStorageCapacity ${a.kind} in namespace ${this.namespace} refused: ${errorMessage(err)}; bind ClusterRole topovol-capacity-namespaced to this loop's ServiceAccount in that namespace (docs/install.md, "RBAC")`;
+      // Refused as sent (authorization, an admission plugin, policy or webhook, a quota,
+      // validation): the same write is refused again until someone changes the rules, and the
+      // published figures go stale meanwhile, so said as loudly as a missing role binding.
+      if (!isRefusal(err)) throw err;
+      const advice = isAuthorizationDenial(err)
+        ? `bind ClusterRole topovol-capacity-namespaced to this loop's ServiceAccount in that namespace (docs/install.md, "RBAC")`
+        : 'an admission policy or webhook, a quota or validation refuses it: see the message';
+      const message = `CSIStorageCapacity ${a.kind} in namespace ${this.namespace} refused: ${errorMessage(err)}; ${advice}`;
       this.loop.refused(message, a.kind, this.refusals.refused(target, message));
       throw err;
     }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { CSIStorageCapacity, Event, KubeClient, KubeObject } from '@topovol/shared';
+import type { CSIStorageCapacity, Event, KubeClient, KubeObject, ResourceType } from '@topovol/shared';
 import { accessAllowed, eventually, INSTALL_NAMESPACE, withPodEnv } from '@topovol/testing';
 import type { CsiTestDriver } from '@topovol/testing/csi-test-driver';
 import { GiB } from '@topovol/testing/csi-test-driver';
@@ -43,6 +43,15 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
   const readyCondition = async (): Promise<{ status?: string; reason?: string; message?: string } | undefined> =>
     (await admin.get<CSIDriverCapacity>(CSIDriverCapacities, driverName)).status?.conditions?.find((c) => c.type === 'Ready');
   const start = (): Promise<unknown> => tb.start(['--capacity-poll-interval=1s', '--capacity-min-refresh-interval=100ms']);
+  /** Once the writes are allowed: the good zone's object published, Ready again, no refused write owed. */
+  async function publishedAndReady(): Promise<void> {
+    await eventually(async () => {
+      expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]);
+      const ready = await readyCondition();
+      expect([ready?.status, ready?.reason]).to.deep.equal(['True', 'AllMeasured']);
+      expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName })).to.equal(0);
+    }, 60_000);
+  }
 
   it('a CSINode naming a topology key its node lacks, and a node without topology labels: a Warning on each node, no object for them', async function () {
     driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
@@ -158,16 +167,40 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
       await eventually(async () => expect(await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'create' })).to.be.at.least(tried + 30), 90_000);
       // The operator binds the role (docs/install.md): the loop retries, publishes, and is Ready.
       await identity.bindNamespaced(ns);
-      await eventually(async () => {
-        expect(await figures()).to.deep.equal([`fast {"${ZONE}":"good"}=5Gi`]);
-        const ready = await readyCondition();
-        expect([ready?.status, ready?.reason]).to.deep.equal(['True', 'AllMeasured']);
-        expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName })).to.equal(0);
-      }, 60_000);
+      await publishedAndReady();
     } finally {
       await tb.loop?.stop();
       tb.loop = undefined;
       await identity.cleanup();
+      await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
+    }
+  });
+
+  it('a quota that admits no CSIStorageCapacity object in the namespace: Ready=False WritesRefused with the server\'s message (no role to bind), a Warning on the CSIDriver; once lifted, the objects appear', async function () {
+    driver.setCapacity({ [ZONE]: 'good' }, 5n * GiB);
+    await addNode('good', { [ZONE]: 'good' }, [ZONE]);
+    await addClass('fast');
+    await createCSIDriver(admin, driverName);
+    // No quota controller runs here: the status it would write is written by hand, as it would be.
+    const counted = 'count/csistoragecapacities.storage.k8s.io';
+    const quotas: ResourceType = { group: '', version: 'v1', plural: 'resourcequotas', kind: 'ResourceQuota', namespaced: true };
+    const quota = await admin.create<KubeObject & { status?: object }>(quotas, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-capacity', namespace: ns }, spec: { hard: { [counted]: '0' } } } as KubeObject);
+    await admin.replaceStatus(quotas, { ...quota, status: { hard: { [counted]: '0' }, used: { [counted]: '0' } } });
+    try {
+      const refused = await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'create' });
+      await start();
+      await eventually(async () => {
+        const ready = await readyCondition();
+        expect([ready?.status, ready?.reason]).to.deep.equal(['False', 'WritesRefused']);
+        expect(ready?.message).to.contain('exceeded quota').and.not.contain('topovol-capacity-namespaced');
+        expect((await events(driverName)).join('\n')).to.match(/Warning\/CapacityWritesRefused: CSIStorageCapacity create in namespace .* refused: .*exceeded quota/);
+      }, 60_000);
+      expect(await metricValue('topovol_capacity_object_writes_refused_total', { driver: driverName, verb: 'create' })).to.be.above(refused);
+      expect(await metricValue('topovol_capacity_object_writes_denied', { driver: driverName }), 'the alert reads this level').to.equal(1);
+      await admin.delete(quotas, 'no-capacity', ns);
+      await publishedAndReady();
+    } finally {
+      await admin.delete(quotas, 'no-capacity', ns).catch(() => undefined);
       await admin.delete(Resources.csiDrivers, driverName).catch(() => undefined);
     }
   });

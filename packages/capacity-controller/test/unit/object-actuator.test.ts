@@ -181,9 +181,28 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
       expect(counted).to.equal(2);
     });
 
-    it('another 403 (an exceeded quota, a webhook, a terminating namespace) is a plain error: no refusal, no advice to bind a role', async function () {
+    it('any other refusal (an exceeded quota, a webhook or policy, validation) is a refusal too, with the server\'s message and no advice to bind a role', async function () {
+      const refusals: (() => KubeApiError)[] = [
+        quota,
+        () => KubeApiError.fromResponse(422, JSON.stringify({ kind: 'Status', status: 'Failure', code: 422, reason: 'Invalid', message: 'csistoragecapacities.storage.k8s.io "csisc-x" is invalid: ValidatingAdmissionPolicy \'no-capacity\' denied request' })),
+        () => KubeApiError.fromResponse(400, JSON.stringify({ kind: 'Status', status: 'Failure', code: 400, reason: 'BadRequest', message: 'admission webhook "capacity.example.com" denied the request' })),
+      ];
+      for (const [i, refuse] of refusals.entries()) {
+        const a = gated();
+        deny = () => refuse();
+        expect(await create(a, item)).to.be.instanceOf(KubeApiError);
+        expect(counted, String(i)).to.equal(i + 1);
+        expect(a.refusal, String(i)).to.contain(refuse().message).and.not.contain('topovol-capacity-namespaced');
+        // Settled like a denial once the write goes through.
+        deny = undefined;
+        await create(a, item);
+        expect(a.refusal, String(i)).to.equal(undefined);
+      }
+    });
+
+    it('a conflict or a server error is no refusal: a plain error, retried', async function () {
       const a = gated();
-      deny = () => quota();
+      deny = () => KubeApiError.fromResponse(500, JSON.stringify({ kind: 'Status', status: 'Failure', code: 500, reason: 'InternalError', message: 'etcdserver: leader changed' }));
       expect(await create(a, item)).to.be.instanceOf(KubeApiError);
       expect([counted, a.refusal]).to.deep.equal([0, undefined]);
     });

@@ -172,9 +172,16 @@ export class BinderActuator {
           );
           break;
         }
-        case 'event':
-          this.d.events.event(a.target, a.type, a.reason, a.message);
+        case 'event': {
+          // A Warning answers bad input or a refusal: logged as well as recorded (the recorder logs
+          // at debug), once per Event the spam filter lets through, so a loop re-saying it floods no log.
+          const recorded = this.d.events.event(a.target, a.type, a.reason, a.message);
+          if (recorded && a.type === 'Warning') {
+            const md = a.target.metadata;
+            this.d.log.info('warning', { object: `${a.target.kind}/${md?.namespace ? `${md.namespace}/` : ''}${md?.name ?? ''}`, reason: a.reason, message: a.message });
+          }
           break;
+        }
       }
     }
   }

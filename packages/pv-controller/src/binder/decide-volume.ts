@@ -109,7 +109,7 @@ function unusable(volume: PersistentVolume): BinderAction[] {
   if (volume.status?.phase === 'Available') return [];
   const affinity = nodeSelectorNeverMatches(volume.spec?.nodeAffinity?.required);
   const why = affinity ? `spec.nodeAffinity matches no node: ${affinity}` : capacityBytes(volume) === undefined ? `spec.capacity.storage "${String(volume.spec?.capacity?.storage ?? '')}" is not a positive size` : undefined;
-  return why ? [event(volume, 'Warning', Reasons.UnusableVolume, `no node can use this volume: ${why}`)] : [];
+  return why ? [event(volume, 'Warning', Reasons.UnusableVolume, `no claim can bind this volume: ${why}`)] : [];
 }
 
 /** Released (not over Failed: the user should see what went wrong), then the reclaim policy. */

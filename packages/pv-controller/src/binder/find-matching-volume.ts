@@ -1,4 +1,4 @@
-import { labelSelectorMatches, volumeNodeAffinityMatches } from '@topovol/shared';
+import { labelSelectorMatches, nodeSelectorNeverMatches, volumeNodeAffinityMatches } from '@topovol/shared';
 import type { Node, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { accessModesKey, groupsForClaim } from './access-modes.js';
 import { claimClass, claimVolumeMode, volumeClass, volumeVolumeMode } from './claim-helpers.js';
@@ -39,7 +39,9 @@ function freeFor(claim: PersistentVolumeClaim, v: PersistentVolume, opts: MatchO
     isUnclaimedPhase(v) &&
     labelSelectorMatches(claim.spec?.selector, v.metadata?.labels) &&
     volumeClass(v) === claimClass(claim) &&
-    (!opts.node || volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node))
+    // Without a node (an Immediate or class-less claim), never a volume whose affinity matches no
+    // node at all: its pod could never be scheduled. Upstream binds it (docs/divergences.md).
+    (opts.node ? volumeNodeAffinityMatches(v.spec?.nodeAffinity, opts.node) : nodeSelectorNeverMatches(v.spec?.nodeAffinity?.required) === undefined)
   );
 }
 

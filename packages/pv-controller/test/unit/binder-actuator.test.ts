@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, isConflict, logger, projectClaim, Resources } from '@topovol/shared';
-import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { BinderActuator } from '../../src/binder/actuator.js';
 import { AssumeCache } from '../../src/binder/assume-cache.js';
@@ -205,5 +205,21 @@ describe('binder actuator over an in-memory API server', function () {
     ]);
     expect(store.snapshot()).to.deep.equal(before);
     expect(events.recorded).to.deep.equal([{ kind: undefined, name: 'v', type: 'Warning', reason: 'VolumeFailedRecycle', message: 'no recycler' }]);
+  });
+
+  it('a Warning the recorder lets through is logged at info too (bad input gets a log line); a Normal one, or one the spam filter drops, is not', async function () {
+    const [v, cl] = seed({ name: 'logged', actions: () => [], then: () => undefined });
+    const lines: { msg: string; meta: Record<string, unknown> }[] = [];
+    const log = { info: (msg: string, meta: Record<string, unknown>) => lines.push({ msg, meta }) } as unknown as Logger;
+    let admit = true;
+    const gate = { event: () => admit };
+    const act = new BinderActuator({ client: store, events: gate, volumes: new AssumeCache(), claims: new AssumeCache(), log, dryRun: false });
+    await act.run([
+      { kind: 'event', target: { ...v, kind: 'PersistentVolume' }, type: 'Warning', reason: 'InvalidClaimRef', message: 'no claim can be looked up' },
+      { kind: 'event', target: cl, type: 'Normal', reason: 'FailedBinding', message: 'no volume' },
+    ]);
+    admit = false;
+    await act.run([{ kind: 'event', target: cl, type: 'Warning', reason: 'VolumeMismatch', message: 'dropped' }]);
+    expect(lines).to.deep.equal([{ msg: 'warning', meta: { object: 'PersistentVolume/v', reason: 'InvalidClaimRef', message: 'no claim can be looked up' } }]);
   });
 });

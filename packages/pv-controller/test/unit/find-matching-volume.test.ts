@@ -25,6 +25,19 @@ describe('findMatchingVolume', function () {
     { name: 'skips volumes being deleted', claim: claim('c', '1Gi'), volumes: [vol('dying', '1Gi', { deleting: true }), vol('ok', '2Gi')], want: 'ok' },
     { name: 'skips volumes claimed by another claim', claim: claim('c', '1Gi'), volumes: [vol('taken', '1Gi', { claimRef: { namespace: 'ns', name: 'other', uid: 'x' } }), vol('ok', '2Gi')], want: 'ok' },
     { name: 'skips Released volumes', claim: claim('c', '1Gi'), volumes: [vol('rel', '1Gi', { phase: 'Released' }), vol('ok', '2Gi')], want: 'ok' },
+    // A divergence (docs/divergences.md): upstream checks affinity only against a node, so a claim
+    // without one took a volume no node can reach, and its pods could never be scheduled.
+    ...(
+      [
+        ['an empty term', { required: { nodeSelectorTerms: [{}] } }],
+        ['Gt with a value that is no integer', { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'size', operator: 'Gt', values: ['big'] }] }] } }],
+        ['no terms at all', { required: { nodeSelectorTerms: [] } }],
+      ] as [string, ReturnType<typeof zoneAffinity>][]
+    ).flatMap(([what, nodeAffinity]) => [
+      { name: `without a node, skips a free volume whose affinity matches no node (${what})`, claim: claim('c', '1Gi'), volumes: [vol('never', '1Gi', { nodeAffinity }), vol('ok', '2Gi')], want: 'ok' },
+      { name: `without a node, a volume pre-bound to the claim is taken all the same (${what})`, claim: claim('c', '1Gi'), volumes: [vol('mine', '1Gi', { nodeAffinity, claimRef: { namespace: 'ns', name: 'c' } }), vol('ok', '2Gi')], want: 'mine' },
+    ]),
+    { name: 'without a node, a free volume with a usable affinity is still a candidate', claim: claim('c', '1Gi'), volumes: [vol('zonal', '1Gi', { nodeAffinity: zoneAffinity('a') }), vol('ok', '2Gi')], want: 'zonal' },
     { name: 'pre-bound by name wins over smaller', claim: claim('c', '1Gi'), volumes: [vol('small', '1Gi'), vol('mine', '5Gi', { claimRef: { namespace: 'ns', name: 'c' } })], want: 'mine' },
     { name: 'pre-bound by uid wins', claim: claim('c', '1Gi'), volumes: [vol('small', '1Gi'), vol('mine', '5Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })], want: 'mine' },
     { name: 'pre-bound to an older claim of the same name (uid differs) is not ours', claim: claim('c', '1Gi'), volumes: [vol('old', '1Gi', { claimRef: { namespace: 'ns', name: 'c', uid: 'old-uid' } })], want: undefined },

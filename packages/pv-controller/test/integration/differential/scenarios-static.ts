@@ -24,6 +24,26 @@ export const staticScenarios: Scenario[] = [
     },
   },
   {
+    // `Gt` with a value that is no integer: accepted by the API server, matched by no node.
+    name: 'static: a class-less claim and a smaller volume no node can use: not bound to it',
+    async run(s) {
+      await s.pv('unusable', '1Gi', { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'example.com/size', operator: 'Gt', values: ['big'] }] }] } } });
+      await s.pv('usable', '2Gi');
+      await s.settle();
+      await s.pvc('c', '1Gi');
+    },
+    divergence: {
+      upstream: (st) => {
+        claimIs(st, 'c', { phase: 'Bound', volumeName: 'unusable' });
+        volumeIs(st, 'usable', { phase: 'Available', claimRef: null });
+      },
+      topovol: (st) => {
+        claimIs(st, 'c', { phase: 'Bound', volumeName: 'usable' });
+        volumeIs(st, 'unusable', { phase: 'Available', claimRef: null, events: ['UnusableVolume'] });
+      },
+    },
+  },
+  {
     name: 'static: a class-less claim binds the smallest Available volume that fits',
     async run(s) {
       await s.pv('big', '5Gi');
