@@ -37,6 +37,8 @@ const positive = (v: FlagValue): string | undefined => (typeof v === 'number' &&
  */
 const nonEmpty = (check: (s: string) => string | undefined) => (v: FlagValue): string | undefined => (typeof v !== 'string' ? 'must be a string' : v === '' ? undefined : check(v));
 const labelValue = nonEmpty(labelValueProblem);
+/** No fallback: empty would label the objects "" (per node, "-<node>", which no label value may start with). */
+const requiredLabelValue = (v: FlagValue): string | undefined => (v === '' ? 'may not be empty' : labelValue(v));
 const namespaceName = nonEmpty((s) => (isDnsLabel(s) ? undefined : `"${s.slice(0, 70)}" is no namespace name (a DNS label: lower-case alphanumerics and '-', at most 63)`));
 const nodeName = nonEmpty((s) => (isDnsSubdomain(s) ? undefined : `"${s.slice(0, 70)}" is no node name (a DNS subdomain)`));
 
@@ -54,7 +56,7 @@ export const capacityFlags: FlagSpec[] = [
   { name: F.timeout, type: 'duration', default: 10_000, help: 'Deadline of one GetCapacity call.', validate: positive },
   { name: F.retries, type: 'int', default: 3, help: 'Tries of GetCapacity per refresh when the driver is unavailable or slow, with exponential backoff; then the refresh is retried later by the work queue.', validate: positive },
   { name: F.namespace, type: 'string', default: '', help: 'Namespace of the CSIStorageCapacity objects; empty means $NAMESPACE, else topovol-system.', validate: namespaceName },
-  { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: `Value of the ${LABEL_CSI_MANAGED_BY} label on our CSIStorageCapacity objects; one value per instance.`, validate: labelValue },
+  { name: F.managedBy, type: 'string', default: 'topovol-capacity', help: `Value of the ${LABEL_CSI_MANAGED_BY} label on our CSIStorageCapacity objects; one value per instance.`, validate: requiredLabelValue },
   { name: F.immediate, type: 'bool', default: false, help: 'Also track StorageClasses with volumeBindingMode Immediate (the scheduler only uses capacity for WaitForFirstConsumer).' },
   { name: F.ephemeral, type: 'bool', default: false, help: 'Also ask for capacity without parameters and report it as <ephemeral> in the aggregated status (the capacity for inline ephemeral volumes).' },
   { name: F.ownerLevel, type: 'int', default: 1, help: 'Owner of the CSIStorageCapacity objects, from $POD_NAME/$NAMESPACE: 0 the pod, 1 its controller (ReplicaSet or StatefulSet), 2 that one\'s controller (Deployment), -1 none.' },

@@ -1,4 +1,4 @@
-import { errorMessage, isConflict, isNotFound, isRefusal, Resources } from '@topovol/shared';
+import { errorMessage, isConflict, isNamespaceGone, isNotFound, isRefusal, Resources } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeClient, ReconcileContext } from '@topovol/shared';
 import { capacityMetrics } from '../capacity-metrics.js';
 import { itemKey } from './capacity-item.js';
@@ -30,7 +30,7 @@ export interface ActuatorCallbacks {
   replan: () => void;
   /** An item's object turned out to be gone: plan the item again (its figure is still current). */
   retryItem: (key: string) => void;
-  /** A write denied by authorization, with what to do about it; `first`: it starts an episode. */
+  /** A write the API server refused as sent, with what to do about it; `first`: it starts an episode. */
   refused: (message: string, verb: ObjectAction['kind'], first: boolean) => void;
   /** The episode ended: no target owes a denied write any more. */
   cleared: () => void;
@@ -118,7 +118,8 @@ export class ObjectActuator {
       // Refused as sent (authorization, an admission plugin, policy or webhook, a quota,
       // validation): the same write is refused again until someone changes the rules, and the
       // published figures go stale meanwhile, so said as loudly as a missing role binding.
-      if (!isRefusal(err)) throw err;
+      // A namespace being deleted is not a rule someone can change: a plain error, retried.
+      if (!isRefusal(err) || isNamespaceGone(err, this.namespace)) throw err;
       const advice = isAuthorizationDenial(err)
         ? `bind ClusterRole topovol-capacity-namespaced to this loop's ServiceAccount in that namespace (docs/install.md, "RBAC")`
         : 'an admission policy or webhook, a quota or validation refuses it: see the message';

@@ -11,8 +11,8 @@ const OWNER_REFERENCE_DENIAL = /cannot set an ownerRef on a resource you can't d
 
 /**
  * An authorization denial (RBAC's, or the ownerReference admission check's), not another 403: an
- * exceeded quota, a terminating namespace or a webhook's denial is not cured by a RoleBinding, and
- * stays a plain reconcile error.
+ * exceeded quota or a webhook's denial is not cured by a RoleBinding, so its report gives the
+ * server's message without that advice (object-actuator.ts).
  */
 export function isAuthorizationDenial(err: unknown): boolean {
   if (!isForbidden(err)) return false;

@@ -1,3 +1,4 @@
+import { labelValueProblem } from '@topovol/shared';
 import { withCsiRetry } from '@topovol/shared/csi';
 import type { PluginInfo } from '@topovol/shared/csi';
 
@@ -31,6 +32,9 @@ export function connectToDriver(csi: PluginInfoSource, opts: ConnectOptions = {}
   const ask = async (): Promise<PluginInfo> => {
     const info = await csi.getPluginInfo();
     if (opts.requireName && !info.name) throw new Error('GetPluginInfo answered no name (give --driver-name, or fix the driver)');
+    // It goes into label values and selectors, as --driver-name would (checked at start).
+    const problem = opts.requireName ? labelValueProblem(info.name) : undefined;
+    if (problem) throw new Error(`GetPluginInfo answered a name no CSI driver may have: ${problem} (give --driver-name, or fix the driver)`);
     return info;
   };
   return withCsiRetry(ask, {

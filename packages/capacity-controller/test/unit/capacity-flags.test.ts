@@ -33,6 +33,7 @@ describe('capacity flags: names that go into labels, selectors and objects are c
       ['--driver-name=csi/driver', /--driver-name: /],
       ['--capacity-namespace=Storage_Ops', /--capacity-namespace: .*no namespace name/],
       ['--capacity-node-name=node 1', /--capacity-node-name: .*no node name/],
+      ['--capacity-managed-by=', /--capacity-managed-by: may not be empty/],
     ];
     for (const [arg, why] of bad) expect(() => parse(arg), arg).to.throw(FlagError, why);
   });

@@ -26,4 +26,13 @@ describe('connectToDriver', function () {
     expect((await connectToDriver(csi, { initialDelayMs: 1 })).name).to.equal('');
     expect(calls).to.equal(1);
   });
+
+  it('waits on a driver that answers a name no CSI driver may have (it would go into label values), saying why', async function () {
+    let calls = 0;
+    const csi = { getPluginInfo: () => Promise.resolve({ name: ++calls <= 2 ? 'Example Driver/v1' : 'driver.example.com', vendorVersion: '1', manifest: {} }) };
+    const why: string[] = [];
+    const info = await connectToDriver(csi, { requireName: true, initialDelayMs: 1, maxDelayMs: 2, onRetry: (err) => why.push(String(err)) });
+    expect([info.name, calls]).to.deep.equal(['driver.example.com', 3]);
+    expect(why[0]).to.match(/a name no CSI driver may have: .*--driver-name/);
+  });
 });

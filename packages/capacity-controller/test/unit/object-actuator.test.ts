@@ -200,11 +200,18 @@ describe('capacity ObjectActuator (writes of CSIStorageCapacity objects)', funct
       }
     });
 
-    it('a conflict or a server error is no refusal: a plain error, retried', async function () {
-      const a = gated();
-      deny = () => KubeApiError.fromResponse(500, JSON.stringify({ kind: 'Status', status: 'Failure', code: 500, reason: 'InternalError', message: 'etcdserver: leader changed' }));
-      expect(await create(a, item)).to.be.instanceOf(KubeApiError);
-      expect([counted, a.refusal]).to.deep.equal([0, undefined]);
+    it('a server error, a conflict or a namespace being deleted is no refusal: a plain error, retried', async function () {
+      const plain = [
+        KubeApiError.fromResponse(500, JSON.stringify({ kind: 'Status', status: 'Failure', code: 500, reason: 'InternalError', message: 'etcdserver: leader changed' })),
+        KubeApiError.fromResponse(409, JSON.stringify({ kind: 'Status', status: 'Failure', code: 409, reason: 'AlreadyExists', message: 'csistoragecapacities.storage.k8s.io "csisc-x" already exists' })),
+        KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: `csistoragecapacities.storage.k8s.io "csisc-x" is forbidden: unable to create new content in namespace ${NS} because it is being terminated`, details: { name: NS, kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', field: 'metadata.namespace' }] } })),
+      ];
+      for (const [i, err] of plain.entries()) {
+        const a = gated();
+        deny = () => err;
+        expect(await create(a, item), String(i)).to.be.instanceOf(KubeApiError);
+        expect([counted, a.refusal], String(i)).to.deep.equal([0, undefined]);
+      }
     });
 
     it("a target's denial ends when its own write goes through, not when another target's does; the episode's end is signalled once", async function () {

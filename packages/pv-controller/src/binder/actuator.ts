@@ -178,7 +178,8 @@ export class BinderActuator {
           const recorded = this.d.events.event(a.target, a.type, a.reason, a.message);
           if (recorded && a.type === 'Warning') {
             const md = a.target.metadata;
-            this.d.log.info('warning', { object: `${a.target.kind}/${md?.namespace ? `${md.namespace}/` : ''}${md?.name ?? ''}`, reason: a.reason, message: a.message });
+            const message = a.message.length > 1024 ? `${a.message.slice(0, 1023)}…` : a.message;
+            this.d.log.info('warning', { object: `${a.target.kind}/${md?.namespace ? `${md.namespace}/` : ''}${md?.name ?? ''}`, reason: a.reason, message });
           }
           break;
         }

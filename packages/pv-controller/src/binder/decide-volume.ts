@@ -79,8 +79,8 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
 export function releaseOf(volume: PersistentVolume, world: BinderWorld): boolean {
   if (volumeMigrationChange(volume)) return false;
   const ref = volume.spec?.claimRef;
-  if (!ref?.uid || !ref.namespace || !ref.name) return false;
-  const claim = world.claim(ref.namespace, ref.name);
+  if (!ref?.uid || claimRefProblem(ref)) return false;
+  const claim = world.claim(ref.namespace!, ref.name!);
   return !claim || claimReleases(volume, claim);
 }
 

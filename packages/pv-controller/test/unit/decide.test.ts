@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { decideClaim } from '../../src/binder/decide-claim.js';
-import { decideVolume } from '../../src/binder/decide-volume.js';
+import { decideVolume, releaseOf } from '../../src/binder/decide-volume.js';
 import { provisionClaim } from '../../src/binder/claim-provisioning.js';
 import { summary } from './decision-summary.js';
 import { claim, node, pod, sc, vol, world } from './world-fixture.js';
@@ -271,6 +271,30 @@ describe('decideVolume', function () {
     { name: 'stale migrated-to on a CSI-provisioned volume: removed', v: vol('v', '1Gi', { annotations: { 'pv.kubernetes.io/provisioned-by': 'example.com/csi', 'pv.kubernetes.io/migrated-to': 'x' } }), w: {}, want: ['volumeMeta  -pv.kubernetes.io/migrated-to'] },
   ];
   for (const c of cases) it(c.name, () => expect(summary(decideVolume(c.v, world(c.w)))).to.deep.equal(c.want));
+});
+
+describe('releaseOf: exactly the volumes decideVolume releases (it starts the timing of a deletion)', function () {
+  it('agrees with decideVolume for claims gone, present, re-created, and claimRefs no claim can have', function () {
+    const csi = { csi: { driver: 'example.com/csi', volumeHandle: 'h' } };
+    const refs = [
+      { namespace: 'ns', name: 'c', uid: 'uid-c' },
+      { namespace: 'ns', name: 'c', uid: 'old' },
+      { namespace: 'ns', name: 'gone', uid: 'uid-g' },
+      { namespace: 'ns', name: 'C', uid: 'uid-c' },
+      { namespace: 'ns', name: 'c/status', uid: 'uid-c' },
+      { namespace: 'Bad_NS', name: 'c', uid: 'uid-c' },
+      { name: 'c', uid: 'uid-c' },
+      { namespace: 'ns', uid: 'uid-c' },
+    ];
+    for (const claimRef of refs) {
+      for (const claims of [[], [claim('c', '1Gi')]]) {
+        const v = vol('v', '1Gi', { claimRef, phase: 'Bound', persistentVolumeReclaimPolicy: 'Delete', ...csi });
+        const w = world({ claims });
+        const released = decideVolume(v, w).some((a) => a.kind === 'volumePhase' && a.phase === 'Released');
+        expect(releaseOf(v, w), `${JSON.stringify(claimRef)} with ${claims.length} claim(s)`).to.equal(released);
+      }
+    }
+  });
 });
 
 describe('provisioning and reclaim agree on who deletes', function () {

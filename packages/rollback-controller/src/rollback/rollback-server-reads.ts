@@ -1,4 +1,4 @@
-import { claimNamesOfPod, getIfPresent, isGone, projectPod, Resources, streamWatch } from '@topovol/shared';
+import { claimNamesOfPod, collectionPath, getIfPresent, InvalidPathSegmentError, isGone, pathSegmentProblem, projectPod, Resources, streamWatch } from '@topovol/shared';
 import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { usageOf } from './marks.js';
 import { recreateRefusal } from './recreate-check.js';
@@ -70,7 +70,11 @@ export async function missedPodUse(
   opts: ReplayOptions = {},
 ): Promise<string | undefined> {
   if (!resourceVersion) return 'the pod watch has not started, so pods since its provisioning cannot be checked';
-  const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+  // Refused as every KubeClient read is: a namespace that is no path segment (an empty one would
+  // be every namespace's pods).
+  const problem = pathSegmentProblem(namespace);
+  if (problem) throw new InvalidPathSegmentError('namespace', namespace, problem);
+  const path = collectionPath(Resources.pods, namespace);
   // One item is enough: only the list's resourceVersion is wanted, a consistent read of now.
   const now = (await client.request<ObjectList<Pod>>('GET', path, { query: { limit: 1 } })).metadata?.resourceVersion ?? '';
   // The informer has already handled everything up to the list: nothing to replay. The watch cache

@@ -1,3 +1,4 @@
+import { InvalidPathSegmentError } from './path-segment.js';
 /**
  * Error classification for everything the runtime does over HTTP, so callers branch on a kind
  * (as client-go's apierrors.IsNotFound and friends) instead of parsing messages.
@@ -152,6 +153,8 @@ export function classifyError(err: unknown): ClassifiedError {
   }
   // Retriable: a lease renewed late lifts the fence; a lost one ends the process.
   if (err instanceof WriteFencedError) return { kind: 'Fenced', message: err.message, retriable: true };
+  // Refused before it was sent (a name no object can have): never applied, never will be.
+  if (err instanceof InvalidPathSegmentError) return { kind: 'BadRequest', message: err.message, retriable: false };
   const e = err as { name?: string; code?: unknown; type?: string; message?: string; body?: unknown; headers?: Record<string, string>; cause?: unknown } | null;
   const message = e?.message ?? String(err);
   // client-node's generated APIs throw ApiException { code: number, body, headers }.

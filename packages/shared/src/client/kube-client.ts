@@ -345,7 +345,7 @@ export class KubeClient {
     return { metadata: { resourceVersion: rv }, items };
   }
 
-  create<T extends KubeObject>(r: ResourceType, obj: T, opts: WriteOptions = {}): Promise<T> {
+  async create<T extends KubeObject>(r: ResourceType, obj: T, opts: WriteOptions = {}): Promise<T> {
     return this.request<T>('POST', collectionPath(r, obj.metadata?.namespace), {
       body: obj,
       query: writeQuery(opts),

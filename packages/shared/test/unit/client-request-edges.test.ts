@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { classifyError, KubeApiError } from '../../src/client/errors.js';
+import { classifyError, isRefusal, KubeApiError, writeMayHaveApplied } from '../../src/client/errors.js';
 import { InvalidPathSegmentError } from '../../src/client/path-segment.js';
 import { Resources } from '../../src/informer/resources.js';
 import { failure } from '@topovol/testing';
@@ -115,6 +115,7 @@ describe('KubeClient: answers and what writes send', function () {
           () => api.client.patch(Resources.configMaps, name, 'ns', 'merge', {}),
           () => api.client.delete(Resources.configMaps, name, 'ns'),
           () => api.client.replace(Resources.configMaps, { metadata: { name, namespace: 'ns' } }),
+          () => api.client.apply(Resources.configMaps, { metadata: { name, namespace: 'ns' } }, 'test'),
           () => api.client.get(Resources.persistentVolumes, name),
         ]) {
           const err = await failure(call());
@@ -124,9 +125,13 @@ describe('KubeClient: answers and what writes send', function () {
       }
       for (const namespace of ['.', 'a/b', 'x%y']) {
         expect(await failure(api.client.get(Resources.configMaps, 'c', namespace)), namespace).to.be.instanceOf(InvalidPathSegmentError);
+        expect(await failure(api.client.create(Resources.configMaps, { metadata: { name: 'c', namespace } })), namespace).to.be.instanceOf(InvalidPathSegmentError);
         expect(await failure(api.client.list(Resources.configMaps, { namespace })), namespace).to.be.instanceOf(InvalidPathSegmentError);
       }
       expect(api.seen).to.have.length(0);
+      // Never sent, so never applied: a refusal for good, not an outcome unknown.
+      const refused = await failure(api.client.get(Resources.configMaps, 'a/b', 'ns'));
+      expect([classifyError(refused).kind, writeMayHaveApplied(refused), isRefusal(refused)]).to.deep.equal(['BadRequest', false, true]);
       // The cluster-wide list (no namespace) is not a namespace at all: sent.
       await failure(api.client.list(Resources.configMaps, { namespace: '' }));
       expect(api.seen.map((x) => pathOf(x))).to.deep.equal(['/api/v1/configmaps']);
