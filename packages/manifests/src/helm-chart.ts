@@ -6,7 +6,7 @@ import { chartYaml, CHART_NAME, CSI_SOCKET_PATH, enabledExpr, helpersTpl, values
 import { GENERATED_HEADER, namespaceObject } from './install-files.js';
 import { INSTALL_NAMESPACE, MANAGER_IMAGE } from './manifest.js';
 import type { Manifest } from './manifest.js';
-import { ALL_IN_ONE_NAME, allInOneIdentity, clusterRoles, controllerIdentity, controllerObjectName } from './rbac-objects.js';
+import { ALL_IN_ONE_NAME, allInOneIdentity, clusterRoles, controllerIdentity, controllerObjectName, metricsReaderRole } from './rbac-objects.js';
 import { csiDriverPlaceholder, disruptionBudget, managerWorkload, METRICS_PORT } from './workloads.js';
 import type { ManagerWorkload } from './workloads.js';
 
@@ -170,7 +170,7 @@ export function renderHelmChart(input: HelmChartInput): Record<string, string> {
   files[`${DIR}/templates/namespace.yaml`] = templateFile(t, [namespaceObject()], '.Values.namespace.create');
 
   // RBAC as config/rbac has it: every loop's ClusterRole; each loop's identity, or the all-in-one one.
-  files[`${DIR}/templates/rbac/cluster-roles.yaml`] = templateFile(t, descriptors.flatMap(clusterRoles));
+  files[`${DIR}/templates/rbac/cluster-roles.yaml`] = templateFile(t, [...descriptors.flatMap(clusterRoles), metricsReaderRole()]);
   for (const d of descriptors) {
     // The capacity loop keeps its own ServiceAccount next to the all-in-one Deployment.
     const cond = d === capacity ? `or (not .Values.allInOne) ${enabledExpr(d)}` : 'not .Values.allInOne';

@@ -52,6 +52,32 @@ export function clusterRoles(d: ControllerDescriptor): Manifest[] {
   ];
 }
 
+/** The ClusterRole a scraper (Prometheus's ServiceAccount) is bound to, to read every manager's /metrics. */
+export const METRICS_READER_ROLE = 'topovol-metrics-reader';
+
+/**
+ * `get` on the non-resource path /metrics: what the managers' SubjectAccessReview asks for
+ * (--metrics-secure). kubebuilder's metrics_reader_role.yaml; kube-controller-manager's own
+ * /metrics wants the same of its scrapers (kubernetes #96216).
+ */
+export function metricsReaderRole(): Manifest {
+  return {
+    apiVersion: RBAC,
+    kind: 'ClusterRole',
+    metadata: { name: METRICS_READER_ROLE, labels: commonLabels('metrics') },
+    rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+  };
+}
+
+/**
+ * A manager identity's binding to the built-in system:auth-delegator ClusterRole (create
+ * tokenreviews and subjectaccessreviews, nothing else), so its /metrics can ask the API server who
+ * a scraper is and whether it may read: what an aggregated API server or kube-rbac-proxy is bound to.
+ */
+function authDelegatorBinding(sa: string, component: string, namespace: string): Manifest {
+  return clusterRoleBinding(`${sa}-auth-delegator`, component, 'system:auth-delegator', sa, namespace);
+}
+
 function serviceAccount(name: string, component: string, namespace: string): Manifest {
   return { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace, labels: commonLabels(component) } };
 }
@@ -100,14 +126,15 @@ function leaderElectionRole(sa: string, component: string, leases: string[], nam
 }
 
 /**
- * One loop's identity: its ServiceAccount bound to its ClusterRole, its namespaced rules bound in
- * the install namespace, plus its leader-election Role.
+ * One loop's identity: its ServiceAccount bound to its ClusterRole and to system:auth-delegator
+ * (for its /metrics), its namespaced rules bound in the install namespace, plus its leader-election Role.
  */
 export function controllerIdentity(d: ControllerDescriptor, namespace = INSTALL_NAMESPACE): Manifest[] {
   const name = controllerObjectName(d);
   return [
     serviceAccount(name, d.name, namespace),
     clusterRoleBinding(name, d.name, name, name, namespace),
+    authDelegatorBinding(name, d.name, namespace),
     ...namespacedBinding(d, namespacedRoleName(d), d.name, name, namespace),
     ...leaderElectionRole(name, d.name, [name], namespace),
   ];
@@ -119,6 +146,7 @@ export function allInOneIdentity(ds: readonly ControllerDescriptor[], namespace 
   return [
     serviceAccount(ALL_IN_ONE_NAME, component, namespace),
     ...ds.map((d) => clusterRoleBinding(`${ALL_IN_ONE_NAME}-${d.name}`, component, controllerObjectName(d), ALL_IN_ONE_NAME, namespace)),
+    authDelegatorBinding(ALL_IN_ONE_NAME, component, namespace),
     ...ds.flatMap((d) => namespacedBinding(d, `${ALL_IN_ONE_NAME}-${d.name}-namespaced`, component, ALL_IN_ONE_NAME, namespace)),
     ...leaderElectionRole(ALL_IN_ONE_NAME, component, ds.map(controllerObjectName), namespace),
   ];

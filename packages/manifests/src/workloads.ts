@@ -2,7 +2,7 @@ import { commonLabels, INSTALL_NAMESPACE, MANAGER_IMAGE } from './manifest.js';
 import type { Manifest } from './manifest.js';
 import { LABEL_HOSTNAME, MANAGER_FLAGS, parseDuration } from '@topovol/shared';
 
-export const METRICS_PORT = 8080;
+export const METRICS_PORT = 8443;
 export const HEALTH_PORT = 8081;
 /** The socket a CSI driver container and the capacity loop share in the sidecar examples. */
 export const CSI_SOCKET_DIR = '/csi';

@@ -43,3 +43,7 @@ export * from './informer/projections.js';
 export * from './volumes/pod-claims.js';
 export * from './volumes/well-known.js';
 export * from './testing-hooks/failpoint.js';
+export * from './http/delegated-auth.js';
+export * from './http/kube-auth-reviews.js';
+export * from './http/self-signed-cert.js';
+export * from './http/serving-cert.js';

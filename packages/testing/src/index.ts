@@ -75,3 +75,4 @@ export * from './pod-noise.js';
 export * from './event-noise.js';
 export * from './admission-policy.js';
 export * from './http-get.js';
+export { metricsReader } from './metrics-reader.js';

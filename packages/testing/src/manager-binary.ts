@@ -25,7 +25,7 @@ export interface ManagerBinaryOptions {
    * failpoint during its start-up walk, which it may reach before a probe would have seen it ready.
    */
   waitUntilReady?: boolean;
-  /** host:port for /metrics; default off. */
+  /** host:port for /metrics, served over plain HTTP (--metrics-secure=false: the suites read it unauthenticated); default off. */
   metricsAddress?: string;
   /** The port /healthz and /readyz answer on (127.0.0.1); default a free one. */
   probePort?: number;
@@ -42,7 +42,7 @@ export async function startManagerBinary(o: ManagerBinaryOptions): Promise<Manag
   const proc = new ManagedProcess({
     name: o.name,
     command: process.execPath,
-    args: [...(o.nodeArgs ?? []), path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${o.kubeconfig}`, `--metrics-bind-address=${o.metricsAddress ?? '0'}`, `--health-probe-bind-address=127.0.0.1:${probePort}`, ...o.args],
+    args: [...(o.nodeArgs ?? []), path.join(root, 'bin', 'topovol-controller-manager.js'), `--kubeconfig=${o.kubeconfig}`, `--metrics-bind-address=${o.metricsAddress ?? '0'}`, ...(o.metricsAddress ? ['--metrics-secure=false'] : []), `--health-probe-bind-address=127.0.0.1:${probePort}`, ...o.args],
     logFile: o.logFile,
     cwd: root,
     ...(o.env ? { env: o.env } : {}),

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { allInOneIdentity, ALL_IN_ONE_NAME, clusterRole, clusterRoles, controllerIdentity, INSTALL_NAMESPACE, leaderElectionRules, rulesAllow, serviceAccountUser } from '../../src/index.js';
+import { allInOneIdentity, ALL_IN_ONE_NAME, clusterRole, clusterRoles, controllerIdentity, INSTALL_NAMESPACE, leaderElectionRules, METRICS_READER_ROLE, metricsReaderRole, rulesAllow, serviceAccountUser } from '../../src/index.js';
 import type { Manifest } from '../../src/index.js';
 import type { ControllerDescriptor, PolicyRule } from '@topovol/shared';
 import { repoRoot } from '@topovol/testing';
@@ -64,10 +64,21 @@ describe('manifests: RBAC objects per loop (config/rbac)', function () {
     const ds: ControllerDescriptor[] = [binder, rollback];
     const objs = allInOneIdentity(ds);
     expect(find(objs, 'ServiceAccount').map((o) => o.metadata.name)).to.deep.equal([ALL_IN_ONE_NAME]);
-    expect(find(objs, 'ClusterRoleBinding').map((o) => (o.roleRef as { name: string }).name)).to.have.members(['topovol-pv-binder', 'topovol-rollback']);
+    expect(find(objs, 'ClusterRoleBinding').map((o) => (o.roleRef as { name: string }).name)).to.have.members(['topovol-pv-binder', 'topovol-rollback', 'system:auth-delegator']);
     const rules = find(objs, 'Role')[0]!.rules as PolicyRule[];
     for (const lease of ['topovol-pv-binder', 'topovol-rollback']) expect(rulesAllow(rules, 'coordination.k8s.io', 'leases', 'update', lease), lease).to.equal(true);
     expect(rules).to.deep.include.members(leaderElectionRules(['topovol-pv-binder', 'topovol-rollback']).filter((r) => r.resourceNames));
+  });
+
+  it('each identity may review the tokens and access of its /metrics scrapers (system:auth-delegator), and the reader role grants get on /metrics only', function () {
+    for (const [objs, sa] of [[controllerIdentity(binder), 'topovol-pv-binder'], [allInOneIdentity([binder, rollback]), ALL_IN_ONE_NAME]] as const) {
+      const delegator = find(objs, 'ClusterRoleBinding').filter((o) => (o.roleRef as { name: string }).name === 'system:auth-delegator');
+      expect(delegator.map((o) => o.metadata.name)).to.deep.equal([`${sa}-auth-delegator`]);
+      expect(delegator[0]!.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: sa, namespace: INSTALL_NAMESPACE }]);
+    }
+    const reader = metricsReaderRole();
+    expect(reader.metadata.name).to.equal(METRICS_READER_ROLE);
+    expect(reader.rules).to.deep.equal([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
   });
 
   it('namespaced rules get a ClusterRole of their own, bound by RoleBindings in the install namespace only (never cluster-wide)', function () {

@@ -121,7 +121,7 @@ describe('manifests: manager workloads (config/manager)', function () {
     expect(managerArgs({ controllers: 'capacity', leaderElect: false, args: ['--csi-address=/csi/csi.sock'] })).to.deep.equal([
       '--controllers=capacity',
       '--leader-elect=false',
-      '--metrics-bind-address=:8080',
+      '--metrics-bind-address=:8443',
       '--health-probe-bind-address=:8081',
       '--csi-address=/csi/csi.sock',
     ]);

@@ -1,7 +1,10 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { metricsRegistry } from '../metrics/registry.js';
 import { errorMessage, logger } from '../logging/logger.js';
+import type { DelegatedAuth } from './delegated-auth.js';
+import type { ServingCert } from './serving-cert.js';
 
 /** A named check; returns an error message when failing. */
 export type Check = () => string | undefined;
@@ -12,13 +15,23 @@ export interface BindAddress {
   port: number;
 }
 
+/** --metrics-secure: HTTPS with this certificate, and every request authenticated and authorized by the API server. */
+export interface SecureServing {
+  cert: ServingCert;
+  auth: DelegatedAuth;
+}
+
 /**
  * /metrics on one address, /healthz and /readyz on another, as controller-runtime's
  * --metrics-bind-address and --health-probe-bind-address. Check output follows kube-apiserver's
- * "[+]name ok" / "[-]name failed: reason" style, with ?verbose.
+ * "[+]name ok" / "[-]name failed: reason" style, with ?verbose. The probes stay plain HTTP with no
+ * authentication (the kubelet probes them, and they say nothing but ok); /metrics is HTTPS behind
+ * the API server's TokenReview and SubjectAccessReview when `secure` is given, as
+ * kube-controller-manager's secure port and controller-runtime's secure metrics serve it.
  */
 export class HttpEndpoints {
-  private readonly servers: http.Server[] = [];
+  private readonly servers: (http.Server | https.Server)[] = [];
+  private readonly certs: ServingCert[] = [];
   private readonly liveness = new Map<string, Check>();
   private readonly readiness = new Map<string, Check>();
   private readonly log = logger().child({ component: 'http' });
@@ -32,9 +45,14 @@ export class HttpEndpoints {
   }
 
   /** Starts serving; returns the bound port (useful with port 0). */
-  async serveMetrics(addr: BindAddress): Promise<number> {
-    return this.listen(addr, async (url, res) => {
+  async serveMetrics(addr: BindAddress, secure?: SecureServing): Promise<number> {
+    return this.listen(addr, async (url, res, req) => {
       if (url.pathname !== '/metrics') return notFound(res);
+      if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain' }).end('method not allowed\n');
+      if (secure) {
+        const answer = await secure.auth.check(req.headers.authorization, url.pathname, 'get');
+        if (answer.status !== 200) return void res.writeHead(answer.status, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`${answer.message}\n`);
+      }
       try {
         const body = await metricsRegistry.metrics();
         res.writeHead(200, { 'Content-Type': metricsRegistry.contentType });
@@ -42,7 +60,7 @@ export class HttpEndpoints {
       } catch (err) {
         res.writeHead(500).end(errorMessage(err));
       }
-    });
+    }, secure?.cert);
   }
 
   async serveProbes(addr: BindAddress): Promise<number> {
@@ -55,6 +73,7 @@ export class HttpEndpoints {
   }
 
   async close(): Promise<void> {
+    for (const c of this.certs.splice(0)) c.stop();
     await Promise.all(
       this.servers.splice(0).map(
         (s) =>
@@ -90,18 +109,21 @@ export class HttpEndpoints {
    * `http://[/`) is answered 400, and whatever a handler throws, synchronously or not, is answered
    * 500 and logged. Either used to throw out of the request listener: one request ended the process.
    */
-  private listen(addr: BindAddress, handler: (url: URL, res: http.ServerResponse) => void | Promise<void>): Promise<number> {
-    const server = http.createServer((req, res) => {
+  private listen(addr: BindAddress, handler: (url: URL, res: http.ServerResponse, req: http.IncomingMessage) => void | Promise<void>, cert?: ServingCert): Promise<number> {
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       const url = urlOf(req);
       if (!url) return void res.writeHead(400, { 'Content-Type': 'text/plain' }).end('bad request target\n');
       void Promise.resolve()
-        .then(() => handler(url, res))
+        .then(() => handler(url, res, req))
         .catch((err: unknown) => {
           this.log.error('http handler failed', { error: errorMessage(err) });
           if (!res.headersSent) res.writeHead(500);
           res.end();
         });
-    });
+    };
+    const server = cert ? https.createServer({ ...cert.pair, minVersion: 'TLSv1.2' }, onRequest) : http.createServer(onRequest);
+    if (cert) this.certs.push(cert);
+    if (cert && server instanceof https.Server) cert.watch((pair) => server.setSecureContext({ ...pair, minVersion: 'TLSv1.2' }));
     this.servers.push(server);
     return new Promise((resolve, reject) => {
       server.once('error', reject);

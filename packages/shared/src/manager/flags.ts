@@ -90,9 +90,21 @@ export const MANAGER_FLAGS: readonly FlagSpec[] = [
   {
     name: 'metrics-bind-address',
     type: 'string',
-    default: ':8080',
-    help: "The host:port the /metrics endpoint binds to (':8080' = all interfaces); '0' disables it.",
+    default: ':8443',
+    help: "The host:port the /metrics endpoint binds to (':8443' = all interfaces); '0' disables it.",
     validate: bindAddress,
+  },
+  {
+    name: 'metrics-secure',
+    type: 'bool',
+    default: true,
+    help: 'Serve /metrics over HTTPS, each request authenticated (TokenReview) and authorized (SubjectAccessReview: get on the path, as the topovol-metrics-reader ClusterRole grants) by the API server. false serves plain HTTP to anyone who reaches the port.',
+  },
+  {
+    name: 'metrics-cert-path',
+    type: 'string',
+    default: '',
+    help: 'A directory holding tls.crt and tls.key (a mounted kubernetes.io/tls Secret) to serve /metrics with; read again every 10s, so a renewed certificate is served without a restart. Empty: a self-signed certificate made at start.',
   },
   {
     name: 'health-probe-bind-address',
@@ -161,6 +173,10 @@ export interface ManagerOptions {
   retryPeriodMs: number;
   /** '0' disables; see parseBindAddress. */
   metricsBindAddress: string;
+  /** HTTPS and delegated authentication and authorization on /metrics. */
+  metricsSecure: boolean;
+  /** '' means a self-signed certificate. */
+  metricsCertPath: string;
   healthProbeBindAddress: string;
   logLevel: LogLevel;
   logFormat: LogFormat;
@@ -230,6 +246,8 @@ export function parseManagerFlags(argv: readonly string[], extraSpecs: readonly 
     renewDeadlineMs: num('leader-elect-renew-deadline'),
     retryPeriodMs: num('leader-elect-retry-period'),
     metricsBindAddress: str('metrics-bind-address'),
+    metricsSecure: bool('metrics-secure'),
+    metricsCertPath: str('metrics-cert-path'),
     healthProbeBindAddress: str('health-probe-bind-address'),
     logLevel: str('log-level') as LogLevel,
     logFormat: str('log-format') as LogFormat,

@@ -5,6 +5,10 @@ import { KubeClient } from '../client/kube-client.js';
 import { RunnableGroup } from '../controller/runnable-group.js';
 import { EventRecorder } from '../events/event-recorder.js';
 import { HttpEndpoints } from '../http/http-endpoints.js';
+import type { SecureServing } from '../http/http-endpoints.js';
+import { DelegatedAuth } from '../http/delegated-auth.js';
+import { kubeAuthReviews } from '../http/kube-auth-reviews.js';
+import { ServingCert } from '../http/serving-cert.js';
 import { InformerFactory } from '../informer/informer-factory.js';
 import { InformerScope } from '../informer/informer-scope.js';
 import { LeaderElector } from '../leaderelection/leader-elector.js';
@@ -15,6 +19,14 @@ import { parseBindAddress } from './bind-address.js';
 import { FlagError, formatHelp } from './flag-parser.js';
 import { MANAGER_FLAGS, parseManagerFlags, resolveControllers } from './flags.js';
 import type { ManagerOptions } from './flags.js';
+
+/**
+ * The metrics endpoint's review client: a scraper costs two reviews per cache TTL (10 s), so this
+ * leaves room for dozens while a flood of made-up tokens costs the API server at most this rate
+ * (k8s.io/apiserver's delegating client allows 200/s: it guards a whole API, not one scrape path).
+ */
+const METRICS_AUTH_QPS = 20;
+const METRICS_AUTH_BURST = 40;
 
 const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -120,6 +132,7 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     await Promise.all(loops.map(async (l) => l.elector?.stop()));
     await informers.stop();
     await http.close();
+    authClient?.close();
     client.close();
     electionClient?.close();
     clearTimeout(hard);
@@ -130,9 +143,17 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
   // Probes first (controller-runtime's order): a setup that waits for its CSI driver must not
   // outlast the liveness probe. Each loop reports its own readiness.
   http.addHealthzCheck('ping', () => undefined);
+  // The metrics endpoint's reviews get a client of their own too: a flood of tokens sent to the
+  // port waits in its limiter, never in the loops'.
+  let authClient: KubeClient | undefined;
   try {
     const metricsAddr = parseBindAddress(opts.metricsBindAddress);
-    if (metricsAddr) log.info('serving metrics', { port: await http.serveMetrics(metricsAddr) });
+    let secure: SecureServing | undefined;
+    if (metricsAddr && opts.metricsSecure) {
+      authClient = KubeClient.load(opts.kubeconfig, { qps: METRICS_AUTH_QPS, burst: METRICS_AUTH_BURST, userAgent: 'topovol-controller-manager/metrics-auth' });
+      secure = { cert: new ServingCert(opts.metricsCertPath || undefined), auth: new DelegatedAuth(kubeAuthReviews(authClient)) };
+    }
+    if (metricsAddr) log.info('serving metrics', { port: await http.serveMetrics(metricsAddr, secure), secure: opts.metricsSecure });
     const probeAddr = parseBindAddress(opts.healthProbeBindAddress);
     if (probeAddr) log.info('serving health probes', { port: await http.serveProbes(probeAddr) });
   } catch (err) {

@@ -34,6 +34,9 @@ export async function startAllLoopsManager(cp: ControlPlane, ns: string, opts: {
       '--controllers=*,zonal-pv-upgrade,capacity,rollback',
       `--leader-elect-namespace=${ns}`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      // Plain HTTP for the suites that read metrics with httpGet; prometheus.test.ts scrapes the
+      // default (HTTPS, reviewed) and passes --metrics-secure=true after it.
+      '--metrics-secure=false',
       `--health-probe-bind-address=127.0.0.1:${probePort}`,
       `--csi-address=${driver.endpoint}`,
       `--capacity-namespace=${ns}`,

@@ -22,6 +22,9 @@ export async function startEchoManager(cp: ControlPlane, name: string, args: str
       fixture,
       `--kubeconfig=${cp.kubeconfigPath}`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      // Plain HTTP for the suites that read metrics (httpGet below); metrics-auth.test.ts passes
+      // --metrics-secure=true after it (a repeated flag overrides).
+      '--metrics-secure=false',
       `--health-probe-bind-address=127.0.0.1:${probePort}`,
       '--log-format=text',
       '--log-level=debug',

@@ -7,11 +7,10 @@ import { expect } from 'chai';
 import { dump, load } from 'js-yaml';
 import { Resources } from '../../src/index.js';
 import type { CSINode, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../src/index.js';
-import { createReadyNode, createTestNamespace, eventually, freePort, ManagedProcess, repoRoot, sharedControlPlane } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, eventually, freePort, httpGet, ManagedProcess, metricsReader, repoRoot, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import type { AllLoopsManager } from './all-loops-manager.js';
 import { startAllLoopsManager } from './all-loops-manager.js';
-import { httpGet } from './manager-process.js';
 
 const run = promisify(execFile);
 // Debian's prometheus package (2.42) provides both; hack/test.sh installs it when missing.
@@ -21,16 +20,23 @@ const CONFIG = path.join(repoRoot(), 'config');
 
 interface ServiceMonitor {
   metadata: { name: string; namespace: string };
-  spec: { endpoints: { port: string; path?: string; scheme?: string; interval?: string; scrapeTimeout?: string; honorLabels?: boolean }[] };
+  spec: {
+    endpoints: { port: string; path?: string; scheme?: string; interval?: string; scrapeTimeout?: string; honorLabels?: boolean; bearerTokenFile?: string; tlsConfig?: { insecureSkipVerify?: boolean } }[];
+  };
 }
 
-/** What the Prometheus Operator renders for one ServiceMonitor endpoint, pointed at one local target. */
-function scrapeConfigFrom(sm: ServiceMonitor, target: string): Record<string, unknown> {
+/**
+ * What the Prometheus Operator renders for one ServiceMonitor endpoint, pointed at one local
+ * target; the token file the pod would have mounted at the endpoint's bearerTokenFile is `tokenFile`.
+ */
+function scrapeConfigFrom(sm: ServiceMonitor, target: string, tokenFile: string): Record<string, unknown> {
   const ep = sm.spec.endpoints[0]!;
   return {
     job_name: `serviceMonitor/${sm.metadata.namespace}/${sm.metadata.name}/0`,
     metrics_path: ep.path ?? '/metrics',
     scheme: ep.scheme ?? 'http',
+    ...(ep.bearerTokenFile ? { bearer_token_file: tokenFile } : {}),
+    ...(ep.tlsConfig ? { tls_config: { insecure_skip_verify: ep.tlsConfig.insecureSkipVerify ?? false } } : {}),
     honor_labels: ep.honorLabels ?? false,
     // The ServiceMonitor's interval, shortened so the test does not wait 30 s for a sample.
     scrape_interval: '1s',
@@ -58,14 +64,18 @@ describe('observability: ServiceMonitor scrape by a real Prometheus, alert rules
   let ns: string;
   let mgr: AllLoopsManager;
   let prometheus: ManagedProcess | undefined;
+  let token: string;
   const name = (s: string): string => `${ns}-${s}`;
 
   before(async function () {
     cp = await sharedControlPlane();
     admin = cp.adminClient();
     ns = await createTestNamespace(admin, 'obs-');
-    mgr = await startAllLoopsManager(cp, ns);
-    await eventually(async () => expect((await httpGet(mgr.probePort, '/readyz')).status, mgr.manager.logTail(10)).to.equal(200), 60_000);
+    // As shipped: HTTPS, each scrape reviewed by the API server; Prometheus's ServiceAccount is bound
+    // to the shipped topovol-metrics-reader ClusterRole.
+    mgr = await startAllLoopsManager(cp, ns, { args: ['--metrics-secure=true'] });
+    ({ token } = await metricsReader(cp, ns, 'prometheus'));
+    await eventually(async () => expect((await httpGet(`http://127.0.0.1:${mgr.probePort}/readyz`)).status, mgr.manager.logTail(10)).to.equal(200), 60_000);
     // Something for every loop to report: a node with the driver, a class, a bound static pair.
     await createReadyNode(admin, name('n1'), { zone: 'z1' });
     await admin.create<CSINode>(Resources.csiNodes, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', metadata: { name: name('n1') }, spec: { drivers: [{ name: mgr.driver.name, nodeID: name('n1'), topologyKeys: ['zone'] }] } });
@@ -77,7 +87,7 @@ describe('observability: ServiceMonitor scrape by a real Prometheus, alert rules
   after(async function () {
     await prometheus?.stop();
     await mgr?.stop();
-    for (const [r, n] of [[Resources.nodes, name('n1')], [Resources.csiNodes, name('n1')], [Resources.storageClasses, name('fast')], [Resources.persistentVolumes, name('pv')]] as const) await admin.delete(r, n).catch(() => undefined);
+    for (const [r, n] of [[Resources.nodes, name('n1')], [Resources.csiNodes, name('n1')], [Resources.storageClasses, name('fast')], [Resources.persistentVolumes, name('pv')], [Resources.clusterRoleBindings, `${ns}-prometheus`]] as const) await admin.delete(r, n).catch(() => undefined);
   });
 
   it('promtool: the PrometheusRule groups pass check rules, and every alert passes its unit tests', async function () {
@@ -99,7 +109,8 @@ describe('observability: ServiceMonitor scrape by a real Prometheus, alert rules
     const sm = load(readFileSync(path.join(CONFIG, 'prometheus', 'service-monitor.yaml'), 'utf8')) as ServiceMonitor;
     const dir = mkdtempSync(path.join(tmpdir(), 'topovol-prometheus-'));
     const port = await freePort();
-    writeFileSync(path.join(dir, 'prometheus.yml'), dump({ global: { scrape_interval: '1s' }, scrape_configs: [scrapeConfigFrom(sm, `127.0.0.1:${mgr.metricsPort}`)] }));
+    writeFileSync(path.join(dir, 'token'), token);
+    writeFileSync(path.join(dir, 'prometheus.yml'), dump({ global: { scrape_interval: '1s' }, scrape_configs: [scrapeConfigFrom(sm, `127.0.0.1:${mgr.metricsPort}`, path.join(dir, 'token'))] }));
     prometheus = new ManagedProcess({
       name: 'prometheus',
       command: PROMETHEUS,
@@ -125,7 +136,7 @@ describe('observability: ServiceMonitor scrape by a real Prometheus, alert rules
 
   it('every metric the Grafana dashboard queries is one the running manager exports', async function () {
     const dash = JSON.parse(readFileSync(path.join(CONFIG, 'grafana', 'topovol-dashboard.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
-    const exported = (await httpGet(mgr.metricsPort, '/metrics')).body;
+    const exported = (await httpGet(`https://127.0.0.1:${mgr.metricsPort}/metrics`, { token })).body;
     const families = new Set([...exported.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
     const names = dash.panels.flatMap((p) => p.targets.flatMap((t) => metricNames(t.expr)));
     expect(names.length).to.be.greaterThan(15);

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { Resources, resolveControllers } from '@topovol/shared';
 import type { ControllerDescriptor, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { INSTALL_NAMESPACE, mergeRules, serviceAccountUser } from '../../../src/index.js';
-import { controlPlaneBinaries, createTestNamespace, installCrds, eventually, freePort, ManagedProcess, repoRoot, SERVICE_ACCOUNT_GROUPS, sharedControlPlane } from '@topovol/testing';
+import { controlPlaneBinaries, createTestNamespace, httpGet, installCrds, eventually, freePort, ManagedProcess, repoRoot, SERVICE_ACCOUNT_GROUPS, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import { yamlFiles } from '@topovol/testing';
 import { loadManifests } from '@topovol/testing';
@@ -132,6 +132,8 @@ describe('config/ install against the real kube-apiserver', function () {
   });
 
   describe('with the generated RBAC applied', function () {
+    const SCRAPER = 'topovol-test-scraper';
+    let scraperToken: string;
     before(async function () {
       // The capacity workloads write CSIDriverCapacity objects (config/crd, part of config/default).
       await installCrds(admin);
@@ -139,6 +141,14 @@ describe('config/ install against the real kube-apiserver', function () {
         const res = await run('apply', '-k', dir, '--server-side');
         expect(res.code, res.stderr).to.equal(0);
       }
+      // A scraper as config/prometheus/service-monitor.yaml's comment says to bind one.
+      await admin.create(Resources.serviceAccounts, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: SCRAPER, namespace: INSTALL_NAMESPACE } }).catch(() => undefined);
+      const bound = await run('create', 'clusterrolebinding', SCRAPER, '--clusterrole=topovol-metrics-reader', `--serviceaccount=${INSTALL_NAMESPACE}:${SCRAPER}`);
+      expect(bound.code, bound.stderr).to.equal(0);
+      scraperToken = await cp.serviceAccountToken(INSTALL_NAMESPACE, SCRAPER);
+    });
+    after(async function () {
+      await admin.delete(Resources.clusterRoleBindings, SCRAPER).catch(() => undefined);
     });
 
     it('each ServiceAccount may do exactly what its descriptor declares, and the all-in-one one all of it but capacity (never run there)', async function () {
@@ -297,7 +307,11 @@ describe('config/ install against the real kube-apiserver', function () {
           // The per-node writer's one reconcile lasts its lifetime: its written pool is the evidence.
           const perNode = args.some((a) => a.startsWith('--capacity-node-name='));
           const text = await eventually(async () => {
-            const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+            // As shipped (--metrics-secure): HTTPS, the scraper's token reviewed by the API server as this
+            // ServiceAccount (its system:auth-delegator binding).
+            const scrape = await httpGet(`https://127.0.0.1:${metricsPort}/metrics`, { token: scraperToken });
+            expect(scrape.status, scrape.body).to.equal(200);
+            const body = scrape.body;
             if (perNode) expect(body).to.match(/^topovol_capacity_status_writes_total\{[^}]*operation="publish"[^}]*result="success"[^}]*\} [1-9]/m);
             else for (const n of enabled) expect(body, n).to.match(new RegExp(`^controller_runtime_reconcile_total\\{[^}]*controller="${n}"[^}]*\\} [1-9]`, 'm'));
             return body;
