@@ -1,5 +1,5 @@
-import { claimEventsInformer, Controller, projectClaim, projectEvent, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
-import type { ControllerEnv, CSINode, CSIStorageCapacity, Node, PersistentVolume, PersistentVolumeClaim, Runnable, StorageClass } from '@topovol/shared';
+import { Controller, projectClaim, projectEvent, projectNode, PROVISIONING_FAILED_EVENTS, Resources, WorkQueue } from '@topovol/shared';
+import type { ControllerEnv, CSINode, CSIStorageCapacity, Event, Node, PersistentVolume, PersistentVolumeClaim, Runnable, StorageClass } from '@topovol/shared';
 import { CsiClient } from '@topovol/shared/csi';
 import { connectToDriver } from './source/connect-driver.js';
 import { F, readCapacityFlags, retryCapMs } from './capacity-flags.js';
@@ -71,16 +71,13 @@ export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   // takes its one segment from NodeGetInfo): watching every node would send each of thousands of
   // instances every other node's updates.
   const ownNode = flags.nodeName ? { fieldSelector: `metadata.name=${flags.nodeName}` } : {};
-  const claims = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
   const inf = {
     nodes: informers.forResource<Node>(Resources.nodes, { transform: projectNode, ...ownNode }),
     csiNodes: informers.forResource<CSINode>(Resources.csiNodes, ownNode),
     classes: informers.forResource<StorageClass>(Resources.storageClasses),
     volumes: informers.forResource<PersistentVolume>(Resources.persistentVolumes),
-    claims,
-    // Only those of claims the cache has, a bounded number each (ClaimEventBudget): one left out
-    // only leaves its refresh to the next poll.
-    failures: claimEventsInformer(informers, claims, PROVISIONING_FAILED_EVENTS, projectEvent),
+    claims: informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim }),
+    failures: informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent }),
     objects: informers.forResource<CSIStorageCapacity>(Resources.csiStorageCapacities, {
       namespace: flags.namespace,
       labelSelector: managedSelector({ driverName, managedBy, namespace: flags.namespace }),

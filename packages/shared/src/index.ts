@@ -47,4 +47,3 @@ export * from './http/delegated-auth.js';
 export * from './http/kube-auth-reviews.js';
 export * from './http/self-signed-cert.js';
 export * from './http/serving-cert.js';
-export * from './informer/claim-events.js';

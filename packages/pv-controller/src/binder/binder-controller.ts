@@ -1,5 +1,5 @@
-import { ANN_SELECTED_NODE, CLAIM_UID_INDEX, claimEventsInformer, claimKeysOfPod, Controller, errorMessage, eventsAbout, extraNumber, FirstSeen, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectClaim, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
-import type { ControllerEnv, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, errorMessage, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectClaim, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
 import { binderKeyPriority, binderKeyString, claimKeyOf, volumeKey } from './binder-key.js';
@@ -33,10 +33,10 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
 
   // The external provisioner's per-attempt "Provisioning" Events: evidence that provisioning is under way.
-  // Only those of claims the cache has, a bounded number each (ClaimEventBudget): the removal reads
-  // the claim's Events from the server before it writes (verify-on-server.ts), so one left out only
-  // delays it.
-  const provisioningEvents = claimEventsInformer(informers, pvcs, PROVISIONING_EVENTS, slimProvisioningEvent);
+  const provisioningEvents = informers.forResource<Event>(Resources.events, {
+    fieldSelector: PROVISIONING_EVENTS,
+    transform: slimProvisioningEvent,
+  });
 
   /** Volumes a worker has decided to bind and is writing now. */
   const inFlight = new Set<string>();
@@ -49,6 +49,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   pvcs.addIndex('waitingForVolume', claimWaitingForVolume);
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
   pods.addIndex('nodeName', podByNodeName);
+  provisioningEvents.addIndex('claimUid', involvedObjectUid);
 
   const claims = new AssumeCache<PersistentVolumeClaim>();
   /** Selected-node problems noted by the decisions, by claim uid (memory only: a restart starts the grace again). */
@@ -75,7 +76,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       // off the removal of this claim's stale selected-node with an Event carrying its uid.
       // Events deleted since (their TTL, or a tenant) still count: activity.rememberedFor.
       const now = Date.now();
-      const times = eventsAbout(provisioningEvents.cache.byIndex(CLAIM_UID_INDEX, c.metadata?.uid ?? ''), c).map((e) => activity.timeOf(e, now));
+      const times = eventsAbout(provisioningEvents.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c).map((e) => activity.timeOf(e, now));
       const remembered = activity.rememberedFor(c);
       if (remembered !== undefined) times.push(remembered);
       // Not a spread: anyone who may create Events in the namespace decides how many there are.

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { PROVISIONING_EVENTS, Resources } from '@topovol/shared';
+import { PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, metricSum } from '@topovol/testing';
 import type { FaultProxy, InProcessLoop } from '@topovol/testing';
@@ -83,7 +83,7 @@ describe('pv-binder: a selected node is never removed under a provisioner the Ev
     proxy.holdUntilRelease((r) => r.watch && r.path === EVENTS);
     const refutedBefore = await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' });
     const retried = await keptWhileRetried();
-    const cached = binder!.informers.lookup<Event>(Resources.events, { fieldSelector: PROVISIONING_EVENTS })!;
+    const cached = binder!.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_EVENTS, transform: slimEvent });
     expect(cached.cache.list().filter((e) => e.involvedObject?.uid === retried.metadata?.uid), 'the cache saw the attempts (the hold did not hold)').to.deep.equal([]);
     // The binder did plan the removal on its cache, and the server's Events stopped it (counted).
     expect(await metricSum('topovol_pv_binder_refuted_by_server_total', { check: 'selected_node' })).to.be.above(refutedBefore);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { PROVISIONING_EVENTS, Resources } from '@topovol/shared';
+import { PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, Pod, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, namespaceTenant, sharedControlPlane } from '@topovol/testing';
 import { eventFor, getPVC, provisioningAttempt, pvc, RunningBinder } from './binder-harness.js';
@@ -82,7 +82,7 @@ describe('pv-binder: stale selected-node (kubernetes #112347)', function () {
   it('an attempt whose Event is gone since (its one-hour TTL, or deleted by the tenant) still leaves the selected node to the provisioner', async function () {
     const tried = await admin.create(Resources.persistentVolumeClaims, pvc(ns, 'tried', '1Gi', { class: cls, annotations: { [SEL]: name('node-a') } }));
     const attempt = await provisioningAttempt(admin, tried);
-    const cached = binder.informers.lookup<Event>(Resources.events, { fieldSelector: PROVISIONING_EVENTS })!;
+    const cached = binder.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_EVENTS, transform: slimEvent });
     await eventually(() => expect(cached.cache.list().map((e) => e.metadata?.uid)).to.include(attempt.metadata?.uid));
     // The CreateVolume it announced may have made the volume; the Event that said so goes.
     const tenant = await namespaceTenant(admin, ns);

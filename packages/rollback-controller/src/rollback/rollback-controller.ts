@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, CLAIM_UID_INDEX, claimEventsInformer, claimKeysOfPod, listOrderMark, Controller, errorMessage, eventsAbout, extraNumber, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, listOrderMark, Controller, errorMessage, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { DeletedClaimWatch } from './deleted-claim-watch.js';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
@@ -32,9 +32,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
   const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
   const attachments = informers.forResource<VolumeAttachment>(Resources.volumeAttachments);
-  // Only those of claims the cache has, a bounded number each (ClaimEventBudget): one left out only
-  // makes a rollback less likely, never one that should not be.
-  const failures = claimEventsInformer(informers, pvcs, PROVISIONING_FAILED_EVENTS, projectEvent);
+  const failures = informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
   const records = informers.forResource<ProvisioningRollback>(ProvisioningRollbacks);
 
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
@@ -43,6 +41,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   pvs.addIndex('forNode', volumeByProvisionedForNode);
   pvs.addIndex('unused', volumeIfUnused);
   attachments.addIndex('pv', attachmentByVolume);
+  failures.addIndex('claimUid', involvedObjectUid);
   records.addIndex('history', rollbackByHistory);
   records.addIndex('claim', rollbackByClaim);
 
@@ -78,7 +77,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     podExists: (uid) => pods.cache.byIndex('uid', uid).length > 0,
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),
     attachmentsOf: (name) => attachments.cache.byIndex('pv', name),
-    provisioningFailures: (c) => eventsAbout(failures.cache.byIndex(CLAIM_UID_INDEX, c.metadata?.uid ?? ''), c),
+    provisioningFailures: (c) => eventsAbout(failures.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c),
     provisioningObserved: (uid) => observed.get(uid),
     endedUse: (ns, name) => endedUse.get(`${ns}/${name}`),
     rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),

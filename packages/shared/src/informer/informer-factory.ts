@@ -9,7 +9,7 @@ import type { ResourceType } from './resources.js';
  * share a single list+watch and a single cache, as client-go's SharedInformerFactory.
  */
 export class InformerFactory {
-  private readonly informers = new Map<string, { informer: Informer<KubeObject>; transform?: unknown; keep?: unknown }>();
+  private readonly informers = new Map<string, { informer: Informer<KubeObject>; transform?: unknown }>();
   private started = false;
 
   constructor(private readonly client: KubeClient) {}
@@ -21,25 +21,18 @@ export class InformerFactory {
    * the shared projections (projections.ts).
    */
   forResource<T extends KubeObject>(resource: ResourceType, opts: InformerOptions<T> = {}): Informer<T> {
-    const id = informerId(resource, opts);
+    const id = [resource.group, resource.version, resource.plural, opts.namespace ?? '', opts.labelSelector ?? '', opts.fieldSelector ?? ''].join('|');
     const existing = this.informers.get(id);
     if (existing) {
       if (existing.transform !== opts.transform) {
         throw new Error(`informer for ${resource.plural}: conflicting transforms requested (use the shared projection, or none)`);
       }
-      // As the transform: which objects the shared cache holds is one decision (claimEventsInformer shares its keep).
-      if (existing.keep !== opts.keep) throw new Error(`informer for ${resource.plural}: conflicting keep predicates requested`);
       return existing.informer as unknown as Informer<T>;
     }
     const informer = new Informer<T>(this.client, resource, opts);
-    this.informers.set(id, { informer: informer as unknown as Informer<KubeObject>, transform: opts.transform, keep: opts.keep });
+    this.informers.set(id, { informer: informer as unknown as Informer<KubeObject>, transform: opts.transform });
     if (this.started) informer.start();
     return informer;
-  }
-
-  /** The informer already made for a resource and selector, if any (for tests and diagnostics: no options to agree on). */
-  lookup<T extends KubeObject>(resource: ResourceType, opts: Pick<InformerOptions<T>, 'namespace' | 'labelSelector' | 'fieldSelector'> = {}): Informer<T> | undefined {
-    return this.informers.get(informerId(resource, opts))?.informer as unknown as Informer<T> | undefined;
   }
 
   start(): void {
@@ -63,8 +56,4 @@ export class InformerFactory {
   async stop(): Promise<void> {
     await Promise.all([...this.informers.values()].map(({ informer }) => informer.stop()));
   }
-}
-
-function informerId(resource: ResourceType, opts: Pick<InformerOptions<KubeObject>, 'namespace' | 'labelSelector' | 'fieldSelector'>): string {
-  return [resource.group, resource.version, resource.plural, opts.namespace ?? '', opts.labelSelector ?? '', opts.fieldSelector ?? ''].join('|');
 }

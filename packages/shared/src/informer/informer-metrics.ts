@@ -26,8 +26,3 @@ export const handlerErrors = counter<'resource'>({
   help: "Informer event handlers that threw, by resource: the handler missed that event (the cache took it; a loop's periodic re-sync, where it has one, catches up). Any increase is a bug to report, with the log line 'event handler failed'.",
   labelNames: ['resource'],
 });
-export const leftOut = counter<'resource'>({
-  name: 'topovol_informer_objects_left_out_total',
-  help: "Listed or watched objects an informer did not cache because its loop keeps only some (a claim's Events, up to a bound per claim, and only of claims it has cached), by resource. Events left out are read from the server where a decision needs them.",
-  labelNames: ['resource'],
-});

@@ -43,13 +43,6 @@ export interface InformerOptions<T> {
    * only where a raw observer asked for them (RawObserverOptions); the default drops them.
    */
   transform?: (obj: KubeObject) => T;
-  /**
-   * Which objects the cache holds, asked of each listed or watched object with the copy the cache
-   * has of it (undefined: none). One not kept is not cached, and a cached one no longer kept leaves
-   * the cache as if deleted (onDelete); counted in topovol_informer_objects_left_out_total. For
-   * resources anyone may create in any number (Events): the cache's size must not be theirs to set.
-   */
-  keep?: (obj: T, cached: T | undefined) => boolean;
   /** Objects per list page at most (default DEFAULT_LIST_PAGE_SIZE). */
   pageSize?: number;
   /** Bytes of one list page's answer at most (default LIST_PAGE_MAX_BYTES); fewer objects are asked for past them. */

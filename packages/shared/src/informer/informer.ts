@@ -10,7 +10,7 @@ import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
 import { listPages, PageSizer } from '../client/paged-list.js';
 import type { WatchEvent } from './watch-stream.js';
-import { cachedObjects, cacheErrors, handlerErrors, leftOut, relists, watchRestarts } from './informer-metrics.js';
+import { cachedObjects, cacheErrors, handlerErrors, relists, watchRestarts } from './informer-metrics.js';
 import { dropManagedFields } from './projections.js';
 import { runListWatch } from './list-watch-loop.js';
 import type { WatchOutcome } from './list-watch-loop.js';
@@ -223,9 +223,8 @@ export class Informer<T extends KubeObject = KubeObject> {
         const item = describeItem(this.resource, raw);
         if (observe) this.observeRaw(item);
         const obj = this.attempt(item, 'listed', () => this.project(item));
-        if (!obj.ok) skipped.add(objectKey(item));
-        // Left out as the pages come, so that a list never holds what the cache would not.
-        else if (this.kept(obj.value)) listed.set(objectKey(obj.value), obj.value);
+        if (obj.ok) listed.set(objectKey(obj.value), obj.value);
+        else skipped.add(objectKey(item));
       }
     }, { signal, withoutManagedFields });
 
@@ -337,14 +336,11 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (this.rawObservers.size > 0) this.observeRaw(raw);
       const stored = this.attempt(raw, e.type, () => {
         const obj = this.project(raw);
-        if (!this.kept(obj)) return { obj, old: this.cache.remove(objectKey(obj)), left: true };
-        return { obj, old: this.cache.upsert(obj), left: false };
+        return { obj, old: this.cache.upsert(obj) };
       });
       if (stored.ok) {
-        const { obj, old, left } = stored.value;
-        if (left) {
-          if (old) this.emit((h) => h.onDelete?.(old));
-        } else if (old) this.emit((h) => h.onUpdate?.(old, obj));
+        const { obj, old } = stored.value;
+        if (old) this.emit((h) => h.onUpdate?.(old, obj));
         else this.emit((h) => h.onAdd?.(obj));
       }
     }
@@ -367,19 +363,6 @@ export class Informer<T extends KubeObject = KubeObject> {
       this.log.error('object could not be cached; skipped', { from: what, object: objectKey(raw), resourceVersion: raw.metadata?.resourceVersion, error: errorMessage(err) });
       return { ok: false };
     }
-  }
-
-  /** Whether the cache is to hold obj (InformerOptions.keep); a keep that throws keeps it out. */
-  private kept(obj: T): boolean {
-    if (!this.opts.keep) return true;
-    let keep = false;
-    try {
-      keep = this.opts.keep(obj, this.cache.get(objectKey(obj)));
-    } catch (err) {
-      this.log.error('keep predicate failed; object left out', { object: objectKey(obj), error: errorMessage(err) });
-    }
-    if (!keep) leftOut.inc({ resource: this.label });
-    return keep;
   }
 
   private observeRaw(raw: KubeObject): void {

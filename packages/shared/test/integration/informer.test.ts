@@ -144,44 +144,6 @@ describe('Informer against a real kube-apiserver', function () {
     expect(informer.cache.get(`${ns}/before`)?.metadata?.managedFields).to.equal(undefined);
   });
 
-  it('keep: what it leaves out is never cached (listed or watched); a cached object no longer kept leaves as a delete; counted', async function () {
-    await admin.create(Resources.configMaps, cm(ns, 'listed-in', { keep: 'yes' }));
-    await admin.create(Resources.configMaps, cm(ns, 'listed-out', { keep: 'no' }));
-    const asked: string[] = [];
-    const kept = new Informer<ConfigMap>(client, Resources.configMaps, {
-      namespace: ns,
-      keep: (o, cached) => {
-        asked.push(`${o.metadata!.name} ${cached ? 'cached' : 'new'}`);
-        return o.data?.keep === 'yes';
-      },
-    });
-    const events: string[] = [];
-    kept.addEventHandler({ onAdd: (o) => events.push(`add ${o.metadata!.name}`), onUpdate: (_, o) => events.push(`update ${o.metadata!.name}`), onDelete: (o) => events.push(`delete ${o.metadata!.name}`) });
-    const leftBefore = await metricValue('topovol_informer_objects_left_out_total', { resource: 'configmaps' });
-    kept.start();
-    try {
-      await kept.waitForSync();
-      expect(kept.cache.keys().sort()).to.deep.equal([`${ns}/listed-in`]);
-      await admin.create(Resources.configMaps, cm(ns, 'watched-out', { keep: 'no' }));
-      await admin.create(Resources.configMaps, cm(ns, 'watched-in', { keep: 'yes' }));
-      await eventually(() => expect(kept.cache.get(`${ns}/watched-in`)).to.not.equal(undefined));
-      expect(kept.cache.get(`${ns}/watched-out`)).to.equal(undefined);
-      // Kept, then not: gone from the cache, as a delete; not kept, then kept: an add.
-      await admin.patch(Resources.configMaps, 'watched-in', ns, 'merge', { data: { keep: 'no' } });
-      await admin.patch(Resources.configMaps, 'listed-out', ns, 'merge', { data: { keep: 'yes' } });
-      await eventually(() => expect(kept.cache.keys().sort()).to.deep.equal([`${ns}/listed-in`, `${ns}/listed-out`]));
-      expect(events).to.deep.equal(['add listed-in', 'add watched-in', 'delete watched-in', 'add listed-out']);
-      expect(asked).to.include('watched-in cached');
-      // A relist filters the same way.
-      kept.relist();
-      await admin.create(Resources.configMaps, cm(ns, 'after-relist', { keep: 'no' }));
-      await eventually(async () => expect(await metricValue('topovol_informer_objects_left_out_total', { resource: 'configmaps' })).to.be.at.least(leftBefore + 6));
-      expect(kept.cache.keys().sort()).to.deep.equal([`${ns}/listed-in`, `${ns}/listed-out`]);
-    } finally {
-      await kept.stop();
-    }
-  });
-
   it('recovers after its watch connection is cut and converges', async function () {
     informer.start();
     await informer.waitForSync();
