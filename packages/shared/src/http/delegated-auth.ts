@@ -24,7 +24,7 @@ export interface AuthReviews {
 }
 
 /** What a request to a guarded endpoint gets: go on, or this status and text. */
-export type AuthAnswer = { status: 200; user: string } | { status: 401 | 403 | 500; message: string };
+export type AuthAnswer = { status: 200; user: string } | { status: 403; user: string; message: string } | { status: 401 | 500; message: string };
 
 export interface DelegatedAuthOptions {
   /** How long a token's review is reused; kube-controller-manager's --authentication-token-webhook-cache-ttl is 10 s. */
@@ -66,7 +66,7 @@ export class DelegatedAuth {
   private readonly tokens: TtlCache<TokenVerdict>;
   private readonly access: TtlCache<AccessVerdict>;
   private readonly log = logger().child({ component: 'metrics-auth' });
-  /** When each user was last logged as refused: once a minute each, a scraper misconfigured every 15 s would fill the log otherwise. */
+  /** When each refusal was last logged (by status, and user for a 403): once a minute each, a scraper misconfigured every 15 s would fill the log otherwise. */
   private readonly lastLogged: TtlCache<true>;
 
   constructor(
@@ -107,13 +107,15 @@ export class DelegatedAuth {
     }
     if (!may.allowed) {
       const reason = may.reason ? `: ${may.reason}` : '';
-      return { status: 403, message: `Forbidden: User "${who.user.username}" cannot ${verb} path "${path}"${reason}` };
+      return { status: 403, user: who.user.username, message: `Forbidden: User "${who.user.username}" cannot ${verb} path "${path}"${reason}` };
     }
     return { status: 200, user: who.user.username };
   }
 
-  private logRefusal(answer: { status: number; message: string }): void {
-    const key = `${answer.status} ${answer.message}`;
+  private logRefusal(answer: Exclude<AuthAnswer, { status: 200 }>): void {
+    // Keyed by status and, for a 403, the user the API server named: not by message, whose text a
+    // sender of made-up tokens may vary (the TokenReview's error).
+    const key = answer.status === 403 ? `403 ${answer.user}` : String(answer.status);
     if (this.lastLogged.peek(key)) return;
     this.lastLogged.set(key, true);
     this.log.info('metrics request refused', { code: answer.status, reason: answer.message });
