@@ -47,3 +47,4 @@ export * from './http/delegated-auth.js';
 export * from './http/kube-auth-reviews.js';
 export * from './http/self-signed-cert.js';
 export * from './http/serving-cert.js';
+export * from './http/ttl-cache.js';

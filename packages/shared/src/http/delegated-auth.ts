@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { counter } from '../metrics/registry.js';
 import { errorMessage, logger } from '../logging/logger.js';
+import { TtlCache } from './ttl-cache.js';
 
 /** Who a token belongs to, as a TokenReview's status.user says (and a SubjectAccessReview's spec takes). */
 export interface UserInfo {
@@ -24,7 +25,12 @@ export interface AuthReviews {
 }
 
 /** What a request to a guarded endpoint gets: go on, or this status and text. */
-export type AuthAnswer = { status: 200; user: string } | { status: 403; user: string; message: string } | { status: 401 | 500; message: string };
+/**
+ * What a request to a guarded endpoint gets: go on, or this status and text. `detail` is for the
+ * log only: an unauthenticated caller gets a bare "Unauthorized", as from kube-apiserver (the
+ * review's error may name the manager's own identity or the API server's address).
+ */
+export type AuthAnswer = { status: 200; user: string } | { status: 403; user: string; message: string } | { status: 401 | 500; message: string; detail: string; error: boolean };
 
 export interface DelegatedAuthOptions {
   /** How long a token's review is reused; kube-controller-manager's --authentication-token-webhook-cache-ttl is 10 s. */
@@ -33,6 +39,12 @@ export interface DelegatedAuthOptions {
   accessTtlMs?: number;
   /** Entries kept per cache: anyone who reaches the port may send tokens, and memory is not theirs to spend. */
   maxEntries?: number;
+  /**
+   * Reviews waiting at once, per cache. About what the review client can answer within a review's
+   * timeout: more would only wait to time out, and a flood of made-up tokens would hold the
+   * reader's own review back longer.
+   */
+  maxInFlight?: number;
   now?: () => number;
 }
 
@@ -75,14 +87,15 @@ export class DelegatedAuth {
   ) {
     const now = o.now ?? Date.now;
     const max = o.maxEntries ?? 1024;
-    this.tokens = new TtlCache(o.tokenTtlMs ?? 10_000, max, now);
-    this.access = new TtlCache(o.accessTtlMs ?? 10_000, max, now);
+    const inFlight = o.maxInFlight ?? max;
+    this.tokens = new TtlCache(o.tokenTtlMs ?? 10_000, max, now, inFlight);
+    this.access = new TtlCache(o.accessTtlMs ?? 10_000, max, now, inFlight);
     this.lastLogged = new TtlCache(60_000, max, now);
   }
 
   async check(authorization: string | undefined, path: string, verb: string): Promise<AuthAnswer> {
     const answer = await this.decide(authorization, path, verb);
-    const result = answer.status === 200 ? 'allowed' : answer.status === 401 ? 'unauthenticated' : answer.status === 403 ? 'forbidden' : 'error';
+    const result = answer.status === 200 ? 'allowed' : answer.status === 403 ? 'forbidden' : answer.error ? 'error' : 'unauthenticated';
     authTotal.inc({ result });
     if (answer.status !== 200) this.logRefusal(answer);
     return answer;
@@ -90,20 +103,20 @@ export class DelegatedAuth {
 
   private async decide(authorization: string | undefined, path: string, verb: string): Promise<AuthAnswer> {
     const token = bearerToken(authorization);
-    if (!token) return { status: 401, message: 'Unauthorized: a bearer token is required (Authorization: Bearer <token>)' };
+    if (!token) return unauthorized('no bearer token', false);
     let who: TokenVerdict;
     try {
       who = await this.tokens.getOrLoad(sha256(token), () => this.reviews.reviewToken(token));
     } catch (err) {
       // As kube-apiserver's authentication filter: a review that fails is a 401, never a pass.
-      return { status: 401, message: `Unauthorized: the token could not be reviewed: ${errorMessage(err)}` };
+      return unauthorized(`the token could not be reviewed: ${errorMessage(err)}`, true);
     }
-    if (!who.authenticated) return { status: 401, message: `Unauthorized${who.reason ? `: ${who.reason}` : ''}` };
+    if (!who.authenticated) return unauthorized(who.reason || 'the token was not authenticated', false);
     let may: AccessVerdict;
     try {
       may = await this.access.getOrLoad(JSON.stringify([who.user, path, verb]), () => this.reviews.reviewAccess(who.user, path, verb));
     } catch (err) {
-      return { status: 500, message: `Internal Server Error: the access review could not be made: ${errorMessage(err)}` };
+      return { status: 500, message: 'Internal Server Error', detail: `the access review could not be made: ${errorMessage(err)}`, error: true };
     }
     if (!may.allowed) {
       const reason = may.reason ? `: ${may.reason}` : '';
@@ -118,61 +131,14 @@ export class DelegatedAuth {
     const key = answer.status === 403 ? `403 ${answer.user}` : String(answer.status);
     if (this.lastLogged.peek(key)) return;
     this.lastLogged.set(key, true);
-    this.log.info('metrics request refused', { code: answer.status, reason: answer.message });
+    this.log.info('metrics request refused', { code: answer.status, reason: answer.status === 403 ? answer.message : answer.detail });
   }
+}
+
+function unauthorized(detail: string, error: boolean): AuthAnswer {
+  return { status: 401, message: 'Unauthorized', detail, error };
 }
 
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('hex');
-}
-
-/**
- * A map whose entries expire after ttlMs and which keeps at most max of them (the oldest go first);
- * concurrent loads of one key share one call. A failed load is not kept.
- */
-export class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; expires: number }>();
-  private readonly loading = new Map<string, Promise<V>>();
-
-  constructor(
-    private readonly ttlMs: number,
-    private readonly max: number,
-    private readonly now: () => number,
-  ) {}
-
-  get size(): number {
-    return this.entries.size;
-  }
-
-  peek(key: string): V | undefined {
-    const e = this.entries.get(key);
-    if (!e) return undefined;
-    if (e.expires > this.now()) return e.value;
-    this.entries.delete(key);
-    return undefined;
-  }
-
-  set(key: string, value: V): void {
-    this.entries.delete(key);
-    while (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(key, { value, expires: this.now() + this.ttlMs });
-  }
-
-  async getOrLoad(key: string, load: () => Promise<V>): Promise<V> {
-    const hit = this.peek(key);
-    if (hit !== undefined) return hit;
-    let pending = this.loading.get(key);
-    if (!pending) {
-      // Distinct keys at once (a flood of made-up tokens) wait on the API server, not in memory.
-      if (this.loading.size >= this.max) throw new Error(`${this.loading.size} reviews already in flight`);
-      pending = load().then((v) => {
-        this.set(key, v);
-        return v;
-      });
-      const forget = (): void => void this.loading.delete(key);
-      pending.then(forget, forget);
-      this.loading.set(key, pending);
-    }
-    return pending;
-  }
 }

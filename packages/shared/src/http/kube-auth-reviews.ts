@@ -2,7 +2,7 @@ import type { KubeClient } from '../client/kube-client.js';
 import type { AccessVerdict, AuthReviews, TokenVerdict, UserInfo } from './delegated-auth.js';
 
 /** How long one review may take, the client's rate limiter included (a scrape's own timeout is about this). */
-const REVIEW_TIMEOUT_MS = 10_000;
+export const REVIEW_TIMEOUT_MS = 10_000;
 
 interface TokenReviewStatus {
   authenticated?: boolean;

@@ -32,11 +32,11 @@ export function selfSignedCert(o: SelfSignedOptions): CertKeyPair {
   const notBefore = o.notBefore ?? new Date(Date.now() - 60_000);
   const notAfter = new Date(notBefore.getTime() + (o.validForMs ?? YEAR_MS));
   const serial = randomBytes(16);
-  serial[0]! &= 0x7f; // positive
+  serial[0]! &= 0x7f; // positive (derInteger keeps it minimal)
   const name = seq(set(seq(oid(OID.commonName), tlv(0x0c, Buffer.from(o.commonName, 'utf8')))));
   const tbs = seq(
-    tlv(0xa0, integer(Buffer.from([2]))), // v3
-    integer(serial),
+    tlv(0xa0, derInteger(Buffer.from([2]))), // v3
+    derInteger(serial),
     seq(oid(OID.ecdsaWithSha256)),
     name,
     seq(time(notBefore), time(notAfter)),
@@ -61,7 +61,12 @@ const OID = {
 
 /** A leaf for serving: not a CA, digitalSignature, serverAuth, and the hosts as DNS names or IPs. */
 function extensions(hosts: readonly string[]): Buffer[] {
-  const names = hosts.map((h) => (isIP(h) ? tlv(0x87, ipBytes(h)) : tlv(0x82, Buffer.from(h, 'ascii'))));
+  const names = hosts.map((h) => {
+    if (isIP(h.split('%')[0]!)) return tlv(0x87, ipBytes(h));
+    // dNSName is an IA5String: ASCII, and not empty (RFC 5280 4.2.1.6).
+    if (!/^[\x21-\x7e]+$/.test(h)) throw new Error(`${JSON.stringify(h)}: not a DNS name a certificate can hold`);
+    return tlv(0x82, Buffer.from(h, 'ascii'));
+  });
   return [
     extension(OID.basicConstraints, true, seq()),
     extension(OID.keyUsage, true, tlv(0x03, Buffer.from([0x07, 0x80]))),
@@ -74,10 +79,20 @@ function extension(id: string, critical: boolean, value: Buffer): Buffer {
   return seq(oid(id), ...(critical ? [tlv(0x01, Buffer.from([0xff]))] : []), tlv(0x04, value));
 }
 
-function ipBytes(ip: string): Buffer {
+/** An IP address's bytes (4 or 16) for an iPAddress SAN. A zone (`fe80::1%eth0`) names no address a certificate can hold: refused. */
+export function ipBytes(ip: string): Buffer {
+  if (ip.includes('%')) throw new Error(`${ip}: an IPv6 zone cannot be in a certificate`);
   if (isIP(ip) === 4) return Buffer.from(ip.split('.').map(Number));
+  if (isIP(ip) !== 6) throw new Error(`${ip}: not an IP address`);
+  // An embedded IPv4 tail (::ffff:1.2.3.4) is two 16-bit groups.
+  let text = ip;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(ip)?.[1];
+  if (v4) {
+    const [a, b, c, d] = v4.split('.').map(Number) as [number, number, number, number];
+    text = ip.slice(0, -v4.length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
   // Expand "::" to the missing zero groups, then 8 groups of 16 bits.
-  const [head, tail] = ip.includes('::') ? ip.split('::') : [ip, undefined];
+  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
   const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
@@ -92,6 +107,7 @@ function time(d: Date): Buffer {
   return d.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(iso.slice(2), 'ascii')) : tlv(0x18, Buffer.from(iso, 'ascii'));
 }
 
+/** The table's OIDs only: the first two arcs fit one byte there (not for 2.48 and above). */
 function oid(dotted: string): Buffer {
   const [a, b, ...rest] = dotted.split('.').map(Number);
   const bytes = [a! * 40 + b!];
@@ -103,8 +119,16 @@ function oid(dotted: string): Buffer {
   return tlv(0x06, Buffer.from(bytes));
 }
 
-function integer(unsigned: Buffer): Buffer {
-  return tlv(0x02, unsigned[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), unsigned]) : unsigned);
+/**
+ * A non-negative INTEGER, minimal as DER requires: leading zero bytes dropped (OpenSSL and Go refuse
+ * `00 10 …` as "illegal padding": a random serial starts so once in 256), one put back when the top
+ * bit is set. Exported for tests.
+ */
+export function derInteger(unsigned: Buffer): Buffer {
+  let i = 0;
+  while (i < unsigned.length - 1 && unsigned[i] === 0) i++;
+  const v = unsigned.subarray(i);
+  return tlv(0x02, v[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), v]) : v);
 }
 
 function seq(...parts: Buffer[]): Buffer {

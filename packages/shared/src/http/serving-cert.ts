@@ -24,7 +24,7 @@ export class ServingCert {
 
   /** Throws when `dir` holds no usable pair: a start with a certificate it cannot serve is a configuration error. */
   constructor(private readonly dir: string | undefined) {
-    this.current = dir ? readPair(dir) : selfSignedCert({ commonName: `topovol-controller-manager@${Math.floor(Date.now() / 1000)}`, hosts: ['localhost', os.hostname(), '127.0.0.1', '::1'] });
+    this.current = dir ? readPair(dir) : selfSignedCert({ commonName: `topovol-controller-manager@${Math.floor(Date.now() / 1000)}`, hosts: ['localhost', ...(/^[a-zA-Z0-9.-]+$/.test(os.hostname()) ? [os.hostname()] : []), '127.0.0.1', '::1'] });
   }
 
   get pair(): CertKeyPair {

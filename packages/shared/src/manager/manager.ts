@@ -7,7 +7,7 @@ import { EventRecorder } from '../events/event-recorder.js';
 import { HttpEndpoints } from '../http/http-endpoints.js';
 import type { SecureServing } from '../http/http-endpoints.js';
 import { DelegatedAuth } from '../http/delegated-auth.js';
-import { kubeAuthReviews } from '../http/kube-auth-reviews.js';
+import { kubeAuthReviews, REVIEW_TIMEOUT_MS } from '../http/kube-auth-reviews.js';
 import { ServingCert } from '../http/serving-cert.js';
 import { InformerFactory } from '../informer/informer-factory.js';
 import { InformerScope } from '../informer/informer-scope.js';
@@ -151,8 +151,9 @@ export async function runManager(argv: string[], descriptors: ControllerDescript
     let secure: SecureServing | undefined;
     if (metricsAddr && opts.metricsSecure) {
       authClient = KubeClient.load(opts.kubeconfig, { qps: METRICS_AUTH_QPS, burst: METRICS_AUTH_BURST, userAgent: 'topovol-controller-manager/metrics-auth' });
-      secure = { cert: new ServingCert(opts.metricsCertPath || undefined), auth: new DelegatedAuth(kubeAuthReviews(authClient)) };
+      secure = { cert: new ServingCert(opts.metricsCertPath || undefined), auth: new DelegatedAuth(kubeAuthReviews(authClient), { maxInFlight: METRICS_AUTH_QPS * (REVIEW_TIMEOUT_MS / 1000) }) };
     }
+    if (metricsAddr && !opts.metricsSecure && opts.metricsCertPath) log.warn('--metrics-cert-path is ignored with --metrics-secure=false: /metrics is plain HTTP');
     if (metricsAddr) log.info('serving metrics', { port: await http.serveMetrics(metricsAddr, secure), secure: opts.metricsSecure });
     const probeAddr = parseBindAddress(opts.healthProbeBindAddress);
     if (probeAddr) log.info('serving health probes', { port: await http.serveProbes(probeAddr) });
