@@ -12,12 +12,17 @@ export interface GeneratedRole {
   rules: PolicyRule[];
 }
 
-/** The ClusterRoles and Roles in the given manifest files. */
+/**
+ * The ClusterRoles and Roles in the given manifest files that the managers hold. A role of
+ * non-resource rules (topovol-metrics-reader, `get` on /metrics) is a scraper's, bound to no
+ * manager identity: it is left out (metrics-auth.test.ts and install.test.ts show it used).
+ */
 export function generatedRoles(files: readonly string[]): GeneratedRole[] {
   const out: GeneratedRole[] = [];
   for (const file of files) {
     for (const doc of loadManifests(readFileSync(file, 'utf8'))) {
       const rules = (doc as { rules?: PolicyRule[] }).rules ?? [];
+      if (rules.some((r) => !Array.isArray(r.apiGroups))) continue;
       if (doc.kind === 'ClusterRole') out.push({ id: `ClusterRole/${doc.metadata?.name ?? ''}`, rules });
       else if (doc.kind === 'Role') out.push({ id: `Role/${doc.metadata?.namespace ?? ''}/${doc.metadata?.name ?? ''}`, rules });
     }
