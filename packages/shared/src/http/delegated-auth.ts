@@ -24,7 +24,6 @@ export interface AuthReviews {
   reviewAccess(user: UserInfo, path: string, verb: string): Promise<AccessVerdict>;
 }
 
-/** What a request to a guarded endpoint gets: go on, or this status and text. */
 /**
  * What a request to a guarded endpoint gets: go on, or this status and text. `detail` is for the
  * log only: an unauthenticated caller gets a bare "Unauthorized", as from kube-apiserver (the

@@ -1,6 +1,10 @@
 import { expect } from 'chai';
 import net from 'node:net';
 import { HttpEndpoints } from '../../src/http/http-endpoints.js';
+import { DelegatedAuth } from '../../src/http/delegated-auth.js';
+import { ServingCert } from '../../src/http/serving-cert.js';
+import { metricsRegistry } from '../../src/metrics/registry.js';
+import { httpRequest } from '@topovol/testing';
 
 // The probe and metrics servers (http-endpoints.ts): a kubelet probe reads only the status code, so
 // a failing check must turn it into a 500. Written from mutation testing of the shared library.
@@ -38,6 +42,33 @@ describe('HttpEndpoints: probes and metrics', function () {
       const other = await fetch(`http://127.0.0.1:${port}/debug`);
       expect(other.status).to.equal(404);
       await other.text();
+    } finally {
+      await endpoints.close();
+    }
+  });
+
+  it('secure: HTTPS; another path 404 and another method 405 before any review; no token 401; a failed review counted as error, never served', async function () {
+    let apiDown = false;
+    const reviews = {
+      reviewToken: (token: string) => (apiDown ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve(token === 'reader' ? { authenticated: true as const, user: { username: 'prometheus' } } : { authenticated: false as const, reason: 'invalid' })),
+      reviewAccess: () => Promise.resolve({ allowed: true, reason: '' }),
+    };
+    const endpoints = new HttpEndpoints();
+    const port = await endpoints.serveMetrics({ host: '127.0.0.1', port: 0 }, { cert: new ServingCert(undefined), auth: new DelegatedAuth(reviews, { tokenTtlMs: 0, accessTtlMs: 0 }) });
+    const errors = async (): Promise<number> => (await metricsRegistry.getSingleMetric('topovol_metrics_auth_total')?.get())?.values.find((v) => v.labels.result === 'error')?.value ?? 0;
+    const url = `https://127.0.0.1:${port}/metrics`;
+    try {
+      const ok = await httpRequest('GET', url, { token: 'reader' });
+      expect(ok.status).to.equal(200);
+      expect(ok.body).to.contain('# TYPE');
+      expect((await httpRequest('GET', `https://127.0.0.1:${port}/debug`)).status).to.equal(404);
+      expect((await httpRequest('POST', url, { token: 'reader' })).status).to.equal(405);
+      expect(await httpRequest('GET', url)).to.deep.include({ status: 401, body: 'Unauthorized\n' });
+      const before = await errors();
+      apiDown = true;
+      const down = await httpRequest('GET', url, { token: 'reader' });
+      expect(down).to.deep.include({ status: 401, body: 'Unauthorized\n' });
+      expect(await errors()).to.equal(before + 1);
     } finally {
       await endpoints.close();
     }
