@@ -2,7 +2,7 @@ import { load, loadAll } from 'js-yaml';
 import type { ControllerDescriptor } from '@topovol/shared';
 import { flowSchemas } from './flow-schemas.js';
 import { HelmTemplateText, mapStrings } from './helm-template-text.js';
-import { chartYaml, CHART_NAME, CSI_SOCKET_PATH, enabledExpr, helpersTpl, valuesKey, valuesYaml } from './helm-values.js';
+import { chartYaml, CHART_NAME, CSI_SOCKET_PATH, enabledExpr, helpersTpl, METRICS_CERT_DIR, valuesKey, valuesYaml } from './helm-values.js';
 import { GENERATED_HEADER, namespaceObject } from './install-files.js';
 import { INSTALL_NAMESPACE, MANAGER_IMAGE } from './manifest.js';
 import type { Manifest } from './manifest.js';
@@ -64,6 +64,9 @@ function withValues(t: Templating, o: object): object {
   });
 }
 
+/** metrics.certSecretName; `default dict` for values of an older release (helm upgrade --reuse-values) without `metrics`. */
+const METRICS_CERT_SECRET = '(.Values.metrics | default dict).certSecretName';
+
 /**
  * A config/manager workload with values for the image, replicas, resources, metrics port, extra
  * manager flags and where its pods may run. The per-node DaemonSet takes its node selector and
@@ -75,12 +78,16 @@ function chartWorkload(t: HelmTemplateText, w: ManagerWorkload, daemonSetValues?
   c.imagePullPolicy = t.value('.Values.image.pullPolicy | quote');
   c.resources = t.block('.Values.resources');
   c.args = (c.args as string[]).map((a) => (a === `--metrics-bind-address=:${METRICS_PORT}` ? `--metrics-bind-address=:${t.value('.Values.metrics.port')}` : a));
+  // Before extraArgs, so that a --metrics-cert-path there (the flag's last value counts) wins.
+  (c.args as string[]).push(t.lines(`{{- if ${METRICS_CERT_SECRET} }}\n- ${JSON.stringify(`--metrics-cert-path=${METRICS_CERT_DIR}`)}\n{{- end }}`));
   (c.args as string[]).push(t.lines('{{- range .Values.extraArgs }}\n- {{ . | quote }}\n{{- end }}'));
+  (c.volumeMounts as unknown[]).push(t.lines(`{{- if ${METRICS_CERT_SECRET} }}\n- name: metrics-cert\n  mountPath: ${METRICS_CERT_DIR}\n  readOnly: true\n{{- end }}`));
   for (const p of c.ports as Json[]) if (p.name === 'metrics') p.containerPort = t.scalar('.Values.metrics.port');
   if (w.kind === 'Deployment') (m.spec as Json).replicas = t.scalar('.Values.replicas');
   const template = (m.spec as { template: { metadata: Json; spec: Json } }).template;
   template.metadata.annotations = t.optionalBlock('.Values.podAnnotations', 'stringMap');
   const pod = template.spec;
+  (pod.volumes as unknown[]).push(t.lines(`{{- with ${METRICS_CERT_SECRET} }}\n- name: metrics-cert\n  secret:\n    secretName: {{ . | quote }}\n{{- end }}`));
   // Defaults in the template too: `helm upgrade --reuse-values` keeps an older release's values,
   // which may lack these keys (a grace period of nothing is the kubelet's 30 s).
   pod.terminationGracePeriodSeconds = t.scalar(`.Values.terminationGracePeriodSeconds | default ${String(pod.terminationGracePeriodSeconds)}`);
@@ -133,6 +140,11 @@ function capacityWorkloads(t: HelmTemplateText, capacity: ControllerDescriptor):
       sidecars: [driver('csi-driver', ['--mode=controller'])],
     }),
   ];
+}
+
+/** A flat map of scalars as a Helm `dict` expression. */
+function helmDict(o: Json): string {
+  return `(dict ${Object.entries(o).map(([k, v]) => `${JSON.stringify(k)} ${JSON.stringify(v)}`).join(' ')})`;
 }
 
 function configObjects(input: HelmChartInput, rel: string): Json[] {
@@ -210,8 +222,13 @@ export function renderHelmChart(input: HelmChartInput): Record<string, string> {
   for (const rel of kustomizationResources(input, 'config/prometheus')) {
     const objects = configObjects(input, rel);
     for (const o of objects) {
-      if (o.kind !== 'Service') continue;
-      for (const p of (o.spec as { ports: Json[] }).ports) if (p.port === METRICS_PORT) p.port = t.scalar('.Values.metrics.port');
+      if (o.kind === 'Service') for (const p of (o.spec as { ports: Json[] }).ports) if (p.port === METRICS_PORT) p.port = t.scalar('.Values.metrics.port');
+      // Empty (or an older release's values without the key): config/prometheus's own, insecureSkipVerify.
+      if (o.kind === 'ServiceMonitor') {
+        for (const e of (o.spec as { endpoints: Json[] }).endpoints) {
+          e.tlsConfig = t.block(`((.Values.metrics.serviceMonitor | default dict).tlsConfig | default ${helmDict(e.tlsConfig as Json)})`);
+        }
+      }
     }
     const rule = objects.some((o) => o.kind === 'PrometheusRule');
     const cond = rule ? '.Values.metrics.prometheusRule.enabled' : '.Values.metrics.serviceMonitor.enabled';

@@ -59,7 +59,7 @@ export class HelmTemplateText {
           .map((l) => indent + l)
           .join('\n'),
       )
-      .replace(/^( *)([^\s:][^:]*): "?@@o(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) => {
+      .replace(/^( *)([^\s:][^:\n]*): "?@@o(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) => {
         const { expr, as } = this.optionalBlocks[Number(i)]!;
         const body =
           as === 'string'
@@ -69,7 +69,7 @@ export class HelmTemplateText {
               : [`${key}:`, `  {{- toYaml . | nindent ${indent.length + 2} }}`];
         return [`{{- with ${expr} }}`, ...body, '{{- end }}'].map((l) => indent + l).join('\n');
       })
-      .replace(/^( *)([^\s:][^:]*): "?@@b(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) => {
+      .replace(/^( *)([^\s:][^:\n]*): "?@@b(\d+)@@"?$/gm, (_m, indent: string, key: string, i: string) => {
         return `${indent}${key}:\n${indent}  {{- toYaml ${this.blocks[Number(i)]!} | nindent ${indent.length + 2} }}`;
       })
       .replace(/"@@v(\d+)@@"|(?<=: |- )@@v(\d+)@@$/gm, (_m, quoted: string | undefined, plain: string | undefined) => `{{ ${this.values[Number(quoted ?? plain)]!} }}`)

@@ -6,6 +6,8 @@ import { CSI_DRIVER_PLACEHOLDER_IMAGE, CSI_SOCKET_DIR, gracePeriodSeconds, LINUX
 
 export const CHART_NAME = 'topovol';
 export const CSI_SOCKET_PATH = `${CSI_SOCKET_DIR}/csi.sock`;
+/** Where the chart mounts metrics.certSecretName in the manager container (--metrics-cert-path). */
+export const METRICS_CERT_DIR = '/etc/topovol/metrics-cert';
 
 /** The values key of a loop: its --controllers name in camelCase (pv-binder → pvBinder). */
 export function valuesKey(d: Pick<ControllerDescriptor, 'name'>): string {
@@ -122,12 +124,23 @@ flowSchemas:
   create: true
 
 metrics:
-  # The manager's /metrics port (--metrics-bind-address), named "metrics" in every pod.
+  # The manager's /metrics port (--metrics-bind-address, HTTPS), named "metrics" in every pod.
   port: ${METRICS_PORT}
+  # A kubernetes.io/tls Secret in the install namespace (cert-manager's, say) to serve on the
+  # metrics port instead of a self-signed certificate: mounted read-only at ${METRICS_CERT_DIR}
+  # in every manager container and passed as --metrics-cert-path; a renewed pair is served within
+  # 10 s, without a restart. Pods wait in ContainerCreating while the Secret does not exist.
+  certSecretName: ""
   # A Service over every Topovol pod's metrics port and a Prometheus Operator ServiceMonitor
   # (config/prometheus); needs the operator's CRDs.
   serviceMonitor:
     enabled: false
+    # The scrape's tlsConfig. Empty: insecureSkipVerify (the self-signed certificate). With
+    # certSecretName, verify it instead, e.g. (cert-manager puts ca.crt in the Secret):
+    #   tlsConfig:
+    #     ca: {secret: {name: <certSecretName>, key: ca.crt}}
+    #     serverName: topovol-metrics.<namespace.name>.svc
+    tlsConfig: {}
   # The alerts of config/prometheus/prometheus-rule.yaml as a PrometheusRule.
   prometheusRule:
     enabled: false

@@ -25,6 +25,17 @@ describe('manifests: Helm template text', function () {
       want: 'metadata:\n  {{- with .Values.podAnnotations }}\n  annotations:\n    {{- range $k, $v := . }}\n    {{ $k | quote }}: {{ $v | quote }}\n    {{- end }}\n  {{- end }}',
     },
     { name: 'lines replace a list item, indented as the item was', build: (t) => ({ args: ['--a', t.lines('{{- if .Values.x }}\n- --x\n{{- end }}')] }), want: 'args:\n  - "--a"\n  {{- if .Values.x }}\n  - --x\n  {{- end }}' },
+    {
+      // Lines end in a template action without a colon: the key after them is still only its own line.
+      name: 'an optional block right after lines keeps its own indent and key',
+      build: (t) => ({ spec: { volumes: ['a', t.lines('{{- with .Values.v }}\n- b\n{{- end }}')], tolerations: t.optionalBlock('.Values.tolerations') } }),
+      want: 'spec:\n  volumes:\n    - a\n    {{- with .Values.v }}\n    - b\n    {{- end }}\n  {{- with .Values.tolerations }}\n  tolerations:\n    {{- toYaml . | nindent 4 }}\n  {{- end }}',
+    },
+    {
+      name: 'a block right after lines keeps its own indent and key',
+      build: (t) => ({ spec: { volumes: ['a', t.lines('{{- end }}')], resources: t.block('.Values.resources') } }),
+      want: 'spec:\n  volumes:\n    - a\n    {{- end }}\n  resources:\n    {{- toYaml .Values.resources | nindent 4 }}',
+    },
     { name: 'literal braces (alert templates) are escaped so Helm prints them', build: () => ({ summary: '{{ $labels.pod }} is down' }), want: 'summary: "{{ "{{" }} $labels.pod }} is down"' },
   ];
   for (const c of cases) {

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import path from 'node:path';
 import { connect } from 'node:tls';
@@ -24,6 +24,22 @@ function writePair(dir: string, cert: string, key: string): void {
   // A Secret volume swaps both files at once; two writes here are the harder case (a pair that does not match for a moment).
   writeFileSync(path.join(dir, 'tls.crt'), cert);
   writeFileSync(path.join(dir, 'tls.key'), key);
+}
+
+/**
+ * A Secret volume as the kubelet writes it (pkg/volume/util/atomic_writer.go): the files in a
+ * timestamped directory, `..data` a symlink to it, each key a symlink through `..data`; an update
+ * writes a new directory and renames a new `..data` over the old one, so both files change at once.
+ */
+function writeSecretVolume(dir: string, generation: number, cert: string, key: string): void {
+  const data = `..2026_12_04_00_00_0${generation}.${process.pid}`;
+  mkdirSync(path.join(dir, data));
+  writeFileSync(path.join(dir, data, 'tls.crt'), cert);
+  writeFileSync(path.join(dir, data, 'tls.key'), key);
+  symlinkSync(data, path.join(dir, '..data_tmp'));
+  renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+  if (generation === 1) for (const f of ['tls.crt', 'tls.key']) symlinkSync(path.join('..data', f), path.join(dir, f));
+  else rmSync(path.join(dir, `..2026_12_04_00_00_0${generation - 1}.${process.pid}`), { recursive: true });
 }
 
 // --metrics-secure (the default): kube-controller-manager's secure port and controller-runtime's
@@ -108,6 +124,28 @@ describe('metrics endpoint: HTTPS, TokenReview and SubjectAccessReview by the AP
       expect(withCert.proc.running).to.equal(true);
     } finally {
       await withCert.proc.stop();
+    }
+  });
+
+  it('--metrics-cert-path on a Secret volume (the chart\'s metrics.certSecretName): serves the pair, and the renewed one the kubelet swaps in', async function () {
+    const dir = mkdtempSync(path.join(cp.dir, 'metrics-secret-'));
+    const first = selfSignedCert({ commonName: 'mounted-first', hosts: ['localhost'] });
+    writeSecretVolume(dir, 1, first.cert, first.key);
+    // A reader of its own: the test above removes the first one's binding.
+    const { token: mountedReader, binding } = await metricsReader(cp, ns, 'mounted-scraper');
+    const mounted = await startEchoManager(cp, `mgr-secret-${ns}`, ['--metrics-secure=true', `--metrics-cert-path=${dir}`, `--leader-elect-namespace=${ns}`]);
+    try {
+      await eventually(async () => expect((await servedCert(mounted.metricsPort)).subject.CN).to.equal('mounted-first'), 60_000);
+      const second = selfSignedCert({ commonName: 'mounted-second', hosts: ['localhost'] });
+      writeSecretVolume(dir, 2, second.cert, second.key);
+      await eventually(async () => expect((await servedCert(mounted.metricsPort)).subject.CN).to.equal('mounted-second'), 60_000, 1_000);
+      // Still reviewed: the certificate changes what is served, not who may read it.
+      expect((await httpGet(url(mounted.metricsPort), { token: mountedReader })).status).to.equal(200);
+      expect((await httpGet(url(mounted.metricsPort), {})).status).to.equal(401);
+      expect(readFileSync(mounted.proc.logFile, 'utf8')).to.not.contain('cannot load the metrics serving certificate');
+    } finally {
+      await mounted.proc.stop();
+      await admin.delete(Resources.clusterRoleBindings, binding).catch(() => undefined);
     }
   });
 

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { KubeObject } from '@topovol/shared';
-import { FLOW_SCHEMA_NAME, INSTALL_NAMESPACE, LEADER_ELECTION_FLOW_SCHEMA_NAME } from '../../../src/index.js';
+import { FLOW_SCHEMA_NAME, INSTALL_NAMESPACE, LEADER_ELECTION_FLOW_SCHEMA_NAME, METRICS_CERT_DIR } from '../../../src/index.js';
 import { controlPlaneBinaries, repoRoot, sharedControlPlane } from '@topovol/testing';
 import type { ControlPlane } from '@topovol/testing';
 import { loadManifests } from '@topovol/testing';
@@ -210,6 +210,50 @@ describe('charts/topovol and dist/install.yaml against the real kube-apiserver',
     for (const r of schemas.flatMap((x) => x.spec.rules)) {
       for (const subject of r.subjects) expect(subject.serviceAccount.namespace).to.equal('storage-ops');
       for (const rule of r.resourceRules) expect(rule.namespaces).to.satisfy((ns: string[]) => ns.every((n) => n === 'storage-ops' || n === '*'));
+    }
+  });
+
+  it('metrics.certSecretName mounts that Secret in every manager container and passes --metrics-cert-path; serviceMonitor.tlsConfig replaces insecureSkipVerify', async function () {
+    type Container = { name: string; args: string[]; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] };
+    type Workload = { kind: string; metadata: { name: string }; spec: { template: { spec: { containers: Container[]; volumes: { name: string; secret?: { secretName: string } }[] } } } };
+    const workloadsOf = (objects: KubeObject[]): Workload[] => objects.filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet') as unknown as Workload[];
+    const tlsConfig = { ca: { secret: { name: 'topovol-metrics-tls', key: 'ca.crt' } }, serverName: `topovol-metrics.${INSTALL_NAMESPACE}.svc` };
+    const metrics = { port: 8443, certSecretName: 'topovol-metrics-tls', serviceMonitor: { enabled: true, tlsConfig } };
+    const seen = new Set<string>();
+    for (const values of [{ ...everyLoop, metrics }, { ...everyLoopAllInOne, metrics, extraArgs: ['--metrics-cert-path=/elsewhere'] }]) {
+      const { text, objects } = await template(values);
+      const workloads = workloadsOf(objects);
+      expect(workloads.length).to.be.at.least(2);
+      for (const w of workloads) {
+        seen.add(w.kind);
+        const pod = w.spec.template.spec;
+        expect(pod.volumes.filter((v) => v.secret), w.metadata.name).to.deep.equal([{ name: 'metrics-cert', secret: { secretName: 'topovol-metrics-tls' } }]);
+        for (const c of pod.containers) {
+          const mounts = (c.volumeMounts ?? []).filter((m) => m.name === 'metrics-cert');
+          if (c.name !== 'manager') {
+            expect(mounts, `${w.metadata.name}/${c.name}: only the manager reads the key`).to.have.length(0);
+            continue;
+          }
+          expect(mounts, w.metadata.name).to.deep.equal([{ name: 'metrics-cert', mountPath: METRICS_CERT_DIR, readOnly: true }]);
+          const paths = c.args.filter((a) => a.startsWith('--metrics-cert-path='));
+          // extraArgs come after it, so that one given there is the value the flag parser keeps.
+          expect(paths, w.metadata.name).to.deep.equal('extraArgs' in values ? [`--metrics-cert-path=${METRICS_CERT_DIR}`, '--metrics-cert-path=/elsewhere'] : [`--metrics-cert-path=${METRICS_CERT_DIR}`]);
+        }
+      }
+      const sm = objects.find((o) => o.kind === 'ServiceMonitor') as unknown as { spec: { endpoints: { tlsConfig: object }[] } };
+      expect(sm.spec.endpoints[0]!.tlsConfig).to.deep.equal(tlsConfig);
+      expect(text).to.contain('metrics-cert');
+      // This API server has no Prometheus Operator CRDs: the rest of the render, without the ServiceMonitor.
+      const withoutMonitor = await template({ ...values, metrics: { ...metrics, serviceMonitor: { enabled: false } } });
+      await expectDryRunAccepts(withoutMonitor.text, `helm-metrics-cert-${seen.size}`);
+    }
+    expect([...seen].sort()).to.deep.equal(['DaemonSet', 'Deployment']);
+    // Not set (the default, or an older release's values without the keys): no volume, no flag, the self-signed certificate unverified.
+    for (const values of [{ ...everyLoopAllInOne, metrics: { port: 8443, serviceMonitor: { enabled: true } } }, { ...everyLoop, metrics: { port: 8443, certSecretName: null, serviceMonitor: { enabled: true, tlsConfig: null } } }]) {
+      const { text, objects } = await template(values);
+      expect(text).to.not.contain('metrics-cert');
+      const sm = objects.find((o) => o.kind === 'ServiceMonitor') as unknown as { spec: { endpoints: { tlsConfig: object }[] } };
+      expect(sm.spec.endpoints[0]!.tlsConfig).to.deep.equal({ insecureSkipVerify: true });
     }
   });
 
