@@ -102,7 +102,7 @@ const bindDuration = histogram<'mode'>({
 
 const binds = counter<'result'>({
   name: 'topovol_pv_binder_binds_total',
-  help: 'Bind attempts by outcome: bound, conflict (lost a race, retried), error.',
+  help: 'Bind attempts by outcome: bound, conflict (lost a race, retried), error; taken_back: a volume bound for a claim the server then showed gone, created again, bound elsewhere or being deleted, made Available again.',
   labelNames: ['result'],
 });
 
@@ -110,7 +110,7 @@ export function observeBind(mode: string, seconds: number): void {
   bindDuration.observe({ mode }, seconds);
 }
 
-export function countBind(result: 'bound' | 'conflict' | 'error'): void {
+export function countBind(result: 'bound' | 'conflict' | 'error' | 'taken_back'): void {
   binds.inc({ result });
 }
 

@@ -1,4 +1,4 @@
-import { classifyError, errorMessage, isFenced, isRefusal, logger, splitKey, writeMayHaveApplied } from '@topovol/shared';
+import { classifyError, errorMessage, getIfPresent, isFenced, isRefusal, logger, Resources, splitKey, writeMayHaveApplied } from '@topovol/shared';
 import type { Event, FirstSeen, KubeClient, Logger, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
@@ -12,6 +12,7 @@ import { countRetroactiveClass, deleteStarted, OperationTimestamps, provisioning
 import { claimClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
+import { orphanedBind } from './orphaned-bind.js';
 import { issueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import type { ProvisioningActivity } from './provisioning-activity.js';
@@ -51,6 +52,9 @@ export interface BinderGlueDeps {
  * never bind. A watch here delivers a write within seconds.
  */
 export const UNSETTLED_HOLD_MS = 60_000;
+
+/** How soon a volume whose release waits for a claim's run (inFlight) is looked at again. */
+const IN_FLIGHT_RECHECK_MS = 500;
 
 /** How often a claim held so looks again (the informer's copy moving ends the hold at its next look). */
 const UNSETTLED_RECHECK_MS = 2_000;
@@ -125,6 +129,8 @@ export class BinderReconciler {
     // Which picked volumes this run writes (their view moves on): a later write of the run that
     // fails leaves those as the server answered them.
     const viewed = new Map(picked.map((n) => [n, world.volume(n)?.metadata?.resourceVersion]));
+    // Volumes this run takes from the free pool (no claimRef yet): see takeBackOrphaned.
+    const wasFree = actions.flatMap((a) => (a.kind === 'bindVolume' && !world.volume(a.volume.metadata!.name!)?.spec?.claimRef ? [a.volume.metadata!.name!] : []));
     // Upstream's provision timestamp starts when a claim is first handed to its provisioner.
     const provisioner = this.d.dryRun ? undefined : provisioningStarted(actions, claim, world.storageClass(claimClass(claim)));
     if (provisioner !== undefined) this.operations.addIfNotExist(key, provisioner, 'provision');
@@ -158,6 +164,7 @@ export class BinderReconciler {
       // said above): the same, as UpdateRefused.
       if (picked.length === 0 && provisioner === undefined && isRefusal(err)) await this.refused(claim, err);
       if (classWrite && !isFenced(err)) countRetroactiveClass(false);
+      if (wasFree.length > 0 && !isFenced(err) && !this.d.dryRun) await this.takeBackOrphaned(claim, wasFree, viewed);
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) {
         this.unsettled.set(key, { volumes: picked.map((n) => ({ name: n, resourceVersion: viewed.get(n) })), since: this.now() });
       }
@@ -202,6 +209,9 @@ export class BinderReconciler {
     if (!volume) return;
     const actions = decideVolume(volume, this.d.world);
     log.debug('volume synced', { actions: actions.map((a) => a.kind) });
+    // A claim's run is writing this volume (a binding, perhaps taken back: takeBackOrphaned): it is
+    // not Released under that run, which may be about to make it Available again.
+    if (this.d.inFlight.has(name) && actions.some((a) => a.kind === 'volumePhase' && a.phase === 'Released')) return IN_FLIGHT_RECHECK_MS;
     try {
       await this.run(actions);
     } catch (err) {
@@ -262,6 +272,36 @@ export class BinderReconciler {
     }
     this.unsettled.delete(key);
     return undefined;
+  }
+
+  /**
+   * After a failed binding: each volume this run took from the free pool and wrote a claimRef on
+   * (the assume cache holds the server's answer, naming the claim) is read against the claim on the
+   * server, and taken back (Available, no claimRef) when the claim is gone, was created again, is
+   * bound to another volume, or is being deleted with no placed pod (orphaned-bind.ts). The undo
+   * carries the resourceVersion the binding's answer had: a volume someone wrote since is left to
+   * its own sync. A read or undo that fails leaves the volume as upstream leaves it.
+   */
+  private async takeBackOrphaned(claim: PersistentVolumeClaim, wasFree: readonly string[], viewed: ReadonlyMap<string, string | undefined>): Promise<void> {
+    const uid = claim.metadata?.uid;
+    const written = wasFree.flatMap((n) => {
+      const v = this.d.world.volume(n);
+      return v && v.metadata?.resourceVersion !== viewed.get(n) && v.spec?.claimRef?.uid === uid ? [v] : [];
+    });
+    if (written.length === 0) return;
+    const key = `${claim.metadata?.namespace}/${claim.metadata?.name}`;
+    try {
+      const live = await getIfPresent<PersistentVolumeClaim>(this.d.client, Resources.persistentVolumeClaims, claim.metadata!.name!, claim.metadata?.namespace);
+      for (const v of written) {
+        const why = orphanedBind(v, live, this.d.world);
+        if (!why) continue;
+        await this.d.actuator.run([{ kind: 'unbindVolume', volume: v, keepClaimRef: false }]);
+        countBind('taken_back');
+        logger().info('took back a volume bound for a claim the server no longer waits with', { claim: key, volume: v.metadata?.name, why });
+      }
+    } catch (err) {
+      logger().warn('could not take back a volume bound for a claim whose write failed; its sync decides it', { claim: key, error: classifyError(err).message });
+    }
   }
 
   private now(): number {

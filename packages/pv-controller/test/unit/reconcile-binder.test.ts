@@ -106,3 +106,30 @@ describe('binder reconcile: claims passed over while a volume was reserved', fun
     expect(requeued, 'a deleted claim leaves nothing behind').to.deep.equal([]);
   });
 });
+
+// A volume a claim's run is writing is not Released under it: the run may be about to take the
+// volume back (orphaned-bind.ts), and a release written first would hand it to its deleter.
+describe('binder reconcile: no release of a volume a claim is writing', function () {
+  it('waits while the volume is in flight, and writes nothing meanwhile', async function () {
+    const store = new FakeWrites();
+    const ref = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: 'ns', name: 'gone', uid: 'u-gone' };
+    store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', claimRef: ref, phase: 'Bound' }));
+    const stored = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')!;
+    const volumes = new AssumeCache<PersistentVolume>();
+    const claims = new AssumeCache<PersistentVolumeClaim>();
+    const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes, claims, log: logger(), dryRun: false });
+    const inFlight = new Set<string>(['v']);
+    const reads: string[] = [];
+    const client = new Proxy({} as KubeClient, { get: (_t, p) => () => (reads.push(String(p)), Promise.reject(new Error(`unexpected read ${String(p)}`))) });
+    const r = new BinderReconciler({ world: world({ volumes: [stored] }), client, actuator, volumes, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
+    const log = logger();
+    expect(await r.volume('v', log), 'looked at again soon').to.be.a('number').and.be.above(0);
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.metadata?.resourceVersion).to.equal(stored.metadata?.resourceVersion);
+    expect(reads, 'not even the release check was sent').to.deep.equal([]);
+    // Out of flight, the release goes to its server check as before (here the read fails).
+    inFlight.clear();
+    const err = await r.volume('v', log).then(() => undefined, (e: unknown) => e);
+    expect(err).to.be.instanceOf(Error);
+    expect(reads.length).to.be.above(0);
+  });
+});
