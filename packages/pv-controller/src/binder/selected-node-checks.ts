@@ -80,9 +80,9 @@ function stripEvent(claim: PersistentVolumeClaim, found: SelectedNodeProblem, cl
  * no activity on the claim (its per-attempt `Provisioning` Event) ever, or for a node that is gone
  * for the grace period, and the loop has re-read the node (or the namespace's pods) and the
  * claim's Provisioning Events from the server: a cache that lags is never enough.
- * The caller has already ruled out a volume pre-bound to the claim (provisioning that finished) in
- * the cache; the removal's server read looks for one under the names provisioners give it too
- * (--provisioned-volume-names, verify-on-server.ts).
+ * The caller has already bound a volume pre-bound to the claim that fits it; one made for the claim
+ * that does not fit keeps the node too (provisioning finished). The removal's server read looks
+ * for one under the names provisioners give it (--provisioned-volume-names, verify-on-server.ts).
  * Returns the actions to take now: remember the problem, wait, or remove the annotation.
  */
 export function checkSelectedNode(claim: PersistentVolumeClaim, selected: string, sc: StorageClass | undefined, world: BinderWorld): BinderAction[] {
@@ -95,6 +95,10 @@ export function checkSelectedNode(claim: PersistentVolumeClaim, selected: string
   if (!same && (found || remembered)) actions.push({ kind: 'noteSelectedNodeIssue', claim, issue: found?.issue, node: selected, at: now });
   const grace = world.staleSelectedNodeGraceMs;
   if (!found || !(grace >= 0)) return actions;
+  // A volume made for the claim that it cannot take (being deleted; another volume mode or
+  // attributes class asked since) is not bound, yet provisioning did finish: the node stays.
+  const uid = claim.metadata?.uid;
+  if (uid && world.preBoundVolumes(claim.metadata?.namespace ?? '', claim.metadata?.name ?? '').some((v) => v.spec?.claimRef?.uid === uid)) return actions;
   const activity = world.lastProvisioningActivity(claim);
   // Once the provisioner has tried, a CreateVolume may have made the volume (a call that timed
   // out, or a provisioner that died before writing the PV): only that provisioner can finish it

@@ -50,6 +50,19 @@ function selectedNodeCases(): ClaimCase[] {
       w: { ...base, noted: noted('noConsumer', 0), volumes: [vol('pv', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' } })] },
       want: ['bindVolume pv', 'bindClaim pv'],
     },
+    {
+      // Being deleted, it does not fit the claim (not bound); it was made for it all the same.
+      name: 'node missing for the grace, a volume made for the claim that it cannot take (being deleted) → kept',
+      claim: selected,
+      w: { ...base, nodes: [], pods: [pod('p', 'c')], noted: noted('gone', 900_000), volumes: [vol('foo-c', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-c' }, deleting: true })] },
+      want: signal,
+    },
+    {
+      name: 'no pod for the grace, a volume pre-bound to another claim of that name (another uid) → removed as without it',
+      claim: selected,
+      w: { ...base, noted: noted('noConsumer', 900_000), volumes: [vol('old', '1Gi', { storageClassName: 'late', claimRef: { namespace: 'ns', name: 'c', uid: 'uid-old' } })] },
+      want: [`annotate  -${SEL} (confirm noConsumer)`, 'event Normal SelectedNodeStale'],
+    },
     { name: 'node missing from the cache, first seen → kept (a lagging cache is no evidence)', claim: selected, w: { ...base, nodes: [], pods: [pod('p', 'c')] }, want: [...signal, 'note gone', 'requeueAfter 60000'] },
     { name: 'node missing for the grace → removed, confirmed on the server', claim: selected, w: { ...base, nodes: [], pods: [pod('p', 'c')], noted: noted('gone', 900_000) }, want: [`annotate  -${SEL} (confirm gone)`, 'event Warning SelectedNodeGone'] },
     { name: 'node missing for the grace but the provisioner is working → kept', claim: selected, w: { ...base, nodes: [], noted: noted('gone', 900_000), provisioningActivity: 999_000 }, want: [...signal, 'requeueAfter 59000'] },

@@ -120,6 +120,12 @@ describe('decideRollback', function () {
     expect(d).to.deep.include({ kind: 'wait', ms: 60_000, firstSeen: NOW });
   });
 
+  it('a pod naming a claim twice (kube-apiserver admits it) pins it once, so its record has each claim once', function () {
+    const twice = pod('p', ['c1', 'c2', 'c1']);
+    const d = decideRollback(twice, world({ ...base, pods: [twice] }), undefined);
+    expect(d.kind === 'rollback' ? d.pinned.map((p) => p.claim.metadata?.name) : d.kind).to.deep.equal(['c1']);
+  });
+
   it('records the newest evidence it rests on, so a later rollback needs newer evidence', function () {
     const d = decideRollback(P, world({ ...base, failures: { c2: [failed('ResourceExhausted', NOW - 7_000), failed('ResourceExhausted', NOW - 3_000)] }, pods: [P] }), undefined);
     expect(d.kind === 'rollback' ? d.evidenceTime : undefined).to.equal(NOW - 3_000);

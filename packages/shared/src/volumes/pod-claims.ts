@@ -12,7 +12,9 @@ export function claimNamesOfPod(p: Pod): string[] {
   const names: string[] = [];
   for (const v of p.spec?.volumes ?? []) {
     const name = v.persistentVolumeClaim?.claimName ? v.persistentVolumeClaim.claimName : v.ephemeral ? `${p.metadata?.name}-${v.name}` : undefined;
-    if (name !== undefined && isDnsSubdomain(name)) names.push(name);
+    // Each once: kube-apiserver admits two volumes naming one claim (or an ephemeral volume whose
+    // <pod>-<volume> is also a claimName), and the pod still uses one claim.
+    if (name !== undefined && isDnsSubdomain(name) && !names.includes(name)) names.push(name);
   }
   return names;
 }

@@ -35,6 +35,13 @@ describe('the claims a pod uses', function () {
     expect(JSON.stringify(projectPod(p)).length, 'the cache keeps none of the long name').to.be.below(2_000);
   });
 
+  it('names each claim once: two volumes with one claimName, or an ephemeral volume whose <pod>-<volume> another volume names', function () {
+    const base = pod();
+    const p = pod({ spec: { ...base.spec!, volumes: [...base.spec!.volumes!, { name: 'again', persistentVolumeClaim: { claimName: 'data-web-0' } }, { name: 'eph', persistentVolumeClaim: { claimName: 'web-0-scratch' } }] } });
+    expect(claimNamesOfPod(p)).to.deep.equal(['data-web-0', 'web-0-scratch']);
+    expect(claimKeysOfPod(p)).to.deep.equal(['ns/data-web-0', 'ns/web-0-scratch']);
+  });
+
   it('survives the shared pod projection, which keeps only what names a claim', function () {
     const slim = projectPod(pod());
     expect(claimNamesOfPod(slim)).to.deep.equal(['data-web-0', 'web-0-scratch']);
