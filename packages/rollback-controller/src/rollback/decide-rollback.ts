@@ -6,6 +6,16 @@ import type { RollbackWorld } from './rollback-world.js';
 import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
 
+/**
+ * How long a pod must be seen with every claim decided before the state of its volumes' node alone
+ * (gone, cordoned, tainted: read as now) rolls it back. kube-scheduler's VolumeBinding PreBind
+ * waits for the claims to be bound, then binds the pod to the node it chose whether or not that node
+ * was cordoned or tainted since its Filter ran: for that second or so the pod looks stuck on a node
+ * it cannot use. The scheduler's own report and a provisioner's failure need no wait: each says
+ * that an attempt failed.
+ */
+export const NODE_STATE_DWELL_MS = 15_000;
+
 export interface PinnedClaim {
   claim: PersistentVolumeClaim;
   volume: PersistentVolume;
@@ -14,8 +24,13 @@ export interface PinnedClaim {
 
 export type RollbackDecision =
   | { kind: 'none' }
-  /** Stuck, but not yet decided (or backing off): look again later. `firstSeen`: the caller's to remember, and pass back as `stuckSince`. */
-  | { kind: 'wait'; ms: number; why: string; firstSeen?: number }
+  /**
+   * Stuck, but not yet decided (or backing off): look again later. `firstSeen`: the caller's to
+   * remember, and pass back as `stuckSince`. `dwelling`: every claim decided and only the node's
+   * state against it (NODE_STATE_DWELL_MS); `readyFirstSeen` the caller's to remember while it
+   * dwells, and pass back as `readySince`.
+   */
+  | { kind: 'wait'; ms: number; why: string; firstSeen?: number; dwelling?: true; readyFirstSeen?: number }
   /** Stuck, but a rollback cannot be justified: say why, touch nothing. */
   | { kind: 'refuse'; why: string }
   /** Stuck, and this workload has had its share of rollbacks. */
@@ -69,9 +84,11 @@ function refusal(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld): string 
  * be provisioning) unless the grace period ran out; none beyond the workload's cap; none sooner
  * than its backoff. Justified only when every pinning volume is provably unused and this pod's.
  * `stuckSince`: when the caller first saw this pod stuck with a claim undecided (a `wait` decision's
- * `firstSeen`), if it has; the grace period counts from then.
+ * `firstSeen`), if it has; the grace period counts from then. `readySince`: when it first saw the
+ * pod ready to roll back on the node's state alone (`readyFirstSeen`); NODE_STATE_DWELL_MS counts
+ * from then.
  */
-export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: number | undefined): RollbackDecision {
+export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: number | undefined, readySince?: number): RollbackDecision {
   if (pod.spec?.nodeName || pod.metadata?.deletionTimestamp) return { kind: 'none' };
   const pinned = pinnedClaims(pod, world);
   if (pinned.length === 0) return { kind: 'none' };
@@ -98,6 +115,13 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   }
   const refused = refusal(pod, pinned, world);
   if (refused) return { kind: 'refuse', why: refused };
+  if (verdicts.every((v) => v.nodeState)) {
+    const left = (readySince ?? now) + NODE_STATE_DWELL_MS - now;
+    if (left > 0) {
+      const why2 = `${why}; waiting ${Math.ceil(left / 1000)} s for the scheduler to bind the pod there (it may be doing so now) or to find it unschedulable`;
+      return { kind: 'wait', ms: left, why: why2, dwelling: true, readyFirstSeen: readySince === undefined ? now : undefined };
+    }
+  }
   // After the newest recorded attempt, not the count: once the oldest record has expired, the count
   // would name a record that still exists (its create refused, the rollback silently not made).
   const attempt = Math.max(0, ...history.map((r) => r.spec.attempt ?? 0)) + 1;

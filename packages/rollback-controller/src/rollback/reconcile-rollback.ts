@@ -60,6 +60,8 @@ const created = (o: { metadata?: { creationTimestamp?: string } }): number => Da
 export class RollbackReconciler {
   /** Since when this process has seen each pod (by uid) stuck with a claim undecided. */
   private readonly stuck = new FirstSeen<true>();
+  /** Since when this process has seen each pod ready to roll back on its node's state alone (NODE_STATE_DWELL_MS). */
+  private readonly ready = new FirstSeen<true>();
 
   constructor(private readonly d: RollbackGlueDeps) {}
 
@@ -77,6 +79,7 @@ export class RollbackReconciler {
   /** The pod is gone: what was noted about it goes too (a pod deleted unscheduled has no update that ends its wait). */
   forgetPod(uid: string): void {
     this.stuck.forget(uid);
+    this.ready.forget(uid);
   }
 
   /** How many pods this process remembers waiting (bounded by the pods that exist). */
@@ -96,9 +99,12 @@ export class RollbackReconciler {
         return;
       }
       const uid = pod.metadata?.uid ?? '';
-      const decision = decideRollback(pod, this.d.world, this.stuck.get(uid)?.since);
+      const decision = decideRollback(pod, this.d.world, this.stuck.get(uid)?.since, this.ready.get(uid)?.since);
       if (decision.kind !== 'none') this.d.log.debug('pod decided', { pod: `${namespace}/${name}`, decision: decision.kind, why: 'why' in decision ? decision.why : undefined });
       if (decision.kind === 'wait' && decision.firstSeen !== undefined) this.stuck.note(uid, true, decision.firstSeen);
+      // The dwell counts only while the pod stays ready to roll back: anything else starts it again.
+      if (decision.kind === 'wait' && decision.readyFirstSeen !== undefined) this.ready.note(uid, true, decision.readyFirstSeen);
+      else if (!(decision.kind === 'wait' && decision.dwelling) && decision.kind !== 'rollback') this.ready.forget(uid);
       // A rollback's wait is forgotten once it is recorded: a read or a create that fails is retried
       // with the grace already spent, not a new one.
       if (decision.kind === 'rollback' && !this.d.dryRun) {
@@ -134,6 +140,7 @@ export class RollbackReconciler {
           return REFUSED_WRITE_RETRY_MS;
         }
         this.stuck.forget(uid);
+        this.ready.forget(uid);
         return;
       }
       if (decision.kind !== 'wait') this.stuck.forget(uid);

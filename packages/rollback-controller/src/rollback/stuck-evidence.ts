@@ -7,6 +7,8 @@ export interface StuckVerdict {
   why: string;
   /** When the evidence was recorded (ms): the node's state counts as now. */
   at: number;
+  /** The node's own state (gone, cordoned, tainted), not a report of a failed attempt. */
+  nodeState?: true;
 }
 
 /**
@@ -50,7 +52,7 @@ const VOLUME_NODE_CONFLICT = /didn't match PersistentVolume's node affinity|volu
 export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBefore: number, latest = world.now() + EVIDENCE_CLOCK_SKEW_MS): StuckVerdict | undefined {
   const counts = (t: number): boolean => t > notBefore && t <= latest;
   const rejected = nodeRejectsPod(node, world.node(node), pod);
-  if (rejected) return { why: rejected, at: world.now() };
+  if (rejected) return { why: rejected, at: world.now(), nodeState: true };
   const ns = pod.metadata?.namespace ?? '';
   for (const name of claimNamesOfPod(pod)) {
     const sibling = world.claim(ns, name);

@@ -3,8 +3,8 @@ import fc from 'fast-check';
 import { eventsAbout, involvedObjectUid, projectClaim, projectEvent, projectPod } from '@topovol/shared';
 import type { Event, PersistentVolume, Pod, VolumeAttachment } from '@topovol/shared';
 import { claimNoiseArb, claimsByIdentity, eventNoiseArb, podNoiseArb, withEventNoise, withNoise, withPodNoise } from '@topovol/testing';
-import { decideRollback } from '../../src/rollback/decide-rollback.js';
-import { claim, failed, node, pod, pv, seen, world } from './rollback-world-fixture.js';
+import { decideRollback, NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
+import { claim, failed, node, NOW, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
 /** What the generator may make true of one pinned volume; each is evidence it may hold data, or is not this pod's. */
@@ -66,6 +66,8 @@ function build(f: WorldFacts): { p: Pod; w: W } {
     ended,
     nodes: [...(f.nodeA === 'gone' ? [] : [node('a', f.nodeA === 'cordoned' ? { unschedulable: true } : {})]), node('b')],
     failures: f.siblingFailed ? { s: [failed('rpc error: code = ResourceExhausted')] } : {},
+    // Seen ready to roll back long enough for the node's state alone to count (NODE_STATE_DWELL_MS).
+    readySince: NOW - NODE_STATE_DWELL_MS,
   };
   return { p, w };
 }
@@ -91,7 +93,7 @@ describe('rollback decisions: safety properties', function () {
     fc.assert(
       fc.property(worldFacts, (f) => {
         const { p, w } = build(f);
-        const d = decideRollback(p, world(w), w.stuckSince);
+        const d = decideRollback(p, world(w), w.stuckSince, w.readySince);
         if (d.kind === 'refuse') refusals++;
         if (d.kind !== 'rollback') return;
         rollbacks++;
@@ -104,6 +106,17 @@ describe('rollback decisions: safety properties', function () {
     expect(refusals, 'rollbacks refused').to.be.above(300);
   });
 
+  it("the node's state alone (no failure reported) never rolls back a pod first seen ready now: it waits the dwell", function () {
+    fc.assert(
+      fc.property(worldFacts, (f) => {
+        if (f.siblingFailed) return;
+        const { p, w } = build(f);
+        expect(decideRollback(p, world(w), w.stuckSince, undefined).kind).to.not.equal('rollback');
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('and when every pinned volume is provably unused and the node refused the pod, the rollback is decided (the safety check is not "never")', function () {
     fc.assert(
       fc.property(worldFacts, (f) => {
@@ -111,7 +124,7 @@ describe('rollback decisions: safety properties', function () {
         const safe = f.volumes.every((v) => mayRollBack(f, v)) && f.nodeA === 'gone' && f.siblingFailed;
         if (!safe) return;
         const { p, w } = build(f);
-        expect(decideRollback(p, world(w), w.stuckSince).kind).to.equal('rollback');
+        expect(decideRollback(p, world(w), w.stuckSince, w.readySince).kind).to.equal('rollback');
       }),
       { numRuns: 2000 },
     );

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { PersistentVolume, Pod } from '@topovol/shared';
 import { decideMark } from '../../src/rollback/decide-mark.js';
-import { decideRollback } from '../../src/rollback/decide-rollback.js';
+import { decideRollback, NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
 import { NOW, claim, failed, node, pod, pv, record, seen, seriesFailed, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
@@ -67,9 +67,9 @@ describe('decideRollback', function () {
   const cases: { name: string; p?: Pod; w: W; want: string }[] = [
     { name: 'sibling failed and lost its selected node: every claim decided → rollback at once', w: base, want: 'rollback' },
     { name: 'node a cordoned while a sibling is undecided (still provisioning) → wait the grace', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })] }, want: 'wait' },
-    { name: 'node a cordoned, a sibling undecided past the grace → rollback', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })], stuckSince: NOW - 120_000 }, want: 'rollback' },
+    { name: 'node a cordoned, a sibling undecided past the grace → rollback', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })], stuckSince: NOW - 120_000, readySince: NOW - NODE_STATE_DWELL_MS }, want: 'rollback' },
     { name: 'no evidence the pod cannot run on a → none', w: { ...base, failures: {} }, want: 'none' },
-    { name: 'node a deleted (only claim pinned) → rollback', p: pod('p', ['c1']), w: { ...base, failures: {}, nodes: [node('b')] }, want: 'rollback' },
+    { name: 'node a deleted (only claim pinned) → rollback', p: pod('p', ['c1']), w: { ...base, failures: {}, nodes: [node('b')], readySince: NOW - NODE_STATE_DWELL_MS }, want: 'rollback' },
     { name: 'node a tainted, tolerated → none', p: pod('p', ['c1', 'c2'], { tolerations: [{ key: 'k', operator: 'Exists' }] }), w: { ...base, failures: {}, nodes: [node('a', { taints: [{ key: 'k', effect: 'NoSchedule' }] })] }, want: 'none' },
     { name: 'pod bound to a node → none', p: pod('p', ['c1', 'c2'], { nodeName: 'a' }), w: base, want: 'none' },
     { name: 'pod has run → refuse', p: pod('p', ['c1', 'c2'], { phase: 'Running' }), w: base, want: 'refuse' },
@@ -109,7 +109,7 @@ describe('decideRollback', function () {
   for (const c of cases) {
     it(c.name, function () {
       const w = world({ ...c.w, pods: [c.p ?? P, ...(c.w.pods ?? [])] });
-      const d = decideRollback(c.p ?? P, w, c.w.stuckSince);
+      const d = decideRollback(c.p ?? P, w, c.w.stuckSince, c.w.readySince);
       expect(d.kind === 'rollback' && c.want.startsWith('rollback ') ? `rollback ${d.attempt}` : d.kind).to.equal(c.want);
     });
   }
@@ -118,6 +118,36 @@ describe('decideRollback', function () {
     const w: W = { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })] };
     const d = decideRollback(P, world({ ...w, pods: [P] }), undefined);
     expect(d).to.deep.include({ kind: 'wait', ms: 60_000, firstSeen: NOW });
+  });
+
+  // kube-scheduler's PreBind waits for the claims to be bound, then binds the pod to the node it
+  // chose, cordoned since or not: a node's state alone counts only once the pod has been seen ready
+  // to roll back for NODE_STATE_DWELL_MS. A failed attempt reported (a provisioner's failure, the
+  // scheduler's condition) needs no such wait.
+  describe("a node's state alone: the dwell", function () {
+    const only: W = { ...base, failures: {}, nodes: [node('b')] };
+    const P1 = pod('p', ['c1']);
+    const decide = (w: W, p: Pod = P1) => decideRollback(p, world({ ...w, pods: [p] }), w.stuckSince, w.readySince);
+    it('first seen ready (node gone, every claim decided): waits the dwell, and says since when', function () {
+      expect(decide(only)).to.deep.include({ kind: 'wait', ms: NODE_STATE_DWELL_MS, dwelling: true, readyFirstSeen: NOW });
+    });
+    it('seen ready 5 s ago: waits the rest, noting nothing new', function () {
+      const d = decide({ ...only, readySince: NOW - 5_000 });
+      expect(d).to.deep.include({ kind: 'wait', ms: NODE_STATE_DWELL_MS - 5_000, dwelling: true });
+      expect(d).to.not.have.property('readyFirstSeen', NOW);
+    });
+    it('seen ready for the dwell: rollback', function () {
+      expect(decide({ ...only, readySince: NOW - NODE_STATE_DWELL_MS }).kind).to.equal('rollback');
+    });
+    it('a cordoned node and a tainted one alike', function () {
+      expect(decide({ ...base, failures: {}, nodes: [node('a', { unschedulable: true })] }).kind).to.equal('wait');
+    });
+    it('a provisioner failure on the node (ResourceExhausted): rollback at once, no dwell', function () {
+      expect(decide(base, P).kind).to.equal('rollback');
+    });
+    it('a refusal is said at once, not after the dwell', function () {
+      expect(decide({ ...only, pvs: [pv('v1', 'c1', { usage: 'used', forNode: 'a' })] }).kind).to.equal('refuse');
+    });
   });
 
   it('a pod naming a claim twice (kube-apiserver admits it) pins it once, so its record has each claim once', function () {

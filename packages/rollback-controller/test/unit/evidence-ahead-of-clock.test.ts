@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Pod } from '@topovol/shared';
-import { decideRollback } from '../../src/rollback/decide-rollback.js';
+import { decideRollback, NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import { EVIDENCE_CLOCK_SKEW_MS } from '../../src/rollback/stuck-evidence.js';
 import { NOW, claim, failed, iso, node, pod, pv, record, seen, world } from './rollback-world-fixture.js';
@@ -15,7 +15,7 @@ const SKEW = EVIDENCE_CLOCK_SKEW_MS;
 const YEAR = 365 * 24 * 3_600_000;
 const base: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' }), claim('c2')], nodes: [node('a'), node('b')], observed: { 'uid-c1': seen() } };
 const P = pod('p', ['c1', 'c2']);
-const decide = (w: W, p: Pod = P, now = NOW): RollbackDecision => decideRollback(p, { ...world({ ...w, pods: [p, ...(w.pods ?? [])] }), now: () => now }, w.stuckSince);
+const decide = (w: W, p: Pod = P, now = NOW): RollbackDecision => decideRollback(p, { ...world({ ...w, pods: [p, ...(w.pods ?? [])] }), now: () => now }, w.stuckSince, w.readySince);
 const exhaustedAt = (...times: number[]): W => ({ ...base, failures: { c2: times.map((t) => failed('rpc error: code = ResourceExhausted', t)) } });
 
 describe('rollback evidence dated ahead of the clock', function () {
@@ -65,7 +65,7 @@ describe('rollback evidence dated ahead of the clock', function () {
   });
 
   it("a node's own refusal is evidence as of now, whatever the Events say", function () {
-    const d = decide({ ...exhaustedAt(NOW + YEAR), nodes: [node('b')] }, pod('p', ['c1']));
+    const d = decide({ ...exhaustedAt(NOW + YEAR), nodes: [node('b')], readySince: NOW - NODE_STATE_DWELL_MS }, pod('p', ['c1']));
     expect(d.kind === 'rollback' ? d.evidenceTime : d.kind).to.equal(NOW);
   });
 

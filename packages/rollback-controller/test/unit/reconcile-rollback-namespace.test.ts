@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { KubeApiError, logger } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
+import { NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
 import { CLAIM_CHANGED_RETRY_MS, REFUSED_WRITE_RETRY_MS, RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
 import { templatesTooLarge } from '../../src/rollback/intent/new-rollback.js';
@@ -21,12 +22,14 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
     const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[]; why?: string }[] = [];
     const reads: string[] = [];
+    let dwelling = false;
     const deps = {
       world: { ...world(at), now: () => now.t },
       pod: () => at.pods![0],
       record: () => undefined,
       actuator: {
         decide: (_p: Pod, d: RollbackDecision, namespaceUID?: string) => {
+          dwelling = d.kind === 'wait' && d.dwelling === true;
           decided.push({ kind: d.kind, namespaceUID, ...(d.kind === 'rollback' && server.claims ? { pinned: d.pinned.map((p) => p.claim) } : {}), ...(d.kind === 'refuse' ? { why: d.why } : {}) });
           if (d.kind === 'rollback' && server.refusesRecord) return Promise.reject(KubeApiError.fromResponse(403, JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, reason: 'Forbidden', message: server.refusesRecord })));
           return Promise.resolve();
@@ -62,7 +65,19 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       observe: () => undefined,
       enqueueRecord: () => undefined,
     } as unknown as RollbackGlueDeps;
-    return { r: new RollbackReconciler(deps), decided, reads };
+    const r = new RollbackReconciler(deps);
+    // Node a's state alone rolls back once the pod has been seen ready for NODE_STATE_DWELL_MS
+    // (decide-rollback.ts): a look that would wait for it is looked again past it, as the loop's
+    // next look would (the dwell itself: decide-rollback.test.ts, rollback-glue-edges.test.ts).
+    const look = r.pod.bind(r);
+    r.pod = async (ns: string, name: string) => {
+      const ms = await look(ns, name);
+      if (!dwelling) return ms;
+      decided.pop();
+      now.t += NODE_STATE_DWELL_MS;
+      return look(ns, name);
+    };
+    return { r, decided, reads };
   }
 
   it("a claim whose copy the server would refuse (the dry run before anything is recorded): refused with the server's reason, nothing recorded", async function () {

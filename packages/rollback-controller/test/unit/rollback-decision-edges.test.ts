@@ -24,7 +24,7 @@ const unusedOnA = pv('v1', 'c1', { usage: 'unused', forNode: 'a' });
 const base: W = { pvs: [unusedOnA], claims: [claim('c1', { volume: 'v1' }), claim('c2')], nodes: [node('a'), node('b')], failures: { c2: [failed('rpc error: code = ResourceExhausted')] }, observed: { 'uid-c1': seen() } };
 const P = pod('p', ['c1', 'c2']);
 const decide = (w: W, p: Pod = P): string => {
-  const d = decideRollback(p, world({ ...w, pods: [p, ...(w.pods ?? [])] }), w.stuckSince);
+  const d = decideRollback(p, world({ ...w, pods: [p, ...(w.pods ?? [])] }), w.stuckSince, w.readySince);
   return d.kind === 'rollback' ? `rollback ${d.attempt}` : d.kind;
 };
 

@@ -4,6 +4,7 @@ import type { KubeClient, PersistentVolume, PersistentVolumeClaim, Pod } from '@
 import { FakeEvents, FakeWrites, metricSum } from '@topovol/testing';
 import { claimFromTemplate } from '../../src/rollback/claim-template.js';
 import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
+import { NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import { writeMark } from '../../src/rollback/mark-actuator.js';
@@ -96,10 +97,12 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
 
   it('a finished rollback in the history is no reason to wait: the next is decided', async function () {
     const done = record('uid-p', 1, NOW - 3_600_000);
-    const { r, decided, enqueued } = glue({ ...base, claims: [claim('c1', { volume: 'v1' })], pods: [pod('p', ['c1'])], rollbacks: [done] });
+    const { r, now, decided, enqueued } = glue({ ...base, claims: [claim('c1', { volume: 'v1' })], pods: [pod('p', ['c1'])], rollbacks: [done] });
+    expect(await r.pod('ns', 'p'), "the node's state alone: the dwell").to.equal(NODE_STATE_DWELL_MS);
+    now.t += NODE_STATE_DWELL_MS;
     await r.pod('ns', 'p');
     expect(enqueued).to.deep.equal([]);
-    expect(decided).to.deep.equal(['rollback 2']);
+    expect(decided).to.deep.equal(['wait', 'rollback 2']);
   });
 
   it('a backoff wait is not a grace wait: once the backoff is over, the grace for an undecided claim runs out', async function () {
@@ -109,6 +112,8 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
     now.t += 21_000;
     expect(await r.pod('ns', 'p'), 'the grace, from now').to.equal(60_000);
     now.t += 61_000;
+    expect(await r.pod('ns', 'p'), "then the node's state alone: the dwell").to.equal(NODE_STATE_DWELL_MS);
+    now.t += NODE_STATE_DWELL_MS;
     await r.pod('ns', 'p');
     expect(decided.at(-1)).to.equal('rollback 2');
   });
@@ -119,7 +124,35 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
     expect(r.waitingPods()).to.equal(1);
     now.t += 61_000;
     await r.pod('ns', 'p');
+    expect(r.waitingPods(), 'dwelling').to.equal(1);
+    now.t += NODE_STATE_DWELL_MS;
+    await r.pod('ns', 'p');
     expect(r.waitingPods()).to.equal(0);
+  });
+
+  it("the dwell on a node's state counts only while the pod stays ready: uncordoned and cordoned again, it starts over", async function () {
+    const w: W = { ...base, claims: [claim('c1', { volume: 'v1' })], pods: [pod('p', ['c1'])] };
+    const { r, now, decided } = glue(w);
+    expect(await r.pod('ns', 'p')).to.equal(NODE_STATE_DWELL_MS);
+    now.t += 10_000;
+    expect(await r.pod('ns', 'p'), 'the rest').to.equal(NODE_STATE_DWELL_MS - 10_000);
+    w.nodes = [node('a'), node('b')];
+    await r.pod('ns', 'p');
+    w.nodes = base.nodes;
+    now.t += 5_000;
+    expect(await r.pod('ns', 'p'), 'from now again').to.equal(NODE_STATE_DWELL_MS);
+    now.t += NODE_STATE_DWELL_MS;
+    await r.pod('ns', 'p');
+    expect(decided).to.deep.equal(['wait', 'wait', 'none', 'wait', 'rollback 1']);
+  });
+
+  it('a pod deleted while it dwells: its dwell is forgotten (a pod of that uid is never seen again, and the memory is bounded)', async function () {
+    const w: W = { ...base, claims: [claim('c1', { volume: 'v1' })], pods: [pod('p', ['c1'])] };
+    const { r, now } = glue(w);
+    expect(await r.pod('ns', 'p')).to.equal(NODE_STATE_DWELL_MS);
+    r.forgetPod('uid-p');
+    now.t += 10_000;
+    expect(await r.pod('ns', 'p'), 'from now again').to.equal(NODE_STATE_DWELL_MS);
   });
 
   it('a pod is forgotten as waiting once it is no longer stuck', async function () {

@@ -23,6 +23,8 @@ export interface W {
   rollbacks?: ProvisioningRollback[];
   /** Not part of the world: what the loop's glue passes to decideRollback. */
   stuckSince?: number;
+  /** Not part of the world: the glue's readySince (NODE_STATE_DWELL_MS counts from it). */
+  readySince?: number;
 }
 
 export function world(w: W): RollbackWorld {
