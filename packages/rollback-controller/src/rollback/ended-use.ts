@@ -28,8 +28,9 @@ const namespaceOf = (claimKey: string): string => splitKey(claimKey).namespace ?
  * claim's deletion was asked for (forget); one whose claim is not cached goes an hour after it was
  * recorded, far longer than a claim watch here lags before it is cut and re-established (its
  * watches end within ten minutes, and a relist replaces the whole cache). Past
- * ENDED_USE_MAX_ABSENT_PER_NAMESPACE entries of claims not cached in a namespace (or
- * ENDED_USE_MAX_ABSENT in all), the oldest go, and `evicted` is told in which namespaces: a use
+ * ENDED_USE_MAX_ABSENT_PER_NAMESPACE entries of claims not cached in a namespace, its oldest go;
+ * past ENDED_USE_MAX_ABSENT in all, the oldest of the namespaces holding the most (fairShare); and
+ * `evicted` is told in which namespaces: a use
  * forgotten so may be the only evidence that a volume there holds data, so the loop must stop
  * vouching for unused marks there, and observe none until its claims are listed again.
  */
@@ -120,8 +121,14 @@ export class EndedUse {
     for (const keys of absentIn.values()) {
       if (keys.length > ENDED_USE_MAX_ABSENT_PER_NAMESPACE) for (const k of keys.slice(0, keys.length - ENDED_USE_MAX_ABSENT_PER_NAMESPACE / 2)) drop.add(k);
     }
-    const left = absent.filter((k) => !drop.has(k));
-    if (left.length > ENDED_USE_MAX_ABSENT) for (const k of left.slice(0, left.length - ENDED_USE_MAX_ABSENT / 2)) drop.add(k);
+    const left = absent.length - drop.size;
+    if (left > ENDED_USE_MAX_ABSENT) {
+      // From the namespaces holding the most first (each keeps at most `share`, its newest): a tenant
+      // flooding several namespaces of its own evicts its own uses, not a namespace that holds a few.
+      const remaining = [...absentIn.values()].map((keys) => keys.filter((k) => !drop.has(k)));
+      const share = fairShare(remaining.map((keys) => keys.length), ENDED_USE_MAX_ABSENT / 2);
+      for (const keys of remaining) if (keys.length > share) for (const k of keys.slice(0, keys.length - share)) drop.add(k);
+    }
     if (drop.size === 0) return;
     const namespaces = new Set<string>();
     for (const k of drop) {
@@ -130,6 +137,21 @@ export class EndedUse {
     }
     this.evicted(namespaces, drop.size);
   }
+}
+
+/**
+ * The largest whole `share` such that keeping at most `share` of each count keeps no more than
+ * `total` in all (counts at or below it are kept whole): water-filling from the smallest.
+ */
+export function fairShare(counts: readonly number[], total: number): number {
+  const sorted = [...counts].sort((a, b) => a - b);
+  let budget = total;
+  for (let i = 0; i < sorted.length; i++) {
+    const rest = sorted.length - i;
+    if (sorted[i]! * rest > budget) return Math.floor(budget / rest);
+    budget -= sorted[i]!;
+  }
+  return sorted.length > 0 ? sorted[sorted.length - 1]! : 0;
 }
 
 /**

@@ -4,14 +4,15 @@ import type { ProvisioningObservation } from './rollback-world.js';
  * What this process saw of claims being provisioned (observeProvisioning), by claim uid: memory
  * only, so a restart sees afresh, never marks what it did not see, nor vouches for an unused mark
  * it did not see made. Observations are forgotten for a whole namespace when the evidence that could
- * refute them there was (EndedUse's eviction); none is noted there, nor anywhere, until the claims
+ * refute them there was (EndedUse's eviction); none is noted in that namespace until the claims
  * were listed after that (`claimsListedSince`), since a claim state older than the forgotten use
- * could hide it.
+ * could hide it. Other namespaces go on: a forgotten use is evidence about its own namespace's
+ * claims only, so a tenant flooding its namespace does not stop observation in others'.
  */
 export class ProvisioningObservations {
   private readonly byUid = new Map<string, { seen: ProvisioningObservation; namespace: string }>();
-  /** A list-order mark (Informer's listOrderMark): claims must have been listed after it to be observed. */
-  private staleBefore = 0;
+  /** By namespace, a list-order mark (Informer's listOrderMark): its claims must have been listed after it to be observed. */
+  private readonly staleBefore = new Map<string, number>();
 
   /**
    * @param claimsListedSince whether the claims' cache reflects a list asked for after the mark.
@@ -35,7 +36,11 @@ export class ProvisioningObservations {
    * or 'notYet' while the claims have not been listed since observations were last forgotten.
    */
   note(claimUid: string, namespace: string, seen: ProvisioningObservation): 'changed' | 'same' | 'notYet' {
-    if (!this.claimsListedSince(this.staleBefore)) return 'notYet';
+    const stale = this.staleBefore.get(namespace);
+    if (stale !== undefined) {
+      if (!this.claimsListedSince(stale)) return 'notYet';
+      this.staleBefore.delete(namespace);
+    }
     const had = this.byUid.get(claimUid)?.seen;
     if (had && had.node === seen.node && had.podUid === seen.podUid) return 'same';
     this.byUid.set(claimUid, { seen, namespace });
@@ -56,7 +61,8 @@ export class ProvisioningObservations {
    * after now: the caller asks for that list. Returns how many went.
    */
   forgetNamespaces(namespaces: ReadonlySet<string>): number {
-    this.staleBefore = this.mark();
+    const mark = this.mark();
+    for (const ns of namespaces) this.staleBefore.set(ns, mark);
     let n = 0;
     for (const [uid, o] of this.byUid) {
       if (!namespaces.has(o.namespace)) continue;

@@ -2,6 +2,7 @@ import { ANN_SELECTED_NODE, claimKeysOfPod, listOrderMark, Controller, errorMess
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { DeletedClaimWatch } from './deleted-claim-watch.js';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
+import { RelistPacer } from './relist-pacer.js';
 import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { observeProvisioning } from './provisioning-observation.js';
@@ -47,17 +48,20 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
 
   /** What this process saw of claims being provisioned (ProvisioningObservations). */
   const observed = new ProvisioningObservations((mark) => pvcs.listedSince(mark), listOrderMark);
+  // Listed again for forgotten uses at most every 30 s (RelistPacer): a flood must not keep the
+  // API server listing every claim back to back.
+  const claimsRelist = new RelistPacer(() => pvcs.relist());
   /** By claim key: a pod using the claim was deleted after it was scheduled or ran (see usedEvidence). */
   const endedUse = new EndedUse(
     (key) => pvcs.cache.get(key) !== undefined,
     // A forgotten use may be the only evidence that a volume there holds data: no unused mark in
-    // those namespaces is vouched for any longer, and no provisioning is observed until the claims
-    // are listed again (a claim state older than the forgotten use could hide it).
+    // those namespaces is vouched for any longer, and no provisioning is observed there until the
+    // claims are listed again (a claim state older than the forgotten use could hide it).
     (namespaces, count) => {
       const dropped = observed.forgetNamespaces(namespaces);
       log.warn('too many deleted pods named claims that are not there: their uses are forgotten, volumes marked unused in these namespaces are no longer vouched for, and claims are listed again', { namespaces: [...namespaces].slice(0, 10), forgotten: count, observations: dropped });
       countEndedUseEvicted(count);
-      pvcs.relist();
+      claimsRelist.request();
       for (const v of pvs.cache.byIndex('unused', 'unused')) if (namespaces.has(v.spec?.claimRef?.namespace ?? '')) enqueueVolume(v);
     },
   );

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Pod } from '@topovol/shared';
-import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, ENDED_USE_MAX_ABSENT, ENDED_USE_MAX_ABSENT_PER_NAMESPACE, EndedUse, podScheduledAt } from '../../src/rollback/ended-use.js';
+import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, ENDED_USE_MAX_ABSENT, ENDED_USE_MAX_ABSENT_PER_NAMESPACE, EndedUse, fairShare, podScheduledAt } from '../../src/rollback/ended-use.js';
 
 describe('EndedUse: pods that ran and were deleted, by claim', function () {
   it('keeps an entry while its claim is cached, whatever its age, and through its delete when the use has no known start', function () {
@@ -68,6 +68,34 @@ describe('EndedUse: pods that ran and were deleted, by claim', function () {
     for (let i = 0; i < 2 * ENDED_USE_MAX_ABSENT; i++) e.record(`ns${i % 100}/c${i}`, 'ran', Math.floor(i / 10));
     expect(told.length).to.be.greaterThan(0);
     expect(e.size).to.be.at.most(ENDED_USE_MAX_ABSENT + 1_000 * 10);
+  });
+
+  it('past ENDED_USE_MAX_ABSENT in all, the namespaces holding the most lose theirs first: a tenant flooding many namespaces does not evict one holding a few', function () {
+    const told: string[][] = [];
+    const e = new EndedUse(() => false, (namespaces) => told.push([...namespaces]));
+    // The victim's few uses, recorded first (the oldest of all).
+    for (let i = 0; i < 5; i++) e.record(`victim/c${i}`, 'ran', 0);
+    // A tenant with 25 namespaces, each kept under its own cap: 23,750 uses in all.
+    const perNs = ENDED_USE_MAX_ABSENT_PER_NAMESPACE - 50;
+    for (let n = 0; n < 25; n++) for (let i = 0; i < perNs; i++) e.record(`tenant${n}/c${i}`, 'ran', 0);
+    e.prune(1);
+    for (let i = 0; i < 5; i++) expect(e.get(`victim/c${i}`), `victim/c${i}`).to.equal('ran');
+    expect(told.flat()).to.not.include('victim');
+    expect(e.size).to.be.at.most(ENDED_USE_MAX_ABSENT / 2);
+    expect(e.get(`tenant0/c${perNs - 1}`), "a tenant namespace's newest stays").to.equal('ran');
+    expect(e.get('tenant0/c0'), 'its oldest went').to.equal(undefined);
+  });
+
+  it('fairShare: the most each count may keep so that all fit the total, small counts whole', function () {
+    expect(fairShare([], 10)).to.equal(0);
+    expect(fairShare([3, 4], 10), 'all fit').to.equal(4);
+    expect(fairShare([1, 100, 100], 51)).to.equal(25);
+    expect(fairShare([10, 10, 10], 15)).to.equal(5);
+    for (const counts of [[5, 900, 950, 2_000], [1, 1, 1, 10_000], [300, 400, 500]]) {
+      const share = fairShare(counts, 1_000);
+      expect(counts.reduce((a, c) => a + Math.min(c, share), 0), String(counts)).to.be.at.most(1_000);
+      expect(counts.reduce((a, c) => a + Math.min(c, share + 1), 0), `${String(counts)}: the largest such share`).to.be.above(1_000);
+    }
   });
 });
 
