@@ -2,6 +2,13 @@ import { splitKey } from '@topovol/shared';
 import type { Pod } from '@topovol/shared';
 /** How long an entry is kept for a claim this process has not cached (see EndedUse). */
 export const ENDED_USE_ABSENT_TTL_MS = 60 * 60_000;
+/**
+ * How much earlier than a claim's deletion a use must have begun to be forgotten with it. The two
+ * times come from two writes, which in an HA control plane two API servers may have stamped, their
+ * clocks apart; a use kept by the margin at worst keeps a re-created claim's volume from being
+ * rolled back, a use forgotten wrongly could let one that holds data be.
+ */
+export const ENDED_USE_CLOCK_MARGIN_MS = 30_000;
 /** How often, at most, record() looks for entries to drop. */
 const PRUNE_EVERY_MS = 60_000;
 /**
@@ -76,11 +83,11 @@ export class EndedUse {
    * refuses it; the kubelet starts one scheduled before, while the finalizer it holds is there). A pod scheduled later used a claim created
    * since, whose delete the claim watch, lagging the pod watch, may deliver only now: that use is
    * kept; so is any whose start is unknown, which at worst keeps a re-created claim's volume from
-   * being rolled back.
+   * being rolled back. "Before" with ENDED_USE_CLOCK_MARGIN_MS to spare.
    */
   forget(claimKey: string, deletedAt?: number): void {
     const e = this.byClaim.get(claimKey);
-    if (e && deletedAt !== undefined && e.usedSince < deletedAt) this.remove(claimKey);
+    if (e && deletedAt !== undefined && e.usedSince + ENDED_USE_CLOCK_MARGIN_MS < deletedAt) this.remove(claimKey);
   }
 
   private remove(claimKey: string): void {

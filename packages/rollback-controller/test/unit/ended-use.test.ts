@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Pod } from '@topovol/shared';
-import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, ENDED_USE_MAX_ABSENT, ENDED_USE_MAX_ABSENT_PER_NAMESPACE, EndedUse, fairShare, podScheduledAt } from '../../src/rollback/ended-use.js';
+import { deletionRequestedAt, ENDED_USE_ABSENT_TTL_MS, ENDED_USE_CLOCK_MARGIN_MS, ENDED_USE_MAX_ABSENT, ENDED_USE_MAX_ABSENT_PER_NAMESPACE, EndedUse, fairShare, podScheduledAt } from '../../src/rollback/ended-use.js';
 
 describe('EndedUse: pods that ran and were deleted, by claim', function () {
   it('keeps an entry while its claim is cached, whatever its age, and through its delete when the use has no known start', function () {
@@ -117,6 +117,19 @@ describe('EndedUse: a claim delete forgets only uses that began before it', func
     e.record('ns/c', 'pod ns/p0 was scheduled to node a, and was deleted', 0, T + 5_000);
     e.forget('ns/c', T);
     expect(e.get('ns/c')).to.equal('pod ns/p0 was scheduled to node a, and was deleted');
+  });
+
+  it('an HA control plane: the two times come from two API servers whose clocks may be seconds apart; a use that began within the margin before the deletion is kept, one before it forgotten', function () {
+    // Scheduled through a server whose clock runs 10 s behind the one that stamped the deletion:
+    // by the clocks the use began before the deletion, yet the claim it used may be one created since.
+    const skewed = new EndedUse(() => true);
+    skewed.record('ns/c', 'ran', 0, T - 10_000);
+    skewed.forget('ns/c', T);
+    expect(skewed.get('ns/c')).to.equal('ran');
+    const earlier = new EndedUse(() => true);
+    earlier.record('ns/c', 'ran', 0, T - ENDED_USE_CLOCK_MARGIN_MS - 1);
+    earlier.forget('ns/c', T);
+    expect(earlier.get('ns/c')).to.equal(undefined);
   });
 
   it('keeps it when either time is unknown, or both fall in the same instant', function () {
