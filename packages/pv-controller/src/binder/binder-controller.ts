@@ -7,7 +7,7 @@ import type { BinderKey } from './binder-key.js';
 import type { BinderWorld } from './binder-world.js';
 import { registerCollectorMetrics } from './binder-metrics.js';
 import { pickDefaultClass, volumeClass } from './claim-helpers.js';
-import { PROVISIONED_VOLUME_NAMES_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG, WORKERS_DEFAULT, WORKERS_FLAG } from './binder-flags.js';
+import { PROVISIONED_VOLUME_NAMES_FLAG, shortGraceWarning, STALE_SELECTED_NODE_GRACE_DEFAULT_MS, STALE_SELECTED_NODE_GRACE_FLAG, SYNC_PERIOD_DEFAULT_MS, SYNC_PERIOD_FLAG, WORKERS_DEFAULT, WORKERS_FLAG } from './binder-flags.js';
 import { volumeNamePatternsOf } from './provisioned-volume-names.js';
 import { ProvisioningActivity } from './provisioning-activity.js';
 import { slimProvisioningEvent } from './provisioning-events.js';
@@ -57,6 +57,9 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   const activity = new ProvisioningActivity((ns, name, uid) => (pvcs.hasSynced() ? pvcs.cache.get(`${ns}/${name}`)?.metadata?.uid === uid : undefined));
   /** Selected nodes removed from unbound claims (the provisioner gave them back), by claim uid. */
   const removals = new Map<string, { count: number; last: number }>();
+  const graceMs = extraNumber(options.extra, STALE_SELECTED_NODE_GRACE_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS);
+  const short = shortGraceWarning(graceMs);
+  if (short) log.warn(short, { grace: `${graceMs / 1000}s` });
   const world: BinderWorld = {
     ...bv.view,
     claim: (ns, name) => claims.get(`${ns}/${name}`, pvcs.cache.get(`${ns}/${name}`)),
@@ -65,7 +68,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     node: (name) => nodes.cache.get(name),
     podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
     now: () => Date.now(),
-    staleSelectedNodeGraceMs: extraNumber(options.extra, STALE_SELECTED_NODE_GRACE_FLAG, STALE_SELECTED_NODE_GRACE_DEFAULT_MS),
+    staleSelectedNodeGraceMs: graceMs,
     selectedNodeIssue: (c) => {
       const seen = issues.get(c.metadata?.uid ?? '');
       return seen && { ...parseIssueSeen(seen.value), since: seen.since };

@@ -6,6 +6,18 @@ export const STALE_SELECTED_NODE_GRACE_FLAG = 'stale-selected-node-grace';
 /** Longer than external-provisioner's default --retry-interval-max (5m), so a retrying provisioning always shows activity within it. */
 export const STALE_SELECTED_NODE_GRACE_DEFAULT_MS = 10 * 60_000;
 
+/**
+ * What to say at start about a grace shorter than the default, or undefined. For a node that is
+ * gone, activity older than the grace does not keep the annotation; a provisioner that retries
+ * less often than that (external-provisioner's --retry-interval-max, 5m by default; after a burst
+ * its recorder lets about one Event a claim through every 5 minutes, client-go's EventCorrelator)
+ * may still be retrying when it is removed. 0 and negative values are deliberate choices.
+ */
+export function shortGraceWarning(graceMs: number): string | undefined {
+  if (!(graceMs > 0 && graceMs < STALE_SELECTED_NODE_GRACE_DEFAULT_MS)) return undefined;
+  return `--${STALE_SELECTED_NODE_GRACE_FLAG} is shorter than ${STALE_SELECTED_NODE_GRACE_DEFAULT_MS / 60_000}m: for a node that is gone, a provisioner retrying less often than that (external-provisioner's --retry-interval-max, 5m by default, with its Events rate-limited per claim) may lose the node it is provisioning on; make it longer than the provisioners' retry interval plus 5 minutes`;
+}
+
 export const PROVISIONED_VOLUME_NAMES_FLAG = 'provisioned-volume-names';
 
 export const SYNC_PERIOD_FLAG = 'pvclaimbinder-sync-period';
@@ -35,7 +47,7 @@ export const binderFlags: FlagSpec[] = [
     name: STALE_SELECTED_NODE_GRACE_FLAG,
     type: 'duration',
     default: STALE_SELECTED_NODE_GRACE_DEFAULT_MS,
-    help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). Outside allowedTopologies or used by no pod, a claim the provisioner has tried at all is left to it: its CreateVolume may have made the volume. 0 removes at once; a negative value never removes.`,
+    help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). Outside allowedTopologies or used by no pod, a claim the provisioner has tried at all is left to it: its CreateVolume may have made the volume. A value below the default is warned about at start: it must outlast the provisioners' retry interval (external-provisioner's --retry-interval-max) plus the 5 minutes its Events may be held back. 0 removes at once; a negative value never removes.`,
   },
   {
     name: PROVISIONED_VOLUME_NAMES_FLAG,
