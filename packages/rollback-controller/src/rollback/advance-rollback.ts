@@ -187,6 +187,11 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     if (typeof held === 'object') return keepClaim(d, r, c, plan.resourceVersion, `the API server refused holding volume ${c.volume} Retain across the claim's delete: ${held.refused}`);
   }
   await d.beforeClaimDelete?.(c);
+  // The loop's own pod watch may have delivered a pod of the claim scheduled or run since the last
+  // check (the replay ended, the reads since took round trips): nothing wrote the claim, so its
+  // precondition would let the delete through.
+  const seen = d.claimWatch.seenUse(ns, c.name, c.uid);
+  if (seen) return keepClaim(d, r, c, plan.resourceVersion, seen);
   d.claimWatch.arm(ns, c.name, c.uid);
   // Gone by the time of the delete (an earlier delete of ours landing late, or someone else's):
   // the same as gone at the read above, re-created from the record; recorded Kept, it would be lost.

@@ -58,6 +58,12 @@ export class DeletedClaimWatch {
     return w.doubt;
   }
 
+  /** What the watch has delivered since `begin` that may be a use of the claim (a gap counts), before the delete is sent. */
+  seenUse(namespace: string, name: string, uid: string): string | undefined {
+    const w = this.byClaim.get(`${namespace}/${name}`);
+    return w?.uid === uid ? w.doubt : undefined;
+  }
+
   end(namespace: string, name: string, uid: string): void {
     const key = `${namespace}/${name}`;
     if (this.byClaim.get(key)?.uid === uid) this.byClaim.delete(key);

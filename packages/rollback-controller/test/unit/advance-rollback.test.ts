@@ -21,9 +21,10 @@ import { NOW } from './rollback-world-fixture.js';
  * What lands in the window, each with a write of the claim (so the delete's precondition fails):
  * a status write alone (a binder's Bound); a label the re-created claim would carry; the pod
  * scheduled; the volume seen used; another pod using the claim. Or the claim deleted by someone
- * else (an earlier delete of ours landing late): the delete finds it gone.
+ * else (an earlier delete of ours landing late): the delete finds it gone. Or the pod scheduled as
+ * the loop's own pod watch delivers it, with no write of the claim (`watched`).
  */
-type Gap = 'status' | 'label' | 'scheduled' | 'used' | 'otherPod' | 'gone';
+type Gap = 'status' | 'label' | 'scheduled' | 'used' | 'otherPod' | 'gone' | 'watched';
 
 /** The recorded pod as the server has it: scheduled once the gap says so. */
 const recordedPod = (w: { scheduled: boolean }): Pod => ({ ...thePod, spec: { ...thePod.spec!, nodeName: w.scheduled ? 'a' : undefined } });
@@ -88,7 +89,10 @@ async function advanceLooks(gaps: Gap[], looks = 10, refuseDelete?: () => Error)
     claimWatch: new DeletedClaimWatch(),
     beforeClaimDelete: async () => {
       const gap = gaps[attempt];
-      if (gap) await land(w, gap, attempt);
+      if (gap === 'watched') {
+        w.scheduled = true;
+        deps.claimWatch.note(recordedPod(w));
+      } else if (gap) await land(w, gap, attempt);
       attempt++;
     },
   };
@@ -116,6 +120,7 @@ describe('advancing a rollback when the claim is written between the last re-rea
     { name: 'the volume seen used (with a claim write): kept on the next look', gaps: ['used'], phase: 'Aborted', message: /may hold data/ },
     { name: 'another pod using the claim (with a claim write): kept on the next look', gaps: ['otherPod'], phase: 'Aborted', message: /also used by pod q/ },
     { name: 'deleted by someone else (an earlier delete of ours landing late): recorded Deleted and re-created, not lost', gaps: ['gone'], phase: 'Completed' },
+    { name: "the pod scheduled as the loop's own watch delivers it, the claim not written: kept, the delete never sent", gaps: ['watched'], phase: 'Aborted', message: /was scheduled to node a while claim c was being deleted/ },
     { name: 'a status write, then gone: re-created on the second look', gaps: ['status', 'gone'], phase: 'Completed' },
     { name: 'a status write, then a label: kept on the second look', gaps: ['status', 'label'], phase: 'Aborted', message: /its labels/ },
     { name: 'written before every delete: nothing deleted, the claim stays Deleting, every look ends in Conflict', gaps: Array<Gap>(10).fill('status'), phase: 'Deleting' },
@@ -126,7 +131,7 @@ describe('advancing a rollback when the claim is written between the last re-rea
       expect(record.status?.phase).to.equal(c.phase);
       const after = w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns');
       // Each write in the gap fails that look's delete, and only that; a claim gone is no conflict.
-      expect(conflicts).to.equal(c.gaps.filter((g) => g !== 'gone').length);
+      expect(conflicts).to.equal(c.gaps.filter((g) => g !== 'gone' && g !== 'watched').length);
       if (c.phase === 'Completed') {
         expect(after?.metadata?.uid).to.not.equal('uid-c');
         expect(after?.metadata?.labels).to.deep.equal({ app: 'db' });
