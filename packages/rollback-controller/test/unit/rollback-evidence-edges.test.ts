@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { PassThrough } from 'node:stream';
 import { KubeApiError } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, Pod } from '@topovol/shared';
-import { ENDED_USE_ABSENT_TTL_MS, ENDED_USE_MAX_ABSENT, ENDED_USE_MAX_ABSENT_PER_NAMESPACE, EndedUse } from '../../src/rollback/ended-use.js';
+import { ENDED_USE_ABSENT_TTL_MS, ENDED_USE_CLOCK_MARGIN_MS, ENDED_USE_MAX_ABSENT, ENDED_USE_MAX_ABSENT_PER_NAMESPACE, EndedUse } from '../../src/rollback/ended-use.js';
 import { ProvisioningObservations } from '../../src/rollback/observations.js';
 import { liveReads, missedPodUse } from '../../src/rollback/rollback-server-reads.js';
 import { cannotRunOn } from '../../src/rollback/stuck-evidence.js';
@@ -126,8 +126,9 @@ describe('use evidence: edges a mutation run found untested (EndedUse caps)', fu
     const e = new EndedUse(() => true);
     e.record('ns-a/c', 'ran', 0, 1);
     e.record('ns-b/c', 'ran', 0, 1);
-    e.forget('ns-a/c', 2);
-    e.forget('ns-b/c', 2);
+    // Deleted well after the uses began (past the clock margin).
+    e.forget('ns-a/c', 2 + ENDED_USE_CLOCK_MARGIN_MS);
+    e.forget('ns-b/c', 2 + ENDED_USE_CLOCK_MARGIN_MS);
     expect(e.size).to.equal(0);
     expect((e as unknown as { perNamespace: Map<string, number> }).perNamespace.size).to.equal(0);
   });
