@@ -3,6 +3,7 @@ import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shar
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAhead } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
+import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
 
@@ -93,7 +94,7 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   const pinned = pinnedClaims(pod, world);
   if (pinned.length === 0) return { kind: 'none' };
   const workload = workloadOf(pod);
-  const history = world.rollbacksOf(historyKeyOfPod(pod));
+  const history = historyOf(pod, pinned, world);
   const last = history[0];
   const notBefore = last ? Date.parse(last.spec.evidenceTime ?? last.metadata?.creationTimestamp ?? '') || 0 : 0;
   const nodes = [...new Set(pinned.map((p) => p.node))];
@@ -126,6 +127,24 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   // would name a record that still exists (its create refused, the rollback silently not made).
   const attempt = Math.max(0, ...history.map((r) => r.spec.attempt ?? 0)) + 1;
   return { kind: 'rollback', why, pinned, attempt, evidenceTime: Math.max(...verdicts.map((v) => v.at)) };
+}
+
+/**
+ * The rollbacks that count for this pod's cap, backoff and evidence time, newest first: its
+ * workload's, and those that re-created any claim it is pinned by. The workload is read from the
+ * pod's owner references, which whoever may update the pod can rewrite (or a bare pod be made
+ * again under a new uid): each new owner would start an empty history, with no cap and no backoff.
+ * A claim keeps its name through a rollback, so its series carries the history across such a
+ * change. (A claim of a generic ephemeral volume is named after its pod: a pod made again under
+ * another name has a series of its own, as it has a workload of its own.)
+ */
+function historyOf(pod: Pod, pinned: readonly PinnedClaim[], world: RollbackWorld): ProvisioningRollback[] {
+  const ns = pod.metadata?.namespace ?? '';
+  const byName = new Map<string, ProvisioningRollback>();
+  for (const r of world.rollbacksOf(historyKeyOfPod(pod))) byName.set(r.metadata?.name ?? '', r);
+  for (const p of pinned) for (const r of world.rollbacksOfClaim(ns, p.claim.metadata?.name ?? '')) byName.set(r.metadata?.name ?? '', r);
+  const created = (r: ProvisioningRollback): number => Date.parse(r.metadata?.creationTimestamp ?? '') || 0;
+  return [...byName.values()].sort((a, b) => created(b) - created(a));
 }
 
 /**

@@ -85,6 +85,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     provisioningObserved: (uid) => observed.get(uid),
     endedUse: (ns, name) => endedUse.get(`${ns}/${name}`),
     rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),
+    rollbacksOfClaim: (ns, name) => records.cache.byIndex('claim', `${ns}/${name}`).sort((a, b) => created(b) - created(a)),
     now: () => Date.now(),
     graceMs: extraNumber(options.extra, GRACE_FLAG, 2 * 60_000),
     markWindowMs: extraNumber(options.extra, MARK_WINDOW_FLAG, 10 * 60_000),

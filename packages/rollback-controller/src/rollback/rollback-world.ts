@@ -34,6 +34,8 @@ export interface RollbackWorld {
   endedUse(namespace: string, claimName: string): string | undefined;
   /** The workload's rollbacks (ProvisioningRollback objects), newest first. */
   rollbacksOf(historyKey: string): ProvisioningRollback[];
+  /** The rollbacks that re-created a claim of this name in this namespace, newest first. */
+  rollbacksOfClaim(namespace: string, claimName: string): ProvisioningRollback[];
   now(): number;
   /** How long to wait for claims still undecided (perhaps still provisioning) before rolling back anyway. */
   graceMs: number;

@@ -150,6 +150,31 @@ describe('decideRollback', function () {
     });
   });
 
+  // The workload comes from the pod's owner references, which whoever may update the pod rewrites: a
+  // new owner must not start an empty history. The claims keep their names through a rollback.
+  describe('history: the claims pinned carry it across a change of owner', function () {
+    const ofClaim = (owner: string, n: number, at: number, claimName = 'c1', namespace = 'ns') => {
+      const r = record(owner, n, at, { kind: 'ReplicaSet', namespace });
+      return { ...r, spec: { ...r.spec, claims: [{ name: claimName, uid: `old-${n}`, resourceVersion: '1', volume: `v-old-${n}`, template: { metadata: {}, spec: {} } }] } };
+    };
+    const owned = (owner: string) => pod('p', ['c1', 'c2'], { owner });
+    const atA = (p: Pod) => ({ ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: p.metadata!.ownerReferences![0]!.uid })] });
+    const decide = (p: Pod, w: W) => decideRollback(p, world({ ...w, pods: [p] }), undefined, NOW - NODE_STATE_DWELL_MS);
+    it("3 rollbacks of c1 under owner A, the pod now naming owner B: limit", function () {
+      const p = owned('rs-B');
+      expect(decide(p, { ...atA(p), rollbacks: [1, 2, 3].map((n) => ofClaim('rs-A', n, NOW - n * 3_600_000)) }).kind).to.equal('limit');
+    });
+    it("a rollback of c1 under owner A 10 s ago: owner B backs off all the same", function () {
+      const p = owned('rs-B');
+      expect(decide(p, { ...atA(p), rollbacks: [ofClaim('rs-A', 1, NOW - 10_000)] }).kind).to.equal('wait');
+    });
+    it("rollbacks of another claim, or of c1 in another namespace, do not count", function () {
+      const p = owned('rs-B');
+      const d = decide(p, { ...atA(p), rollbacks: [...[1, 2, 3].map((n) => ofClaim('rs-A', n, NOW - n * 3_600_000, 'other')), ...[1, 2, 3].map((n) => ofClaim('rs-A', n + 3, NOW - n * 3_600_000, 'c1', 'elsewhere'))] });
+      expect(d.kind === 'rollback' ? `rollback ${d.attempt}` : d.kind).to.equal('rollback 1');
+    });
+  });
+
   it('a pod naming a claim twice (kube-apiserver admits it) pins it once, so its record has each claim once', function () {
     const twice = pod('p', ['c1', 'c2', 'c1']);
     const d = decideRollback(twice, world({ ...base, pods: [twice] }), undefined);

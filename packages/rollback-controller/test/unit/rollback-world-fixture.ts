@@ -40,6 +40,7 @@ export function world(w: W): RollbackWorld {
     provisioningObserved: (uid) => w.observed?.[uid],
     endedUse: (ns, n) => w.ended?.[`${ns}/${n}`],
     rollbacksOf: (key) => (w.rollbacks ?? []).filter((r) => historyKeyOfRecord(r) === key),
+    rollbacksOfClaim: (ns, name) => (w.rollbacks ?? []).filter((r) => r.spec.pod.namespace === ns && r.spec.claims.some((c) => c.name === name)),
     now: () => NOW,
     graceMs: 60_000,
     markWindowMs: 600_000,
