@@ -8,7 +8,7 @@ import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
 
 /**
- * How long a pod must be seen with every claim decided before the state of its volumes' node alone
+ * How long, by default (--rollback-node-state-wait), a pod must be seen with every claim decided before the state of its volumes' node alone
  * (gone, cordoned, tainted: read as now) rolls it back. kube-scheduler's VolumeBinding PreBind
  * waits for the claims to be bound, then binds the pod to the node it chose whether or not that node
  * was cordoned or tainted since its Filter ran: for that second or so the pod looks stuck on a node
@@ -117,7 +117,7 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   const refused = refusal(pod, pinned, world);
   if (refused) return { kind: 'refuse', why: refused };
   if (verdicts.every((v) => v.nodeState)) {
-    const left = (readySince ?? now) + NODE_STATE_DWELL_MS - now;
+    const left = (readySince ?? now) + (world.nodeStateDwellMs ?? NODE_STATE_DWELL_MS) - now;
     if (left > 0) {
       const why2 = `${why}; waiting ${Math.ceil(left / 1000)} s for the scheduler to bind the pod there (it may be doing so now) or to find it unschedulable`;
       return { kind: 'wait', ms: left, why: why2, dwelling: true, readyFirstSeen: readySince === undefined ? now : undefined };

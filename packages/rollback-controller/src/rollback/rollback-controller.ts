@@ -10,7 +10,8 @@ import { RollbackActuator } from './rollback-actuator.js';
 import { attachmentByVolume, podByUid, rollbackByClaim, rollbackByHistory, volumeByClaim, volumeByProvisionedForNode, volumeIfUnused } from './rollback-indexes.js';
 import { podKeyOf, recordKey, rollbackKeyString, volumeKey } from './rollback-key.js';
 import type { RollbackKey } from './rollback-key.js';
-import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG } from './rollback-flags.js';
+import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG, NODE_STATE_WAIT_FLAG } from './rollback-flags.js';
+import { NODE_STATE_DWELL_MS } from './decide-rollback.js';
 import { liveReads } from './rollback-server-reads.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { ProvisioningObservations } from './observations.js';
@@ -88,6 +89,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     rollbacksOfClaim: (ns, name) => records.cache.byIndex('claim', `${ns}/${name}`).sort((a, b) => created(b) - created(a)),
     now: () => Date.now(),
     graceMs: extraNumber(options.extra, GRACE_FLAG, 2 * 60_000),
+    nodeStateDwellMs: extraNumber(options.extra, NODE_STATE_WAIT_FLAG, NODE_STATE_DWELL_MS),
     markWindowMs: extraNumber(options.extra, MARK_WINDOW_FLAG, 10 * 60_000),
     maxRollbacks: extraNumber(options.extra, MAX_ROLLBACKS_FLAG, 3),
     backoffBaseMs: extraNumber(options.extra, BACKOFF_FLAG, 30_000),

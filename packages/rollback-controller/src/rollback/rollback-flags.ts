@@ -1,6 +1,7 @@
 import type { FlagSpec } from '@topovol/shared';
 
 export const GRACE_FLAG = 'rollback-grace-period';
+export const NODE_STATE_WAIT_FLAG = 'rollback-node-state-wait';
 export const MARK_WINDOW_FLAG = 'rollback-mark-window';
 export const MAX_ROLLBACKS_FLAG = 'rollback-max-per-workload';
 export const BACKOFF_FLAG = 'rollback-backoff';
@@ -11,7 +12,13 @@ export const rollbackFlags: FlagSpec[] = [
     name: GRACE_FLAG,
     type: 'duration',
     default: 2 * 60_000,
-    help: "How long a stuck pod waits while another of its claims is undecided (neither pinned to the node nor failed there: it may still be provisioning). With every claim decided, the rollback starts at once.",
+    help: "How long a stuck pod waits while another of its claims is undecided (neither pinned to the node nor failed there: it may still be provisioning). With every claim decided, the rollback starts at once (see --rollback-node-state-wait).",
+  },
+  {
+    name: NODE_STATE_WAIT_FLAG,
+    type: 'duration',
+    default: 15_000,
+    help: "How long a pod with every claim decided must be seen stuck before its node's state alone (deleted, cordoned, tainted) rolls it back: kube-scheduler may be binding it to that node at that moment, which it does whether or not the node was cordoned or tainted since it chose it. A reported failure (a provisioner's, the scheduler's) needs no wait.",
   },
   {
     name: MARK_WINDOW_FLAG,

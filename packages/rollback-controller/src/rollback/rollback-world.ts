@@ -39,6 +39,8 @@ export interface RollbackWorld {
   now(): number;
   /** How long to wait for claims still undecided (perhaps still provisioning) before rolling back anyway. */
   graceMs: number;
+  /** How long a pod must be seen ready to roll back on its node's state alone (NODE_STATE_DWELL_MS by default). */
+  nodeStateDwellMs?: number;
   /** Only volumes created this recently are marked unused: older ones were not seen provisioned. */
   markWindowMs: number;
   /** At most this many rollbacks per workload. */

@@ -37,7 +37,9 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
   await admin.create<Pod>(Resources.pods, pod(ns, 'q', ['d1', 'd2']));
   for (const c of ['c1', 'c2', 'd1', 'd2']) await selectNode(admin, ns, c, nodeA);
-  const loop = await RunningRollback.start(['--rollback-history-ttl=2s'], { client, waitForSync: false });
+  // The scenario cordons a node; how long a node's state alone waits is not what it proves, and it
+  // runs once per rule of the role.
+  const loop = await RunningRollback.start(['--rollback-history-ttl=2s', '--rollback-node-state-wait=1s'], { client, waitForSync: false });
   let sPod: Pod | undefined;
   const get = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
   const usage = async (pv: string): Promise<string | undefined> => (await admin.get<PersistentVolume>(Resources.persistentVolumes, pv)).metadata?.labels?.[LABEL_USAGE];

@@ -139,6 +139,10 @@ describe('decideRollback', function () {
     it('seen ready for the dwell: rollback', function () {
       expect(decide({ ...only, readySince: NOW - NODE_STATE_DWELL_MS }).kind).to.equal('rollback');
     });
+    it('--rollback-node-state-wait sets the dwell', function () {
+      expect(decideRollback(P1, { ...world({ ...only, pods: [P1] }), nodeStateDwellMs: 1_000 }, undefined)).to.deep.include({ kind: 'wait', ms: 1_000, dwelling: true });
+      expect(decideRollback(P1, { ...world({ ...only, pods: [P1] }), nodeStateDwellMs: 1_000 }, undefined, NOW - 1_000).kind).to.equal('rollback');
+    });
     it('a cordoned node and a tainted one alike', function () {
       expect(decide({ ...base, failures: {}, nodes: [node('a', { unschedulable: true })] }).kind).to.equal('wait');
     });
