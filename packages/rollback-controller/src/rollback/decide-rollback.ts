@@ -3,6 +3,7 @@ import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shar
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAhead } from './stuck-evidence.js';
 import type { RollbackWorld } from './rollback-world.js';
+import { newestFirst } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { podMayHaveRun, unusedMarkDoubt } from './usage-evidence.js';
 import { historyKeyOfPod, workloadOf } from './workload.js';
@@ -143,8 +144,7 @@ function historyOf(pod: Pod, pinned: readonly PinnedClaim[], world: RollbackWorl
   const byName = new Map<string, ProvisioningRollback>();
   for (const r of world.rollbacksOf(historyKeyOfPod(pod))) byName.set(r.metadata?.name ?? '', r);
   for (const p of pinned) for (const r of world.rollbacksOfClaim(ns, p.claim.metadata?.name ?? '')) byName.set(r.metadata?.name ?? '', r);
-  const created = (r: ProvisioningRollback): number => Date.parse(r.metadata?.creationTimestamp ?? '') || 0;
-  return [...byName.values()].sort((a, b) => created(b) - created(a));
+  return newestFirst(byName.values());
 }
 
 /**

@@ -8,7 +8,7 @@ import { decideRollback } from './decide-rollback.js';
 import type { PinnedClaim } from './decide-rollback.js';
 import { decideIntent } from './intent/decide-intent.js';
 import { templatesTooLarge } from './intent/new-rollback.js';
-import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
+import { createdMs, isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { writeMark } from './mark-actuator.js';
 import type { MarkActuatorDeps } from './mark-actuator.js';
@@ -50,7 +50,6 @@ export const STALE_RECORD_RETRY_MS = 1000;
  */
 export const UNFINISHED_RECORD_RESYNC_MS = 60_000;
 
-const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
 
 /**
  * The rollback loop's glue, one method per kind of key: what each reads, which decision it asks,
@@ -180,7 +179,7 @@ export class RollbackReconciler {
       const r = this.d.record(name);
       if (!r) return;
       if (isFinished(r)) {
-        const done = Date.parse(r.status?.completionTime ?? '') || created(r);
+        const done = Date.parse(r.status?.completionTime ?? '') || createdMs(r);
         const left = done + this.d.historyTtlMs - Date.now();
         if (left > 0) return left;
         // Only the record as decided on (uid + resourceVersion): one whose status or completion a

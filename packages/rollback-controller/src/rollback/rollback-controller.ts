@@ -3,7 +3,7 @@ import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClai
 import { DeletedClaimWatch } from './deleted-claim-watch.js';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
 import { RelistPacer } from './relist-pacer.js';
-import { isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
+import { isFinished, newestFirst, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { observeProvisioning } from './provisioning-observation.js';
 import { RollbackActuator } from './rollback-actuator.js';
@@ -21,7 +21,6 @@ import { podUseOfClaim, unusedMarkDoubt, volumesInUseMentions } from './usage-ev
 
 const ROLLBACK = 'rollback';
 
-const created = (o: { metadata?: { creationTimestamp?: string } }): number => Date.parse(o.metadata?.creationTimestamp ?? '') || 0;
 
 /**
  * The rollback loop (kubernetes #94217): marks volumes on volume keys, decides for stuck pods on pod
@@ -85,8 +84,8 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     provisioningFailures: (c) => eventsAbout(failures.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c),
     provisioningObserved: (uid) => observed.get(uid),
     endedUse: (ns, name) => endedUse.get(`${ns}/${name}`),
-    rollbacksOf: (key) => records.cache.byIndex('history', key).sort((a, b) => created(b) - created(a)),
-    rollbacksOfClaim: (ns, name) => records.cache.byIndex('claim', `${ns}/${name}`).sort((a, b) => created(b) - created(a)),
+    rollbacksOf: (key) => newestFirst(records.cache.byIndex('history', key)),
+    rollbacksOfClaim: (ns, name) => newestFirst(records.cache.byIndex('claim', `${ns}/${name}`)),
     now: () => Date.now(),
     graceMs: extraNumber(options.extra, GRACE_FLAG, 2 * 60_000),
     nodeStateDwellMs: extraNumber(options.extra, NODE_STATE_WAIT_FLAG, NODE_STATE_DWELL_MS),

@@ -1,4 +1,5 @@
 import type { FlagSpec } from '@topovol/shared';
+import { NODE_STATE_DWELL_MS } from './decide-rollback.js';
 
 export const GRACE_FLAG = 'rollback-grace-period';
 export const NODE_STATE_WAIT_FLAG = 'rollback-node-state-wait';
@@ -17,7 +18,7 @@ export const rollbackFlags: FlagSpec[] = [
   {
     name: NODE_STATE_WAIT_FLAG,
     type: 'duration',
-    default: 15_000,
+    default: NODE_STATE_DWELL_MS,
     help: "How long a pod with every claim decided must be seen stuck before its node's state alone (deleted, cordoned, tainted) rolls it back: kube-scheduler may be binding it to that node at that moment, which it does whether or not the node was cordoned or tainted since it chose it. A reported failure (a provisioner's, the scheduler's) needs no wait.",
   },
   {

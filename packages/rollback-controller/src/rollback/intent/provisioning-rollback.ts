@@ -82,3 +82,13 @@ export const STARTED_CONDITION = 'Started';
 export const isAnnounced = (r: ProvisioningRollback): boolean => r.status?.conditions?.some((c) => c.type === STARTED_CONDITION) ?? false;
 
 export const claimState = (r: ProvisioningRollback, name: string): ClaimState | undefined => r.status?.claims?.find((c) => c.name === name)?.state;
+
+/** When the record was created, in ms (0 when it has no valid creationTimestamp). */
+export function createdMs(r: { metadata?: { creationTimestamp?: string } }): number {
+  return Date.parse(r.metadata?.creationTimestamp ?? '') || 0;
+}
+
+/** The records newest first (the history's order: the cap, the backoff and the evidence read it so). */
+export function newestFirst(rs: Iterable<ProvisioningRollback>): ProvisioningRollback[] {
+  return [...rs].sort((a, b) => createdMs(b) - createdMs(a));
+}
