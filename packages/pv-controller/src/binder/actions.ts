@@ -48,8 +48,10 @@ export type BinderAction =
   /**
    * Undoes a binding the claim does not share (upstream's unbindVolume), then phase Available: a
    * claimRef the controller made is removed; a user's pre-binding keeps its name and loses its uid.
+   * With `takeBack` (why): an unfinished binding whose claim went (orphaned-bind.ts), written only
+   * once the server's claim confirms it (verify-on-server.ts).
    */
-  | { kind: 'unbindVolume'; volume: PersistentVolume; keepClaimRef: boolean }
+  | { kind: 'unbindVolume'; volume: PersistentVolume; keepClaimRef: boolean; takeBack?: string }
   | { kind: 'annotateClaim'; claim: PersistentVolumeClaim; set?: Record<string, string>; remove?: string[]; confirm?: SelectedNodeConfirmation; forPlacedPod?: PlacedPodConfirmation }
   | { kind: 'setClaimClass'; claim: PersistentVolumeClaim; storageClassName: string }
   /** Annotations and finalizers of a volume (CSI migration bookkeeping). */

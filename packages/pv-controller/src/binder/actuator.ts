@@ -70,6 +70,13 @@ export class BinderActuator {
           const claim = clm(a.claim);
           let next = v;
           const ref = v.spec?.claimRef;
+          // A claim that names this volume may have been Bound to it and used it: its volume is
+          // re-bound phase first, so that an Available volume with a claimRef always means a binding
+          // from the free pool that never reached its claim (bindingUnfinished, orphaned-bind.ts).
+          if (claim.spec?.volumeName === v.metadata?.name && next.status?.phase !== 'Bound') {
+            next = await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }, ANSWER);
+            wroteVolume(next);
+          }
           const missingMark = a.boundByController && v.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined;
           if (!ref || ref.uid !== claim.metadata?.uid || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace || missingMark) {
             const claimRef = {
@@ -80,8 +87,8 @@ export class BinderActuator {
               uid: claim.metadata?.uid,
               resourceVersion: claim.metadata?.resourceVersion,
             };
-            const metadata = missingMark ? { ...v.metadata, annotations: { ...v.metadata?.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' } } : v.metadata;
-            next = await this.d.client.replace(Resources.persistentVolumes, { ...v, metadata, spec: { ...v.spec, claimRef } }, ANSWER);
+            const metadata = missingMark ? { ...next.metadata, annotations: { ...next.metadata?.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' } } : next.metadata;
+            next = await this.d.client.replace(Resources.persistentVolumes, { ...next, metadata, spec: { ...next.spec, claimRef } }, ANSWER);
             wroteVolume(next);
             failpoint('binder-volume-claimref', v.metadata?.name);
           }

@@ -7,6 +7,7 @@ import type { BinderWorld } from './binder-world.js';
 import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';
 import { volumeMigrationChange } from './csi-migration.js';
+import { takeBackUnfinished } from './orphaned-bind.js';
 import { reclaim } from './reclaim-volume.js';
 
 /**
@@ -47,9 +48,13 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
     return [event(volume, 'Warning', Reasons.InvalidClaimRef, `spec.claimRef has uid ${ref.uid} but ${problem}: no claim can be looked up, so the volume is not released; set the claim's namespace and name, or remove spec.claimRef`)];
   }
 
+  const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
+  // Topovol: a binding from the free pool that never reached its claim, whose claim went: the
+  // volume is made Available again, not Released (orphaned-bind.ts; upstream releases it).
+  const takeBack = takeBackUnfinished(volume, claim, world);
+  if (takeBack) return [takeBack];
   // Its claim gone, re-created under the same name, or bound elsewhere with a volume provisioned for
   // it: released (the glue confirms it on the server before Released).
-  const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
   if (!claim || claimReleases(volume, claim)) return release(volume, world, !claim);
 
   const claimVolume = claim.spec?.volumeName ?? '';
@@ -81,6 +86,7 @@ export function releaseOf(volume: PersistentVolume, world: BinderWorld): boolean
   const ref = volume.spec?.claimRef;
   if (!ref?.uid || claimRefProblem(ref)) return false;
   const claim = world.claim(ref.namespace!, ref.name!);
+  if (takeBackUnfinished(volume, claim, world)) return false;
   return !claim || claimReleases(volume, claim);
 }
 

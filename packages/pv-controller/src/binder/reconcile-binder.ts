@@ -12,7 +12,8 @@ import { countRetroactiveClass, deleteStarted, OperationTimestamps, provisioning
 import { claimClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
-import { orphanedBind } from './orphaned-bind.js';
+import { freeVolumeHeldBack } from './deleting-claim.js';
+import { orphanedBind, takenFromFreePool } from './orphaned-bind.js';
 import { issueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import type { ProvisioningActivity } from './provisioning-activity.js';
@@ -53,7 +54,7 @@ export interface BinderGlueDeps {
  */
 export const UNSETTLED_HOLD_MS = 60_000;
 
-/** How soon a volume whose release waits for a claim's run (inFlight) is looked at again. */
+/** How soon a volume whose phase or claimRef write waits for a claim's run (inFlight) is looked at again. */
 const IN_FLIGHT_RECHECK_MS = 500;
 
 /** How often a claim held so looks again (the informer's copy moving ends the hold at its next look). */
@@ -130,7 +131,7 @@ export class BinderReconciler {
     // fails leaves those as the server answered them.
     const viewed = new Map(picked.map((n) => [n, world.volume(n)?.metadata?.resourceVersion]));
     // Volumes this run takes from the free pool (no claimRef yet): see takeBackOrphaned.
-    const wasFree = actions.flatMap((a) => (a.kind === 'bindVolume' && !world.volume(a.volume.metadata!.name!)?.spec?.claimRef ? [a.volume.metadata!.name!] : []));
+    const wasFree = takenFromFreePool(actions, claim, world);
     // Upstream's provision timestamp starts when a claim is first handed to its provisioner.
     const provisioner = this.d.dryRun ? undefined : provisioningStarted(actions, claim, world.storageClass(claimClass(claim)));
     if (provisioner !== undefined) this.operations.addIfNotExist(key, provisioner, 'provision');
@@ -140,6 +141,7 @@ export class BinderReconciler {
     let failed = false;
     try {
       await this.run(actions);
+      tookBack(actions);
     } catch (err) {
       failed = true;
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
@@ -211,9 +213,12 @@ export class BinderReconciler {
     log.debug('volume synced', { actions: actions.map((a) => a.kind) });
     // A claim's run is writing this volume (a binding, perhaps taken back: takeBackOrphaned): it is
     // not Released under that run, which may be about to make it Available again.
-    if (this.d.inFlight.has(name) && actions.some((a) => a.kind === 'volumePhase' && a.phase === 'Released')) return IN_FLIGHT_RECHECK_MS;
+    // Nor is any other phase or claimRef written under it: a claim naming the volume re-binds it
+    // phase first (Bound, no claimRef yet), which this sync would otherwise make Available.
+    if (this.d.inFlight.has(name) && actions.some((a) => a.kind === 'volumePhase' || a.kind === 'unbindVolume')) return IN_FLIGHT_RECHECK_MS;
     try {
       await this.run(actions);
+      tookBack(actions);
     } catch (err) {
       // A refused phase write leaves a volume un-Released, so its deleter never runs: said on it.
       if (isRefusal(err)) await this.refused(volume, err);
@@ -293,11 +298,11 @@ export class BinderReconciler {
     try {
       const live = await getIfPresent<PersistentVolumeClaim>(this.d.client, Resources.persistentVolumeClaims, claim.metadata!.name!, claim.metadata?.namespace);
       for (const v of written) {
-        const why = orphanedBind(v, live, this.d.world);
+        const why = orphanedBind(v, live, (c) => freeVolumeHeldBack(c, this.d.world));
         if (!why) continue;
-        await this.d.actuator.run([{ kind: 'unbindVolume', volume: v, keepClaimRef: false }]);
-        countBind('taken_back');
-        logger().info('took back a volume bound for a claim the server no longer waits with', { claim: key, volume: v.metadata?.name, why });
+        const undo: BinderAction = { kind: 'unbindVolume', volume: v, keepClaimRef: false, takeBack: why };
+        await this.d.actuator.run([undo]);
+        tookBack([undo]);
       }
     } catch (err) {
       logger().warn('could not take back a volume bound for a claim whose write failed; its sync decides it', { claim: key, error: classifyError(err).message });
@@ -332,5 +337,15 @@ export class BinderReconciler {
       countRefuted(refuted.check);
       throw new StaleViewError(refuted.why);
     }
+  }
+}
+
+/** Counts and logs the take-backs (orphaned-bind.ts) among actions just written. */
+function tookBack(actions: readonly BinderAction[]): void {
+  for (const a of actions) {
+    if (a.kind !== 'unbindVolume' || !a.takeBack) continue;
+    countBind('taken_back');
+    const ref = a.volume.spec?.claimRef;
+    logger().info('took back a volume bound for a claim the server no longer waits with', { claim: `${ref?.namespace}/${ref?.name}`, volume: a.volume.metadata?.name, why: a.takeBack });
   }
 }

@@ -5,6 +5,7 @@ import type { ServerCheck } from './binder-metrics.js';
 import { claimRefProblem, releasedWhenClaimBoundElsewhere } from './decide-volume.js';
 import { DEFAULT_VOLUME_NAME_PATTERNS, provisionedVolumeNames } from './provisioned-volume-names.js';
 import type { VolumeNamePattern } from './provisioned-volume-names.js';
+import { orphanedBind } from './orphaned-bind.js';
 import { eventTime } from './provisioning-events.js';
 import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-node-checks.js';
 
@@ -18,7 +19,7 @@ import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-
  * claim is gone", "the node is gone", "the pod is gone", "the volume is gone" or "no provisioner is
  * at work on the claim", so the glue reads those facts from the server first.
  */
-type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' } | { kind: 'bindVolume' } | { kind: 'claimPhase' }>;
+type Guarded = Extract<BinderAction, { kind: 'volumePhase' } | { kind: 'annotateClaim' } | { kind: 'bindVolume' } | { kind: 'claimPhase' } | { kind: 'unbindVolume' }>;
 
 /** What the server has, read for one guarded action. */
 export type ServerView =
@@ -36,7 +37,10 @@ export type ServerView =
   | { kind: 'volume'; volume: PersistentVolume | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
-function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'node' | 'pods' | 'placedPod' | 'volume' } | undefined {
+function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'takeBack' | 'node' | 'pods' | 'placedPod' | 'volume' } | undefined {
+  // Not a write that loses data, but one that hands a volume to any claim: the cache may not show
+  // the claim yet (kube-scheduler pre-binds for a claim just created).
+  if (a.kind === 'unbindVolume' && a.takeBack) return { action: a, read: 'takeBack' };
   if ((a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) return { action: a, read: 'placedPod' };
   // Every release: one whose claimRef names no claim that can exist is refuted without a read
   // (decideVolume plans none; a name that is no path segment would read another object).
@@ -76,6 +80,20 @@ export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeC
   if (!boundTo || boundTo === volume.metadata?.name) return `claim ${ref.namespace}/${ref.name} still exists; not releasing volume ${volume.metadata?.name}`;
   if (!releasedWhenClaimBoundElsewhere(volume)) return `claim ${ref.namespace}/${ref.name} is bound to volume ${boundTo}: volume ${volume.metadata?.name} is to be unbound, not released; deciding again`;
   return undefined;
+}
+
+/**
+ * A take-back of an unfinished binding (orphaned-bind.ts), on the server's claim: the claim is
+ * there with the claimRef's uid and names this volume, or waits for it (not being deleted). Its
+ * pods were looked at on the cache by the decision. Why not, or undefined.
+ */
+export function takeBackRefuted(volume: PersistentVolume, live: PersistentVolumeClaim | undefined): string | undefined {
+  const ref = volume.spec?.claimRef;
+  const problem = ref && claimRefProblem(ref);
+  if (!ref || problem) return `volume ${volume.metadata?.name}: spec.claimRef has ${problem ?? 'gone'}; not taking it back`;
+  if (orphanedBind(volume, live, () => true)) return undefined;
+  const state = live?.spec?.volumeName === volume.metadata?.name ? 'is bound to it' : 'waits for it';
+  return `claim ${ref.namespace}/${ref.name} of volume ${volume.metadata?.name} is on the server and ${state}; not taking it back; deciding again`;
 }
 
 /**
@@ -133,10 +151,11 @@ export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView, cla
   return undefined;
 }
 
-const CHECKS: Record<NonNullable<ReturnType<typeof guardOf>>['read'], ServerCheck> = { placedPod: 'placed_pod', claim: 'release', node: 'selected_node', pods: 'selected_node', volume: 'lost' };
+const CHECKS: Record<NonNullable<ReturnType<typeof guardOf>>['read'], ServerCheck> = { placedPod: 'placed_pod', claim: 'release', takeBack: 'take_back', node: 'selected_node', pods: 'selected_node', volume: 'lost' };
 
 /** Why the server refutes the guarded action, or undefined. */
 export function refutation(a: Guarded, view: ServerView): string | undefined {
+  if (a.kind === 'unbindVolume') return takeBackRefuted(a.volume, view.kind === 'claim' ? view.claim : undefined);
   if (a.kind === 'claimPhase') return lostRefuted(a.claim, view.kind === 'volume' ? view.volume : undefined);
   if (a.kind !== 'volumePhase' && a.forPlacedPod) return placedPodRefuted(a.forPlacedPod, view, a.claim.metadata?.uid ?? '');
   if (a.kind === 'bindVolume') return undefined;
@@ -166,7 +185,7 @@ export interface VerifyOptions {
 
 async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf>>, opts: Required<VerifyOptions>): Promise<ServerView> {
   const a = g.action;
-  if (g.read === 'claim' && a.kind === 'volumePhase') {
+  if ((g.read === 'claim' && a.kind === 'volumePhase') || (g.read === 'takeBack' && a.kind === 'unbindVolume')) {
     const ref = a.volume.spec!.claimRef!;
     if (claimRefProblem(ref)) return { kind: 'claim', claim: undefined };
     return { kind: 'claim', claim: await getIfPresent<PersistentVolumeClaim>(client, Resources.persistentVolumeClaims, ref.name!, ref.namespace) };

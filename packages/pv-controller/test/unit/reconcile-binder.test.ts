@@ -132,4 +132,21 @@ describe('binder reconcile: no release of a volume a claim is writing', function
     expect(err).to.be.instanceOf(Error);
     expect(reads.length).to.be.above(0);
   });
+
+  it('nor made Available while a claim naming it re-binds it phase first (Bound, no claimRef yet)', async function () {
+    const store = new FakeWrites();
+    store.seed<PersistentVolume>(Resources.persistentVolumes, vol('v', '1Gi', { phase: 'Bound' }));
+    const stored = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')!;
+    const volumes = new AssumeCache<PersistentVolume>();
+    const claims = new AssumeCache<PersistentVolumeClaim>();
+    const actuator = new BinderActuator({ client: store, events: new FakeEvents(), volumes, claims, log: logger(), dryRun: false });
+    const inFlight = new Set<string>(['v']);
+    const client = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
+    const r = new BinderReconciler({ world: world({ volumes: [stored] }), client, actuator, volumes, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
+    expect(await r.volume('v', logger()), 'looked at again soon').to.be.a('number').and.be.above(0);
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.status?.phase).to.equal('Bound');
+    inFlight.clear();
+    await r.volume('v', logger());
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.status?.phase, 'out of flight, as upstream').to.equal('Available');
+  });
 });

@@ -1,0 +1,142 @@
+import { expect } from 'chai';
+import { Resources } from '@topovol/shared';
+import type { KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
+import { AuditLogTail, controllerUser, createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
+import type { AuditEvent, ManagedProcess } from '@topovol/testing';
+import { deleteNow, getPV, getPVC, GiB, pv, pvc } from '../binder-harness.js';
+import { startBinderManager } from './chaos-harness.js';
+
+const HOLD = 'example.com/hold';
+const BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
+
+/** Successful writes of the volume (spec or status) by the pv-binder's ServiceAccount, in order. */
+function volumeWrites(audit: AuditLogTail, name: string): string[] {
+  return audit
+    .events()
+    .filter((e) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('pv-binder') && e.verb === 'update' && e.objectRef?.resource === 'persistentvolumes' && e.objectRef.name === name && (e.responseStatus?.code ?? 0) < 300)
+    .map((e) => e.objectRef?.subresource ?? 'spec');
+}
+
+/** Successful writes of the volume's status by the pv-binder's ServiceAccount (a release, its reclaim), from the API server's audit log. */
+function statusWrites(audit: AuditLogTail, name: string): AuditEvent[] {
+  return audit
+    .events()
+    .filter((e) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('pv-binder') && e.objectRef?.resource === 'persistentvolumes' && e.objectRef.subresource === 'status' && e.objectRef.name === name && (e.responseStatus?.code ?? 0) < 300);
+}
+
+async function expectTakenBack(admin: KubeClient, name: string): Promise<void> {
+  await eventually(async () => {
+    const v = await getPV(admin, name);
+    expect([v.status?.phase, v.spec?.claimRef, v.metadata?.annotations?.[BY_CONTROLLER]]).to.deep.equal(['Available', undefined, undefined]);
+  }, 60_000);
+}
+
+/**
+ * A binding from the free pool that never reached its claim, whose claim then went: the process
+ * killed between the volume's claimRef and anything else (the real manager binary, its failpoint),
+ * or kube-scheduler's pre-binding (BindPodVolumes writes only the volume). The claim is deleted
+ * before the binder looks again. kube-controller-manager Releases the volume and, with `Delete`,
+ * hands a static volume no claim ever used to its deleter; Topovol makes it Available again
+ * (docs/divergences.md, "A binding whose claim went while it was written").
+ */
+describe('pv-binder: an unfinished binding whose claim went is taken back, never Released', function () {
+  this.timeout(180_000);
+  let admin: KubeClient;
+  let ns: string;
+  let cls: string;
+  let audit: AuditLogTail;
+  const procs: ManagedProcess[] = [];
+
+  beforeEach(async function () {
+    const cp = await sharedControlPlane();
+    admin = cp.adminClient();
+    ns = await createTestNamespace(admin, 'bgone-');
+    cls = `${ns}-static`;
+    audit = new AuditLogTail(cp.auditLogPath);
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'Immediate' });
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-v`, GiB(1), { class: cls, policy: 'Delete' }));
+  });
+
+  afterEach(async function () {
+    for (const p of procs.splice(0)) await p.stop();
+    await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns, { quiet: true });
+    await deleteNow(admin, Resources.persistentVolumes, `${ns}-v`, undefined, { quiet: true });
+    await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+  });
+
+  /** The binder killed right after writing the claimRef for claim c; its status writes of the volume until then (Available). */
+  async function killedAfterClaimRef(finalizers?: string[]): Promise<number> {
+    const first = await startBinderManager(`${ns}-first`, { leaderElect: false, env: { ...process.env, TOPOVOL_FAILPOINTS: 'binder-volume-claimref' } });
+    procs.push(first);
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { ...pvc(ns, 'c', GiB(1), { class: cls }), metadata: { name: 'c', namespace: ns, finalizers } });
+    expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
+    const left = await getPV(admin, `${ns}-v`);
+    expect([left.spec?.claimRef?.uid, left.status?.phase, left.metadata?.annotations?.[BY_CONTROLLER]], 'the claimRef written, the phase not').to.deep.equal([claim.metadata?.uid, 'Available', 'yes']);
+    return statusWrites(audit, `${ns}-v`).length;
+  }
+
+  it('killed after the claimRef, the claim deleted while it was down: the restarted binder makes the volume Available', async function () {
+    const before = await killedAfterClaimRef();
+    await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns);
+    await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
+    procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
+    await expectTakenBack(admin, `${ns}-v`);
+    expect(statusWrites(audit, `${ns}-v`).length, 'never Released (nor Failed by its reclaim)').to.equal(before);
+    // Free again: a new claim binds it.
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).spec?.volumeName).to.equal(`${ns}-v`), 60_000);
+  });
+
+  it('killed after the claimRef, the claim being deleted meanwhile (no pod uses it): taken back, and the claim waits without it', async function () {
+    const before = await killedAfterClaimRef([HOLD]);
+    await admin.delete(Resources.persistentVolumeClaims, 'c', ns);
+    procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
+    await expectTakenBack(admin, `${ns}-v`);
+    const c = await getPVC(admin, ns, 'c');
+    expect([c.spec?.volumeName, c.metadata?.deletionTimestamp !== undefined]).to.deep.equal([undefined, true]);
+    // Once it goes, the volume stays free.
+    await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { metadata: { finalizers: null } });
+    await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
+    const v = await getPV(admin, `${ns}-v`);
+    expect([v.status?.phase, v.spec?.claimRef]).to.deep.equal(['Available', undefined]);
+    expect(statusWrites(audit, `${ns}-v`).length, 'never Released').to.equal(before);
+  });
+
+  it("kube-scheduler's pre-binding for a claim deleted before the binder saw it: taken back", async function () {
+    procs.push(await startBinderManager(`${ns}-only`, { leaderElect: false }));
+    await eventually(async () => expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Available'));
+    const before = statusWrites(audit, `${ns}-v`).length;
+    // A claim of another class, so that the binder never binds it itself; gone before the pre-binding lands.
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: `${cls}-none` }));
+    await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns);
+    const v = await getPV(admin, `${ns}-v`);
+    // What BindPodVolumes writes (GetBindVolumeToClaim in k8s.io/component-helpers/storage/volume): the claimRef and the mark, not the phase.
+    const claimRef = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: claim.metadata?.uid, resourceVersion: claim.metadata?.resourceVersion };
+    await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations: { ...v.metadata?.annotations, [BY_CONTROLLER]: 'yes' } }, spec: { ...v.spec, claimRef } });
+    await expectTakenBack(admin, `${ns}-v`);
+    expect(statusWrites(audit, `${ns}-v`).length, 'never Released').to.equal(before);
+  });
+
+  // The signal above must never be made by a binding that may have been used: a claim that names
+  // its volume (here a Bound claim whose volume lost its claimRef) gets the volume's phase Bound
+  // before the claimRef, so a stop between the two never leaves an Available volume with a claimRef.
+  it('a Bound claim whose volume lost its claimRef and went Available: re-bound phase first', async function () {
+    const binder = await startBinderManager(`${ns}-first`, { leaderElect: false });
+    procs.push(binder);
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
+    await binder.stop();
+    // Someone removes the claimRef; the volume is then made Available (upstream's syncVolume would).
+    const v = await getPV(admin, `${ns}-v`);
+    const { [BY_CONTROLLER]: _mark, ...annotations } = v.metadata?.annotations ?? {};
+    const unref = await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations }, spec: { ...v.spec, claimRef: undefined } });
+    await admin.replaceStatus<PersistentVolume>(Resources.persistentVolumes, { ...unref, status: { phase: 'Available' } });
+    const before = volumeWrites(audit, `${ns}-v`).length;
+    procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
+    await eventually(async () => {
+      const back = await getPV(admin, `${ns}-v`);
+      expect([back.status?.phase, back.spec?.claimRef?.uid]).to.deep.equal(['Bound', claim.metadata?.uid]);
+    }, 60_000);
+    expect(volumeWrites(audit, `${ns}-v`).slice(before), 'the phase, then the claimRef').to.deep.equal(['status', 'spec']);
+  });
+});

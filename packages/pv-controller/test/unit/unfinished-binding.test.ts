@@ -1,0 +1,142 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import type { BinderAction } from '../../src/binder/actions.js';
+import { decideClaim } from '../../src/binder/decide-claim.js';
+import { decideVolume, releaseOf } from '../../src/binder/decide-volume.js';
+import { bindingUnfinished, takenFromFreePool } from '../../src/binder/orphaned-bind.js';
+import { refutation, takeBackRefuted } from '../../src/binder/verify-on-server.js';
+import { claim, pod, vol, world } from './world-fixture.js';
+import { build, worldArb } from './world-arbitraries.js';
+
+const BY_CONTROLLER = { 'pv.kubernetes.io/bound-by-controller': 'yes' };
+const ref = (uid: string, name = 'c') => ({ kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: 'ns', name, uid });
+/** A static volume with Delete whose claimRef (to claim ns/c, uid u1) a binding wrote, in this phase. */
+const written = (phase: string, annotations: Record<string, string> | undefined = BY_CONTROLLER): PersistentVolume =>
+  vol('v', '1Gi', { persistentVolumeReclaimPolicy: 'Delete', claimRef: ref('u1'), phase, annotations });
+const deleting = (x: PersistentVolumeClaim): PersistentVolumeClaim => ({ ...x, metadata: { ...x.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['kubernetes.io/pvc-protection'] } });
+const kinds = (actions: BinderAction[]): string[] => actions.map((a) => (a.kind === 'volumePhase' ? `volumePhase ${a.phase}` : a.kind === 'unbindVolume' ? `unbindVolume${a.takeBack ? ` (${a.takeBack})` : ''}` : a.kind));
+
+// A binding from the free pool that never reached its claim (the process stopped between the
+// volume's write and the claim's, or kube-scheduler pre-bound the volume), whose claim then went:
+// made Available again, never Released (orphaned-bind.ts).
+describe('pv-binder: an unfinished binding whose claim went', function () {
+  describe('which volumes carry one', function () {
+    const cases: { name: string; v: PersistentVolume; want: boolean }[] = [
+      { name: 'Available, claimRef with uid, bound-by-controller', v: written('Available'), want: true },
+      { name: 'new (phase not yet written), claimRef with uid, bound-by-controller', v: written('Pending'), want: true },
+      { name: 'Bound: the claim may have been written and used', v: written('Bound'), want: false },
+      { name: 'Released', v: written('Released'), want: false },
+      { name: 'a claimRef a user wrote (no bound-by-controller)', v: written('Available', {}), want: false },
+      { name: 'a claimRef without uid (pre-bound by name)', v: vol('v', '1Gi', { claimRef: { ...ref('u1'), uid: undefined }, annotations: BY_CONTROLLER }), want: false },
+      { name: "made by in-tree provisioning (provisioned-by): its claim's to release", v: written('Pending', { ...BY_CONTROLLER, 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/gce-pd' }), want: false },
+    ];
+    for (const t of cases) it(`${t.name}: ${t.want}`, () => expect(bindingUnfinished(t.v)).to.equal(t.want));
+  });
+
+  describe("the volume's decision", function () {
+    const cases: { name: string; v: PersistentVolume; claims?: PersistentVolumeClaim[]; pods?: ReturnType<typeof pod>[]; want: string[] }[] = [
+      { name: 'Available, claim gone: taken back', v: written('Available'), want: ['unbindVolume (the claim is gone)'] },
+      { name: 'new, claim gone: taken back', v: written('Pending'), want: ['unbindVolume (the claim is gone)'] },
+      { name: 'Available, claim created again under its name: taken back', v: written('Available'), claims: [claim('c', '1Gi', { uid: 'u2' })], want: ['unbindVolume (the claim was deleted and created again)'] },
+      { name: 'Available, claim being deleted and no pod placed: taken back', v: written('Available'), claims: [deleting(claim('c', '1Gi', { uid: 'u1' }))], want: ['unbindVolume (the claim is being deleted)'] },
+      { name: 'Available, claim being deleted and a pod placed on a node uses it: left to the claim (as upstream)', v: written('Available'), claims: [deleting(claim('c', '1Gi', { uid: 'u1' }))], pods: [pod('p', 'c', 'n1')], want: [] },
+      { name: 'Available, claim there and waiting: left to the claim', v: written('Available'), claims: [claim('c', '1Gi', { uid: 'u1' })], want: [] },
+      { name: 'Available, claim bound to it: Bound', v: written('Available'), claims: [claim('c', '1Gi', { uid: 'u1', volumeName: 'v' })], want: ['volumePhase Bound'] },
+      { name: 'Bound, claim gone: Released, as upstream (the claim may have been Bound and used)', v: written('Bound'), want: ['volumePhase Released', 'volumePhase Failed'] },
+      { name: 'Available, user-made claimRef, claim gone: Released, as upstream', v: written('Available', {}), want: ['volumePhase Released', 'volumePhase Failed'] },
+    ];
+    for (const t of cases) {
+      it(t.name, function () {
+        const w = world({ volumes: [t.v], claims: t.claims, pods: t.pods });
+        const got = kinds(decideVolume(t.v, w)).filter((k) => k !== 'event');
+        // A release's reclaim step depends on the deleter; only Released matters here.
+        expect(got.slice(0, 1)).to.deep.equal(t.want.slice(0, 1));
+        if (t.want.length === 0) expect(got).to.deep.equal([]);
+        expect(releaseOf(t.v, w), 'a deletion is timed only for a release').to.equal(t.want[0] === 'volumePhase Released');
+      });
+    }
+  });
+
+  describe("the claim's decision", function () {
+    it('a claim being deleted, no pod placed, with a half-written volume: takes it back and waits', function () {
+      const c = deleting(claim('c', '1Gi', { uid: 'u1' }));
+      const v = written('Available');
+      expect(kinds(decideClaim(c, world({ volumes: [v], claims: [c] }))).filter((k) => k !== 'claimPhase' && k !== 'event')).to.deep.equal(['unbindVolume (the claim is being deleted)']);
+    });
+    it('the same claim with a pod placed on a node: the binding is completed (as upstream)', function () {
+      const c = deleting(claim('c', '1Gi', { uid: 'u1' }));
+      const v = written('Available');
+      expect(kinds(decideClaim(c, world({ volumes: [v], claims: [c], pods: [pod('p', 'c', 'n1')] })))).to.deep.equal(['bindVolume', 'bindClaim']);
+    });
+    it('a claim not being deleted: the binding is completed', function () {
+      const c = claim('c', '1Gi', { uid: 'u1' });
+      expect(kinds(decideClaim(c, world({ volumes: [written('Available')], claims: [c] })))).to.deep.equal(['bindVolume', 'bindClaim']);
+    });
+  });
+
+  describe("the server's claim before a take-back is written", function () {
+    const v = written('Available');
+    const cases: { name: string; live: PersistentVolumeClaim | undefined; refuted: boolean }[] = [
+      { name: 'gone', live: undefined, refuted: false },
+      { name: 'created again', live: claim('c', '1Gi', { uid: 'u2' }), refuted: false },
+      { name: 'being deleted', live: deleting(claim('c', '1Gi', { uid: 'u1' })), refuted: false },
+      { name: 'bound to another volume', live: claim('c', '1Gi', { uid: 'u1', volumeName: 'other' }), refuted: false },
+      { name: 'there and waiting (the cache had not seen it: kube-scheduler pre-binds for a new claim)', live: claim('c', '1Gi', { uid: 'u1' }), refuted: true },
+      { name: 'bound to this volume', live: deleting(claim('c', '1Gi', { uid: 'u1', volumeName: 'v' })), refuted: true },
+    ];
+    for (const t of cases) {
+      it(`${t.name}: ${t.refuted ? 'refuted' : 'confirmed'}`, function () {
+        expect(takeBackRefuted(v, t.live) !== undefined).to.equal(t.refuted);
+        const undo: BinderAction = { kind: 'unbindVolume', volume: v, keepClaimRef: false, takeBack: 'x' };
+        expect(refutation(undo, { kind: 'claim', claim: t.live }) !== undefined).to.equal(t.refuted);
+      });
+    }
+  });
+
+  describe('what a failed binding may take back at once', function () {
+    const free = vol('v', '1Gi');
+    const plan = (c: PersistentVolumeClaim): BinderAction[] => [{ kind: 'bindVolume', volume: free, claim: c, boundByController: true }];
+    const cases: { name: string; c: PersistentVolumeClaim; want: string[] }[] = [
+      { name: 'a claim that names no volume, from the free pool', c: claim('c', '1Gi'), want: ['v'] },
+      { name: 'a claim naming the volume (it may have been Bound to it)', c: claim('c', '1Gi', { volumeName: 'v' }), want: [] },
+      { name: 'a Bound claim re-binding a volume that lost its claimRef', c: claim('c', '1Gi', { volumeName: 'v', phase: 'Bound', annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }), want: [] },
+      { name: 'a Lost claim', c: claim('c', '1Gi', { phase: 'Lost' }), want: [] },
+    ];
+    for (const t of cases) it(`${t.name}: ${JSON.stringify(t.want)}`, () => expect(takenFromFreePool(plan(t.c), t.c, world({ volumes: [free], claims: [t.c] }))).to.deep.equal(t.want));
+  });
+
+  // The shared random clusters, with the marks a binding leaves and the claim's fate varied too.
+  const fate = fc.record({
+    marks: fc.array(fc.constantFrom('none', 'controller', 'provisioned'), { minLength: 6, maxLength: 6 }),
+    claim: fc.constantFrom('there', 'gone', 'deleting'),
+    phase: fc.constantFrom('Pending', 'Bound', 'Lost'),
+  });
+  it('over random clusters, a take-back only ever frees a volume no claim was Bound to and none names', function () {
+    fc.assert(
+      fc.property(worldArb, fate, (a, f) => {
+        const { c: c0, w } = build(a);
+        const c: PersistentVolumeClaim = { ...c0, metadata: { ...c0.metadata, deletionTimestamp: f.claim === 'deleting' ? '2026-01-01T00:00:00Z' : undefined }, status: { phase: f.phase } };
+        const volumes = w.volumes!.map((v, i) => {
+          const m = f.marks[i];
+          const annotations = m === 'none' ? undefined : { ...BY_CONTROLLER, ...(m === 'provisioned' ? { 'pv.kubernetes.io/provisioned-by': 'example.com/csi' } : {}) };
+          return { ...v, metadata: { ...v.metadata, annotations } };
+        });
+        const input = { ...w, volumes, claims: f.claim === 'gone' ? [] : [c] };
+        const all = [...(f.claim === 'gone' ? [] : decideClaim(c, world(input))), ...volumes.flatMap((v) => decideVolume(v, world(input)))];
+        for (const x of all) {
+          if (x.kind !== 'unbindVolume' || !x.takeBack) continue;
+          const v = x.volume;
+          const where = `${v.metadata?.name} (${x.takeBack})`;
+          expect(v.status?.phase, `${where}: taken back from phase`).to.be.oneOf(['Available', 'Pending', undefined, '']);
+          expect(v.metadata?.annotations?.['pv.kubernetes.io/bound-by-controller'], `${where}: a claimRef a user wrote`).to.not.equal(undefined);
+          expect(v.metadata?.annotations?.['pv.kubernetes.io/provisioned-by'], `${where}: a provisioned volume`).to.equal(undefined);
+          const mine = f.claim !== 'gone' && v.spec?.claimRef?.uid === c.metadata?.uid;
+          if (mine) expect(c.spec?.volumeName, `${where}: named by its claim`).to.not.equal(v.metadata?.name);
+          if (mine && f.claim === 'there') expect(c.spec?.volumeName, `${where}: its claim waits for it`).to.not.equal(undefined);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
