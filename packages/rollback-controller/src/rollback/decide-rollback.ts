@@ -1,4 +1,4 @@
-import { claimNamesOfPod, doublingBackoffMs } from '@topovol/shared';
+import { claimNamesOfPod, doublingBackoffMs, volumeNodeAffinityMatches } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAhead } from './stuck-evidence.js';
@@ -110,6 +110,8 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
     const next = Date.parse(last.metadata?.creationTimestamp ?? '') + doublingBackoffMs(world.backoffBaseMs, history.length);
     if (next > now) return { kind: 'wait', ms: next - now, why: `${why}; backing off after rollback ${history.length}` };
   }
+  const held = heldElsewhere(pod, pinned, nodes, world);
+  if (held) return { kind: 'refuse', why: `${why}; but ${held}` };
   const undecided = undecidedClaims(pod, pinned, world);
   if (undecided.length > 0) {
     const left = (stuckSince ?? now) + world.graceMs - now;
@@ -159,6 +161,32 @@ function aheadOfClock(nodes: string[], pod: Pod, world: RollbackWorld, notBefore
   const why = ahead.filter((v) => v.at === at).map((v) => v.why).join('; ');
   const ms = at - EVIDENCE_CLOCK_SKEW_MS - world.now();
   return { kind: 'wait', ms: Math.max(ms, 1), why: `${why}; but that evidence is dated ${new Date(at).toISOString()}, ahead of this clock by more than ${EVIDENCE_CLOCK_SKEW_MS / 60_000} minutes: it counts from ${new Date(at - EVIDENCE_CLOCK_SKEW_MS).toISOString()}` };
+}
+
+/**
+ * A claim of the pod bound to a volume this loop does not roll back (static, provisioned before it
+ * watched, unmarked) whose node affinity allows none of the nodes but those the pod cannot run on:
+ * undoing the pinned claims would not move the pod, whose new volumes kube-scheduler would
+ * provision on that node again, rollback after rollback up to the cap. Why, or undefined.
+ */
+function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonly string[], world: RollbackWorld): string | undefined {
+  const ns = pod.metadata?.namespace ?? '';
+  const pinnedNames = new Set(pinned.map((p) => p.claim.metadata?.name));
+  for (const name of claimNamesOfPod(pod)) {
+    if (pinnedNames.has(name)) continue;
+    const c = world.claim(ns, name);
+    const v = c?.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
+    const affinity = v?.spec?.nodeAffinity;
+    if (!v || !affinity?.required || v.spec?.claimRef?.uid !== c?.metadata?.uid) continue;
+    let elsewhere = false;
+    for (const n of world.nodes()) {
+      if (failed.includes(n.metadata?.name ?? '') || !volumeNodeAffinityMatches(affinity, n)) continue;
+      elsewhere = true;
+      break;
+    }
+    if (!elsewhere) return `claim ${name} is bound to volume ${v.metadata?.name}, which is not rolled back and whose node affinity allows no other node: rolling back the others would not move the pod`;
+  }
+  return undefined;
 }
 
 /**

@@ -77,6 +77,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     volume: (name) => withDryMarks(pvs.cache.get(name)),
     claim: (ns, name) => pvcs.cache.get(`${ns}/${name}`),
     node: (name) => nodes.cache.get(name),
+    nodes: () => nodes.cache.list(),
     podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
     podExists: (uid) => pods.cache.byIndex('uid', uid).length > 0,
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),

@@ -16,6 +16,8 @@ export interface RollbackWorld {
   volume(name: string): PersistentVolume | undefined;
   claim(namespace: string, name: string): PersistentVolumeClaim | undefined;
   node(name: string): Node | undefined;
+  /** Every node the cache holds. */
+  nodes(): Iterable<Node>;
   /** Pods in the claim's namespace whose volumes reference it by name (any phase; ephemeral volumes included). */
   podsUsingClaim(namespace: string, name: string): Pod[];
   /** Whether a pod with this uid still exists. */

@@ -106,6 +106,23 @@ describe('decideRollback', function () {
     { name: 'a StatefulSet: 3 rollbacks of replica web-1 do not limit web-0 → rollback (attempt 1)', p: pod('web-0', ['c1', 'c2'], { uid: 'uid-p', owner: 'sts-uid', ownerKind: 'StatefulSet' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'sts-uid' })], rollbacks: [1, 2, 3].map((n) => record('sts-uid', n, NOW - n * 3_600_000, { pod: 'web-1', kind: 'StatefulSet' })) }, want: 'rollback 1' },
     { name: 'a StatefulSet: 3 rollbacks of this replica → limit', p: pod('web-0', ['c1', 'c2'], { uid: 'uid-p', owner: 'sts-uid', ownerKind: 'StatefulSet' }), w: { ...base, pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a', forPod: 'uid-p', forWorkload: 'sts-uid' })], rollbacks: [1, 2, 3].map((n) => record('sts-uid', n, NOW - n * 3_600_000, { pod: 'web-0', kind: 'StatefulSet' })) }, want: 'limit' },
   ];
+  // A sibling bound to a volume the loop does not roll back (static, or provisioned before it
+  // watched) that allows only node a: undoing c1 would not move the pod off a.
+  const labelled = (name: string, zone: string, spec: NonNullable<Parameters<typeof node>[1]> = {}) => ({ ...node(name, spec), metadata: { name, labels: { 'kubernetes.io/hostname': name, zone } } });
+  const staticOn = (values: string[], key = 'kubernetes.io/hostname'): PersistentVolume => ({
+    metadata: { name: 'static' },
+    spec: { claimRef: { namespace: 'ns', name: 'c3', uid: 'uid-c3' }, nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key, operator: 'In', values }] }] } } },
+  });
+  // A bound sibling that is not pinned counts as undecided: past the grace here.
+  const heldBy = (v: PersistentVolume, nodes = [labelled('a', 'z1'), labelled('b', 'z1')]): W => ({ ...base, pvs: [unusedOnA, v], claims: [...base.claims!, claim('c3', { volume: 'static' })], nodes, stuckSince: NOW - 120_000 });
+  const P3 = pod('p', ['c1', 'c2', 'c3']);
+  cases.push(
+    { name: 'a sibling bound to an unmarked volume that allows only node a → refuse (a rollback would not move the pod)', p: P3, w: heldBy(staticOn(['a'])), want: 'refuse' },
+    { name: 'the same, node a gone → refuse (the volume still allows no other node)', p: P3, w: { ...heldBy(staticOn(['a']), [labelled('b', 'z1')]), readySince: NOW - NODE_STATE_DWELL_MS }, want: 'refuse' },
+    { name: 'a sibling bound to an unmarked volume of the zone (nodes a and b) → rollback', p: P3, w: heldBy(staticOn(['z1'], 'zone')), want: 'rollback' },
+    { name: 'a sibling bound to an unmarked volume of node b only → rollback (the pod can go where it is)', p: P3, w: heldBy(staticOn(['b'])), want: 'rollback' },
+    { name: 'a sibling bound to an unmarked volume without node affinity → rollback', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: { claimRef: { namespace: 'ns', name: 'c3', uid: 'uid-c3' } } }), want: 'rollback' },
+  );
   for (const c of cases) {
     it(c.name, function () {
       const w = world({ ...c.w, pods: [c.p ?? P, ...(c.w.pods ?? [])] });

@@ -32,6 +32,7 @@ export function world(w: W): RollbackWorld {
     volume: (n) => w.pvs?.find((v) => v.metadata?.name === n),
     claim: (ns, n) => w.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
     node: (n) => w.nodes?.find((x) => x.metadata?.name === n),
+    nodes: () => w.nodes ?? [],
     podsUsingClaim: (ns, n) => (w.pods ?? []).filter((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(n)),
     podExists: (uid) => (w.pods ?? []).some((p) => p.metadata?.uid === uid),
     nodesUsingVolume: (v) => Object.entries(w.inUse ?? {}).flatMap(([node, names]) => (names.includes(v.metadata?.name ?? '') ? [node] : [])),
