@@ -70,10 +70,12 @@ export class BinderActuator {
           const claim = clm(a.claim);
           let next = v;
           const ref = v.spec?.claimRef;
-          // A claim that names this volume may have been Bound to it and used it: its volume is
-          // re-bound phase first, so that an Available volume with a claimRef always means a binding
-          // from the free pool that never reached its claim (bindingUnfinished, orphaned-bind.ts).
-          if (claim.spec?.volumeName === v.metadata?.name && next.status?.phase !== 'Bound') {
+          // A claim that may have been Bound to this volume and used it (Bound or Lost now, or
+          // marked bind-completed) re-binds it phase first, so that an Available volume with a
+          // claimRef always means a binding that never reached its claim (bindingUnfinished,
+          // orphaned-bind.ts).
+          const mayHaveUsed = claim.status?.phase === 'Bound' || claim.status?.phase === 'Lost' || claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined;
+          if (mayHaveUsed && claim.spec?.volumeName === v.metadata?.name && next.status?.phase !== 'Bound') {
             next = await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }, ANSWER);
             wroteVolume(next);
           }

@@ -12,7 +12,7 @@ import { decideBoundClaim } from './decide-bound-claim.js';
 import { decidePreBoundClaim } from './decide-pre-bound-claim.js';
 import { freeVolumeHeldBack } from './deleting-claim.js';
 import { findBestVolume } from './find-matching-volume.js';
-import { takeBackUnfinished } from './orphaned-bind.js';
+import { bindingUnfinished } from './orphaned-bind.js';
 import { nodeNameConsumer, placedPodConfirmation, provisionForNodeName, refusedPlacedPod } from './node-name-consumer.js';
 import { checkSelectedNode } from './selected-node-checks.js';
 import { waitForConsumer } from './wait-for-consumer.js';
@@ -64,11 +64,10 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   // being created for it right now.
   const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node });
   // Topovol: no free volume for a claim being deleted that no placed pod uses (deleting-claim.ts),
-  // nor one a binding from the free pool left half-written: that is taken back (orphaned-bind.ts).
-  // A volume otherwise pre-bound to the claim is bound as upstream.
-  if (volume && !volume.spec?.claimRef && freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
-  const takeBack = volume && takeBackUnfinished(volume, claim, world);
-  if (takeBack) return [takeBack, ...pendingStatus(claim)];
+  // nor the completion of a binding that never reached it (a restart between the writes, or
+  // kube-scheduler's pre-binding): once the claim goes, that volume is taken back
+  // (orphaned-bind.ts). A volume otherwise pre-bound to the claim is bound as upstream.
+  if (volume && (!volume.spec?.claimRef || bindingUnfinished(volume)) && freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
   if (volume) {
     // Chosen for the placed pod's node: that pod is read live before the volume is written.
     const forPlacedPod = placed ? { forPlacedPod: placedPodConfirmation(placed) } : {};

@@ -49,9 +49,10 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   }
 
   const claim = world.claim(ref.namespace ?? '', ref.name ?? '');
-  // Topovol: a binding from the free pool that never reached its claim, whose claim went: the
-  // volume is made Available again, not Released (orphaned-bind.ts; upstream releases it).
-  const takeBack = takeBackUnfinished(volume, claim, world);
+  // Topovol: a binding that never reached its claim, whose claim is gone or was created again: the
+  // volume is made Available again, reserved by name, not Released (orphaned-bind.ts; upstream
+  // releases it).
+  const takeBack = takeBackUnfinished(volume, claim);
   if (takeBack) return [takeBack];
   // Its claim gone, re-created under the same name, or bound elsewhere with a volume provisioned for
   // it: released (the glue confirms it on the server before Released).
@@ -86,7 +87,7 @@ export function releaseOf(volume: PersistentVolume, world: BinderWorld): boolean
   const ref = volume.spec?.claimRef;
   if (!ref?.uid || claimRefProblem(ref)) return false;
   const claim = world.claim(ref.namespace!, ref.name!);
-  if (takeBackUnfinished(volume, claim, world)) return false;
+  if (takeBackUnfinished(volume, claim)) return false;
   return !claim || claimReleases(volume, claim);
 }
 

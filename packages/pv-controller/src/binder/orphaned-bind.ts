@@ -2,8 +2,6 @@ import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED } from '@topovol/s
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { BinderWorld } from './binder-world.js';
-import { isUnclaimedPhase } from './check-volume-satisfies-claim.js';
-import { freeVolumeHeldBack } from './deleting-claim.js';
 
 /**
  * Topovol: why a claimRef written on a free volume must be taken back, given the claim it names
@@ -33,34 +31,48 @@ export function orphanedBind(volume: PersistentVolume, claim: PersistentVolumeCl
 }
 
 /**
- * Topovol: a claimRef a controller put on a free volume for a claim that named no volume, whose
- * binding has not reached the claim: the volume's phase still that of a free one (Available, or
- * not yet written), the claimRef naming a claim by uid and marked bound-by-controller, and no
- * provisioner's mark (a volume kube-controller-manager's in-tree provisioning made carries
- * bound-by-controller from its creation, and is its claim's to release).
+ * Topovol: a claimRef a controller put on a free volume whose binding has not reached the claim:
+ * the volume still `Available` (a phase only a binder writes, and only on a volume with no claim's
+ * uid), its claimRef naming a claim by uid, marked bound-by-controller, and no provisioner's mark
+ * (a volume kube-controller-manager's in-tree provisioning made carries bound-by-controller from its
+ * creation, and is its claim's to release). Not a volume in no phase yet: one created again from a
+ * dump of a used one (kubectl get -o yaml, GitOps, a migration) looks the same, its status dropped
+ * by the API server.
  *
- * The binders (this one; kube-controller-manager's bind() in
- * pkg/controller/volume/persistentvolume/pv_controller.go) and kube-scheduler's pre-binding
- * (BindPodVolumes in the volumebinding plugin) write such a claimRef while the volume is free, and
- * the volume's phase Bound before anything of the claim. A claim that already names the volume is
- * re-bound phase first (actuator.ts). So no claim was ever Bound to such a volume, and no pod can
- * have used it: the kubelet mounts only the volume of a Bound claim whose claimRef names it
- * (getPVCExtractPV and getPVSpec in its desired_state_of_world_populator.go).
+ * Topovol binds (actuator.ts) and kube-scheduler pre-binds (BindPodVolumes in
+ * pkg/scheduler/framework/plugins/volumebinding/binder.go) writing such a claimRef while the volume
+ * is Available, and its phase Bound before anything of the claim; a claim that may have been Bound
+ * to the volume it names re-binds it phase first. So no claim was Bound to such a volume through
+ * this claimRef, and no pod used it: the kubelet mounts only the volume of a Bound claim whose
+ * claimRef names it (getPVCExtractPV and getPVSpec in its desired_state_of_world_populator.go).
+ * kube-controller-manager's re-binding of a Bound claim writes the claimRef first; stopped there,
+ * its volume reads as unfinished too, which is why a take-back keeps the claimRef's name.
  */
 export function bindingUnfinished(volume: PersistentVolume): boolean {
   const ann = volume.metadata?.annotations ?? {};
-  return isUnclaimedPhase(volume) && !!volume.spec?.claimRef?.uid && ann[ANN_BOUND_BY_CONTROLLER] !== undefined && ann[ANN_DYNAMICALLY_PROVISIONED] === undefined;
+  return volume.status?.phase === 'Available' && !!volume.spec?.claimRef?.uid && ann[ANN_BOUND_BY_CONTROLLER] !== undefined && ann[ANN_DYNAMICALLY_PROVISIONED] === undefined;
 }
 
 /**
- * The take-back of an unfinished binding whose claim went (gone, created again, bound elsewhere, or
- * being deleted with no placed pod), decided on the cache: the glue reads the claim on the server
- * before the write (verify-on-server.ts). Undefined when the binding stands.
+ * The take-back of an unfinished binding whose claim is gone or was created again under its name,
+ * decided on the cache (the glue reads the claim on the server before the write:
+ * verify-on-server.ts). The claimRef keeps its namespace and name and loses its uid: the volume is
+ * reserved for a claim of that name, as a user's pre-binding, since nothing says whether the name
+ * was there before the binding (an administrator's reservation of a Retained volume, whose data
+ * must not go to any claim). A claim bound elsewhere, or being deleted, is left to upstream's paths
+ * and to the claim's sync (decide-claim.ts holds the binding back). Undefined when none.
  */
-export function takeBackUnfinished(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined, world: BinderWorld): BinderAction | undefined {
+export function takeBackUnfinished(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined): BinderAction | undefined {
   if (!bindingUnfinished(volume)) return undefined;
-  const why = orphanedBind(volume, claim, (c) => freeVolumeHeldBack(c, world));
-  return why ? { kind: 'unbindVolume', volume, keepClaimRef: false, takeBack: why } : undefined;
+  const why = unfinishedOrphaned(volume, claim);
+  return why ? { kind: 'unbindVolume', volume, keepClaimRef: true, takeBack: why } : undefined;
+}
+
+/** Why the claim of an unfinished binding no longer waits for it (gone, or created again), or undefined. */
+export function unfinishedOrphaned(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined): string | undefined {
+  if (!claim) return 'the claim is gone';
+  if (claim.metadata?.uid !== volume.spec?.claimRef?.uid) return 'the claim was deleted and created again';
+  return undefined;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ServerCheck } from './binder-metrics.js';
 import { claimRefProblem, releasedWhenClaimBoundElsewhere } from './decide-volume.js';
 import { DEFAULT_VOLUME_NAME_PATTERNS, provisionedVolumeNames } from './provisioned-volume-names.js';
 import type { VolumeNamePattern } from './provisioned-volume-names.js';
-import { orphanedBind } from './orphaned-bind.js';
+import { unfinishedOrphaned } from './orphaned-bind.js';
 import { eventTime } from './provisioning-events.js';
 import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-node-checks.js';
 
@@ -83,17 +83,16 @@ export function releaseRefuted(volume: PersistentVolume, live: PersistentVolumeC
 }
 
 /**
- * A take-back of an unfinished binding (orphaned-bind.ts), on the server's claim: the claim is
- * there with the claimRef's uid and names this volume, or waits for it (not being deleted). Its
- * pods were looked at on the cache by the decision. Why not, or undefined.
+ * A take-back of an unfinished binding (orphaned-bind.ts), on the server's claim: the claim with
+ * the claimRef's uid is there (the cache had not seen it: kube-scheduler pre-binds for a claim just
+ * created). Why not, or undefined.
  */
 export function takeBackRefuted(volume: PersistentVolume, live: PersistentVolumeClaim | undefined): string | undefined {
   const ref = volume.spec?.claimRef;
   const problem = ref && claimRefProblem(ref);
   if (!ref || problem) return `volume ${volume.metadata?.name}: spec.claimRef has ${problem ?? 'gone'}; not taking it back`;
-  if (orphanedBind(volume, live, () => true)) return undefined;
-  const state = live?.spec?.volumeName === volume.metadata?.name ? 'is bound to it' : 'waits for it';
-  return `claim ${ref.namespace}/${ref.name} of volume ${volume.metadata?.name} is on the server and ${state}; not taking it back; deciding again`;
+  if (unfinishedOrphaned(volume, live)) return undefined;
+  return `claim ${ref.namespace}/${ref.name} of volume ${volume.metadata?.name} is on the server; not taking the volume back; deciding again`;
 }
 
 /**

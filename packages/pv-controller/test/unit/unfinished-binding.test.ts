@@ -24,12 +24,12 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
   describe('which volumes carry one', function () {
     const cases: { name: string; v: PersistentVolume; want: boolean }[] = [
       { name: 'Available, claimRef with uid, bound-by-controller', v: written('Available'), want: true },
-      { name: 'new (phase not yet written), claimRef with uid, bound-by-controller', v: written('Pending'), want: true },
+      { name: 'no phase yet, claimRef with uid, bound-by-controller: perhaps a used volume created again from a dump (its status dropped)', v: written('Pending'), want: false },
       { name: 'Bound: the claim may have been written and used', v: written('Bound'), want: false },
       { name: 'Released', v: written('Released'), want: false },
       { name: 'a claimRef a user wrote (no bound-by-controller)', v: written('Available', {}), want: false },
       { name: 'a claimRef without uid (pre-bound by name)', v: vol('v', '1Gi', { claimRef: { ...ref('u1'), uid: undefined }, annotations: BY_CONTROLLER }), want: false },
-      { name: "made by in-tree provisioning (provisioned-by): its claim's to release", v: written('Pending', { ...BY_CONTROLLER, 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/gce-pd' }), want: false },
+      { name: "made by in-tree provisioning (provisioned-by): its claim's to release", v: written('Available', { ...BY_CONTROLLER, 'pv.kubernetes.io/provisioned-by': 'kubernetes.io/gce-pd' }), want: false },
     ];
     for (const t of cases) it(`${t.name}: ${t.want}`, () => expect(bindingUnfinished(t.v)).to.equal(t.want));
   });
@@ -37,10 +37,10 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
   describe("the volume's decision", function () {
     const cases: { name: string; v: PersistentVolume; claims?: PersistentVolumeClaim[]; pods?: ReturnType<typeof pod>[]; want: string[] }[] = [
       { name: 'Available, claim gone: taken back', v: written('Available'), want: ['unbindVolume (the claim is gone)'] },
-      { name: 'new, claim gone: taken back', v: written('Pending'), want: ['unbindVolume (the claim is gone)'] },
+      { name: 'no phase yet (perhaps created again from a dump), claim gone: Released, as upstream', v: written('Pending'), want: ['volumePhase Released'] },
       { name: 'Available, claim created again under its name: taken back', v: written('Available'), claims: [claim('c', '1Gi', { uid: 'u2' })], want: ['unbindVolume (the claim was deleted and created again)'] },
-      { name: 'Available, claim being deleted and no pod placed: taken back', v: written('Available'), claims: [deleting(claim('c', '1Gi', { uid: 'u1' }))], want: ['unbindVolume (the claim is being deleted)'] },
-      { name: 'Available, claim being deleted and a pod placed on a node uses it: left to the claim (as upstream)', v: written('Available'), claims: [deleting(claim('c', '1Gi', { uid: 'u1' }))], pods: [pod('p', 'c', 'n1')], want: [] },
+      { name: 'Available, claim being deleted: left to the claim, which holds it back until it goes', v: written('Available'), claims: [deleting(claim('c', '1Gi', { uid: 'u1' }))], want: [] },
+      { name: 'Available, claim bound to another volume: unbound, as upstream', v: written('Available'), claims: [claim('c', '1Gi', { uid: 'u1', volumeName: 'other' })], want: ['unbindVolume'] },
       { name: 'Available, claim there and waiting: left to the claim', v: written('Available'), claims: [claim('c', '1Gi', { uid: 'u1' })], want: [] },
       { name: 'Available, claim bound to it: Bound', v: written('Available'), claims: [claim('c', '1Gi', { uid: 'u1', volumeName: 'v' })], want: ['volumePhase Bound'] },
       { name: 'Bound, claim gone: Released, as upstream (the claim may have been Bound and used)', v: written('Bound'), want: ['volumePhase Released', 'volumePhase Failed'] },
@@ -58,11 +58,16 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
     }
   });
 
+  it('a take-back keeps the claimRef\'s namespace and name (an administrator may have reserved the volume so) and drops its uid', function () {
+    const [a] = decideVolume(written('Available'), world({ volumes: [written('Available')] }));
+    expect(a).to.include({ kind: 'unbindVolume', keepClaimRef: true, takeBack: 'the claim is gone' });
+  });
+
   describe("the claim's decision", function () {
-    it('a claim being deleted, no pod placed, with a half-written volume: takes it back and waits', function () {
+    it('a claim being deleted, no pod placed, with a half-written volume: waits, the binding not completed', function () {
       const c = deleting(claim('c', '1Gi', { uid: 'u1' }));
       const v = written('Available');
-      expect(kinds(decideClaim(c, world({ volumes: [v], claims: [c] }))).filter((k) => k !== 'claimPhase' && k !== 'event')).to.deep.equal(['unbindVolume (the claim is being deleted)']);
+      expect(kinds(decideClaim(c, world({ volumes: [v], claims: [c] }))).filter((k) => k !== 'event'), 'no write: the claim is Pending already').to.deep.equal([]);
     });
     it('the same claim with a pod placed on a node: the binding is completed (as upstream)', function () {
       const c = deleting(claim('c', '1Gi', { uid: 'u1' }));
@@ -80,8 +85,8 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
     const cases: { name: string; live: PersistentVolumeClaim | undefined; refuted: boolean }[] = [
       { name: 'gone', live: undefined, refuted: false },
       { name: 'created again', live: claim('c', '1Gi', { uid: 'u2' }), refuted: false },
-      { name: 'being deleted', live: deleting(claim('c', '1Gi', { uid: 'u1' })), refuted: false },
-      { name: 'bound to another volume', live: claim('c', '1Gi', { uid: 'u1', volumeName: 'other' }), refuted: false },
+      { name: 'being deleted (its sync holds the binding back until it goes)', live: deleting(claim('c', '1Gi', { uid: 'u1' })), refuted: true },
+      { name: 'bound to another volume (unbound as upstream instead)', live: claim('c', '1Gi', { uid: 'u1', volumeName: 'other' }), refuted: true },
       { name: 'there and waiting (the cache had not seen it: kube-scheduler pre-binds for a new claim)', live: claim('c', '1Gi', { uid: 'u1' }), refuted: true },
       { name: 'bound to this volume', live: deleting(claim('c', '1Gi', { uid: 'u1', volumeName: 'v' })), refuted: true },
     ];
@@ -128,12 +133,12 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
           if (x.kind !== 'unbindVolume' || !x.takeBack) continue;
           const v = x.volume;
           const where = `${v.metadata?.name} (${x.takeBack})`;
-          expect(v.status?.phase, `${where}: taken back from phase`).to.be.oneOf(['Available', 'Pending', undefined, '']);
+          expect(v.status?.phase, `${where}: taken back from phase`).to.equal('Available');
+          expect(x.keepClaimRef, `${where}: the claimRef's name kept (it may be an administrator's reservation)`).to.equal(true);
           expect(v.metadata?.annotations?.['pv.kubernetes.io/bound-by-controller'], `${where}: a claimRef a user wrote`).to.not.equal(undefined);
           expect(v.metadata?.annotations?.['pv.kubernetes.io/provisioned-by'], `${where}: a provisioned volume`).to.equal(undefined);
           const mine = f.claim !== 'gone' && v.spec?.claimRef?.uid === c.metadata?.uid;
-          if (mine) expect(c.spec?.volumeName, `${where}: named by its claim`).to.not.equal(v.metadata?.name);
-          if (mine && f.claim === 'there') expect(c.spec?.volumeName, `${where}: its claim waits for it`).to.not.equal(undefined);
+          expect(mine, `${where}: its claim is there (${f.claim})`).to.equal(false);
         }
       }),
       { numRuns: 3000 },

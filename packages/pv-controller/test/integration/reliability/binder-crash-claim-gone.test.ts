@@ -24,10 +24,12 @@ function statusWrites(audit: AuditLogTail, name: string): AuditEvent[] {
     .filter((e) => e.stage === 'ResponseComplete' && e.user.username === controllerUser('pv-binder') && e.objectRef?.resource === 'persistentvolumes' && e.objectRef.subresource === 'status' && e.objectRef.name === name && (e.responseStatus?.code ?? 0) < 300);
 }
 
-async function expectTakenBack(admin: KubeClient, name: string): Promise<void> {
+/** Available again, its claimRef reserving it for a claim of the same namespace and name, without the uid of the one that went. */
+async function expectTakenBack(admin: KubeClient, name: string, ns: string): Promise<void> {
   await eventually(async () => {
     const v = await getPV(admin, name);
-    expect([v.status?.phase, v.spec?.claimRef, v.metadata?.annotations?.[BY_CONTROLLER]]).to.deep.equal(['Available', undefined, undefined]);
+    const ref = v.spec?.claimRef;
+    expect([v.status?.phase, ref?.namespace, ref?.name, ref?.uid]).to.deep.equal(['Available', ns, 'c', undefined]);
   }, 60_000);
 }
 
@@ -60,7 +62,8 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
   afterEach(async function () {
     for (const p of procs.splice(0)) await p.stop();
     await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns, { quiet: true });
-    await deleteNow(admin, Resources.persistentVolumes, `${ns}-v`, undefined, { quiet: true });
+    await deleteNow(admin, Resources.persistentVolumeClaims, 'barrier', ns, { quiet: true });
+    for (const v of ['v', 'barrier']) await deleteNow(admin, Resources.persistentVolumes, `${ns}-${v}`, undefined, { quiet: true });
     await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
   });
 
@@ -80,26 +83,27 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns);
     await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
     procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
-    await expectTakenBack(admin, `${ns}-v`);
+    await expectTakenBack(admin, `${ns}-v`, ns);
     expect(statusWrites(audit, `${ns}-v`).length, 'never Released (nor Failed by its reclaim)').to.equal(before);
     // Free again: a new claim binds it.
     await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls }));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).spec?.volumeName).to.equal(`${ns}-v`), 60_000);
   });
 
-  it('killed after the claimRef, the claim being deleted meanwhile (no pod uses it): taken back, and the claim waits without it', async function () {
+  it('killed after the claimRef, the claim being deleted meanwhile (no pod uses it): the binding is not completed, and the volume is taken back once the claim goes', async function () {
     const before = await killedAfterClaimRef([HOLD]);
     await admin.delete(Resources.persistentVolumeClaims, 'c', ns);
     procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
-    await expectTakenBack(admin, `${ns}-v`);
-    const c = await getPVC(admin, ns, 'c');
-    expect([c.spec?.volumeName, c.metadata?.deletionTimestamp !== undefined]).to.deep.equal([undefined, true]);
-    // Once it goes, the volume stays free.
+    // A pair created after the start, bound: the restarted binder has been through what it found.
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-barrier`, GiB(2), { class: cls }));
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'barrier', GiB(2), { class: cls }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'barrier')).status?.phase).to.equal('Bound'), 60_000);
+    const held = await getPVC(admin, ns, 'c');
+    expect(held.spec?.volumeName, 'the binding of a claim being deleted is not completed').to.equal(undefined);
     await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { metadata: { finalizers: null } });
     await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
-    const v = await getPV(admin, `${ns}-v`);
-    expect([v.status?.phase, v.spec?.claimRef]).to.deep.equal(['Available', undefined]);
-    expect(statusWrites(audit, `${ns}-v`).length, 'never Released').to.equal(before);
+    await expectTakenBack(admin, `${ns}-v`, ns);
+    expect(statusWrites(audit, `${ns}-v`).length, 'never Released (nor Bound: the binding was not completed)').to.equal(before);
   });
 
   it("kube-scheduler's pre-binding for a claim deleted before the binder saw it: taken back", async function () {
@@ -113,7 +117,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     // What BindPodVolumes writes (GetBindVolumeToClaim in k8s.io/component-helpers/storage/volume): the claimRef and the mark, not the phase.
     const claimRef = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: claim.metadata?.uid, resourceVersion: claim.metadata?.resourceVersion };
     await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations: { ...v.metadata?.annotations, [BY_CONTROLLER]: 'yes' } }, spec: { ...v.spec, claimRef } });
-    await expectTakenBack(admin, `${ns}-v`);
+    await expectTakenBack(admin, `${ns}-v`, ns);
     expect(statusWrites(audit, `${ns}-v`).length, 'never Released').to.equal(before);
   });
 
@@ -138,5 +142,14 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
       expect([back.status?.phase, back.spec?.claimRef?.uid]).to.deep.equal(['Bound', claim.metadata?.uid]);
     }, 60_000);
     expect(volumeWrites(audit, `${ns}-v`).slice(before), 'the phase, then the claimRef').to.deep.equal(['status', 'spec']);
+  });
+
+  it('a new claim naming a free volume binds it as upstream: the claimRef, then the phase', async function () {
+    procs.push(await startBinderManager(`${ns}-only`, { leaderElect: false }));
+    await eventually(async () => expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Available'));
+    const before = volumeWrites(audit, `${ns}-v`).length;
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls, volumeName: `${ns}-v` }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
+    expect(volumeWrites(audit, `${ns}-v`).slice(before), 'never Bound and used: no phase written first').to.deep.equal(['spec', 'status']);
   });
 });
