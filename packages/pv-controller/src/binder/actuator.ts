@@ -3,6 +3,7 @@ import type { EventRecorder, KubeClient, Logger, PersistentVolume, PersistentVol
 import type { BinderAction } from './actions.js';
 import type { AssumeCache } from './assume-cache.js';
 import { claimStatusFor } from './claim-status.js';
+import { claimMayHaveBeenBound } from './orphaned-bind.js';
 import type { ClaimPhase } from './claim-status.js';
 
 /** The client calls the binder's actuator makes: all writes with a precondition (see BinderActuator). */
@@ -70,15 +71,15 @@ export class BinderActuator {
           const claim = clm(a.claim);
           let next = v;
           const ref = v.spec?.claimRef;
-          // A claim that may have been Bound to this volume and used it (Bound or Lost now, or
-          // marked bind-completed) re-binds it phase first, so that an Available volume with a
-          // claimRef always means a binding that never reached its claim (bindingUnfinished,
-          // orphaned-bind.ts).
-          const mayHaveUsed = claim.status?.phase === 'Bound' || claim.status?.phase === 'Lost' || claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined;
-          if (mayHaveUsed && claim.spec?.volumeName === v.metadata?.name && next.status?.phase !== 'Bound') {
-            next = await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }, ANSWER);
-            wroteVolume(next);
-          }
+          const markBound = async (x: PersistentVolume): Promise<PersistentVolume> => {
+            const written = await this.d.client.replaceStatus(Resources.persistentVolumes, { ...x, status: { ...x.status, phase: 'Bound', message: undefined } }, ANSWER);
+            wroteVolume(written);
+            return written;
+          };
+          // A claim that may have been Bound to this volume and used it re-binds it phase first, so
+          // that an Available volume with a claimRef always means a binding that never reached its
+          // claim (bindingUnfinished, orphaned-bind.ts).
+          if (claimMayHaveBeenBound(claim) && claim.spec?.volumeName === v.metadata?.name && next.status?.phase !== 'Bound') next = await markBound(next);
           const missingMark = a.boundByController && v.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined;
           if (!ref || ref.uid !== claim.metadata?.uid || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace || missingMark) {
             const claimRef = {
@@ -95,7 +96,7 @@ export class BinderActuator {
             failpoint('binder-volume-claimref', v.metadata?.name);
           }
           if (next.status?.phase !== 'Bound') {
-            wroteVolume(await this.d.client.replaceStatus(Resources.persistentVolumes, { ...next, status: { ...next.status, phase: 'Bound', message: undefined } }, ANSWER));
+            await markBound(next);
             failpoint('binder-volume-bound', v.metadata?.name);
           }
           break;

@@ -1,12 +1,12 @@
-import { ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED } from '@topovol/shared';
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import type { BinderWorld } from './binder-world.js';
+import { freeVolumeHeldBack } from './deleting-claim.js';
 
 /**
- * Topovol: why a claimRef written on a free volume must be taken back, given the claim it names
- * (undefined: keep it). `heldBack` says whether a claim being deleted may not take a free volume
- * (freeVolumeHeldBack, on the pods the caller knows).
+ * Topovol: why a claimRef the binder has just written on a free volume must be taken back, given
+ * the claim as the server has it after the claim's own write failed (undefined: keep it).
  *
  * A binding is two objects written one after the other (upstream's bind: the volume, then the
  * claim), decided on the claim cache. When that cache is behind a delete, the volume is written for
@@ -17,16 +17,15 @@ import type { BinderWorld } from './binder-world.js';
  * went while it was written"). Taken back, the volume is Available again. A claim that recorded the
  * binding (`spec.volumeName`) keeps it, whatever its state.
  */
-export function orphanedBind(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined, heldBack: (claim: PersistentVolumeClaim) => boolean): string | undefined {
-  const ref = volume.spec?.claimRef;
-  if (!ref) return undefined;
-  if (!claim) return 'the claim is gone';
-  if (claim.metadata?.uid !== ref.uid) return 'the claim was deleted and created again';
+export function orphanedBind(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined, world: BinderWorld): string | undefined {
+  if (!volume.spec?.claimRef) return undefined;
+  const went = claimGoneOrRecreated(volume, claim);
+  if (went || !claim) return went;
   const bound = claim.spec?.volumeName;
   if (bound === volume.metadata?.name) return undefined;
   if (bound) return `the claim is bound to volume ${bound}`;
   // A claim being deleted that a placed pod uses gets its volume, as upstream (deleting-claim.ts).
-  if (claim.metadata?.deletionTimestamp && heldBack(claim)) return 'the claim is being deleted';
+  if (claim.metadata?.deletionTimestamp && freeVolumeHeldBack(claim, world)) return 'the claim is being deleted';
   return undefined;
 }
 
@@ -64,12 +63,12 @@ export function bindingUnfinished(volume: PersistentVolume): boolean {
  */
 export function takeBackUnfinished(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined): BinderAction | undefined {
   if (!bindingUnfinished(volume)) return undefined;
-  const why = unfinishedOrphaned(volume, claim);
+  const why = claimGoneOrRecreated(volume, claim);
   return why ? { kind: 'unbindVolume', volume, keepClaimRef: true, takeBack: why } : undefined;
 }
 
-/** Why the claim of an unfinished binding no longer waits for it (gone, or created again), or undefined. */
-export function unfinishedOrphaned(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined): string | undefined {
+/** Why the claim the volume's claimRef names no longer waits for it (gone, or created again), or undefined. */
+export function claimGoneOrRecreated(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined): string | undefined {
   if (!claim) return 'the claim is gone';
   if (claim.metadata?.uid !== volume.spec?.claimRef?.uid) return 'the claim was deleted and created again';
   return undefined;
@@ -82,6 +81,15 @@ export function unfinishedOrphaned(volume: PersistentVolume, claim: PersistentVo
  * back, whatever befalls the claim (upstream releases it).
  */
 export function takenFromFreePool(actions: readonly BinderAction[], claim: PersistentVolumeClaim, world: BinderWorld): string[] {
-  if (claim.spec?.volumeName || claim.status?.phase === 'Bound' || claim.status?.phase === 'Lost') return [];
+  if (claim.spec?.volumeName || claimMayHaveBeenBound(claim)) return [];
   return actions.flatMap((a) => (a.kind === 'bindVolume' && !world.volume(a.volume.metadata!.name!)?.spec?.claimRef ? [a.volume.metadata!.name!] : []));
+}
+
+/**
+ * Whether the claim may have been Bound to a volume, and a pod have used it: Bound or Lost now
+ * (status, which only controllers write), or marked bind-completed.
+ */
+export function claimMayHaveBeenBound(claim: PersistentVolumeClaim): boolean {
+  const phase = claim.status?.phase;
+  return phase === 'Bound' || phase === 'Lost' || claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined;
 }

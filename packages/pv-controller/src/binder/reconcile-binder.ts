@@ -12,7 +12,6 @@ import { countRetroactiveClass, deleteStarted, OperationTimestamps, provisioning
 import { claimClass } from './claim-helpers.js';
 import { decideClaim } from './decide-claim.js';
 import { decideVolume } from './decide-volume.js';
-import { freeVolumeHeldBack } from './deleting-claim.js';
 import { orphanedBind, takenFromFreePool } from './orphaned-bind.js';
 import { issueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
@@ -141,7 +140,6 @@ export class BinderReconciler {
     let failed = false;
     try {
       await this.run(actions);
-      tookBack(actions);
     } catch (err) {
       failed = true;
       const stale = err instanceof StaleViewError || classifyError(err).kind === 'Conflict';
@@ -298,7 +296,7 @@ export class BinderReconciler {
     try {
       const live = await getIfPresent<PersistentVolumeClaim>(this.d.client, Resources.persistentVolumeClaims, claim.metadata!.name!, claim.metadata?.namespace);
       for (const v of written) {
-        const why = orphanedBind(v, live, (c) => freeVolumeHeldBack(c, this.d.world));
+        const why = orphanedBind(v, live, this.d.world);
         if (!why) continue;
         const undo: BinderAction = { kind: 'unbindVolume', volume: v, keepClaimRef: false, takeBack: why };
         await this.d.actuator.run([undo]);

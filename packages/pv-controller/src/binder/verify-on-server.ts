@@ -5,7 +5,7 @@ import type { ServerCheck } from './binder-metrics.js';
 import { claimRefProblem, releasedWhenClaimBoundElsewhere } from './decide-volume.js';
 import { DEFAULT_VOLUME_NAME_PATTERNS, provisionedVolumeNames } from './provisioned-volume-names.js';
 import type { VolumeNamePattern } from './provisioned-volume-names.js';
-import { unfinishedOrphaned } from './orphaned-bind.js';
+import { claimGoneOrRecreated } from './orphaned-bind.js';
 import { eventTime } from './provisioning-events.js';
 import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-node-checks.js';
 
@@ -91,7 +91,7 @@ export function takeBackRefuted(volume: PersistentVolume, live: PersistentVolume
   const ref = volume.spec?.claimRef;
   const problem = ref && claimRefProblem(ref);
   if (!ref || problem) return `volume ${volume.metadata?.name}: spec.claimRef has ${problem ?? 'gone'}; not taking it back`;
-  if (unfinishedOrphaned(volume, live)) return undefined;
+  if (claimGoneOrRecreated(volume, live)) return undefined;
   return `claim ${ref.namespace}/${ref.name} of volume ${volume.metadata?.name} is on the server; not taking the volume back; deciding again`;
 }
 

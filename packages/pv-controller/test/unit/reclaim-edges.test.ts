@@ -149,6 +149,20 @@ describe('verifyOnServer: Released waits for the server, other phases do not', f
     expect((await verifyOnServer(serving({ claims: [claim('c', '1Gi')] }), release))?.check).to.equal('release');
   });
 
+  // A take-back of an unfinished binding (orphaned-bind.ts) goes through the same read: the cache
+  // may not show a claim kube-scheduler has just pre-bound a volume for.
+  const unfinished: PersistentVolume = { ...released, metadata: { ...released.metadata, annotations: { 'pv.kubernetes.io/bound-by-controller': 'yes' } }, status: { phase: 'Available' } };
+  const takeBack: BinderAction[] = [{ kind: 'unbindVolume', volume: unfinished, keepClaimRef: true, takeBack: 'the claim is gone' }];
+  it('a take-back, the server still has the claim the cache had not seen: refused (check take_back)', async function () {
+    const reads: string[] = [];
+    const refuted = await verifyOnServer(serving({ claims: [claim('c', '1Gi', { uid: unfinished.spec?.claimRef?.uid })] }, reads), takeBack);
+    expect(reads).to.deep.equal(['get persistentvolumeclaims ns/c']);
+    expect([refuted?.index, refuted?.check]).to.deep.equal([0, 'take_back']);
+  });
+  it('a take-back, the claim gone on the server too: confirmed', async function () {
+    expect(await verifyOnServer(serving({}), takeBack)).to.equal(undefined);
+  });
+
   it('the server has a claim of that name with another uid (re-created): released', async function () {
     expect(await verifyOnServer(serving({ claims: [claim('c', '1Gi', { uid: 'uid-new' })] }), release)).to.equal(undefined);
   });

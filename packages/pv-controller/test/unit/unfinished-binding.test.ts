@@ -107,6 +107,7 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
       { name: 'a claim naming the volume (it may have been Bound to it)', c: claim('c', '1Gi', { volumeName: 'v' }), want: [] },
       { name: 'a Bound claim re-binding a volume that lost its claimRef', c: claim('c', '1Gi', { volumeName: 'v', phase: 'Bound', annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }), want: [] },
       { name: 'a Lost claim', c: claim('c', '1Gi', { phase: 'Lost' }), want: [] },
+      { name: 'a claim marked bind-completed', c: claim('c', '1Gi', { annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }), want: [] },
     ];
     for (const t of cases) it(`${t.name}: ${JSON.stringify(t.want)}`, () => expect(takenFromFreePool(plan(t.c), t.c, world({ volumes: [free], claims: [t.c] }))).to.deep.equal(t.want));
   });

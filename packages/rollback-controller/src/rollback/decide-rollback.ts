@@ -120,7 +120,7 @@ export function decideRollback(pod: Pod, world: RollbackWorld, stuckSince: numbe
   const refused = refusal(pod, pinned, world);
   if (refused) return { kind: 'refuse', why: refused };
   if (verdicts.every((v) => v.nodeState)) {
-    const left = (readySince ?? now) + (world.nodeStateDwellMs ?? NODE_STATE_DWELL_MS) - now;
+    const left = (readySince ?? now) + world.nodeStateDwellMs - now;
     if (left > 0) {
       const why2 = `${why}; waiting ${Math.ceil(left / 1000)} s for the scheduler to bind the pod there (it may be doing so now) or to find it unschedulable`;
       return { kind: 'wait', ms: left, why: why2, dwelling: true, readyFirstSeen: readySince === undefined ? now : undefined };
@@ -178,12 +178,7 @@ function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonl
     const v = c?.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
     const affinity = v?.spec?.nodeAffinity;
     if (!v || !affinity?.required || v.spec?.claimRef?.uid !== c?.metadata?.uid) continue;
-    let elsewhere = false;
-    for (const n of world.nodes()) {
-      if (failed.includes(n.metadata?.name ?? '') || !volumeNodeAffinityMatches(affinity, n)) continue;
-      elsewhere = true;
-      break;
-    }
+    const elsewhere = world.nodes().some((n) => !failed.includes(n.metadata?.name ?? '') && volumeNodeAffinityMatches(affinity, n));
     if (!elsewhere) return `claim ${name} is bound to volume ${v.metadata?.name}, which is not rolled back and whose node affinity allows no other node: rolling back the others would not move the pod`;
   }
   return undefined;

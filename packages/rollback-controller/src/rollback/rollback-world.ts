@@ -17,7 +17,7 @@ export interface RollbackWorld {
   claim(namespace: string, name: string): PersistentVolumeClaim | undefined;
   node(name: string): Node | undefined;
   /** Every node the cache holds. */
-  nodes(): Iterable<Node>;
+  nodes(): Node[];
   /** Pods in the claim's namespace whose volumes reference it by name (any phase; ephemeral volumes included). */
   podsUsingClaim(namespace: string, name: string): Pod[];
   /** Whether a pod with this uid still exists. */
@@ -41,8 +41,8 @@ export interface RollbackWorld {
   now(): number;
   /** How long to wait for claims still undecided (perhaps still provisioning) before rolling back anyway. */
   graceMs: number;
-  /** How long a pod must be seen ready to roll back on its node's state alone (NODE_STATE_DWELL_MS by default). */
-  nodeStateDwellMs?: number;
+  /** How long a pod must be seen ready to roll back on its node's state alone (--rollback-node-state-wait). */
+  nodeStateDwellMs: number;
   /** Only volumes created this recently are marked unused: older ones were not seen provisioned. */
   markWindowMs: number;
   /** At most this many rollbacks per workload. */

@@ -2,6 +2,7 @@ import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeA
 import { claimNamesOfPod } from '@topovol/shared';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningObservation, RollbackWorld } from '../../src/rollback/rollback-world.js';
+import { NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
 import { historyKeyOfRecord } from '../../src/rollback/workload.js';
 
 // Cluster fixtures for the rollback loop's decisions: a world from plain lists, and builders.
@@ -44,6 +45,7 @@ export function world(w: W): RollbackWorld {
     rollbacksOfClaim: (ns, name) => (w.rollbacks ?? []).filter((r) => r.spec.pod.namespace === ns && r.spec.claims.some((c) => c.name === name)),
     now: () => NOW,
     graceMs: 60_000,
+    nodeStateDwellMs: NODE_STATE_DWELL_MS,
     markWindowMs: 600_000,
     maxRollbacks: 3,
     backoffBaseMs: 30_000,
