@@ -31,6 +31,9 @@ export const rollbackDescriptor: ControllerDescriptor = {
     // re-created, that the namespace still has that uid (not another made since under the name).
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
     { apiGroups: ['storage.k8s.io'], resources: ['volumeattachments'], verbs: ['list', 'watch'] },
+    // Whether a failed claim's class binds on first consumer: only then is a removed selected node
+    // the provisioner's reschedule signal (stuck-evidence.ts).
+    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list', 'watch'] },
     // The rollbacks it records, advances, and forgets after --rollback-history-ttl.
     { apiGroups: ['topovol.io'], resources: ['provisioningrollbacks'], verbs: ['list', 'watch', 'create', 'delete'] },

@@ -40,6 +40,7 @@ export * from './selectors/toleration.js';
 export * from './selectors/label-syntax.js';
 export * from './quantity/quantity.js';
 export * from './informer/projections.js';
+export * from './volumes/claim-class.js';
 export * from './volumes/pod-claims.js';
 export * from './volumes/well-known.js';
 export * from './testing-hooks/failpoint.js';

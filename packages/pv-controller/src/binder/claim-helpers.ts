@@ -1,10 +1,7 @@
 import { ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_CLASS, ANN_IS_DEFAULT_CLASS } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 
-/** The claim's class: the legacy beta annotation first, else spec.storageClassName; "" = class-less (GetPersistentVolumeClaimClass). */
-export function claimClass(c: PersistentVolumeClaim): string {
-  return c.metadata?.annotations?.[ANN_BETA_STORAGE_CLASS] ?? c.spec?.storageClassName ?? '';
-}
+export { claimClass } from '@topovol/shared';
 
 /** Whether the claim asked for no class at all (nil), which the default class may fill in. */
 export function claimClassUnset(c: PersistentVolumeClaim): boolean {

@@ -3,7 +3,7 @@ import type { Pod } from '@topovol/shared';
 import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
 import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
-import { deletedClaimStep, TERMINATING_RECHECK_MS } from './intent/decide-intent.js';
+import { deletedClaimStep } from './intent/decide-intent.js';
 import type { IntentStep } from './intent/decide-intent.js';
 import type { SettlePlan } from './intent/held-volume.js';
 import { decideHold, decideSettle } from './intent/held-volume.js';
@@ -62,7 +62,7 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         // Decided on the cache, which may lag: a claim of the name with another uid there may be
         // one deleted since (an earlier rollback's), with none on the server. Only a claim the
         // server has is taken as the re-created one; with none there, it is created now.
-        const next = deletedClaimStep(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name));
+        const next = deletedClaimStep(s.claim, await d.reads.claim(current.spec.pod.namespace, s.claim.name), Date.now());
         if (next.kind === 'waitTerminating') return next.ms;
         // The old claim is gone on the server (read just now): its volume is settled first.
         await settleHeldVolume(d, current, s.claim);
@@ -102,7 +102,8 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
 async function recreateClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ record: ProvisioningRollback } | { wait: number }> {
   // The old claim must be gone on the server, not only in the cache, before its volume is settled:
   // while it terminates, a pod can still start on it.
-  if (deletedClaimStep(c, await d.reads.claim(r.spec.pod.namespace, c.name)).kind === 'waitTerminating') return { wait: TERMINATING_RECHECK_MS };
+  const step = deletedClaimStep(c, await d.reads.claim(r.spec.pod.namespace, c.name), Date.now());
+  if (step.kind === 'waitTerminating') return { wait: step.ms };
   await settleHeldVolume(d, r, c);
   return createFromRecord(d, r, c);
 }
@@ -117,7 +118,7 @@ async function createFromRecord(d: AdvanceDeps, r: ProvisioningRollback, c: Roll
   if (created === 'refused') return { wait: RECREATE_RETRY_MS };
   if (created === 'namespaceGone') return { record: await abandonClaim(d, r, c, `namespace ${r.spec.pod.namespace} is being deleted`) };
   if (created !== 'exists') return { record: await d.actuator.setClaim(r, c.name, 'Recreated', created.uid) };
-  const next = afterCreateRefused(c, await d.reads.claim(r.spec.pod.namespace, c.name));
+  const next = afterCreateRefused(c, await d.reads.claim(r.spec.pod.namespace, c.name), Date.now());
   if (next.kind === 'waitTerminating') return { wait: next.ms };
   const record = await d.actuator.setClaim(r, c.name, 'Recreated', next.uid);
   d.actuator.reportAdopted(record, c.name, next.uid);

@@ -8,6 +8,7 @@ import { decideRollback } from './decide-rollback.js';
 import type { PinnedClaim } from './decide-rollback.js';
 import { decideIntent } from './intent/decide-intent.js';
 import { templatesTooLarge } from './intent/new-rollback.js';
+import { heldByOthers } from './claim-template.js';
 import { createdMs, isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 import { writeMark } from './mark-actuator.js';
@@ -129,7 +130,7 @@ export class RollbackReconciler {
         }
         // Refused before anything is recorded or deleted: a record too large for etcd could be
         // created, then fail the status writes that re-create its claims.
-        const refused = templatesTooLarge(live) ?? (await this.recreateRefused(live));
+        const refused = templatesTooLarge(live) ?? live.map((p) => heldByOthers(p.claim)).find((why) => why !== undefined) ?? (await this.recreateRefused(live));
         try {
           await this.d.actuator.decide(pod, refused ? { kind: 'refuse', why: refused } : { ...decision, pinned: live }, ns.uid);
         } catch (err) {

@@ -1,5 +1,5 @@
-import { ANN_SELECTED_NODE, claimKeysOfPod, listOrderMark, Controller, errorMessage, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
-import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimClass, claimKeysOfPod, listOrderMark, Controller, errorMessage, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
+import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import { DeletedClaimWatch } from './deleted-claim-watch.js';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
 import { RelistPacer } from './relist-pacer.js';
@@ -32,6 +32,8 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   const pvcs = informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
   const pods = informers.forResource<Pod>(Resources.pods, { transform: projectPod });
   const nodes = informers.forResource<Node>(Resources.nodes, { transform: projectNode });
+  // Only for whether a failed claim's class binds on first consumer (stuck-evidence.ts).
+  const classes = informers.forResource<StorageClass>(Resources.storageClasses);
   const attachments = informers.forResource<VolumeAttachment>(Resources.volumeAttachments);
   const failures = informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
   const records = informers.forResource<ProvisioningRollback>(ProvisioningRollbacks);
@@ -78,6 +80,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     claim: (ns, name) => pvcs.cache.get(`${ns}/${name}`),
     node: (name) => nodes.cache.get(name),
     nodes: () => nodes.cache.list(),
+    storageClass: (name) => classes.cache.get(name),
     podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
     podExists: (uid) => pods.cache.byIndex('uid', uid).length > 0,
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),
@@ -266,6 +269,11 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
       if (v) enqueueVolume(v);
     },
   });
+  // A class seen late (or changed) may make a failure evidence: the pods of its unbound claims look again.
+  const onClass = (sc: StorageClass): void => {
+    for (const c of pvcs.cache.list()) if (!c.spec?.volumeName && claimClass(c) === sc.metadata?.name) enqueueClaimUsers(objectKey(c));
+  };
+  classes.addEventHandler({ onAdd: onClass, onUpdate: (_, sc) => onClass(sc) });
   const onFailure = (e: Event): void => {
     const o = e.involvedObject;
     if (o?.namespace && o.name) enqueueClaimUsers(`${o.namespace}/${o.name}`);

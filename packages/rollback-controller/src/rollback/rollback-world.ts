@@ -1,4 +1,4 @@
-import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
+import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
 
 /** What this process saw of a claim while it was being provisioned (see provisioning-observation.ts). */
@@ -18,6 +18,7 @@ export interface RollbackWorld {
   node(name: string): Node | undefined;
   /** Every node the cache holds. */
   nodes(): Node[];
+  storageClass(name: string): StorageClass | undefined;
   /** Pods in the claim's namespace whose volumes reference it by name (any phase; ephemeral volumes included). */
   podsUsingClaim(namespace: string, name: string): Pod[];
   /** Whether a pod with this uid still exists. */

@@ -1,5 +1,5 @@
-import { ANN_SELECTED_NODE, claimNamesOfPod } from '@topovol/shared';
-import type { Event, Pod } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimClass, claimNamesOfPod } from '@topovol/shared';
+import type { Event, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { nodeRejectsPod } from './node-rejects-pod.js';
 import type { RollbackWorld } from './rollback-world.js';
 
@@ -43,7 +43,8 @@ const VOLUME_NODE_CONFLICT = /didn't match PersistentVolume's node affinity|volu
 /**
  * Evidence that the pod cannot run on the node its pinned volumes were provisioned for: the node is
  * gone, cordoned or tainted; a sibling claim failed to provision there (ResourceExhausted on that
- * node, or the external provisioner's reschedule signal: selected-node removed after a failure);
+ * node, or the external provisioner's reschedule signal: selected-node removed after a failure, from
+ * a claim of a WaitForFirstConsumer class);
  * or the scheduler reports that the volumes' node affinity excludes the other nodes. Records
  * (Events, the pod's condition) count only when newer than `notBefore`, the evidence of the workload's last rollback: the same
  * failure never triggers a second rollback; and only when dated no later than `latest` (by default
@@ -61,7 +62,10 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
     if (failures.length === 0) continue;
     const newest = failures.reduce((a, b) => (eventTime(b) > eventTime(a) ? b : a));
     const selected = sibling.metadata?.annotations?.[ANN_SELECTED_NODE];
-    if (!selected) return { why: `claim ${name} failed to provision and its selected node was removed (${newest.message ?? 'ProvisioningFailed'})`, at: eventTime(newest) };
+    if (!selected) {
+      if (mayBeRescheduled(sibling, world)) return { why: `claim ${name} failed to provision and its selected node was removed (${newest.message ?? 'ProvisioningFailed'})`, at: eventTime(newest) };
+      continue;
+    }
     const exhausted = failures.filter((e) => /ResourceExhausted/i.test(e.message ?? '')).sort((a, b) => eventTime(b) - eventTime(a))[0];
     if (selected === node && exhausted) return { why: `claim ${name} cannot be provisioned on node ${node}: ${exhausted.message}`, at: eventTime(exhausted) };
   }
@@ -71,6 +75,22 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
     return { why: `the scheduler reports: ${cond.message}`, at: condTime };
   }
   return undefined;
+}
+
+/**
+ * Whether a failed claim with no selected node may be one its provisioner gave back to the
+ * scheduler: external-provisioner removes the selected node after a failure it returns
+ * ProvisioningReschedule for (ResourceExhausted on that node, or the node or its CSINode not found:
+ * pkg/controller/controller.go; the removal in sig-storage-lib-external-provisioner's
+ * provisionVolumeErrorHandling), and only from a claim that has one, i.e. of a
+ * WaitForFirstConsumer class. A claim of an Immediate class never had one: its failure (bad
+ * parameters, a quota, a provisioner down) says nothing about any node, and rolling the pod's other
+ * volumes back would not help it. A class not in the cache (deleted, or not seen yet) is not read as
+ * delayed: no rollback rests on it.
+ */
+function mayBeRescheduled(claim: PersistentVolumeClaim, world: RollbackWorld): boolean {
+  const name = claimClass(claim);
+  return name !== '' && world.storageClass(name)?.volumeBindingMode === 'WaitForFirstConsumer';
 }
 
 /**

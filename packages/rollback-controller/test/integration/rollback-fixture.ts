@@ -28,7 +28,27 @@ export class RollbackFixture {
     const cp = await sharedControlPlane();
     this.admin = cp.adminClient();
     await installCrds(this.admin);
+    await this.startKcm();
+  }
+
+  private async startKcm(): Promise<void> {
+    const cp = await sharedControlPlane();
     await this.kcm.start(() => startKubeControllerManager(cp, ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']));
+  }
+
+  /** kube-controller-manager stopped by holdDeletedClaims, started again by stopTest. */
+  private kcmStopped = false;
+
+  /**
+   * Stops kube-controller-manager until the test ends: its protection controller does not remove a
+   * deleted claim's `kubernetes.io/pvc-protection` finalizer meanwhile, so the claim stays
+   * Terminating (as while that controller is slow or down) until the test removes the finalizer
+   * itself. A finalizer of the test's own would not do: the rollback leaves a claim carrying one
+   * alone (claim-template.ts, heldByOthers).
+   */
+  async holdDeletedClaims(): Promise<void> {
+    this.kcmStopped = true;
+    await this.kcm.stop();
   }
 
   async stopSuite(): Promise<void> {
@@ -59,6 +79,10 @@ export class RollbackFixture {
   /** Nothing left for other suites' cluster-wide loops to act on. */
   async stopTest(): Promise<void> {
     const { admin } = this;
+    if (this.kcmStopped) {
+      this.kcmStopped = false;
+      await this.startKcm();
+    }
     for (const ns of [this.ns, ...this.others.splice(0)]) {
       for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
       for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) await deleteNow(admin, Resources.persistentVolumeClaims, c.metadata!.name!, ns, { quiet: true });

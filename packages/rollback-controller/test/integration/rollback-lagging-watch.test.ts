@@ -143,13 +143,14 @@ describe('rollback with one watch lagging the other: a pod that used the volume 
 
   /**
    * Pod p's claim c1 was provisioned on node a and marked unused; c2 then fails there, and the loop
-   * deletes c1, which HOLD keeps Terminating (the volume Retain, held) until the test lets it go.
+   * deletes c1, which its pvc-protection finalizer keeps Terminating (kube-controller-manager stopped:
+   * RollbackFixture.holdDeletedClaims; the volume Retain, held) until the test lets it go.
    */
   const c1HeldWhileDeleted = async (l: InProcessLoop): Promise<void> => {
     await f.podWithClaims('p');
     await f.provisionC1OnA(l);
     await eventually(async () => expect(await f.usage()).to.equal('unused'));
-    await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: [HOLD] } });
+    await f.holdDeletedClaims();
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await eventually(async () => expect((await f.claim('c1')).metadata?.deletionTimestamp).to.not.equal(undefined));
     expect((await f.volume('v1')).metadata?.annotations?.[ANN_RECLAIM_HELD], 'held before the delete').to.equal('Delete');

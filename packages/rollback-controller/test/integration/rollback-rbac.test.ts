@@ -15,14 +15,15 @@ import { bindPod, claim, createNode, failProvisioning, pod, PROVISIONER, provisi
 /**
  * The rollback loop's ClusterRole exercised in one scenario (kube-controller-manager's binder binds
  * and releases, as in rollback.test.ts). Pod p: c1 provisioned on node a (PV patch: the unused
- * mark), c2 fails there (ProvisioningFailed Event: the event informer), so c1 is rolled back (a
+ * mark), c2 fails there (ProvisioningFailed Event: the event informer; c2's WaitForFirstConsumer
+ * class is created after the loop's first list, so only the class watch makes its failure count), so c1 is rolled back (a
  * ProvisioningRollback created and its status updated; the namespace's pods listed, the volume and
  * the claim re-read live before the delete; claim delete and create; Events), and the finished record is forgotten
  * after --rollback-history-ttl (its delete). Pod q's volume is attached (a VolumeAttachment):
  * marked used and the rollback refused, and refused again after a change to q (event patch).
  * Pod s, created after the loop's first list (pod watch): e1 provisioned on node b, which is
  * cordoned after the start (node watch): rolled back.
- * Informers cover volumes, claims, pods, nodes, VolumeAttachments, events and ProvisioningRollbacks.
+ * Informers cover volumes, claims, pods, nodes, StorageClasses, VolumeAttachments, events and ProvisioningRollbacks.
  */
 const rollbackScenario: NecessityScenario = async (client, admin) => {
   const ns = await createTestNamespace(admin, 'rbac-rb-');
@@ -33,10 +34,11 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   const ac = new AbortController();
   const nodeA = `${ns}-a`;
   const nodeB = `${ns}-b`;
-  for (const c of ['c1', 'c2', 'd1', 'd2', 'e1']) await admin.create(Resources.persistentVolumeClaims, claim(ns, c, cls));
+  const late = `${ns}-late`;
+  for (const c of ['c1', 'd1', 'd2', 'e1']) await admin.create(Resources.persistentVolumeClaims, claim(ns, c, cls));
   const p = await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
   await admin.create<Pod>(Resources.pods, pod(ns, 'q', ['d1', 'd2']));
-  for (const c of ['c1', 'c2', 'd1', 'd2']) await selectNode(admin, ns, c, nodeA);
+  for (const c of ['c1', 'd1', 'd2']) await selectNode(admin, ns, c, nodeA);
   // The scenario cordons a node; how long a node's state alone waits is not what it proves, and it
   // runs once per rule of the role.
   const loop = await RunningRollback.start(['--rollback-history-ttl=2s', '--rollback-node-state-wait=1s'], { client, waitForSync: false });
@@ -49,6 +51,11 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
   const refusals = async (): Promise<Event[]> => (await admin.list<Event>(Resources.events, { namespace: ns, fieldSelector: 'involvedObject.name=q,reason=ProvisioningRollbackRefused' })).items;
   const reached = (async () => {
     await loop.listed();
+    // c2's class only exists after the loop's list: only the class watch shows it (so that c2's
+    // failure, its selected node removed, counts as the provisioner's reschedule signal).
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: late }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer', reclaimPolicy: 'Delete' } as never);
+    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', late));
+    await selectNode(admin, ns, 'c2', nodeA);
     steps.push(Date.now());
     // Pod s only exists after the initial list: only the pod watch shows it (so that e1 is seen
     // being provisioned for it).
@@ -90,7 +97,9 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
     const cached = loop.informers.forResource<PersistentVolume>(Resources.persistentVolumes);
     await pollUntil(() => Promise.resolve(expect(cached.cache.get(`${ns}-w1`)?.metadata?.labels?.[LABEL_USAGE]).to.equal('used')), ac.signal);
     steps.push(Date.now());
-    await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+    // Not ResourceExhausted: only the selected node's removal says c2 was given back to the
+    // scheduler, which counts for a claim of a WaitForFirstConsumer class (the class watch).
+    await failProvisioning(admin, ns, 'c2', `csinode.storage.k8s.io "${nodeA}" not found`);
     await failProvisioning(admin, ns, 'd2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await pollUntil(async () => {
       expect((await get('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
@@ -118,7 +127,7 @@ const rollbackScenario: NecessityScenario = async (client, admin) => {
       // Leave no stuck pod behind: another suite's rollback loop (cluster-wide) would act on it.
       for (const p of ['p', 'q', 's']) await admin.delete(Resources.pods, p, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
       await admin.delete(Resources.volumeAttachments, `${ns}-w1`).catch(() => undefined);
-      await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+      for (const c of [cls, late]) await admin.delete(Resources.storageClasses, c).catch(() => undefined);
       for (const n of ['a', 'b']) await admin.delete(Resources.nodes, `${ns}-${n}`).catch(() => undefined);
     },
   };

@@ -21,7 +21,6 @@ async function counter(result: string): Promise<number> {
   return all.find((m) => m.name === 'topovol_rollback_rollbacks_total')?.values.find((v) => v.labels.result === result)?.value ?? 0;
 }
 
-const HOLD = 'topovol.dev/test-hold';
 const HELD = 'rollback.topovol.io/reclaim-policy-held';
 const RETAINED = 'rollback.topovol.io/retained-because';
 
@@ -114,8 +113,8 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
       const p = await f.podWithClaims('p');
       const c1 = await f.provisionC1OnA(loop, { policy: 'Retain' });
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
-      // Something else holds the claim for a while after its delete.
-      await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: [HOLD] } });
+      // Its pvc-protection finalizer stays for a while after its delete (the protection controller stopped).
+      await f.holdDeletedClaims();
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
       await eventually(async () => expect((await f.claim('c1')).metadata?.deletionTimestamp).to.not.equal(undefined));
       // With Retain, the volume's Event says it is kept and who must remove it.
@@ -141,8 +140,8 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
       const p = await f.podWithClaims('p');
       await f.provisionC1OnA(loop);
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
-      // Something else holds the claim after its delete, long enough to bind a pod to it.
-      await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: [HOLD] } });
+      // Its pvc-protection finalizer stays after its delete (the protection controller stopped), long enough to bind a pod to it.
+      await f.holdDeletedClaims();
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
       await eventually(async () => expect((await f.claim('c1')).metadata?.deletionTimestamp).to.not.equal(undefined));
       expect((await f.volume('v1')).metadata?.annotations?.[HELD], 'held before the delete').to.equal('Delete');
@@ -354,6 +353,24 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     expect(await counter('aborted')).to.equal(aborted + 1);
     const after = await f.claim('c1');
     expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+  });
+
+  it("someone else's finalizer added after the decision (a backup operator's hold) keeps the claim: never deleted, the rollback ends Aborted", async function () {
+    const { p, c1 } = await unusedC1();
+    // Finalizers are not in the record's template: only the check before the delete sees this one.
+    await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: ['kubernetes.io/pvc-protection', 'backup.example.com/hold'] } });
+    try {
+      const a = actuator();
+      await a.decide(p, await decision(c1));
+      const [r] = await recordsOf(f.admin, p.metadata!.uid!);
+      const done = await advance(a, r!.metadata!.name!);
+      expect(done.status?.phase).to.equal('Aborted');
+      expect(JSON.stringify(done.status)).to.match(/backup\.example\.com\/hold/);
+      const after = await f.claim('c1');
+      expect([after.metadata?.uid, after.metadata?.deletionTimestamp]).to.deep.equal([c1.metadata?.uid, undefined]);
+    } finally {
+      await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: ['kubernetes.io/pvc-protection'] } });
+    }
   });
 
   it('a decision made on a cache one write behind still goes ahead when that write changes nothing it re-creates', async function () {

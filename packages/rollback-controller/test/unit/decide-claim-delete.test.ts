@@ -4,15 +4,17 @@ import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { claimTemplate } from '../../src/rollback/claim-template.js';
 import { afterCreateRefused, decideClaimDelete } from '../../src/rollback/intent/decide-claim-delete.js';
 import type { DeleteFacts } from '../../src/rollback/intent/decide-claim-delete.js';
-import { TERMINATING_RECHECK_MS } from '../../src/rollback/intent/decide-intent.js';
+import { TERMINATING_RECHECK_MAX_MS, TERMINATING_RECHECK_MS } from '../../src/rollback/intent/decide-intent.js';
 import type { ProvisioningRollback, RollbackClaim } from '../../src/rollback/intent/provisioning-rollback.js';
 
 // A rollback's claim delete, decided on what the server says right before it.
 const decided: PersistentVolumeClaim = { metadata: { name: 'c1', namespace: 'ns', uid: 'old-c1', resourceVersion: '7', labels: { app: 'db' } }, spec: { volumeName: 'v1', storageClassName: 'fast' } };
 const c: RollbackClaim = { name: 'c1', uid: 'old-c1', resourceVersion: '7', volume: 'v1', template: claimTemplate(decided) };
 const r: ProvisioningRollback = { metadata: { name: 'w-1' }, spec: { pod: { namespace: 'ns', name: 'p', uid: 'uid-p' }, workload: { kind: 'Pod', name: 'p', uid: 'uid-p' }, node: 'a', reason: 'x', attempt: 1, claims: [c] } };
-const claimAt = (rv: string, change: { uid?: string; volumeName?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deleting?: boolean } = {}): PersistentVolumeClaim => ({
-  metadata: { ...decided.metadata, uid: change.uid ?? 'old-c1', resourceVersion: rv, labels: change.labels ?? decided.metadata?.labels, annotations: change.annotations, deletionTimestamp: change.deleting ? '2026-11-22T12:00:00Z' : undefined },
+/** When claimAt's `deleting` claims were deleted. */
+const DELETED_AT = Date.parse('2026-11-22T12:00:00Z');
+const claimAt = (rv: string, change: { uid?: string; volumeName?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deleting?: boolean; finalizers?: string[] } = {}): PersistentVolumeClaim => ({
+  metadata: { ...decided.metadata, uid: change.uid ?? 'old-c1', resourceVersion: rv, labels: change.labels ?? decided.metadata?.labels, annotations: change.annotations, deletionTimestamp: change.deleting ? '2026-11-22T12:00:00Z' : undefined, finalizers: change.finalizers },
   spec: { ...decided.spec, volumeName: change.volumeName ?? 'v1' },
 });
 const podP = (nodeName?: string, uid = 'uid-p'): Pod => ({ metadata: { name: 'p', namespace: 'ns', uid }, spec: { nodeName, containers: [] } });
@@ -33,6 +35,8 @@ describe('decideClaimDelete', function () {
     { name: 'a newer version that changes nothing re-created: delete at the newer version', f: { claim: claimAt('9', { annotations: { 'volume.kubernetes.io/selected-node': 'a' } }) }, want: 'delete rv 9' },
     { name: 'a newer version bound elsewhere: kept', f: { claim: claimAt('9', { volumeName: 'v2' }) }, want: 'keep: claim c1 changed since the rollback was decided (now bound to v2)' },
     { name: 'a newer version with other labels: kept', f: { claim: claimAt('9', { labels: { app: 'web' } }) }, want: 'keep: claim c1 changed since the rollback was decided (its labels, annotations, owners or spec)' },
+    { name: 'a newer version with only the protection finalizer added: delete at the newer version', f: { claim: claimAt('9', { finalizers: ['kubernetes.io/pvc-protection'] }) }, want: 'delete rv 9' },
+    { name: "a newer version with someone else's finalizer added (a backup operator): kept", f: { claim: claimAt('9', { finalizers: ['kubernetes.io/pvc-protection', 'backup.example.com/hold'] }) }, want: 'keep: claim c1 carries finalizer(s) backup.example.com/hold, which a re-created claim would not have' },
     { name: 'the pod is gone: kept', f: { pod: undefined }, want: 'keep: pod p is gone' },
     { name: 'a pod of that name with another uid: kept', f: { pod: podP(undefined, 'other') }, want: 'keep: pod p is gone' },
     { name: 'the pod was scheduled: kept', f: { pod: podP('b') }, want: 'keep: pod p was scheduled to node b' },
@@ -82,10 +86,14 @@ describe('decideClaimDelete', function () {
 });
 
 describe('afterCreateRefused', function () {
-  const cases: { name: string; live: PersistentVolumeClaim | undefined; want: ReturnType<typeof afterCreateRefused> }[] = [
+  const cases: { name: string; live: PersistentVolumeClaim | undefined; at?: number; want: ReturnType<typeof afterCreateRefused> }[] = [
     { name: 'ours, created before a crash: recorded as re-created', live: claimAt('12', { uid: 'new-c1' }), want: { kind: 'noteRecreated', uid: 'new-c1' } },
-    { name: 'the old claim, still terminating: look again later', live: claimAt('9', { deleting: true }), want: { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS } },
+    { name: 'the old claim, terminating since just now: look again in a second', live: claimAt('9', { deleting: true }), at: DELETED_AT + 200, want: { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS } },
+    // Someone else's finalizer may hold it for days: each look is a server read.
+    { name: 'the old claim, terminating for 10 s: look again after as long', live: claimAt('9', { deleting: true }), at: DELETED_AT + 10_000, want: { kind: 'waitTerminating', ms: 10_000 } },
+    { name: 'the old claim, terminating for a day: look again after at most 30 s', live: claimAt('9', { deleting: true }), at: DELETED_AT + 86_400_000, want: { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MAX_MS } },
+    { name: "its deletion stamped ahead of this clock (another API server's): look again in a second", live: claimAt('9', { deleting: true }), at: DELETED_AT - 60_000, want: { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS } },
     { name: 'gone again since the refused create: look again later', live: undefined, want: { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS } },
   ];
-  for (const x of cases) it(x.name, () => expect(afterCreateRefused(c, x.live)).to.deep.equal(x.want));
+  for (const x of cases) it(x.name, () => expect(afterCreateRefused(c, x.live, x.at ?? DELETED_AT)).to.deep.equal(x.want));
 });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { PersistentVolume, Pod } from '@topovol/shared';
 import { decideMark } from '../../src/rollback/decide-mark.js';
 import { decideRollback, NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
-import { NOW, claim, failed, node, pod, pv, record, seen, seriesFailed, world } from './rollback-world-fixture.js';
+import { CLASSES, IMMEDIATE, NOW, claim, failed, node, pod, pv, record, seen, seriesFailed, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
 
@@ -66,6 +66,13 @@ describe('decideRollback', function () {
   const P = pod('p', ['c1', 'c2']);
   const cases: { name: string; p?: Pod; w: W; want: string }[] = [
     { name: 'sibling failed and lost its selected node: every claim decided → rollback at once', w: base, want: 'rollback' },
+    // Only a claim that can have had a selected node (a WaitForFirstConsumer class) is rescheduled by
+    // its provisioner: an Immediate class's failure says nothing about node a.
+    { name: 'a sibling of an Immediate class failed (it never had a selected node) → none', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { storageClass: IMMEDIATE })], failures: { c2: [failed('rpc error: code = InvalidArgument desc = bad parameter')] } }, want: 'none' },
+    { name: 'a sibling of an Immediate class failed, and node a is cordoned → rollback on the node\'s state', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { storageClass: IMMEDIATE })], nodes: [node('a', { unschedulable: true }), node('b')], readySince: NOW - NODE_STATE_DWELL_MS }, want: 'rollback' },
+    { name: 'a sibling whose class is not in the cache (deleted, or not seen yet) failed → none', w: { ...base, classes: CLASSES.filter((c) => c.volumeBindingMode !== 'WaitForFirstConsumer') }, want: 'none' },
+    { name: 'a class-less sibling failed → none', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { storageClass: '' })] }, want: 'none' },
+    { name: 'a sibling of a WaitForFirstConsumer class named by the beta annotation failed and lost its selected node → rollback', w: { ...base, claims: [claim('c1', { volume: 'v1' }), { ...claim('c2', { storageClass: IMMEDIATE }), metadata: { ...claim('c2').metadata, annotations: { 'volume.beta.kubernetes.io/storage-class': CLASSES[0]!.metadata!.name! } } }] }, want: 'rollback' },
     { name: 'node a cordoned while a sibling is undecided (still provisioning) → wait the grace', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })] }, want: 'wait' },
     { name: 'node a cordoned, a sibling undecided past the grace → rollback', w: { ...base, claims: [claim('c1', { volume: 'v1' }), claim('c2', { selected: 'b' })], failures: {}, nodes: [node('a', { unschedulable: true })], stuckSince: NOW - 120_000, readySince: NOW - NODE_STATE_DWELL_MS }, want: 'rollback' },
     { name: 'no evidence the pod cannot run on a → none', w: { ...base, failures: {} }, want: 'none' },

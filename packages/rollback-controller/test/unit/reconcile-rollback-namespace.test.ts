@@ -172,6 +172,26 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     expect(reads, 'refused before any dry run').to.not.include('dry run c1');
   });
 
+  // A backup or protection operator's hold on the claim: deleted, the claim would wait for that
+  // operator with its pod unschedulable; re-created, it would not carry the finalizer.
+  it("a claim with someone else's finalizer (the cache does not keep finalizers: read live): refused, nothing recorded or deleted", async function () {
+    const cached = world(w).claim('ns', 'c1')!;
+    const held: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, finalizers: ['kubernetes.io/pvc-protection', 'backup.example.com/hold'] } };
+    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: held } });
+    await r.pod('ns', 'p');
+    expect(decided.map((d) => [d.kind, d.namespaceUID])).to.deep.equal([['refuse', 'ns-uid']]);
+    expect(decided[0]!.why).to.equal('claim c1 carries finalizer(s) backup.example.com/hold, which a re-created claim would not have');
+    expect(reads, 'refused before any dry run').to.not.include('dry run c1');
+  });
+
+  it('a claim with only the protection finalizer is rolled back', async function () {
+    const cached = world(w).claim('ns', 'c1')!;
+    const held: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, finalizers: ['kubernetes.io/pvc-protection'] } };
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: held } });
+    await r.pod('ns', 'p');
+    expect(decided.map((d) => d.kind)).to.deep.equal(['rollback']);
+  });
+
   for (const [what, change] of [
     ['changed in what the decision read (a newer version with a selected node)', (c: PersistentVolumeClaim) => ({ ...c, metadata: { ...c.metadata, resourceVersion: '99', annotations: { ...c.metadata?.annotations, 'volume.kubernetes.io/selected-node': 'b' } } })],
     ['re-created (another uid)', (c: PersistentVolumeClaim) => ({ ...c, metadata: { ...c.metadata, uid: 'uid-c1-new' } })],

@@ -164,7 +164,8 @@ describe('rollback decisions: edges a mutation run found untested (advanceRollba
   });
   it('noteRecreated, but the server still has the old claim terminating → wait, nothing recorded', async function () {
     const r = withStates(rollbackRecord(), [{ name: 'c', state: 'Deleted' }]);
-    const terminating = { ...decidedClaim(), metadata: { ...decidedClaim().metadata, deletionTimestamp: iso(NOW) } };
+    // Deleted just now (advanceRollback reads this clock): looked at again in a second.
+    const terminating = { ...decidedClaim(), metadata: { ...decidedClaim().metadata, deletionTimestamp: new Date().toISOString() } };
     const { calls, actuator } = fakeActuator();
     const c = r.spec.claims[0]!;
     const wait = await advanceRollback({ actuator, claimWatch: new DeletedClaimWatch(), reads: reads(() => terminating, []) }, r, [{ kind: 'noteRecreated', claim: c, uid: 'uid-stale' }]);

@@ -1,4 +1,4 @@
-import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
+import type { Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import { claimNamesOfPod } from '@topovol/shared';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningObservation, RollbackWorld } from '../../src/rollback/rollback-world.js';
@@ -15,6 +15,8 @@ export interface W {
   claims?: PersistentVolumeClaim[];
   pods?: Pod[];
   nodes?: Node[];
+  /** Default: CLASSES. */
+  classes?: StorageClass[];
   inUse?: Record<string, string[]>;
   attachments?: VolumeAttachment[];
   failures?: Record<string, Event[]>;
@@ -34,6 +36,7 @@ export function world(w: W): RollbackWorld {
     claim: (ns, n) => w.claims?.find((c) => c.metadata?.namespace === ns && c.metadata?.name === n),
     node: (n) => w.nodes?.find((x) => x.metadata?.name === n),
     nodes: () => w.nodes ?? [],
+    storageClass: (n) => (w.classes ?? CLASSES).find((c) => c.metadata?.name === n),
     podsUsingClaim: (ns, n) => (w.pods ?? []).filter((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(n)),
     podExists: (uid) => (w.pods ?? []).some((p) => p.metadata?.uid === uid),
     nodesUsingVolume: (v) => Object.entries(w.inUse ?? {}).flatMap(([node, names]) => (names.includes(v.metadata?.name ?? '') ? [node] : [])),
@@ -52,9 +55,17 @@ export function world(w: W): RollbackWorld {
   };
 }
 
-export const claim = (name: string, extra: { volume?: string; selected?: string } = {}): PersistentVolumeClaim => ({
+/** The fixture's classes: claims are of DELAYED unless they say otherwise. */
+export const DELAYED = 'local-wffc';
+export const IMMEDIATE = 'net-immediate';
+export const CLASSES: StorageClass[] = [
+  { metadata: { name: DELAYED }, provisioner: 'csi.example.com', volumeBindingMode: 'WaitForFirstConsumer' },
+  { metadata: { name: IMMEDIATE }, provisioner: 'csi.example.com', volumeBindingMode: 'Immediate' },
+];
+
+export const claim = (name: string, extra: { volume?: string; selected?: string; storageClass?: string } = {}): PersistentVolumeClaim => ({
   metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '5', annotations: extra.selected ? { [SEL]: extra.selected } : {} },
-  spec: { volumeName: extra.volume },
+  spec: { volumeName: extra.volume, storageClassName: extra.storageClass ?? DELAYED },
   status: { phase: extra.volume ? 'Bound' : 'Pending' },
 });
 export const pv = (name: string, claimName: string, extra: { usage?: string; forNode?: string; forPod?: string; forWorkload?: string; provisioned?: boolean; ageMs?: number } = {}): PersistentVolume => ({

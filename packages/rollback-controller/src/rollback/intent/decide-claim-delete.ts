@@ -1,6 +1,6 @@
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { isDeepStrictEqual } from 'node:util';
-import { claimTemplate } from '../claim-template.js';
+import { claimTemplate, heldByOthers } from '../claim-template.js';
 import { deletedClaimStep, TERMINATING_RECHECK_MS } from './decide-intent.js';
 import type { ClaimTemplate, ProvisioningRollback, RollbackClaim } from './provisioning-rollback.js';
 
@@ -37,6 +37,9 @@ export function decideClaimDelete(r: ProvisioningRollback, c: RollbackClaim, f: 
   if (!f.claim || f.claim.metadata?.uid !== c.uid || f.claim.metadata?.deletionTimestamp) return { kind: 'alreadyDeleted' };
   const changed = claimChange(f.claim, c);
   if (changed) return { kind: 'keep', why: `claim ${c.name} changed since the rollback was decided (${changed})` };
+  // Finalizers are not in the template (a protection finalizer comes and goes): one added since the decision is read here.
+  const held = heldByOthers(f.claim);
+  if (held) return { kind: 'keep', why: held };
   const podName = r.spec.pod.name;
   if (!f.pod || f.pod.metadata?.uid !== r.spec.pod.uid) return { kind: 'keep', why: `pod ${podName} is gone` };
   if (f.pod.spec?.nodeName) return { kind: 'keep', why: `pod ${podName} was scheduled to node ${f.pod.spec.nodeName}` };
@@ -59,7 +62,8 @@ function claimChange(live: PersistentVolumeClaim, c: RollbackClaim): string | un
  * After the create of a deleted claim was refused (a claim of that name exists), from that claim as
  * the server has it: ours, created before a crash, or the old one still going (look again later).
  */
-export function afterCreateRefused(c: RollbackClaim, live: PersistentVolumeClaim | undefined): { kind: 'noteRecreated'; uid: string } | { kind: 'waitTerminating'; ms: number } {
-  const step = deletedClaimStep(c, live);
-  return step.kind === 'noteRecreated' ? { kind: 'noteRecreated', uid: step.uid } : { kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS };
+export function afterCreateRefused(c: RollbackClaim, live: PersistentVolumeClaim | undefined, now: number): { kind: 'noteRecreated'; uid: string } | { kind: 'waitTerminating'; ms: number } {
+  const step = deletedClaimStep(c, live, now);
+  if (step.kind === 'noteRecreated') return { kind: 'noteRecreated', uid: step.uid };
+  return { kind: 'waitTerminating', ms: step.kind === 'waitTerminating' ? step.ms : TERMINATING_RECHECK_MS };
 }

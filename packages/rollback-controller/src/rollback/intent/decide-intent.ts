@@ -18,13 +18,28 @@ export type IntentStep =
   /** `message`: what the record says, when more than the phase (claims abandoned with their namespace). */
   | { kind: 'finish'; phase: 'Completed' | 'Aborted'; message?: string };
 
-/** How soon a claim still terminating is looked at again: its finalizer goes with its last pod, which no event of ours announces. */
+/** How soon a claim that has just started terminating is looked at again. */
 export const TERMINATING_RECHECK_MS = 1_000;
+/** The longest wait between two looks at a claim still terminating. */
+export const TERMINATING_RECHECK_MAX_MS = 30_000;
+
+/**
+ * How soon a claim still terminating is looked at again: after as long as it has been terminating,
+ * from TERMINATING_RECHECK_MS to TERMINATING_RECHECK_MAX_MS. Its protection finalizer usually goes
+ * within seconds (with its last pod); a finalizer someone else holds (a claim deleted by its owner
+ * while a rollback runs) may stay for days, and each look reads the claim from the server. Its
+ * delete is seen sooner anyway: the claim watch queues the record (rollback-controller.ts).
+ */
+export function terminatingRecheckMs(live: PersistentVolumeClaim, now: number): number {
+  const since = Date.parse(live.metadata?.deletionTimestamp ?? '');
+  const age = Number.isFinite(since) ? now - since : 0;
+  return Math.min(TERMINATING_RECHECK_MAX_MS, Math.max(TERMINATING_RECHECK_MS, age));
+}
 
 /** The step for a claim the record says Deleted, from the claim of that name as last seen. */
-export function deletedClaimStep(c: RollbackClaim, live: PersistentVolumeClaim | undefined): Extract<IntentStep, { kind: 'createClaim' | 'waitTerminating' | 'noteRecreated' }> {
+export function deletedClaimStep(c: RollbackClaim, live: PersistentVolumeClaim | undefined, now: number): Extract<IntentStep, { kind: 'createClaim' | 'waitTerminating' | 'noteRecreated' }> {
   if (!live) return { kind: 'createClaim', claim: c };
-  if (live.metadata?.uid === c.uid) return { kind: 'waitTerminating', claim: c, ms: TERMINATING_RECHECK_MS };
+  if (live.metadata?.uid === c.uid) return { kind: 'waitTerminating', claim: c, ms: terminatingRecheckMs(live, now) };
   return { kind: 'noteRecreated', claim: c, uid: live.metadata?.uid ?? '' };
 }
 
@@ -34,7 +49,7 @@ export function deletedClaimStep(c: RollbackClaim, live: PersistentVolumeClaim |
  * changed), the ones not yet deleted are kept too. Deleted ones are always re-created, exactly once:
  * a claim of that name with another uid is taken as the re-created one.
  */
-export function decideIntent(r: ProvisioningRollback, claim: (namespace: string, name: string) => PersistentVolumeClaim | undefined): IntentStep[] {
+export function decideIntent(r: ProvisioningRollback, claim: (namespace: string, name: string) => PersistentVolumeClaim | undefined, now = Date.now()): IntentStep[] {
   const ns = r.spec.pod.namespace;
   const stopped = r.spec.claims.some((c) => claimState(r, c.name) === 'Kept');
   const steps: IntentStep[] = [];
@@ -51,7 +66,7 @@ export function decideIntent(r: ProvisioningRollback, claim: (namespace: string,
         open = true;
         break;
       case 'Deleted':
-        steps.push(deletedClaimStep(c, claim(ns, c.name)));
+        steps.push(deletedClaimStep(c, claim(ns, c.name), now));
         open = true;
         break;
       case 'Kept':
