@@ -185,9 +185,12 @@ function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonl
 }
 
 /**
- * Claims of the pod whose fate is not known yet: neither pinned to the failed node by an unused
- * volume, nor failed to provision there. While one may still be provisioning, a rollback could
- * undo work in progress; once none is, nothing is gained by waiting.
+ * Claims of the pod whose fate is not known yet: not pinned to the failed node by an unused
+ * volume, not failed to provision there, and not bound. While one may still be provisioning, a
+ * rollback could undo work in progress; once none is, nothing is gained by waiting. A bound claim
+ * (its volume names it back) provisions nothing any longer, and where its volume lets the pod run
+ * was weighed already (heldElsewhere); one whose volume does not name it back yet is still being
+ * bound.
  */
 function undecidedClaims(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld): string[] {
   const ns = pod.metadata?.namespace ?? '';
@@ -195,7 +198,9 @@ function undecidedClaims(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld):
   return claimNamesOfPod(pod).filter((name) => {
     if (pinnedNames.has(name)) return false;
     const c = world.claim(ns, name);
+    if (!c) return true;
+    if (c.spec?.volumeName) return world.volume(c.spec.volumeName)?.spec?.claimRef?.uid !== c.metadata?.uid;
     // Failed (and not bound since): decided.
-    return !(c && !c.spec?.volumeName && world.provisioningFailures(c).length > 0);
+    return world.provisioningFailures(c).length === 0;
   });
 }

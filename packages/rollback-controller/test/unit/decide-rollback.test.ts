@@ -120,8 +120,8 @@ describe('decideRollback', function () {
     metadata: { name: 'static' },
     spec: { claimRef: { namespace: 'ns', name: 'c3', uid: 'uid-c3' }, nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key, operator: 'In', values }] }] } } },
   });
-  // A bound sibling that is not pinned counts as undecided: past the grace here.
-  const heldBy = (v: PersistentVolume, nodes = [labelled('a', 'z1'), labelled('b', 'z1')]): W => ({ ...base, pvs: [unusedOnA, v], claims: [...base.claims!, claim('c3', { volume: 'static' })], nodes, stuckSince: NOW - 120_000 });
+  // A bound sibling provisions nothing: decided, no grace (stuckSince left unset).
+  const heldBy = (v: PersistentVolume, nodes = [labelled('a', 'z1'), labelled('b', 'z1')]): W => ({ ...base, pvs: [unusedOnA, v], claims: [...base.claims!, claim('c3', { volume: 'static' })], nodes });
   const P3 = pod('p', ['c1', 'c2', 'c3']);
   cases.push(
     { name: 'a sibling bound to an unmarked volume that allows only node a → refuse (a rollback would not move the pod)', p: P3, w: heldBy(staticOn(['a'])), want: 'refuse' },
@@ -129,6 +129,10 @@ describe('decideRollback', function () {
     { name: 'a sibling bound to an unmarked volume of the zone (nodes a and b) → rollback', p: P3, w: heldBy(staticOn(['z1'], 'zone')), want: 'rollback' },
     { name: 'a sibling bound to an unmarked volume of node b only → rollback (the pod can go where it is)', p: P3, w: heldBy(staticOn(['b'])), want: 'rollback' },
     { name: 'a sibling bound to an unmarked volume without node affinity → rollback', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: { claimRef: { namespace: 'ns', name: 'c3', uid: 'uid-c3' } } }), want: 'rollback' },
+    // Still being bound (the claim names the volume, the volume not yet the claim, or not cached yet): undecided, the grace applies.
+    { name: 'a sibling naming a volume that does not name it back yet → wait the grace', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: {} }), want: 'wait' },
+    { name: 'a sibling naming a volume not cached yet → wait the grace', p: P3, w: { ...base, claims: [...base.claims!, claim('c3', { volume: 'static' })] }, want: 'wait' },
+    { name: 'a sibling naming a volume that does not name it back, past the grace → rollback', p: P3, w: { ...heldBy({ metadata: { name: 'static' }, spec: {} }), stuckSince: NOW - 120_000 }, want: 'rollback' },
   );
   for (const c of cases) {
     it(c.name, function () {
