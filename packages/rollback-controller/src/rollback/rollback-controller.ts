@@ -10,7 +10,7 @@ import { RollbackActuator } from './rollback-actuator.js';
 import { attachmentByVolume, podByUid, rollbackByClaim, rollbackByHistory, volumeByClaim, volumeByProvisionedForNode, volumeIfUnused } from './rollback-indexes.js';
 import { podKeyOf, recordKey, rollbackKeyString, volumeKey } from './rollback-key.js';
 import type { RollbackKey } from './rollback-key.js';
-import { BACKOFF_FLAG, GRACE_FLAG, HISTORY_TTL_FLAG, MARK_WINDOW_FLAG, MAX_ROLLBACKS_FLAG, NODE_STATE_WAIT_FLAG } from './rollback-flags.js';
+import { BACKOFF_DEFAULT_MS, BACKOFF_FLAG, GRACE_DEFAULT_MS, GRACE_FLAG, HISTORY_TTL_DEFAULT_MS, HISTORY_TTL_FLAG, MARK_WINDOW_DEFAULT_MS, MARK_WINDOW_FLAG, MAX_ROLLBACKS_DEFAULT, MAX_ROLLBACKS_FLAG, NODE_STATE_WAIT_FLAG } from './rollback-flags.js';
 import { NODE_STATE_DWELL_MS } from './decide-rollback.js';
 import { liveReads } from './rollback-server-reads.js';
 import type { RollbackWorld } from './rollback-world.js';
@@ -91,13 +91,13 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     rollbacksOf: (key) => newestFirst(records.cache.byIndex('history', key)),
     rollbacksOfClaim: (ns, name) => newestFirst(records.cache.byIndex('claim', `${ns}/${name}`)),
     now: () => Date.now(),
-    graceMs: extraNumber(options.extra, GRACE_FLAG, 2 * 60_000),
+    graceMs: extraNumber(options.extra, GRACE_FLAG, GRACE_DEFAULT_MS),
     nodeStateDwellMs: extraNumber(options.extra, NODE_STATE_WAIT_FLAG, NODE_STATE_DWELL_MS),
-    markWindowMs: extraNumber(options.extra, MARK_WINDOW_FLAG, 10 * 60_000),
-    maxRollbacks: extraNumber(options.extra, MAX_ROLLBACKS_FLAG, 3),
-    backoffBaseMs: extraNumber(options.extra, BACKOFF_FLAG, 30_000),
+    markWindowMs: extraNumber(options.extra, MARK_WINDOW_FLAG, MARK_WINDOW_DEFAULT_MS),
+    maxRollbacks: extraNumber(options.extra, MAX_ROLLBACKS_FLAG, MAX_ROLLBACKS_DEFAULT),
+    backoffBaseMs: extraNumber(options.extra, BACKOFF_FLAG, BACKOFF_DEFAULT_MS),
   };
-  const historyTtlMs = extraNumber(options.extra, HISTORY_TTL_FLAG, 7 * 24 * 3_600_000);
+  const historyTtlMs = extraNumber(options.extra, HISTORY_TTL_FLAG, HISTORY_TTL_DEFAULT_MS);
   const queue = new WorkQueue<RollbackKey>(ROLLBACK, { keyString: rollbackKeyString });
   const markDeps = {
     client,

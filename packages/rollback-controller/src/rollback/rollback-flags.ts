@@ -8,11 +8,18 @@ export const MAX_ROLLBACKS_FLAG = 'rollback-max-per-workload';
 export const BACKOFF_FLAG = 'rollback-backoff';
 export const HISTORY_TTL_FLAG = 'rollback-history-ttl';
 
+// The defaults, named once: the flags below and the loop's reading of them (rollback-controller.ts).
+export const GRACE_DEFAULT_MS = 2 * 60_000;
+export const MARK_WINDOW_DEFAULT_MS = 10 * 60_000;
+export const MAX_ROLLBACKS_DEFAULT = 3;
+export const BACKOFF_DEFAULT_MS = 30_000;
+export const HISTORY_TTL_DEFAULT_MS = 7 * 24 * 3_600_000;
+
 export const rollbackFlags: FlagSpec[] = [
   {
     name: GRACE_FLAG,
     type: 'duration',
-    default: 2 * 60_000,
+    default: GRACE_DEFAULT_MS,
     help: "How long a stuck pod waits while another of its claims is undecided (not pinned to the node, not failed there, not bound: it may still be provisioning). With every claim decided, the rollback starts at once (see --rollback-node-state-wait).",
   },
   {
@@ -24,25 +31,25 @@ export const rollbackFlags: FlagSpec[] = [
   {
     name: MARK_WINDOW_FLAG,
     type: 'duration',
-    default: 10 * 60_000,
+    default: MARK_WINDOW_DEFAULT_MS,
     help: 'Only dynamically provisioned PVs younger than this are marked; older ones were not seen provisioned and are never rolled back.',
   },
   {
     name: MAX_ROLLBACKS_FLAG,
     type: 'int',
-    default: 3,
+    default: MAX_ROLLBACKS_DEFAULT,
     help: 'At most this many rollbacks per workload (a pod, the controller that re-creates it, or a StatefulSet replica; within its namespace) within --rollback-history-ttl; then a ProvisioningRollbackLimit Warning and no more.',
   },
   {
     name: BACKOFF_FLAG,
     type: 'duration',
-    default: 30_000,
+    default: BACKOFF_DEFAULT_MS,
     help: "After a workload's n-th rollback, wait this long times 2^(n-1) before another.",
   },
   {
     name: HISTORY_TTL_FLAG,
     type: 'duration',
-    default: 7 * 24 * 3_600_000,
+    default: HISTORY_TTL_DEFAULT_MS,
     help: 'Finished ProvisioningRollback records are kept this long (they count towards --rollback-max-per-workload), then deleted.',
   },
 ];
