@@ -4,6 +4,7 @@ import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/p
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
 import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
 import { deletedClaimStep } from './intent/decide-intent.js';
+import { heldByOthers } from './claim-template.js';
 import type { IntentStep } from './intent/decide-intent.js';
 import type { SettlePlan } from './intent/held-volume.js';
 import { decideHold, decideSettle } from './intent/held-volume.js';
@@ -169,7 +170,9 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   const pods = await d.reads.pods(ns);
   const pod = recordedPod(pods, r);
   const claimUsers = pods.filter((p) => claimNamesOfPod(p).includes(c.name));
-  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers });
+  // A finalizer besides the protection one: whether admission gives it to a copy too (one dry run, only then).
+  const admittedFinalizers = claim && heldByOthers(claim) ? (await d.reads.recreateCheck(claim)).finalizers : [];
+  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers, admittedFinalizers });
   if (plan.kind === 'alreadyDeleted') {
     // Still there and Terminating: our delete, sent before a crash (or before the pod list below
     // failed), and the pod scheduled meanwhile holds it. Say so now, or nobody ever will.

@@ -31,14 +31,16 @@ const PVC_PROTECTION = 'kubernetes.io/pvc-protection';
 
 /**
  * Why the claim's finalizers keep it from being rolled back, or undefined. A finalizer other than
- * PVC_PROTECTION is someone else's hold on this claim (a backup or protection operator, the
- * snapshot controller while the claim is a snapshot's source): deleted, the claim would stay
- * terminating, its pod unschedulable, until that one lets it go; re-created, it would not carry the
- * finalizer (a new claim is not the one its owner tracks, and a finalizer copied to it could hold it
- * for good). The rollback leaves such a claim alone, as it does one it cannot re-create.
+ * PVC_PROTECTION and those admission gives every such claim (`admitted`: a driver's mutating webhook
+ * adds its own, as TopoLVM's pvc hook adds topolvm.io/pvc; the re-create gets them back) is
+ * someone else's hold on this claim (a backup or protection operator, the snapshot controller while
+ * the claim is a snapshot's source): deleted, the claim would stay terminating, its pod
+ * unschedulable, until that one lets it go; re-created, it would not carry the finalizer (a new
+ * claim is not the one its owner tracks, and a finalizer copied to it could hold it for good). The
+ * rollback leaves such a claim alone, as it does one it cannot re-create.
  */
-export function heldByOthers(c: PersistentVolumeClaim): string | undefined {
-  const others = (c.metadata?.finalizers ?? []).filter((f) => f !== PVC_PROTECTION);
+export function heldByOthers(c: PersistentVolumeClaim, admitted: readonly string[] = []): string | undefined {
+  const others = (c.metadata?.finalizers ?? []).filter((f) => f !== PVC_PROTECTION && !admitted.includes(f));
   return others.length > 0 ? `claim ${c.metadata?.name} carries finalizer(s) ${others.join(', ')}, which a re-created claim would not have` : undefined;
 }
 

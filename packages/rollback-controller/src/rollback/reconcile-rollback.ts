@@ -130,7 +130,7 @@ export class RollbackReconciler {
         }
         // Refused before anything is recorded or deleted: a record too large for etcd could be
         // created, then fail the status writes that re-create its claims.
-        const refused = templatesTooLarge(live) ?? live.map((p) => heldByOthers(p.claim)).find((why) => why !== undefined) ?? (await this.recreateRefused(live));
+        const refused = templatesTooLarge(live) ?? (await this.recreateRefused(live));
         try {
           await this.d.actuator.decide(pod, refused ? { kind: 'refuse', why: refused } : { ...decision, pinned: live }, ns.uid);
         } catch (err) {
@@ -165,11 +165,16 @@ export class RollbackReconciler {
     return same ? pinned.map((p, i) => ({ ...p, claim: live[i]! })) : undefined;
   }
 
-  /** Why one of the claims could not be created again once deleted (recreate-check.ts), or undefined. */
+  /**
+   * Why one of the claims could not be created again once deleted (recreate-check.ts), or carries a
+   * finalizer its copy would not get back (heldByOthers), or undefined.
+   */
   private async recreateRefused(pinned: PinnedClaim[]): Promise<string | undefined> {
     for (const p of pinned) {
-      const why = await this.d.reads.recreateRefusal(p.claim);
-      if (why) return `claim ${p.claim.metadata?.name} could not be created again once deleted: the API server refuses its copy (dry run): ${why}`;
+      const check = await this.d.reads.recreateCheck(p.claim);
+      if (check.refused) return `claim ${p.claim.metadata?.name} could not be created again once deleted: the API server refuses its copy (dry run): ${check.refused}`;
+      const held = heldByOthers(p.claim, check.finalizers);
+      if (held) return held;
     }
     return undefined;
   }

@@ -20,7 +20,7 @@ export const rollbackFlags: FlagSpec[] = [
     name: GRACE_FLAG,
     type: 'duration',
     default: GRACE_DEFAULT_MS,
-    help: "How long a stuck pod waits while another of its claims is undecided (not pinned to the node, not failed there, not bound: it may still be provisioning). With every claim decided, the rollback starts at once (see --rollback-node-state-wait).",
+    help: "How long a stuck pod waits while another of its claims is undecided (not pinned to the node, not failed there, not bound to a volume that names it back: it may still be provisioning). With every claim decided, the rollback starts at once (see --rollback-node-state-wait).",
   },
   {
     name: NODE_STATE_WAIT_FLAG,

@@ -1,7 +1,8 @@
 import { claimNamesOfPod, collectionPath, getIfPresent, InvalidPathSegmentError, isGone, pathSegmentProblem, projectPod, Resources, streamWatch } from '@topovol/shared';
 import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { usageOf } from './marks.js';
-import { recreateRefusal } from './recreate-check.js';
+import { recreateCheck } from './recreate-check.js';
+import type { RecreateCheck } from './recreate-check.js';
 import { compareResourceVersions } from './resource-version.js';
 import { podUseOfClaim } from './usage-evidence.js';
 
@@ -38,10 +39,10 @@ export interface RollbackServerReads {
   /** Whether the server has the pod of that name with that uid. */
   podExists(namespace: string, name: string, uid: string): Promise<boolean>;
   /**
-   * Why the API server would refuse the claim's re-creation (its copy as a rollback creates it,
-   * sent as a dry run), or undefined when it would take it.
+   * What the API server answers the claim's copy as a rollback re-creates it, sent as a dry run:
+   * why it would refuse it, or the finalizers admission gives it.
    */
-  recreateRefusal(claim: PersistentVolumeClaim): Promise<string | undefined>;
+  recreateCheck(claim: PersistentVolumeClaim): Promise<RecreateCheck>;
 }
 
 export interface ReplayOptions {
@@ -168,6 +169,6 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
     // A list by name: the loop's role lists pods and does not get them.
     podExists: async (ns, name, uid) =>
       (await client.list<Pod>(Resources.pods, { namespace: ns, fieldSelector: `metadata.name=${name}` }, projectPod)).items.some((p) => p.metadata?.uid === uid),
-    recreateRefusal: (claim) => recreateRefusal(client, claim),
+    recreateCheck: (claim) => recreateCheck(client, claim),
   };
 }

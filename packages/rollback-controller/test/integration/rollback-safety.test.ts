@@ -12,6 +12,7 @@ import type { IntentStep } from '../../src/rollback/intent/decide-intent.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { DeletedClaimWatch } from '../../src/rollback/deleted-claim-watch.js';
 import { liveReads } from '../../src/rollback/rollback-server-reads.js';
+import { recreateCheck } from '../../src/rollback/recreate-check.js';
 import { historyKeyOfPod, rollbackName } from '../../src/rollback/workload.js';
 import { bindPod, eventFor, failProvisioning, loopCaches, pod, recordsOf, RunningRollback } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
@@ -371,6 +372,14 @@ describe('rollback safety: what no crash, race or stale view can make it do', fu
     } finally {
       await f.admin.patch(Resources.persistentVolumeClaims, 'c1', f.ns, 'merge', { metadata: { finalizers: ['kubernetes.io/pvc-protection'] } });
     }
+  });
+
+  // A finalizer that admission gives every such claim comes back with the re-create, so it holds
+  // nothing the rollback must respect; here kube-apiserver's StorageObjectInUseProtection plugin
+  // stands for a driver's mutating webhook (TopoLVM's pvc hook adds topolvm.io/pvc).
+  it("the dry run of a claim's copy answers with the finalizers admission gives it", async function () {
+    const c1 = await f.admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'c1', namespace: f.ns }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: f.cls, resources: { requests: { storage: '1Gi' } } } });
+    expect(await recreateCheck(f.admin, c1)).to.deep.equal({ finalizers: ['kubernetes.io/pvc-protection'] });
   });
 
   it('a decision made on a cache one write behind still goes ahead when that write changes nothing it re-creates', async function () {

@@ -84,7 +84,7 @@ async function advanceLooks(gaps: Gap[], looks = 10, refuseDelete?: () => Error)
       pods: () => Promise.resolve(w.otherPod ? [recordedPod(w), podQ] : [recordedPod(w)]),
       volume: () => Promise.resolve(undefined),
       undeliveredPodUse: () => Promise.resolve(undefined),
-      recreateRefusal: () => Promise.resolve(undefined),
+      recreateCheck: () => Promise.resolve({ finalizers: [] }),
     },
     claimWatch: new DeletedClaimWatch(),
     beforeClaimDelete: async () => {
@@ -206,7 +206,7 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
       podExists: () => Promise.resolve(true),
       volume: () => Promise.resolve(undefined),
       undeliveredPodUse: () => Promise.resolve(undefined),
-      recreateRefusal: () => Promise.resolve(undefined),
+      recreateCheck: () => Promise.resolve({ finalizers: [] }),
     },
     claimWatch: new DeletedClaimWatch(),
   });

@@ -18,7 +18,7 @@ const claimAt = (rv: string, change: { uid?: string; volumeName?: string; labels
   spec: { ...decided.spec, volumeName: change.volumeName ?? 'v1' },
 });
 const podP = (nodeName?: string, uid = 'uid-p'): Pod => ({ metadata: { name: 'p', namespace: 'ns', uid }, spec: { nodeName, containers: [] } });
-const facts = (f: Partial<DeleteFacts>): DeleteFacts => ({ claim: claimAt('7'), pod: podP(), volumeUse: undefined, claimUsers: [podP()], ...f });
+const facts = (f: Partial<DeleteFacts>): DeleteFacts => ({ claim: claimAt('7'), pod: podP(), volumeUse: undefined, claimUsers: [podP()], admittedFinalizers: [], ...f });
 /** Another pod referencing c1, scheduled (or not) since the decision. */
 const podQ = (nodeName?: string): Pod => ({ metadata: { name: 'q', namespace: 'ns', uid: 'uid-q' }, spec: { nodeName, containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'c1' } }] } });
 const summary = (f: DeleteFacts): string => {
@@ -37,6 +37,7 @@ describe('decideClaimDelete', function () {
     { name: 'a newer version with other labels: kept', f: { claim: claimAt('9', { labels: { app: 'web' } }) }, want: 'keep: claim c1 changed since the rollback was decided (its labels, annotations, owners or spec)' },
     { name: 'a newer version with only the protection finalizer added: delete at the newer version', f: { claim: claimAt('9', { finalizers: ['kubernetes.io/pvc-protection'] }) }, want: 'delete rv 9' },
     { name: "a newer version with someone else's finalizer added (a backup operator): kept", f: { claim: claimAt('9', { finalizers: ['kubernetes.io/pvc-protection', 'backup.example.com/hold'] }) }, want: 'keep: claim c1 carries finalizer(s) backup.example.com/hold, which a re-created claim would not have' },
+    { name: "a newer version with a finalizer admission gives every copy too (a driver's webhook): delete at the newer version", f: { claim: claimAt('9', { finalizers: ['kubernetes.io/pvc-protection', 'topolvm.io/pvc'] }), admittedFinalizers: ['kubernetes.io/pvc-protection', 'topolvm.io/pvc'] }, want: 'delete rv 9' },
     { name: 'the pod is gone: kept', f: { pod: undefined }, want: 'keep: pod p is gone' },
     { name: 'a pod of that name with another uid: kept', f: { pod: podP(undefined, 'other') }, want: 'keep: pod p is gone' },
     { name: 'the pod was scheduled: kept', f: { pod: podP('b') }, want: 'keep: pod p was scheduled to node b' },
@@ -47,12 +48,14 @@ describe('decideClaimDelete', function () {
   ];
   for (const x of cases) it(x.name, () => expect(summary(facts(x.f))).to.equal(x.want));
 
-  it('never plans a delete of a volume that may hold data, of a scheduled or other pod, of a claim another pod uses, or of a claim that changed what it re-creates', function () {
+  it('never plans a delete of a volume that may hold data, of a scheduled or other pod, of a claim another pod uses, of a claim that changed what it re-creates, or of one someone else holds', function () {
     let deletes = 0;
     fc.assert(
       fc.property(
         fc.record({
-          claim: fc.option(fc.record({ rv: fc.constantFrom('7', '9'), uid: fc.constantFrom('old-c1', 'other'), volumeName: fc.constantFrom('v1', 'v2'), labels: fc.constantFrom('db', 'web'), deleting: fc.boolean() }), { nil: undefined }),
+          claim: fc.option(fc.record({ rv: fc.constantFrom('7', '9'), uid: fc.constantFrom('old-c1', 'other'), volumeName: fc.constantFrom('v1', 'v2'), labels: fc.constantFrom('db', 'web'), deleting: fc.boolean(), finalizers: fc.constantFrom<string[]>([], [], ['kubernetes.io/pvc-protection'], ['kubernetes.io/pvc-protection', 'driver.example.com/pvc'], ['backup.example.com/hold']) }), { nil: undefined }),
+          // What admission gives a copy: the driver's finalizer, or only the protection one.
+          admitted: fc.constantFrom<string[]>(['kubernetes.io/pvc-protection'], ['kubernetes.io/pvc-protection', 'driver.example.com/pvc']),
           // Half of the pods unscheduled and half of the volumes unused (freq 2: nil one time in two),
           // so that about one case in twenty plans a delete and the bound below always holds.
           pod: fc.option(fc.record({ nodeName: fc.option(fc.constantFrom('a', 'b'), { nil: undefined, freq: 2 }), uid: fc.constantFrom('uid-p', 'other') }), { nil: undefined }),
@@ -63,10 +66,11 @@ describe('decideClaimDelete', function () {
         (g) => {
           const f: DeleteFacts = {
             // The same resourceVersion is the same object: only a newer one can differ from the decided.
-            claim: g.claim && (g.claim.rv === '7' ? claimAt('7') : claimAt(g.claim.rv, { uid: g.claim.uid, volumeName: g.claim.volumeName, labels: { app: g.claim.labels }, deleting: g.claim.deleting })),
+            claim: g.claim && (g.claim.rv === '7' ? claimAt('7') : claimAt(g.claim.rv, { uid: g.claim.uid, volumeName: g.claim.volumeName, labels: { app: g.claim.labels }, deleting: g.claim.deleting, finalizers: g.claim.finalizers })),
             pod: g.pod && podP(g.pod.nodeName, g.pod.uid),
             volumeUse: g.volumeUse,
             claimUsers: [podP(), ...g.others.map((n) => podQ(n))],
+            admittedFinalizers: g.admitted,
           };
           const d = decideClaimDelete(r, c, f);
           if (d.kind !== 'delete') return;
@@ -75,6 +79,8 @@ describe('decideClaimDelete', function () {
           expect(f.claimUsers.map((p) => p.metadata?.uid), 'pods using the claim').to.deep.equal(['uid-p']);
           expect([f.pod?.metadata?.uid, f.pod?.spec?.nodeName]).to.deep.equal(['uid-p', undefined]);
           expect([f.claim?.metadata?.uid, f.claim?.spec?.volumeName, f.claim?.metadata?.labels, f.claim?.metadata?.deletionTimestamp]).to.deep.equal(['old-c1', 'v1', { app: 'db' }, undefined]);
+          const held = (f.claim?.metadata?.finalizers ?? []).filter((x) => x !== 'kubernetes.io/pvc-protection' && !g.admitted.includes(x));
+          expect(held, "someone else's finalizers").to.deep.equal([]);
           // The delete is conditional on the claim exactly as checked.
           expect([d.uid, d.resourceVersion]).to.deep.equal(['old-c1', f.claim?.metadata?.resourceVersion]);
         },

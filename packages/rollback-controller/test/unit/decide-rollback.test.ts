@@ -131,6 +131,7 @@ describe('decideRollback', function () {
     { name: 'a sibling bound to an unmarked volume without node affinity → rollback', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: { claimRef: { namespace: 'ns', name: 'c3', uid: 'uid-c3' } } }), want: 'rollback' },
     // Still being bound (the claim names the volume, the volume not yet the claim, or not cached yet): undecided, the grace applies.
     { name: 'a sibling naming a volume that does not name it back yet → wait the grace', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: {} }), want: 'wait' },
+    { name: 'a sibling naming a volume bound to an earlier claim of its name (another uid) → wait the grace', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: { claimRef: { namespace: 'ns', name: 'c3', uid: 'uid-c3-before' } } }), want: 'wait' },
     { name: 'a sibling naming a volume not cached yet → wait the grace', p: P3, w: { ...base, claims: [...base.claims!, claim('c3', { volume: 'static' })] }, want: 'wait' },
     { name: 'a sibling naming a volume that does not name it back, past the grace → rollback', p: P3, w: { ...heldBy({ metadata: { name: 'static' }, spec: {} }), stuckSince: NOW - 120_000 }, want: 'rollback' },
   );

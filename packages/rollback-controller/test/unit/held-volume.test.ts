@@ -180,7 +180,7 @@ async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: 
       volumeUse: () => Promise.resolve(podScheduled ? 'a pod was scheduled' : undefined),
       volume: (n) => Promise.resolve(store.stored<PersistentVolume>(Resources.persistentVolumes, n)),
       undeliveredPodUse: () => Promise.resolve(happenings.includes('undelivered') ? 'pod ns/p using claim c was scheduled to node a (seen in the pod events since the loop\'s watch)' : undefined),
-      recreateRefusal: () => Promise.resolve(undefined),
+      recreateCheck: () => Promise.resolve({ finalizers: [] }),
       namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
       podExists: () => Promise.resolve(true),
     },

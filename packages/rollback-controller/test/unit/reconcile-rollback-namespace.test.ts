@@ -18,7 +18,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
   /** `claims`: the claims as the server has them, by name (the cached ones when not given). */
-  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string; refusesRecord?: string };
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string; refusesRecord?: string; admits?: string[] };
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
     const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[]; why?: string }[] = [];
     const reads: string[] = [];
@@ -54,9 +54,9 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
           reads.push(`claim ${ns}/${name}`);
           return Promise.resolve(server.claims ? server.claims[name] : world(at).claim(ns, name));
         },
-        recreateRefusal: (c: PersistentVolumeClaim) => {
+        recreateCheck: (c: PersistentVolumeClaim) => {
           reads.push(`dry run ${c.metadata?.name}`);
-          return Promise.resolve(server.refusesCopy);
+          return Promise.resolve(server.refusesCopy ? { refused: server.refusesCopy, finalizers: [] } : { finalizers: ['kubernetes.io/pvc-protection', ...(server.admits ?? [])] });
         },
       },
       log: logger(),
@@ -174,14 +174,24 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
 
   // A backup or protection operator's hold on the claim: deleted, the claim would wait for that
   // operator with its pod unschedulable; re-created, it would not carry the finalizer.
-  it("a claim with someone else's finalizer (the cache does not keep finalizers: read live): refused, nothing recorded or deleted", async function () {
+  it("a claim with someone else's finalizer (the cache does not keep finalizers: read live), one its copy does not get: refused, nothing recorded or deleted", async function () {
     const cached = world(w).claim('ns', 'c1')!;
     const held: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, finalizers: ['kubernetes.io/pvc-protection', 'backup.example.com/hold'] } };
     const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: held } });
     await r.pod('ns', 'p');
     expect(decided.map((d) => [d.kind, d.namespaceUID])).to.deep.equal([['refuse', 'ns-uid']]);
     expect(decided[0]!.why).to.equal('claim c1 carries finalizer(s) backup.example.com/hold, which a re-created claim would not have');
-    expect(reads, 'refused before any dry run').to.not.include('dry run c1');
+    expect(reads, "the copy's finalizers asked of the server").to.include('dry run c1');
+  });
+
+  // A driver's mutating webhook that adds its finalizer to every claim of its classes (TopoLVM's pvc
+  // hook adds topolvm.io/pvc): the re-created claim gets it back, so it is no one's hold on this one.
+  it('a finalizer admission gives every copy of the claim (the dry run answers with it): rolled back', async function () {
+    const cached = world(w).claim('ns', 'c1')!;
+    const held: PersistentVolumeClaim = { ...cached, metadata: { ...cached.metadata, finalizers: ['kubernetes.io/pvc-protection', 'topolvm.io/pvc'] } };
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, claims: { c1: held }, admits: ['topolvm.io/pvc'] });
+    await r.pod('ns', 'p');
+    expect(decided.map((d) => d.kind)).to.deep.equal(['rollback']);
   });
 
   it('a claim with only the protection finalizer is rolled back', async function () {

@@ -35,7 +35,7 @@ function reconcilerOver(store: FakeWrites, events = new FakeEvents()): RollbackR
       pods: () => Promise.resolve([thePod]),
       volume: () => Promise.resolve(undefined),
       undeliveredPodUse: () => Promise.resolve(undefined),
-      recreateRefusal: () => Promise.resolve(undefined),
+      recreateCheck: () => Promise.resolve({ finalizers: [] }),
     },
     claimWatch: new DeletedClaimWatch(),
   } as unknown as RollbackGlueDeps;

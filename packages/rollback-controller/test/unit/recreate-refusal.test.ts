@@ -2,12 +2,15 @@ import { expect } from 'chai';
 import { KubeApiError } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolumeClaim, ResourceType, WriteOptions } from '@topovol/shared';
 import { failure } from '@topovol/testing';
-import { recreateRefusal } from '../../src/rollback/recreate-check.js';
+import { recreateCheck } from '../../src/rollback/recreate-check.js';
+
+/** Only the refusal, as most cases here ask. */
+const recreateRefusal = async (client: KubeClient, claim: PersistentVolumeClaim): Promise<string | undefined> => (await recreateCheck(client, claim)).refused;
 
 const refusal = (code: number, reason: string, message: string): KubeApiError => KubeApiError.fromResponse(code, JSON.stringify({ kind: 'Status', status: 'Failure', code, reason, message }));
 
 // The check before a rollback deletes anything: would the API server take the claim's copy?
-describe('recreateRefusal: the dry run of a claim copy', function () {
+describe('recreateCheck: the dry run of a claim copy', function () {
   const claim: PersistentVolumeClaim = {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -31,6 +34,11 @@ describe('recreateRefusal: the dry run of a claim copy', function () {
       },
     }) as unknown as KubeClient;
   beforeEach(() => (sent.length = 0));
+
+  it("answers with the finalizers admission gives the copy (a driver's webhook adds its own): a re-created claim gets them back", async function () {
+    const admitted = { metadata: { finalizers: ['kubernetes.io/pvc-protection', 'topolvm.io/pvc'] } };
+    expect(await recreateCheck(answering(() => Promise.resolve(admitted)), claim)).to.deep.equal({ finalizers: ['kubernetes.io/pvc-protection', 'topolvm.io/pvc'] });
+  });
 
   it('sends the copy the rollback would create, as a dry run under a generated name: taken, no refusal', async function () {
     expect(await recreateRefusal(answering(() => Promise.resolve({})), claim)).to.equal(undefined);

@@ -134,7 +134,7 @@ const reads = (claimOf: (n: string) => PersistentVolumeClaim | undefined, pods: 
   volumeUse: () => Promise.resolve(undefined),
   volume: () => Promise.resolve(undefined),
   undeliveredPodUse: () => Promise.resolve(undefined),
-  recreateRefusal: () => Promise.resolve(undefined),
+  recreateCheck: () => Promise.resolve({ finalizers: [] }),
   namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
   podExists: () => Promise.resolve(true),
 });

@@ -74,7 +74,7 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
         claim: (ns: string, n: string) => Promise.resolve(claimOf(ns, n)),
         volumeUse: () => Promise.resolve(undefined),
         pods: () => Promise.resolve(w.pods ?? []),
-        recreateRefusal: () => Promise.resolve(undefined),
+        recreateCheck: () => Promise.resolve({ finalizers: [] }),
       },
       marks: { client: { patch: () => Promise.resolve({}) }, events: new FakeEvents(), log: logger(), dryRun: false },
       log: logger(),

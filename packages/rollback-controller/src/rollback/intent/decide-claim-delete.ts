@@ -16,6 +16,11 @@ export interface DeleteFacts {
    * starts with the claim Terminating and writes to a volume the reclaim policy then deletes.
    */
   claimUsers: Pod[];
+  /**
+   * The finalizers admission gives a copy of the claim (recreate-check.ts): a re-created claim gets
+   * them back. Read only when the claim carries a finalizer besides kubernetes.io/pvc-protection.
+   */
+  admittedFinalizers: readonly string[];
 }
 
 export type DeletePlan =
@@ -38,7 +43,7 @@ export function decideClaimDelete(r: ProvisioningRollback, c: RollbackClaim, f: 
   const changed = claimChange(f.claim, c);
   if (changed) return { kind: 'keep', why: `claim ${c.name} changed since the rollback was decided (${changed})` };
   // Finalizers are not in the template (a protection finalizer comes and goes): one added since the decision is read here.
-  const held = heldByOthers(f.claim);
+  const held = heldByOthers(f.claim, f.admittedFinalizers);
   if (held) return { kind: 'keep', why: held };
   const podName = r.spec.pod.name;
   if (!f.pod || f.pod.metadata?.uid !== r.spec.pod.uid) return { kind: 'keep', why: `pod ${podName} is gone` };
