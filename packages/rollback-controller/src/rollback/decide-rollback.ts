@@ -1,4 +1,4 @@
-import { claimNamesOfPod, doublingBackoffMs, volumeNodeAffinityMatches } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimNamesOfPod, doublingBackoffMs, volumeNodeAffinityMatches } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAhead } from './stuck-evidence.js';
@@ -186,7 +186,7 @@ function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonl
 
 /**
  * Claims of the pod whose fate is not known yet: not pinned to the failed node by an unused
- * volume, not failed to provision there, and not bound. While one may still be provisioning, a
+ * volume, not failed to provision (since their current selected node), and not bound. While one may still be provisioning, a
  * rollback could undo work in progress; once none is, nothing is gained by waiting. A bound claim
  * (its volume names it back) provisions nothing any longer, and where its volume lets the pod run
  * was weighed already (heldElsewhere); one whose volume does not name it back yet is still being
@@ -200,7 +200,9 @@ function undecidedClaims(pod: Pod, pinned: PinnedClaim[], world: RollbackWorld):
     const c = world.claim(ns, name);
     if (!c) return true;
     if (c.spec?.volumeName) return world.volume(c.spec.volumeName)?.spec?.claimRef?.uid !== c.metadata?.uid;
-    // Failed (and not bound since): decided.
-    return world.provisioningFailures(c).length === 0;
+    // Failed (and not bound since): decided, if given back (no selected node) or failed since its
+    // current selection; an earlier attempt's failure says nothing of the one under way.
+    const selected = c.metadata?.annotations?.[ANN_SELECTED_NODE];
+    return !world.provisioningFailures(c).some((e) => !selected || world.failedSinceSelected(c, e));
   });
 }

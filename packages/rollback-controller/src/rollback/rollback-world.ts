@@ -29,6 +29,11 @@ export interface RollbackWorld {
   /** ProvisioningFailed Events recorded on the claim (by its uid). */
   provisioningFailures(claim: PersistentVolumeClaim): Event[];
   /**
+   * Whether this process saw the failure (its last occurrence) arrive after the claim's current
+   * selected node: only then may it be about that node (SelectionArrivals).
+   */
+  failedSinceSelected(claim: PersistentVolumeClaim, failure: Event): boolean;
+  /**
    * What this process saw of the claim's provisioning (by claim uid), if anything. Forgotten when
    * the pod watch has a gap (a relist), so it also says the claim's pods were watched since.
    */

@@ -42,8 +42,8 @@ const VOLUME_NODE_CONFLICT = /didn't match PersistentVolume's node affinity|volu
 
 /**
  * Evidence that the pod cannot run on the node its pinned volumes were provisioned for: the node is
- * gone, cordoned or tainted; a sibling claim failed to provision there (ResourceExhausted on that
- * node, or the external provisioner's reschedule signal: selected-node removed after a failure, from
+ * gone, cordoned or tainted; a sibling claim failed to provision there (ResourceExhausted seen after
+ * that node was selected, or the external provisioner's reschedule signal: selected-node removed after a failure, from
  * a claim of a WaitForFirstConsumer class);
  * or the scheduler reports that the volumes' node affinity excludes the other nodes. Records
  * (Events, the pod's condition) count only when newer than `notBefore`, the evidence of the workload's last rollback: the same
@@ -66,7 +66,9 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
       if (mayBeRescheduled(sibling, world)) return { why: `claim ${name} failed to provision and its selected node was removed (${newest.message ?? 'ProvisioningFailed'})`, at: eventTime(newest) };
       continue;
     }
-    const exhausted = failures.filter((e) => /ResourceExhausted/i.test(e.message ?? '')).sort((a, b) => eventTime(b) - eventTime(a))[0];
+    // Only a failure seen after this selection is about this node: an earlier attempt's (another
+    // node's, or an earlier pod's) stays on the claim and does not name its node.
+    const exhausted = failures.filter((e) => /ResourceExhausted/i.test(e.message ?? '') && world.failedSinceSelected(sibling, e)).sort((a, b) => eventTime(b) - eventTime(a))[0];
     if (selected === node && exhausted) return { why: `claim ${name} cannot be provisioned on node ${node}: ${exhausted.message}`, at: eventTime(exhausted) };
   }
   const cond = scheduledCondition(pod);

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { isNotFound, metricsRegistry, Resources } from '@topovol/shared';
-import type { KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import { isNotFound, metricsRegistry, projectEvent, PROVISIONING_FAILED_EVENTS, Resources } from '@topovol/shared';
+import type { Event, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { deleteNow, denyingPolicy, eventually, queueIdle, untilRefused } from '@topovol/testing';
-import { eventFor, failProvisioning, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
+import { claim, eventFor, failProvisioning, pod, provisioningFailed, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 import { RECREATE_RETRY_MS } from '../../src/rollback/advance-rollback.js';
@@ -92,6 +92,68 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
     await eventually(async () => expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
     await eventFor(f.admin, p2, 'ProvisioningRollback');
+  });
+
+  /** Waits until the loop's own cache holds `n` ProvisioningFailed Events about the claim. */
+  const loopHasFailures = async (claimName: string, n: number): Promise<void> => {
+    const failures = loop.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
+    await eventually(() => expect(failures.cache.list().filter((e) => e.involvedObject?.namespace === f.ns && e.involvedObject.name === claimName)).to.have.length(n));
+  };
+  const exhausted = async (claimName: string, n: number): Promise<void> => {
+    const c = await f.claim(claimName);
+    // Whole seconds apart, as failProvisioning keeps them.
+    await new Promise((r) => setTimeout(r, 1_100));
+    await f.admin.create<Event>(Resources.events, provisioningFailed(f.ns, `${claimName}.exhausted.${n}`, { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: f.ns, name: claimName, uid: c.metadata?.uid }, 'rpc error: code = ResourceExhausted desc = out of space'));
+    await loopHasFailures(claimName, n);
+  };
+
+  // A claim keeps the failures of its earlier attempts, and their messages do not name the node: one
+  // seen before the claim's current selected node is not about it (selection-arrivals.ts).
+  it("a sibling selected for the pinned node again: an earlier attempt's ResourceExhausted does not roll back, one since does", async function () {
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c2', f.cls));
+    await selectNode(f.admin, f.ns, 'c2', f.name('b'));
+    await exhausted('c2', 1);
+    // The scheduler chose again (node a), before the pod that pins c1 there is provisioned.
+    await selectNode(f.admin, f.ns, 'c2', f.name('a'));
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
+    const p = await f.admin.create<Pod>(Resources.pods, pod(f.ns, 'p', ['c1', 'c2']));
+    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    await queueIdle('rollback');
+    expect((await f.claim('c1')).metadata?.uid, 'c2 is being provisioned on a: nothing rolled back').to.equal(c1.metadata?.uid);
+    expect(await rollbacksOf(p)).to.equal(0);
+    // It fails there (its selected node not yet removed): that is evidence.
+    await exhausted('c2', 2);
+    await rolledBack(p, 1);
+  });
+
+  // A removed selected node is the provisioner's reschedule signal only for a claim of a
+  // WaitForFirstConsumer class (stuck-evidence.ts): a class the loop sees after the failure makes it
+  // evidence then, and nothing but the class watch says so.
+  it("a failed claim's class seen only after its failure: the class watch brings the pod back, and it is rolled back", async function () {
+    const late = `${f.ns}-late`;
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
+    await f.admin.create<Pod>(Resources.pods, pod(f.ns, 'p', ['c1', 'c2']));
+    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    // No other writer from here on: kube-controller-manager's binder would record its own
+    // ProvisioningFailed for a claim whose class is missing, and each such Event queues the pod.
+    await f.holdDeletedClaims();
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c2', late));
+    await failProvisioning(f.admin, f.ns, 'c2', `csinode.storage.k8s.io "${f.name('a')}" not found`);
+    await loopHasFailures('c2', 1);
+    await queueIdle('rollback');
+    expect((await f.claim('c1')).metadata?.deletionTimestamp, 'no class, no reschedule signal').to.equal(undefined);
+    try {
+      await f.admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: late }, provisioner: 'rollback.test.topovol.io', volumeBindingMode: 'WaitForFirstConsumer' } as never);
+      // Its pvc-protection finalizer stays (kube-controller-manager stopped): deleted is rolled back.
+      await eventually(async () => expect((await f.claim('c1')).metadata?.deletionTimestamp).to.not.equal(undefined), 30_000);
+      expect((await f.claim('c1')).metadata?.uid).to.equal(c1.metadata?.uid);
+    } finally {
+      await f.admin.delete(Resources.storageClasses, late).catch(() => undefined);
+    }
   });
 
   it('rolls back the claim of a generic ephemeral volume, and re-creates it owned by its pod', async function () {

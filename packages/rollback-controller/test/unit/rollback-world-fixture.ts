@@ -20,6 +20,8 @@ export interface W {
   inUse?: Record<string, string[]>;
   attachments?: VolumeAttachment[];
   failures?: Record<string, Event[]>;
+  /** Failures that arrived before their claim's current selected node (all others arrived after it). */
+  failedBeforeSelected?: Event[];
   observed?: Record<string, ProvisioningObservation>;
   /** By claim key (ns/name): evidence left by a pod seen deleted. */
   ended?: Record<string, string>;
@@ -42,6 +44,7 @@ export function world(w: W): RollbackWorld {
     nodesUsingVolume: (v) => Object.entries(w.inUse ?? {}).flatMap(([node, names]) => (names.includes(v.metadata?.name ?? '') ? [node] : [])),
     attachmentsOf: (n) => (w.attachments ?? []).filter((a) => a.spec?.source?.persistentVolumeName === n),
     provisioningFailures: (c) => w.failures?.[c.metadata?.name ?? ''] ?? [],
+    failedSinceSelected: (_, e) => !(w.failedBeforeSelected ?? []).includes(e),
     provisioningObserved: (uid) => w.observed?.[uid],
     endedUse: (ns, n) => w.ended?.[`${ns}/${n}`],
     rollbacksOf: (key) => (w.rollbacks ?? []).filter((r) => historyKeyOfRecord(r) === key),
