@@ -1,7 +1,7 @@
 import { ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_CLASS, ANN_IS_DEFAULT_CLASS } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 
-export { claimClass } from '@topovol/shared';
+export { claimClass, isDelayedBinding } from '@topovol/shared';
 
 /** Whether the claim asked for no class at all (nil), which the default class may fill in. */
 export function claimClassUnset(c: PersistentVolumeClaim): boolean {
@@ -33,8 +33,4 @@ export function pickDefaultClass(classes: StorageClass[]): StorageClass | undefi
   return classes
     .filter(isDefaultClass)
     .sort((a, b) => (b.metadata?.creationTimestamp ?? '').localeCompare(a.metadata?.creationTimestamp ?? '') || (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''))[0];
-}
-
-export function isDelayedBinding(sc: StorageClass | undefined): boolean {
-  return sc?.volumeBindingMode === 'WaitForFirstConsumer';
 }

@@ -186,8 +186,9 @@ function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonl
 
 /**
  * Claims of the pod whose fate is not known yet: not pinned to the failed node by an unused
- * volume, not failed to provision (since their current selected node), and not bound. While one may still be provisioning, a
- * rollback could undo work in progress; once none is, nothing is gained by waiting. A bound claim
+ * volume, not failed to provision (since their current selected node), and not bound. While one
+ * may still be provisioning, a rollback could undo work in progress; once none is, nothing is
+ * gained by waiting. A bound claim
  * (its volume names it back) provisions nothing any longer, and where its volume lets the pod run
  * was weighed already (heldElsewhere); one whose volume does not name it back yet is still being
  * bound.

@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimClass, claimNamesOfPod } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimClass, claimNamesOfPod, isDelayedBinding } from '@topovol/shared';
 import type { Event, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { nodeRejectsPod } from './node-rejects-pod.js';
 import type { RollbackWorld } from './rollback-world.js';
@@ -43,11 +43,11 @@ const VOLUME_NODE_CONFLICT = /didn't match PersistentVolume's node affinity|volu
 /**
  * Evidence that the pod cannot run on the node its pinned volumes were provisioned for: the node is
  * gone, cordoned or tainted; a sibling claim failed to provision there (ResourceExhausted seen after
- * that node was selected, or the external provisioner's reschedule signal: selected-node removed after a failure, from
- * a claim of a WaitForFirstConsumer class);
- * or the scheduler reports that the volumes' node affinity excludes the other nodes. Records
- * (Events, the pod's condition) count only when newer than `notBefore`, the evidence of the workload's last rollback: the same
- * failure never triggers a second rollback; and only when dated no later than `latest` (by default
+ * that node was selected, or the external provisioner's reschedule signal: selected-node removed
+ * after a failure, from a claim of a WaitForFirstConsumer class); or the scheduler reports that the
+ * volumes' node affinity excludes the other nodes. Records (Events, the pod's condition) count only
+ * when newer than `notBefore`, the evidence of the workload's last rollback: the same failure never
+ * triggers a second rollback; and only when dated no later than `latest` (by default
  * EVIDENCE_CLOCK_SKEW_MS after now), so a rollback's evidence time is never far ahead of its making.
  */
 export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBefore: number, latest = world.now() + EVIDENCE_CLOCK_SKEW_MS): StuckVerdict | undefined {
@@ -92,7 +92,7 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
  */
 function mayBeRescheduled(claim: PersistentVolumeClaim, world: RollbackWorld): boolean {
   const name = claimClass(claim);
-  return name !== '' && world.storageClass(name)?.volumeBindingMode === 'WaitForFirstConsumer';
+  return name !== '' && isDelayedBinding(world.storageClass(name));
 }
 
 /**
