@@ -243,8 +243,9 @@ async function settleHeldVolume(d: AdvanceDeps, r: ProvisioningRollback, c: Roll
   // Only a `Delete` to give back needs the pods asked about. Not the usage mark: with its claim
   // gone, the mark loop no longer vouches for `unused` and marks it `used`. The delete was decided
   // on a volume provably unused then; since, only a pod of the claim scheduled (a kubelet may mount
-  // it; node and attachment evidence follow from that) can have used it.
-  if (plan.kind === 'restore') plan = decideSettle(v, c, d.claimWatch.doubt(ns, c.name, c.uid) ?? (await d.reads.undeliveredPodUse(ns, c.name)));
+  // it; node and attachment evidence follow from that) can have used it. An attachment the server
+  // has is asked about too: the loop's watch of them may lag, and one is evidence enough.
+  if (plan.kind === 'restore') plan = decideSettle(v, c, d.claimWatch.doubt(ns, c.name, c.uid) ?? (await d.reads.attached(c.volume)) ?? (await d.reads.undeliveredPodUse(ns, c.name)));
   await settleVolume(d, r, c, plan);
   d.claimWatch.end(ns, c.name, c.uid);
 }

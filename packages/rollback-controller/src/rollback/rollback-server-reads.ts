@@ -1,5 +1,5 @@
 import { claimNamesOfPod, collectionPath, getIfPresent, InvalidPathSegmentError, isGone, pathSegmentProblem, projectPod, Resources, streamWatch } from '@topovol/shared';
-import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { KubeClient, KubeObject, ObjectList, PersistentVolume, PersistentVolumeClaim, Pod, VolumeAttachment } from '@topovol/shared';
 import { usageOf } from './marks.js';
 import { recreateCheck } from './recreate-check.js';
 import type { RecreateCheck } from './recreate-check.js';
@@ -29,6 +29,8 @@ export interface RollbackServerReads {
   volumeUse(volumeName: string): Promise<string | undefined>;
   /** The volume as the server has it, or undefined when there is none. */
   volume(name: string): Promise<PersistentVolume | undefined>;
+  /** A VolumeAttachment of the volume as the server lists it now: why it counts as use, or undefined when there is none. */
+  attached(volumeName: string): Promise<string | undefined>;
   /**
    * A pod of the claim scheduled or run among the pod events the loop's watch has not delivered yet
    * (missedPodUse): why, or undefined when none.
@@ -143,10 +145,25 @@ async function replayOnce(client: KubeClient, path: string, claimName: string, r
 }
 
 /**
+ * A VolumeAttachment of the volume, as a consistent list of them shows it now: why it counts as use,
+ * or undefined when there is none. Not the loop's cache: its watch of attachments delivers apart
+ * from the claims' and the events' (a cut stream, a relist, a busy process), so a claim's failure
+ * can arrive before the attachment made earlier (the attach/detach controller writes one before a
+ * kubelet may mount the volume, kubernetes #94217). Attachments are few (one per attached volume);
+ * they have no field selector on the volume, so all are listed.
+ */
+export async function attachedNow(client: KubeClient, volumeName: string): Promise<string | undefined> {
+  const va = (await client.list<VolumeAttachment>(Resources.volumeAttachments)).items.find((a) => a.spec?.source?.persistentVolumeName === volumeName);
+  return va ? `VolumeAttachment ${va.metadata?.name} exists for it (listed from the server)` : undefined;
+}
+
+/**
  * The reads through `client`. A volume's usage is the label as the server has it (the admission
- * policy keeps anyone else from setting unused), then `evidence`: what else says it may hold data,
- * then the pod events the loop's informer has not handled yet (`podsSeenUpTo`: its resourceVersion;
- * see missedPodUse).
+ * policy keeps anyone else from setting unused), then `evidence`: what else the caches say of use,
+ * then the VolumeAttachments the server has now (attachedNow), then the pod events the loop's
+ * informer has not handled yet (`podsSeenUpTo`: its resourceVersion; see missedPodUse). A node's
+ * volumesInUse is read from the cache only: a kubelet mounts a volume only for a pod scheduled with
+ * its claim, which the replay of the pod events finds.
  */
 export function liveReads(client: KubeClient, evidence: (live: PersistentVolume) => string | undefined, podsSeenUpTo: () => string = () => ''): RollbackServerReads {
   return {
@@ -158,9 +175,12 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
       if (!live) return 'it is gone';
       if (usageOf(live) !== 'unused') return `its mark is ${usageOf(live) ?? 'missing'}`;
       const ref = live.spec?.claimRef;
-      return evidence(live) ?? (ref?.namespace && ref.name ? missedPodUse(client, ref.namespace, ref.name, podsSeenUpTo()) : 'it is bound to no claim');
+      const doubt = evidence(live) ?? (await attachedNow(client, name));
+      if (doubt) return doubt;
+      return ref?.namespace && ref.name ? missedPodUse(client, ref.namespace, ref.name, podsSeenUpTo()) : 'it is bound to no claim';
     },
     volume: (name) => getIfPresent<PersistentVolume>(client, Resources.persistentVolumes, name),
+    attached: (name) => attachedNow(client, name),
     undeliveredPodUse: (ns, claimName) => missedPodUse(client, ns, claimName, podsSeenUpTo()),
     namespace: async (name) => {
       const ns = await getIfPresent<KubeObject>(client, Resources.namespaces, name);

@@ -108,9 +108,10 @@ describe('DeletedClaimWatch: what the pod watch showed of a claim from before it
  * hold data afterwards: the scheduler binds the pod between the last check and the delete (the
  * rollback's own read after the delete sees it); the pod watch delivers it scheduled after the delete;
  * the pod watch is relisted; the process restarts between the delete and the settle; the pod events
- * the watch has not delivered yet show it scheduled.
+ * the watch has not delivered yet show it scheduled; the server has a VolumeAttachment of the volume
+ * that the loop's watch has not delivered.
  */
-type Happening = 'raced' | 'watched' | 'relisted' | 'restarted' | 'undelivered';
+type Happening = 'raced' | 'watched' | 'relisted' | 'restarted' | 'undelivered' | 'attached';
 
 interface Run {
   store: FakeWrites;
@@ -180,6 +181,7 @@ async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: 
       volumeUse: () => Promise.resolve(podScheduled ? 'a pod was scheduled' : undefined),
       volume: (n) => Promise.resolve(store.stored<PersistentVolume>(Resources.persistentVolumes, n)),
       undeliveredPodUse: () => Promise.resolve(happenings.includes('undelivered') ? 'pod ns/p using claim c was scheduled to node a (seen in the pod events since the loop\'s watch)' : undefined),
+      attached: () => Promise.resolve(happenings.includes('attached') ? 'VolumeAttachment csi-0123 exists for it (listed from the server)' : undefined),
       recreateCheck: () => Promise.resolve({ finalizers: [] }),
       namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
       podExists: () => Promise.resolve(true),
@@ -221,6 +223,7 @@ describe('advancing a rollback: the volume is Retain while its claim goes, and g
     ['relisted', /relisted/],
     ['restarted', /did not watch the pods of claim c since its delete/],
     ['undelivered', /seen in the pod events since the loop's watch/],
+    ['attached', /VolumeAttachment csi-0123 exists for it \(listed from the server\)/],
   ];
   for (const [happening, why] of doubts) it(`${happening}: left Retain, with why, a Warning on the volume; the claim is re-created all the same`, async function () {
     const run = await roll('Delete', [happening]);
@@ -327,7 +330,7 @@ describe('advancing a rollback: the volume is Retain while its claim goes, and g
 
   it('property: the claim\'s delete always lands on a Retain volume, and Delete comes back exactly when nothing could have used it', async function () {
     await fc.assert(
-      fc.asyncProperty(fc.subarray<Happening>(['raced', 'watched', 'relisted', 'restarted', 'undelivered']), fc.boolean(), async (happenings, conflictOnce) => {
+      fc.asyncProperty(fc.subarray<Happening>(['raced', 'watched', 'relisted', 'restarted', 'undelivered', 'attached']), fc.boolean(), async (happenings, conflictOnce) => {
         const run = await roll('Delete', happenings, { conflictOnce });
         const v = volumeOf(run);
         expect(v.metadata?.annotations?.[HELD]).to.equal(undefined);

@@ -34,6 +34,7 @@ function reconcilerOver(store: FakeWrites, events = new FakeEvents()): RollbackR
       podExists: () => Promise.resolve(true),
       pods: () => Promise.resolve([thePod]),
       volume: () => Promise.resolve(undefined),
+      attached: () => Promise.resolve(undefined),
       undeliveredPodUse: () => Promise.resolve(undefined),
       recreateCheck: () => Promise.resolve({ finalizers: [] }),
     },

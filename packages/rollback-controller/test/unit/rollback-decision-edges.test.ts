@@ -133,6 +133,7 @@ const reads = (claimOf: (n: string) => PersistentVolumeClaim | undefined, pods: 
   pods: () => Promise.resolve(pods),
   volumeUse: () => Promise.resolve(undefined),
   volume: () => Promise.resolve(undefined),
+  attached: () => Promise.resolve(undefined),
   undeliveredPodUse: () => Promise.resolve(undefined),
   recreateCheck: () => Promise.resolve({ finalizers: [] }),
   namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),

@@ -187,11 +187,13 @@ describe('use evidence: edges a mutation run found untested (cannotRunOn)', func
  * timeout ends it (`endNow`: at once); `open` may instead fail with an error. `closedBy` says who
  * ended the last watch; `timeouts`, each watch's timeoutSeconds.
  */
-function replayServer(listRv: string, events: object[] | object[][], opts: { openError?: Error; endNow?: boolean; volume?: PersistentVolume } = {}) {
+function replayServer(listRv: string, events: object[] | object[][], opts: { openError?: Error; endNow?: boolean; volume?: PersistentVolume; attachedTo?: string[] } = {}) {
   const seen = { watches: 0, closedBy: '', timeouts: [] as string[] };
   const client = {
     get: () => (opts.volume ? Promise.resolve(opts.volume) : Promise.reject(new KubeApiError(404, { kind: 'Status', reason: 'NotFound', details: { name: 'v', kind: 'persistentvolumes' } }))),
     request: () => Promise.resolve({ metadata: { resourceVersion: listRv }, items: [] }),
+    // The VolumeAttachments the server has: one per volume named.
+    list: () => Promise.resolve({ metadata: { resourceVersion: listRv }, items: (opts.attachedTo ?? []).map((pvName, i) => ({ metadata: { name: `csi-${i}` }, spec: { attacher: 'd', nodeName: 'a', source: { persistentVolumeName: pvName } } })) }),
     openStream: (_path: string, query: { timeoutSeconds?: string }, signal: AbortSignal) => {
       const mine = Array.isArray(events[0]) ? ((events as object[][])[seen.watches] ?? []) : (events as object[]);
       seen.watches++;
@@ -344,6 +346,18 @@ describe('server reads: edges a mutation run found untested (liveReads.volumeUse
   it('the cached evidence counts after an unused mark', async function () {
     const { client } = replayServer('10', [], { volume: unused() });
     expect(await liveReads(client, () => 'node a reports it in status.volumesInUse', () => '10').volumeUse('v')).to.equal('node a reports it in status.volumesInUse');
+  });
+
+  it('then a VolumeAttachment the server lists (the watch of attachments may lag behind the failure)', async function () {
+    const { client } = replayServer('10', [], { volume: unused(), endNow: true, attachedTo: ['other', 'v'] });
+    expect(await liveReads(client, () => undefined, () => '10').volumeUse('v')).to.equal('VolumeAttachment csi-1 exists for it (listed from the server)');
+    expect(await liveReads(client, () => undefined).attached('v')).to.equal('VolumeAttachment csi-1 exists for it (listed from the server)');
+  });
+
+  it("another volume's attachment is no use of this one", async function () {
+    const { client } = replayServer('10', [], { volume: unused(), endNow: true, attachedTo: ['other'] });
+    expect(await liveReads(client, () => undefined, () => '10').volumeUse('v')).to.equal(undefined);
+    expect(await liveReads(client, () => undefined).attached('v')).to.equal(undefined);
   });
 
   it('then the pod events the informer has not handled yet', async function () {
