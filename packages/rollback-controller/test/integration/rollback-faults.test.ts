@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Resources } from '@topovol/shared';
-import type { PersistentVolume, Pod } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { AuditLogTail, controllerKubeconfig, controllerUser, eventually, FaultProxy, isDryRun, INSTALL_NAMESPACE, recordChaosResult, sharedControlPlane } from '@topovol/testing';
 import type { AuditEvent } from '@topovol/testing';
 import { failProvisioning, provision, recordsOf, RunningRollback, seenByLoop } from './rollback-harness.js';
@@ -97,10 +97,17 @@ describe('reliability: rollback under API faults', function () {
       expect(records[0]!.status?.phase).to.equal('Completed');
     }, 120_000);
     expect((await f.claim('c1')).metadata?.uid).to.not.equal(c1.metadata?.uid);
-    // Safety: q's volume was used, so nothing of q was touched.
-    expect((await f.claim('d1')).metadata?.uid).to.equal(d1.metadata?.uid);
-    expect((await f.admin.get<PersistentVolume>(Resources.persistentVolumes, f.name('w1'))).metadata?.deletionTimestamp).to.equal(undefined);
-    expect((await recordsOf(f.admin, q.metadata!.uid!)).filter((r) => r.status?.phase === 'Completed')).to.deep.equal([]);
+    // Safety: q's volume was used, so nothing of q was touched. A failure says what the loop
+    // recorded for q and what it asked while the faults were on.
+    try {
+      const d1Now = await f.admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'd1', f.ns).catch((e: unknown) => ({ metadata: { uid: `none: ${String(e)}` } }));
+      expect(d1Now.metadata?.uid, 'd1 is the claim it was').to.equal(d1.metadata?.uid);
+      expect((await f.admin.get<PersistentVolume>(Resources.persistentVolumes, f.name('w1'))).metadata?.deletionTimestamp).to.equal(undefined);
+      expect((await recordsOf(f.admin, q.metadata!.uid!)).filter((r) => r.status?.phase === 'Completed')).to.deep.equal([]);
+    } catch (e) {
+      const records = JSON.stringify((await recordsOf(f.admin, q.metadata!.uid!)).map((r) => r.status), null, 1);
+      throw new Error(`${e instanceof Error ? e.message : String(e)}\nq's rollback records: ${records}\nrequests through the proxy since the faults began:\n${proxy.journalText(faultsStarted)}`);
+    }
     // Exactly once, whatever was retried.
     await eventually(() => {
       expect(claimWrites(audit, f.ns, 'delete')).to.deep.equal(['c1']);
