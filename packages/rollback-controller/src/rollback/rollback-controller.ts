@@ -16,7 +16,7 @@ import { liveReads } from './rollback-server-reads.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { ProvisioningObservations } from './observations.js';
 import { RollbackReconciler } from './reconcile-rollback.js';
-import { SelectionArrivals } from './selection-arrivals.js';
+import { SelectionVersions } from './selection-versions.js';
 import { countEndedUseEvicted } from './rollback-metrics.js';
 import { podUseOfClaim, unusedMarkDoubt, volumesInUseMentions } from './usage-evidence.js';
 
@@ -49,8 +49,8 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   records.addIndex('history', rollbackByHistory);
   records.addIndex('claim', rollbackByClaim);
 
-  /** In what order claims' selected nodes and their failures arrived (SelectionArrivals). */
-  const arrivals = new SelectionArrivals(() => pvcs.hasSynced() && failures.hasSynced());
+  /** At which resourceVersion each claim's current selected node was first seen (SelectionVersions). */
+  const selections = new SelectionVersions();
   /** What this process saw of claims being provisioned (ProvisioningObservations). */
   const observed = new ProvisioningObservations((mark) => pvcs.listedSince(mark), listOrderMark);
   // Listed again for forgotten uses at most every 30 s (RelistPacer): a flood must not keep the
@@ -89,7 +89,7 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     nodesUsingVolume: (v) => nodes.cache.list().flatMap((n) => ((n.status?.volumesInUse ?? []).some((e) => volumesInUseMentions(e, v)) ? [n.metadata?.name ?? ''] : [])),
     attachmentsOf: (name) => attachments.cache.byIndex('pv', name),
     provisioningFailures: (c) => eventsAbout(failures.cache.byIndex('claimUid', c.metadata?.uid ?? ''), c),
-    failedSinceSelected: (c, e) => arrivals.arrivedSinceSelected(c, e),
+    failedSinceSelected: (c, e) => selections.failedSinceSelected(c, e),
     provisioningObserved: (uid) => observed.get(uid),
     endedUse: (ns, name) => endedUse.get(`${ns}/${name}`),
     rollbacksOf: (key) => newestFirst(records.cache.byIndex('history', key)),
@@ -240,9 +240,8 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     if (ref?.name) for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, `${ref.namespace}/${ref.name}`)) enqueuePod(p);
   };
   pvs.addEventHandler({ onAdd: onVolume, onUpdate: (_, v) => onVolume(v) });
-  // Their own handlers, registered first: the order is noted before anything is queued for it.
-  pvcs.addEventHandler({ onAdd: (c) => arrivals.claimSeen(c), onUpdate: (_, c) => arrivals.claimSeen(c), onDelete: (c) => arrivals.claimGone(c) });
-  failures.addEventHandler({ onAdd: (e) => arrivals.failureSeen(e), onUpdate: (_, e) => arrivals.failureSeen(e), onDelete: (e) => arrivals.failureGone(e) });
+  // A handler of its own, registered first: a selection's version is noted before anything is queued for it.
+  pvcs.addEventHandler({ onAdd: (c) => selections.claimSeen(c), onUpdate: (_, c) => selections.claimSeen(c), onDelete: (c) => selections.claimGone(c), onRelist: () => selections.claimsRelisted() });
   pvcs.addEventHandler({
     onAdd: (c) => enqueueClaimUsers(objectKey(c)),
     onUpdate: (_, c) => enqueueClaimUsers(objectKey(c)),

@@ -29,8 +29,8 @@ export interface RollbackWorld {
   /** ProvisioningFailed Events recorded on the claim (by its uid). */
   provisioningFailures(claim: PersistentVolumeClaim): Event[];
   /**
-   * Whether this process saw the failure (its last occurrence) arrive after the claim's current
-   * selected node: only then may it be about that node (SelectionArrivals).
+   * Whether the failure was recorded on a copy of the claim that had its current selected node
+   * (by resourceVersion): only then may it be about that node (SelectionVersions).
    */
   failedSinceSelected(claim: PersistentVolumeClaim, failure: Event): boolean;
   /**

@@ -108,8 +108,13 @@ export async function failProvisioning(client: KubeClient, ns: string, claimName
   const earlier = (await client.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.name=${claimName},reason=ProvisioningFailed` })).items;
   const last = Math.max(0, ...earlier.map((e) => Date.parse(e.lastTimestamp ?? '') || 0));
   while (Math.floor(Date.now() / 1000) * 1000 <= last) await new Promise((r) => setTimeout(r, 100));
-  await client.create<Event>(Resources.events, provisioningFailed(ns, `${claimName}.failed.${Date.now()}`, { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: claimName, uid: c.metadata?.uid }, message));
+  await client.create<Event>(Resources.events, provisioningFailed(ns, `${claimName}.failed.${Date.now()}`, claimReference(c), message));
   await selectNode(client, ns, claimName, null);
+}
+
+/** What client-go's event recorder names as the Event's object: the claim as the recorder's caller had it, its resourceVersion too (k8s.io/client-go/tools/reference). */
+export function claimReference(c: PersistentVolumeClaim): Event['involvedObject'] {
+  return { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: c.metadata?.namespace, name: c.metadata?.name, uid: c.metadata?.uid, resourceVersion: c.metadata?.resourceVersion };
 }
 
 /** A core/v1 ProvisioningFailed Event named `name` in `ns` about `involved`, as external-provisioner records one, dated `at` (whole seconds). */

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { isNotFound, metricsRegistry, projectEvent, PROVISIONING_FAILED_EVENTS, Resources } from '@topovol/shared';
 import type { Event, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { deleteNow, denyingPolicy, eventually, queueIdle, untilRefused } from '@topovol/testing';
-import { claim, eventFor, failProvisioning, pod, provisioningFailed, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
+import { claim, claimReference, eventFor, failProvisioning, pod, provisioningFailed, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 import { RECREATE_RETRY_MS } from '../../src/rollback/advance-rollback.js';
@@ -99,16 +99,18 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const failures = loop.informers.forResource<Event>(Resources.events, { fieldSelector: PROVISIONING_FAILED_EVENTS, transform: projectEvent });
     await eventually(() => expect(failures.cache.list().filter((e) => e.involvedObject?.namespace === f.ns && e.involvedObject.name === claimName)).to.have.length(n));
   };
-  const exhausted = async (claimName: string, n: number): Promise<void> => {
-    const c = await f.claim(claimName);
+  /** The provisioner's n-th ResourceExhausted on the claim, recorded on `copy` (by default the claim as it is now). */
+  const exhausted = async (claimName: string, n: number, copy?: PersistentVolumeClaim): Promise<void> => {
+    const c = copy ?? (await f.claim(claimName));
     // Whole seconds apart, as failProvisioning keeps them.
     await new Promise((r) => setTimeout(r, 1_100));
-    await f.admin.create<Event>(Resources.events, provisioningFailed(f.ns, `${claimName}.exhausted.${n}`, { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: f.ns, name: claimName, uid: c.metadata?.uid }, 'rpc error: code = ResourceExhausted desc = out of space'));
+    await f.admin.create<Event>(Resources.events, provisioningFailed(f.ns, `${claimName}.exhausted.${n}`, claimReference(c), 'rpc error: code = ResourceExhausted desc = out of space'));
     await loopHasFailures(claimName, n);
   };
 
   // A claim keeps the failures of its earlier attempts, and their messages do not name the node: one
-  // seen before the claim's current selected node is not about it (selection-arrivals.ts).
+  // recorded on a copy of the claim from before its current selected node is not about it
+  // (selection-versions.ts).
   it("a sibling selected for the pinned node again: an earlier attempt's ResourceExhausted does not roll back, one since does", async function () {
     await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c2', f.cls));
     await selectNode(f.admin, f.ns, 'c2', f.name('b'));
@@ -124,6 +126,28 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     expect((await f.claim('c1')).metadata?.uid, 'c2 is being provisioned on a: nothing rolled back').to.equal(c1.metadata?.uid);
     expect(await rollbacksOf(p)).to.equal(0);
     // It fails there (its selected node not yet removed): that is evidence.
+    await exhausted('c2', 2);
+    await rolledBack(p, 1);
+  });
+
+  // A recorder writes its Events asynchronously (client-go's broadcaster, retried), so node b's
+  // failure can reach the API server after the provisioner gave the claim back and the scheduler
+  // chose node a. It arrives after that selection; it was recorded on the copy that had node b.
+  it("an earlier attempt's ResourceExhausted written only after the scheduler chose again does not roll back; one recorded since does", async function () {
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c2', f.cls));
+    await selectNode(f.admin, f.ns, 'c2', f.name('b'));
+    const onB = await f.claim('c2');
+    await selectNode(f.admin, f.ns, 'c2', null);
+    await selectNode(f.admin, f.ns, 'c2', f.name('a'));
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
+    const p = await f.admin.create<Pod>(Resources.pods, pod(f.ns, 'p', ['c1', 'c2']));
+    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    await exhausted('c2', 1, onB);
+    await queueIdle('rollback');
+    expect((await f.claim('c1')).metadata?.uid, 'node b\'s failure, written late: nothing rolled back').to.equal(c1.metadata?.uid);
+    expect(await rollbacksOf(p)).to.equal(0);
     await exhausted('c2', 2);
     await rolledBack(p, 1);
   });

@@ -122,7 +122,9 @@ export function slimEvent(o: KubeObject): Event {
     apiVersion: 'v1',
     kind: 'Event',
     metadata: { name: md.name, namespace: md.namespace, resourceVersion: md.resourceVersion, uid: md.uid },
-    involvedObject: { kind: kept(io?.kind), namespace: kept(io?.namespace), name: kept(io?.name), uid: kept(io?.uid) },
+    // The object's resourceVersion as the recorder had it: which copy of a claim a failure is
+    // about (the rollback loop's SelectionVersions).
+    involvedObject: { kind: kept(io?.kind), namespace: kept(io?.namespace), name: kept(io?.name), uid: kept(io?.uid), ...(io?.resourceVersion !== undefined ? { resourceVersion: kept(io.resourceVersion) } : {}) },
     reason: kept(e.reason),
     firstTimestamp: e.firstTimestamp,
     lastTimestamp: e.lastTimestamp,

@@ -6,7 +6,7 @@ describe('projectEvent: what the loops cache of an Event anyone may write', func
   it('keeps who, why and when, and at most EVENT_MESSAGE_KEPT of the message; drops labels and annotations', function () {
     const big: Event = {
       metadata: { name: 'e', namespace: 'ns', uid: 'u', resourceVersion: '1', labels: { a: 'x'.repeat(60) }, annotations: { b: 'y'.repeat(200_000) } },
-      involvedObject: { kind: 'PersistentVolumeClaim', namespace: 'ns', name: 'c', uid: 'uc' },
+      involvedObject: { kind: 'PersistentVolumeClaim', namespace: 'ns', name: 'c', uid: 'uc', resourceVersion: '42' },
       reason: 'ProvisioningFailed',
       type: 'Warning',
       message: `rpc error: code = ResourceExhausted ${'z'.repeat(1_000_000)}`,
@@ -25,14 +25,14 @@ describe('projectEvent: what the loops cache of an Event anyone may write', func
   it('drops any string longer than EVENT_FIELD_KEPT (no name, uid, kind, reason or type is that long), so a forged Event stays small', function () {
     const forged: Event = {
       metadata: { name: 'e', namespace: 'ns', uid: 'u', resourceVersion: '1' },
-      involvedObject: { kind: `K${'k'.repeat(500_000)}`, namespace: 'ns', name: `c${'x'.repeat(1_000_000)}`, uid: 'u'.repeat(400_000), apiVersion: 'v'.repeat(100_000) },
+      involvedObject: { kind: `K${'k'.repeat(500_000)}`, namespace: 'ns', name: `c${'x'.repeat(1_000_000)}`, uid: 'u'.repeat(400_000), apiVersion: 'v'.repeat(100_000), resourceVersion: '9'.repeat(300_000) },
       reason: `Provisioning${'r'.repeat(300_000)}`,
       type: `Warning${'t'.repeat(300_000)}`,
       series: { count: 2, lastObservedTime: '2026-11-27T00:00:00.000000Z', state: 's'.repeat(300_000) } as Event['series'],
     };
     for (const slim of [projectEvent(forged), slimEvent(forged)]) {
       expect(JSON.stringify(slim).length).to.be.below(1024);
-      expect(slim.involvedObject).to.deep.equal({ kind: undefined, namespace: 'ns', name: undefined, uid: undefined });
+      expect(slim.involvedObject).to.deep.equal({ kind: undefined, namespace: 'ns', name: undefined, uid: undefined, resourceVersion: undefined });
       expect(slim.reason).to.equal(undefined);
       expect(slim.series).to.deep.equal({ count: 2, lastObservedTime: '2026-11-27T00:00:00.000000Z' });
     }
