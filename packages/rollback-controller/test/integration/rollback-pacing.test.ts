@@ -108,6 +108,16 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     await loopHasFailures(claimName, n);
   };
 
+  /** Pod p of claims c1 and c2 (c2 made first), with c1 provisioned on node a and marked unused. */
+  const podPinnedToA = async (): Promise<{ p: Pod; c1: PersistentVolumeClaim }> => {
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
+    const p = await f.admin.create<Pod>(Resources.pods, pod(f.ns, 'p', ['c1', 'c2']));
+    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
+    const c1 = await f.provisionC1OnA(loop);
+    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    return { p, c1 };
+  };
+
   // A claim keeps the failures of its earlier attempts, and their messages do not name the node: one
   // recorded on a copy of the claim from before its current selected node is not about it
   // (selection-versions.ts).
@@ -117,11 +127,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     await exhausted('c2', 1);
     // The scheduler chose again (node a), before the pod that pins c1 there is provisioned.
     await selectNode(f.admin, f.ns, 'c2', f.name('a'));
-    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
-    const p = await f.admin.create<Pod>(Resources.pods, pod(f.ns, 'p', ['c1', 'c2']));
-    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const { p, c1 } = await podPinnedToA();
     await queueIdle('rollback');
     expect((await f.claim('c1')).metadata?.uid, 'c2 is being provisioned on a: nothing rolled back').to.equal(c1.metadata?.uid);
     expect(await rollbacksOf(p)).to.equal(0);
@@ -139,11 +145,7 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     const onB = await f.claim('c2');
     await selectNode(f.admin, f.ns, 'c2', null);
     await selectNode(f.admin, f.ns, 'c2', f.name('a'));
-    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c1', f.cls));
-    const p = await f.admin.create<Pod>(Resources.pods, pod(f.ns, 'p', ['c1', 'c2']));
-    await selectNode(f.admin, f.ns, 'c1', f.name('a'));
-    const c1 = await f.provisionC1OnA(loop);
-    await eventually(async () => expect(await f.usage()).to.equal('unused'));
+    const { p, c1 } = await podPinnedToA();
     await exhausted('c2', 1, onB);
     await queueIdle('rollback');
     expect((await f.claim('c1')).metadata?.uid, 'node b\'s failure, written late: nothing rolled back').to.equal(c1.metadata?.uid);
