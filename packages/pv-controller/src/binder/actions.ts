@@ -38,8 +38,12 @@ export interface PlacedPodConfirmation {
  * so a decision made on stale data fails with a conflict instead of overwriting a newer state.
  */
 export type BinderAction =
-  /** PV.spec.claimRef := claim (+ bound-by-controller), then PV phase Bound. */
-  | { kind: 'bindVolume'; volume: PersistentVolume; claim: PersistentVolumeClaim; boundByController: boolean; forPlacedPod?: PlacedPodConfirmation }
+  /**
+   * PV.spec.claimRef := claim (+ bound-by-controller), then PV phase Bound. `forDeletingClaim`: a
+   * free volume for a claim being deleted, written only once the server shows a live pod on a node
+   * using the claim (deleting-claim.ts, verify-on-server.ts).
+   */
+  | { kind: 'bindVolume'; volume: PersistentVolume; claim: PersistentVolumeClaim; boundByController: boolean; forPlacedPod?: PlacedPodConfirmation; forDeletingClaim?: true }
   /** Claim.spec.volumeName := volume, bind-completed (+ bound-by-controller), then claim status Bound. */
   | { kind: 'bindClaim'; claim: PersistentVolumeClaim; volume: PersistentVolume; boundByController: boolean }
   /** Released is written only once the server confirms the claim is gone or bound elsewhere (verify-on-server.ts). */

@@ -115,11 +115,11 @@ export function countBind(result: 'bound' | 'conflict' | 'error' | 'taken_back')
 }
 
 /** What a live read before a guarded write confirms (verify-on-server.ts). */
-export type ServerCheck = 'release' | 'selected_node' | 'placed_pod' | 'lost' | 'take_back';
+export type ServerCheck = 'release' | 'selected_node' | 'placed_pod' | 'lost' | 'take_back' | 'deleting_claim';
 
 const refuted = counter<'check'>({
   name: 'topovol_pv_binder_refuted_by_server_total',
-  help: "Writes the binder planned on its caches and did not send because the server's objects refuted them (verify-on-server): release (the claim still exists), selected_node (the node, a pod or the provisioner's activity), placed_pod (the pod gone or moved), lost (the claim's volume is there), take_back (the claim of an unfinished binding still waits for its volume). A steady rise means the caches lag the server.",
+  help: "Writes the binder planned on its caches and did not send because the server's objects refuted them (verify-on-server): release (the claim still exists), selected_node (the node, a pod or the provisioner's activity), placed_pod (the pod gone or moved), lost (the claim's volume is there), take_back (the claim of an unfinished binding still waits for its volume), deleting_claim (no pod on a node uses a claim being deleted that a free volume was to be bound to). A steady rise means the caches lag the server.",
   labelNames: ['check'],
 });
 

@@ -10,7 +10,7 @@ import { pendingStatus } from './claim-pending.js';
 import { provisionClaim } from './claim-provisioning.js';
 import { decideBoundClaim } from './decide-bound-claim.js';
 import { decidePreBoundClaim } from './decide-pre-bound-claim.js';
-import { freeVolumeHeldBack } from './deleting-claim.js';
+import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
 import { findBestVolume } from './find-matching-volume.js';
 import { bindingUnfinished } from './orphaned-bind.js';
 import { nodeNameConsumer, placedPodConfirmation, provisionForNodeName, refusedPlacedPod } from './node-name-consumer.js';
@@ -67,12 +67,14 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   // nor the completion of a binding that never reached it (a restart between the writes, or
   // kube-scheduler's pre-binding): once the claim goes, that volume is taken back
   // (orphaned-bind.ts). A volume otherwise pre-bound to the claim is bound as upstream.
-  if (volume && (!volume.spec?.claimRef || bindingUnfinished(volume)) && freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
+  const free = volume !== undefined && (!volume.spec?.claimRef || bindingUnfinished(volume));
+  if (free && freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
   if (volume) {
     // Chosen for the placed pod's node: that pod is read live before the volume is written.
     const forPlacedPod = placed ? { forPlacedPod: placedPodConfirmation(placed) } : {};
+    const forDeletingClaim = free ? deletingClaimConfirmation(claim) : {};
     return [
-      { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef, ...forPlacedPod },
+      { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef, ...forPlacedPod, ...forDeletingClaim },
       { kind: 'bindClaim', claim, volume, boundByController: true },
     ];
   }

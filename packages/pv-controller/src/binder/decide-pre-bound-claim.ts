@@ -6,7 +6,7 @@ import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { pendingStatus } from './claim-pending.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
-import { freeVolumeHeldBack } from './deleting-claim.js';
+import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
 import { isPreBoundTo } from './find-matching-volume.js';
 
 /**
@@ -29,7 +29,8 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
     if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
     // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod
     // uses (deleting-claim.ts): naming a volume is how an existing data volume is attached.
-    return freeVolumeHeldBack(claim, world) ? pendingStatus(claim) : bind;
+    if (freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
+    return [{ kind: 'bindVolume', volume, claim, boundByController: true, ...deletingClaimConfirmation(claim) }, bind[1]!];
   }
   if (isPreBoundTo(volume, claim)) return bind;
   const refused = event(claim, 'Warning', Reasons.FailedBinding, `volume "${volumeName}" already bound to a different claim.`);

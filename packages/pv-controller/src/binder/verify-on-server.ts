@@ -3,6 +3,7 @@ import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, 
 import type { BinderAction, PlacedPodConfirmation, SelectedNodeConfirmation } from './actions.js';
 import type { ServerCheck } from './binder-metrics.js';
 import { claimRefProblem, releasedWhenClaimBoundElsewhere } from './decide-volume.js';
+import { placedPodUses } from './deleting-claim.js';
 import { DEFAULT_VOLUME_NAME_PATTERNS, provisionedVolumeNames } from './provisioned-volume-names.js';
 import type { VolumeNamePattern } from './provisioned-volume-names.js';
 import { claimGoneOrRecreated } from './orphaned-bind.js';
@@ -13,7 +14,8 @@ import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-
  * The writes a lagging cache must never be enough for, because they cannot be undone: Released
  * (hands the volume to its reclaim policy, perhaps deletion), a selected-node's removal (the claim
  * is provisioned afresh elsewhere), and a binding or a selected node for a pod placed with
- * spec.nodeName (the volume is pinned to that pod's node). Also Lost: undone once the volume shows,
+ * spec.nodeName (the volume is pinned to that pod's node), and a free volume's binding to a claim
+ * being deleted (Released once the claim goes, unless a pod on a node uses it). Also Lost: undone once the volume shows,
  * but meanwhile the claim's status loses its capacity and access modes, no new pod can use it, and
  * its Warning says the data is lost. No write precondition on the object written can express "the
  * claim is gone", "the node is gone", "the pod is gone", "the volume is gone" or "no provisioner is
@@ -34,14 +36,17 @@ export type ServerView =
   | { kind: 'pods'; pods: Pod[]; provisioning: number[]; provisioned?: PersistentVolume[] }
   /** A placed pod's binding: that pod, its claim, and the claim's live pods the scheduler has yet to place. */
   | { kind: 'pod'; pod: Pod | undefined; claim?: PersistentVolumeClaim | undefined; unscheduled?: Pod[] }
+  /** A free volume's binding to a claim being deleted: the namespace's pods on a node. */
+  | { kind: 'users'; pods: Pod[] }
   | { kind: 'volume'; volume: PersistentVolume | undefined };
 
 /** The server's facts one action needs confirmed, if any. */
-function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'takeBack' | 'node' | 'pods' | 'placedPod' | 'volume' } | undefined {
+function guardOf(a: BinderAction): { action: Guarded; read: 'claim' | 'takeBack' | 'node' | 'pods' | 'placedPod' | 'volume' | 'users' } | undefined {
   // Not a write that loses data, but one that hands a volume to any claim: the cache may not show
   // the claim yet (kube-scheduler pre-binds for a claim just created).
   if (a.kind === 'unbindVolume' && a.takeBack) return { action: a, read: 'takeBack' };
   if ((a.kind === 'bindVolume' || a.kind === 'annotateClaim') && a.forPlacedPod) return { action: a, read: 'placedPod' };
+  if (a.kind === 'bindVolume' && a.forDeletingClaim) return { action: a, read: 'users' };
   // Every release: one whose claimRef names no claim that can exist is refuted without a read
   // (decideVolume plans none; a name that is no path segment would read another object).
   if (a.kind === 'volumePhase' && a.phase === 'Released' && a.volume.spec?.claimRef) return { action: a, read: 'claim' };
@@ -150,14 +155,24 @@ export function placedPodRefuted(p: PlacedPodConfirmation, view: ServerView, cla
   return undefined;
 }
 
-const CHECKS: Record<NonNullable<ReturnType<typeof guardOf>>['read'], ServerCheck> = { placedPod: 'placed_pod', claim: 'release', takeBack: 'take_back', node: 'selected_node', pods: 'selected_node', volume: 'lost' };
+/**
+ * A free volume for a claim being deleted, on the server's pods: none live on a node uses the claim
+ * (the cache still had one that went), so once the claim goes the volume would be Released and,
+ * with Delete, deleted, though no pod may ever use it. Why, or undefined.
+ */
+export function deletingClaimBindRefuted(claim: PersistentVolumeClaim, volume: PersistentVolume, view: ServerView): string | undefined {
+  if (view.kind === 'users' && placedPodUses(view.pods, claim)) return undefined;
+  return `claim ${claim.metadata?.namespace}/${claim.metadata?.name} is being deleted and no pod on a node uses it on the server; not binding volume ${volume.metadata?.name} to it; deciding again`;
+}
+
+const CHECKS: Record<NonNullable<ReturnType<typeof guardOf>>['read'], ServerCheck> = { placedPod: 'placed_pod', claim: 'release', takeBack: 'take_back', node: 'selected_node', pods: 'selected_node', volume: 'lost', users: 'deleting_claim' };
 
 /** Why the server refutes the guarded action, or undefined. */
 export function refutation(a: Guarded, view: ServerView): string | undefined {
   if (a.kind === 'unbindVolume') return takeBackRefuted(a.volume, view.kind === 'claim' ? view.claim : undefined);
   if (a.kind === 'claimPhase') return lostRefuted(a.claim, view.kind === 'volume' ? view.volume : undefined);
   if (a.kind !== 'volumePhase' && a.forPlacedPod) return placedPodRefuted(a.forPlacedPod, view, a.claim.metadata?.uid ?? '');
-  if (a.kind === 'bindVolume') return undefined;
+  if (a.kind === 'bindVolume') return a.forDeletingClaim ? deletingClaimBindRefuted(a.claim, a.volume, view) : undefined;
   if (a.kind === 'volumePhase') return releaseRefuted(a.volume, view.kind === 'claim' ? view.claim : undefined);
   return a.confirm ? selectedNodeIssueRefuted(a.claim, a.confirm, view) : undefined;
 }
@@ -203,6 +218,14 @@ async function read(client: KubeClient, g: NonNullable<ReturnType<typeof guardOf
     const pod = byName.items.find((p) => p.metadata?.name === placed.name);
     const unscheduled = unplaced.items.filter((p) => isLivePod(p) && !p.spec?.nodeName && claimNamesOfPod(p).includes(c?.name ?? ''));
     return { kind: 'pod', pod, claim, unscheduled };
+  }
+  if (g.read === 'users' && a.kind === 'bindVolume') {
+    // The namespace's pods on a node (nodeName set), projected as each page arrives; never a
+    // cluster-wide list (no namespace: no pod can use the claim).
+    const namespace = a.claim.metadata?.namespace;
+    if (!namespace) return { kind: 'users', pods: [] };
+    const onNodes = await client.list<Pod>(Resources.pods, { namespace, fieldSelector: 'spec.nodeName!=' }, projectPod);
+    return { kind: 'users', pods: onNodes.items };
   }
   if (g.read === 'volume' && a.kind === 'claimPhase') return { kind: 'volume', volume: await volumeOnServer(client, a.claim.spec?.volumeName ?? '') };
   if (a.kind !== 'annotateClaim') throw new Error(`no server read for ${a.kind}`);

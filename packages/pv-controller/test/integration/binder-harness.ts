@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
 import { Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { eventually, FaultProxy, INSTALL_NAMESPACE, InProcessLoop, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
+import { createTestNamespace, eventually, FaultProxy, INSTALL_NAMESPACE, InProcessLoop, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** The pv-binder loop running in-process against the test API server. */
@@ -24,6 +24,36 @@ export async function binderBehindProxy(seed: number, args: string[] = []): Prom
   const token = await cp.serviceAccountToken(INSTALL_NAMESPACE, 'topovol-pv-binder');
   const binder = await RunningBinder.start(args, { client: proxy.client(token) });
   return { admin: cp.adminClient(), proxy, binder };
+}
+
+/** A binder behind a fault proxy, and a namespace of the suite's own. */
+export interface BinderBehindProxy {
+  admin: KubeClient;
+  proxy: FaultProxy;
+  binder: InProcessLoop;
+  ns: string;
+}
+
+/**
+ * Registers a suite's hooks for a binder behind a fault proxy (binderBehindProxy): started with a
+ * namespace (prefix `nsPrefix`) before the suite and handed to `use`; whatever a test held released
+ * after it; stopped after the suite.
+ */
+export function binderBehindProxySuite(seed: number, nsPrefix: string, use: (t: BinderBehindProxy) => void, args: string[] = []): void {
+  let t: BinderBehindProxy | undefined;
+  before(async function () {
+    const started = await binderBehindProxy(seed, args);
+    t = { ...started, ns: await createTestNamespace(started.admin, nsPrefix) };
+    use(t);
+  });
+  afterEach(function () {
+    t?.proxy.release();
+  });
+  after(async function () {
+    t?.proxy.release();
+    await t?.binder.stop();
+    await t?.proxy.stop();
+  });
 }
 
 export function pv(name: string, size: string, extra: { class?: string; claimRef?: NonNullable<PersistentVolume['spec']>['claimRef']; policy?: string; annotations?: Record<string, string>; labels?: Record<string, string>; nodeAffinity?: NonNullable<PersistentVolume['spec']>['nodeAffinity']; accessModes?: string[] } = {}): PersistentVolume {

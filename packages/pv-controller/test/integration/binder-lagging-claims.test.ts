@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { projectClaim, Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { createTestNamespace, eventually, metricSum } from '@topovol/testing';
+import { eventually, metricSum } from '@topovol/testing';
 import type { FaultProxy, InProcessLoop } from '@topovol/testing';
-import { binderBehindProxy, deleteNow, getPV, pv, pvc } from './binder-harness.js';
+import { binderBehindProxySuite, deleteNow, getPV, pv, pvc } from './binder-harness.js';
 
 const CLAIMS = '/api/v1/persistentvolumeclaims';
 const BINDS = 'topovol_pv_binder_binds_total';
@@ -32,19 +32,11 @@ describe('pv-binder: a volume bound for a claim the cache has not seen go is tak
   this.timeout(120_000);
   let admin: KubeClient;
   let proxy: FaultProxy;
-  let binder: InProcessLoop | undefined;
+  let binder: InProcessLoop;
   let ns: string;
 
-  before(async function () {
-    ({ admin, proxy, binder } = await binderBehindProxy(13));
-    ns = await createTestNamespace(admin, 'lagclaim-');
-  });
-  afterEach(function () {
-    proxy?.release();
-  });
+  binderBehindProxySuite(13, 'lagclaim-', (t) => ({ admin, proxy, binder, ns } = t));
   after(async function () {
-    await binder?.stop();
-    await proxy?.stop();
     for (const v of ['gone', 'deleting', 'again']) await deleteNow(admin, Resources.persistentVolumes, `${ns}-${v}`).catch(() => undefined);
   });
 

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { projectClaim, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, metricSum } from '@topovol/testing';
+import { eventually, metricSum } from '@topovol/testing';
 import type { FaultProxy, InProcessLoop } from '@topovol/testing';
-import { binderBehindProxy, deleteNow, getPV, getPVC, pv, pvc } from './binder-harness.js';
+import { binderBehindProxySuite, deleteNow, getPV, getPVC, pv, pvc } from './binder-harness.js';
 
 const VOLUMES = '/api/v1/persistentvolumes';
 const REFUTED = 'topovol_pv_binder_refuted_by_server_total';
@@ -20,17 +20,11 @@ describe('pv-binder: a claim is never marked Lost for a volume its cache has not
   this.timeout(120_000);
   let admin: KubeClient;
   let proxy: FaultProxy;
-  let binder: InProcessLoop | undefined;
+  let binder: InProcessLoop;
   let ns: string;
 
-  before(async function () {
-    ({ admin, proxy, binder } = await binderBehindProxy(12));
-    ns = await createTestNamespace(admin, 'lagvol-');
-  });
+  binderBehindProxySuite(12, 'lagvol-', (t) => ({ admin, proxy, binder, ns } = t));
   after(async function () {
-    proxy?.release();
-    await binder?.stop();
-    await proxy?.stop();
     await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns).catch(() => undefined);
     await deleteNow(admin, Resources.persistentVolumes, `${ns}-v`).catch(() => undefined);
   });
@@ -77,18 +71,12 @@ describe('pv-binder: a stale selected node is never removed while the server has
   const GRACE_S = 3;
   let admin: KubeClient;
   let proxy: FaultProxy;
-  let binder: InProcessLoop | undefined;
+  let binder: InProcessLoop;
   let ns: string;
   let made = '';
 
-  before(async function () {
-    ({ admin, proxy, binder } = await binderBehindProxy(13, [`--stale-selected-node-grace=${GRACE_S}s`, '--provisioned-volume-names=pvc,csi-vol:8']));
-    ns = await createTestNamespace(admin, 'lagname-');
-  });
+  binderBehindProxySuite(13, 'lagname-', (t) => ({ admin, proxy, binder, ns } = t), [`--stale-selected-node-grace=${GRACE_S}s`, '--provisioned-volume-names=pvc,csi-vol:8']);
   after(async function () {
-    proxy?.release();
-    await binder?.stop();
-    await proxy?.stop();
     for (const c of ['made', 'idle']) await deleteNow(admin, Resources.persistentVolumeClaims, c, ns).catch(() => undefined);
     if (made) await deleteNow(admin, Resources.persistentVolumes, made).catch(() => undefined);
     await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { projectClaim, Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { createTestNamespace, eventually } from '@topovol/testing';
+import { eventually } from '@topovol/testing';
 import type { FaultProxy, InProcessLoop } from '@topovol/testing';
-import { binderBehindProxy, deleteNow, getPV, getPVC, pv, pvc } from './binder-harness.js';
+import { binderBehindProxySuite, deleteNow, getPV, getPVC, pv, pvc } from './binder-harness.js';
 
 const CLAIMS = '/api/v1/persistentvolumeclaims';
 const VOLUMES = '/api/v1/persistentvolumes';
@@ -17,20 +17,10 @@ describe('pv-binder: a claim or volume made again under its name while the watch
   this.timeout(120_000);
   let admin: KubeClient;
   let proxy: FaultProxy;
-  let binder: InProcessLoop | undefined;
+  let binder: InProcessLoop;
   let ns: string;
 
-  before(async function () {
-    ({ admin, proxy, binder } = await binderBehindProxy(21, ['--pvclaimbinder-sync-period=0']));
-    ns = await createTestNamespace(admin, 'relistid-');
-  });
-  afterEach(function () {
-    proxy?.release();
-  });
-  after(async function () {
-    await binder?.stop();
-    await proxy?.stop();
-  });
+  binderBehindProxySuite(21, 'relistid-', (t) => ({ admin, proxy, binder, ns } = t), ['--pvclaimbinder-sync-period=0']);
 
   /** Claim c bound by the binder to volume v, of a class of their own. */
   const boundPair = async (c: string, v: string): Promise<{ claim: PersistentVolumeClaim; cls: string }> => {
