@@ -184,6 +184,7 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   }
   if (plan.kind === 'keep') return keepClaim(d, r, c, claim?.metadata?.resourceVersion, plan.why);
   const hold = decideHold(await d.reads.volume(c.volume));
+  if (hold.kind === 'used') return keepClaim(d, r, c, plan.resourceVersion, `volume ${c.volume} may hold data: ${hold.why}`);
   if (hold.kind === 'hold') {
     // Refused (a policy guarding volumes): without the hold, a pod the scheduler binds before the
     // delete could write data the claim's delete then takes. Kept, as for a refused delete.

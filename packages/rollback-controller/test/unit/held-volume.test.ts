@@ -16,9 +16,12 @@ import { decidedClaim, decidedVolume, rollbackRecord, thePod } from './rollback-
 const HELD = 'rollback.topovol.io/reclaim-policy-held';
 const RETAINED = 'rollback.topovol.io/retained-because';
 const c = rollbackRecord().spec.claims[0]!;
-const volume = (policy: string | undefined, annotations: Record<string, string> = {}, claimUid = 'uid-c'): PersistentVolume => {
+const volume = (policy: string | undefined, annotations: Record<string, string> = {}, claimUid = 'uid-c', usage: string | null = 'unused'): PersistentVolume => {
   const v = decidedVolume();
-  return { ...v, metadata: { ...v.metadata, resourceVersion: '7', annotations: { ...v.metadata?.annotations, ...annotations } }, spec: { ...v.spec, persistentVolumeReclaimPolicy: policy, claimRef: { ...v.spec?.claimRef, uid: claimUid } } };
+  const labels = { ...v.metadata?.labels };
+  if (usage === null) delete labels['rollback.topovol.io/usage'];
+  else labels['rollback.topovol.io/usage'] = usage;
+  return { ...v, metadata: { ...v.metadata, labels, resourceVersion: '7', annotations: { ...v.metadata?.annotations, ...annotations } }, spec: { ...v.spec, persistentVolumeReclaimPolicy: policy, claimRef: { ...v.spec?.claimRef, uid: claimUid } } };
 };
 const scheduled = (p: Pod, node = 'a'): Pod => ({ ...p, spec: { ...p.spec!, nodeName: node } });
 
@@ -31,6 +34,8 @@ describe('held volumes: the reclaim policy across a rolled-back claim\'s delete 
     ['Recycle → nothing', volume('Recycle'), 'none'],
     ['no policy read → nothing', volume(undefined), 'none'],
     ['gone → nothing', undefined, 'none'],
+    ['marked used since the check (this read is the later one) → used: the claim is kept', volume('Delete', {}, 'uid-c', 'used'), 'used'],
+    ['its usage mark gone since the check → used', volume('Retain', {}, 'uid-c', null), 'used'],
   ];
   for (const [name, v, kind] of holds) it(name, function () {
     const plan = decideHold(v);
@@ -136,7 +141,7 @@ async function retainedCount(): Promise<number> {
   return m?.values[0]?.value ?? 0;
 }
 
-async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean; refuse?: VolumeRefusal; refusedCreates?: number } = {}): Promise<Run> {
+async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean; refuse?: VolumeRefusal; refusedCreates?: number; markedUsedAfterCheck?: boolean } = {}): Promise<Run> {
   const store = new FakeWrites();
   const events = new FakeEvents();
   store.seed(Resources.persistentVolumeClaims, decidedClaim());
@@ -178,7 +183,13 @@ async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: 
     reads: {
       claim: (ns, n) => Promise.resolve(store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
       pods: () => Promise.resolve([podScheduled ? scheduled(thePod) : thePod]),
-      volumeUse: () => Promise.resolve(podScheduled ? 'a pod was scheduled' : undefined),
+      volumeUse: async () => {
+        const mark = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.metadata?.labels?.['rollback.topovol.io/usage'];
+        const use = podScheduled ? 'a pod was scheduled' : mark !== 'unused' ? `its mark is ${mark ?? 'missing'}` : undefined;
+        // The volume marked used right after this check answered (its read reached the server first).
+        if (opts.markedUsedAfterCheck) await patch(Resources.persistentVolumes, 'v', undefined, 'merge', { metadata: { labels: { 'rollback.topovol.io/usage': 'used' } } });
+        return use;
+      },
       volume: (n) => Promise.resolve(store.stored<PersistentVolume>(Resources.persistentVolumes, n)),
       undeliveredPodUse: () => Promise.resolve(happenings.includes('undelivered') ? 'pod ns/p using claim c was scheduled to node a (seen in the pod events since the loop\'s watch)' : undefined),
       attached: () => Promise.resolve(happenings.includes('attached') ? 'VolumeAttachment csi-0123 exists for it (listed from the server)' : undefined),
@@ -235,6 +246,17 @@ describe('advancing a rollback: the volume is Retain while its claim goes, and g
     const warned = run.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackVolumeRetained');
     expect(warned.map((e) => [e.kind, e.name, e.type])).to.deep.equal([['PersistentVolume', 'v', 'Warning']]);
     expect(run.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.not.equal('uid-c');
+  });
+
+  for (const policy of ['Delete', 'Retain'] as const) it(`marked used between the check and the hold's read (${policy}): the claim kept, never deleted, the volume's policy untouched`, async function () {
+    const run = await roll(policy, [], { markedUsedAfterCheck: true });
+    expect(run.record.status?.phase).to.equal('Aborted');
+    expect(run.policyAtDelete, 'never deleted').to.equal(undefined);
+    expect(run.record.status?.claims?.[0]).to.include({ name: 'c', state: 'Kept' });
+    expect(run.record.status?.claims?.[0]?.message).to.match(/volume v may hold data: its mark is now used/);
+    expect(run.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.equal('uid-c');
+    expect(volumeOf(run).spec?.persistentVolumeReclaimPolicy).to.equal(policy);
+    expect(volumeOf(run).metadata?.annotations?.[HELD]).to.equal(undefined);
   });
 
   it('a volume that was Retain already is never written', async function () {

@@ -1,5 +1,5 @@
 import type { PersistentVolume } from '@topovol/shared';
-import { ANN_RECLAIM_HELD } from '../marks.js';
+import { ANN_RECLAIM_HELD, usageOf } from '../marks.js';
 import type { RollbackClaim } from './provisioning-rollback.js';
 
 /**
@@ -15,10 +15,21 @@ export type HoldPlan =
   /** Retain, remembering Delete in ANN_RECLAIM_HELD, conditional on the volume as read. */
   | { kind: 'hold'; resourceVersion: string | undefined }
   /** Nothing to set aside: gone, or not Delete (Retain keeps it anyway; held already is Retain). */
-  | { kind: 'none' };
+  | { kind: 'none' }
+  /**
+   * The volume, read again for the hold, is no longer marked unused: marked since the check the
+   * delete was decided on (a later read than that check), so the claim is kept.
+   */
+  | { kind: 'used'; why: string };
 
-/** By the policy alone: a held mark on a volume whose policy is Delete again (set back by hand) is held again. */
+/**
+ * By the policy: a held mark on a volume whose policy is Delete again (set back by hand) is held
+ * again. First by its usage mark: this read is later than the check the delete was decided on,
+ * and the hold's precondition is this read's version, so a mark written in between is seen here or
+ * fails the hold; never deleted on the older check's word.
+ */
 export function decideHold(v: PersistentVolume | undefined): HoldPlan {
+  if (v && usageOf(v) !== 'unused') return { kind: 'used', why: `its mark is now ${usageOf(v) ?? 'missing'}` };
   if (!v || v.spec?.persistentVolumeReclaimPolicy !== 'Delete') return { kind: 'none' };
   return { kind: 'hold', resourceVersion: v.metadata?.resourceVersion };
 }
