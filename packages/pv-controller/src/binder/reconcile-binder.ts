@@ -18,6 +18,7 @@ import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
 import type { ProvisioningActivity } from './provisioning-activity.js';
 import type { VolumeNamePattern } from './provisioned-volume-names.js';
 import { StaleViewError, verifyOnServer, volumeOnServer } from './verify-on-server.js';
+import { retryUnsettledVolume } from './unsettled-retry.js';
 
 export interface BinderGlueDeps {
   world: BinderWorld;
@@ -49,7 +50,8 @@ export interface BinderGlueDeps {
  * volume anew before it is decided on the informer's view all the same. Decided sooner, it could
  * pass the volume by while another worker holds it and take a second one, leaving the first bound
  * to a claim bound elsewhere (see unsettled); held for ever, a claim whose write never landed would
- * never bind. A watch here delivers a write within seconds.
+ * never bind. Past it the claim retries that volume's write (retryUnsettledVolume): it lands if the
+ * first did not, and fails its precondition if it did. A watch here delivers a write within seconds.
  */
 export const UNSETTLED_HOLD_MS = 60_000;
 
@@ -65,6 +67,8 @@ interface Unsettled {
   since: number;
   /** The hold was said on the claim (once: its looks every few seconds would spend the recorder's burst for the claim). */
   said?: boolean;
+  /** Past UNSETTLED_HOLD_MS: decided on the cache, retrying a volume the cache still shows as written (retryUnsettledVolume). */
+  expired?: boolean;
 }
 
 /**
@@ -119,7 +123,10 @@ export class BinderReconciler {
     const claim = world.claim(namespace, name);
     if (!claim) return;
     const wasBound = claim.status?.phase === 'Bound';
-    const actions = decideClaim(claim, world);
+    const pending = this.unsettledFree(key);
+    // Another worker's write of it under way: looked at again once that is answered.
+    if (pending && inFlight.has(pending.metadata?.name ?? '')) return UNSETTLED_RECHECK_MS;
+    const actions = retryUnsettledVolume(decideClaim(claim, world), pending);
     this.remember(actions);
     // Reserved from the decision (no await in between) until the write is done, so that other
     // workers pick the next volume instead of racing for this one into a Conflict.
@@ -242,11 +249,17 @@ export class BinderReconciler {
    * The server's copies of the volumes a claim's unanswered writes were for (unsettled), over the
    * informer's until it catches up (volumeOnServer). A read-back the server refuses leaves the claim
    * waiting (the ms returned) while the informer still shows that volume as it was when written,
-   * for at most UNSETTLED_HOLD_MS; then it is decided on the informer's view.
+   * for at most UNSETTLED_HOLD_MS; then it is decided on the informer's view, retrying that volume
+ * while the informer shows it as written (retryUnsettledVolume), never taking another.
    */
   private async settle(key: string): Promise<number | undefined> {
     const u = this.unsettled.get(key);
     if (!u) return undefined;
+    // Past the hold: no read again; kept while the cache shows a volume as written.
+    if (u.expired) {
+      if (this.unsettledFree(key) === undefined) this.unsettled.delete(key);
+      return undefined;
+    }
     for (const { name, resourceVersion } of u.volumes) {
       let live: PersistentVolume | undefined;
       try {
@@ -267,13 +280,25 @@ export class BinderReconciler {
           }
           return Math.min(left, UNSETTLED_RECHECK_MS);
         }
-        logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache', { claim: key, volume: name, error: classifyError(err).message });
+        logger().warn('could not read back a volume whose write got no answer; deciding the claim on the cache, retrying that volume while the cache shows it as written', { claim: key, volume: name, error: classifyError(err).message });
+        if (!moved) u.expired = true;
         continue;
       }
       // Only a newer copy: a write of another worker answered meanwhile must not be undone.
       if (live && isNewer(live, this.d.world.volume(name))) this.d.volumes.assume(name, live);
     }
-    this.unsettled.delete(key);
+    if (!u.expired) this.unsettled.delete(key);
+    return undefined;
+  }
+
+  /** Past the hold: a volume of the claim's unanswered writes that the cache shows free and as written (retryUnsettledVolume). */
+  private unsettledFree(key: string): PersistentVolume | undefined {
+    const u = this.unsettled.get(key);
+    if (!u?.expired) return undefined;
+    for (const { name, resourceVersion } of u.volumes) {
+      const v = this.d.world.volume(name);
+      if (v && !v.spec?.claimRef && v.metadata?.resourceVersion === resourceVersion) return v;
+    }
     return undefined;
   }
 

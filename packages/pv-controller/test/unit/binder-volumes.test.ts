@@ -91,7 +91,12 @@ function halfWrittenBind(failure: KubeApiError) {
     informer.set(name, v);
     bv.observed(v);
   };
-  return { store, w, r, inFlight, bv, clock, events, delivered };
+  /** A free volume created and delivered by the informer. */
+  const seedVolume = (name: string, size: string): void => {
+    informer.set(name, store.seed<PersistentVolume>(Resources.persistentVolumes, vol(name, size)));
+    bv.observed(informer.get(name)!);
+  };
+  return { store, w, r, inFlight, bv, clock, events, delivered, seedVolume };
 }
 
 async function bindsCounted(result: string): Promise<number> {
@@ -210,6 +215,36 @@ describe('binder volumes: a bind half written, retried before the informer catch
     expect(classifyError(err).kind, 'it went on to decide and write, not stuck on the read').to.equal('Conflict');
     expect(await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e), 'the read is not tried again').to.not.equal(store.readFailure);
     expect(store.served).to.have.length(2);
+  });
+
+  it('past UNSETTLED_HOLD_MS, another worker holding the volume: the claim waits for it, then retries that volume, never a second one', async function () {
+    const { store, r, clock, inFlight } = await lostThenForbidden();
+    expect(await r.claim('ns', 'c')).to.be.a('number');
+    clock.now += UNSETTLED_HOLD_MS;
+    inFlight.add('v1');
+    // The read-back is refused once more, the hold is over, v1 is another worker's for now.
+    expect(await r.claim('ns', 'c'), 'looked at again later').to.be.a('number');
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+    inFlight.delete('v1');
+    // Decided on the cache (v1 free at its old version): v1's write again, which fails its
+    // precondition (it landed), as long as the informer lags; v2 is never taken.
+    for (let look = 0; look < 3; look++) {
+      const err = await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e);
+      expect(classifyError(err).kind).to.equal('Conflict');
+    }
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef, 'v2 untouched').to.equal(undefined);
+    expect(store.served, 'no read-back past the hold').to.have.length(2);
+  });
+
+  it('past UNSETTLED_HOLD_MS, a volume the search prefers shown meanwhile: the claim retries the volume it wrote, not that one', async function () {
+    const { store, r, clock, seedVolume } = await lostThenForbidden();
+    expect(await r.claim('ns', 'c')).to.be.a('number');
+    clock.now += UNSETTLED_HOLD_MS;
+    // As large as v1, and first by name: the search's choice now.
+    seedVolume('a0', '1Gi');
+    const err = await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e);
+    expect(classifyError(err).kind).to.equal('Conflict');
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'a0')?.spec?.claimRef, 'a0 untouched').to.equal(undefined);
   });
 
   it('a read-back refused for good (403) once the informer shows the volume anew: decided at once on the informer', async function () {
