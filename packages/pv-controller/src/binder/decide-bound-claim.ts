@@ -6,6 +6,7 @@ import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { claimStatusFor } from './claim-status.js';
+import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
 
 /**
  * A claim whose binding completed once (pv.kubernetes.io/bind-completed), as upstream's
@@ -34,8 +35,11 @@ export function decideBoundClaim(claim: PersistentVolumeClaim, world: BinderWorl
     if (unfit) {
       return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${unfit} (the claim carries ${ANN_BIND_COMPLETED} but is not Bound)`)];
     }
+    // Nor a free volume for such a claim being deleted that no placed pod uses (deleting-claim.ts).
+    const free = !ref && claim.status?.phase !== 'Bound';
+    if (free && freeVolumeHeldBack(claim, world)) return [];
     if (!ref || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace) {
-      actions.push({ kind: 'bindVolume', volume, claim, boundByController: true });
+      actions.push({ kind: 'bindVolume', volume, claim, boundByController: true, ...(free ? deletingClaimConfirmation(claim) : {}) });
     } else if (volume.status?.phase !== 'Bound') {
       actions.push({ kind: 'volumePhase', volume, phase: 'Bound' });
     }

@@ -126,7 +126,7 @@ export class BinderReconciler {
     const pending = this.unsettledFree(key);
     // Another worker's write of it under way: looked at again once that is answered.
     if (pending && inFlight.has(pending.metadata?.name ?? '')) return UNSETTLED_RECHECK_MS;
-    const actions = retryUnsettledVolume(decideClaim(claim, world), pending);
+    const actions = retryUnsettledVolume(decideClaim(claim, world), claim, pending);
     this.remember(actions);
     // Reserved from the decision (no await in between) until the write is done, so that other
     // workers pick the next volume instead of racing for this one into a Conflict.
@@ -257,7 +257,8 @@ export class BinderReconciler {
     if (!u) return undefined;
     // Past the hold: no read again; kept while the cache shows a volume as written.
     if (u.expired) {
-      if (this.unsettledFree(key) === undefined) this.unsettled.delete(key);
+      const { namespace, name } = splitKey(key);
+      if (this.unsettledFree(key) === undefined || this.d.world.claim(namespace ?? '', name)?.spec?.volumeName) this.unsettled.delete(key);
       return undefined;
     }
     for (const { name, resourceVersion } of u.volumes) {

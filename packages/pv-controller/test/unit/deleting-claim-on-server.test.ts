@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import type { KubeClient, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import type { BinderAction } from '../../src/binder/actions.js';
 import { decideClaim } from '../../src/binder/decide-claim.js';
+import { decideBoundClaim } from '../../src/binder/decide-bound-claim.js';
 import { decidePreBoundClaim } from '../../src/binder/decide-pre-bound-claim.js';
 import { freeVolumeHeldBack } from '../../src/binder/deleting-claim.js';
 import { deletingClaimBindRefuted, verifyOnServer } from '../../src/binder/verify-on-server.js';
@@ -54,6 +55,15 @@ describe('a free volume for a claim being deleted: confirmed on the server\'s po
     const actions = decidePreBoundClaim(named, world({ volumes: [free], pods: [pod('p', 'c', 'n1')] }));
     expect(actions.map((a) => a.kind)).to.deep.equal(['bindVolume', 'bindClaim']);
     expect(bindOf(actions)?.forDeletingClaim).to.equal(true);
+  });
+
+  it('decideBoundClaim: a claim not Bound carrying bind-completed (anyone who writes claims can set it), being deleted: held back, or marked for a placed pod; a Bound one re-binds as upstream', function () {
+    const completed = (phase: string): PersistentVolumeClaim => deleting(claim('c', '1Gi', { volumeName: 'v', phase, annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }));
+    for (const phase of ['Pending', 'Lost']) {
+      expect(decideBoundClaim(completed(phase), world({ volumes: [free] })), `${phase}, no pod`).to.deep.equal([]);
+      expect(bindOf(decideBoundClaim(completed(phase), world({ volumes: [free], pods: [pod('p', 'c', 'n1')] })))?.forDeletingClaim, `${phase}, a placed pod`).to.equal(true);
+    }
+    expect(bindOf(decideBoundClaim(completed('Bound'), world({ volumes: [free] })))?.forDeletingClaim, 'Bound').to.equal(undefined);
   });
 
   it("verifyOnServer lists the claim's namespace's pods on a node, and stops the plan before the volume when none uses it", async function () {
