@@ -63,6 +63,8 @@ const UNSETTLED_RECHECK_MS = 2_000;
 
 /** A claim's volume writes that may have landed unanswered: the volumes, the version each write was made against, since when. */
 interface Unsettled {
+  /** The claim the writes were for: a claim made again under its name is not it. */
+  claimUid: string | undefined;
   volumes: { name: string; resourceVersion: string | undefined }[];
   since: number;
   /** The hold was said on the claim (once: its looks every few seconds would spend the recorder's burst for the claim). */
@@ -173,7 +175,7 @@ export class BinderReconciler {
       if (classWrite && !isFenced(err)) countRetroactiveClass(false);
       if (wasFree.length > 0 && !isFenced(err) && !this.d.dryRun) await this.takeBackOrphaned(claim, wasFree, viewed);
       if (picked.length > 0 && !stale && writeMayHaveApplied(err)) {
-        this.unsettled.set(key, { volumes: picked.map((n) => ({ name: n, resourceVersion: viewed.get(n) })), since: this.now() });
+        this.unsettled.set(key, { claimUid: claim.metadata?.uid, volumes: picked.map((n) => ({ name: n, resourceVersion: viewed.get(n) })), since: this.now() });
       }
       // Our view was stale: drop what we assumed so the retry reads the informer's truth; but not a
       // volume this run wrote (a claim write that conflicts after it), nor one the view already
@@ -257,8 +259,7 @@ export class BinderReconciler {
     if (!u) return undefined;
     // Past the hold: no read again; kept while the cache shows a volume as written.
     if (u.expired) {
-      const { namespace, name } = splitKey(key);
-      if (this.unsettledFree(key) === undefined || this.d.world.claim(namespace ?? '', name)?.spec?.volumeName) this.unsettled.delete(key);
+      if (this.unsettledFree(key) === undefined) this.unsettled.delete(key);
       return undefined;
     }
     for (const { name, resourceVersion } of u.volumes) {
@@ -296,6 +297,14 @@ export class BinderReconciler {
   private unsettledFree(key: string): PersistentVolume | undefined {
     const u = this.unsettled.get(key);
     if (!u?.expired) return undefined;
+    // Only for the claim the writes were for, while it names no volume (set after a forgetClaim
+    // that raced the write, an entry could outlive its claim).
+    const { namespace, name } = splitKey(key);
+    const claim = this.d.world.claim(namespace ?? '', name);
+    if (!claim || claim.metadata?.uid !== u.claimUid || claim.spec?.volumeName) {
+      this.unsettled.delete(key);
+      return undefined;
+    }
     for (const { name, resourceVersion } of u.volumes) {
       const v = this.d.world.volume(name);
       if (v && !v.spec?.claimRef && v.metadata?.resourceVersion === resourceVersion) return v;

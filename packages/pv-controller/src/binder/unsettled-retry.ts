@@ -2,6 +2,7 @@ import { ANN_BIND_COMPLETED } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
+import { findMatchingVolume } from './find-matching-volume.js';
 
 /**
  * Past UNSETTLED_HOLD_MS (reconcile-binder.ts) a claim whose volume write got no answer, and whose
@@ -23,6 +24,8 @@ export function retryUnsettledVolume(actions: BinderAction[], claim: PersistentV
   const bind = actions.find((a): a is Extract<BinderAction, { kind: 'bindVolume' }> => a.kind === 'bindVolume');
   if (!bind || bind.volume.metadata?.name === pending.metadata?.name) return actions;
   if (claim.spec?.volumeName || claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined || claim.metadata?.deletionTimestamp) return actions;
-  if (bind.forPlacedPod || bind.forDeletingClaim || bind.volume.spec?.claimRef || volumeMismatch(claim, pending)) return actions;
+  if (bind.forPlacedPod || bind.forDeletingClaim || bind.volume.spec?.claimRef) return actions;
+  // The search's own tests on this one volume (selector, affinity, phase, size, modes) as well.
+  if (volumeMismatch(claim, pending) || findMatchingVolume(claim, [pending], { delayBinding: false }) !== pending) return actions;
   return actions.map((a) => (a.kind === 'bindVolume' ? { ...a, volume: pending, boundByController: true } : a.kind === 'bindClaim' ? { ...a, volume: pending } : a));
 }

@@ -96,7 +96,7 @@ function halfWrittenBind(failure: KubeApiError) {
     informer.set(name, store.seed<PersistentVolume>(Resources.persistentVolumes, vol(name, size)));
     bv.observed(informer.get(name)!);
   };
-  return { store, w, r, inFlight, bv, clock, events, delivered, seedVolume };
+  return { store, w, r, inFlight, bv, clock, events, delivered, seedVolume, claims };
 }
 
 async function bindsCounted(result: string): Promise<number> {
@@ -245,6 +245,17 @@ describe('binder volumes: a bind half written, retried before the informer catch
     const err = await r.claim('ns', 'c').then(() => undefined, (e: unknown) => e);
     expect(classifyError(err).kind).to.equal('Conflict');
     expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'a0')?.spec?.claimRef, 'a0 untouched').to.equal(undefined);
+  });
+
+  it('past UNSETTLED_HOLD_MS, a claim made again under the name (another uid): decided as any claim, the old claim\'s volume neither waited for nor retried', async function () {
+    const { store, r, clock, inFlight, claims } = await lostThenForbidden();
+    expect(await r.claim('ns', 'c')).to.be.a('number');
+    clock.now += UNSETTLED_HOLD_MS;
+    const again = claim('c', '1Gi', { uid: 'uid-again' });
+    claims.assume('ns/c', { ...again, metadata: { ...again.metadata, resourceVersion: '999' } });
+    inFlight.add('v1');
+    await r.claim('ns', 'c').catch(() => undefined);
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v2')?.spec?.claimRef?.uid, 'the new claim took the free volume').to.equal('uid-again');
   });
 
   it('a read-back refused for good (403) once the informer shows the volume anew: decided at once on the informer', async function () {

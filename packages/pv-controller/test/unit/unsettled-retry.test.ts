@@ -26,6 +26,7 @@ describe('retryUnsettledVolume', function () {
     ['a binding for a pod placed on a node (the volume chosen for its node)', forPod(other), written, c],
     ['a volume pre-bound to the claim (its own)', binds(preBound), written, c],
     ['pending no longer fits (another class)', binds(other), vol('v1', '1Gi', { storageClassName: 'gold' }), c],
+    ["pending outside the claim's label selector (a claim made again under the name)", binds(other), written, claim('c', '1Gi', { selector: { matchLabels: { tier: 'fast' } } })],
   ];
   for (const [name, plan, pending, cl] of kept) it(`${name}: the plan as decided`, () => expect(retryUnsettledVolume(plan, cl, pending)).to.deep.equal(plan));
 
