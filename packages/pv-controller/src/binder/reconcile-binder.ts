@@ -252,7 +252,7 @@ export class BinderReconciler {
    * informer's until it catches up (volumeOnServer). A read-back the server refuses leaves the claim
    * waiting (the ms returned) while the informer still shows that volume as it was when written,
    * for at most UNSETTLED_HOLD_MS; then it is decided on the informer's view, retrying that volume
- * while the informer shows it as written (retryUnsettledVolume), never taking another.
+   * while the informer shows it as written (retryUnsettledVolume), never taking another.
    */
   private async settle(key: string): Promise<number | undefined> {
     const u = this.unsettled.get(key);

@@ -1,7 +1,6 @@
 import { ANN_BIND_COMPLETED } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import type { BinderAction } from './actions.js';
-import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { findMatchingVolume } from './find-matching-volume.js';
 
 /**
@@ -25,7 +24,7 @@ export function retryUnsettledVolume(actions: BinderAction[], claim: PersistentV
   if (!bind || bind.volume.metadata?.name === pending.metadata?.name) return actions;
   if (claim.spec?.volumeName || claim.metadata?.annotations?.[ANN_BIND_COMPLETED] !== undefined || claim.metadata?.deletionTimestamp) return actions;
   if (bind.forPlacedPod || bind.forDeletingClaim || bind.volume.spec?.claimRef) return actions;
-  // The search's own tests on this one volume (selector, affinity, phase, size, modes) as well.
-  if (volumeMismatch(claim, pending) || findMatchingVolume(claim, [pending], { delayBinding: false }) !== pending) return actions;
+  // The search's own tests on this one volume (size, class, modes, selector, affinity, phase).
+  if (findMatchingVolume(claim, [pending], { delayBinding: false }) !== pending) return actions;
   return actions.map((a) => (a.kind === 'bindVolume' ? { ...a, volume: pending, boundByController: true } : a.kind === 'bindClaim' ? { ...a, volume: pending } : a));
 }

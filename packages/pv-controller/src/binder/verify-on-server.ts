@@ -15,9 +15,9 @@ import { allowedTopologiesMatch, isLivePod, someConsumerFits } from './selected-
  * (hands the volume to its reclaim policy, perhaps deletion), a selected-node's removal (the claim
  * is provisioned afresh elsewhere), and a binding or a selected node for a pod placed with
  * spec.nodeName (the volume is pinned to that pod's node), and a free volume's binding to a claim
- * being deleted (Released once the claim goes, unless a pod on a node uses it). Also Lost: undone once the volume shows,
- * but meanwhile the claim's status loses its capacity and access modes, no new pod can use it, and
- * its Warning says the data is lost. No write precondition on the object written can express "the
+ * being deleted (Released once the claim goes, unless a pod on a node uses it). Also Lost: undone
+ * once the volume shows, but meanwhile the claim's status loses its capacity and access modes, no
+ * new pod can use it, and its Warning says the data is lost. No write precondition on the object written can express "the
  * claim is gone", "the node is gone", "the pod is gone", "the volume is gone" or "no provisioner is
  * at work on the claim", so the glue reads those facts from the server first.
  */
