@@ -2,6 +2,7 @@ import { ANN_SELECTED_NODE, claimNamesOfPod, doublingBackoffMs, volumeNodeAffini
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAhead } from './stuck-evidence.js';
+import { nodeRejectsPod } from './node-rejects-pod.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { newestFirst } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
@@ -165,9 +166,12 @@ function aheadOfClock(nodes: string[], pod: Pod, world: RollbackWorld, notBefore
 
 /**
  * A claim of the pod bound to a volume this loop does not roll back (static, provisioned before it
- * watched, unmarked) whose node affinity allows none of the nodes but those the pod cannot run on:
- * undoing the pinned claims would not move the pod, whose new volumes kube-scheduler would
- * provision on that node again, rollback after rollback up to the cap. Why, or undefined.
+ * watched, unmarked) whose node affinity allows no node the pod can be placed on now but those its
+ * volumes pin it to: undoing the pinned claims would not move the pod, whose new volumes
+ * kube-scheduler would provision on that node again (or which would wait, unplaceable, while the
+ * pinned node may come back), rollback after rollback up to the cap. A node cordoned or tainted
+ * against the pod is no place to go until it changes, which queues the pods of the volumes this
+ * loop marked unused again (rollback-controller.ts, onNodeSchedulingChanged). Why, or undefined.
  */
 function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonly string[], world: RollbackWorld): string | undefined {
   const ns = pod.metadata?.namespace ?? '';
@@ -178,8 +182,11 @@ function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonl
     const v = c?.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
     const affinity = v?.spec?.nodeAffinity;
     if (!v || !affinity?.required || v.spec?.claimRef?.uid !== c?.metadata?.uid) continue;
-    const elsewhere = world.nodes().some((n) => !failed.includes(n.metadata?.name ?? '') && volumeNodeAffinityMatches(affinity, n));
-    if (!elsewhere) return `claim ${name} is bound to volume ${v.metadata?.name}, which is not rolled back and whose node affinity allows no other node: rolling back the others would not move the pod`;
+    const elsewhere = world.nodes().some((n) => {
+      const nodeName = n.metadata?.name ?? '';
+      return !failed.includes(nodeName) && volumeNodeAffinityMatches(affinity, n) && nodeRejectsPod(nodeName, n, pod) === undefined;
+    });
+    if (!elsewhere) return `claim ${name} is bound to volume ${v.metadata?.name}, which is not rolled back and whose node affinity allows no other node the pod can be placed on now (none, or cordoned, or tainted against it): rolling back the others would not move the pod`;
   }
   return undefined;
 }

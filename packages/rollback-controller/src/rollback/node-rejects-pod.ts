@@ -12,3 +12,14 @@ export function nodeRejectsPod(nodeName: string, node: Node | undefined, pod: Po
   if (taint) return `node ${nodeName} has taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect} that the pod does not tolerate`;
   return undefined;
 }
+
+/**
+ * Whether a node's update may change which pods nodeRejectsPod lets on it (cordoned, or its
+ * NoSchedule/NoExecute taints): a status heartbeat does not.
+ */
+export function nodePlacementChanged(before: Node, after: Node): boolean {
+  if (!!before.spec?.unschedulable !== !!after.spec?.unschedulable) return true;
+  const taints = (n: Node): string =>
+    JSON.stringify((n.spec?.taints ?? []).filter((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute').map((t) => [t.key, t.value ?? '', t.effect]).sort());
+  return taints(before) !== taints(after);
+}

@@ -12,6 +12,7 @@ import { podKeyOf, recordKey, rollbackKeyString, volumeKey } from './rollback-ke
 import type { RollbackKey } from './rollback-key.js';
 import { BACKOFF_DEFAULT_MS, BACKOFF_FLAG, GRACE_DEFAULT_MS, GRACE_FLAG, HISTORY_TTL_DEFAULT_MS, HISTORY_TTL_FLAG, MARK_WINDOW_DEFAULT_MS, MARK_WINDOW_FLAG, MAX_ROLLBACKS_DEFAULT, MAX_ROLLBACKS_FLAG, NODE_STATE_WAIT_FLAG } from './rollback-flags.js';
 import { NODE_STATE_DWELL_MS } from './decide-rollback.js';
+import { nodePlacementChanged } from './node-rejects-pod.js';
 import { liveReads } from './rollback-server-reads.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { ProvisioningObservations } from './observations.js';
@@ -268,7 +269,43 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     for (const v of pvs.cache.byIndex('forNode', n.metadata?.name ?? '')) onVolume(v);
     if ((n.status?.volumesInUse ?? []).length > 0) for (const v of pvs.cache.byIndex('unused', 'unused')) enqueueVolume(v);
   };
-  nodes.addEventHandler({ onAdd: onNode, onUpdate: (_, n) => onNode(n), onDelete: onNode });
+  /**
+   * A node that pods may be placed on again (or no longer) changes where a pod refused because a
+   * static sibling volume allows no other node could go (decideRollback's heldElsewhere): the pods
+   * of the volumes marked unused (the only ones a rollback undoes) that wait unscheduled look again,
+   * once per turn however many nodes changed in it (a start-up list adds every node).
+   */
+  let placementPass = false;
+  const onNodeSchedulingChanged = (): void => {
+    if (placementPass) return;
+    placementPass = true;
+    // Outside the informer's guard, where a throw would end the process: caught here.
+    setImmediate(() => {
+      placementPass = false;
+      try {
+        for (const v of pvs.cache.byIndex('unused', 'unused')) {
+          const ref = v.spec?.claimRef;
+          if (ref?.name) for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, `${ref.namespace}/${ref.name}`)) if (!p.spec?.nodeName) enqueuePod(p);
+        }
+      } catch (err) {
+        log.error('queueing the waiting pods of unused volumes after a node change failed', { error: errorMessage(err) });
+      }
+    });
+  };
+  nodes.addEventHandler({
+    onAdd: (n) => {
+      onNode(n);
+      onNodeSchedulingChanged();
+    },
+    onUpdate: (before, n) => {
+      onNode(n);
+      if (nodePlacementChanged(before, n)) onNodeSchedulingChanged();
+    },
+    onDelete: (n) => {
+      onNode(n);
+      onNodeSchedulingChanged();
+    },
+  });
   attachments.addEventHandler({
     onAdd: (a) => {
       const v = a.spec?.source?.persistentVolumeName ? world.volume(a.spec.source.persistentVolumeName) : undefined;

@@ -135,6 +135,12 @@ describe('decideRollback', function () {
     { name: 'the same, node a gone → refuse (the volume still allows no other node)', p: P3, w: { ...heldBy(staticOn(['a']), [labelled('b', 'z1')]), readySince: NOW - NODE_STATE_DWELL_MS }, want: 'refuse' },
     { name: 'a sibling bound to an unmarked volume of the zone (nodes a and b) → rollback', p: P3, w: heldBy(staticOn(['z1'], 'zone')), want: 'rollback' },
     { name: 'a sibling bound to an unmarked volume of node b only → rollback (the pod can go where it is)', p: P3, w: heldBy(staticOn(['b'])), want: 'rollback' },
+    // Nodes the pod cannot be placed on now are no place to go: the rollback waits until one is (a node's change queues the pod).
+    { name: 'a sibling bound to an unmarked volume of node b only, b cordoned → refuse', p: P3, w: heldBy(staticOn(['b']), [labelled('a', 'z1'), labelled('b', 'z1', { unschedulable: true })]), want: 'refuse' },
+    { name: 'the same, b tainted NoExecute against the pod → refuse', p: P3, w: heldBy(staticOn(['b']), [labelled('a', 'z1'), labelled('b', 'z1', { taints: [{ key: 'drain', effect: 'NoExecute' }] })]), want: 'refuse' },
+    { name: 'the same, b tainted NoSchedule, a taint the pod tolerates → rollback', p: pod('p', ['c1', 'c2', 'c3'], { tolerations: [{ key: 'drain', operator: 'Exists' }] }), w: heldBy(staticOn(['b']), [labelled('a', 'z1'), labelled('b', 'z1', { taints: [{ key: 'drain', effect: 'NoSchedule' }] })]), want: 'rollback' },
+    { name: 'the same, b tainted PreferNoSchedule only → rollback', p: P3, w: heldBy(staticOn(['b']), [labelled('a', 'z1'), labelled('b', 'z1', { taints: [{ key: 'soft', effect: 'PreferNoSchedule' }] })]), want: 'rollback' },
+    { name: 'a sibling bound to an unmarked volume of the zone, b cordoned and c placeable → rollback', p: P3, w: heldBy(staticOn(['z1'], 'zone'), [labelled('a', 'z1'), labelled('b', 'z1', { unschedulable: true }), labelled('c', 'z1')]), want: 'rollback' },
     { name: 'a sibling bound to an unmarked volume without node affinity → rollback', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: { claimRef: { namespace: 'ns', name: 'c3', uid: 'uid-c3' } } }), want: 'rollback' },
     // Still being bound (the claim names the volume, the volume not yet the claim, or not cached yet): undecided, the grace applies.
     { name: 'a sibling naming a volume that does not name it back yet → wait the grace', p: P3, w: heldBy({ metadata: { name: 'static' }, spec: {} }), want: 'wait' },

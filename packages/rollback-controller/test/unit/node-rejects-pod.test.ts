@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Node, Pod, Toleration } from '@topovol/shared';
-import { nodeRejectsPod } from '../../src/rollback/node-rejects-pod.js';
+import { nodePlacementChanged, nodeRejectsPod } from '../../src/rollback/node-rejects-pod.js';
 
 const podTolerating = (...tolerations: Toleration[]): Pod => ({ metadata: { name: 'p', namespace: 'ns' }, spec: { containers: [], tolerations } });
 
@@ -19,5 +19,22 @@ describe('rollback: whether a node can still take the pod', function () {
     const node: Node = { metadata: { name: 'a' }, spec: { taints: [{ key: 'ok', effect: 'NoExecute' }, { key: 'soft', effect: 'PreferNoSchedule' }] } };
     expect(nodeRejectsPod('a', node, pod)).to.equal(undefined);
     expect(nodeRejectsPod('a', { metadata: { name: 'a' } }, podTolerating())).to.equal(undefined);
+  });
+
+  it('a node update changes where pods may go only when its cordon or its NoSchedule/NoExecute taints change', function () {
+    const node = (spec: Node['spec'], status: Node['status'] = {}): Node => ({ metadata: { name: 'a' }, spec, status });
+    const t = (key: string, effect: string, value?: string) => ({ key, effect, value });
+    const cases: [string, Node, Node, boolean][] = [
+      ['a status heartbeat', node({}, { conditions: [] }), node({}, { volumesInUse: ['x'] }), false],
+      ['cordoned', node({}), node({ unschedulable: true }), true],
+      ['uncordoned', node({ unschedulable: true }), node({ unschedulable: false }), true],
+      ['unschedulable false and absent are the same', node({ unschedulable: false }), node({}), false],
+      ['a NoSchedule taint added', node({}), node({ taints: [t('k', 'NoSchedule')] }), true],
+      ['a NoExecute taint removed', node({ taints: [t('k', 'NoExecute')] }), node({ taints: [] }), true],
+      ['a taint\'s value changed', node({ taints: [t('k', 'NoSchedule', 'a')] }), node({ taints: [t('k', 'NoSchedule', 'b')] }), true],
+      ['the same taints in another order', node({ taints: [t('a', 'NoSchedule'), t('b', 'NoExecute')] }), node({ taints: [t('b', 'NoExecute'), t('a', 'NoSchedule')] }), false],
+      ['only a PreferNoSchedule taint added', node({}), node({ taints: [t('k', 'PreferNoSchedule')] }), false],
+    ];
+    for (const [name, before, after, want] of cases) expect(nodePlacementChanged(before, after), name).to.equal(want);
   });
 });
