@@ -32,8 +32,9 @@ import { uniqueSegments } from './segments/segment.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacityMeter } from './source/get-capacity.js';
-import { requestKey, RunningRequests } from './source/running-requests.js';
-import { UnimplementedVerdict } from './source/unimplemented-verdict.js';
+import { parametersKey, requestKey, RunningRequests } from './source/running-requests.js';
+import { UnimplementedVerdicts } from './source/unimplemented-verdict.js';
+import type { UnimplementedVerdict } from './source/unimplemented-verdict.js';
 import { poolRefKey } from './status/index.js';
 import type { StatusCondition } from './status/index.js';
 
@@ -84,8 +85,8 @@ export class CapacityLoop {
   private readonly running = new RunningRequests();
   private readonly objects: ObjectActuator;
   private readonly problems: ProblemReporter;
-  /** The driver answered Unimplemented: when to ask again (unimplemented-verdict.ts). */
-  private readonly unsupported: UnimplementedVerdict;
+  /** The driver answered Unimplemented, per set of class parameters: when to ask again (unimplemented-verdict.ts). */
+  private readonly unsupported: UnimplementedVerdicts;
   private readonly now: () => number;
   private readonly calls: CallSlots;
   /** Cancels the GetCapacity calls still running when the loop stops (they outlive their reconcile). */
@@ -105,7 +106,7 @@ export class CapacityLoop {
   ) {
     this.now = opts.now ?? Date.now;
     this.calls = new CallSlots(opts.callSlots ?? 4);
-    this.unsupported = new UnimplementedVerdict(opts.unimplementedRetryMs ?? 10 * 60_000, this.now);
+    this.unsupported = new UnimplementedVerdicts(opts.unimplementedRetryMs ?? 10 * 60_000, this.now);
     this.problems = new ProblemReporter(events, log);
     this.objects = new ObjectActuator(writeClient, opts.identity.namespace, { replan: () => this.queue.add(SYNC), retryItem: (key) => this.queue.add(itemRefresh(key)), ...writeDenialReports({ client: writeClient, events, log, driverName: opts.driverName, statusChanged: () => this.queue.add(STATUS) }) }, opts.dryRun, this.now);
     inf.objects.addIndex('item', itemKeyOfObject);
@@ -163,6 +164,7 @@ export class CapacityLoop {
     const unplaced = nodes.filter((n) => !n.metadata?.deletionTimestamp && !placedNames.has(n.metadata?.name)).map((n) => n.metadata?.labels ?? {});
     this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), unplaced);
     this.byRequest = new Map();
+    this.unsupported.keepOnly([...this.desired.items.values()].map((d) => d.parameters));
     const now = this.now();
     for (const [key, d] of this.desired.items) {
       const rk = requestKey(d.parameters, d.item.segment);
@@ -200,11 +202,13 @@ export class CapacityLoop {
   private async refreshItem(ctx: ReconcileContext, key: string): Promise<Result> {
     const d = this.desired.items.get(key);
     if (!d) return DONE;
-    // Unimplemented: one call per backoff period, whichever item comes first; the rest wait for its
-    // end, which queues every item (an answer ends the period; another Unimplemented sets the next).
-    const wait = this.unsupported.waitMs();
+    // Unimplemented for these parameters: one call per backoff period, whichever of their items
+    // comes first; the rest wait for its end, which queues them (an answer ends the period; another
+    // Unimplemented sets the next). Items of other parameters are asked as usual.
+    const verdict = this.unsupported.of(d.parameters);
+    const wait = verdict?.waitMs() ?? 0;
     if (wait > 0) return requeueAfter(wait);
-    if (this.unsupported.probing) return DONE;
+    if (verdict?.probing) return DONE;
     let st = this.state.get(key);
     if (!st) this.state.set(key, (st = { refreshedAt: 0, dirty: true, failures: 0, createdAt: this.now() }));
     // Its completion enqueues the key again.
@@ -236,24 +240,25 @@ export class CapacityLoop {
     st.dirty = false;
     st.inflight = true;
     const rk = requestKey(d.parameters, d.item.segment);
-    const { probe, asked } = this.unsupported.begin();
+    const verdict = this.unsupported.for(d.parameters);
+    const { probe, asked } = verdict.begin();
     this.running.begin(rk, startedAt);
     this.calls
       .run(() => {
         // Waited for a slot while another call found the driver Unimplemented: not asked (see driverUnsupported).
-        if (this.unsupported.decidedSince(asked)) return Promise.reject(new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, this.unsupported.message ?? ''));
+        if (verdict.decidedSince(asked)) return Promise.reject(new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, verdict.message ?? ''));
         return this.source.get(d.parameters, d.item.segment, AbortSignal.any([ctx.signal, this.stopping.signal]));
       })
       .then(
         (measured) => this.measured(rk, d, st, measured, startedAt),
-        (err: unknown) => this.measureFailed(d, st, err, asked),
+        (err: unknown) => this.measureFailed(d, st, err, verdict, asked),
       )
       .finally(() => {
         st.inflight = false;
-        this.unsupported.end(probe);
+        verdict.end(probe);
         this.running.end(rk, startedAt);
         if (this.stopping.signal.aborted) return;
-        const waiting = probe ? this.desired.items.keys() : [];
+        const waiting = probe ? this.itemsWith(d.parameters) : [];
         for (const k of new Set([key, ...(this.byRequest.get(rk) ?? []), ...waiting])) this.queue.add(itemRefresh(k));
       });
   }
@@ -277,10 +282,10 @@ export class CapacityLoop {
 
   /** An answer lands: the item that asked and every other item of its request take it. */
   private measured(rk: string, d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number): void {
-    const after = this.unsupported.clear();
+    const after = this.unsupported.clear(d.parameters);
     if (after !== undefined) {
-      this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, after });
-      for (const k of this.desired.items.keys()) this.queue.add(itemRefresh(k));
+      this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, storageClass: d.item.storageClassName, after });
+      for (const k of this.itemsWith(d.parameters)) this.queue.add(itemRefresh(k));
     }
     // One landing instant for all: their next polls fall due together, so they share that call too.
     const landedAt = this.now();
@@ -312,13 +317,13 @@ export class CapacityLoop {
     if (changed) this.queue.add(STATUS);
   }
 
-  private measureFailed(d: DesiredItem, st: ItemState, err: unknown, asked: number): void {
+  private measureFailed(d: DesiredItem, st: ItemState, err: unknown, verdict: UnimplementedVerdict, asked: number): void {
     st.dirty = true;
     if (this.stopping.signal.aborted) return;
     // No figure to write until the driver answers: what the status says is its failure, not a denial.
     this.objects.settled((t) => t === ITEM_TARGET(itemKey(d.item)));
     if (isUnimplemented(err)) {
-      this.driverUnsupported(errorMessage(err), asked);
+      this.driverUnsupported(d, errorMessage(err), verdict, asked);
       return;
     }
     st.error = errorMessage(err);
@@ -338,12 +343,20 @@ export class CapacityLoop {
     this.objects.settled((t) => t === ITEM_TARGET(key));
   }
 
-  private driverUnsupported(message: string, asked: number): void {
-    const verdict = this.unsupported.record(message, asked);
-    if (verdict.kind !== 'first') return;
-    this.log.error('the CSI driver does not implement GetCapacity: capacity is not tracked for it until it does', { driver: this.opts.driverName, error: message, retryInMs: verdict.retryInMs });
-    warnOnDriver(this.writeClient, this.events, this.opts.driverName, 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`);
+  /** Unimplemented for d's parameters: the items of those parameters wait (UnimplementedVerdicts); the driver is warned about once while any is held. */
+  private driverUnsupported(d: DesiredItem, message: string, verdict: UnimplementedVerdict, asked: number): void {
+    const heldBefore = this.unsupported.message !== undefined;
+    const recorded = verdict.record(message, asked);
+    if (recorded.kind !== 'first') return;
+    this.log.error('the CSI driver does not implement GetCapacity for these class parameters: capacity is not tracked for them until it does', { driver: this.opts.driverName, storageClass: d.item.storageClassName, error: message, retryInMs: recorded.retryInMs });
+    if (!heldBefore) warnOnDriver(this.writeClient, this.events, this.opts.driverName, 'GetCapacityUnimplemented', `capacity is not tracked: ${message}`);
     this.queue.add(STATUS);
+  }
+
+  /** The keys of the items asking with these class parameters (they share an Unimplemented verdict). */
+  private itemsWith(parameters: Readonly<Record<string, string>>): string[] {
+    const k = parametersKey(parameters);
+    return [...this.desired.items].filter(([, d]) => parametersKey(d.parameters) === k).map(([key]) => key);
   }
 
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
@@ -370,7 +383,7 @@ export class CapacityLoop {
     const entries = statusEntries(this.desired.items.values(), (d) => {
       const st = this.state.get(itemKey(d.item));
       if (!st?.measured) return undefined;
-      return st.error !== undefined || this.unsupported.message !== undefined ? { ...st.measured, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : st.measured;
+      return st.error !== undefined || this.unsupported.of(d.parameters)?.message !== undefined ? { ...st.measured, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : st.measured;
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     // Pools of items not measured since this process started (a restart) stay as published.

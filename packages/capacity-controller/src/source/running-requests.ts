@@ -6,11 +6,18 @@ import type { Segment } from '../segments/segment.js';
  * and `<ephemeral>` next to a class without parameters.
  */
 export function requestKey(parameters: Readonly<Record<string, string>>, segment: Segment): string {
-  const sorted = (o: Readonly<Record<string, string>>): [string, string][] =>
-    Object.keys(o)
-      .sort()
-      .map((k) => [k, o[k] ?? '']);
   return JSON.stringify([sorted(parameters), sorted(segment)]);
+}
+
+/** The identity of a request's parameters alone (keys sorted), whatever its topology. */
+export function parametersKey(parameters: Readonly<Record<string, string>>): string {
+  return JSON.stringify(sorted(parameters));
+}
+
+function sorted(o: Readonly<Record<string, string>>): [string, string][] {
+  return Object.keys(o)
+    .sort()
+    .map((k) => [k, o[k] ?? '']);
 }
 
 /**

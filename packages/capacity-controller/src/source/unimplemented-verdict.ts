@@ -1,4 +1,5 @@
 import { doublingBackoffMs } from '@topovol/shared';
+import { parametersKey } from './running-requests.js';
 
 /** Longest wait between two questions to a driver that keeps answering Unimplemented. */
 const MAX_RETRY_MS = 3_600_000;
@@ -74,5 +75,54 @@ export class UnimplementedVerdict {
     const count = this.verdict?.count;
     this.verdict = undefined;
     return count;
+  }
+}
+
+/**
+ * The verdicts held, one per set of class parameters: a driver may implement GetCapacity for some
+ * parameters only (one kind of pool and not another), and a verdict for one set must not stop the
+ * figures of the others, which kube-scheduler keeps reading. Segments share their parameters'
+ * verdict: a driver without GetCapacity answers the same for every topology, and a new node does not
+ * cost a call.
+ */
+export class UnimplementedVerdicts {
+  private readonly held = new Map<string, UnimplementedVerdict>();
+
+  constructor(
+    private readonly retryMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  /** The verdict for these parameters, if one is held or a call under it runs. */
+  of(parameters: Readonly<Record<string, string>>): UnimplementedVerdict | undefined {
+    return this.held.get(parametersKey(parameters));
+  }
+
+  /** The verdict for these parameters, made empty if there is none (a call starts, or Unimplemented lands). */
+  for(parameters: Readonly<Record<string, string>>): UnimplementedVerdict {
+    const k = parametersKey(parameters);
+    let v = this.held.get(k);
+    if (!v) this.held.set(k, (v = new UnimplementedVerdict(this.retryMs, this.now)));
+    return v;
+  }
+
+  /** The driver answered for these parameters: their verdict ends; how many periods it lasted, if one was held. */
+  clear(parameters: Readonly<Record<string, string>>): number | undefined {
+    const k = parametersKey(parameters);
+    const count = this.held.get(k)?.clear();
+    this.held.delete(k);
+    return count;
+  }
+
+  /** One held verdict's message (the loop's condition names one), or undefined if none is held. */
+  get message(): string | undefined {
+    for (const v of this.held.values()) if (v.message !== undefined) return v.message;
+    return undefined;
+  }
+
+  /** Verdicts of parameters no item asks with any longer go (their classes were deleted or changed). */
+  keepOnly(parameters: Iterable<Readonly<Record<string, string>>>): void {
+    const keep = new Set([...parameters].map(parametersKey));
+    for (const k of this.held.keys()) if (!keep.has(k)) this.held.delete(k);
   }
 }

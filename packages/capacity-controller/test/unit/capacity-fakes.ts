@@ -140,6 +140,8 @@ export class FakeMeter implements CapacityMeter {
   readonly calls: { parameters: Record<string, string>; segment: Segment }[] = [];
   /** Set: every call fails with it (e.g. a CsiError), instead of answering. */
   failure?: Error;
+  /** Set: a call whose parameters it returns an error for fails with that error. */
+  failureFor?: (parameters: Record<string, string>) => Error | undefined;
   /** Runs as each call is asked, before it answers (what happens in the world during a call). */
   during?: () => void;
   constructor(public answer: MeasuredCapacity = { available: 100n << 30n }) {}
@@ -150,7 +152,7 @@ export class FakeMeter implements CapacityMeter {
     this.calls.push({ parameters, segment });
     this.during?.();
     const answer = this.answer;
-    const failure = this.failure;
+    const failure = this.failure ?? this.failureFor?.(parameters);
     return this.gate.then(() => (failure ? Promise.reject(failure) : answer));
   }
 

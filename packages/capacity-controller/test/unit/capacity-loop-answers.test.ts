@@ -3,7 +3,7 @@ import { metricsRegistry } from '@topovol/shared';
 import type { StorageClass } from '@topovol/shared';
 import { CsiError, GrpcStatus } from '@topovol/shared/csi';
 import { SYNC } from '../../src/capacity-key.js';
-import { csiNode, fakeLoop, GiB, MIN_REFRESH_MS, node, publishedFigures, pv, sc } from './capacity-loop-fixtures.js';
+import { csiNode, DRIVER, fakeLoop, GiB, MIN_REFRESH_MS, node, NODE_KEY, publishedFigures, pv, sc } from './capacity-loop-fixtures.js';
 
 /** The classes a `topovol_capacity_available_bytes` series exists for. */
 async function availableSeriesClasses(): Promise<string[]> {
@@ -56,13 +56,16 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     expect(await availableSeriesClasses()).to.not.include('answer-after-delete');
   });
 
-  it('a driver without GetCapacity: all items at start-up count as one Unimplemented, and each backoff period costs one call', async function () {
+  it('a driver without GetCapacity: the segments of one set of class parameters count as one Unimplemented, and each backoff period costs one call', async function () {
     const { queue, meter, store, inf, loop } = fakeLoop();
     meter.failure = new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, 'unknown service csi.v1.Controller');
-    inf.nodes.set(node);
-    inf.csiNodes.set(csiNode);
-    // Ten requests (parameters differ), more than the loop's four call slots.
-    for (let i = 0; i < 10; i++) inf.classes.set({ ...sc(`c${i}`), parameters: { type: `t${i}` } });
+    // Ten segments (a node each), more than the loop's four call slots; one class.
+    const names = Array.from({ length: 10 }, (_, i) => `n${i}`);
+    for (const n of names) {
+      inf.nodes.set({ metadata: { name: n, labels: { [NODE_KEY]: n } } });
+      inf.csiNodes.set({ metadata: { name: n }, spec: { drivers: [{ name: DRIVER, nodeID: n, topologyKeys: [NODE_KEY] }] } });
+    }
+    inf.classes.set(sc('c'));
     queue.add(SYNC);
     await queue.drain(loop.reconcile);
     const atStart = meter.calls.length;
@@ -80,7 +83,7 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     await queue.drain(loop.reconcile);
     expect(meter.calls.length - atStart, 'one more after the second').to.equal(2);
 
-    // The driver upgraded in place: the next period's call answers, and every item is published.
+    // The driver upgraded in place: the next period's call answers, and every segment is published.
     meter.failure = undefined;
     queue.advance(40 * 60_000);
     for (let i = 0; i < 5; i++) {
@@ -88,6 +91,31 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
       queue.advance(1_000);
     }
     await queue.drain(loop.reconcile);
-    expect(publishedFigures(store).map(([c]) => c)).to.deep.equal(Array.from({ length: 10 }, (_, i) => `c${i}`));
+    expect(publishedFigures(store)).to.have.length(10);
+  });
+
+  it('Unimplemented for one class\'s parameters only: the other classes\' figures keep being refreshed and published', async function () {
+    const { queue, meter, store, inf, loop } = fakeLoop();
+    // One kind of pool the driver measures, another it does not.
+    meter.failureFor = (parameters) => (parameters.type === 'remote' ? new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, 'no capacity for remote pools') : undefined);
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('good'));
+    inf.classes.set({ ...sc('remote'), parameters: { type: 'remote' } });
+    meter.answer = { available: 10n * GiB };
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    expect(publishedFigures(store)).to.deep.equal([['good', 10n * GiB]]);
+    // A volume made on the pool: good's figure must follow within --capacity-min-refresh-interval.
+    meter.answer = { available: 4n * GiB };
+    inf.volumes.set(pv('made'));
+    queue.advance(MIN_REFRESH_MS);
+    await queue.drain(loop.reconcile);
+    queue.advance(1_000);
+    await queue.drain(loop.reconcile);
+    expect(publishedFigures(store), 'good refreshed while remote is held Unimplemented').to.deep.equal([['good', 4n * GiB]]);
+    // remote is asked once per period, not at every change.
+    const remoteCalls = meter.calls.filter((c) => c.parameters.type === 'remote').length;
+    expect(remoteCalls).to.equal(1);
   });
 });
