@@ -63,14 +63,17 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
         // sent: the retry decides again and is counted then.
         if (kind === 'Conflict' || kind === 'Fenced') throw err;
         countZonalUpgrade('error');
-        if (kind === 'Invalid' && namesFields(err)) {
-          // Validation refuses the same affinity every time; only a label change can help.
+        if (kind === 'Invalid' && namesOnlyAffinity(err)) {
+          // Validation refuses the same affinity every time; only a label change can help (and re-queues the volume).
           d.events.event(pv, 'Warning', REASON_MALFORMED, `the API server refused spec.nodeAffinity built from the zone/region labels (${decision.summary}): ${message}`);
           throw new TerminalError(`nodeAffinity refused for volume ${name}`, { cause: err });
         }
         // A ValidatingAdmissionPolicy's denial is a 422 too (its reason defaults to Invalid); a
         // webhook's is a 400 unless it says otherwise (ToStatusErr in k8s.io/apiserver's webhook
-        // errors), a 403 an authorizer's or a policy's. Each may change: say so and retry.
+        // errors, which keeps a webhook's own causes, fields included), a 403 an authorizer's or a
+        // policy's; another field of a legacy volume that today's rules refuse is fixed by an edit
+        // that changes no zone label, so no event would bring the volume back. Each may change:
+        // say so and retry, with backoff.
         if (isRefusal(err)) d.events.event(pv, 'Warning', REASON_REFUSED, `the API server refused spec.nodeAffinity (${decision.summary}); retrying: ${message}`);
         throw err;
       }
@@ -90,12 +93,14 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
 }
 
 /**
- * A 422 from the API server's validation of the object: its causes name the fields (field errors:
- * `spec.nodeAffinity...`, or another field of a volume today's rules refuse, which every update
- * re-validates), and the same write is refused every time. An admission policy's denial names no
- * field (its cause has only a message: validating/dispatcher.go in k8s.io/apiserver).
+ * A 422 from the API server's validation of the affinity this loop wrote: every cause names a field
+ * under `spec.nodeAffinity`, the only field the patch sets, and the same write is refused every time
+ * until the labels it is built from change. An admission policy's denial names no field (its cause
+ * has only a message: validating/dispatcher.go in k8s.io/apiserver); another field named (a legacy
+ * volume's, which every update re-validates, or a webhook's own cause) may be fixed without any
+ * change this loop watches.
  */
-function namesFields(err: unknown): boolean {
-  const causes = err instanceof KubeApiError ? err.status.details?.causes : undefined;
-  return (causes ?? []).some((c) => !!c.field);
+function namesOnlyAffinity(err: unknown): boolean {
+  const causes = err instanceof KubeApiError ? (err.status.details?.causes ?? []) : [];
+  return causes.length > 0 && causes.every((c) => !!c.field && (c.field === 'spec.nodeAffinity' || c.field.startsWith('spec.nodeAffinity.')));
 }

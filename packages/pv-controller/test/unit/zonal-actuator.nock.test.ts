@@ -155,12 +155,28 @@ describe('zonal actuator: write outcomes', function () {
     expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_MALFORMED}`]);
   });
 
-  it('Invalid, naming another field (a legacy volume today\'s rules refuse, re-validated on every update): terminal too', async function () {
-    const invalid = { ...status(422, 'Invalid'), details: { name: 'v', kind: 'persistentvolumes', causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value', field: 'metadata.labels' }] } };
+  // Fixed by an edit no zone label change comes with (so no event brings the volume back), or a
+  // webhook's own Invalid with field causes (kept as the webhook sent it), which may change.
+  for (const [what, fields] of [
+    ['another field (a legacy volume today\'s rules refuse, re-validated on every update)', ['metadata.labels']],
+    ['a webhook\'s own cause naming spec.capacity', ['spec.capacity']],
+    ['the affinity and another field', ['spec.nodeAffinity.required', 'spec.capacity']],
+    ['a field that only starts like the affinity', ['spec.nodeAffinityX']],
+  ] as const) {
+    it(`Invalid, naming ${what}: a Warning that names the refusal, and retried with backoff (not terminal)`, async function () {
+      const invalid = { ...status(422, 'Invalid'), details: { name: 'v', kind: 'persistentvolumes', causes: fields.map((field) => ({ reason: 'FieldValueInvalid', message: 'Invalid value', field })) } };
+      nock(SERVER).patch(PATH).reply(422, invalid);
+      const err = await failure(applyZonalDecision(deps(), volume, decision));
+      expect(isTerminalError(err)).to.equal(false);
+      expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_REFUSED}`]);
+    });
+  }
+
+  it('Invalid, naming spec.nodeAffinity itself: terminal', async function () {
+    const invalid = { ...status(422, 'Invalid'), details: { name: 'v', kind: 'persistentvolumes', causes: [{ reason: 'FieldValueForbidden', message: 'may not be changed', field: 'spec.nodeAffinity' }] } };
     nock(SERVER).patch(PATH).reply(422, invalid);
     const err = await failure(applyZonalDecision(deps(), volume, decision));
     expect(isTerminalError(err)).to.equal(true);
-    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_MALFORMED}`]);
   });
 
   // kube-apiserver's answer when a ValidatingAdmissionPolicy denies the write (reason defaulting to
