@@ -130,7 +130,9 @@ export function desiredItems(
       const exposed = domain !== undefined && unplacedNodeLabels.some((l) => segmentContains(domain, l) && !parts.some((p) => itemCoversNode(p, l)));
       if (domain && !exposed) add({ storageClassName: name, segment: domain, pool: pool.name }, asked);
       else for (const p of parts) add(p, asked, true);
-      if (serves.length === 0) {
+      // Per node, the instance sees its own node only: another pool serving it says nothing of the
+      // domain's other nodes (the instances there publish this pool's figure for theirs).
+      if (serves.length === 0 && !opts.onlyNode) {
         problems.push({
           storageClassName: name,
           reason: 'PoolNeverChosen',

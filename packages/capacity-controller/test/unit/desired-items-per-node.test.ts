@@ -42,6 +42,15 @@ describe('capacity: desiredItems per node (Ceph-CSI topologyConstrainedPools)', 
     expect(covering(all, nodes.n2)).to.deep.equal(['eastpool']);
   });
 
+  it("per node, a pool an earlier one takes on this node is not reported as never chosen (other nodes' instances publish it); centrally it is, when it serves no node", function () {
+    const reasons = (list: PoolSpec[], segs: Record<string, string>[], opts: typeof central): string[] => desiredItems([sc(list)], segs, opts).problems.map((p) => `${p.reason} ${p.message.split(':')[0]}`);
+    expect(reasons([z1pool, eastpool], [nodes.n1], perNode('n1'))).to.deep.equal([]);
+    expect(reasons([z1pool, eastpool], [nodes.n1], central)).to.deep.equal(['PoolNeverChosen pool eastpool is never chosen']);
+    expect(reasons([z1pool, eastpool], Object.values(nodes), central)).to.deep.equal([]);
+    // A domainLabel written with its prefix is never chosen on any node: said per node too.
+    expect(reasons([z1pool, pool('bad', { [REGION]: 'east' })], [nodes.n2], perNode('n2'))).to.include('PoolNeverChosen pool bad is never chosen');
+  });
+
   it('central mode is unchanged: eastpool per segment it serves, z1pool as its domain', function () {
     const got = [...desiredItems([sc([z1pool, eastpool])], Object.values(nodes), central).items.values()];
     expect(got.map((d) => [d.item.pool, d.item.segment, d.poolPart ?? false])).to.deep.equal([
