@@ -382,7 +382,9 @@ export class CapacityLoop {
     // the expiry of its last answer and lapses.
     const entries = statusEntries(this.desired.items.values(), (d) => {
       const st = this.state.get(itemKey(d.item));
-      if (!st?.measured) return undefined;
+      // A figure for other parameters (a class made again under its name) is not this item's: as the
+      // objects, the status waits for the new parameters' answer.
+      if (!st?.measured || st.measuredFor !== requestKey(d.parameters, d.item.segment)) return undefined;
       return st.error !== undefined || this.unsupported.of(d.parameters)?.message !== undefined ? { ...st.measured, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : st.measured;
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { metricsRegistry } from '@topovol/shared';
 import type { StorageClass } from '@topovol/shared';
 import { CsiError, GrpcStatus } from '@topovol/shared/csi';
-import { SYNC } from '../../src/capacity-key.js';
+import { STATUS, SYNC } from '../../src/capacity-key.js';
 import { csiNode, DRIVER, fakeLoop, GiB, MIN_REFRESH_MS, node, NODE_KEY, publishedFigures, pv, sc } from './capacity-loop-fixtures.js';
 
 /** The classes a `topovol_capacity_available_bytes` series exists for. */
@@ -37,6 +37,31 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     }
     // One call per --capacity-min-refresh-interval while the changes last, as before.
     expect(meter.calls.length).to.be.at.most(7);
+  });
+
+  it('a class made again under its name with other parameters: the aggregated status drops the old figure until the new parameters are answered', async function () {
+    const { queue, meter, store, inf, loop, statusEntries } = fakeLoop();
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('c'));
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    expect(statusEntries().map((e) => [e.storageClassName, e.capacity])).to.deep.equal([['c', '10Gi']]);
+    // Replaced with another pool's parameters; the driver slow to answer for them.
+    const release = meter.hold();
+    meter.answer = { available: 3n * GiB };
+    inf.classes.set({ ...sc('c'), metadata: { name: 'c', uid: 'again' }, parameters: { type: 'ssd' } });
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    queue.add(STATUS);
+    await queue.drain(loop.reconcile);
+    expect(statusEntries().map((e) => [e.storageClassName, e.capacity]), 'not the old parameters\' figure').to.deep.equal([]);
+    expect(publishedFigures(store), 'the object keeps its figure, as before (objects are written per answer)').to.deep.equal([['c', 10n * GiB]]);
+    release();
+    await queue.drain(loop.reconcile);
+    queue.add(STATUS);
+    await queue.drain(loop.reconcile);
+    expect(statusEntries().map((e) => [e.storageClassName, e.capacity])).to.deep.equal([['c', '3Gi']]);
   });
 
   it('an answer that lands after its item went away leaves no metric series behind', async function () {
