@@ -158,11 +158,12 @@ export class CapacityLoop {
     // out of its exclusions what they do carry still tells the deeper nodes apart (deeperKeys).
     const labelKeys = this.opts.mode.kind === 'domains' ? segmentLabelKeys(placed) : undefined;
     const before = this.desired;
-    // Nodes in no segment (the driver not registered there; nodes being deleted aside, as placeNodes
-    // leaves them out): a pool's domain selector must not reach them (desiredItems).
-    const placedNames = new Set(placed.map((p) => p.node.metadata?.name));
-    const unplaced = nodes.filter((n) => !n.metadata?.deletionTimestamp && !placedNames.has(n.metadata?.name)).map((n) => n.metadata?.labels ?? {});
-    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), unplaced);
+    // Every node's labels (nodes being deleted aside, as placeNodes leaves them out): a pool's domain
+    // selector must reach no node the pool's own segments leave out (desiredItems), whether in no
+    // segment (the driver not registered there) or in a segment its labels go beyond (a middle
+    // domain label missing, a topology key its CSINode no longer lists).
+    const nodeLabels = nodes.filter((n) => !n.metadata?.deletionTimestamp).map((n) => n.metadata?.labels ?? {});
+    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), nodeLabels);
     this.byRequest = new Map();
     this.unsupported.keepOnly([...this.desired.items.values()].map((d) => d.parameters));
     const now = this.now();

@@ -72,7 +72,7 @@ export function desiredItems(
   segments: readonly Segment[],
   opts: DesiredOptions,
   keysOnNodes?: (segmentKey: string) => ReadonlySet<string> | undefined,
-  unplacedNodeLabels: readonly Segment[] = [],
+  nodeLabels: readonly Segment[] = [],
 ): DesiredState {
   const items = new Map<string, DesiredItem>();
   const frozen = new Map<string, number>();
@@ -113,7 +113,10 @@ export function desiredItems(
       // every segment it serves: the domain's selector would offer capacity there too, where
       // external-provisioner, which publishes per segment of registered nodes, offers none
       // (pkg/capacity/topology/nodes.go). Such a node inside a served segment is matched by that
-      // segment's object as well, upstream's included, so it changes nothing.
+      // segment's object as well, upstream's included, so it changes nothing. So too one whose
+      // labels reach the domain though its segment is another pool's (a middle domain label
+      // missing: `region` and `rack` without `zone` has the segment `region` alone).
+      // `nodeLabels`: every node's, placed or not; those the pool's own parts cover do not count.
       // The domain as topology keys: a domainLabel names a key by the part after its prefix
       // (poolMatch). Published as the domain only where that selector matches no segment but the
       // ones the pool serves: not where a name stands for several keys among them, nor where a
@@ -127,7 +130,7 @@ export function desiredItems(
       // Judged from the list alone: the domain only when every earlier pool's is disjoint from it.
       const alone = !opts.onlyNode || pools.pools.slice(0, pools.pools.indexOf(pool)).every((e) => disjointDomains(e, pool));
       const domain = keys && alone && segments.every((s) => !segmentContains(keys, s) || serves.includes(s)) ? keys : undefined;
-      const exposed = domain !== undefined && unplacedNodeLabels.some((l) => segmentContains(domain, l) && !parts.some((p) => itemCoversNode(p, l)));
+      const exposed = domain !== undefined && nodeLabels.some((l) => segmentContains(domain, l) && !parts.some((p) => itemCoversNode(p, l)));
       if (domain && !exposed) add({ storageClassName: name, segment: domain, pool: pool.name }, asked);
       else for (const p of parts) add(p, asked, true);
       // Per node, the instance sees its own node only: another pool serving it says nothing of the

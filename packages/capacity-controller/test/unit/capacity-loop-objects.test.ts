@@ -8,6 +8,7 @@ import { PENDING_TRUST_MS } from '../../src/objects/object-actuator.js';
 import { fakeInformers, FakeCapacityQueue, FakeMeter, FakeObjectStore } from './capacity-fakes.js';
 import type { FakeInformers } from './capacity-fakes.js';
 import { DRIVER, GiB, NODE_KEY, NS } from './capacity-loop-fixtures.js';
+import { LABEL_POOL } from '../../src/objects/capacity-object.js';
 
 const POLL_MS = 60_000;
 const R = Resources.csiStorageCapacities;
@@ -337,5 +338,24 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
       expect(coveringNode(z1)).to.deep.equal([['fast', 10n * GiB]]);
       expect(coveringNode(z2)).to.deep.equal([['fast', 10n * GiB]]);
     });
+  });
+
+  // --domain-labels=region;zone;rack and a node without a zone (a middle label missing): its
+  // segment is {region} alone, another pool's; the rack pool's domain selector reached it anyway.
+  it("Ceph-CSI pools: a node whose labels reach a pool's domain, its segment another pool's, is covered by that pool's object only", async function () {
+    const RACK = 'topology.test/rack';
+    const a = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z1', [RACK]: 'r1' };
+    const b = { [LABEL_REGION]: 'east', [LABEL_ZONE]: 'z2', [RACK]: 'r2' };
+    const x = { [LABEL_REGION]: 'east', [RACK]: 'r1' };
+    const ceph: StorageClass = {
+      ...sc,
+      metadata: { name: 'ceph' },
+      parameters: { topologyConstrainedPools: JSON.stringify([{ poolName: 'rackpool', domainSegments: [{ domainLabel: 'rack', value: 'r1' }] }, { poolName: 'eastpool', domainSegments: [{ domainLabel: 'region', value: 'east' }] }]) },
+    };
+    await start({ kind: 'domains', labels: [LABEL_REGION, LABEL_ZONE, RACK], anyNode: true }, [node('a', a), node('b', b), node('x', x)], true, { classes: [ceph] });
+    const pools = (labels: Record<string, string>): string[] => objects().filter((o) => selects(o, labels)).map((o) => o.metadata?.labels?.[LABEL_POOL] ?? '');
+    expect(pools(x)).to.deep.equal(['eastpool']);
+    expect(pools(a)).to.deep.equal(['rackpool']);
+    expect(pools(b)).to.deep.equal(['eastpool']);
   });
 });

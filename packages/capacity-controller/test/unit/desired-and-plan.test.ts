@@ -13,6 +13,8 @@ import { planItem, planObsolete } from '../../src/objects/plan-capacity-objects.
 import { quantityBytes } from '@topovol/shared';
 import { volumeAffectsItem } from '../../src/objects/volume-affects-item.js';
 import { parseConstrainedPools } from '../../src/pools/topology-constrained-pools.js';
+import { placeNodes, segmentLabelKeys } from '../../src/segments/compute-segments.js';
+import { uniqueSegments } from '../../src/segments/segment.js';
 
 const DRIVER = 'test.csi.topovol.io';
 const ZONE = 'topology.kubernetes.io/zone';
@@ -103,6 +105,30 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       // An unregistered node inside a served segment (zone z1) or outside the domain changes nothing:
       // the segment's object, upstream's too, matches it anyway.
       expect(items([{ [REGION]: 'east', [ZONE]: 'z1' }, { [REGION]: 'west', [ZONE]: 'z9' }, {}]).map((i) => i.segment)).to.deep.equal([{ [REGION]: 'east' }]);
+    });
+
+    it("a node whose labels reach a pool's domain though its segment is another pool's (a middle domain label missing) is offered only its segment's pool", function () {
+      // --domain-labels=region;zone;rack: x has region and rack but no zone, so its segment is
+      // {region} alone, which the region pool serves; the rack pool's domain selector (rack=r1)
+      // would match x too, and kube-scheduler would count both pools' room for it.
+      const mode = { kind: 'domains' as const, labels: [REGION, ZONE, RACK], anyNode: true };
+      const nodes = { a: { [REGION]: 'east', [ZONE]: 'z1', [RACK]: 'r1' }, b: { [REGION]: 'east', [ZONE]: 'z2', [RACK]: 'r2' }, x: { [REGION]: 'east', [RACK]: 'r1' } };
+      const placed = placeNodes(mode, Object.entries(nodes).map(([name, labels]) => ({ metadata: { name, labels } })), () => undefined, DRIVER);
+      const segments = uniqueSegments(placed.map((p) => p.segment));
+      const keys = segmentLabelKeys(placed);
+      const list = [
+        { poolName: 'rackpool', domainSegments: [{ domainLabel: 'rack', value: 'r1' }] },
+        { poolName: 'eastpool', domainSegments: [{ domainLabel: 'region', value: 'east' }] },
+      ];
+      const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segments, opts, (k) => keys.get(k), Object.values(nodes)).items.values()].map((d) => d.item);
+      const covering = (labels: Record<string, string>): string[] => items.filter((i) => itemCoversNode(i, labels)).map((i) => i.pool);
+      expect(covering(nodes.x)).to.deep.equal(['eastpool']);
+      expect(covering(nodes.a)).to.deep.equal(['rackpool']);
+      expect(covering(nodes.b)).to.deep.equal(['eastpool']);
+      // Without x, the rack pool is its whole domain again.
+      const placedAB = placed.filter((p) => p.node.metadata?.name !== 'x');
+      const ab = [...desiredItems([sc('ceph', { parameters: pools(list) })], uniqueSegments(placedAB.map((p) => p.segment)), opts, (k) => segmentLabelKeys(placedAB).get(k), [nodes.a, nodes.b]).items.values()].map((d) => d.item);
+      expect(ab.find((i) => i.pool === 'rackpool')?.segment).to.deep.equal({ [RACK]: 'r1' });
     });
 
     it('overlapping pool domains: the first listed pool that matches a node serves it, as Ceph-CSI picks (matchPoolToTopology)', function () {
