@@ -37,6 +37,7 @@ export * from './workqueue/index.js';
 export * from './selectors/label-selector.js';
 export * from './selectors/node-selector.js';
 export * from './selectors/toleration.js';
+export * from './selectors/pod-node-selection.js';
 export * from './selectors/label-syntax.js';
 export * from './quantity/quantity.js';
 export * from './informer/projections.js';

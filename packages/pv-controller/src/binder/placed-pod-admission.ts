@@ -1,4 +1,4 @@
-import { nodeSelectorMatches, untoleratedTaint } from '@topovol/shared';
+import { podNodeSelectionMismatch, untoleratedTaint } from '@topovol/shared';
 import type { Node, Pod } from '@topovol/shared';
 
 /**
@@ -17,13 +17,9 @@ import type { Node, Pod } from '@topovol/shared';
  */
 export function kubeletRefusesPlacedPod(pod: Pod, node: Node): string | undefined {
   if (admittedByKubelet(pod)) return undefined;
-  const labels = node.metadata?.labels ?? {};
+  const selection = podNodeSelectionMismatch(pod, node);
+  if (selection) return selection;
   const name = node.metadata?.name ?? '';
-  for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) {
-    if (labels[k] !== v) return `node "${name}" does not match the pod's nodeSelector (${k}=${v})`;
-  }
-  const required = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
-  if (required && !nodeSelectorMatches(required, node)) return `node "${name}" does not match the pod's required node affinity`;
   const judged = (pod.spec?.tolerations ?? []).every((t) => t.operator === undefined || t.operator === 'Exists' || t.operator === 'Equal');
   const taint = judged ? untoleratedTaint(pod, node, ['NoExecute']) : undefined;
   if (taint) return `node "${name}" has taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:NoExecute, which the pod does not tolerate`;

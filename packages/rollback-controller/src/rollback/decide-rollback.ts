@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimNamesOfPod, doublingBackoffMs, volumeNodeAffinityMatches } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimNamesOfPod, doublingBackoffMs, podNodeSelectionMismatch, volumeNodeAffinityMatches } from '@topovol/shared';
 import type { PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, usageOf } from './marks.js';
 import { cannotRunOn, EVIDENCE_CLOCK_SKEW_MS, evidenceAhead } from './stuck-evidence.js';
@@ -169,9 +169,10 @@ function aheadOfClock(nodes: string[], pod: Pod, world: RollbackWorld, notBefore
  * watched, unmarked) whose node affinity allows no node the pod can be placed on now but those its
  * volumes pin it to: undoing the pinned claims would not move the pod, whose new volumes
  * kube-scheduler would provision on that node again (or which would wait, unplaceable, while the
- * pinned node may come back), rollback after rollback up to the cap. A node cordoned or tainted
- * against the pod is no place to go until it changes, which queues the pods of the volumes this
- * loop marked unused again (rollback-controller.ts, onNodeSchedulingChanged). Why, or undefined.
+ * pinned node may come back), rollback after rollback up to the cap. A node cordoned, tainted
+ * against the pod, or outside its nodeSelector or required node affinity is no place to go until
+ * it changes, which queues the pods of the volumes this loop marked unused again
+ * (rollback-controller.ts, onNodeSchedulingChanged). Why, or undefined.
  */
 function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonly string[], world: RollbackWorld): string | undefined {
   const ns = pod.metadata?.namespace ?? '';
@@ -184,9 +185,9 @@ function heldElsewhere(pod: Pod, pinned: readonly PinnedClaim[], failed: readonl
     if (!v || !affinity?.required || v.spec?.claimRef?.uid !== c?.metadata?.uid) continue;
     const elsewhere = world.nodes().some((n) => {
       const nodeName = n.metadata?.name ?? '';
-      return !failed.includes(nodeName) && volumeNodeAffinityMatches(affinity, n) && nodeRejectsPod(nodeName, n, pod) === undefined;
+      return !failed.includes(nodeName) && volumeNodeAffinityMatches(affinity, n) && nodeRejectsPod(nodeName, n, pod) === undefined && podNodeSelectionMismatch(pod, n) === undefined;
     });
-    if (!elsewhere) return `claim ${name} is bound to volume ${v.metadata?.name}, which is not rolled back and whose node affinity allows no other node the pod can be placed on now (none, or cordoned, or tainted against it): rolling back the others would not move the pod`;
+    if (!elsewhere) return `claim ${name} is bound to volume ${v.metadata?.name}, which is not rolled back and whose node affinity allows no other node the pod can be placed on now (none, or cordoned, tainted against it, or outside the pod's node selector or affinity): rolling back the others would not move the pod`;
   }
   return undefined;
 }

@@ -14,11 +14,14 @@ export function nodeRejectsPod(nodeName: string, node: Node | undefined, pod: Po
 }
 
 /**
- * Whether a node's update may change which pods nodeRejectsPod lets on it (cordoned, or its
- * NoSchedule/NoExecute taints): a status heartbeat does not.
+ * Whether a node's update may change which pods may be placed on it: its cordon, its
+ * NoSchedule/NoExecute taints (nodeRejectsPod), or its labels (volumes' node affinity, pods' node
+ * selection). A status heartbeat does not.
  */
 export function nodePlacementChanged(before: Node, after: Node): boolean {
   if (!!before.spec?.unschedulable !== !!after.spec?.unschedulable) return true;
+  const labels = (n: Node): string => JSON.stringify(Object.entries(n.metadata?.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  if (labels(before) !== labels(after)) return true;
   const taints = (n: Node): string =>
     JSON.stringify((n.spec?.taints ?? []).filter((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute').map((t) => [t.key, t.value ?? '', t.effect]).sort());
   return taints(before) !== taints(after);

@@ -13,6 +13,7 @@ import type { RollbackKey } from './rollback-key.js';
 import { BACKOFF_DEFAULT_MS, BACKOFF_FLAG, GRACE_DEFAULT_MS, GRACE_FLAG, HISTORY_TTL_DEFAULT_MS, HISTORY_TTL_FLAG, MARK_WINDOW_DEFAULT_MS, MARK_WINDOW_FLAG, MAX_ROLLBACKS_DEFAULT, MAX_ROLLBACKS_FLAG, NODE_STATE_WAIT_FLAG } from './rollback-flags.js';
 import { NODE_STATE_DWELL_MS } from './decide-rollback.js';
 import { nodePlacementChanged } from './node-rejects-pod.js';
+import { usageOf } from './marks.js';
 import { liveReads } from './rollback-server-reads.js';
 import type { RollbackWorld } from './rollback-world.js';
 import { ProvisioningObservations } from './observations.js';
@@ -272,8 +273,9 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
   /**
    * A node that pods may be placed on again (or no longer) changes where a pod refused because a
    * static sibling volume allows no other node could go (decideRollback's heldElsewhere): the pods
-   * of the volumes marked unused (the only ones a rollback undoes) that wait unscheduled look again,
-   * once per turn however many nodes changed in it (a start-up list adds every node).
+   * of the volumes marked unused (the only ones a rollback undoes; with --dry-run, the marks it
+   * would have written) that wait unscheduled look again, once per turn however many nodes changed
+   * in it (a start-up list adds every node).
    */
   let placementPass = false;
   const onNodeSchedulingChanged = (): void => {
@@ -283,7 +285,11 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
     setImmediate(() => {
       placementPass = false;
       try {
-        for (const v of pvs.cache.byIndex('unused', 'unused')) {
+        const dryUnused = [...dryMarks.keys()].flatMap((name) => {
+          const v = world.volume(name);
+          return v && usageOf(v) === 'unused' ? [v] : [];
+        });
+        for (const v of [...pvs.cache.byIndex('unused', 'unused'), ...dryUnused]) {
           const ref = v.spec?.claimRef;
           if (ref?.name) for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, `${ref.namespace}/${ref.name}`)) if (!p.spec?.nodeName) enqueuePod(p);
         }

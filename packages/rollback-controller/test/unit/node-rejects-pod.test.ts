@@ -21,7 +21,7 @@ describe('rollback: whether a node can still take the pod', function () {
     expect(nodeRejectsPod('a', { metadata: { name: 'a' } }, podTolerating())).to.equal(undefined);
   });
 
-  it('a node update changes where pods may go only when its cordon or its NoSchedule/NoExecute taints change', function () {
+  it('a node update changes where pods may go only when its cordon, its NoSchedule/NoExecute taints or its labels change', function () {
     const node = (spec: Node['spec'], status: Node['status'] = {}): Node => ({ metadata: { name: 'a' }, spec, status });
     const t = (key: string, effect: string, value?: string) => ({ key, effect, value });
     const cases: [string, Node, Node, boolean][] = [
@@ -34,6 +34,9 @@ describe('rollback: whether a node can still take the pod', function () {
       ['a taint\'s value changed', node({ taints: [t('k', 'NoSchedule', 'a')] }), node({ taints: [t('k', 'NoSchedule', 'b')] }), true],
       ['the same taints in another order', node({ taints: [t('a', 'NoSchedule'), t('b', 'NoExecute')] }), node({ taints: [t('b', 'NoExecute'), t('a', 'NoSchedule')] }), false],
       ['only a PreferNoSchedule taint added', node({}), node({ taints: [t('k', 'PreferNoSchedule')] }), false],
+      ['a label added (a zone a volume\'s affinity or a pod\'s nodeSelector asks for)', node({}), { ...node({}), metadata: { name: 'a', labels: { zone: 'z1' } } }, true],
+      ['a label\'s value changed', { ...node({}), metadata: { name: 'a', labels: { zone: 'z1' } } }, { ...node({}), metadata: { name: 'a', labels: { zone: 'z2' } } }, true],
+      ['the same labels in another order', { ...node({}), metadata: { name: 'a', labels: { a: '1', b: '2' } } }, { ...node({}), metadata: { name: 'a', labels: { b: '2', a: '1' } } }, false],
     ];
     for (const [name, before, after, want] of cases) expect(nodePlacementChanged(before, after), name).to.equal(want);
   });
