@@ -5,11 +5,12 @@ import { parametersKey } from './running-requests.js';
 const MAX_RETRY_MS = 3_600_000;
 
 /**
- * What the capacity loop knows of a driver that answered GetCapacity with Unimplemented: why, when
- * to ask again (doubling from `retryMs` while it lasts, up to an hour), how many periods in a row it
- * did, and whether the one call of this period is running. external-provisioner retries every item
- * with its work queue's backoff, as for any error; one call per period for the whole driver tells as
- * much for fewer calls, and a driver upgraded in place is still noticed (docs/divergences.md).
+ * What the capacity loop knows of a driver that answered GetCapacity with Unimplemented for one set
+ * of parameters (UnimplementedVerdicts): why, when to ask again (doubling from `retryMs` while it
+ * lasts, up to an hour), how many periods in a row it did, and whether the one call of this period
+ * is running. external-provisioner retries every item with its work queue's backoff, as for any
+ * error; one call per period for all the segments of those parameters tells as much for fewer
+ * calls, and a driver upgraded in place is still noticed (docs/divergences.md).
  */
 export class UnimplementedVerdict {
   private verdict?: { message: string; retryAt: number; count: number; probing: boolean };
@@ -106,12 +107,13 @@ export class UnimplementedVerdicts {
     return v;
   }
 
-  /** The driver answered for these parameters: their verdict ends; how many periods it lasted, if one was held. */
+  /**
+   * The driver answered for these parameters: their verdict ends; how many periods it lasted, if one
+   * was held. Ended in place (the entry goes with its parameters, keepOnly): a call of the same
+   * parameters still running records its answer where the loop looks.
+   */
   clear(parameters: Readonly<Record<string, string>>): number | undefined {
-    const k = parametersKey(parameters);
-    const count = this.held.get(k)?.clear();
-    this.held.delete(k);
-    return count;
+    return this.held.get(parametersKey(parameters))?.clear();
   }
 
   /** One held verdict's message (the loop's condition names one), or undefined if none is held. */

@@ -120,7 +120,7 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
   });
 
   it('Unimplemented for one class\'s parameters only: the other classes\' figures keep being refreshed and published', async function () {
-    const { queue, meter, store, inf, loop } = fakeLoop();
+    const { queue, meter, store, inf, loop, statusEntries } = fakeLoop();
     // One kind of pool the driver measures, another it does not.
     meter.failureFor = (parameters) => (parameters.type === 'remote' ? new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, 'no capacity for remote pools') : undefined);
     inf.nodes.set(node);
@@ -139,6 +139,11 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     queue.advance(1_000);
     await queue.drain(loop.reconcile);
     expect(publishedFigures(store), 'good refreshed while remote is held Unimplemented').to.deep.equal([['good', 4n * GiB]]);
+    // The aggregated status renews good's figure (no measuredAtMs: its expiry moves with each
+    // publish), as for a driver that answers; a held verdict for other parameters does not age it.
+    queue.add(STATUS);
+    await queue.drain(loop.reconcile);
+    expect(statusEntries().map((e) => [e.storageClassName, e.capacity, e.measuredAtMs])).to.deep.equal([['good', '4Gi', undefined]]);
     // remote is asked once per period, not at every change.
     const remoteCalls = meter.calls.filter((c) => c.parameters.type === 'remote').length;
     expect(remoteCalls).to.equal(1);

@@ -11,8 +11,9 @@ import { countZonalUpgrade } from './zonal-metrics.js';
  *   the API server refused the affinity built from it; the PV is left unchanged.
  * - ZonalAffinityNotKept (Warning): the patch was accepted but the stored PV has no nodeAffinity
  *   (a mutating admission webhook removed it).
- * - ZonalAffinityRefused (Warning): the write was refused without naming a field (a
- *   ValidatingAdmissionPolicy's or a webhook's denial, which may change); retried.
+ * - ZonalAffinityRefused (Warning): the write was refused other than for the affinity itself (a
+ *   ValidatingAdmissionPolicy's or a webhook's denial, another field of the volume), which may
+ *   change; retried.
  */
 export const REASON_CONVERTED = 'ZonalLabelsConverted';
 export const REASON_MALFORMED = 'MalformedZonalLabels';

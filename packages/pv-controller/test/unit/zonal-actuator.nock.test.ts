@@ -177,6 +177,7 @@ describe('zonal actuator: write outcomes', function () {
     nock(SERVER).patch(PATH).reply(422, invalid);
     const err = await failure(applyZonalDecision(deps(), volume, decision));
     expect(isTerminalError(err)).to.equal(true);
+    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_MALFORMED}`]);
   });
 
   // kube-apiserver's answer when a ValidatingAdmissionPolicy denies the write (reason defaulting to
