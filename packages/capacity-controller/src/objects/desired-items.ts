@@ -1,6 +1,5 @@
 import type { StorageClass } from '@topovol/shared';
 import { formatSegment, domainsWithoutPool, poolServices } from '../pools/pool-coverage.js';
-import type { ConstrainedPool } from '../pools/topology-constrained-pools.js';
 import { domainName, parseConstrainedPools, poolDomainKeys, POOL_NAME_PARAMETER, POOLS_PARAMETER, poolsWithWholeKeys } from '../pools/topology-constrained-pools.js';
 import { deeperKeys } from '../segments/deeper-keys.js';
 import type { Segment } from '../segments/segment.js';
@@ -51,10 +50,6 @@ export interface DesiredOptions {
   onlyNode?: string;
 }
 
-/** Whether no node can match both pools' domains: one domainLabel with different values. */
-function disjointDomains(a: ConstrainedPool, b: ConstrainedPool): boolean {
-  return Object.entries(a.domain).some(([label, value]) => Object.hasOwn(b.domain, label) && b.domain[label] !== value);
-}
 
 /** Classes of this driver the loop tracks. */
 export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
@@ -124,12 +119,13 @@ export function desiredItems(
       // Ceph-CSI's pick unsure, or another pool's).
       const parts = serves.map((s): CapacityItem => ({ storageClassName: name, ...exclusive(s), pool: pool.name }));
       const keys = wholeDomain ? poolDomainKeys(pool, serves) : undefined;
-      // Per node, `segments` is this node's own, so the check below cannot see the domain's other
-      // nodes: with Ceph-CSI topology-constrained pools, a node an earlier listed pool matches gets
-      // its volumes from that pool, and this pool's domain selector would offer its room there too.
-      // Judged from the list alone: the domain only when every earlier pool's is disjoint from it.
-      const alone = !opts.onlyNode || pools.pools.slice(0, pools.pools.indexOf(pool)).every((e) => disjointDomains(e, pool));
-      const domain = keys && alone && segments.every((s) => !segmentContains(keys, s) || serves.includes(s)) ? keys : undefined;
+      // Per node, `segments` is this node's own, so the checks here cannot see the domain's other
+      // nodes: some may get their volumes from an earlier listed pool (Ceph-CSI takes the first
+      // whose domain matches), have no driver registered, or be labelled to another depth, and the
+      // domain's selector would offer this pool's room there too. Per node the pool is published
+      // for the node's own segment, as external-provisioner's per-node deployment publishes only
+      // its node's (pkg/capacity/topology/nodes.go); the instances of the other nodes publish theirs.
+      const domain = keys && !opts.onlyNode && segments.every((s) => !segmentContains(keys, s) || serves.includes(s)) ? keys : undefined;
       const exposed = domain !== undefined && nodeLabels.some((l) => segmentContains(domain, l) && !parts.some((p) => itemCoversNode(p, l)));
       if (domain && !exposed) add({ storageClassName: name, segment: domain, pool: pool.name }, asked);
       else for (const p of parts) add(p, asked, true);

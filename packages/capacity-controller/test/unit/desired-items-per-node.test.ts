@@ -62,18 +62,22 @@ describe('capacity: desiredItems per node (Ceph-CSI topologyConstrainedPools)', 
     expect(first.map((d) => [d.item.pool, d.item.segment])).to.deep.equal([['eastpool', { [REGION]: 'east' }]]);
   });
 
-  it('per node, a pool no earlier pool can overlap (listed first, or earlier domains disjoint from its own) is still published as its whole domain', function () {
+  it("per node, every pool is published for the node's own segment, never its whole domain (the instance cannot see the domain's other nodes)", function () {
     const first = [...desiredItems([sc([eastpool, z1pool])], [nodes.n2], perNode('n2')).items.values()];
-    expect(first.map((d) => [d.item.pool, d.item.segment, d.poolPart ?? false])).to.deep.equal([['eastpool', { [REGION]: 'east' }, false]]);
-    // Earlier pools of other zones (the same domainLabel, another value): no node matches both.
+    expect(first.map((d) => [d.item.pool, d.item.segment, d.poolPart ?? false])).to.deep.equal([['eastpool', nodes.n2, true]]);
+    // Pools of other zones listed before it (no node can match both): its own segment all the same.
     const zones = [pool('z1pool', { zone: 'z1' }), pool('z3pool', { region: 'west', zone: 'z3' }), pool('z2pool', { zone: 'z2' })];
     const z2 = [...desiredItems([sc(zones)], [nodes.n2], perNode('n2')).items.values()];
-    expect(z2.map((d) => [d.item.pool, d.item.segment, d.poolPart ?? false])).to.deep.equal([['z2pool', { [ZONE]: 'z2' }, false]]);
+    expect(z2.map((d) => [d.item.pool, d.item.segment, d.poolPart ?? false])).to.deep.equal([['z2pool', nodes.n2, true]]);
+    // Centrally, seeing every node: each zone pool is its whole domain.
     const c = [...desiredItems([sc(zones)], Object.values(nodes), central).items.values()];
     expect(c.map((d) => [d.item.pool, d.item.segment])).to.deep.equal([
       ['z1pool', { [ZONE]: 'z1' }],
       ['z2pool', { [ZONE]: 'z2' }],
     ]);
+    // A node of the region with no driver registered (no instance there) is covered by no object.
+    const all = perNodeItems([eastpool], nodes);
+    expect(covering(all, { [REGION]: 'east', [ZONE]: 'z9' })).to.deep.equal([]);
   });
 
   it("property: per node, every node's segment is offered the pool Ceph-CSI picks for it, and no other (nodes labelled to one depth)", function () {
