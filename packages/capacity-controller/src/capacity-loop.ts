@@ -32,7 +32,7 @@ import { uniqueSegments } from './segments/segment.js';
 import type { SegmentMode } from './segments/segment-mode.js';
 import { CallSlots } from './source/call-slots.js';
 import type { CapacityMeter } from './source/get-capacity.js';
-import { parametersKey, requestKey, RunningRequests } from './source/running-requests.js';
+import { requestKey, RunningRequests } from './source/running-requests.js';
 import { UnimplementedVerdicts } from './source/unimplemented-verdict.js';
 import type { UnimplementedVerdict } from './source/unimplemented-verdict.js';
 import { poolRefKey } from './status/index.js';
@@ -259,7 +259,7 @@ export class CapacityLoop {
         verdict.end(probe);
         this.running.end(rk, startedAt);
         if (this.stopping.signal.aborted) return;
-        const waiting = probe ? this.itemsWith(d.parameters) : [];
+        const waiting = probe ? this.unsupported.itemsWith(this.desired.items, d.parameters) : [];
         for (const k of new Set([key, ...(this.byRequest.get(rk) ?? []), ...waiting])) this.queue.add(itemRefresh(k));
       });
   }
@@ -286,7 +286,7 @@ export class CapacityLoop {
     const after = this.unsupported.clear(d.parameters);
     if (after !== undefined) {
       this.log.info('the CSI driver answers GetCapacity again: tracking its capacity', { driver: this.opts.driverName, storageClass: d.item.storageClassName, after });
-      for (const k of this.itemsWith(d.parameters)) this.queue.add(itemRefresh(k));
+      for (const k of this.unsupported.itemsWith(this.desired.items, d.parameters)) this.queue.add(itemRefresh(k));
     }
     // One landing instant for all: their next polls fall due together, so they share that call too.
     const landedAt = this.now();
@@ -354,11 +354,6 @@ export class CapacityLoop {
     this.queue.add(STATUS);
   }
 
-  /** The keys of the items asking with these class parameters (they share an Unimplemented verdict). */
-  private itemsWith(parameters: Readonly<Record<string, string>>): string[] {
-    const k = parametersKey(parameters);
-    return [...this.desired.items].filter(([, d]) => parametersKey(d.parameters) === k).map(([key]) => key);
-  }
 
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
   private reportProblems(nodes: readonly Node[], placed: readonly PlacedNode[], csiNodeOf: (name: string) => CSINode | undefined): void {
@@ -402,7 +397,7 @@ export class CapacityLoop {
       total: this.desired.items.size,
       measured: [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length,
       failing: [...this.state.values()].find((s) => s.error)?.error,
-      unsupported: this.unsupported.message,
+      unsupported: this.unsupported.describe(this.desired.items.values()),
       refused: this.objects.refusal,
       problems: this.desired.problems,
       ...(this.opts.otherPublisherObjects ? { others: { driverName: this.opts.driverName, objects: this.opts.otherPublisherObjects() } } : {}),

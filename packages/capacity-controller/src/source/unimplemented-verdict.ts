@@ -79,6 +79,12 @@ export class UnimplementedVerdict {
   }
 }
 
+/** What a verdict is looked up by: an item's parameters, and its class for the status. */
+export interface ParametersOfClass {
+  parameters: Readonly<Record<string, string>>;
+  item: { storageClassName: string };
+}
+
 /**
  * The verdicts held, one per set of class parameters: a driver may implement GetCapacity for some
  * parameters only (one kind of pool and not another), and a verdict for one set must not stop the
@@ -120,6 +126,30 @@ export class UnimplementedVerdicts {
   get message(): string | undefined {
     for (const v of this.held.values()) if (v.message !== undefined) return v.message;
     return undefined;
+  }
+
+  /**
+   * What the status says of the held verdicts, or undefined if none is held: the first class held,
+   * how many more are, and the driver's message (the other classes are tracked meanwhile).
+   */
+  describe(items: Iterable<ParametersOfClass>): string | undefined {
+    const held = new Set<string>();
+    let message: string | undefined;
+    for (const d of items) {
+      const m = this.of(d.parameters)?.message;
+      if (m === undefined) continue;
+      held.add(d.item.storageClassName);
+      message ??= m;
+    }
+    if (message === undefined) return this.message;
+    const [first] = held;
+    return held.size === 1 ? `StorageClass ${first}: ${message}` : `StorageClass ${first} and ${held.size - 1} more: ${message}`;
+  }
+
+  /** The keys of the items asking with these parameters (they share a verdict). */
+  itemsWith(items: ReadonlyMap<string, ParametersOfClass>, parameters: Readonly<Record<string, string>>): string[] {
+    const k = parametersKey(parameters);
+    return [...items].filter(([, d]) => parametersKey(d.parameters) === k).map(([key]) => key);
   }
 
   /** Verdicts of parameters no item asks with any longer go (their classes were deleted or changed). */

@@ -120,7 +120,7 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
   });
 
   it('Unimplemented for one class\'s parameters only: the other classes\' figures keep being refreshed and published', async function () {
-    const { queue, meter, store, inf, loop, statusEntries } = fakeLoop();
+    const { queue, meter, store, inf, loop, statusEntries, statusConditions } = fakeLoop();
     // One kind of pool the driver measures, another it does not.
     meter.failureFor = (parameters) => (parameters.type === 'remote' ? new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, 'no capacity for remote pools') : undefined);
     inf.nodes.set(node);
@@ -144,6 +144,9 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     queue.add(STATUS);
     await queue.drain(loop.reconcile);
     expect(statusEntries().map((e) => [e.storageClassName, e.capacity, e.measuredAtMs])).to.deep.equal([['good', '4Gi', undefined]]);
+    // The condition names the class held, not the driver as a whole.
+    const ready = statusConditions().find((c) => c.type === 'Ready');
+    expect([ready?.status, ready?.reason, ready?.message]).to.deep.equal(['False', 'GetCapacityUnimplemented', 'StorageClass remote: CSI GetCapacity failed: UNIMPLEMENTED: no capacity for remote pools']);
     // remote is asked once per period, not at every change.
     const remoteCalls = meter.calls.filter((c) => c.parameters.type === 'remote').length;
     expect(remoteCalls).to.equal(1);

@@ -2,7 +2,7 @@ import { logger, quantityBytes, Resources } from '@topovol/shared';
 import type { CSINode, CSIStorageCapacity, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { CapacityLoop } from '../../src/capacity-loop.js';
 import type { CapacityLoopOptions } from '../../src/capacity-loop.js';
-import type { CapacityEntry } from '../../src/status/capacity-entry.js';
+import type { CapacityEntry, StatusCondition } from '../../src/status/capacity-entry.js';
 import { fakeInformers, FakeCapacityQueue, FakeMeter, FakeObjectStore } from './capacity-fakes.js';
 import type { FakeInformers } from './capacity-fakes.js';
 
@@ -43,22 +43,24 @@ export const loopOptions = (queue: FakeCapacityQueue): CapacityLoopOptions => ({
 export function fakeLoop(
   meter = new FakeMeter({ available: 10n * GiB }),
   options: Partial<CapacityLoopOptions> = {},
-): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[] } {
+): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[]; statusConditions: () => readonly StatusCondition[] } {
   const queue = new FakeCapacityQueue();
   const store = new FakeObjectStore();
   const inf = fakeInformers();
   store.watch(Resources.csiStorageCapacities, inf.objects);
   let last: readonly CapacityEntry[] = [];
+  let lastConditions: readonly StatusCondition[] = [];
   const status = {
-    publish: (entries: readonly CapacityEntry[]) => {
+    publish: (entries: readonly CapacityEntry[], conditions: readonly StatusCondition[]) => {
       last = entries;
+      lastConditions = conditions;
       return Promise.resolve({ wrote: false });
     },
     pruneExpired: () => Promise.resolve(0),
   };
   const loop = new CapacityLoop(inf, meter, store, status, { event: () => true }, queue, { ...loopOptions(queue), ...options }, logger());
   loop.register();
-  return { queue, meter, store, inf, loop, statusEntries: () => last };
+  return { queue, meter, store, inf, loop, statusEntries: () => last, statusConditions: () => lastConditions };
 }
 
 /** The published objects as [class, bytes], by class. */
