@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { classifyError, isNotFoundNamed, isRefusal, KubeApiError, Resources, TerminalError } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger, PersistentVolume } from '@topovol/shared';
 import type { ZonalUpgradeDecision } from './decide-zonal-upgrade.js';
@@ -9,8 +10,8 @@ import { countZonalUpgrade } from './zonal-metrics.js';
  *   dry-run mode: would have been).
  * - MalformedZonalLabels (Warning): a zone/region label value cannot be read (e.g. "a____b"), or
  *   the API server refused the affinity built from it; the PV is left unchanged.
- * - ZonalAffinityNotKept (Warning): the patch was accepted but the stored PV has no nodeAffinity
- *   (a mutating admission webhook removed it).
+ * - ZonalAffinityNotKept (Warning): the patch was accepted but the stored PV has no nodeAffinity,
+ *   or another one (a mutating admission webhook removed or changed it).
  * - ZonalAffinityRefused (Warning): the write was refused other than for the affinity itself (a
  *   ValidatingAdmissionPolicy's or a webhook's denial, another field of the volume), which may
  *   change; retried.
@@ -85,12 +86,25 @@ export async function applyZonalDecision(d: ZonalActuatorDeps, pv: PersistentVol
         d.events.event(written, 'Warning', REASON_NOT_KEPT, `the API server accepted spec.nodeAffinity (${decision.summary}) but the stored volume has none: an admission webhook may have removed it`);
         return;
       }
+      // Or rewrite it: the affinity is then the webhook's, not the one this Event would describe.
+      if (!sameAffinity(written.spec.nodeAffinity, decision.nodeAffinity)) {
+        countZonalUpgrade('error');
+        d.log.warn('the API server accepted the nodeAffinity patch but stored another affinity', { volume: name, sent: decision.summary });
+        d.events.event(written, 'Warning', REASON_NOT_KEPT, `the API server accepted spec.nodeAffinity (${decision.summary}) but the stored volume has another: an admission webhook may have changed it`);
+        return;
+      }
       d.log.info('set nodeAffinity from zonal labels', { volume: name, nodeAffinity: decision.summary });
       countZonalUpgrade('upgraded');
       d.events.event(written, 'Normal', REASON_CONVERTED, `set spec.nodeAffinity from zone/region labels: ${decision.summary}`);
       return;
     }
   }
+}
+
+/** The same affinity as the API server stores it: empty lists and unset fields are left out (omitempty). */
+function sameAffinity(stored: unknown, sent: unknown): boolean {
+  const plain = (x: unknown): unknown => JSON.parse(JSON.stringify(x, (_k, v: unknown) => (Array.isArray(v) && v.length === 0 ? undefined : v)) ?? 'null');
+  return isDeepStrictEqual(plain(stored), plain(sent));
 }
 
 /**

@@ -7,7 +7,7 @@ const upgrades = counter<'result'>({
   help:
     'PVs handled by the zonal-pv-upgrade loop, by result: upgraded (nodeAffinity written), dry_run (would have been written), ' +
     'malformed (unreadable zone/region label, left alone), error (the write failed for a reason other than a conflict, retried unless ' +
-    "validation refused the affinity's fields; or the stored volume lacks the affinity, an admission webhook having removed it).",
+    "validation refused the affinity's fields; or the stored volume lacks the affinity or has another, an admission webhook having removed or changed it).",
   labelNames: ['result'],
 });
 

@@ -95,6 +95,25 @@ describe('zonal actuator: write outcomes', function () {
     expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_NOT_KEPT}`]);
   });
 
+  it('accepted, but stored with another affinity (a mutating webhook changed it): a Warning, not counted as converted', async function () {
+    const upgraded = await count('upgraded');
+    const other = { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: ['z9'] }] }] } };
+    nock(SERVER).patch(PATH).reply(200, { ...volume, metadata: { ...volume.metadata, resourceVersion: '42' }, spec: { ...volume.spec, nodeAffinity: other } });
+    await applyZonalDecision(deps(), volume, decision);
+    expect(await count('upgraded')).to.equal(upgraded);
+    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Warning ${REASON_NOT_KEPT}`]);
+  });
+
+  it('stored as sent, keys in another order and empty lists left out (as the API server answers): converted', async function () {
+    const upgraded = await count('upgraded');
+    const sent = decision.kind === 'upgrade' ? decision.nodeAffinity : undefined;
+    const reordered = JSON.parse(JSON.stringify(sent, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).reverse()) : v))) as unknown;
+    nock(SERVER).patch(PATH).reply(200, { ...volume, metadata: { ...volume.metadata, resourceVersion: '42' }, spec: { ...volume.spec, nodeAffinity: reordered } });
+    await applyZonalDecision(deps(), volume, decision);
+    expect(await count('upgraded')).to.equal(upgraded + 1);
+    expect(events.captured.map((e) => `${e.type} ${e.reason}`)).to.deep.equal([`Normal ${REASON_CONVERTED}`]);
+  });
+
   it('Conflict: rethrown for a retry, not counted as an error, no Event', async function () {
     const before = await count('error');
     nock(SERVER).patch(PATH).reply(409, status(409, 'Conflict'));
