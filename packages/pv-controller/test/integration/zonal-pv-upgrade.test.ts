@@ -258,6 +258,25 @@ describe('zonal-pv-upgrade (real API server)', function () {
       expect(decideZonalUpgrade(now)).to.deep.equal({ kind: 'none', why: 'hasNodeAffinity' });
     });
 
+    // A cache behind a delete and a re-creation under the name: the volume now is another one (its
+    // labels, its data may differ); the write decided on the old one must not reach it.
+    it('a volume deleted and made again under the name since the view: the stale write is refused and the new volume left as made', async function () {
+      const stale = await admin.create<PersistentVolume>(Resources.persistentVolumes, zonalPV('again', { [Z]: 'z1' }));
+      await deleteNow(admin, Resources.persistentVolumes, name('again'));
+      const made = await admin.create<PersistentVolume>(Resources.persistentVolumes, zonalPV('again', { [Z]: 'z2' }));
+      let err: unknown;
+      try {
+        await applyZonalDecision(deps(admin), stale, decideZonalUpgrade(stale));
+      } catch (e) {
+        err = e;
+      }
+      expect(isConflict(err), String(err)).to.equal(true);
+      const now = await getPV(admin, name('again'));
+      expect(now.metadata?.uid).to.equal(made.metadata?.uid);
+      expect(now.spec?.nodeAffinity).to.equal(undefined);
+      expect(now.metadata?.resourceVersion).to.equal(made.metadata?.resourceVersion);
+    });
+
     it('after a conflict on an unrelated change, the retry on fresh data converts', async function () {
       const stale = await admin.create(Resources.persistentVolumes, zonalPV('bumped', { [BZ]: 'z1' }));
       await admin.patch(Resources.persistentVolumes, name('bumped'), undefined, 'merge', { metadata: { annotations: { touched: 'yes' } } });
