@@ -162,8 +162,9 @@ export class CapacityLoop {
     // selector must reach no node the pool's own segments leave out (desiredItems), whether in no
     // segment (the driver not registered there) or in a segment its labels go beyond (a middle
     // domain label missing, a topology key its CSINode no longer lists).
-    const nodeLabels = nodes.filter((n) => !n.metadata?.deletionTimestamp).map((n) => n.metadata?.labels ?? {});
-    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), nodeLabels);
+    const placedIn = new Map(placed.map((p) => [p.node.metadata?.name, p.segment]));
+    const domainNodes = nodes.filter((n) => !n.metadata?.deletionTimestamp).map((n) => ({ labels: n.metadata?.labels ?? {}, segment: placedIn.get(n.metadata?.name) }));
+    this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), domainNodes);
     this.byRequest = new Map();
     this.unsupported.keepOnly([...this.desired.items.values()].map((d) => d.parameters));
     const now = this.now();

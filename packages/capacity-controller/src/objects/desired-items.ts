@@ -57,6 +57,12 @@ export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
   return opts.immediateBinding || c.volumeBindingMode === 'WaitForFirstConsumer';
 }
 
+/** A live node as a pool's domain check sees it: its labels, and the segment it was placed in (none: the driver not registered there, or labels that give no segment). */
+export interface NodeOfDomain {
+  labels: Segment;
+  segment?: Segment;
+}
+
 /**
  * Every (class, segment[, pool]) to track, as external-provisioner's capacity controller does for
  * classes × segments, with Ceph-CSI's topology-constrained pools: a class listing topology-constrained pools is tracked
@@ -67,8 +73,9 @@ export function desiredItems(
   segments: readonly Segment[],
   opts: DesiredOptions,
   keysOnNodes?: (segmentKey: string) => ReadonlySet<string> | undefined,
-  nodeLabels: readonly Segment[] = [],
+  domainNodes: readonly NodeOfDomain[] = [],
 ): DesiredState {
+  const nodes = domainNodes.map((n) => ({ labels: n.labels, segment: n.segment && segmentKey(n.segment) }));
   const items = new Map<string, DesiredItem>();
   const frozen = new Map<string, number>();
   const created = new Map<string, number>();
@@ -111,7 +118,8 @@ export function desiredItems(
       // segment's object as well, upstream's included, so it changes nothing. So too one whose
       // labels reach the domain though its segment is another pool's (a middle domain label
       // missing: `region` and `rack` without `zone` has the segment `region` alone).
-      // `nodeLabels`: every node's, placed or not; those the pool's own parts cover do not count.
+      // `domainNodes`: every live node, placed or not; one placed in a segment the pool serves is
+      // the pool's, even where its part's exclusions (DoesNotExist, csinode mode) leave it out.
       // The domain as topology keys: a domainLabel names a key by the part after its prefix
       // (poolMatch). Published as the domain only where that selector matches no segment but the
       // ones the pool serves: not where a name stands for several keys among them, nor where a
@@ -121,12 +129,13 @@ export function desiredItems(
       const keys = wholeDomain ? poolDomainKeys(pool, serves) : undefined;
       // Per node, `segments` is this node's own, so the checks here cannot see the domain's other
       // nodes: some may get their volumes from an earlier listed pool (Ceph-CSI takes the first
-      // whose domain matches), have no driver registered, or be labelled to another depth, and the
-      // domain's selector would offer this pool's room there too. Per node the pool is published
+      // whose domain matches) or have no driver registered, and the domain's selector would offer
+      // this pool's room there too. Per node the pool is published
       // for the node's own segment, as external-provisioner's per-node deployment publishes only
       // its node's (pkg/capacity/topology/nodes.go); the instances of the other nodes publish theirs.
       const domain = keys && !opts.onlyNode && segments.every((s) => !segmentContains(keys, s) || serves.includes(s)) ? keys : undefined;
-      const exposed = domain !== undefined && nodeLabels.some((l) => segmentContains(domain, l) && !parts.some((p) => itemCoversNode(p, l)));
+      const served = new Set(serves.map(segmentKey));
+      const exposed = domain !== undefined && nodes.some((n) => segmentContains(domain, n.labels) && !(n.segment !== undefined && served.has(n.segment)) && !parts.some((p) => itemCoversNode(p, n.labels)));
       if (domain && !exposed) add({ storageClassName: name, segment: domain, pool: pool.name }, asked);
       else for (const p of parts) add(p, asked, true);
       // Per node, the instance sees its own node only: another pool serving it says nothing of the

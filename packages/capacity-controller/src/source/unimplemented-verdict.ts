@@ -142,7 +142,8 @@ export class UnimplementedVerdicts {
       message ??= m;
     }
     if (message === undefined) return this.message;
-    const [first] = held;
+    // Sorted: the cache's order would change the message, and rewrite the status, from one sync to the next.
+    const [first] = [...held].sort();
     return held.size === 1 ? `StorageClass ${first}: ${message}` : `StorageClass ${first} and ${held.size - 1} more: ${message}`;
   }
 

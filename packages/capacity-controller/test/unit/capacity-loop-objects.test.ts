@@ -358,4 +358,20 @@ describe('CapacityLoop: objects outlive what the informer missed and what the dr
     expect(pools(a)).to.deep.equal(['rackpool']);
     expect(pools(b)).to.deep.equal(['eastpool']);
   });
+
+  // A driver rollout adding a topology key: node old's CSINode still lists region only, while its
+  // labels already carry a zone. Its segment ({region}) is the pool's: it must stay covered, and
+  // the pool keep its domain object (no switch to per-segment objects and back during the rollout).
+  it('Ceph-CSI pools, csinode mode: a node whose CSINode lists fewer keys than its labels carry stays covered by the pool that serves its segment', async function () {
+    const R = 'topology.rbd.csi.ceph.com/region';
+    const Z = 'topology.rbd.csi.ceph.com/zone';
+    const labels = { a: { [R]: 'east', [Z]: 'z1' }, b: { [R]: 'east', [Z]: 'z2' }, old: { [R]: 'east', [Z]: 'z3' } };
+    const keys: Record<string, string[]> = { a: [R, Z], b: [R, Z], old: [R] };
+    const csi = (n: string): CSINode => ({ metadata: { name: n }, spec: { drivers: [{ name: DRIVER, nodeID: n, topologyKeys: keys[n]! }] } });
+    const ceph: StorageClass = { ...sc, metadata: { name: 'ceph' }, parameters: { topologyConstrainedPools: JSON.stringify([{ poolName: 'eastpool', domainSegments: [{ domainLabel: 'region', value: 'east' }] }]) } };
+    await start({ kind: 'csinode' }, Object.entries(labels).map(([n, l]) => node(n, l)), true, { classes: [ceph], csiNodes: Object.keys(labels).map(csi) });
+    const pools = (l: Record<string, string>): string[] => objects().filter((o) => selects(o, l)).map((o) => o.metadata?.labels?.[LABEL_POOL] ?? '');
+    for (const l of Object.values(labels)) expect(pools(l), JSON.stringify(l)).to.deep.equal(['eastpool']);
+    expect(objects().map((o) => o.nodeTopology)).to.deep.equal([{ matchLabels: { [R]: 'east' } }]);
+  });
 });

@@ -22,6 +22,8 @@ const REGION = 'topology.kubernetes.io/region';
 const RACK = 'topology.test/rack';
 const GiB = 1n << 30n;
 
+/** Placed nodes as the loop hands them to desiredItems' domain check. */
+const asDomainNodes = (placed: readonly { node: { metadata?: { labels?: Record<string, string> } }; segment: Record<string, string> }[]) => placed.map((p) => ({ labels: p.node.metadata?.labels ?? {}, segment: p.segment }));
 const sc = (name: string, extra: Partial<StorageClass> = {}): StorageClass => ({ metadata: { name }, provisioner: DRIVER, volumeBindingMode: 'WaitForFirstConsumer', ...extra });
 const pools = (list: { poolName: string; domainSegments: { domainLabel: string; value: string }[] }[]): Record<string, string> => ({ topologyConstrainedPools: JSON.stringify(list) });
 const id: ObjectIdentity = { driverName: DRIVER, managedBy: 'topovol-capacity', namespace: 'topovol-system', owner: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'capacity-5d9', uid: 'rs-uid', controller: true } };
@@ -96,7 +98,7 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
       const registered = { [REGION]: 'east', [ZONE]: 'z1' };
       const unregistered: Record<string, string> = { [REGION]: 'east', [ZONE]: 'z2' };
       const cls = sc('ceph', { parameters: pools([{ poolName: 'east', domainSegments: [{ domainLabel: 'region', value: 'east' }] }]) });
-      const items = (unplaced: Record<string, string>[]) => [...desiredItems([cls], [registered], opts, undefined, unplaced).items.values()].map((d) => d.item);
+      const items = (unplaced: Record<string, string>[]) => [...desiredItems([cls], [registered], opts, undefined, [{ labels: registered, segment: registered }, ...unplaced.map((labels) => ({ labels }))]).items.values()].map((d) => d.item);
       const covering = (labels: Record<string, string>, unplaced: Record<string, string>[]): string[] => items(unplaced).filter((i) => itemCoversNode(i, labels)).map((i) => i.pool);
       expect(covering(unregistered, [unregistered])).to.deep.equal([]);
       expect(covering(registered, [unregistered])).to.deep.equal(['east']);
@@ -120,14 +122,14 @@ describe('capacity: desired items, object plans and pools (external-provisioner 
         { poolName: 'rackpool', domainSegments: [{ domainLabel: 'rack', value: 'r1' }] },
         { poolName: 'eastpool', domainSegments: [{ domainLabel: 'region', value: 'east' }] },
       ];
-      const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segments, opts, (k) => keys.get(k), Object.values(nodes)).items.values()].map((d) => d.item);
+      const items = [...desiredItems([sc('ceph', { parameters: pools(list) })], segments, opts, (k) => keys.get(k), asDomainNodes(placed)).items.values()].map((d) => d.item);
       const covering = (labels: Record<string, string>): string[] => items.filter((i) => itemCoversNode(i, labels)).map((i) => i.pool);
       expect(covering(nodes.x)).to.deep.equal(['eastpool']);
       expect(covering(nodes.a)).to.deep.equal(['rackpool']);
       expect(covering(nodes.b)).to.deep.equal(['eastpool']);
       // Without x, the rack pool is its whole domain again.
       const placedAB = placed.filter((p) => p.node.metadata?.name !== 'x');
-      const ab = [...desiredItems([sc('ceph', { parameters: pools(list) })], uniqueSegments(placedAB.map((p) => p.segment)), opts, (k) => segmentLabelKeys(placedAB).get(k), [nodes.a, nodes.b]).items.values()].map((d) => d.item);
+      const ab = [...desiredItems([sc('ceph', { parameters: pools(list) })], uniqueSegments(placedAB.map((p) => p.segment)), opts, (k) => segmentLabelKeys(placedAB).get(k), asDomainNodes(placedAB)).items.values()].map((d) => d.item);
       expect(ab.find((i) => i.pool === 'rackpool')?.segment).to.deep.equal({ [RACK]: 'r1' });
     });
 
