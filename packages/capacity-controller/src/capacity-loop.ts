@@ -396,7 +396,8 @@ export class CapacityLoop {
   private conditions(): StatusCondition[] {
     return loopConditions({
       total: this.desired.items.size,
-      measured: [...this.desired.items.keys()].filter((k) => this.state.get(k)?.measured).length,
+      // Measured for the parameters the item asks with now (a class made again under its name is not, until answered).
+      measured: [...this.desired.items].filter(([k, d]) => this.state.get(k)?.measured && this.state.get(k)?.measuredFor === requestKey(d.parameters, d.item.segment)).length,
       failing: [...this.state.values()].find((s) => s.error)?.error,
       unsupported: this.unsupported.describe(this.desired.items.values()),
       refused: this.objects.refusal,

@@ -40,7 +40,7 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
   });
 
   it('a class made again under its name with other parameters: the aggregated status drops the old figure until the new parameters are answered', async function () {
-    const { queue, meter, store, inf, loop, statusEntries } = fakeLoop();
+    const { queue, meter, store, inf, loop, statusEntries, statusConditions } = fakeLoop();
     inf.nodes.set(node);
     inf.csiNodes.set(csiNode);
     inf.classes.set(sc('c'));
@@ -56,6 +56,7 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     queue.add(STATUS);
     await queue.drain(loop.reconcile);
     expect(statusEntries().map((e) => [e.storageClassName, e.capacity]), 'not the old parameters\' figure').to.deep.equal([]);
+    expect(statusConditions().find((c) => c.type === 'Ready')?.status, 'not Ready while its figure is missing').to.equal('False');
     expect(publishedFigures(store), 'the object keeps its figure, as before (objects are written per answer)').to.deep.equal([['c', 10n * GiB]]);
     release();
     await queue.drain(loop.reconcile);
