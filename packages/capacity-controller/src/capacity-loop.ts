@@ -308,9 +308,11 @@ export class CapacityLoop {
   private take(d: DesiredItem, st: ItemState, measured: MeasuredCapacity, startedAt: number, landedAt: number): void {
     if ((st.answerStartedAt ?? -Infinity) > startedAt) return;
     st.answerStartedAt = startedAt;
-    const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined;
+    const rk = requestKey(d.parameters, d.item.segment);
+    // The same figure for other parameters is news too: the status left the item out meanwhile.
+    const changed = st.measured?.available !== measured.available || st.measured?.maximumVolumeSize !== measured.maximumVolumeSize || st.error !== undefined || st.measuredFor !== rk;
     st.measured = measured;
-    st.measuredFor = requestKey(d.parameters, d.item.segment);
+    st.measuredFor = rk;
     st.refreshedAt = landedAt;
     st.error = undefined;
     st.failures = 0;
