@@ -228,8 +228,9 @@ export class CapacityLoop {
     // once (pkg/capacity/capacity.go, syncCapacity), even while a change since its call keeps the
     // item dirty: a newer figure than the object's is never worse, and volume events that keep
     // coming must not hold the objects at their old figure. A failed last call publishes nothing.
-    if (st.measured && st.error === undefined && st.measuredFor === requestKey(d.parameters, d.item.segment) && d.item.storageClassName !== EPHEMERAL_CLASS) {
-      await this.ensureObjects(ctx, key, d.item, st.measured);
+    const figure = figureFor(d, st);
+    if (figure && st.error === undefined && d.item.storageClassName !== EPHEMERAL_CLASS) {
+      await this.ensureObjects(ctx, key, d.item, figure);
     }
     return next.call ? DONE : requeueAfter(next.afterMs);
   }
@@ -357,7 +358,6 @@ export class CapacityLoop {
     this.queue.add(STATUS);
   }
 
-
   /** Class problems (on the StorageClass) and nodes whose storage is counted nowhere (on the Node). */
   private reportProblems(nodes: readonly Node[], placed: readonly PlacedNode[], csiNodeOf: (name: string) => CSINode | undefined): void {
     const unsegmented = [...unsegmentedNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName), ...selfExcludedNodes(this.opts.mode, placed, this.opts.driverName, this.desired.exclusions)];
@@ -381,10 +381,9 @@ export class CapacityLoop {
     // the expiry of its last answer and lapses.
     const entries = statusEntries(this.desired.items.values(), (d) => {
       const st = this.state.get(itemKey(d.item));
-      // A figure for other parameters (a class made again under its name) is not this item's: as the
-      // objects, the status waits for the new parameters' answer.
-      if (!st?.measured || st.measuredFor !== requestKey(d.parameters, d.item.segment)) return undefined;
-      return st.error !== undefined || this.unsupported.of(d.parameters)?.message !== undefined ? { ...st.measured, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : st.measured;
+      const figure = figureFor(d, st);
+      if (!st || !figure) return undefined;
+      return st.error !== undefined || this.unsupported.of(d.parameters)?.message !== undefined ? { ...figure, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : figure;
     });
     if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
     // Pools of items not measured since this process started (a restart) stay as published.
@@ -398,8 +397,7 @@ export class CapacityLoop {
   private conditions(): StatusCondition[] {
     return loopConditions({
       total: this.desired.items.size,
-      // Measured for the parameters the item asks with now (a class made again under its name is not, until answered).
-      measured: [...this.desired.items].filter(([k, d]) => this.state.get(k)?.measured && this.state.get(k)?.measuredFor === requestKey(d.parameters, d.item.segment)).length,
+      measured: [...this.desired.items].filter(([k, d]) => figureFor(d, this.state.get(k)) !== undefined).length,
       failing: [...this.state.values()].find((s) => s.error)?.error,
       unsupported: this.unsupported.describe(this.desired.items.values()),
       refused: this.objects.refusal,
@@ -407,4 +405,12 @@ export class CapacityLoop {
       ...(this.opts.otherPublisherObjects ? { others: { driverName: this.opts.driverName, objects: this.opts.otherPublisherObjects() } } : {}),
     });
   }
+}
+
+/**
+ * The item's last figure, if measured for the request it makes now: a figure for other parameters
+ * (a class made again under its name) is not its own, for the objects, the status and Ready alike.
+ */
+function figureFor(d: DesiredItem, st: ItemState | undefined): MeasuredCapacity | undefined {
+  return st?.measured && st.measuredFor === requestKey(d.parameters, d.item.segment) ? st.measured : undefined;
 }

@@ -50,7 +50,6 @@ export interface DesiredOptions {
   onlyNode?: string;
 }
 
-
 /** Classes of this driver the loop tracks. */
 export function isTrackedClass(c: StorageClass, opts: DesiredOptions): boolean {
   if (c.provisioner !== opts.driverName) return false;

@@ -133,17 +133,15 @@ export class UnimplementedVerdicts {
    * how many more are, and the driver's message (the other classes are tracked meanwhile).
    */
   describe(items: Iterable<ParametersOfClass>): string | undefined {
-    const held = new Set<string>();
-    let message: string | undefined;
+    const held = new Map<string, string>();
     for (const d of items) {
       const m = this.of(d.parameters)?.message;
-      if (m === undefined) continue;
-      held.add(d.item.storageClassName);
-      message ??= m;
+      if (m !== undefined && !held.has(d.item.storageClassName)) held.set(d.item.storageClassName, m);
     }
-    if (message === undefined) return this.message;
+    if (held.size === 0) return this.message;
     // Sorted: the cache's order would change the message, and rewrite the status, from one sync to the next.
-    const [first] = [...held].sort();
+    const [first] = [...held.keys()].sort();
+    const message = held.get(first!)!;
     return held.size === 1 ? `StorageClass ${first}: ${message}` : `StorageClass ${first} and ${held.size - 1} more: ${message}`;
   }
 

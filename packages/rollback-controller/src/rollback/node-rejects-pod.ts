@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { untoleratedTaint } from '@topovol/shared';
 import type { Node, Pod } from '@topovol/shared';
 
@@ -20,8 +21,7 @@ export function nodeRejectsPod(nodeName: string, node: Node | undefined, pod: Po
  */
 export function nodePlacementChanged(before: Node, after: Node): boolean {
   if (!!before.spec?.unschedulable !== !!after.spec?.unschedulable) return true;
-  const labels = (n: Node): string => JSON.stringify(Object.entries(n.metadata?.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  if (labels(before) !== labels(after)) return true;
+  if (!isDeepStrictEqual(before.metadata?.labels ?? {}, after.metadata?.labels ?? {})) return true;
   const taints = (n: Node): string =>
     JSON.stringify((n.spec?.taints ?? []).filter((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute').map((t) => [t.key, t.value ?? '', t.effect]).sort());
   return taints(before) !== taints(after);
