@@ -17,6 +17,7 @@ export * from './controller/runnable.js';
 export * from './controller/runnable-group.js';
 export * from './controller/terminal-error.js';
 export * from './controller/first-seen.js';
+export * from './controller/once-per-turn.js';
 export * from './events/event-recorder.js';
 export * from './http/http-endpoints.js';
 export * from './informer/indexed-cache.js';

@@ -1,4 +1,4 @@
-import { errorMessage, gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, runnableFunc, sleep } from '@topovol/shared';
+import { errorMessage, gauge, LABEL_CSI_DRIVER_NAME, LABEL_CSI_MANAGED_BY, oncePerTurn, runnableFunc, sleep } from '@topovol/shared';
 import type { CSIStorageCapacity, KubeObject, Logger, Runnable } from '@topovol/shared';
 import type { CapacityEvents, InformerView } from '../capacity-loop-deps.js';
 import { ProblemReporter } from '../problem-reporter.js';
@@ -126,23 +126,15 @@ export function otherPublishersReport(
 ): Runnable {
   const reporter = new ProblemReporter(events, log);
   let leading = false;
-  let queued = false;
-  const check = (): void => {
-    if (queued) return;
-    queued = true;
-    // Coalesced: a relist of many objects reports once.
-    setImmediate(() => {
-      queued = false;
-      // From a timer: anything thrown here would end the process.
-      try {
-        const found = objects.cache.list();
-        otherObjects.set({ driver: driverName }, found.length);
-        if (leading) reporter.report(otherPublisherProblems(driverName, found, target));
-      } catch (err) {
-        log.error('checking for other capacity publishers failed', { error: errorMessage(err) });
-      }
-    });
-  };
+  // Coalesced: a relist of many objects reports once.
+  const check = oncePerTurn(
+    () => {
+      const found = objects.cache.list();
+      otherObjects.set({ driver: driverName }, found.length);
+      if (leading) reporter.report(otherPublisherProblems(driverName, found, target));
+    },
+    (err) => log.error('checking for other capacity publishers failed', { error: errorMessage(err) }),
+  );
   otherObjects.set({ driver: driverName }, 0);
   objects.addEventHandler({ onAdd: check, onUpdate: check, onDelete: check });
   return runnableFunc('capacity-other-publishers', async (signal) => {

@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, errorMessage, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectClaim, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimKeysOfPod, Controller, errorMessage, eventsAbout, extraNumber, FirstSeen, involvedObjectUid, objectKey, oncePerTurn, POD_CLAIM_INDEX, PROVISIONING_EVENTS, projectClaim, projectNode, projectPod, requeueAfter, Resources, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { BinderActuator } from './actuator.js';
 import { AssumeCache } from './assume-cache.js';
@@ -134,20 +134,17 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   // That walk is O(claims of the class), so wakes are coalesced per class until the next turn of
   // the event loop: an informer's initial list of N volumes costs one walk, not N.
   const wakeClasses = new Set<string>();
+  const wake = oncePerTurn(
+    () => {
+      const classes = [...wakeClasses];
+      wakeClasses.clear();
+      for (const k of classes) for (const c of pvcs.cache.byIndex('class', k)) if (!c.spec?.volumeName) enqueueClaim(c);
+    },
+    (err) => log.error('waking the claims waiting for a volume failed', { error: errorMessage(err) }),
+  );
   const enqueueWaitingClaims = (cls: string): void => {
-    if (wakeClasses.size === 0) {
-      setImmediate(() => {
-        const classes = [...wakeClasses];
-        wakeClasses.clear();
-        // From a timer, where a throw would end the process: caught here.
-        try {
-          for (const k of classes) for (const c of pvcs.cache.byIndex('class', k)) if (!c.spec?.volumeName) enqueueClaim(c);
-        } catch (err) {
-          log.error('waking the claims waiting for a volume failed', { classes, error: errorMessage(err) });
-        }
-      });
-    }
     wakeClasses.add(cls);
+    wake();
   };
 
   const claimGone = (c: PersistentVolumeClaim): void => {

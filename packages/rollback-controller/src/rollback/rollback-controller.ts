@@ -1,4 +1,4 @@
-import { ANN_SELECTED_NODE, claimClass, claimKeysOfPod, listOrderMark, Controller, errorMessage, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
+import { ANN_SELECTED_NODE, claimClass, claimKeysOfPod, listOrderMark, Controller, errorMessage, oncePerTurn, eventsAbout, extraNumber, involvedObjectUid, objectKey, POD_CLAIM_INDEX, PROVISIONING_FAILED_EVENTS, projectClaim, projectEvent, projectNode, projectPod, requeueAfter, Resources, splitKey, WorkQueue } from '@topovol/shared';
 import type { ControllerEnv, Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
 import { DeletedClaimWatch } from './deleted-claim-watch.js';
 import { deletionRequestedAt, EndedUse, podScheduledAt } from './ended-use.js';
@@ -277,27 +277,19 @@ export function setupRollback(env: ControllerEnv): Controller<RollbackKey> {
    * would have written) that wait unscheduled look again, once per turn however many nodes changed
    * in it (a start-up list adds every node).
    */
-  let placementPass = false;
-  const onNodeSchedulingChanged = (): void => {
-    if (placementPass) return;
-    placementPass = true;
-    // Outside the informer's guard, where a throw would end the process: caught here.
-    setImmediate(() => {
-      placementPass = false;
-      try {
-        const dryUnused = [...dryMarks.keys()].flatMap((name) => {
-          const v = world.volume(name);
-          return v && usageOf(v) === 'unused' ? [v] : [];
-        });
-        for (const v of [...pvs.cache.byIndex('unused', 'unused'), ...dryUnused]) {
-          const ref = v.spec?.claimRef;
-          if (ref?.name) for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, `${ref.namespace}/${ref.name}`)) if (!p.spec?.nodeName) enqueuePod(p);
-        }
-      } catch (err) {
-        log.error('queueing the waiting pods of unused volumes after a node change failed', { error: errorMessage(err) });
+  const onNodeSchedulingChanged = oncePerTurn(
+    () => {
+      const dryUnused = [...dryMarks.keys()].flatMap((name) => {
+        const v = world.volume(name);
+        return v && usageOf(v) === 'unused' ? [v] : [];
+      });
+      for (const v of [...pvs.cache.byIndex('unused', 'unused'), ...dryUnused]) {
+        const ref = v.spec?.claimRef;
+        if (ref?.name) for (const p of pods.cache.byIndex(POD_CLAIM_INDEX, `${ref.namespace}/${ref.name}`)) if (!p.spec?.nodeName) enqueuePod(p);
       }
-    });
-  };
+    },
+    (err) => log.error('queueing the waiting pods of unused volumes after a node change failed', { error: errorMessage(err) }),
+  );
   nodes.addEventHandler({
     onAdd: (n) => {
       onNode(n);
