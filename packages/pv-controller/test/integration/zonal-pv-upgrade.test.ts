@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { EventRecorder, isConflict, logger, Resources } from '@topovol/shared';
 import type { Event, KubeClient, PersistentVolume, Pod } from '@topovol/shared';
-import { createReadyNode, createTestNamespace, denyingPolicy, eventually, InProcessLoop, metricSum, sharedControlPlane, startKubeScheduler, untilRefused } from '@topovol/testing';
+import { createReadyNode, createTestNamespace, denyingPolicy, eventually, failure, InProcessLoop, metricSum, sharedControlPlane, startKubeScheduler, untilRefused } from '@topovol/testing';
 import type { ControlPlane, InProcessLoopOptions, ManagedProcess } from '@topovol/testing';
 import { zonalPvUpgradeDescriptor } from '../../src/zonal-pv-upgrade-descriptor.js';
 import { decideZonalUpgrade } from '../../src/zonal/decide-zonal-upgrade.js';
@@ -244,12 +244,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
       // Someone else sets an affinity first (the API server allows it while it is unset).
       const theirs = affinity([['kubernetes.io/hostname', ['node-7']]]);
       const winner = await admin.patch<PersistentVolume>(Resources.persistentVolumes, name('raced'), undefined, 'merge', { spec: { nodeAffinity: theirs } });
-      let err: unknown;
-      try {
-        await applyZonalDecision(deps(admin), stale, decideZonalUpgrade(stale));
-      } catch (e) {
-        err = e;
-      }
+      const err = await failure(applyZonalDecision(deps(admin), stale, decideZonalUpgrade(stale)));
       expect(isConflict(err), String(err)).to.equal(true);
       const now = await getPV(admin, name('raced'));
       expect(now.spec?.nodeAffinity).to.deep.equal(theirs);
@@ -264,12 +259,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
       const stale = await admin.create<PersistentVolume>(Resources.persistentVolumes, zonalPV('again', { [Z]: 'z1' }));
       await deleteNow(admin, Resources.persistentVolumes, name('again'));
       const made = await admin.create<PersistentVolume>(Resources.persistentVolumes, zonalPV('again', { [Z]: 'z2' }));
-      let err: unknown;
-      try {
-        await applyZonalDecision(deps(admin), stale, decideZonalUpgrade(stale));
-      } catch (e) {
-        err = e;
-      }
+      const err = await failure(applyZonalDecision(deps(admin), stale, decideZonalUpgrade(stale)));
       expect(isConflict(err), String(err)).to.equal(true);
       const now = await getPV(admin, name('again'));
       expect(now.metadata?.uid).to.equal(made.metadata?.uid);
@@ -280,12 +270,7 @@ describe('zonal-pv-upgrade (real API server)', function () {
     it('after a conflict on an unrelated change, the retry on fresh data converts', async function () {
       const stale = await admin.create(Resources.persistentVolumes, zonalPV('bumped', { [BZ]: 'z1' }));
       await admin.patch(Resources.persistentVolumes, name('bumped'), undefined, 'merge', { metadata: { annotations: { touched: 'yes' } } });
-      let err: unknown;
-      try {
-        await applyZonalDecision(deps(admin), stale, decideZonalUpgrade(stale));
-      } catch (e) {
-        err = e;
-      }
+      const err = await failure(applyZonalDecision(deps(admin), stale, decideZonalUpgrade(stale)));
       expect(isConflict(err), String(err)).to.equal(true);
       const fresh = await getPV(admin, name('bumped'));
       await applyZonalDecision(deps(admin), fresh, decideZonalUpgrade(fresh));

@@ -14,29 +14,8 @@ import { RollbackFixture } from './rollback-fixture.js';
  */
 describe('rollback: a static sibling volume whose only other node cannot take the pod', function () {
   this.timeout(180_000);
-  const f = new RollbackFixture();
-  let loop: Loop;
-  before(async () => {
-    await f.startSuite();
-    loop = await RunningRollback.start();
-  });
-  after(async () => {
-    await loop?.stop();
-    await f.stopSuite();
-  });
-  beforeEach(() => f.startTest('rbh-'));
-  afterEach(async () => {
-    await f.stopTest();
-    // The administrator's volume, Released by then (Retain): cluster-wide, so not left to other suites.
-    await f.admin.delete(Resources.persistentVolumes, f.name('static')).catch(() => undefined);
-  });
-
-  const cordon = (node: string, unschedulable: boolean): Promise<void> =>
-    retryOnConflict(async () => {
-      const n = await f.admin.get<Node>(Resources.nodes, f.name(node));
-      n.spec = { ...n.spec, unschedulable };
-      await f.admin.replace(Resources.nodes, n);
-    });
+  const { f, loop } = suite([], 'rbh-');
+  const cordon = (node: string, unschedulable: boolean): Promise<void> => setCordon(f, node, unschedulable);
 
   const staticC3 = (): Promise<void> => staticVolumeFor(f, 'c3', [f.name('a'), f.name('b')]);
 
@@ -68,7 +47,7 @@ describe('rollback: a static sibling volume whose only other node cannot take th
       const base = pod(f.ns, 'p', ['c1', 'c2', 'c3']);
       const p = await f.admin.create<Pod>(Resources.pods, { ...base, spec: { ...base.spec!, ...way.pod } });
       for (const c of ['c1', 'c2']) await selectNode(f.admin, f.ns, c, f.name('a'));
-      const c1 = await f.provisionC1OnA(loop);
+      const c1 = await f.provisionC1OnA(loop());
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
       const refused = await eventFor(f.admin, p, 'ProvisioningRollbackRefused');
@@ -87,35 +66,16 @@ describe('rollback: a static sibling volume whose only other node cannot take th
 // those volumes too, or a dry run would report "refused" where a real run rolls back.
 describe('rollback --dry-run: a static sibling volume whose only other node is cordoned, then uncordoned', function () {
   this.timeout(180_000);
-  const f = new RollbackFixture();
-  let loop: Loop;
-  before(async () => {
-    await f.startSuite();
-    loop = await RunningRollback.start(['--dry-run']);
-  });
-  after(async () => {
-    await loop?.stop();
-    await f.stopSuite();
-  });
-  beforeEach(() => f.startTest('rbhd-'));
-  afterEach(async () => {
-    await f.stopTest();
-    await f.admin.delete(Resources.persistentVolumes, f.name('static')).catch(() => undefined);
-  });
+  const { f, loop } = suite(['--dry-run'], 'rbhd-');
 
   it('reports the refusal while b is cordoned, and the rollback it would make once b is uncordoned; writes nothing', async function () {
-    const setB = (unschedulable: boolean): Promise<void> =>
-      retryOnConflict(async () => {
-        const n = await f.admin.get<Node>(Resources.nodes, f.name('b'));
-        n.spec = { ...n.spec, unschedulable };
-        await f.admin.replace(Resources.nodes, n);
-      });
+    const setB = (unschedulable: boolean): Promise<void> => setCordon(f, 'b', unschedulable);
     await setB(true);
     await staticVolumeFor(f, 'c3', [f.name('a'), f.name('b')]);
     for (const c of ['c1', 'c2']) await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, c, f.cls));
     await f.admin.create<Pod>(Resources.pods, pod(f.ns, 'p', ['c1', 'c2', 'c3']));
     for (const c of ['c1', 'c2']) await selectNode(f.admin, f.ns, c, f.name('a'));
-    const c1 = await f.provisionC1OnA(loop);
+    const c1 = await f.provisionC1OnA(loop());
     const dry = await rollbacks('dry_run');
     const refusals = await rollbacks('refused');
     await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
@@ -153,3 +113,31 @@ async function staticVolumeFor(f: RollbackFixture, claimName: string, nodes: str
   await eventually(async () => expect((await f.claim(claimName)).status?.phase).to.equal('Bound'), 60_000);
 }
 
+/** A rollback loop started with `args` for the describe calling this, over a fixture of its own; each test's administrator volume removed after it. */
+function suite(args: string[], prefix: string): { f: RollbackFixture; loop: () => Loop } {
+  const f = new RollbackFixture();
+  let running: Loop | undefined;
+  before(async () => {
+    await f.startSuite();
+    running = await RunningRollback.start(args);
+  });
+  after(async () => {
+    await running?.stop();
+    await f.stopSuite();
+  });
+  beforeEach(() => f.startTest(prefix));
+  afterEach(async () => {
+    await f.stopTest();
+    // The administrator's volume, Released by then (Retain): cluster-wide, so not left to other suites.
+    await f.admin.delete(Resources.persistentVolumes, f.name('static')).catch(() => undefined);
+  });
+  return { f, loop: () => running! };
+}
+
+function setCordon(f: RollbackFixture, node: string, unschedulable: boolean): Promise<void> {
+  return retryOnConflict(async () => {
+    const n = await f.admin.get<Node>(Resources.nodes, f.name(node));
+    n.spec = { ...n.spec, unschedulable };
+    await f.admin.replace(Resources.nodes, n);
+  });
+}
