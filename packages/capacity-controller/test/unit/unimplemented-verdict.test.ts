@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { UnimplementedVerdict } from '../../src/source/unimplemented-verdict.js';
+import { UnimplementedVerdict, UnimplementedVerdicts } from '../../src/source/unimplemented-verdict.js';
 
 describe('capacity UnimplementedVerdict: a driver that answers GetCapacity with Unimplemented', function () {
   it('holds calls back for a doubling period, one probe per period, and ends on an answer', function () {
@@ -55,5 +55,27 @@ describe('capacity UnimplementedVerdict: a driver that answers GetCapacity with 
       now += last;
     }
     expect(last).to.equal(3_600_000);
+  });
+});
+
+describe('capacity UnimplementedVerdicts: one verdict per set of class parameters', function () {
+  it('keyed by the parameters whatever their key order; ended in place; dropped once no item asks with them', function () {
+    const vs = new UnimplementedVerdicts(1_000, () => 0);
+    const remote = { type: 'remote', pool: 'p' };
+    const v = vs.for(remote);
+    v.record('no capacity for remote pools', v.begin().asked);
+    expect(vs.of({ pool: 'p', type: 'remote' }), 'the same parameters, keys in another order').to.equal(v);
+    expect(vs.of({ type: 'lvm' }), 'other parameters hold nothing').to.equal(undefined);
+    expect(vs.message).to.equal('no capacity for remote pools');
+    const items = [{ parameters: { type: 'lvm' }, item: { storageClassName: 'good' } }, { parameters: remote, item: { storageClassName: 'remote' } }];
+    expect(vs.describe(items)).to.equal('StorageClass remote: no capacity for remote pools');
+    expect(vs.itemsWith(new Map(items.map((d, i) => [`k${i}`, d])), remote)).to.deep.equal(['k1']);
+    expect(vs.clear(remote)).to.equal(1);
+    expect(vs.of(remote), 'ended in place, not removed').to.equal(v);
+    expect(vs.message).to.equal(undefined);
+    v.record('again', v.begin().asked);
+    vs.keepOnly([{ type: 'lvm' }]);
+    expect(vs.of(remote), 'no item asks with them any longer').to.equal(undefined);
+    expect(vs.message).to.equal(undefined);
   });
 });
