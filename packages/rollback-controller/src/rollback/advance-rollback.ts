@@ -43,6 +43,12 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         break;
       case 'deleteClaim': {
         const outcome = await deleteClaim(d, current, s.claim);
+        if ('wait' in outcome) {
+          // Said in the record (once per reason), for `kubectl describe`; the claim stays Deleting.
+          const said = current.status?.claims?.find((x) => x.name === s.claim.name)?.message;
+          if (said !== outcome.why) await d.actuator.setClaim(current, s.claim.name, 'Deleting', undefined, outcome.why);
+          return outcome.wait;
+        }
         current = await d.actuator.setClaim(current, s.claim.name, outcome.state, undefined, outcome.why);
         if (outcome.state === 'Kept') {
           d.actuator.reportAborted(current, s.claim, outcome.why ?? '');
@@ -159,7 +165,7 @@ async function abandonClaim(d: AdvanceDeps, r: ProvisioningRollback, c: Rollback
  * with backoff, to be read and decided afresh as after a crash. A claim changed in what the
  * rollback re-creates is kept then; one that only changed status is deleted.
  */
-async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string }> {
+async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string } | { wait: number; why: string }> {
   const ns = r.spec.pod.namespace;
   // From before the last check on, every pod of the claim the watch delivers is noted: one bound
   // between this check and the delete (no precondition closes that window) keeps the volume Retain.
@@ -172,7 +178,7 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
   const claimUsers = pods.filter((p) => claimNamesOfPod(p).includes(c.name));
   // A finalizer besides the protection one: whether admission gives it to a copy too (one dry run, only then).
   const admittedFinalizers = claim && heldByOthers(claim) ? (await d.reads.recreateCheck(claim)).finalizers : [];
-  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers, admittedFinalizers });
+  const plan = decideClaimDelete(r, c, { claim, pod, volumeUse: await d.reads.volumeUse(c.volume), claimUsers, admittedFinalizers, now: Date.now() });
   if (plan.kind === 'alreadyDeleted') {
     // Still there and Terminating: our delete, sent before a crash (or before the pod list below
     // failed), and the pod scheduled meanwhile holds it. Say so now, or nobody ever will.
@@ -183,6 +189,7 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     return { state: 'Deleted' };
   }
   if (plan.kind === 'keep') return keepClaim(d, r, c, claim?.metadata?.resourceVersion, plan.why);
+  if (plan.kind === 'wait') return { wait: plan.ms, why: plan.why };
   const hold = decideHold(await d.reads.volume(c.volume));
   if (hold.kind === 'used') return keepClaim(d, r, c, plan.resourceVersion, `volume ${c.volume} may hold data: ${hold.why}`);
   if (hold.kind === 'hold') {

@@ -41,11 +41,27 @@ export const EVIDENCE_CLOCK_SKEW_MS = 5 * 60_000;
 const VOLUME_NODE_CONFLICT = /didn't match PersistentVolume's node affinity|volume node affinity conflict/i;
 
 /**
+ * Whether the pod has a nominated node, which makes the scheduler's Unschedulable condition (kept
+ * until the pod is bound) no evidence: kube-scheduler has found the pod a place since. It nominates
+ * the node it preempts pods on for the pod, and the node it is binding the pod to, before its Permit
+ * and PreBind plugins run (KEP-5278, NominatedNodeNameForExpectation, on by default since v1.35:
+ * pkg/scheduler/schedule_one.go, bindingCycle): while the VolumeBinding plugin waits for a sibling
+ * claim to be provisioned and bound on the pinned node, an earlier attempt's condition is stale. It
+ * clears the nomination when a binding cycle fails; the API server clears it at the pod's binding.
+ * A provisioner's failure and the node's own state still count: each is about now. Anyone else who
+ * may write the pod's status can set a nomination too: it only holds a rollback back.
+ */
+export function nominatedSince(pod: Pod): boolean {
+  return !!pod.status?.nominatedNodeName;
+}
+
+/**
  * Evidence that the pod cannot run on the node its pinned volumes were provisioned for: the node is
  * gone, cordoned or tainted; a sibling claim failed to provision there (ResourceExhausted seen after
  * that node was selected, or the external provisioner's reschedule signal: selected-node removed
  * after a failure, from a claim of a WaitForFirstConsumer class); or the scheduler reports that the
- * volumes' node affinity excludes the other nodes. Records (Events, the pod's condition) count only
+ * volumes' node affinity excludes the other nodes, unless it has nominated a node for the pod since
+ * (nominatedSince). Records (Events, the pod's condition) count only
  * when newer than `notBefore`, the evidence of the workload's last rollback: the same failure never
  * triggers a second rollback; and only when dated no later than `latest` (by default
  * EVIDENCE_CLOCK_SKEW_MS after now), so a rollback's evidence time is never far ahead of its making.
@@ -73,7 +89,7 @@ export function cannotRunOn(node: string, pod: Pod, world: RollbackWorld, notBef
   }
   const cond = scheduledCondition(pod);
   const condTime = conditionTime(cond);
-  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && VOLUME_NODE_CONFLICT.test(cond.message ?? '') && counts(condTime)) {
+  if (cond?.status === 'False' && cond.reason === 'Unschedulable' && VOLUME_NODE_CONFLICT.test(cond.message ?? '') && counts(condTime) && !nominatedSince(pod)) {
     return { why: `the scheduler reports: ${cond.message}`, at: condTime };
   }
   return undefined;

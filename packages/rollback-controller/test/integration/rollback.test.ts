@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { metricsRegistry, projectPod, Resources, retryOnConflict } from '@topovol/shared';
 import type { KubeClient, KubeObject, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass, VolumeAttachment } from '@topovol/shared';
-import { createTestNamespace, eventually, installGeneratedRbac, sharedControlPlane, startKubeControllerManager, SuiteProcess, throwawayIdentity } from '@topovol/testing';
+import { createTestNamespace, eventually, installGeneratedRbac, queueIdle, sharedControlPlane, startKubeControllerManager, SuiteProcess, throwawayIdentity } from '@topovol/testing';
 import type { ManagedProcess } from '@topovol/testing';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, LABEL_USAGE } from '../../src/rollback/marks.js';
-import { bindPod, claim, createNode, eventFor, failProvisioning, pod, provision, recordsOf, RunningRollback, SEL, seenByLoop, selectNode, updateNodeStatus } from './rollback-harness.js';
+import { bindPod, claim, createNode, eventFor, failProvisioning, loopCaches, pod, provision, recordsOf, RunningRollback, SEL, seenByLoop, selectNode, updateNodeStatus } from './rollback-harness.js';
 
 const get = (admin: KubeClient, ns: string, name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
 const getPV = (admin: KubeClient, name: string): Promise<PersistentVolume> => admin.get<PersistentVolume>(Resources.persistentVolumes, name);
@@ -280,7 +280,8 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
     });
 
-    it('rolls back when the scheduler reports that the volume\'s node affinity excludes every node that could take the pod', async function () {
+    /** P with claim c1, provisioned on node a, bound and marked unused. */
+    const c1BoundOnA = async (): Promise<PersistentVolumeClaim> => {
       await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
       await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1']));
       await selectNode(admin, ns, 'c1', name('a'));
@@ -292,17 +293,47 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
         return c;
       });
       await eventually(async () => expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal('unused'));
-      // What kube-scheduler v1.37 writes when no node can take the pod because of the volume's node
-      // affinity (before kubernetes/kubernetes#129887 it said "had volume node affinity conflict").
-      await retryOnConflict(async () => {
+      return c1;
+    };
+    /**
+     * What kube-scheduler v1.37 writes when no node can take the pod because of the volume's node
+     * affinity (before kubernetes/kubernetes#129887 it said "had volume node affinity conflict"),
+     * with the node it nominated the pod to, if any (it writes the nomination alone when a later
+     * attempt binds the pod there: KEP-5278).
+     */
+    const reportUnschedulable = (nominatedNodeName?: string): Promise<void> =>
+      retryOnConflict(async () => {
         const p = await admin.get<Pod>(Resources.pods, 'p', ns);
         const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-        p.status = { ...p.status, phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: now, message: "0/2 nodes are available: 1 Insufficient memory, 1 node(s) didn't match PersistentVolume's node affinity. preemption: 0/2 nodes are available." }] };
+        p.status = { ...p.status, phase: 'Pending', nominatedNodeName, conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: now, message: "0/2 nodes are available: 1 Insufficient memory, 1 node(s) didn't match PersistentVolume's node affinity. preemption: 0/2 nodes are available." }] };
         await admin.replaceStatus(Resources.pods, p);
       });
+
+    it('rolls back when the scheduler reports that the volume\'s node affinity excludes every node that could take the pod', async function () {
+      const c1 = await c1BoundOnA();
+      await reportUnschedulable();
       await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
       const [e] = [await eventFor(admin, await admin.get<Pod>(Resources.pods, 'p', ns), 'ProvisioningRollback')];
       expect(e.message).to.contain("didn't match PersistentVolume's node affinity");
+    });
+
+    // The condition stays until the pod is bound; a later attempt that binds the pod to node a
+    // nominates it there first, while its PreBind waits for the pod's other claims.
+    it("the scheduler's report with the pod nominated to a node since rolls nothing back; once the nomination is cleared (that binding failed), it does", async function () {
+      const c1 = await c1BoundOnA();
+      await reportUnschedulable(name('a'));
+      // Its handler runs right after the cache shows it: the pod was decided on with its nomination.
+      await eventually(() => expect(loopCaches(rollback).pods.cache.get(`${ns}/p`)?.status?.nominatedNodeName).to.equal(name('a')));
+      await new Promise((r) => setImmediate(r));
+      await queueIdle('rollback');
+      expect((await get(admin, ns, 'c1')).metadata?.uid, 'nominated: nothing rolled back').to.equal(c1.metadata?.uid);
+      expect(await recordsOf(admin, (await admin.get<Pod>(Resources.pods, 'p', ns)).metadata!.uid!)).to.deep.equal([]);
+      await retryOnConflict(async () => {
+        const p = await admin.get<Pod>(Resources.pods, 'p', ns);
+        p.status = { ...p.status, nominatedNodeName: undefined };
+        await admin.replaceStatus(Resources.pods, p);
+      });
+      await eventually(async () => expect((await get(admin, ns, 'c1')).metadata?.uid).to.not.equal(c1.metadata?.uid), 60_000);
     });
 
     it('never touches a statically created PV', async function () {

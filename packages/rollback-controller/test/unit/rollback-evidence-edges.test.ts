@@ -179,6 +179,22 @@ describe('use evidence: edges a mutation run found untested (cannotRunOn)', func
   it('a node-affinity message under another reason (a scheduler error) is not the scheduler reporting the pod unschedulable', function () {
     expect(verdict({ nodes: [node('a')] }, unschedulable(`binding volumes: ${CONFLICT}`, { transition: NOW - 5_000 }, 'SchedulerError'))).to.equal(undefined);
   });
+
+  // kube-scheduler nominates the node it binds the pod to before PreBind (KEP-5278) and keeps the
+  // last attempt's condition until the pod is bound: a pod nominated since is being placed.
+  const nominated = (p: Pod, to: string): Pod => ({ ...p, status: { ...p.status, nominatedNodeName: to } });
+  it("the scheduler's report is no evidence while the pod has a nominated node (the pinned one or another)", function () {
+    const reported = unschedulable(CONFLICT, { transition: NOW - 5_000 });
+    expect(verdict({ nodes: [node('a')] }, reported)?.why).to.contain('the scheduler reports');
+    expect(verdict({ nodes: [node('a')] }, nominated(reported, 'a'))).to.equal(undefined);
+    expect(verdict({ nodes: [node('a'), node('b')] }, nominated(reported, 'b'))).to.equal(undefined);
+  });
+
+  it("a nominated pod's sibling failing on the pinned node, or the node's own state, is evidence all the same", function () {
+    const p = nominated(P, 'a');
+    expect(verdict({ ...exhaustedOnA, failures: { c2: [failed('ResourceExhausted', NOW - 5_000)] } }, p)?.why).to.contain('cannot be provisioned on node a');
+    expect(verdict({ nodes: [node('a', { unschedulable: true })] }, p)?.at).to.equal(NOW);
+  });
 });
 
 /**

@@ -37,7 +37,7 @@ export function projectNode(o: KubeObject): Node {
 /**
  * Pods: identity (with creation time and controller), the claims they use, where they run, tolerations,
  * whether they ran (phase, container states, PodScheduled), and for pods using claims the nodeSelector
- * and required node affinity (what the kubelet checks before it runs a hand-placed pod). Containers are dropped: the biggest
+ * and required node affinity (what the kubelet checks before it runs a hand-placed pod) and the nominated node. Containers are dropped: the biggest
  * part of a pod and read by no loop. So are annotations (labels were never kept): no loop reads them, and a pod's
  * writer decides their size (up to 256 KiB of annotations per pod), cached for every pod in the cluster.
  */
@@ -83,6 +83,9 @@ export function projectPod(o: KubeObject): Pod {
       initContainerStatuses: states(p.status?.initContainerStatuses),
       // isPodTerminated reads them too: a debug container still running keeps the pod alive.
       ephemeralContainerStatuses: states(p.status?.ephemeralContainerStatuses),
+      // Where kube-scheduler means to place it (binding it there, or preempting for it): the
+      // rollback loop's reason to doubt an older Unschedulable condition. Only for pods using claims.
+      ...(volumes.length > 0 && p.status?.nominatedNodeName ? { nominatedNodeName: p.status.nominatedNodeName } : {}),
     },
   };
 }

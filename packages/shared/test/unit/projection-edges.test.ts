@@ -72,4 +72,11 @@ describe('projection edges: what the caches keep', function () {
     expect(p.metadata?.ownerReferences?.map((o) => o.name)).to.deep.equal(['db']);
     expect(p.status?.conditions?.map((x) => x.type)).to.deep.equal(['PodScheduled']);
   });
+
+  it("keeps a pod's nominated node only when it uses claims (the rollback loop's doubt of an older Unschedulable condition)", function () {
+    const nominated = (volumes: NonNullable<Pod['spec']>['volumes']): Pod => ({ metadata: { name: 'p', namespace: 'ns' }, spec: { containers: [], volumes }, status: { nominatedNodeName: 'a' } });
+    expect(projectPod(nominated([{ name: 'd', persistentVolumeClaim: { claimName: 'c1' } }])).status?.nominatedNodeName).to.equal('a');
+    expect(projectPod(nominated([{ name: 'e', ephemeral: {} }])).status?.nominatedNodeName).to.equal('a');
+    expect(projectPod(nominated([{ name: 'cfg', configMap: { name: 'x' } }])).status).to.not.have.property('nominatedNodeName');
+  });
 });
