@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { isNotFound, metricsRegistry, projectEvent, PROVISIONING_FAILED_EVENTS, Resources } from '@topovol/shared';
+import { isNotFound, metricsRegistry, projectEvent, PROVISIONING_FAILED_EVENTS, Resources, retryOnConflict } from '@topovol/shared';
 import type { Event, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { deleteNow, denyingPolicy, eventually, queueIdle, untilRefused } from '@topovol/testing';
-import { claim, claimReference, eventFor, failProvisioning, pod, provisioningFailed, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
+import { bindPod, claim, claimReference, eventFor, failProvisioning, pod, provisioningFailed, recordsOf, RunningRollback, selectNode } from './rollback-harness.js';
 import type { RunningRollback as Loop } from './rollback-harness.js';
 import { RollbackFixture } from './rollback-fixture.js';
 import { RECREATE_RETRY_MS } from '../../src/rollback/advance-rollback.js';
@@ -134,6 +134,43 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
     // It fails there (its selected node not yet removed): that is evidence.
     await exhausted('c2', 2);
     await rolledBack(p, 1);
+  });
+
+  /** The pod's nominated node, as kube-scheduler writes it before PreBind (KEP-5278), or none (a failed binding cycle clears it). */
+  const nominate = (to: string | undefined): Promise<void> =>
+    retryOnConflict(async () => {
+      const live = await f.admin.get<Pod>(Resources.pods, 'p', f.ns);
+      live.status = { ...live.status, nominatedNodeName: to };
+      await f.admin.replaceStatus(Resources.pods, live);
+    });
+  /** c2 fails on node a (the pinned one) while the scheduler has the pod nominated there: the rollback is recorded, and c1's delete waits. */
+  const failsWhileNominated = async (): Promise<{ p: Pod; c1: PersistentVolumeClaim }> => {
+    await f.admin.create(Resources.persistentVolumeClaims, claim(f.ns, 'c2', f.cls));
+    await selectNode(f.admin, f.ns, 'c2', f.name('a'));
+    const pinned = await podPinnedToA();
+    await nominate(f.name('a'));
+    await exhausted('c2', 1);
+    await eventually(async () => {
+      const [r] = await recordsOf(f.admin, pinned.p.metadata!.uid!);
+      expect(r?.status?.claims?.find((x) => x.name === 'c1')?.message ?? '', "the record says what c1's delete waits for").to.contain(`has nominated node ${f.name('a')}`);
+    });
+    expect((await f.claim('c1')).metadata?.uid, 'c1 kept while the pod is nominated').to.equal(pinned.c1.metadata?.uid);
+    return pinned;
+  };
+
+  // The VolumeBinding plugin's PreBind polls its claims, so the nomination outlives the provisioner's
+  // failure by up to a second, and the pod may still be bound (a failure is not known to be final).
+  it("a sibling fails on the pinned node while the pod is nominated there: c1's delete waits for the nomination to clear (the binding failed), then goes on", async function () {
+    const { p } = await failsWhileNominated();
+    await nominate(undefined);
+    await rolledBack(p, 1);
+  });
+
+  it('a sibling fails on the pinned node while the pod is nominated there, and the pod is bound there meanwhile: c1 is kept, the rollback aborted', async function () {
+    const { p, c1 } = await failsWhileNominated();
+    await bindPod(f.admin, f.ns, 'p', f.name('a'));
+    await eventually(async () => expect((await recordsOf(f.admin, p.metadata!.uid!)).map((r) => r.status?.phase)).to.deep.equal(['Aborted']));
+    expect((await f.claim('c1')).metadata?.uid).to.equal(c1.metadata?.uid);
   });
 
   // A recorder writes its Events asynchronously (client-go's broadcaster, retried), so node b's
