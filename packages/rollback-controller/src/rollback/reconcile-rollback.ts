@@ -107,7 +107,11 @@ export class RollbackReconciler {
       else if (!(decision.kind === 'wait' && decision.dwelling) && decision.kind !== 'rollback') this.ready.forget(uid);
       // A rollback's wait is forgotten once it is recorded: a read or a create that fails is retried
       // with the grace already spent, not a new one.
-      if (decision.kind === 'rollback' && !this.d.dryRun) {
+      if (decision.kind === 'rollback') {
+        // Under --dry-run the checks below run too (they read, and send a server-side dry run), so
+        // that what it reports is what a real run would do; a decision reported already is not
+        // checked again (nothing is recorded, so every look at the pod decides the same).
+        if (this.d.dryRun && this.d.actuator.reportedDryRun(pod, decision)) return;
         // The record names the namespace by uid, read now, then the pod: a pod the server still has
         // after that read was in that namespace (a namespace of that name deleted and made again
         // since would have lost its pods first). A cached pod the server no longer has is not

@@ -74,11 +74,16 @@ export class RollbackActuator {
     }
   }
 
+  /** Under --dry-run, whether this rollback decision (the pod's, on this evidence) was reported already. */
+  reportedDryRun(pod: Pod, r: Extract<RollbackDecision, { kind: 'rollback' }>): boolean {
+    return this.dryRunReported.has(dryRunKey(pod, r));
+  }
+
   private async start(pod: Pod, r: Extract<RollbackDecision, { kind: 'rollback' }>, namespaceUID: string | undefined): Promise<void> {
     const names = r.pinned.map((p) => p.claim.metadata?.name).join(', ');
     if (this.d.dryRun) {
       // Nothing is recorded, so every re-sync decides the same again: report each decision once.
-      const decision = `${pod.metadata?.uid}/${r.evidenceTime}`;
+      const decision = dryRunKey(pod, r);
       if (this.dryRunReported.has(decision)) return;
       this.dryRunReported.add(decision);
       this.d.log.info('rolling back provisioning', { pod: podKey(pod), claims: names, why: r.why, attempt: r.attempt, dryRun: true });
@@ -353,6 +358,7 @@ function withCondition(r: ProvisioningRollback, c: Omit<Condition, 'lastTransiti
 }
 
 const podKey = (p: Pod): string => `${p.metadata?.namespace}/${p.metadata?.name}`;
+const dryRunKey = (p: Pod, r: Extract<RollbackDecision, { kind: 'rollback' }>): string => `${p.metadata?.uid}/${r.evidenceTime}`;
 
 /** The pod a record is about, as an Event target. */
 /** The record's pod, as an Event's object. */

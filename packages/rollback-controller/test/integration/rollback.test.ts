@@ -428,4 +428,32 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       await admin.delete(Resources.pods, 'p', ns).catch(() => undefined);
     }
   });
+
+  // A dry run is how an operator previews the loop: it runs the checks a real run makes before
+  // anything is recorded (the claims read from the server, their copies sent as server-side dry runs).
+  it("--dry-run reports a claim held by someone else's finalizer as refused, as a real run would, not as a rollback", async function () {
+    const HOLD = 'backup.example.com/hold';
+    const rollback = await RunningRollback.start(['--dry-run']);
+    try {
+      const dry = await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' });
+      const refused = await counter('topovol_rollback_rollbacks_total', { result: 'refused' });
+      const held = claim(ns, 'c1', cls);
+      await admin.create(Resources.persistentVolumeClaims, { ...held, metadata: { ...held.metadata, finalizers: [HOLD] } });
+      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
+      await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
+      await selectNode(admin, ns, 'c1', name('a'));
+      await seenByLoop(rollback, ns, 'c1');
+      await provision(admin, ns, 'c1', name('a'), name('v1'));
+      await eventually(async () => expect((await get(admin, ns, 'c1')).status?.phase).to.equal('Bound'));
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      // Reported (the metric, a log line), not written: a dry run writes no Events either.
+      await eventually(async () => expect(await counter('topovol_rollback_rollbacks_total', { result: 'refused' })).to.be.greaterThan(refused), 60_000);
+      await queueIdle('rollback');
+      expect(await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' }), 'not reported as a rollback').to.equal(dry);
+    } finally {
+      await rollback.stop();
+      await admin.delete(Resources.pods, 'p', ns).catch(() => undefined);
+      await admin.patch(Resources.persistentVolumeClaims, 'c1', ns, 'merge', { metadata: { finalizers: null } }).catch(() => undefined);
+    }
+  });
 });

@@ -35,6 +35,8 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
           return Promise.resolve();
         },
         reportWriteRefused: (p: Pod, rollback: string | undefined, err: Error) => void decided.push({ kind: `write refused on ${p.metadata?.name}${rollback ? ` (${rollback})` : ''}`, why: err.message }),
+        // Under --dry-run, a rollback decision the fake was handed counts as reported.
+        reportedDryRun: () => decided.some((d) => d.kind === 'rollback'),
       },
       reads: {
         namespace: (ns: string) => {
@@ -227,10 +229,23 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     });
   }
 
-  it('--dry-run reads nothing from the server: nothing is recorded', async function () {
-    const { r, decided, reads } = reconciler({ podExists: false }, true);
+  // A dry run previews what a real run would do: the same reads, and the copy's server-side dry run.
+  it('--dry-run makes the same checks: the server refusing a copy is reported refused, not as a rollback', async function () {
+    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, refusesCopy: 'denied by a policy' }, true);
     await r.pod('ns', 'p');
-    expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: undefined }]);
-    expect(reads).to.deep.equal([]);
+    expect(decided.map((d) => d.kind)).to.deep.equal(['refuse']);
+    expect(reads).to.include('dry run c1');
+  });
+
+  it('--dry-run: a pod the server no longer has is not reported; a decision reported already is not checked again', async function () {
+    const gone = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: false }, true);
+    await gone.r.pod('ns', 'p');
+    expect(gone.decided).to.deep.equal([]);
+    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true }, true);
+    await r.pod('ns', 'p');
+    expect(decided).to.deep.equal([{ kind: 'rollback', namespaceUID: 'ns-uid' }]);
+    const before = reads.length;
+    await r.pod('ns', 'p');
+    expect(reads.length, 'no reads for a decision reported').to.equal(before);
   });
 });
