@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { metricsRegistry } from '@topovol/shared';
+import { metricsRegistry, Resources } from '@topovol/shared';
 import type { StorageClass } from '@topovol/shared';
 import { CsiError, GrpcStatus } from '@topovol/shared/csi';
 import { STATUS, SYNC } from '../../src/capacity-key.js';
@@ -118,6 +118,44 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     }
     await queue.drain(loop.reconcile);
     expect(publishedFigures(store)).to.have.length(10);
+  });
+
+  // The Warning goes on the CSIDriver, which every class shares: once while any set of parameters is
+  // held, not once per class (a driver without GetCapacity would repeat it for each).
+  it('a driver without GetCapacity for two classes: one GetCapacityUnimplemented Warning while any is held; again once all ended and one is held anew', async function () {
+    const { queue, meter, store, inf, loop, events } = fakeLoop();
+    store.seed(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: DRIVER } });
+    const unimplemented = new CsiError('GetCapacity', GrpcStatus.UNIMPLEMENTED, 'no capacity here');
+    meter.failure = unimplemented;
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set({ ...sc('one'), parameters: { type: 'one' } });
+    inf.classes.set({ ...sc('two'), parameters: { type: 'two' } });
+    queue.add(SYNC);
+    await queue.drain(loop.reconcile);
+    // warnOnDriver reads the CSIDriver first: let that read answer.
+    await new Promise((r) => setImmediate(r));
+    const warnings = (): string[] => events.filter((e) => e.reason === 'GetCapacityUnimplemented').map((e) => `${e.kind}/${e.name}`);
+    expect(meter.calls.map((c) => c.parameters.type).sort(), 'both sets asked').to.deep.equal(['one', 'two']);
+    expect(warnings(), 'one Warning, on the driver').to.deep.equal([`CSIDriver/${DRIVER}`]);
+    // The driver upgraded in place: both verdicts end at the next period's calls.
+    meter.failure = undefined;
+    queue.advance(20 * 60_000);
+    for (let i = 0; i < 3; i++) {
+      await queue.drain(loop.reconcile);
+      queue.advance(1_000);
+    }
+    expect(publishedFigures(store).map(([c]) => c)).to.deep.equal(['one', 'two']);
+    // Rolled back to a version without it: held anew, said anew.
+    meter.failure = unimplemented;
+    inf.volumes.set(pv('made'));
+    queue.advance(MIN_REFRESH_MS);
+    for (let i = 0; i < 3; i++) {
+      await queue.drain(loop.reconcile);
+      queue.advance(1_000);
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(warnings()).to.deep.equal([`CSIDriver/${DRIVER}`, `CSIDriver/${DRIVER}`]);
   });
 
   it('Unimplemented for one class\'s parameters only: the other classes\' figures keep being refreshed and published', async function () {

@@ -1,5 +1,5 @@
 import { logger, quantityBytes, Resources } from '@topovol/shared';
-import type { CSINode, CSIStorageCapacity, Node, PersistentVolume, StorageClass } from '@topovol/shared';
+import type { CSINode, CSIStorageCapacity, KubeObject, Node, PersistentVolume, StorageClass } from '@topovol/shared';
 import { CapacityLoop } from '../../src/capacity-loop.js';
 import type { CapacityLoopOptions } from '../../src/capacity-loop.js';
 import type { CapacityEntry, StatusCondition } from '../../src/status/capacity-entry.js';
@@ -36,14 +36,23 @@ export const loopOptions = (queue: FakeCapacityQueue): CapacityLoopOptions => ({
   now: () => queue.now,
 });
 
+/** An Event the loop recorded (fakeLoop's recorder keeps them all). */
+export interface RecordedEvent {
+  kind: string;
+  name: string;
+  type: string;
+  reason: string;
+  message: string;
+}
+
 /**
- * A loop over fake informers, store and meter, with no-op events, registered; `statusEntries` is
- * what it last published to the aggregated status.
+ * A loop over fake informers, store and meter, registered; `statusEntries` is what it last
+ * published to the aggregated status, `events` what it recorded.
  */
 export function fakeLoop(
   meter = new FakeMeter({ available: 10n * GiB }),
   options: Partial<CapacityLoopOptions> = {},
-): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[]; statusConditions: () => readonly StatusCondition[] } {
+): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[]; statusConditions: () => readonly StatusCondition[]; events: readonly RecordedEvent[] } {
   const queue = new FakeCapacityQueue();
   const store = new FakeObjectStore();
   const inf = fakeInformers();
@@ -58,9 +67,16 @@ export function fakeLoop(
     },
     pruneExpired: () => Promise.resolve(0),
   };
-  const loop = new CapacityLoop(inf, meter, store, status, { event: () => true }, queue, { ...loopOptions(queue), ...options }, logger());
+  const events: RecordedEvent[] = [];
+  const recorder = {
+    event: (o: KubeObject, type: string, reason: string, message: string) => {
+      events.push({ kind: o.kind ?? '', name: o.metadata?.name ?? '', type, reason, message });
+      return true;
+    },
+  };
+  const loop = new CapacityLoop(inf, meter, store, status, recorder, queue, { ...loopOptions(queue), ...options }, logger());
   loop.register();
-  return { queue, meter, store, inf, loop, statusEntries: () => last, statusConditions: () => lastConditions };
+  return { queue, meter, store, inf, loop, statusEntries: () => last, statusConditions: () => lastConditions, events };
 }
 
 /** The published objects as [class, bytes], by class. */
