@@ -2,7 +2,7 @@ import { claimNamesOfPod, errorMessage, isRefusal } from '@topovol/shared';
 import type { Pod } from '@topovol/shared';
 import type { ClaimState, ProvisioningRollback, RollbackClaim } from './intent/provisioning-rollback.js';
 import { isAnnounced, isFinished } from './intent/provisioning-rollback.js';
-import { afterCreateRefused, decideClaimDelete } from './intent/decide-claim-delete.js';
+import { afterCreateRefused, decideClaimDelete, podPlan } from './intent/decide-claim-delete.js';
 import { deletedClaimStep } from './intent/decide-intent.js';
 import { heldByOthers } from './claim-template.js';
 import type { IntentStep } from './intent/decide-intent.js';
@@ -189,7 +189,7 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     return { state: 'Deleted' };
   }
   if (plan.kind === 'keep') return keepClaim(d, r, c, claim?.metadata?.resourceVersion, plan.why);
-  if (plan.kind === 'wait') return { wait: plan.ms, why: plan.why };
+  if (plan.kind === 'wait') return waitForPod(d, r, c, plan);
   const hold = decideHold(await d.reads.volume(c.volume));
   if (hold.kind === 'used') return keepClaim(d, r, c, plan.resourceVersion, `volume ${c.volume} may hold data: ${hold.why}`);
   if (hold.kind === 'hold') {
@@ -198,6 +198,11 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     const held = await d.actuator.holdReclaim(c.volume, hold.resourceVersion);
     if (typeof held === 'object') return keepClaim(d, r, c, plan.resourceVersion, `the API server refused holding volume ${c.volume} Retain across the claim's delete: ${held.refused}`);
   }
+  // The pod once more, by name: the replay and the hold took seconds, in which kube-scheduler may
+  // have begun binding it (its nomination) or bound it.
+  const last = podPlan(r, await d.reads.livePod(ns, r.spec.pod.name, r.spec.pod.uid), Date.now());
+  if (last?.kind === 'keep') return keepClaim(d, r, c, plan.resourceVersion, last.why);
+  if (last?.kind === 'wait') return waitForPod(d, r, c, last);
   await d.beforeClaimDelete?.(c);
   // The loop's own pod watch may have delivered a pod of the claim scheduled or run since the last
   // check (the replay ended, the reads since took round trips): nothing wrote the claim, so its
@@ -225,6 +230,16 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     d.actuator.reportRaced(after, c);
   }
   return { state: 'Deleted' };
+}
+
+/**
+ * The delete waits (the pod is nominated to a node): the claim stays `Deleting`. Its pods are
+ * watched again from the next look's checks (a gap in the pod watch meanwhile says nothing of the
+ * time after them); a volume held `Retain` by this look stays held until the delete or the keep.
+ */
+function waitForPod(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, plan: { ms: number; why: string }): { wait: number; why: string } {
+  d.claimWatch.end(r.spec.pod.namespace, c.name, c.uid);
+  return { wait: plan.ms, why: plan.why };
 }
 
 /** The claim kept, with why: fenced first, then its volume's `Delete` given back. */

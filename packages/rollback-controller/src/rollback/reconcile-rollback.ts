@@ -5,6 +5,7 @@ import { advanceRollback, RECREATE_RETRY_MS } from './advance-rollback.js';
 import type { AdvanceDeps } from './advance-rollback.js';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
+import { nominatedSince } from './stuck-evidence.js';
 import type { PinnedClaim } from './decide-rollback.js';
 import { decideIntent } from './intent/decide-intent.js';
 import { templatesTooLarge } from './intent/new-rollback.js';
@@ -118,9 +119,17 @@ export class RollbackReconciler {
         // rolled back: its claims may be another namespace's by now; nor is one whose namespace is
         // being deleted (its claims go with it).
         const ns = await this.d.reads.namespace(namespace);
-        if (!ns || ns.deleting || !(await this.d.reads.podExists(namespace, name, uid))) {
+        const livePod = ns && !ns.deleting ? await this.d.reads.livePod(namespace, name, uid) : undefined;
+        if (!ns || ns.deleting || !livePod) {
           this.d.log.info('not rolling back: the server no longer has the pod, or its namespace is gone or being deleted', { pod: `${namespace}/${name}`, namespace: !ns ? 'gone' : ns.deleting ? 'deleting' : 'there' });
           this.stuck.forget(uid);
+          return;
+        }
+        // A nomination the cache does not show yet (kube-scheduler writes it as a binding cycle
+        // begins) may leave the decision's evidence stale: decided again on the server's pod, and
+        // nothing is recorded unless it still holds. The pod's next event brings it back.
+        if (nominatedSince(livePod) && !nominatedSince(pod) && decideRollback(livePod, this.d.world, this.stuck.get(uid)?.since, this.ready.get(uid)?.since).kind !== 'rollback') {
+          this.d.log.info('not rolling back yet: the scheduler has nominated a node for the pod since the cache showed it', { pod: `${namespace}/${name}`, nominatedNode: livePod.status?.nominatedNodeName });
           return;
         }
         // The record keeps each claim's labels, annotations and owners to re-create it from, which

@@ -358,7 +358,8 @@ function withCondition(r: ProvisioningRollback, c: Omit<Condition, 'lastTransiti
 }
 
 const podKey = (p: Pod): string => `${p.metadata?.namespace}/${p.metadata?.name}`;
-const dryRunKey = (p: Pod, r: Extract<RollbackDecision, { kind: 'rollback' }>): string => `${p.metadata?.uid}/${r.evidenceTime}`;
+/** A dry run's decision, by its reasons: the node's own state is dated now at each look, so not by the evidence's time. */
+const dryRunKey = (p: Pod, r: Extract<RollbackDecision, { kind: 'rollback' }>): string => `${p.metadata?.uid}/${r.why}`;
 
 /** The pod a record is about, as an Event target. */
 /** The record's pod, as an Event's object. */

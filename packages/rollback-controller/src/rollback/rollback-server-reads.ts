@@ -38,8 +38,8 @@ export interface RollbackServerReads {
   undeliveredPodUse(namespace: string, claimName: string): Promise<string | undefined>;
   /** The namespace of that name (its uid, when it was created in ms, whether it is being deleted), or undefined when there is none. */
   namespace(name: string): Promise<{ uid: string; created: number; deleting?: boolean } | undefined>;
-  /** Whether the server has the pod of that name with that uid. */
-  podExists(namespace: string, name: string, uid: string): Promise<boolean>;
+  /** The pod of that name with that uid as the server has it (projected), or undefined when it has none. */
+  livePod(namespace: string, name: string, uid: string): Promise<Pod | undefined>;
   /**
    * What the API server answers the claim's copy as a rollback re-creates it, sent as a dry run:
    * why it would refuse it, or the finalizers admission gives it.
@@ -187,8 +187,8 @@ export function liveReads(client: KubeClient, evidence: (live: PersistentVolume)
       return ns ? { uid: ns.metadata?.uid ?? '', created: Date.parse(ns.metadata?.creationTimestamp ?? ''), deleting: ns.metadata?.deletionTimestamp !== undefined } : undefined;
     },
     // A list by name: the loop's role lists pods and does not get them.
-    podExists: async (ns, name, uid) =>
-      (await client.list<Pod>(Resources.pods, { namespace: ns, fieldSelector: `metadata.name=${name}` }, projectPod)).items.some((p) => p.metadata?.uid === uid),
+    livePod: async (ns, name, uid) =>
+      (await client.list<Pod>(Resources.pods, { namespace: ns, fieldSelector: `metadata.name=${name}` }, projectPod)).items.find((p) => p.metadata?.uid === uid),
     recreateCheck: (claim) => recreateCheck(client, claim),
   };
 }

@@ -80,7 +80,7 @@ async function advanceLooks(gaps: Gap[], looks = 10, refuseDelete?: () => Error)
       claim: (ns: string, n: string) => Promise.resolve(w.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, n, ns)),
       volumeUse: () => Promise.resolve(w.used ? 'its mark is used' : undefined),
       namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
-      podExists: () => Promise.resolve(true),
+      livePod: () => Promise.resolve(recordedPod(w)),
       pods: () => Promise.resolve(w.otherPod ? [recordedPod(w), podQ] : [recordedPod(w)]),
       volume: () => Promise.resolve(undefined),
       attached: () => Promise.resolve(undefined),
@@ -204,7 +204,10 @@ describe('advancing a rollback after a delete whose outcome it did not see', fun
       volumeUse: () => Promise.resolve(undefined),
       pods: () => Promise.resolve([recordedPod(w.pod)]),
       namespace: () => Promise.resolve(w.namespace),
-      podExists: () => Promise.resolve(true),
+      livePod(_ns: string, name: string, uid: string) {
+    // The server's pod of that name and uid: one of the pods listed.
+    return this.pods(_ns).then((ps: Pod[]) => ps.find((p) => p.metadata?.name === name && p.metadata?.uid === uid));
+  },
       volume: () => Promise.resolve(undefined),
       attached: () => Promise.resolve(undefined),
       undeliveredPodUse: () => Promise.resolve(undefined),

@@ -23,6 +23,7 @@ const podP = (nodeName?: string, uid = 'uid-p', nominatedNodeName?: string): Pod
 const facts = (f: Partial<DeleteFacts>): DeleteFacts => ({ claim: claimAt('7'), pod: podP(), volumeUse: undefined, claimUsers: [podP()], admittedFinalizers: [], now: RECORDED_AT + 1_000, ...f });
 /** Another pod referencing c1, scheduled (or not) since the decision. */
 const podQ = (nodeName?: string): Pod => ({ metadata: { name: 'q', namespace: 'ns', uid: 'uid-q' }, spec: { nodeName, containers: [], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'c1' } }] } });
+const WAITS = (node: string): string => `the scheduler has nominated node ${node} for pod p (it is binding the pod there, or preempting for it): the delete waits up to ${NOMINATED_WAIT_MS / 1000} s from the rollback's start for the nomination to clear`;
 const summary = (f: DeleteFacts): string => {
   const d = decideClaimDelete(r, c, f);
   return d.kind === 'delete' ? `delete rv ${d.resourceVersion}` : d.kind === 'keep' ? `keep: ${d.why}` : d.kind === 'wait' ? `wait ${d.ms} ms: ${d.why}` : d.kind;
@@ -49,14 +50,17 @@ describe('decideClaimDelete', function () {
     { name: 'no pod in the list (the recorded one is checked by its own read): delete', f: { claimUsers: [] }, want: 'delete rv 7' },
     // kube-scheduler nominates the node it binds the pod to before PreBind (KEP-5278): the cache
     // that decided may not have shown it yet, and the pod is about to be bound there.
-    { name: 'the pod nominated to a node since: wait, and look again soon', f: { pod: podP(undefined, 'uid-p', 'a') }, want: `wait ${NOMINATED_RECHECK_MS} ms: the scheduler has nominated node a for pod p (it is binding the pod there, or preempting for it)` },
-    { name: 'nominated, near the end of the wait: look again at its end', f: { pod: podP(undefined, 'uid-p', 'a'), now: RECORDED_AT + NOMINATED_WAIT_MS - 500 }, want: 'wait 500 ms: the scheduler has nominated node a for pod p (it is binding the pod there, or preempting for it)' },
-    { name: 'nominated for longer than the wait since the record: kept', f: { pod: podP(undefined, 'uid-p', 'b'), now: RECORDED_AT + NOMINATED_WAIT_MS }, want: `keep: the scheduler has nominated node b for pod p (it is binding the pod there, or preempting for it) for longer than ${NOMINATED_WAIT_MS / 1000} s since the rollback began` },
+    { name: 'the pod nominated to a node since: wait, and look again soon', f: { pod: podP(undefined, 'uid-p', 'a') }, want: `wait ${NOMINATED_RECHECK_MS} ms: ${WAITS('a')}` },
+    { name: 'nominated, near the end of the wait: look again at its end', f: { pod: podP(undefined, 'uid-p', 'a'), now: RECORDED_AT + NOMINATED_WAIT_MS - 500 }, want: `wait 500 ms: ${WAITS('a')}` },
+    // A provisioner failing without giving the claim back holds the binding cycle for the bind
+    // timeout; a preemption's nomination may outlive its node: keeping would spend an attempt.
+    { name: 'nominated for longer than the wait since the record: deleted as without a nomination', f: { pod: podP(undefined, 'uid-p', 'b'), now: RECORDED_AT + NOMINATED_WAIT_MS }, want: 'delete rv 7' },
+    { name: 'nominated, and the volume may hold data: kept (no wait)', f: { pod: podP(undefined, 'uid-p', 'a'), volumeUse: 'its mark is used' }, want: 'keep: volume v1 may hold data: its mark is used' },
     { name: 'nominated and bound since: kept, as scheduled', f: { pod: podP('a', 'uid-p', 'a') }, want: 'keep: pod p was scheduled to node a' },
   ];
   for (const x of cases) it(x.name, () => expect(summary(facts(x.f))).to.equal(x.want));
 
-  it('never plans a delete of a volume that may hold data, of a scheduled, nominated or other pod, of a claim another pod uses, of a claim that changed what it re-creates, or of one someone else holds', function () {
+  it('never plans a delete of a volume that may hold data, of a scheduled or other pod (nor of a nominated one within the wait), of a claim another pod uses, of a claim that changed what it re-creates, or of one someone else holds', function () {
     let deletes = 0;
     fc.assert(
       fc.property(
@@ -86,10 +90,12 @@ describe('decideClaimDelete', function () {
           // A wait is only for a nominated pod, within the bound, and short.
           if (d.kind === 'wait') expect([!!f.pod?.status?.nominatedNodeName, g.elapsed < NOMINATED_WAIT_MS, d.ms > 0 && d.ms <= NOMINATED_RECHECK_MS]).to.deep.equal([true, true, true]);
           if (d.kind !== 'delete') return;
+          // A nominated pod's claim is deleted only once the wait is over.
+          if (f.pod?.status?.nominatedNodeName) expect(g.elapsed).to.be.at.least(NOMINATED_WAIT_MS);
           deletes++;
           expect(f.volumeUse, 'volume may hold data').to.equal(undefined);
           expect(f.claimUsers.map((p) => p.metadata?.uid), 'pods using the claim').to.deep.equal(['uid-p']);
-          expect([f.pod?.metadata?.uid, f.pod?.spec?.nodeName, f.pod?.status?.nominatedNodeName]).to.deep.equal(['uid-p', undefined, undefined]);
+          expect([f.pod?.metadata?.uid, f.pod?.spec?.nodeName]).to.deep.equal(['uid-p', undefined]);
           expect([f.claim?.metadata?.uid, f.claim?.spec?.volumeName, f.claim?.metadata?.labels, f.claim?.metadata?.deletionTimestamp]).to.deep.equal(['old-c1', 'v1', { app: 'db' }, undefined]);
           const held = (f.claim?.metadata?.finalizers ?? []).filter((x) => x !== 'kubernetes.io/pvc-protection' && !g.admitted.includes(x));
           expect(held, "someone else's finalizers").to.deep.equal([]);

@@ -195,7 +195,10 @@ async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: 
       attached: () => Promise.resolve(happenings.includes('attached') ? 'VolumeAttachment csi-0123 exists for it (listed from the server)' : undefined),
       recreateCheck: () => Promise.resolve({ finalizers: [] }),
       namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
-      podExists: () => Promise.resolve(true),
+      livePod(_ns: string, name: string, uid: string) {
+    // The server's pod of that name and uid: one of the pods listed.
+    return this.pods(_ns).then((ps: Pod[]) => ps.find((p) => p.metadata?.name === name && p.metadata?.uid === uid));
+  },
     },
     beforeClaimDelete: () => {
       // The scheduler binds the pod in the one window no precondition closes.

@@ -6,7 +6,7 @@ import { NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
 import { CLAIM_CHANGED_RETRY_MS, REFUSED_WRITE_RETRY_MS, RollbackReconciler } from '../../src/rollback/reconcile-rollback.js';
 import type { RollbackGlueDeps } from '../../src/rollback/reconcile-rollback.js';
 import { templatesTooLarge } from '../../src/rollback/intent/new-rollback.js';
-import { claim, node, NOW, pod, pv, seen, world } from './rollback-world-fixture.js';
+import { claim, iso, node, NOW, pod, pv, seen, world } from './rollback-world-fixture.js';
 import type { W } from './rollback-world-fixture.js';
 
 // A rollback is recorded with the uid of its pod's namespace, read from the server, and only while
@@ -18,7 +18,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
   /** `claims`: the claims as the server has them, by name (the cached ones when not given). */
-  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string; refusesRecord?: string; admits?: string[] };
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; nominated?: string; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string; refusesRecord?: string; admits?: string[] };
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
     const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[]; why?: string }[] = [];
     const reads: string[] = [];
@@ -46,9 +46,9 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
           server.afterRead?.();
           return Promise.resolve(answer);
         },
-        podExists: (ns: string, name: string, uid: string) => {
+        livePod: (ns: string, name: string, uid: string) => {
           reads.push(`pod ${ns}/${name} ${uid}`);
-          const answer = server.podExists;
+          const answer = server.podExists ? { ...at.pods![0]!, status: { ...at.pods![0]!.status, ...(server.nominated ? { nominatedNodeName: server.nominated } : {}) } } : undefined;
           server.afterRead?.();
           return Promise.resolve(answer);
         },
@@ -228,6 +228,28 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
       expect(decided.filter((d) => d.kind === 'rollback').map((d) => d.pinned?.find((c) => c.metadata?.name === 'c1'))).to.deep.equal([cached]);
     });
   }
+
+  // kube-scheduler nominates the node it binds the pod to as its binding cycle begins (KEP-5278); the
+  // cache that decided may not show that yet, while its Unschedulable condition is stale.
+  const reported: Pod = { ...P, status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', lastTransitionTime: iso(NOW - 5_000), message: "0/2 nodes are available: 2 node(s) didn't match PersistentVolume's node affinity." }] } };
+  const onReport: W = { ...w, nodes: [node('a'), node('b')], pods: [reported] };
+
+  it("the server's pod nominated since the cache showed it, on the scheduler's condition alone: nothing recorded", async function () {
+    const { r, decided, reads } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, nominated: 'a' }, false, onReport);
+    await r.pod('ns', 'p');
+    expect(reads).to.include('pod ns/p uid-p');
+    expect(decided).to.deep.equal([]);
+    // Not nominated: recorded, on the same cache.
+    const again = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true }, false, onReport);
+    await again.r.pod('ns', 'p');
+    expect(again.decided.map((d) => d.kind)).to.deep.equal(['rollback']);
+  });
+
+  it("the server's pod nominated, with the node's own state as evidence: recorded all the same", async function () {
+    const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, nominated: 'a' });
+    await r.pod('ns', 'p');
+    expect(decided.map((d) => d.kind)).to.deep.equal(['rollback']);
+  });
 
   // A dry run previews what a real run would do: the same reads, and the copy's server-side dry run.
   it('--dry-run makes the same checks: the server refusing a copy is reported refused, not as a rollback', async function () {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { KubeApiError, logger, Resources } from '@topovol/shared';
-import type { KubeObject, PersistentVolumeClaim, ResourceType } from '@topovol/shared';
+import type { KubeObject, PersistentVolumeClaim, Pod, ResourceType } from '@topovol/shared';
 import { FakeEvents, FakeWrites } from '@topovol/testing';
 import { isFinished, ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
@@ -31,7 +31,10 @@ function reconcilerOver(store: FakeWrites, events = new FakeEvents()): RollbackR
       claim: (ns: string, n: string) => Promise.resolve(claimOnServer(ns, n)),
       volumeUse: () => Promise.resolve(undefined),
       namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
-      podExists: () => Promise.resolve(true),
+      livePod(_ns: string, name: string, uid: string) {
+    // The server's pod of that name and uid: one of the pods listed.
+    return this.pods().then((ps: Pod[]) => ps.find((p) => p.metadata?.name === name && p.metadata?.uid === uid));
+  },
       pods: () => Promise.resolve([thePod]),
       volume: () => Promise.resolve(undefined),
       attached: () => Promise.resolve(undefined),

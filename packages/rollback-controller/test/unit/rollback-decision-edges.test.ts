@@ -3,6 +3,7 @@ import { logger } from '@topovol/shared';
 import type { KubeClient, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { FakeEvents } from '@topovol/testing';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
+import { NOMINATED_RECHECK_MS } from '../../src/rollback/intent/decide-claim-delete.js';
 import { decideMark } from '../../src/rollback/decide-mark.js';
 import { decideRollback } from '../../src/rollback/decide-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
@@ -137,7 +138,10 @@ const reads = (claimOf: (n: string) => PersistentVolumeClaim | undefined, pods: 
   undeliveredPodUse: () => Promise.resolve(undefined),
   recreateCheck: () => Promise.resolve({ finalizers: [] }),
   namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
-  podExists: () => Promise.resolve(true),
+  livePod(_ns: string, name: string, uid: string) {
+    // The server's pod of that name and uid: one of the pods listed.
+    return this.pods().then((ps: Pod[]) => ps.find((p) => p.metadata?.name === name && p.metadata?.uid === uid));
+  },
 });
 
 describe('rollback decisions: edges a mutation run found untested (advanceRollback, the kept-by fence)', function () {
@@ -146,6 +150,31 @@ describe('rollback decisions: edges a mutation run found untested (advanceRollba
     const { calls, actuator } = fakeActuator('gone');
     await advanceRollback({ actuator, claimWatch: new DeletedClaimWatch(), reads: reads(() => decidedClaim(), []) }, r, decideIntent(r, () => undefined));
     expect(calls).to.deep.equal(['fence', 'set c Deleted']);
+  });
+  // The replay and the hold take seconds after the first check: kube-scheduler may begin binding
+  // the pod meanwhile (its nomination, KEP-5278). The pod is read once more before the delete.
+  it('the pod nominated between the first check and the delete: no delete sent, the claim stays Deleting and says why; the next look deletes once the nomination clears', async function () {
+    // Recorded just now (the wait counts from the record's creation, by this process's clock).
+    const recorded = rollbackRecord();
+    const r = withStates({ ...recorded, metadata: { ...recorded.metadata, creationTimestamp: new Date().toISOString() } }, [{ name: 'c', state: 'Deleting' }]);
+    const { calls, actuator } = fakeActuator();
+    let nominated = false;
+    const server = reads(() => decidedClaim(), [thePod]);
+    const deps = {
+      actuator,
+      claimWatch: new DeletedClaimWatch(),
+      reads: { ...server, livePod: () => Promise.resolve(nominated ? { ...thePod, status: { ...thePod.status, nominatedNodeName: 'a' } } : thePod) },
+      beforeClaimDelete: () => Promise.resolve(),
+    };
+    // Nominated while the volume's use is checked (the replay of pod events takes seconds).
+    const checking = { ...deps.reads, volumeUse: () => ((nominated = true), Promise.resolve(undefined)) };
+    const waited = await advanceRollback({ ...deps, reads: checking }, r, decideIntent(r, () => undefined));
+    expect(waited).to.be.within(1, NOMINATED_RECHECK_MS);
+    expect(calls).to.not.include('delete');
+    expect(calls.at(-1)).to.equal('set c Deleting');
+    nominated = false;
+    await advanceRollback(deps, r, decideIntent(r, () => undefined));
+    expect(calls).to.include('delete');
   });
   it('once a claim is Kept, no later claim of the rollback is deleted', async function () {
     const c2 = { ...decidedClaim(), metadata: { ...decidedClaim().metadata, name: 'c2', uid: 'uid-c2' }, spec: { ...decidedClaim().spec, volumeName: 'v2' } };

@@ -70,7 +70,10 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
       actuator: { decide: (_p: Pod, d: RollbackDecision) => (decided.push(d.kind === 'rollback' ? `rollback ${d.attempt}` : d.kind), Promise.resolve()) },
       reads: {
         namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
-        podExists: () => Promise.resolve(true),
+        livePod(_ns: string, name: string, uid: string) {
+    // The server's pod of that name and uid: one of the pods listed.
+    return this.pods().then((ps: Pod[]) => ps.find((p) => p.metadata?.name === name && p.metadata?.uid === uid));
+  },
         claim: (ns: string, n: string) => Promise.resolve(claimOf(ns, n)),
         volumeUse: () => Promise.resolve(undefined),
         pods: () => Promise.resolve(w.pods ?? []),

@@ -59,8 +59,8 @@ describe('liveReads: the namespace and the pod a rollback is recorded with', fun
       },
     } as unknown as KubeClient;
     const reads = liveReads(client, () => undefined);
-    expect(await reads.podExists('ns', 'p', 'uid-new')).to.equal(true);
-    expect(await reads.podExists('ns', 'p', 'uid-old'), 'a pod of the name made again is another pod').to.equal(false);
+    expect((await reads.livePod('ns', 'p', 'uid-new'))?.metadata?.uid).to.equal('uid-new');
+    expect(await reads.livePod('ns', 'p', 'uid-old'), 'a pod of the name made again is another pod').to.equal(undefined);
     expect(asked).to.deep.equal([
       { namespace: 'ns', fieldSelector: 'metadata.name=p' },
       { namespace: 'ns', fieldSelector: 'metadata.name=p' },

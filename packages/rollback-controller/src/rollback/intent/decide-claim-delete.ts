@@ -28,11 +28,13 @@ export interface DeleteFacts {
 
 /**
  * How long after a rollback is recorded its claim's delete waits while the pod has a nominated node
- * (stuck-evidence.ts, nominatedSince): kube-scheduler is binding the pod there or preempting for
- * it. A binding whose PreBind waits on a failing provisioner ends within seconds, clearing the
- * nomination; one that succeeds binds the pod, and the claim is kept. A nomination that outlasts
- * this keeps the claim (the rollback stops): deleting it under a pod being bound leaves the pod on
- * a claim being deleted, which its kubelet will not start it with.
+ * (stuck-evidence.ts, nominatedSince): kube-scheduler is binding the pod there, or preempting for
+ * it. A binding whose PreBind waits on a provisioner that gave the claim back (removed its selected
+ * node) fails within a second or so, clearing the nomination; one that succeeds binds the pod, and
+ * the claim is kept. Past this, the delete goes on as without a nomination: a provisioner that keeps
+ * failing without giving the claim back holds the binding cycle for kube-scheduler's bind timeout
+ * (600 s), and a preemption's nomination may outlive a node that went away; keeping the claim then
+ * would spend one of the workload's attempts for nothing.
  */
 export const NOMINATED_WAIT_MS = 60_000;
 
@@ -54,7 +56,7 @@ export type DeletePlan =
  * a newer resourceVersion than the decision's is still the one decided on if it is bound to the
  * same volume and would be re-created the same (a binder's annotation, a protection finalizer);
  * otherwise it is kept. The pod must still be the one, unscheduled, and the claim's only user; the
- * volume provably unused; and the pod not nominated to a node (waited for, up to NOMINATED_WAIT_MS).
+ * volume provably unused; and the pod not nominated to a node (waited for, up to NOMINATED_WAIT_MS: podPlan).
  */
 export function decideClaimDelete(r: ProvisioningRollback, c: RollbackClaim, f: DeleteFacts): DeletePlan {
   if (!f.claim || f.claim.metadata?.uid !== c.uid || f.claim.metadata?.deletionTimestamp) return { kind: 'alreadyDeleted' };
@@ -63,20 +65,29 @@ export function decideClaimDelete(r: ProvisioningRollback, c: RollbackClaim, f: 
   // Finalizers are not in the template (a protection finalizer comes and goes): one added since the decision is read here.
   const held = heldByOthers(f.claim, f.admittedFinalizers);
   if (held) return { kind: 'keep', why: held };
-  const podName = r.spec.pod.name;
-  if (!f.pod || f.pod.metadata?.uid !== r.spec.pod.uid) return { kind: 'keep', why: `pod ${podName} is gone` };
-  if (f.pod.spec?.nodeName) return { kind: 'keep', why: `pod ${podName} was scheduled to node ${f.pod.spec.nodeName}` };
+  const pod = podPlan(r, f.pod, f.now);
+  if (pod?.kind === 'keep') return pod;
   const other = f.claimUsers.find((p) => p.metadata?.uid !== r.spec.pod.uid);
   if (other) return { kind: 'keep', why: `claim ${c.name} is also used by pod ${other.metadata?.name}` };
   if (f.volumeUse) return { kind: 'keep', why: `volume ${c.volume} may hold data: ${f.volumeUse}` };
-  const nominated = f.pod.status?.nominatedNodeName;
-  if (nominated) {
-    const left = createdMs(r) + NOMINATED_WAIT_MS - f.now;
-    const why = `the scheduler has nominated node ${nominated} for pod ${podName} (it is binding the pod there, or preempting for it)`;
-    if (left <= 0) return { kind: 'keep', why: `${why} for longer than ${NOMINATED_WAIT_MS / 1000} s since the rollback began` };
-    return { kind: 'wait', ms: Math.min(left, NOMINATED_RECHECK_MS), why };
-  }
-  return { kind: 'delete', uid: c.uid, resourceVersion: f.claim.metadata?.resourceVersion };
+  return pod ?? { kind: 'delete', uid: c.uid, resourceVersion: f.claim.metadata?.resourceVersion };
+}
+
+/**
+ * What the recorded pod, as the server has it, says of the claim's delete: kept if it is gone or
+ * was scheduled; wait while it is nominated to a node (NOMINATED_WAIT_MS from the record's
+ * creation); undefined when nothing. Asked with the checks above, and again right before the delete
+ * is sent: the checks between take seconds (the replay of pod events), in which a binding cycle can
+ * begin.
+ */
+export function podPlan(r: ProvisioningRollback, pod: Pod | undefined, now: number): Extract<DeletePlan, { kind: 'keep' | 'wait' }> | undefined {
+  const podName = r.spec.pod.name;
+  if (!pod || pod.metadata?.uid !== r.spec.pod.uid) return { kind: 'keep', why: `pod ${podName} is gone` };
+  if (pod.spec?.nodeName) return { kind: 'keep', why: `pod ${podName} was scheduled to node ${pod.spec.nodeName}` };
+  const nominated = pod.status?.nominatedNodeName;
+  const left = createdMs(r) + NOMINATED_WAIT_MS - now;
+  if (!nominated || left <= 0) return undefined;
+  return { kind: 'wait', ms: Math.min(left, NOMINATED_RECHECK_MS), why: `the scheduler has nominated node ${nominated} for pod ${podName} (it is binding the pod there, or preempting for it): the delete waits up to ${NOMINATED_WAIT_MS / 1000} s from the rollback's start for the nomination to clear` };
 }
 
 /** What differs, for the rollback, between the claim decided on and the claim now; undefined when nothing does. */
