@@ -55,6 +55,18 @@ describe('rollback actuator over an in-memory API server', function () {
       });
     }
 
+    // Nothing is recorded under --dry-run, so every look decides the same again; the node's own
+    // state is dated now at each look.
+    it('rollback in dry-run: reported once per pod and reasons, though the evidence is dated anew at each look', async function () {
+      const a = actuator(true);
+      const first = rollback();
+      expect(a.reportedDryRun(thePod, first)).to.equal(false);
+      await a.decide(thePod, first);
+      const later = { ...first, evidenceTime: first.evidenceTime + 15_000 };
+      expect(a.reportedDryRun(thePod, later), 'the same reasons, dated later').to.equal(true);
+      expect(a.reportedDryRun(thePod, { ...first, why: 'another reason' })).to.equal(false);
+    });
+
     it('a rollback already recorded (a crash after the create, another leader) is left as it is', async function () {
       const first = store.seed(ProvisioningRollbacks, record());
       await actuator().decide(thePod, rollback());
