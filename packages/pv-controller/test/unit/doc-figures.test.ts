@@ -50,6 +50,7 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
   },
   'docs/rollback.md': {
     '256 KiB': 'limit: RECORD_TEMPLATES_BUDGET_BYTES, what a ProvisioningRollback keeps of its claims',
+    '600 s': "default: kube-scheduler's VolumeBinding bindTimeoutSeconds",
   },
   'docs/install.md': {
     '15 minutes': "setting: an alert rule's for:",
@@ -68,6 +69,7 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
   },
   'docs/status.md': {
     '1000 s': "default: client-go's per-item work-queue backoff cap",
+    '600 s': "default: kube-scheduler's VolumeBinding bindTimeoutSeconds",
     '16 minutes': "default: client-go's per-item work-queue backoff cap (1000 s)",
     '256 KiB': 'limit: RECORD_TEMPLATES_BUDGET_BYTES, what a ProvisioningRollback keeps of its claims',
     '1.5 minutes': 'estimate: how long the e2e suite runs',

@@ -5,7 +5,6 @@ import { advanceRollback, RECREATE_RETRY_MS } from './advance-rollback.js';
 import type { AdvanceDeps } from './advance-rollback.js';
 import { decideMark } from './decide-mark.js';
 import { decideRollback } from './decide-rollback.js';
-import { nominatedSince } from './stuck-evidence.js';
 import type { PinnedClaim } from './decide-rollback.js';
 import { decideIntent } from './intent/decide-intent.js';
 import { templatesTooLarge } from './intent/new-rollback.js';
@@ -125,18 +124,20 @@ export class RollbackReconciler {
           this.stuck.forget(uid);
           return;
         }
-        // A nomination the cache does not show yet (kube-scheduler writes it as a binding cycle
-        // begins) may leave the decision's evidence stale: decided again on the server's pod, and
-        // nothing is recorded unless it still holds. The pod's next event brings it back.
-        if (nominatedSince(livePod) && !nominatedSince(pod) && decideRollback(livePod, this.d.world, this.stuck.get(uid)?.since, this.ready.get(uid)?.since).kind !== 'rollback') {
-          this.d.log.info('not rolling back yet: the scheduler has nominated a node for the pod since the cache showed it', { pod: `${namespace}/${name}`, nominatedNode: livePod.status?.nominatedNodeName });
+        // The decision read the cache's pod, which may be behind the server's: a binding cycle
+        // begun since (kube-scheduler's nomination) or ended (the pod bound) leaves its evidence
+        // stale. Decided again on the server's pod; nothing is recorded unless that decision still
+        // rolls back, and it is the one recorded. The pod's next event brings it back.
+        const current = decideRollback(livePod, this.d.world, this.stuck.get(uid)?.since, this.ready.get(uid)?.since);
+        if (current.kind !== 'rollback') {
+          this.d.log.info('not rolling back yet: the pod as the server has it is decided otherwise (the cache is behind it)', { pod: `${namespace}/${name}`, decision: current.kind, nominatedNode: livePod.status?.nominatedNodeName, nodeName: livePod.spec?.nodeName });
           return;
         }
         // The record keeps each claim's labels, annotations and owners to re-create it from, which
         // the claim cache does not hold (projectClaim): they are read now, from the claim as decided
         // on. One the server has changed in what the decision read is decided again once the cache
         // shows it.
-        const live = await this.liveClaims(namespace, decision.pinned);
+        const live = await this.liveClaims(namespace, current.pinned);
         if (!live) {
           this.d.log.info('not rolling back yet: a claim changed since the cache showed it; deciding again', { pod: `${namespace}/${name}` });
           return CLAIM_CHANGED_RETRY_MS;
@@ -145,7 +146,7 @@ export class RollbackReconciler {
         // created, then fail the status writes that re-create its claims.
         const refused = templatesTooLarge(live) ?? (await this.recreateRefused(live));
         try {
-          await this.d.actuator.decide(pod, refused ? { kind: 'refuse', why: refused } : { ...decision, pinned: live }, ns.uid);
+          await this.d.actuator.decide(pod, refused ? { kind: 'refuse', why: refused } : { ...current, pinned: live }, ns.uid);
         } catch (err) {
           // The record's create refused: nothing was done yet; the wait stays spent.
           if (!isRefusal(err)) throw err;

@@ -18,7 +18,7 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
   const w: W = { pvs: [pv('v1', 'c1', { usage: 'unused', forNode: 'a' })], claims: [claim('c1', { volume: 'v1' })], nodes: [node('a', { unschedulable: true }), node('b')], pods: [P], observed: { 'uid-c1': seen() } };
 
   /** `claims`: the claims as the server has them, by name (the cached ones when not given). */
-  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; nominated?: string; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string; refusesRecord?: string; admits?: string[] };
+  type Server = { namespace?: { uid: string; created: number; deleting?: boolean }; podExists: boolean; nominated?: string; bound?: string; fail?: Error; afterRead?: () => void; claims?: Record<string, PersistentVolumeClaim | undefined>; refusesCopy?: string; refusesRecord?: string; admits?: string[] };
   function reconciler(server: Server, dryRun = false, at: W = w, now: { t: number } = { t: NOW }) {
     const decided: { kind: string; namespaceUID?: string; pinned?: PersistentVolumeClaim[]; why?: string }[] = [];
     const reads: string[] = [];
@@ -48,7 +48,8 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
         },
         livePod: (ns: string, name: string, uid: string) => {
           reads.push(`pod ${ns}/${name} ${uid}`);
-          const answer = server.podExists ? { ...at.pods![0]!, status: { ...at.pods![0]!.status, ...(server.nominated ? { nominatedNodeName: server.nominated } : {}) } } : undefined;
+          const cached = at.pods![0]!;
+          const answer = server.podExists ? { ...cached, spec: { ...cached.spec, nodeName: server.bound }, status: { ...cached.status, ...(server.nominated ? { nominatedNodeName: server.nominated } : {}) } } : undefined;
           server.afterRead?.();
           return Promise.resolve(answer);
         },
@@ -243,6 +244,15 @@ describe('RollbackReconciler: the namespace a rollback is recorded in', function
     const again = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true }, false, onReport);
     await again.r.pod('ns', 'p');
     expect(again.decided.map((d) => d.kind)).to.deep.equal(['rollback']);
+  });
+
+  // The API server clears the nomination at the binding: a pod bound since shows none.
+  it("the server's pod bound since the cache showed it unscheduled: nothing recorded", async function () {
+    for (const at of [onReport, w]) {
+      const { r, decided } = reconciler({ namespace: { uid: 'ns-uid', created: 0 }, podExists: true, bound: 'a' }, false, at);
+      await r.pod('ns', 'p');
+      expect(decided).to.deep.equal([]);
+    }
   });
 
   it("the server's pod nominated, with the node's own state as evidence: recorded all the same", async function () {
