@@ -141,13 +141,15 @@ async function retainedCount(): Promise<number> {
   return m?.values[0]?.value ?? 0;
 }
 
-async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean; refuse?: VolumeRefusal; refusedCreates?: number; markedUsedAfterCheck?: boolean } = {}): Promise<Run> {
+async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: { conflictOnce?: boolean; keepAfterConflict?: boolean; refuse?: VolumeRefusal; refusedCreates?: number; markedUsedAfterCheck?: boolean; nominatedAtLastLook?: boolean } = {}): Promise<Run> {
   const store = new FakeWrites();
   const events = new FakeEvents();
   store.seed(Resources.persistentVolumeClaims, decidedClaim());
   store.seed(Resources.persistentVolumes, { ...decidedVolume(), spec: { ...decidedVolume().spec, persistentVolumeReclaimPolicy: policy } });
-  const name = store.seed(ProvisioningRollbacks, rollbackRecord()).metadata!.name!;
+  // Recorded just now: a nominated pod's wait counts from the record's creation.
+  const name = store.seed(ProvisioningRollbacks, { ...rollbackRecord(), metadata: { ...rollbackRecord().metadata, creationTimestamp: new Date().toISOString() } }).metadata.name!;
   let podScheduled = false;
+  let nominatedOnce = opts.nominatedAtLastLook === true;
   const run: Run = { store, events, record: rollbackRecord() };
   let watch = new DeletedClaimWatch();
   const del = store.delete.bind(store);
@@ -196,6 +198,11 @@ async function roll(policy: 'Delete' | 'Retain', happenings: Happening[], opts: 
       recreateCheck: () => Promise.resolve({ finalizers: [] }),
       namespace: () => Promise.resolve({ uid: 'ns-uid', created: 0 }),
       livePod(_ns: string, name: string, uid: string) {
+        // kube-scheduler begins a binding cycle for the pod (its nomination) after the first checks, once.
+        if (nominatedOnce) {
+          nominatedOnce = false;
+          return Promise.resolve({ ...thePod, status: { ...thePod.status, nominatedNodeName: 'a' } });
+        }
     // The server's pod of that name and uid: one of the pods listed.
     return this.pods(_ns).then((ps: Pod[]) => ps.find((p) => p.metadata?.name === name && p.metadata?.uid === uid));
   },
@@ -229,6 +236,15 @@ describe('advancing a rollback: the volume is Retain while its claim goes, and g
     expect(v.metadata?.annotations?.[HELD]).to.equal(undefined);
     expect(v.metadata?.annotations?.[RETAINED]).to.equal(undefined);
     expect(run.events.recorded.filter((e) => e.reason === 'ProvisioningRollbackVolumeRetained')).to.deep.equal([]);
+  });
+
+  it('the pod nominated between the hold and the delete: the delete waits a look, the volume stays held meanwhile, then Delete comes back once the claim is gone', async function () {
+    const run = await roll('Delete', [], { nominatedAtLastLook: true });
+    expect(run.record.status?.phase).to.equal('Completed');
+    expect(run.policyAtDelete).to.equal('Retain');
+    const v = volumeOf(run);
+    expect([v.spec?.persistentVolumeReclaimPolicy, v.metadata?.annotations?.[HELD], v.metadata?.annotations?.[RETAINED]]).to.deep.equal(['Delete', undefined, undefined]);
+    expect(run.store.stored<PersistentVolumeClaim>(Resources.persistentVolumeClaims, 'c', 'ns')?.metadata?.uid).to.not.equal('uid-c');
   });
 
   const doubts: [Happening, RegExp][] = [
