@@ -403,19 +403,25 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
     }
   });
 
+  /** Pod p of claims `c1` and c2: c1 provisioned on node a and bound, then c2 fails there. The bound c1, as it was then. */
+  const c1BoundThenC2Fails = async (rollback: RunningRollback, c1: PersistentVolumeClaim): Promise<PersistentVolumeClaim> => {
+    await admin.create(Resources.persistentVolumeClaims, c1);
+    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
+    await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
+    await selectNode(admin, ns, 'c1', name('a'));
+    await seenByLoop(rollback, ns, 'c1');
+    await provision(admin, ns, 'c1', name('a'), name('v1'));
+    await eventually(async () => expect((await get(admin, ns, 'c1')).status?.phase).to.equal('Bound'));
+    const bound = await get(admin, ns, 'c1');
+    await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+    return bound;
+  };
+
   it('--dry-run writes nothing and reports the same decisions', async function () {
     const rollback = await RunningRollback.start(['--dry-run']);
     try {
       const dry = await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' });
-      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c1', cls));
-      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
-      await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
-      await selectNode(admin, ns, 'c1', name('a'));
-      await seenByLoop(rollback, ns, 'c1');
-      await provision(admin, ns, 'c1', name('a'), name('v1'));
-      await eventually(async () => expect((await get(admin, ns, 'c1')).status?.phase).to.equal('Bound'));
-      const c1 = await get(admin, ns, 'c1');
-      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      const c1 = await c1BoundThenC2Fails(rollback, claim(ns, 'c1', cls));
       // The rollback is decided and reported (metric, log), but nothing is written.
       await eventually(async () => expect(await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' })).to.equal(dry + 1), 60_000);
       expect((await getPV(admin, name('v1'))).metadata?.labels?.[LABEL_USAGE]).to.equal(undefined);
@@ -438,14 +444,7 @@ describe('rollback: undo unused volumes of a pod that must move (kubernetes #942
       const dry = await counter('topovol_rollback_rollbacks_total', { result: 'dry_run' });
       const refused = await counter('topovol_rollback_rollbacks_total', { result: 'refused' });
       const held = claim(ns, 'c1', cls);
-      await admin.create(Resources.persistentVolumeClaims, { ...held, metadata: { ...held.metadata, finalizers: [HOLD] } });
-      await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
-      await admin.create<Pod>(Resources.pods, pod(ns, 'p', ['c1', 'c2']));
-      await selectNode(admin, ns, 'c1', name('a'));
-      await seenByLoop(rollback, ns, 'c1');
-      await provision(admin, ns, 'c1', name('a'), name('v1'));
-      await eventually(async () => expect((await get(admin, ns, 'c1')).status?.phase).to.equal('Bound'));
-      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = full');
+      await c1BoundThenC2Fails(rollback, { ...held, metadata: { ...held.metadata, finalizers: [HOLD] } });
       // Reported (the metric, a log line), not written: a dry run writes no Events either.
       await eventually(async () => expect(await counter('topovol_rollback_rollbacks_total', { result: 'refused' })).to.be.greaterThan(refused), 60_000);
       await queueIdle('rollback');
