@@ -38,7 +38,7 @@ export function generatedRoles(files: readonly string[]): GeneratedRole[] {
  * generic ephemeral volume scenario and capacity-rbac's scenario (the CSIDriver owner added later).
  */
 export const ADMISSION_ONLY: Readonly<Record<string, readonly string[]>> = {
-  'ClusterRole/topovol-rollback': ['update pods/finalizers'],
+  'ClusterRole/topovol-rollback': ['update pods/finalizers', 'update apps/statefulsets/finalizers'],
   'ClusterRole/topovol-capacity': ['delete topovol.io/csidrivercapacities', 'delete topovol.io/csidrivercapacityshards'],
 };
 

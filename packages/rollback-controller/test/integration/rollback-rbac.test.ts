@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Event, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
+import type { Event, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { EventRecorder, logger, Resources } from '@topovol/shared';
 import { advanceRollback } from '../../src/rollback/advance-rollback.js';
 import { decideIntent } from '../../src/rollback/intent/decide-intent.js';
@@ -168,73 +168,91 @@ const keptScenario: NecessityScenario = async (client, admin) => {
   };
 };
 
+const STATEFUL_SETS = { group: 'apps', version: 'v1', plural: 'statefulsets', kind: 'StatefulSet', namespaced: true };
+
 /**
- * A generic ephemeral volume's claim rolled back: re-created as the ephemeral volume controller made
- * it, owned by its pod with blockOwnerDeletion, which the shared control plane's
- * OwnerReferencesPermissionEnforcement admits only from who may update pods/finalizers.
+ * A claim owned with blockOwnerDeletion rolled back, re-created with that owner, which the shared
+ * control plane's OwnerReferencesPermissionEnforcement admits only from who may update the owner's
+ * finalizers. `ephemeral`: a generic ephemeral volume's claim, owned by its pod as the ephemeral
+ * volume controller makes it (pods/finalizers). `statefulset`: a StatefulSet replica's claim under a
+ * persistentVolumeClaimRetentionPolicy other than Retain, owned by its StatefulSet as the StatefulSet
+ * controller makes it (`addControllerRef` in pkg/controller/statefulset/stateful_set_utils.go:
+ * metav1.NewControllerRef, blockOwnerDeletion true; statefulsets/finalizers).
  */
-const ephemeralScenario: NecessityScenario = async (client, admin) => {
-  const ns = await createTestNamespace(admin, 'rbac-rbe-');
-  const cls = `${ns}-wffc`;
-  await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer', reclaimPolicy: 'Delete' } as never);
-  const nodeA = `${ns}-a`;
-  await createNode(admin, nodeA);
-  const spec = { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } };
-  const p: Pod = await admin.create<Pod>(Resources.pods, {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: 'p', namespace: ns },
-    spec: {
-      schedulerName: 'nobody',
-      containers: [{ name: 'c', image: 'busybox' }],
-      volumes: [
-        { name: 'scratch', ephemeral: { volumeClaimTemplate: { spec } } },
-        { name: 'c2', persistentVolumeClaim: { claimName: 'c2' } },
-      ],
-    },
-  });
-  // As the ephemeral volume controller creates it: <pod>-<volume>, owned by the pod.
-  const owned = { apiVersion: 'v1', kind: 'Pod', name: 'p', uid: p.metadata!.uid!, controller: true, blockOwnerDeletion: true };
-  await admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'p-scratch', namespace: ns, ownerReferences: [owned] }, spec });
-  await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
-  for (const c of ['p-scratch', 'c2']) await selectNode(admin, ns, c, nodeA);
-  const loop = await RunningRollback.start([], { client, waitForSync: false });
-  const ac = new AbortController();
-  const get = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
-  const reached = (async () => {
-    await loop.listed();
-    await seenByLoop(loop, ns, 'p-scratch');
-    await provision(admin, ns, 'p-scratch', nodeA, `${ns}-v1`);
-    let old: PersistentVolumeClaim | undefined;
-    await pollUntil(async () => {
-      old = await get('p-scratch');
-      expect(old.status?.phase).to.equal('Bound');
-      expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-v1`)).metadata?.labels?.[LABEL_USAGE]).to.equal('unused');
-    }, ac.signal);
-    await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
-    await pollUntil(async () => {
-      const back = await get('p-scratch');
-      expect(back.metadata?.uid).to.not.equal(old!.metadata?.uid);
-      expect(back.metadata?.ownerReferences).to.deep.equal([owned]);
-    }, ac.signal);
-  })();
-  return {
-    reached,
-    stop: async () => {
-      ac.abort();
-      await loop.stop(2_000);
-      await admin.delete(Resources.pods, 'p', ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
-      await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
-      await admin.delete(Resources.nodes, nodeA).catch(() => undefined);
-    },
+const ownedClaimScenario =
+  (owner: 'ephemeral' | 'statefulset'): NecessityScenario =>
+  async (client, admin) => {
+    const ns = await createTestNamespace(admin, owner === 'ephemeral' ? 'rbac-rbe-' : 'rbac-rbs-');
+    const cls = `${ns}-wffc`;
+    await admin.create(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: PROVISIONER, volumeBindingMode: 'WaitForFirstConsumer', reclaimPolicy: 'Delete' } as never);
+    const nodeA = `${ns}-a`;
+    await createNode(admin, nodeA);
+    const spec = { accessModes: ['ReadWriteOnce'], storageClassName: cls, resources: { requests: { storage: '1Gi' } } };
+    const podSpec = { schedulerName: 'nobody', containers: [{ name: 'c', image: 'busybox' }] };
+    let podName: string;
+    let claimName: string;
+    let owned: { apiVersion: string; kind: string; name: string; uid: string; controller: true; blockOwnerDeletion: true };
+    if (owner === 'ephemeral') {
+      podName = 'p';
+      claimName = 'p-scratch';
+      const p = await admin.create<Pod>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: podName, namespace: ns }, spec: { ...podSpec, volumes: [{ name: 'scratch', ephemeral: { volumeClaimTemplate: { spec } } }, { name: 'c2', persistentVolumeClaim: { claimName: 'c2' } }] } });
+      owned = { apiVersion: 'v1', kind: 'Pod', name: podName, uid: p.metadata!.uid!, controller: true, blockOwnerDeletion: true };
+    } else {
+      // No StatefulSet controller runs here: the replica and its claim are made as it makes them.
+      const labels = { app: 'web' };
+      const set = await admin.create<KubeObject>(STATEFUL_SETS, {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: 'web', namespace: ns },
+        spec: { replicas: 1, selector: { matchLabels: labels }, persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' }, template: { metadata: { labels }, spec: podSpec }, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec }] },
+      } as KubeObject);
+      podName = 'web-0';
+      claimName = 'data-web-0';
+      const setRef = { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: set.metadata!.uid! };
+      await admin.create<Pod>(Resources.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: podName, namespace: ns, labels, ownerReferences: [{ ...setRef, controller: true, blockOwnerDeletion: true }] }, spec: { ...podSpec, volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }, { name: 'c2', persistentVolumeClaim: { claimName: 'c2' } }] } });
+      owned = { ...setRef, controller: true, blockOwnerDeletion: true };
+    }
+    await admin.create(Resources.persistentVolumeClaims, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: claimName, namespace: ns, ownerReferences: [owned] }, spec });
+    await admin.create(Resources.persistentVolumeClaims, claim(ns, 'c2', cls));
+    for (const c of [claimName, 'c2']) await selectNode(admin, ns, c, nodeA);
+    const loop = await RunningRollback.start([], { client, waitForSync: false });
+    const ac = new AbortController();
+    const get = (name: string): Promise<PersistentVolumeClaim> => admin.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
+    const reached = (async () => {
+      await loop.listed();
+      await seenByLoop(loop, ns, claimName);
+      await provision(admin, ns, claimName, nodeA, `${ns}-v1`);
+      let old: PersistentVolumeClaim | undefined;
+      await pollUntil(async () => {
+        old = await get(claimName);
+        expect(old.status?.phase).to.equal('Bound');
+        expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, `${ns}-v1`)).metadata?.labels?.[LABEL_USAGE]).to.equal('unused');
+      }, ac.signal);
+      await failProvisioning(admin, ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      await pollUntil(async () => {
+        const back = await get(claimName);
+        expect(back.metadata?.uid).to.not.equal(old!.metadata?.uid);
+        expect(back.metadata?.ownerReferences).to.deep.equal([owned]);
+      }, ac.signal);
+    })();
+    return {
+      reached,
+      stop: async () => {
+        ac.abort();
+        await loop.stop(2_000);
+        await admin.delete(Resources.pods, podName, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
+        await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
+        await admin.delete(Resources.nodes, nodeA).catch(() => undefined);
+      },
+    };
   };
-};
 
 const kcm = new SuiteProcess<ManagedProcess>();
 describeRuleNecessity(rollbackDescriptor, rollbackScenario, {
   variants: [
     { name: 'kept claim', scenario: keptScenario, covers: (atom) => atom.group === '' && atom.resource === 'persistentvolumeclaims' && atom.verb === 'patch' },
-    { name: 'generic ephemeral volume', scenario: ephemeralScenario, covers: (atom) => atom.group === '' && atom.resource === 'pods/finalizers' },
+    { name: 'generic ephemeral volume', scenario: ownedClaimScenario('ephemeral'), covers: (atom) => atom.group === '' && atom.resource === 'pods/finalizers' },
+    { name: 'StatefulSet replica under a Delete retention policy', scenario: ownedClaimScenario('statefulset'), covers: (atom) => atom.group === 'apps' && atom.resource === 'statefulsets/finalizers' },
   ],
   before: async () => {
     await kcm.start(async () => startKubeControllerManager(await sharedControlPlane(), ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller'], ['--pvclaimbinder-sync-period=2s']));
