@@ -51,7 +51,7 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         }
         current = await d.actuator.setClaim(current, s.claim.name, outcome.state, undefined, outcome.why);
         if (outcome.state === 'Kept') {
-          d.actuator.reportAborted(current, s.claim, outcome.why ?? '');
+          d.actuator.reportAborted(current, s.claim, outcome.why ?? '', outcome.refused === true);
           return undefined;
         }
         break;
@@ -93,7 +93,7 @@ export async function advanceRollback(d: AdvanceDeps, r: ProvisioningRollback, s
         // Its protection finalizer: a pod holds it (see the raced report), or it is going.
         return s.ms;
       case 'finish':
-        await d.actuator.finish(current, s.phase, s.message);
+        await d.actuator.finish(current, s.phase, s.message, s.partial === true);
         return undefined;
     }
   }
@@ -165,7 +165,7 @@ async function abandonClaim(d: AdvanceDeps, r: ProvisioningRollback, c: Rollback
  * with backoff, to be read and decided afresh as after a crash. A claim changed in what the
  * rollback re-creates is kept then; one that only changed status is deleted.
  */
-async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string } | { wait: number; why: string }> {
+async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string; refused?: true } | { wait: number; why: string }> {
   const ns = r.spec.pod.namespace;
   // From before the last check on, every pod of the claim the watch delivers is noted: one bound
   // between this check and the delete (no precondition closes that window) keeps the volume Retain.
@@ -196,7 +196,7 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     // Refused (a policy guarding volumes): without the hold, a pod the scheduler binds before the
     // delete could write data the claim's delete then takes. Kept, as for a refused delete.
     const held = await d.actuator.holdReclaim(c.volume, hold.resourceVersion);
-    if (typeof held === 'object') return keepClaim(d, r, c, plan.resourceVersion, `the API server refused holding volume ${c.volume} Retain across the claim's delete: ${held.refused}`);
+    if (typeof held === 'object') return { ...(await keepClaim(d, r, c, plan.resourceVersion, `the API server refused holding volume ${c.volume} Retain across the claim's delete: ${held.refused}`)), refused: true };
   }
   // The pod once more, by name: the replay and the hold took seconds, in which kube-scheduler may
   // have begun binding it (its nomination) or bound it.
@@ -219,7 +219,7 @@ async function deleteClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackC
     // Refused (a policy or webhook guarding claims, the role narrowed): nothing was deleted, and
     // the same delete would be refused again, the claim Deleting and its volume held for ever.
     if (!isRefusal(err)) throw err;
-    return keepClaim(d, r, c, plan.resourceVersion, `the API server refused the claim's delete: ${errorMessage(err)}`);
+    return { ...(await keepClaim(d, r, c, plan.resourceVersion, `the API server refused the claim's delete: ${errorMessage(err)}`)), refused: true };
   }
   if (written === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when its delete was sent` };
   // The only window no precondition closes: the scheduler binding the pod between the re-check
@@ -243,7 +243,7 @@ function waitForPod(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, p
 }
 
 /** The claim kept, with why: fenced first, then its volume's `Delete` given back. */
-async function keepClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, resourceVersion: string | undefined, why: string): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string }> {
+async function keepClaim(d: AdvanceDeps, r: ProvisioningRollback, c: RollbackClaim, resourceVersion: string | undefined, why: string): Promise<{ state: Extract<ClaimState, 'Deleted' | 'Kept'>; why?: string; refused?: true }> {
   // A delete of ours may still be on its way (sent before a crash, or timed out here but not at
   // the server): before the claim is recorded Kept, make sure it cannot land any more.
   if ((await d.actuator.fenceClaim(r, c, resourceVersion)) === 'gone') return { state: 'Deleted', why: `claim ${c.name} was gone when it was to be kept` };

@@ -281,9 +281,15 @@ export class RollbackActuator {
     return this.repeats.due(key, message, Date.now()) && this.d.events.event(obj, 'Warning', reason, message);
   }
 
-  /** The rollback stopped before this claim was deleted. */
-  reportAborted(r: ProvisioningRollback, c: RollbackClaim, why: string): void {
-    this.d.events.event(podRef(r), 'Normal', Reasons.RollbackAborted, `rollback stopped before claim ${c.name} was deleted: ${why}`);
+  /**
+   * The rollback stopped before this claim was deleted. Normal when the cluster moved on (the pod
+   * scheduled, the volume used); a Warning, logged, when the API server refused the claim's delete
+   * or its volume's hold: a policy or webhook an operator set up, or a role narrowed, says no.
+   */
+  reportAborted(r: ProvisioningRollback, c: RollbackClaim, why: string, refused = false): void {
+    const message = `rollback stopped before claim ${c.name} was deleted: ${why}`;
+    this.d.events.event(podRef(r), refused ? 'Warning' : 'Normal', Reasons.RollbackAborted, message);
+    if (refused) this.d.log.warn('provisioning rollback aborted: the API server refused a request', { rollback: r.metadata?.name, pod: `${r.spec.pod.namespace}/${r.spec.pod.name}`, claim: c.name, why });
     countRollback('aborted');
   }
 
@@ -327,11 +333,17 @@ export class RollbackActuator {
     this.d.events.event(claim, 'Normal', Reasons.ClaimAdopted, `a claim of this name already existed: taken as the one re-created by provisioning rollback ${r.metadata?.name} for pod ${r.spec.pod.name} (an earlier attempt's create, before a restart or a failed record write, or its owner's)`);
   }
 
-  async finish(r: ProvisioningRollback, phase: RollbackPhase, why?: string): Promise<void> {
+  /**
+   * The record finished. `partial` (some claims re-created, some kept): the Completed Event is a
+   * Warning, logged, since the kept claims' volumes may still hold the pod where it could not run.
+   */
+  async finish(r: ProvisioningRollback, phase: RollbackPhase, why?: string, partial = false): Promise<void> {
     const message = why ?? (phase === 'Completed' ? 'claims re-created; the pod can be scheduled on another node' : 'stopped before any claim was deleted');
     const condition = { type: 'Complete', status: 'True' as const, reason: phase, message };
     await this.writeStatus(r, { phase, message, completionTime: nowRfc3339(), conditions: withCondition(r, condition) });
-    if (phase === 'Completed') this.d.events.event(podRef(r), 'Normal', Reasons.RollbackCompleted, `provisioning rollback ${r.metadata?.name}: ${message}`);
+    if (phase !== 'Completed') return;
+    this.d.events.event(podRef(r), partial ? 'Warning' : 'Normal', Reasons.RollbackCompleted, `provisioning rollback ${r.metadata?.name}: ${message}`);
+    if (partial) this.d.log.warn('provisioning rollback completed in part: claims kept after others were re-created', { rollback: r.metadata?.name, pod: `${r.spec.pod.namespace}/${r.spec.pod.name}`, why: message });
   }
 
   /** One claim's state in the record, written with the record's resourceVersion (a stale writer fails). */

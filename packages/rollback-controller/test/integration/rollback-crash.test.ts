@@ -221,6 +221,47 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
     }
   });
 
+  // Two claims to roll back (c1 and c3 provisioned on node a, c2 failing there), the process killed
+  // right after c1's delete: its successor did not watch c3's volume since its provisioning, cannot
+  // vouch for it and keeps c3, and re-creates c1. The record ends Completed in part, said as a
+  // Warning: c3's volume may still hold the pod to node a. It used to say "the pod can be scheduled
+  // on another node".
+  it('two claims, killed at rollback-claim-deleted: c1 re-created, c3 kept, the record and a Warning say the rollback is partial', async function () {
+    const audit = new AuditLogTail(auditLog);
+    const first = await startManager(`${f.ns}-first`, 'rollback-claim-deleted');
+    let second: ManagedProcess | undefined;
+    try {
+      const p: Pod = await f.podWithClaims('p', {}, ['c1', 'c3', 'c2']);
+      await observed(first, `${f.ns}/c1`);
+      await observed(first, `${f.ns}/c3`);
+      const c1 = await f.provisionC1OnA();
+      const c3 = await f.provisionC1OnA(undefined, { claimName: 'c3', pv: 'v3' });
+      await eventually(async () => expect([await f.usage(), await f.usage('v3')]).to.deep.equal(['unused', 'unused']));
+      await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
+      expect(await exitWithin(first, 60_000, 'rollback-claim-deleted'), 'killed by its failpoint').to.equal(-1);
+      second = await startManager(`${f.ns}-second`);
+      const done = await eventually(async () => {
+        const records = await recordsOf(f.admin, p.metadata!.uid!);
+        expect(records, 'one rollback recorded').to.have.length(1);
+        expect(records[0]!.status?.phase).to.equal('Completed');
+        return records[0]!;
+      }, 90_000);
+      expect(Object.fromEntries((done.status?.claims ?? []).map((c) => [c.name, c.state]))).to.deep.equal({ c1: 'Recreated', c3: 'Kept' });
+      expect(done.status?.message).to.match(/claim\(s\) c1 re-created; claim\(s\) c3 kept .*may still hold the pod to node \S+ topology/);
+      const completed = await eventFor(f.admin, p, 'ProvisioningRollbackCompleted');
+      expect({ type: completed.type, kept: /c3 kept/.test(completed.message ?? '') }).to.deep.equal({ type: 'Warning', kept: true });
+      expect((await f.claim('c1')).metadata?.uid, 'c1 re-created').to.not.equal(c1.metadata?.uid);
+      expect((await f.claim('c3')).metadata?.uid, 'c3 is the one it was').to.equal(c3.metadata?.uid);
+      await eventually(() => {
+        expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+        expect(claimWrites(audit, f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+      });
+    } finally {
+      await first.stop();
+      await second?.stop();
+    }
+  });
+
   for (const fp of FAILPOINTS) {
     it(`killed at ${fp}`, async function () {
       await acrossACrash(fp, 'Completed', async ({ audit, p, c1, done }) => {

@@ -359,7 +359,8 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       await keptAndFenced(c1);
       const v = await f.volume('v1');
       expect([v.spec?.persistentVolumeReclaimPolicy, v.metadata?.annotations?.['rollback.topovol.io/reclaim-policy-held']]).to.deep.equal(['Delete', undefined]);
-      expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/volumes here stay Delete/);
+      const aborted = await eventFor(f.admin, p, 'ProvisioningRollbackAborted');
+      expect({ type: aborted.type, says: /volumes here stay Delete/.test(aborted.message ?? '') }, 'a refusal is a Warning').to.deep.equal({ type: 'Warning', says: true });
     } finally {
       await lift();
     }
@@ -428,7 +429,8 @@ describe('rollback pacing and reach: caps, backoff, fresh evidence, replaced pod
       expect(kept?.message).to.match(/the API server refused the claim's delete: .*claims here are kept/);
       await keptAndFenced(c1);
       expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy, "the volume's Delete given back").to.equal('Delete');
-      expect((await eventFor(f.admin, p, 'ProvisioningRollbackAborted')).message).to.match(/claims here are kept/);
+      const aborted = await eventFor(f.admin, p, 'ProvisioningRollbackAborted');
+      expect({ type: aborted.type, says: /claims here are kept/.test(aborted.message ?? '') }, 'a refusal is a Warning').to.deep.equal({ type: 'Warning', says: true });
     } finally {
       await lift();
     }

@@ -39,6 +39,18 @@ describe('decideIntent', function () {
     expect(finish).to.deep.equal({ kind: 'finish', phase: 'Aborted', message: `claim(s) c1 not re-created: namespace ${rb({}).spec.pod.namespace} was deleted` });
   });
 
+  // A multi-claim rollback whose later claim was kept (a restart between two claims' deletes that
+  // could not vouch for the next volume) used to end Completed with "the pod can be scheduled on
+  // another node": the kept volume may still hold the pod to the node's topology.
+  it('a record that re-created some claims and kept others says so, as a partial completion', function () {
+    const [finish] = decideIntent(rb({ c1: 'Recreated', c2: 'Kept' }), live({}));
+    expect(finish).to.deep.equal({ kind: 'finish', phase: 'Completed', partial: true, message: "claim(s) c1 re-created; claim(s) c2 kept (their states say why): their volumes may still hold the pod to node a's topology" });
+    const [all] = decideIntent(rb({ c1: 'Recreated', c2: 'Recreated' }), live({}));
+    expect(all, 'all re-created: no message of its own').to.deep.equal({ kind: 'finish', phase: 'Completed' });
+    const [none] = decideIntent(rb({ c1: 'Kept', c2: 'Kept' }), live({}));
+    expect(none, 'none re-created: Aborted, not partial').to.deep.equal({ kind: 'finish', phase: 'Aborted' });
+  });
+
   it('says how soon to look again at a claim still terminating (the requeue is the decision\'s)', function () {
     const [step] = decideIntent(rb({ c1: 'Deleted', c2: 'Recreated' }), live({ c1: 'old-c1', c2: 'new' }));
     expect(step).to.deep.include({ kind: 'waitTerminating', ms: TERMINATING_RECHECK_MS });

@@ -201,6 +201,12 @@ describe('rollback actuator over an in-memory API server', function () {
         events: [`Pod/p Normal ${Reasons.RollbackCompleted}`],
       },
       {
+        name: 'finish Completed in part (claims kept after others were re-created): the Completed Event is a Warning with the message',
+        write: (a, r) => a.finish(r, 'Completed', 'claim(s) c re-created; claim(s) d kept', true),
+        then: (r) => expect([r.status?.phase, r.status?.message]).to.deep.equal(['Completed', 'claim(s) c re-created; claim(s) d kept']),
+        events: [`Pod/p Warning ${Reasons.RollbackCompleted}`],
+      },
+      {
         name: 'finish Aborted: phase and condition, no Completed Event',
         write: (a, r) => a.finish(r, 'Aborted'),
         then: (r) => expect(r.status?.phase).to.equal('Aborted'),
@@ -246,7 +252,9 @@ describe('rollback actuator over an in-memory API server', function () {
     const a = actuator();
     a.reportRaced({ ...thePod, kind: 'Pod', spec: { ...thePod.spec!, nodeName: 'b' } }, r.spec.claims[0]!);
     a.reportAborted(r, r.spec.claims[0]!, 'the pod was scheduled');
+    // A refusal (a policy, a webhook, a narrowed role) is the operator's to look at: a Warning.
+    a.reportAborted(r, r.spec.claims[0]!, "the API server refused the claim's delete: denied", true);
     expect(store.snapshot()).to.deep.equal(before);
-    expect(reasons()).to.deep.equal([`Pod/p Warning ${Reasons.RollbackRaced}`, `Pod/p Normal ${Reasons.RollbackAborted}`]);
+    expect(reasons()).to.deep.equal([`Pod/p Warning ${Reasons.RollbackRaced}`, `Pod/p Normal ${Reasons.RollbackAborted}`, `Pod/p Warning ${Reasons.RollbackAborted}`]);
   });
 });

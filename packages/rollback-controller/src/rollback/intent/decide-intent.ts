@@ -1,6 +1,6 @@
 import type { PersistentVolumeClaim } from '@topovol/shared';
 import { claimState } from './provisioning-rollback.js';
-import type { ProvisioningRollback, RollbackClaim } from './provisioning-rollback.js';
+import type { ClaimState, ProvisioningRollback, RollbackClaim } from './provisioning-rollback.js';
 
 /** The next writes of a rollback in progress; the actuator stops at the first that does not succeed. */
 export type IntentStep =
@@ -15,8 +15,12 @@ export type IntentStep =
   | { kind: 'noteRecreated'; claim: RollbackClaim; uid: string }
   /** The old claim is still terminating (a protection finalizer): look again after `ms`. */
   | { kind: 'waitTerminating'; claim: RollbackClaim; ms: number }
-  /** `message`: what the record says, when more than the phase (claims abandoned with their namespace). */
-  | { kind: 'finish'; phase: 'Completed' | 'Aborted'; message?: string };
+  /**
+   * `message`: what the record says, when more than the phase (claims abandoned with their
+   * namespace, claims kept). `partial`: some claims re-created, others kept: the kept ones' volumes
+   * may still hold the pod where it was, so the rollback may not have freed it.
+   */
+  | { kind: 'finish'; phase: 'Completed' | 'Aborted'; message?: string; partial?: true };
 
 /** How soon a claim that has just started terminating is looked at again. */
 export const TERMINATING_RECHECK_MS = 1_000;
@@ -76,8 +80,16 @@ export function decideIntent(r: ProvisioningRollback, claim: (namespace: string,
     }
   }
   if (open) return steps;
-  const recreated = r.spec.claims.some((c) => claimState(r, c.name) === 'Recreated');
-  const abandoned = r.spec.claims.filter((c) => claimState(r, c.name) === 'Abandoned').map((c) => c.name);
-  const message = abandoned.length > 0 ? `claim(s) ${abandoned.join(', ')} not re-created: namespace ${ns} was deleted` : undefined;
-  return [{ kind: 'finish', phase: recreated ? 'Completed' : 'Aborted', ...(message ? { message } : {}) }];
+  const named = (state: ClaimState): string[] => r.spec.claims.filter((c) => claimState(r, c.name) === state).map((c) => c.name);
+  const recreated = named('Recreated');
+  const abandoned = named('Abandoned');
+  // Kept after others were re-created (a restart that could not vouch for a later claim's volume,
+  // the pod bound meanwhile): the kept volumes were provisioned for the node the rollback moves the
+  // pod from, and their node affinity may keep it there.
+  const partial = recreated.length > 0 && stopped;
+  const said = [
+    ...(partial ? [`claim(s) ${recreated.join(', ')} re-created; claim(s) ${named('Kept').join(', ')} kept (their states say why): their volumes may still hold the pod to node ${r.spec.node}'s topology`] : []),
+    ...(abandoned.length > 0 ? [`claim(s) ${abandoned.join(', ')} not re-created: namespace ${ns} was deleted`] : []),
+  ];
+  return [{ kind: 'finish', phase: recreated.length > 0 ? 'Completed' : 'Aborted', ...(said.length > 0 ? { message: said.join('; ') } : {}), ...(partial ? { partial: true as const } : {}) }];
 }
