@@ -47,7 +47,8 @@ export const binderFlags: FlagSpec[] = [
     name: STALE_SELECTED_NODE_GRACE_FLAG,
     type: 'duration',
     default: STALE_SELECTED_NODE_GRACE_DEFAULT_MS,
-    help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). Outside allowedTopologies or used by no pod, a claim the provisioner has tried at all is left to it: its CreateVolume may have made the volume. A value below the default is warned about at start: it must outlast the provisioners' retry interval (external-provisioner's --retry-interval-max) plus the 5 minutes its Events may be held back. 0 removes at once; a negative value never removes.`,
+    help: `How long a delayed-binding claim's ${ANN_SELECTED_NODE} must have pointed at a node that is gone, outside the class's allowedTopologies, or used by no pod, with no activity of the external provisioner on the claim, before the pv-binder removes it (kubernetes #112347). Outside allowedTopologies or used by no pod, a claim the provisioner has tried at all is left to it: its CreateVolume may have made the volume. A value below the default is warned about at start: it must outlast the provisioners' retry interval (external-provisioner's --retry-interval-max) plus the 5 minutes its Events may be held back. 0 removes at once; a negative value (-1s) never removes.`,
+    allowNegative: true,
   },
   {
     name: PROVISIONED_VOLUME_NAMES_FLAG,

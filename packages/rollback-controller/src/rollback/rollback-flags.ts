@@ -1,3 +1,4 @@
+import { atLeast } from '@topovol/shared';
 import type { FlagSpec } from '@topovol/shared';
 import { NODE_STATE_DWELL_MS } from './decide-rollback.js';
 
@@ -38,7 +39,8 @@ export const rollbackFlags: FlagSpec[] = [
     name: MAX_ROLLBACKS_FLAG,
     type: 'int',
     default: MAX_ROLLBACKS_DEFAULT,
-    help: 'At most this many rollbacks per workload (a pod, the controller that re-creates it, or a StatefulSet replica; within its namespace) within --rollback-history-ttl; then a ProvisioningRollbackLimit Warning and no more.',
+    help: 'At most this many rollbacks per workload (a pod, the controller that re-creates it, or a StatefulSet replica; within its namespace) within --rollback-history-ttl; then a ProvisioningRollbackLimit Warning and no more. 0 rolls nothing back (each stuck pod gets that Warning). Must not be negative.',
+    validate: atLeast(0),
   },
   {
     name: BACKOFF_FLAG,

@@ -37,8 +37,9 @@ const TERM = /(\d+\.?\d*|\.\d+)([^\d.]*)/y;
  * Parses a Go duration string into milliseconds. Accepts what Go's time.ParseDuration does except
  * negative values: "0", "+15s", "1m30s", "500ms", "1.5s", ".5s", "2h45m", "300us". Throws a DurationError
  * (message `invalid duration "…": <reason> …`) on anything else ("", "15", "1x", "-1s", " 1s").
+ * With `allowNegative` (a flag whose negative value means something, as "never"), "-1s" is -1000.
  */
-export function parseDuration(s: string): number {
+export function parseDuration(s: string, opts: { allowNegative?: boolean } = {}): number {
   const fail = (why: string): DurationError => new DurationError(s, why);
   let str = s;
   const negative = str.startsWith('-');
@@ -63,8 +64,9 @@ export function parseDuration(s: string): number {
     if (totalNs > MAX_NS) throw fail('out of range');
     pos = TERM.lastIndex;
   }
-  if (negative && totalNs > 0n) throw fail('must not be negative');
-  return Number(totalNs / NS_PER_MS) + Number(totalNs % NS_PER_MS) / 1e6;
+  if (negative && totalNs > 0n && !opts.allowNegative) throw fail('must not be negative');
+  const ms = Number(totalNs / NS_PER_MS) + Number(totalNs % NS_PER_MS) / 1e6;
+  return negative && totalNs > 0n ? -ms : ms;
 }
 
 /** Go's fmtFrac: `v` in units of 10^-prec, printed with trailing zeros (and a bare dot) trimmed. */

@@ -20,6 +20,8 @@ export interface FlagSpec {
   help: string;
   /** Returns a reason when the (parsed) value is unacceptable; the default is not validated. */
   validate?: (v: FlagValue) => string | undefined;
+  /** A duration flag whose negative values mean something (its help says what); others refuse them. */
+  allowNegative?: boolean;
 }
 
 /** A bad command line: the manager prints the (one-line) message and exits 2. */
@@ -72,7 +74,7 @@ function parseValue(spec: FlagSpec, raw: string): FlagValue {
     }
     case 'duration':
       try {
-        return parseDuration(raw);
+        return parseDuration(raw, { allowNegative: spec.allowNegative === true });
       } catch (err) {
         if (err instanceof DurationError) throw bad(`not a duration: ${err.reason} (examples: 500ms, 15s, 1m30s)`);
         throw err;

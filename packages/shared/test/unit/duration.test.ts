@@ -56,6 +56,20 @@ describe('Go-style durations', function () {
     }
   });
 
+  describe('parseDuration with allowNegative', function () {
+    const good: [string, number][] = [
+      ['-1s', -1000],
+      ['-1m30s', -90_000],
+      ['-1.5ms', -1.5],
+      ['-0', 0],
+      ['+2s', 2000],
+    ];
+    for (const [s, ms] of good) it(`parses "${s}" as ${ms} ms`, () => expect(parseDuration(s, { allowNegative: true })).to.equal(ms));
+    it('still refuses what is no duration', function () {
+      for (const s of ['-', '-1', '--1s', '-1x']) expect(() => parseDuration(s, { allowNegative: true }), s).to.throw(DurationError);
+    });
+  });
+
   describe('formatDuration', function () {
     const fmt: [number, string][] = [
       [0, '0s'],
