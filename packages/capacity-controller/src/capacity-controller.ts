@@ -38,8 +38,9 @@ async function connect(flags: CapacityFlags, env: ControllerEnv): Promise<{ csi:
  * The capacity loop: one instance per CSI driver, or with --capacity-node-name one instance per
  * node (next to a per-node driver) that publishes only that node's CSIStorageCapacity objects and
  * its own pool of the aggregated status. Runnables, in start order: the workers, the GetCapacity
- * calls they start, and per node the status writer (stopped in reverse order: the writer and the
- * calls end before the workers finish the keys they hold).
+ * calls they start, per node the status writer, and the check for other publishers of the driver
+ * (stopped in reverse order: the check, the writer and the calls end before the workers finish the
+ * keys they hold).
  */
 export async function setupCapacity(env: ControllerEnv): Promise<Runnable[]> {
   const flags = readCapacityFlags(env.options.extra);

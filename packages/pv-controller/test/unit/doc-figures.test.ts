@@ -24,8 +24,6 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
     '16 MiB': 'limit: LIST_PAGE_MAX_BYTES',
     '64 MiB': 'limit: ONE_OBJECT_MAX_BYTES',
     '1 KB': 'size: a volume object (815 bytes in hack/bench/README.md, "Start-up at 100,000")',
-    '800ms': "setting: client-go reflector's backoff manager (start)",
-    '2min': "setting: client-go reflector's backoff manager (reset)",
     '800 ms': 'setting: REFLECTOR_BACKOFF.startMs',
     '2 minutes': 'setting: REFLECTOR_BACKOFF.resetAfterMs',
   },
