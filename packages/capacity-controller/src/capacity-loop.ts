@@ -23,6 +23,7 @@ import { writeDenialReports } from './objects/write-denial-reports.js';
 import { planItem } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
+import { OwnNodeReport } from './own-node-report.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
 import type { PlacedNode } from './segments/compute-segments.js';
@@ -93,6 +94,8 @@ export class CapacityLoop {
   private readonly stopping = new AbortController();
   /** Per node: the driver's registration kept while kubelet has it unregistered (kept-registration.ts). */
   private readonly kept: KeptRegistration | undefined;
+  /** Per node: whether --capacity-node-name names a Node, said when that changes. */
+  private readonly ownNode: OwnNodeReport | undefined;
 
   constructor(
     private readonly inf: CapacityInformers,
@@ -113,6 +116,7 @@ export class CapacityLoop {
     // Only where a node counts once the driver is registered (not with anyNode, which never looks).
     const registers = opts.mode.kind === 'csinode' || !opts.mode.anyNode;
     this.kept = opts.onlyNode && registers ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
+    this.ownNode = opts.onlyNode ? new OwnNodeReport({ client: writeClient, events, log, driverName: opts.driverName, nodeName: opts.onlyNode }) : undefined;
   }
 
   /** The informer handlers: which changes lead to which keys (capacity-triggers.ts). */
@@ -151,6 +155,7 @@ export class CapacityLoop {
   private async sync(ctx: ReconcileContext): Promise<number> {
     const only = this.opts.onlyNode;
     const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
+    this.ownNode?.note(nodes.length > 0);
     const csiNodeOf = csiNodeLookup(this.kept, this.inf.csiNodes.cache);
     const placed = placeNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
     const segments = uniqueSegments(placed.map((p) => p.segment));

@@ -35,6 +35,13 @@ const writesDenied = gauge<'driver'>({
   labelNames: ['driver'],
 });
 
+// Per node: a level, so an alert can say which instances publish nothing (own-node-report.ts).
+const nodeMissing = gauge<'driver'>({
+  name: 'topovol_capacity_node_missing',
+  help: '1 while a per-node capacity instance\'s --capacity-node-name names no Node (it publishes nothing then), else 0.',
+  labelNames: ['driver'],
+});
+
 const available = gauge<'driver' | 'storage_class' | 'segment' | 'pool'>({
   name: 'topovol_capacity_available_bytes',
   help: 'Capacity the driver last reported, by storage class (or <ephemeral>), segment (label=value,...) and pool.',
@@ -66,5 +73,8 @@ export const capacityMetrics = {
   /** No denied write is owed any more. */
   allowed(driver: string): void {
     writesDenied.set({ driver }, 0);
+  },
+  nodeMissing(driver: string, missing: boolean): void {
+    nodeMissing.set({ driver }, missing ? 1 : 0);
   },
 };

@@ -158,6 +158,30 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     expect(warnings()).to.deep.equal([`CSIDriver/${DRIVER}`, `CSIDriver/${DRIVER}`]);
   });
 
+  // A per-node instance whose --capacity-node-name names no Node publishes nothing; it used to say
+  // nothing either (no log line, no Event, no metric): an operator saw only missing objects.
+  it('per node, a --capacity-node-name naming no Node: an error, one CapacityNodeNotFound Warning on the CSIDriver and topovol_capacity_node_missing 1 until the Node exists', async function () {
+    const { queue, store, inf, loop, events } = fakeLoop(undefined, { onlyNode: 'n1' });
+    store.seed(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: DRIVER } });
+    const missing = async (): Promise<number | undefined> => (await metricsRegistry.getSingleMetric('topovol_capacity_node_missing')?.get())?.values.find((v) => v.labels.driver === DRIVER)?.value;
+    const warnings = (): string[] => events.filter((e) => e.reason === 'CapacityNodeNotFound').map((e) => `${e.kind}/${e.name}: ${e.message}`);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('fast'));
+    for (let i = 0; i < 3; i++) {
+      queue.add(SYNC);
+      await queue.drain(loop.reconcile);
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(publishedFigures(store), 'nothing to publish').to.deep.equal([]);
+    expect(warnings(), 'said once, on the driver').to.deep.equal([`CSIDriver/${DRIVER}: --capacity-node-name=n1 names no Node: this per-node capacity instance publishes no CSIStorageCapacity objects until a Node of that name exists (set the flag from the pod's spec.nodeName through the downward API)`]);
+    expect(await missing()).to.equal(1);
+    inf.nodes.set(node);
+    await queue.drain(loop.reconcile);
+    expect(publishedFigures(store)).to.deep.equal([['fast', 10n * GiB]]);
+    expect(await missing()).to.equal(0);
+    expect(warnings()).to.have.length(1);
+  });
+
   it('Unimplemented for one class\'s parameters only: the other classes\' figures keep being refreshed and published', async function () {
     const { queue, meter, store, inf, loop, statusEntries, statusConditions } = fakeLoop();
     // One kind of pool the driver measures, another it does not.

@@ -37,6 +37,7 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
   'docs/capacity.md': {
     '100 ms': "setting: the capacity bench's volume creation rate",
     '15 minutes': "setting: an alert rule's for:",
+    '10 minutes': "setting: TopovolCapacityNodeMissing's for:",
     '350 KB': 'size the capacity-status scale test measures',
   },
   'docs/divergences.md': {
