@@ -1,8 +1,8 @@
-import { Resources } from '@topovol/shared';
+import { errorMessage, isRefusal, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger } from '@topovol/shared';
 import type { MarkDecision } from './decide-mark.js';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, LABEL_USAGE, Reasons } from './marks.js';
-import { countMark } from './rollback-metrics.js';
+import { countMark, countRollback } from './rollback-metrics.js';
 
 /** The one client call writeMark makes: a merge patch carrying the resourceVersion decided on. */
 export type MarkWrites = Pick<KubeClient, 'patch'>;
@@ -16,9 +16,18 @@ export interface MarkActuatorDeps {
   rememberDryRunMark?: (volumeName: string, labels: Record<string, string>, annotations: Record<string, string>) => void;
 }
 
-/** Writes a volume's marks with the resourceVersion decided on; the Event follows the write. */
-export async function writeMark(d: MarkActuatorDeps, m: MarkDecision): Promise<void> {
-  if (m.kind === 'none') return;
+/** How soon a mark the API server refused is tried again (a policy may be fixed; the work queue's doubling backoff grows to many minutes). */
+export const MARK_REFUSED_RETRY_MS = 60_000;
+
+/**
+ * Writes a volume's marks with the resourceVersion decided on; the Event follows the write.
+ * `refused`: the API server refused the write (403, 422 or 400: the marks' admission policy naming
+ * another ServiceAccount after the install moved, a webhook, a narrowed role). Nothing is lost, as
+ * without a mark no volume is rolled back, but nothing would say so either: a Warning on the
+ * volume, a warn log line, counted as `result="error"`; tried again after MARK_REFUSED_RETRY_MS.
+ */
+export async function writeMark(d: MarkActuatorDeps, m: MarkDecision): Promise<'refused' | undefined> {
+  if (m.kind === 'none') return undefined;
   const v = m.volume;
   const labels: Record<string, string> = { [LABEL_USAGE]: m.kind === 'markUnused' ? 'unused' : 'used' };
   const annotations: Record<string, string> =
@@ -29,8 +38,18 @@ export async function writeMark(d: MarkActuatorDeps, m: MarkDecision): Promise<v
   d.log.info(m.kind === 'markUnused' ? 'marking volume unused' : 'marking volume used', { volume: v.metadata?.name, dryRun: d.dryRun, message });
   if (d.dryRun) d.rememberDryRunMark?.(v.metadata!.name!, labels, annotations);
   else {
-    await d.client.patch(Resources.persistentVolumes, v.metadata!.name!, undefined, 'merge', { metadata: { resourceVersion: v.metadata?.resourceVersion, labels, annotations } });
+    try {
+      await d.client.patch(Resources.persistentVolumes, v.metadata!.name!, undefined, 'merge', { metadata: { resourceVersion: v.metadata?.resourceVersion, labels, annotations } });
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      const refused = `the API server refused marking the volume ${labels[LABEL_USAGE]}, so it cannot be rolled back; trying again: ${errorMessage(err)}`;
+      d.log.warn('volume mark refused by the API server', { volume: v.metadata?.name, mark: labels[LABEL_USAGE], error: errorMessage(err) });
+      d.events.event(v, 'Warning', Reasons.MarkRefused, refused);
+      countRollback('error');
+      return 'refused';
+    }
     countMark(m.kind === 'markUnused' ? 'unused' : 'used');
   }
   d.events.event(v, 'Normal', m.kind === 'markUnused' ? Reasons.MarkedUnused : Reasons.MarkedUsed, message);
+  return undefined;
 }

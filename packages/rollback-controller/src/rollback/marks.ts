@@ -49,6 +49,7 @@ export function usageOf(v: PersistentVolume): Usage {
 export const Reasons = {
   MarkedUnused: 'VolumeMarkedUnused',
   MarkedUsed: 'VolumeMarkedUsed',
+  MarkRefused: 'VolumeMarkRefused',
   RollbackStarted: 'ProvisioningRollback',
   ClaimRecreated: 'ClaimRecreated',
   ClaimRecreateFailed: 'ClaimRecreateFailed',

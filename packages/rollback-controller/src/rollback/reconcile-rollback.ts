@@ -11,7 +11,7 @@ import { templatesTooLarge } from './intent/new-rollback.js';
 import { heldByOthers } from './claim-template.js';
 import { createdMs, isFinished, ProvisioningRollbacks } from './intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from './intent/provisioning-rollback.js';
-import { writeMark } from './mark-actuator.js';
+import { MARK_REFUSED_RETRY_MS, writeMark } from './mark-actuator.js';
 import type { MarkActuatorDeps } from './mark-actuator.js';
 import { podRef } from './rollback-actuator.js';
 import { countRollback } from './rollback-metrics.js';
@@ -73,7 +73,7 @@ export class RollbackReconciler {
     const ref = v.spec?.claimRef;
     const c = ref?.name ? this.d.world.claim(ref.namespace ?? '', ref.name) : undefined;
     if (c) this.d.observe(c);
-    await writeMark(this.d.marks, decideMark(v, this.d.world));
+    if ((await writeMark(this.d.marks, decideMark(v, this.d.world))) === 'refused') return MARK_REFUSED_RETRY_MS;
   }
 
   /** The pod is gone: what was noted about it goes too (a pod deleted unscheduled has no update that ends its wait). */

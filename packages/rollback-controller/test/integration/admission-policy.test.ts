@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { expect } from 'chai';
-import { classifyError, Resources } from '@topovol/shared';
+import { classifyError, logger, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume } from '@topovol/shared';
-import { applyManifests, createTestNamespace, eventually, repoRoot, sharedControlPlane } from '@topovol/testing';
-import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_WORKLOAD, LABEL_USAGE } from '../../src/rollback/marks.js';
+import { applyManifests, createTestNamespace, eventually, FakeEvents, repoRoot, sharedControlPlane } from '@topovol/testing';
+import { writeMark } from '../../src/rollback/mark-actuator.js';
+import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_WORKLOAD, LABEL_USAGE, Reasons } from '../../src/rollback/marks.js';
 
 const CONTROLLER = 'system:serviceaccount:topovol-system:topovol-rollback';
 
@@ -105,5 +106,17 @@ describe('admission policy protecting the rollback marks', function () {
     expect(await rejection(viaStatus('st-plain', { labels: { team: 'storage' } }))).to.equal('accepted');
     expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, name('st-plain'))).metadata?.labels?.team).to.equal('storage');
     expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, name('st-used'))).metadata?.labels?.[LABEL_USAGE]).to.equal('used');
+  });
+
+  // The loop's own mark writer as an identity the policy does not exempt (an install moved to another
+  // namespace without patching the policy): the refusal is said on the volume, nothing is written.
+  it("the mark actuator refused by the policy (the loop running as an identity it does not exempt): a VolumeMarkRefused Warning, the volume unchanged", async function () {
+    const v = await admin.create<PersistentVolume>(Resources.persistentVolumes, pv('refused'));
+    const events = new FakeEvents();
+    const mark = { kind: 'markUnused' as const, volume: { ...v, kind: 'PersistentVolume' }, node: 'n1', podUid: 'uid-p', workloadUid: 'uid-w', podName: 'p' };
+    expect(await writeMark({ client: alice, events, log: logger(), dryRun: false }, mark)).to.equal('refused');
+    expect(events.recorded.map((e) => [e.type, e.reason, /only the Topovol rollback controller may mark a volume unused/.test(e.message)])).to.deep.equal([['Warning', Reasons.MarkRefused, true]]);
+    expect((await admin.get<PersistentVolume>(Resources.persistentVolumes, name('refused'))).metadata?.labels?.[LABEL_USAGE]).to.equal(undefined);
+    await admin.delete(Resources.persistentVolumes, name('refused'));
   });
 });

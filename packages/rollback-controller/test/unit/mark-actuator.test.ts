@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { isConflict, logger, Resources } from '@topovol/shared';
+import { isConflict, KubeApiError, logger, metricsRegistry, Resources } from '@topovol/shared';
 import type { PersistentVolume } from '@topovol/shared';
 import type { MarkDecision } from '../../src/rollback/decide-mark.js';
 import { writeMark } from '../../src/rollback/mark-actuator.js';
@@ -55,6 +55,22 @@ describe('mark actuator over an in-memory API server', function () {
     expect(isConflict(err), `expected a Conflict, got ${String(err)}`).to.equal(true);
     expect(store.snapshot()).to.deep.equal(before);
     expect(events.recorded).to.deep.equal([]);
+  });
+
+  // Refused (the marks' admission policy naming another install's ServiceAccount, a webhook, a
+  // narrowed role): it used to throw into the work queue's backoff with no Event and no count.
+  it('a mark the API server refuses: a Warning on the volume, counted as an error, said to the caller; nothing written', async function () {
+    const before = store.snapshot();
+    const errors = async (): Promise<number> => (await metricsRegistry.getSingleMetric('topovol_rollback_rollbacks_total')?.get())?.values.find((x) => x.labels.result === 'error')?.value ?? 0;
+    const was = await errors();
+    const refusing = { patch: () => Promise.reject(new KubeApiError(403, { reason: 'Forbidden', message: 'ValidatingAdmissionPolicy topovol-rollback-marks denied request: only the rollback controller may mark a volume unused' })) };
+    expect(await writeMark({ ...deps(), client: refusing }, unused(volume))).to.equal('refused');
+    expect(store.snapshot()).to.deep.equal(before);
+    expect(events.recorded.map((e) => [e.type, e.reason, /refused marking the volume unused.*only the rollback controller/.test(e.message)])).to.deep.equal([['Warning', Reasons.MarkRefused, true]]);
+    expect((await errors()) - was).to.equal(1);
+    // Other errors still go to the work queue.
+    const failing = { patch: () => Promise.reject(new KubeApiError(503, { message: 'etcd leader changed' })) };
+    expect(await writeMark({ ...deps(), client: failing }, unused(volume)).then(() => 'returned', (e: unknown) => (e as KubeApiError).code)).to.equal(503);
   });
 
   it('dry-run: nothing written, the mark handed over for later decisions, the Event still sent', async function () {
