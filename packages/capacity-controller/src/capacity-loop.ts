@@ -24,6 +24,7 @@ import { planItem } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
 import { OwnNodeReport } from './own-node-report.js';
+import { StatusRefusals } from './status/status-refusals.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
 import type { PlacedNode } from './segments/compute-segments.js';
@@ -96,6 +97,8 @@ export class CapacityLoop {
   private readonly kept: KeptRegistration | undefined;
   /** Per node: whether --capacity-node-name names a Node, said when that changes. */
   private readonly ownNode: OwnNodeReport | undefined;
+  /** Central: the aggregated status's writes the API server refuses, said once per episode. */
+  private readonly statusRefusals: StatusRefusals;
 
   constructor(
     private readonly inf: CapacityInformers,
@@ -117,6 +120,7 @@ export class CapacityLoop {
     const registers = opts.mode.kind === 'csinode' || !opts.mode.anyNode;
     this.kept = opts.onlyNode && registers ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
     this.ownNode = opts.onlyNode ? new OwnNodeReport({ client: writeClient, events, log, driverName: opts.driverName, nodeName: opts.onlyNode }) : undefined;
+    this.statusRefusals = new StatusRefusals({ client: writeClient, events, log, driverName: opts.driverName });
   }
 
   /** The informer handlers: which changes lead to which keys (capacity-triggers.ts). */
@@ -394,8 +398,15 @@ export class CapacityLoop {
     // Pools of items not measured since this process started (a restart) stay as published.
     const unmeasured = new Set<string>();
     for (const d of this.desired.items.values()) if (!this.state.get(itemKey(d.item))?.measured) unmeasured.add(poolRefKey({ storageClassName: d.item.storageClassName, pool: statusPoolName(d) }));
-    await this.status.publish(entries, this.conditions(), (storageClassName, pool) => unmeasured.has(poolRefKey({ storageClassName, pool })));
-    await this.status.pruneExpired();
+    try {
+      await this.status.publish(entries, this.conditions(), (storageClassName, pool) => unmeasured.has(poolRefKey({ storageClassName, pool })));
+      await this.status.pruneExpired();
+      this.statusRefusals.succeeded();
+    } catch (err) {
+      // Refused: said once, tried again at the next refresh (the work queue's backoff would reach
+      // many minutes); anything else goes to the work queue.
+      if (!this.statusRefusals.failed(err)) throw err;
+    }
     return this.opts.statusRefreshMs;
   }
 

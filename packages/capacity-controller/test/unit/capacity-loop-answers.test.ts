@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { metricsRegistry, Resources } from '@topovol/shared';
+import { KubeApiError, metricsRegistry, Resources } from '@topovol/shared';
 import type { StorageClass } from '@topovol/shared';
 import { CsiError, GrpcStatus } from '@topovol/shared/csi';
 import { STATUS, SYNC } from '../../src/capacity-key.js';
@@ -180,6 +180,38 @@ describe('CapacityLoop: each answer lands where it belongs', function () {
     expect(publishedFigures(store)).to.deep.equal([['fast', 10n * GiB]]);
     expect(await missing()).to.equal(0);
     expect(warnings()).to.have.length(1);
+  });
+
+  // The aggregated status's writes refused (a policy, a webhook, a missing or older CRD): they went to
+  // the work queue's doubling backoff with no Event, while the status kept saying Ready=True.
+  it('status writes the API server refuses: one CapacityStatusRefused Warning on the CSIDriver and topovol_capacity_status_writes_denied 1 while they last, retried at the status refresh', async function () {
+    const { queue, store, inf, loop, events, statusFailure, statusEntries } = fakeLoop();
+    store.seed(Resources.csiDrivers, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: DRIVER } });
+    const denied = async (): Promise<number | undefined> => (await metricsRegistry.getSingleMetric('topovol_capacity_status_writes_denied')?.get())?.values.find((v) => v.labels.driver === DRIVER)?.value;
+    const warnings = (): string[] => events.filter((e) => e.reason === 'CapacityStatusRefused').map((e) => `${e.kind}/${e.name}`);
+    inf.nodes.set(node);
+    inf.csiNodes.set(csiNode);
+    inf.classes.set(sc('fast'));
+    statusFailure.err = new KubeApiError(403, { reason: 'Forbidden', message: 'csidrivercapacities.topovol.io "x" is forbidden: User "u" cannot update resource "csidrivercapacities/status"' });
+    queue.add(SYNC);
+    for (let i = 0; i < 3; i++) {
+      queue.add(STATUS);
+      await queue.drain(loop.reconcile);
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(warnings(), 'said once, on the driver').to.deep.equal([`CSIDriver/${DRIVER}`]);
+    expect(await denied()).to.equal(1);
+    statusFailure.err = undefined;
+    queue.add(STATUS);
+    await queue.drain(loop.reconcile);
+    expect(await denied()).to.equal(0);
+    expect(statusEntries().map((e) => e.storageClassName)).to.deep.equal(['fast']);
+    // Refused anew after it was allowed: said anew.
+    statusFailure.err = new KubeApiError(422, { reason: 'Invalid', message: 'ValidatingAdmissionPolicy denied request' });
+    queue.add(STATUS);
+    await queue.drain(loop.reconcile);
+    await new Promise((r) => setImmediate(r));
+    expect(warnings()).to.have.length(2);
   });
 
   it('Unimplemented for one class\'s parameters only: the other classes\' figures keep being refreshed and published', async function () {

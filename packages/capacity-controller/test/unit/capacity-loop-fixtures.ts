@@ -52,15 +52,18 @@ export interface RecordedEvent {
 export function fakeLoop(
   meter = new FakeMeter({ available: 10n * GiB }),
   options: Partial<CapacityLoopOptions> = {},
-): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[]; statusConditions: () => readonly StatusCondition[]; events: readonly RecordedEvent[] } {
+): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[]; statusConditions: () => readonly StatusCondition[]; events: readonly RecordedEvent[]; statusFailure: { err?: Error } } {
   const queue = new FakeCapacityQueue();
   const store = new FakeObjectStore();
   const inf = fakeInformers();
   store.watch(Resources.csiStorageCapacities, inf.objects);
   let last: readonly CapacityEntry[] = [];
   let lastConditions: readonly StatusCondition[] = [];
+  /** Set `err` to have the status writes fail with it (a refusal, say). */
+  const statusFailure: { err?: Error } = {};
   const status = {
     publish: (entries: readonly CapacityEntry[], conditions: readonly StatusCondition[]) => {
+      if (statusFailure.err !== undefined) return Promise.reject(statusFailure.err);
       last = entries;
       lastConditions = conditions;
       return Promise.resolve({ wrote: false });
@@ -76,7 +79,7 @@ export function fakeLoop(
   };
   const loop = new CapacityLoop(inf, meter, store, status, recorder, queue, { ...loopOptions(queue), ...options }, logger());
   loop.register();
-  return { queue, meter, store, inf, loop, statusEntries: () => last, statusConditions: () => lastConditions, events };
+  return { queue, meter, store, inf, loop, statusEntries: () => last, statusConditions: () => lastConditions, events, statusFailure };
 }
 
 /** The published objects as [class, bytes], by class. */

@@ -1,0 +1,48 @@
+import { errorMessage, gauge, isRefusal } from '@topovol/shared';
+import type { KubeClient, Logger } from '@topovol/shared';
+import type { CapacityEvents } from '../capacity-loop-deps.js';
+import { warnOnDriver } from '../driver-warning.js';
+
+/** The Event reason when the API server refuses the aggregated status's writes. */
+export const STATUS_REFUSED_REASON = 'CapacityStatusRefused';
+
+// A level, as topovol_capacity_object_writes_denied: the refused publish is retried at the status
+// refresh, so a rate of errors alone is too thin for an alert.
+const statusDenied = gauge<'driver'>({
+  name: 'topovol_capacity_status_writes_denied',
+  help: '1 while the API server refuses writes of the driver\'s CSIDriverCapacity status (authorization, an admission policy or webhook, a missing or older CRD), else 0.',
+  labelNames: ['driver'],
+});
+
+/**
+ * The central loop's CSIDriverCapacity writes the API server refuses (403, 422, 400): the status
+ * keeps its last figures and conditions (perhaps Ready=True) while nothing can change them, so the
+ * first refusal of an episode is logged as an error and said as a Warning on the CSIDriver, and
+ * `topovol_capacity_status_writes_denied` is 1 until a publish goes through.
+ */
+export class StatusRefusals {
+  private refused = false;
+
+  constructor(private readonly d: { client: Pick<KubeClient, 'get'>; events: CapacityEvents; log: Logger; driverName: string }) {
+    statusDenied.set({ driver: d.driverName }, 0);
+  }
+
+  /** A publish failed with `err`: whether it was a refusal (said here; the caller tries again at its next refresh). */
+  failed(err: unknown): boolean {
+    if (!isRefusal(err)) return false;
+    statusDenied.set({ driver: this.d.driverName }, 1);
+    if (this.refused) return true;
+    this.refused = true;
+    const message = `the API server refuses writes of the aggregated capacity status (CSIDriverCapacity ${this.d.driverName}): it keeps its last figures and conditions until they are allowed: ${errorMessage(err)}`;
+    this.d.log.error(message, { driver: this.d.driverName });
+    warnOnDriver(this.d.client, this.d.events, this.d.driverName, STATUS_REFUSED_REASON, message);
+    return true;
+  }
+
+  /** A publish went through. */
+  succeeded(): void {
+    statusDenied.set({ driver: this.d.driverName }, 0);
+    if (this.refused) this.d.log.info('aggregated capacity status writes allowed again', { driver: this.d.driverName });
+    this.refused = false;
+  }
+}
