@@ -25,6 +25,7 @@ import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/
 import type { ItemState } from './objects/refresh-timing.js';
 import { OwnNodeReport } from './own-node-report.js';
 import { StatusRefusals } from './status/status-refusals.js';
+import { ClassFailureReports } from './source/class-failure-reports.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
 import type { PlacedNode } from './segments/compute-segments.js';
@@ -99,6 +100,8 @@ export class CapacityLoop {
   private readonly ownNode: OwnNodeReport | undefined;
   /** Central: the aggregated status's writes the API server refuses, said once per episode. */
   private readonly statusRefusals: StatusRefusals;
+  /** GetCapacity failures a retry will not mend, said once per class. */
+  private readonly classFailures: ClassFailureReports;
 
   constructor(
     private readonly inf: CapacityInformers,
@@ -121,6 +124,8 @@ export class CapacityLoop {
     this.kept = opts.onlyNode && registers ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
     this.ownNode = opts.onlyNode ? new OwnNodeReport({ client: writeClient, events, log, driverName: opts.driverName, nodeName: opts.onlyNode }) : undefined;
     this.statusRefusals = new StatusRefusals({ client: writeClient, events, log, driverName: opts.driverName });
+    const onNode = opts.onlyNode;
+    this.classFailures = new ClassFailureReports({ events, log, driverName: opts.driverName, target: (cls) => (onNode ? inf.nodes.cache.get(onNode) : inf.classes.cache.get(cls)) });
   }
 
   /** The informer handlers: which changes lead to which keys (capacity-triggers.ts). */
@@ -159,7 +164,8 @@ export class CapacityLoop {
   private async sync(ctx: ReconcileContext): Promise<number> {
     const only = this.opts.onlyNode;
     const nodes = only ? [this.inf.nodes.cache.get(only)].filter((n): n is Node => n !== undefined) : this.inf.nodes.cache.list();
-    this.ownNode?.note(nodes.length > 0);
+    // A node being deleted is left out of the segments too (placeNodes): nothing is published for it.
+    this.ownNode?.note(nodes.some((n) => !n.metadata?.deletionTimestamp));
     const csiNodeOf = csiNodeLookup(this.kept, this.inf.csiNodes.cache);
     const placed = placeNodes(this.opts.mode, nodes, csiNodeOf, this.opts.driverName);
     const segments = uniqueSegments(placed.map((p) => p.segment));
@@ -176,6 +182,7 @@ export class CapacityLoop {
     this.desired = desiredItems(this.inf.classes.cache.list(), segments, this.opts, labelKeys && ((k) => labelKeys.get(k)), domainNodes);
     this.byRequest = new Map();
     this.unsupported.keepOnly([...this.desired.items.values()].map((d) => d.parameters));
+    this.classFailures.keepOnly(new Set([...this.desired.items.values()].map((d) => d.item.storageClassName)));
     const now = this.now();
     for (const [key, d] of this.desired.items) {
       const rk = requestKey(d.parameters, d.item.segment);
@@ -327,6 +334,7 @@ export class CapacityLoop {
     st.error = undefined;
     st.failures = 0;
     st.retryAt = undefined;
+    this.classFailures.answered(d.item.storageClassName);
     capacityMetrics.measured(this.opts.driverName, d.item, measured.available);
     if (changed) this.queue.add(STATUS);
   }
@@ -342,6 +350,7 @@ export class CapacityLoop {
     }
     st.error = errorMessage(err);
     st.failures++;
+    this.classFailures.failed(d.item.storageClassName, err);
     // Per item, doubling from 1 s up to the poll interval, as a failed reconcile would back off.
     const wait = doublingBackoffMs(FAILURE_BACKOFF_MS, st.failures, this.opts.pollIntervalMs);
     st.retryAt = this.now() + wait;
@@ -400,13 +409,16 @@ export class CapacityLoop {
     for (const d of this.desired.items.values()) if (!this.state.get(itemKey(d.item))?.measured) unmeasured.add(poolRefKey({ storageClassName: d.item.storageClassName, pool: statusPoolName(d) }));
     try {
       await this.status.publish(entries, this.conditions(), (storageClassName, pool) => unmeasured.has(poolRefKey({ storageClassName, pool })));
-      await this.status.pruneExpired();
       this.statusRefusals.succeeded();
     } catch (err) {
       // Refused: said once, tried again at the next refresh (the work queue's backoff would reach
       // many minutes); anything else goes to the work queue.
       if (!this.statusRefusals.failed(err)) throw err;
+      return this.opts.statusRefreshMs;
     }
+    // Not under the refusal check: a prune that lost its race to a per-node writer too often ends
+    // in a failed JSON patch test, which the API server answers 422 (patch.go), as it would a refusal.
+    await this.status.pruneExpired();
     return this.opts.statusRefreshMs;
   }
 
@@ -414,13 +426,22 @@ export class CapacityLoop {
     return loopConditions({
       total: this.desired.items.size,
       measured: [...this.desired.items].filter(([k, d]) => figureFor(d, this.state.get(k)) !== undefined).length,
-      failing: [...this.state.values()].find((s) => s.error)?.error,
+      failing: failingItem(this.desired.items, this.state),
       unsupported: this.unsupported.describe(this.desired.items.values()),
       refused: this.objects.refusal,
       problems: this.desired.problems,
       ...(this.opts.otherPublisherObjects ? { others: { driverName: this.opts.driverName, objects: this.opts.otherPublisherObjects() } } : {}),
     });
   }
+}
+
+/** Some desired item whose last call failed, named by its class (the Ready condition's message). */
+function failingItem(items: ReadonlyMap<string, DesiredItem>, state: ReadonlyMap<string, ItemState>): string | undefined {
+  for (const [key, d] of items) {
+    const error = state.get(key)?.error;
+    if (error !== undefined) return `StorageClass ${d.item.storageClassName}: ${error}`;
+  }
+  return undefined;
 }
 
 /**

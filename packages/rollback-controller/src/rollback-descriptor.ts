@@ -26,9 +26,11 @@ export const rollbackDescriptor: ControllerDescriptor = {
     // controller_policy.go). Without it, under that plugin, the claim's delete would land and its
     // re-create be refused. No API writes pods/finalizers; it is only what the plugin asks about.
     { apiGroups: [''], resources: ['pods/finalizers'], verbs: ['update'] },
-    // The same for a StatefulSet replica's claim under a persistentVolumeClaimRetentionPolicy other
-    // than Retain: the StatefulSet controller owns it with blockOwnerDeletion (`addControllerRef` in
-    // pkg/controller/statefulset/stateful_set_utils.go), and has this grant itself (controller_policy.go).
+    // The same for a StatefulSet replica's claim under a persistentVolumeClaimRetentionPolicy with
+    // whenDeleted: Delete: the StatefulSet controller owns it with blockOwnerDeletion
+    // (`addControllerRef` in pkg/controller/statefulset/stateful_set_utils.go), and has this grant
+    // itself (controller_policy.go). (whenScaled: Delete makes the pod the owner, and only of the
+    // claims of scaled-down replicas, which no pod of the StatefulSet uses.)
     { apiGroups: ['apps'], resources: ['statefulsets/finalizers'], verbs: ['update'] },
     { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
     // get: the pod's namespace when a rollback is recorded (its uid), and before a deleted claim is

@@ -10,7 +10,7 @@ export const STATUS_REFUSED_REASON = 'CapacityStatusRefused';
 // refresh, so a rate of errors alone is too thin for an alert.
 const statusDenied = gauge<'driver'>({
   name: 'topovol_capacity_status_writes_denied',
-  help: '1 while the API server refuses writes of the driver\'s CSIDriverCapacity status (authorization, an admission policy or webhook, a missing or older CRD), else 0.',
+  help: '1 while the API server refuses writes of the driver\'s CSIDriverCapacity status (authorization, an admission policy or webhook, an older CRD), else 0.',
   labelNames: ['driver'],
 });
 

@@ -132,6 +132,9 @@ describe('reliability: bad input to the capacity loop (real API server, CSI over
       const ready = await readyCondition();
       expect([ready?.status, ready?.reason]).to.deep.equal(['False', 'GetCapacityFailed']);
       expect(ready?.message).to.contain('negative size');
+      expect(ready?.message, 'names the class').to.contain(`StorageClass ${name('fast')}:`);
+      // A failure a retry will not mend: said on the class (kubectl describe storageclass).
+      expect((await events(name('fast'))).join('\n')).to.match(/Warning\/GetCapacityFailed: CSI driver .* cannot measure the capacity of storage class .*negative size/);
     });
     expect(await figures(), 'the last good figure stays, as for any failing call').to.include(`fast {"${ZONE}":"neg"}=4Gi`);
     await canaryFollows();

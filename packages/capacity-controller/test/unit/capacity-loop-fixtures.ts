@@ -52,15 +52,15 @@ export interface RecordedEvent {
 export function fakeLoop(
   meter = new FakeMeter({ available: 10n * GiB }),
   options: Partial<CapacityLoopOptions> = {},
-): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[]; statusConditions: () => readonly StatusCondition[]; events: readonly RecordedEvent[]; statusFailure: { err?: Error } } {
+): { queue: FakeCapacityQueue; meter: FakeMeter; store: FakeObjectStore; inf: FakeInformers; loop: CapacityLoop; statusEntries: () => readonly CapacityEntry[]; statusConditions: () => readonly StatusCondition[]; events: readonly RecordedEvent[]; statusFailure: { err?: Error; pruneErr?: Error } } {
   const queue = new FakeCapacityQueue();
   const store = new FakeObjectStore();
   const inf = fakeInformers();
   store.watch(Resources.csiStorageCapacities, inf.objects);
   let last: readonly CapacityEntry[] = [];
   let lastConditions: readonly StatusCondition[] = [];
-  /** Set `err` to have the status writes fail with it (a refusal, say). */
-  const statusFailure: { err?: Error } = {};
+  /** Set `err` to have the status writes fail with it (a refusal, say), `pruneErr` the prunes. */
+  const statusFailure: { err?: Error; pruneErr?: Error } = {};
   const status = {
     publish: (entries: readonly CapacityEntry[], conditions: readonly StatusCondition[]) => {
       if (statusFailure.err !== undefined) return Promise.reject(statusFailure.err);
@@ -68,7 +68,7 @@ export function fakeLoop(
       lastConditions = conditions;
       return Promise.resolve({ wrote: false });
     },
-    pruneExpired: () => Promise.resolve(0),
+    pruneExpired: () => (statusFailure.pruneErr ? Promise.reject(statusFailure.pruneErr) : Promise.resolve(0)),
   };
   const events: RecordedEvent[] = [];
   const recorder = {

@@ -2,7 +2,7 @@ import { errorMessage, isRefusal, Resources } from '@topovol/shared';
 import type { EventRecorder, KubeClient, Logger } from '@topovol/shared';
 import type { MarkDecision } from './decide-mark.js';
 import { ANN_PROVISIONED_FOR_NODE, ANN_PROVISIONED_FOR_POD, ANN_PROVISIONED_FOR_WORKLOAD, ANN_USED_BECAUSE, LABEL_USAGE, Reasons } from './marks.js';
-import { countMark, countRollback } from './rollback-metrics.js';
+import { countMark, countMarkRefused } from './rollback-metrics.js';
 
 /** The one client call writeMark makes: a merge patch carrying the resourceVersion decided on. */
 export type MarkWrites = Pick<KubeClient, 'patch'>;
@@ -23,8 +23,9 @@ export const MARK_REFUSED_RETRY_MS = 60_000;
  * Writes a volume's marks with the resourceVersion decided on; the Event follows the write.
  * `refused`: the API server refused the write (403, 422 or 400: the marks' admission policy naming
  * another ServiceAccount after the install moved, a webhook, a narrowed role). Nothing is lost, as
- * without a mark no volume is rolled back, but nothing would say so either: a Warning on the
- * volume, a warn log line, counted as `result="error"`; tried again after MARK_REFUSED_RETRY_MS.
+ * without an `unused` mark no volume is rolled back (and a refused `used` mark leaves one a rollback
+ * checks again before it acts), but nothing would say so either: a Warning on the volume, a warn
+ * log line, `topovol_rollback_volume_marks_refused_total`; tried again after MARK_REFUSED_RETRY_MS.
  */
 export async function writeMark(d: MarkActuatorDeps, m: MarkDecision): Promise<'refused' | undefined> {
   if (m.kind === 'none') return undefined;
@@ -42,10 +43,11 @@ export async function writeMark(d: MarkActuatorDeps, m: MarkDecision): Promise<'
       await d.client.patch(Resources.persistentVolumes, v.metadata!.name!, undefined, 'merge', { metadata: { resourceVersion: v.metadata?.resourceVersion, labels, annotations } });
     } catch (err) {
       if (!isRefusal(err)) throw err;
-      const refused = `the API server refused marking the volume ${labels[LABEL_USAGE]}, so it cannot be rolled back; trying again: ${errorMessage(err)}`;
+      const consequence = m.kind === 'markUnused' ? 'so it cannot be rolled back' : 'so it keeps its unused mark, which a rollback checks again before it acts';
+      const refused = `the API server refused marking the volume ${labels[LABEL_USAGE]}, ${consequence}; trying again: ${errorMessage(err)}`;
       d.log.warn('volume mark refused by the API server', { volume: v.metadata?.name, mark: labels[LABEL_USAGE], error: errorMessage(err) });
       d.events.event(v, 'Warning', Reasons.MarkRefused, refused);
-      countRollback('error');
+      countMarkRefused(m.kind === 'markUnused' ? 'unused' : 'used');
       return 'refused';
     }
     countMark(m.kind === 'markUnused' ? 'unused' : 'used');

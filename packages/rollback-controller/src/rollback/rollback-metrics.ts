@@ -12,6 +12,12 @@ const marks = counter<'mark'>({
   labelNames: ['mark'],
 });
 
+const marksRefused = counter<'mark'>({
+  name: 'topovol_rollback_volume_marks_refused_total',
+  help: 'Volume marks the API server refused (an admission policy or webhook, a narrowed role), by the mark tried (unused, used); each is a VolumeMarkRefused Warning on the volume and is tried again a minute later.',
+  labelNames: ['mark'],
+});
+
 const recreated = counter({
   name: 'topovol_rollback_claims_recreated_total',
   help: 'Claims recreated (Pending again) after a rollback deleted them.',
@@ -28,11 +34,15 @@ const endedUseEvicted = counter({
 });
 
 for (const result of ['rolled_back', 'refused', 'limited', 'aborted', 'raced', 'dry_run', 'error']) rollbacks.inc({ result }, 0);
-for (const mark of ['unused', 'used']) marks.inc({ mark }, 0);
+for (const mark of ['unused', 'used']) {
+  marks.inc({ mark }, 0);
+  marksRefused.inc({ mark }, 0);
+}
 
 export type RollbackResult = 'rolled_back' | 'refused' | 'limited' | 'aborted' | 'raced' | 'dry_run' | 'error';
 export const countRollback = (result: RollbackResult): void => rollbacks.inc({ result });
 export const countMark = (mark: 'unused' | 'used'): void => marks.inc({ mark });
+export const countMarkRefused = (mark: 'unused' | 'used'): void => marksRefused.inc({ mark });
 export const countRecreated = (): void => recreated.inc();
 export const countRetained = (): void => retained.inc();
 export const countEndedUseEvicted = (n: number): void => endedUseEvicted.inc(n);

@@ -175,7 +175,7 @@ const STATEFUL_SETS = { group: 'apps', version: 'v1', plural: 'statefulsets', ki
  * control plane's OwnerReferencesPermissionEnforcement admits only from who may update the owner's
  * finalizers. `ephemeral`: a generic ephemeral volume's claim, owned by its pod as the ephemeral
  * volume controller makes it (pods/finalizers). `statefulset`: a StatefulSet replica's claim under a
- * persistentVolumeClaimRetentionPolicy other than Retain, owned by its StatefulSet as the StatefulSet
+ * persistentVolumeClaimRetentionPolicy with whenDeleted: Delete, owned by its StatefulSet as the StatefulSet
  * controller makes it (`addControllerRef` in pkg/controller/statefulset/stateful_set_utils.go:
  * metav1.NewControllerRef, blockOwnerDeletion true; statefulsets/finalizers).
  */

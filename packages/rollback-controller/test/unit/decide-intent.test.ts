@@ -47,6 +47,9 @@ describe('decideIntent', function () {
     expect(finish).to.deep.equal({ kind: 'finish', phase: 'Completed', partial: true, message: "claim(s) c1 re-created; claim(s) c2 kept (their states say why): their volumes may still hold the pod to node a's topology" });
     const [all] = decideIntent(rb({ c1: 'Recreated', c2: 'Recreated' }), live({}));
     expect(all, 'all re-created: no message of its own').to.deep.equal({ kind: 'finish', phase: 'Completed' });
+    const three = { ...rb({}), spec: { ...rb({}).spec, claims: ['c1', 'c2', 'c3'].map((name) => ({ name, uid: `old-${name}`, resourceVersion: '1', volume: `v-${name}`, template: { metadata: {}, spec: {} } })) }, status: { claims: [{ name: 'c1', state: 'Recreated' as const }, { name: 'c2', state: 'Kept' as const }, { name: 'c3', state: 'Abandoned' as const }] } };
+    const [gone] = decideIntent(three, live({}));
+    expect(gone, 'its namespace went: no pod left to hold, not partial').to.deep.equal({ kind: 'finish', phase: 'Completed', message: 'claim(s) c3 not re-created: namespace ns was deleted' });
     const [none] = decideIntent(rb({ c1: 'Kept', c2: 'Kept' }), live({}));
     expect(none, 'none re-created: Aborted, not partial').to.deep.equal({ kind: 'finish', phase: 'Aborted' });
   });

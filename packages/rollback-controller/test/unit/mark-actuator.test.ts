@@ -59,9 +59,9 @@ describe('mark actuator over an in-memory API server', function () {
 
   // Refused (the marks' admission policy naming another install's ServiceAccount, a webhook, a
   // narrowed role): it used to throw into the work queue's backoff with no Event and no count.
-  it('a mark the API server refuses: a Warning on the volume, counted as an error, said to the caller; nothing written', async function () {
+  it('a mark the API server refuses: a Warning on the volume, counted, said to the caller; nothing written', async function () {
     const before = store.snapshot();
-    const errors = async (): Promise<number> => (await metricsRegistry.getSingleMetric('topovol_rollback_rollbacks_total')?.get())?.values.find((x) => x.labels.result === 'error')?.value ?? 0;
+    const errors = async (): Promise<number> => (await metricsRegistry.getSingleMetric('topovol_rollback_volume_marks_refused_total')?.get())?.values.find((x) => x.labels.mark === 'unused')?.value ?? 0;
     const was = await errors();
     const refusing = { patch: () => Promise.reject(new KubeApiError(403, { reason: 'Forbidden', message: 'ValidatingAdmissionPolicy topovol-rollback-marks denied request: only the rollback controller may mark a volume unused' })) };
     expect(await writeMark({ ...deps(), client: refusing }, unused(volume))).to.equal('refused');

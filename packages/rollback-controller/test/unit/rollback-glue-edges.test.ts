@@ -7,7 +7,7 @@ import type { RollbackDecision } from '../../src/rollback/decide-rollback.js';
 import { NODE_STATE_DWELL_MS } from '../../src/rollback/decide-rollback.js';
 import { ProvisioningRollbacks } from '../../src/rollback/intent/provisioning-rollback.js';
 import type { ProvisioningRollback } from '../../src/rollback/intent/provisioning-rollback.js';
-import { writeMark } from '../../src/rollback/mark-actuator.js';
+import { MARK_REFUSED_RETRY_MS, writeMark } from '../../src/rollback/mark-actuator.js';
 import { ANN_KEPT_BY, ANN_PROVISIONED_FOR_NODE } from '../../src/rollback/marks.js';
 import { RollbackActuator } from '../../src/rollback/rollback-actuator.js';
 import { RollbackReconciler, STALE_RECORD_RETRY_MS } from '../../src/rollback/reconcile-rollback.js';
@@ -57,7 +57,7 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
     pods: [P],
     observed: { 'uid-c1': seen() },
   };
-  function glue(w: W, extra: Partial<Record<'dryRun' | 'client' | 'actuator' | 'record' | 'historyTtlMs', unknown>> = {}) {
+  function glue(w: W, extra: Partial<Record<'dryRun' | 'client' | 'actuator' | 'record' | 'historyTtlMs' | 'marks', unknown>> = {}) {
     const now = { t: NOW };
     const decided: string[] = [];
     const enqueued: string[] = [];
@@ -172,6 +172,14 @@ describe('rollback glue: edges a mutation run found untested (RollbackReconciler
     const { r, observed } = glue(base);
     await r.volume('v1');
     expect(observed).to.deep.equal(['c1']);
+  });
+
+  it('a volume whose mark the API server refuses is looked at again a minute later, not after the work queue\'s doubling backoff', async function () {
+    const refusing = { patch: () => Promise.reject(new KubeApiError(403, { reason: 'Forbidden', message: 'denied' })) };
+    // v1's claim is used by a pod placed on a node: the loop marks v1 used, and that is refused.
+    const placed: W = { ...base, pods: [{ ...P, spec: { ...P.spec!, nodeName: 'a' } }] };
+    const { r } = glue(placed, { marks: { client: refusing, events: new FakeEvents(), log: logger(), dryRun: false } });
+    expect(await r.volume('v1')).to.equal(MARK_REFUSED_RETRY_MS);
   });
 
   it('a volume no longer cached is nothing to do, not an error', async function () {

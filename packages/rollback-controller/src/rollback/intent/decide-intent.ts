@@ -86,7 +86,8 @@ export function decideIntent(r: ProvisioningRollback, claim: (namespace: string,
   // Kept after others were re-created (a restart that could not vouch for a later claim's volume,
   // the pod bound meanwhile): the kept volumes were provisioned for the node the rollback moves the
   // pod from, and their node affinity may keep it there.
-  const partial = recreated.length > 0 && stopped;
+  // Not when the namespace went (claims Abandoned): there is no pod left to hold.
+  const partial = recreated.length > 0 && stopped && abandoned.length === 0;
   const said = [
     ...(partial ? [`claim(s) ${recreated.join(', ')} re-created; claim(s) ${named('Kept').join(', ')} kept (their states say why): their volumes may still hold the pod to node ${r.spec.node}'s topology`] : []),
     ...(abandoned.length > 0 ? [`claim(s) ${abandoned.join(', ')} not re-created: namespace ${ns} was deleted`] : []),
