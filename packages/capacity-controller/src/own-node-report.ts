@@ -1,7 +1,7 @@
 import type { KubeClient, Logger } from '@topovol/shared';
 import type { CapacityEvents } from './capacity-loop-deps.js';
 import { capacityMetrics } from './capacity-metrics.js';
-import { warnOnDriver } from './driver-warning.js';
+import { DriverEpisode } from './driver-episode.js';
 
 /** The Event reason when a per-node instance's --capacity-node-name names no Node. */
 export const NODE_NOT_FOUND_REASON = 'CapacityNodeNotFound';
@@ -14,24 +14,19 @@ export const NODE_NOT_FOUND_REASON = 'CapacityNodeNotFound';
  * `topovol_capacity_node_missing` at 1 while it lasts.
  */
 export class OwnNodeReport {
-  private missing: boolean | undefined;
+  private readonly episode: DriverEpisode;
 
-  constructor(
-    private readonly d: { client: Pick<KubeClient, 'get'>; events: CapacityEvents; log: Logger; driverName: string; nodeName: string },
-  ) {}
+  constructor(private readonly d: { client: Pick<KubeClient, 'get'>; events: CapacityEvents; log: Logger; driverName: string; nodeName: string }) {
+    this.episode = new DriverEpisode({ ...d, reason: NODE_NOT_FOUND_REASON, level: (on) => capacityMetrics.nodeMissing(d.driverName, on) });
+  }
 
   /** After each sync, on the synced node cache: whether the node was found. */
   note(found: boolean): void {
-    capacityMetrics.nodeMissing(this.d.driverName, !found);
-    if (this.missing === !found) return;
-    const before = this.missing;
-    this.missing = !found;
-    if (found) {
-      if (before) this.d.log.info('the node of --capacity-node-name exists now: publishing its capacity', { driver: this.d.driverName, node: this.d.nodeName });
-      return;
+    if (!found) {
+      const message = `--capacity-node-name=${this.d.nodeName} names no Node: this per-node capacity instance publishes no CSIStorageCapacity objects until a Node of that name exists (set the flag from the pod's spec.nodeName through the downward API)`;
+      this.episode.begin(message, { node: this.d.nodeName });
+    } else if (this.episode.end()) {
+      this.d.log.info('the node of --capacity-node-name exists now: publishing its capacity', { driver: this.d.driverName, node: this.d.nodeName });
     }
-    const message = `--capacity-node-name=${this.d.nodeName} names no Node: this per-node capacity instance publishes no CSIStorageCapacity objects until a Node of that name exists (set the flag from the pod's spec.nodeName through the downward API)`;
-    this.d.log.error(message, { driver: this.d.driverName, node: this.d.nodeName });
-    warnOnDriver(this.d.client, this.d.events, this.d.driverName, NODE_NOT_FOUND_REASON, message);
   }
 }

@@ -1,7 +1,7 @@
 import { errorMessage, gauge, isRefusal } from '@topovol/shared';
 import type { KubeClient, Logger } from '@topovol/shared';
 import type { CapacityEvents } from '../capacity-loop-deps.js';
-import { warnOnDriver } from '../driver-warning.js';
+import { DriverEpisode } from '../driver-episode.js';
 
 /** The Event reason when the API server refuses the aggregated status's writes. */
 export const STATUS_REFUSED_REASON = 'CapacityStatusRefused';
@@ -21,28 +21,21 @@ const statusDenied = gauge<'driver'>({
  * `topovol_capacity_status_writes_denied` is 1 until a publish goes through.
  */
 export class StatusRefusals {
-  private refused = false;
+  private readonly episode: DriverEpisode;
 
   constructor(private readonly d: { client: Pick<KubeClient, 'get'>; events: CapacityEvents; log: Logger; driverName: string }) {
-    statusDenied.set({ driver: d.driverName }, 0);
+    this.episode = new DriverEpisode({ ...d, reason: STATUS_REFUSED_REASON, level: (on) => statusDenied.set({ driver: d.driverName }, on ? 1 : 0) });
   }
 
   /** A publish failed with `err`: whether it was a refusal (said here; the caller tries again at its next refresh). */
   failed(err: unknown): boolean {
     if (!isRefusal(err)) return false;
-    statusDenied.set({ driver: this.d.driverName }, 1);
-    if (this.refused) return true;
-    this.refused = true;
-    const message = `the API server refuses writes of the aggregated capacity status (CSIDriverCapacity ${this.d.driverName}): it keeps its last figures and conditions until they are allowed: ${errorMessage(err)}`;
-    this.d.log.error(message, { driver: this.d.driverName });
-    warnOnDriver(this.d.client, this.d.events, this.d.driverName, STATUS_REFUSED_REASON, message);
+    this.episode.begin(`the API server refuses writes of the aggregated capacity status (CSIDriverCapacity ${this.d.driverName}): it keeps its last figures and conditions until they are allowed: ${errorMessage(err)}`);
     return true;
   }
 
   /** A publish went through. */
   succeeded(): void {
-    statusDenied.set({ driver: this.d.driverName }, 0);
-    if (this.refused) this.d.log.info('aggregated capacity status writes allowed again', { driver: this.d.driverName });
-    this.refused = false;
+    if (this.episode.end()) this.d.log.info('aggregated capacity status writes allowed again', { driver: this.d.driverName });
   }
 }
