@@ -79,7 +79,10 @@ export class BinderActuator {
           // A claim that may have been Bound to this volume and used it re-binds it phase first, so
           // that an Available volume with a claimRef always means a binding that never reached its
           // claim (bindingUnfinished, orphaned-bind.ts).
-          if (claimMayHaveBeenBound(claim) && claim.spec?.volumeName === v.metadata?.name && next.status?.phase !== 'Bound') next = await markBound(next);
+          if (claimMayHaveBeenBound(claim) && claim.spec?.volumeName === v.metadata?.name && next.status?.phase !== 'Bound') {
+            next = await markBound(next);
+            failpoint('binder-volume-phase-first', v.metadata?.name);
+          }
           const missingMark = a.boundByController && v.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] === undefined;
           if (!ref || ref.uid !== claim.metadata?.uid || ref.name !== claim.metadata?.name || ref.namespace !== claim.metadata?.namespace || missingMark) {
             const claimRef = {

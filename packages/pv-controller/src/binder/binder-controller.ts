@@ -16,7 +16,7 @@ import { keysNeedingSync } from './resync-keys.js';
 import { watchForSecondBinder } from './second-binder.js';
 import { parseIssueSeen } from './selected-node-checks.js';
 import type { SelectedNodeIssueSeen } from './selected-node-checks.js';
-import { claimBySelectedNode, claimWaitingForVolume, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
+import { claimBoundToVolume, claimBySelectedNode, claimWaitingForVolume, podByNodeName, unboundClaimByClass } from './binder-indexes.js';
 import { consumerChanged, nodeChanged } from './consumer-change.js';
 import { BinderVolumes } from './volume-view.js';
 import { newlyOffered } from './volume-offer.js';
@@ -47,6 +47,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   pvcs.addIndex('class', unboundClaimByClass);
   pvcs.addIndex('selectedNode', claimBySelectedNode);
   pvcs.addIndex('waitingForVolume', claimWaitingForVolume);
+  pvcs.addIndex('boundToVolume', claimBoundToVolume);
   pods.addIndex(POD_CLAIM_INDEX, claimKeysOfPod);
   pods.addIndex('nodeName', podByNodeName);
   provisioningEvents.addIndex('claimUid', involvedObjectUid);
@@ -67,6 +68,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     defaultStorageClass: () => pickDefaultClass(classes.cache.list()),
     node: (name) => nodes.cache.get(name),
     podsUsingClaim: (ns, name) => pods.cache.byIndex(POD_CLAIM_INDEX, `${ns}/${name}`),
+    claimsBoundTo: (name) => pvcs.cache.byIndex('boundToVolume', name),
     now: () => Date.now(),
     staleSelectedNodeGraceMs: graceMs,
     selectedNodeIssue: (c) => {

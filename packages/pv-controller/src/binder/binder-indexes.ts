@@ -1,6 +1,7 @@
 import { ANN_SELECTED_NODE } from '@topovol/shared';
 import type { PersistentVolumeClaim, Pod } from '@topovol/shared';
 import { claimClass } from './claim-helpers.js';
+import { claimMayHaveBeenBound } from './orphaned-bind.js';
 
 // The binder's informer indexes. Module functions, not closures made per set-up: addIndex accepts
 // an index added again (a second loop, a restarted one) only as the same function.
@@ -14,6 +15,9 @@ export const unboundClaimByClass = (c: PersistentVolumeClaim): string[] => (c.sp
  * leaves such a claim to its next periodic re-sync.
  */
 export const claimWaitingForVolume = (c: PersistentVolumeClaim): string[] => (c.spec?.volumeName && c.status?.phase !== 'Bound' ? [c.spec.volumeName] : []);
+
+/** Claims that may have been bound to the volume they name, by its name (BinderWorld.claimsBoundTo). */
+export const claimBoundToVolume = (c: PersistentVolumeClaim): string[] => (c.spec?.volumeName && claimMayHaveBeenBound(c) ? [c.spec.volumeName] : []);
 
 export function claimBySelectedNode(c: PersistentVolumeClaim): string[] {
   const n = c.metadata?.annotations?.[ANN_SELECTED_NODE];

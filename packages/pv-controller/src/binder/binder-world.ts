@@ -9,6 +9,12 @@ export interface BinderWorld extends VolumeCandidates {
   storageClass(name: string): StorageClass | undefined;
   defaultStorageClass(): StorageClass | undefined;
   node(name: string): Node | undefined;
+  /**
+   * Claims that name the volume in `spec.volumeName` and may have been bound to it (Bound, Lost, or
+   * `pv.kubernetes.io/bind-completed`: claimMayHaveBeenBound): whatever the volume says, it may hold
+   * their data, so no other claim takes it from the free pool.
+   */
+  claimsBoundTo(volumeName: string): PersistentVolumeClaim[];
   /** Pods in the claim's namespace whose volumes reference it (generic ephemeral volumes included). */
   podsUsingClaim(namespace: string, name: string): Pod[];
   /** Milliseconds since the epoch (injected so decisions stay pure). */

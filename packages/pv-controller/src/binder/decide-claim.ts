@@ -1,5 +1,5 @@
 import { ANN_BIND_COMPLETED, ANN_SELECTED_NODE, CLAIM_SELECTOR_KEPT, selectorTooLargeToCache } from '@topovol/shared';
-import type { PersistentVolumeClaim } from '@topovol/shared';
+import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
 import { event } from './actions.js';
 import type { BinderAction } from './actions.js';
 import { Reasons } from './binder-reasons.js';
@@ -62,7 +62,9 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   // With a selected node and no consumer placed by hand, only a volume pre-bound to the claim (by
   // the scheduler or a provisioner) qualifies: the scheduler chose provisioning, and a volume may be
   // being created for it right now.
-  const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node });
+  const uid = claim.metadata?.uid;
+  const heldForAnother = (v: PersistentVolume): boolean => world.claimsBoundTo(v.metadata?.name ?? '').some((c) => c.metadata?.uid !== uid);
+  const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node, heldForAnother });
   // Topovol: no free volume for a claim being deleted that no placed pod uses (deleting-claim.ts),
   // nor the completion of a binding that never reached it (a restart between the writes, or
   // kube-scheduler's pre-binding): once the claim goes, that volume is taken back

@@ -17,6 +17,13 @@ export interface MatchOptions {
   delayBinding: boolean;
   /** The node the consumer runs on; volumes must be reachable from it. */
   node?: Node;
+  /**
+   * Topovol: whether a free-looking volume may hold another claim's data (a claim that names it and
+   * may have been bound to it: BinderWorld.claimsBoundTo); such a volume is never taken from the
+   * free pool. Upstream offers it (its claimRef removed, the volume made Available), and whichever
+   * sync comes first binds it: the other claim may get the data (docs/divergences.md).
+   */
+  heldForAnother?: (v: PersistentVolume) => boolean;
 }
 
 /** What any candidate must have, pre-bound or not (the first filters of FindMatchingVolume). */
@@ -37,6 +44,7 @@ function freeFor(claim: PersistentVolumeClaim, v: PersistentVolume, opts: MatchO
   return (
     !v.spec?.claimRef &&
     isUnclaimedPhase(v) &&
+    !opts.heldForAnother?.(v) &&
     labelSelectorMatches(claim.spec?.selector, v.metadata?.labels) &&
     volumeClass(v) === claimClass(claim) &&
     // Without a node (an Immediate or class-less claim), never a volume whose affinity matches no

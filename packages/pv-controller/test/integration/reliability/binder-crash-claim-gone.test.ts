@@ -144,6 +144,35 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     expect(volumeWrites(audit, `${ns}-v`).slice(before), 'the phase, then the claimRef').to.deep.equal(['status', 'spec']);
   });
 
+  // The same re-binding with the process killed between its two volume writes (the phase Bound,
+  // no claimRef yet): the restarted binder ends where an uninterrupted one does, the claim's volume
+  // Bound to it, and no other claim that fits takes the volume in between.
+  it('a Bound claim re-bound phase first, the binder killed after the phase: the restarted binder completes the binding to the same claim', async function () {
+    const binder = await startBinderManager(`${ns}-first`, { leaderElect: false });
+    procs.push(binder);
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
+    await binder.stop();
+    const v = await getPV(admin, `${ns}-v`);
+    const { [BY_CONTROLLER]: _mark, ...annotations } = v.metadata?.annotations ?? {};
+    const unref = await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations }, spec: { ...v.spec, claimRef: undefined } });
+    await admin.replaceStatus<PersistentVolume>(Resources.persistentVolumes, { ...unref, status: { phase: 'Available' } });
+    const killed = await startBinderManager(`${ns}-killed`, { leaderElect: false, env: { ...process.env, TOPOVOL_FAILPOINTS: 'binder-volume-phase-first' }, waitUntilReady: false });
+    procs.push(killed);
+    expect(await killed.waitForExit(), 'killed by its failpoint').to.equal(-1);
+    const half = await getPV(admin, `${ns}-v`);
+    expect([half.status?.phase, half.spec?.claimRef], 'the phase written, the claimRef not').to.deep.equal(['Bound', undefined]);
+    // A claim that fits the volume, waiting when the binder comes back.
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'other', GiB(1), { class: cls }));
+    procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
+    await eventually(async () => {
+      const back = await getPV(admin, `${ns}-v`);
+      expect([back.status?.phase, back.spec?.claimRef?.name, back.spec?.claimRef?.uid]).to.deep.equal(['Bound', 'c', claim.metadata?.uid]);
+      expect([(await getPVC(admin, ns, 'c')).status?.phase, (await getPVC(admin, ns, 'other')).status?.phase]).to.deep.equal(['Bound', 'Pending']);
+    }, 60_000);
+    await deleteNow(admin, Resources.persistentVolumeClaims, 'other', ns, { quiet: true });
+  });
+
   it('a new claim naming a free volume binds it as upstream: the claimRef, then the phase', async function () {
     procs.push(await startBinderManager(`${ns}-only`, { leaderElect: false }));
     await eventually(async () => expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Available'));

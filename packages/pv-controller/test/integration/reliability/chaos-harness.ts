@@ -28,6 +28,8 @@ export interface BinderManagerOptions {
   readyTimeoutMs?: number;
   /** Defaults to the shared control plane. */
   controlPlane?: ControlPlane;
+  /** false: resolve once spawned (a process armed with a failpoint may die before /readyz is probed). */
+  waitUntilReady?: boolean;
 }
 
 /** The pv-binder workers of every manager startBinderManager starts. */
@@ -44,6 +46,7 @@ export async function startBinderManager(name: string, o: BinderManagerOptions =
     ...(o.env ? { env: o.env } : {}),
     ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),
     readyTimeoutMs: o.readyTimeoutMs ?? 60_000,
+    ...(o.waitUntilReady === false ? { waitUntilReady: false } : {}),
   });
 }
 
