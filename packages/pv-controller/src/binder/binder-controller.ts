@@ -155,9 +155,11 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     issues.forget(c.metadata?.uid ?? '');
     removals.delete(c.metadata?.uid ?? '');
     activity.forgetClaim(c);
-    // Its volume may now be Released.
+    // Its volume may now be Released; or, held for it while it lost its claimRef (claimsBoundTo),
+    // free for the claims of its class that wait.
     const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
     if (v) enqueueVolume(v);
+    if (v && !v.spec?.claimRef && claimBoundToVolume(c).length > 0) enqueueWaitingClaims(volumeClass(v));
     for (const n of index.preBoundTo(c.metadata?.namespace ?? '', c.metadata?.name ?? '')) {
       const pv = world.volume(n);
       if (pv && pv.spec?.claimRef?.uid === c.metadata?.uid) enqueueVolume(pv);

@@ -10,9 +10,10 @@ export interface BinderWorld extends VolumeCandidates {
   defaultStorageClass(): StorageClass | undefined;
   node(name: string): Node | undefined;
   /**
-   * Claims that name the volume in `spec.volumeName` and may have been bound to it (Bound, Lost, or
-   * `pv.kubernetes.io/bind-completed`: claimMayHaveBeenBound): whatever the volume says, it may hold
-   * their data, so no other claim takes it from the free pool.
+   * Claims that name the volume in `spec.volumeName` and were recorded Bound to it (binder-indexes.ts,
+   * claimBoundToVolume): whatever the volume says, it may hold their data, so no other claim takes it
+   * from the free pool, and a volume of theirs that lost its claimRef keeps its phase until the
+   * claim's sync binds it again.
    */
   claimsBoundTo(volumeName: string): PersistentVolumeClaim[];
   /** Pods in the claim's namespace whose volumes reference it (generic ephemeral volumes included). */

@@ -36,6 +36,11 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   const migration = volumeMigrationChange(volume);
   if (migration) return [{ kind: 'updateVolumeMeta', volume, ...migration }];
   const ref = volume.spec?.claimRef;
+  // Topovol: no claimRef, but a claim Bound to it names it (its claimRef removed, or a re-binding
+  // stopped after its phase write): a phase Bound is kept, so that neither this binder's free pool
+  // nor kube-scheduler's pre-binding (which takes only Available volumes) hands it to another claim;
+  // the claim's own sync writes the claimRef again. Upstream makes it Available (docs/divergences.md).
+  if (!ref && volume.status?.phase === 'Bound' && world.claimsBoundTo(volume.metadata?.name ?? '').length > 0) return [];
   // Unused, or pre-bound by name only (reserved for a claim whose sync will bind it).
   if (!ref || !ref.uid) return [...phaseIs(volume, 'Available'), ...unusable(volume)];
   // Bound to a claim no one can look up: the API server accepts a claimRef with a uid and no name or

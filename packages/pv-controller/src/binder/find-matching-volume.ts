@@ -18,10 +18,10 @@ export interface MatchOptions {
   /** The node the consumer runs on; volumes must be reachable from it. */
   node?: Node;
   /**
-   * Topovol: whether a free-looking volume may hold another claim's data (a claim that names it and
-   * may have been bound to it: BinderWorld.claimsBoundTo); such a volume is never taken from the
-   * free pool. Upstream offers it (its claimRef removed, the volume made Available), and whichever
-   * sync comes first binds it: the other claim may get the data (docs/divergences.md).
+   * Topovol: whether a free-looking volume may hold another claim's data (a claim Bound to it that
+   * names it: BinderWorld.claimsBoundTo); such a volume is never taken from the free pool. Upstream
+   * offers it (its claimRef removed, the volume made Available), and whichever sync comes first
+   * binds it: the other claim may get the data (docs/divergences.md).
    */
   heldForAnother?: (v: PersistentVolume) => boolean;
 }

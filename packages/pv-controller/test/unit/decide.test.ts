@@ -214,7 +214,10 @@ describe('decideClaim', function () {
     // A Bound claim names a volume that lost its claimRef (someone removed it; a re-binding stopped
     // after its phase write): the volume may hold that claim's data. Upstream's free pool offers it.
     { name: 'a free volume a Bound claim names (its data, maybe) is not taken by another claim', claim: claim('other', '1Gi'), w: { volumes: [vol('v', '1Gi')], claims: [claim('c', '1Gi', { volumeName: 'v', annotations: bound, phase: 'Bound' })] }, want: ['event Normal FailedBinding'] },
-    { name: 'nor one a Lost claim names, nor one a bind-completed claim names', claim: claim('other', '1Gi'), w: { volumes: [vol('v', '1Gi'), vol('w', '1Gi')], claims: [claim('c', '1Gi', { volumeName: 'v', phase: 'Lost' }), claim('d', '1Gi', { volumeName: 'w', annotations: bound })] }, want: ['event Normal FailedBinding'] },
+    // Lost is written for a claim naming a volume that is missing or another's, which a tenant can make.
+    { name: 'a Lost claim naming a free volume holds nothing back', claim: claim('other', '1Gi'), w: { volumes: [vol('v', '1Gi')], claims: [claim('c', '1Gi', { volumeName: 'v', phase: 'Lost', annotations: bound })] }, want: ['bindVolume v', 'bindClaim v'] },
+    // The annotation is anyone's who may write claims: a tenant would hold any free volume back with it.
+    { name: 'a Pending claim marked bind-completed by hand, naming a free volume, holds nothing back', claim: claim('other', '1Gi'), w: { volumes: [vol('w', '1Gi')], claims: [claim('d', '1Gi', { volumeName: 'w', annotations: bound })] }, want: ['bindVolume w', 'bindClaim w'] },
     { name: 'a Pending claim naming a volume (never bound to it) holds nothing back: the free volume is bound', claim: claim('other', '1Gi'), w: { volumes: [vol('v', '1Gi')], claims: [claim('c', '1Gi', { volumeName: 'v' })] }, want: ['bindVolume v', 'bindClaim v'] },
     // CSI migration (KEP-625): a migrated in-tree provisioner is asked for by its CSI driver's name.
     { name: 'class of a migrated in-tree provisioner: provisioning asked of its CSI driver', claim: claim('c', '1Gi', { storageClassName: 'gp2' }), w: { classes: [sc('gp2', { provisioner: 'kubernetes.io/aws-ebs' })] }, want: ['annotate volume.kubernetes.io/storage-provisioner,volume.beta.kubernetes.io/storage-provisioner', 'event Normal ExternalProvisioning'] },
@@ -233,6 +236,10 @@ describe('decideVolume', function () {
   const csi = { csi: { driver: 'example.com/csi', volumeHandle: 'h' } };
   const cases: { name: string; v: ReturnType<typeof vol>; w: WorldInput; want: string[] }[] = [
     { name: 'new volume becomes Available', v: vol('v', '1Gi', { phase: 'Pending' }), w: {}, want: ['volumePhase Available'] },
+    // A re-binding stopped after its phase write, or a claimRef removed by hand: kept Bound for the
+    // claim Bound to it (kube-scheduler pre-binds only Available volumes); Available with none.
+    { name: 'Bound, no claimRef, a claim Bound to it names it: left Bound for that claim', v: vol('v', '1Gi', { phase: 'Bound' }), w: { claims: [claim('c', '1Gi', { volumeName: 'v', annotations: { 'pv.kubernetes.io/bind-completed': 'yes' }, phase: 'Bound' })] }, want: [] },
+    { name: 'Bound, no claimRef, only a Pending or Lost claim names it: Available, as upstream', v: vol('v', '1Gi', { phase: 'Bound' }), w: { claims: [claim('c', '1Gi', { volumeName: 'v' }), claim('d', '1Gi', { volumeName: 'v', phase: 'Lost' })] }, want: ['volumePhase Available'] },
     { name: 'new volume whose node affinity matches no node: Available, with a Warning', v: vol('v', '1Gi', { phase: 'Pending', nodeAffinity: { required: { nodeSelectorTerms: [{}] } } }), w: {}, want: ['volumePhase Available', 'event Warning UnusableVolume'] },
     { name: 'new volume whose affinity needs an integer (Gt x): Available, with a Warning', v: vol('v', '1Gi', { phase: 'Pending', nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'k', operator: 'Gt', values: ['x'] }] }] } } }), w: {}, want: ['volumePhase Available', 'event Warning UnusableVolume'] },
     { name: 'new volume with one usable term among bad ones: no Warning', v: vol('v', '1Gi', { phase: 'Pending', nodeAffinity: { required: { nodeSelectorTerms: [{}, { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }] } } }), w: {}, want: ['volumePhase Available'] },

@@ -5,7 +5,7 @@ import { accessModesKey } from '../../src/binder/access-modes.js';
 import { capacityBytes } from '../../src/binder/check-volume-satisfies-claim.js';
 import type { SelectedNodeIssue } from '../../src/binder/selected-node-checks.js';
 import { claimClass, pickDefaultClass, volumeClass } from '../../src/binder/claim-helpers.js';
-import { claimMayHaveBeenBound } from '../../src/binder/orphaned-bind.js';
+import { claimBoundToVolume } from '../../src/binder/binder-indexes.js';
 
 /** An in-memory BinderWorld for decision tests (decisions are pure: objects in, actions out). */
 export interface WorldInput {
@@ -54,7 +54,7 @@ export function world(o: WorldInput = {}): BinderWorld {
     defaultStorageClass: () => pickDefaultClass(o.classes ?? []),
     node: (n) => o.nodes?.find((x) => x.metadata?.name === n),
     podsUsingClaim: (ns, n) => (o.pods ?? []).filter((p) => p.metadata?.namespace === ns && claimNamesOfPod(p).includes(n)),
-    claimsBoundTo: (n) => (o.claims ?? []).filter((c) => c.spec?.volumeName === n && claimMayHaveBeenBound(c)),
+    claimsBoundTo: (n) => (o.claims ?? []).filter((c) => claimBoundToVolume(c).includes(n)),
   };
 }
 
