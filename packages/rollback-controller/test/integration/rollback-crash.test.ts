@@ -126,18 +126,31 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       }
 
       second = await startManager(`${f.ns}-second`);
-      const done = await eventually(async () => {
-        const records = await recordsOf(f.admin, p.metadata!.uid!);
-        expect(records, 'one rollback recorded').to.have.length(1);
-        expect(records[0]!.status?.phase).to.equal(phase);
-        return records[0]!;
-      }, 90_000);
+      const done = await oneRecordEnded(p, phase);
       await check({ audit, p, c1, done });
     } finally {
       await first.stop();
       for (const proc of later) await proc.stop();
       await second?.stop();
     }
+  }
+
+  /** Pod p's one rollback record, once it has ended in `phase`. */
+  function oneRecordEnded(p: Pod, phase: 'Completed' | 'Aborted'): Promise<ProvisioningRollback> {
+    return eventually(async () => {
+      const records = await recordsOf(f.admin, p.metadata!.uid!);
+      expect(records, 'one rollback recorded').to.have.length(1);
+      expect(records[0]!.status?.phase).to.equal(phase);
+      return records[0]!;
+    }, 90_000);
+  }
+
+  /** Claim c1 deleted once and created once, whichever process did it (the API server's audit log). */
+  async function c1DeletedAndCreatedOnce(audit: AuditLogTail): Promise<void> {
+    await eventually(() => {
+      expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+      expect(claimWrites(audit, f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
+    });
   }
 
   // Before the delete, the restarted process cannot vouch for the volume: while nobody watched, a
@@ -199,22 +212,14 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       await eventually(async () => expect(await f.usage()).to.equal('unused'));
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
       expect(await exitWithin(leader, 60_000, 'rollback-claim-deleting'), 'killed by its failpoint').to.equal(-1);
-      const done = await eventually(async () => {
-        const records = await recordsOf(f.admin, p.metadata!.uid!);
-        expect(records).to.have.length(1);
-        expect(records[0]!.status?.phase).to.equal('Completed');
-        return records[0]!;
-      }, 90_000);
+      const done = await oneRecordEnded(p, 'Completed');
       const now = await f.claim('c1');
       expect(now.metadata?.uid).to.not.equal(c1.metadata?.uid);
       expect(done.status?.claims?.find((c) => c.name === 'c1')).to.include({ state: 'Recreated', uid: now.metadata?.uid });
       // The standby held the volume, deleted the claim and watched its pods until it was gone.
       expect((await f.volume('v1')).spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
       await logged(standby, 'became leader');
-      await eventually(() => {
-        expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
-        expect(claimWrites(audit, f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
-      });
+      await c1DeletedAndCreatedOnce(audit);
     } finally {
       await leader.stop();
       await standby?.stop();
@@ -240,22 +245,14 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
       await failProvisioning(f.admin, f.ns, 'c2', 'rpc error: code = ResourceExhausted desc = node a is full');
       expect(await exitWithin(first, 60_000, 'rollback-claim-deleted'), 'killed by its failpoint').to.equal(-1);
       second = await startManager(`${f.ns}-second`);
-      const done = await eventually(async () => {
-        const records = await recordsOf(f.admin, p.metadata!.uid!);
-        expect(records, 'one rollback recorded').to.have.length(1);
-        expect(records[0]!.status?.phase).to.equal('Completed');
-        return records[0]!;
-      }, 90_000);
+      const done = await oneRecordEnded(p, 'Completed');
       expect(Object.fromEntries((done.status?.claims ?? []).map((c) => [c.name, c.state]))).to.deep.equal({ c1: 'Recreated', c3: 'Kept' });
       expect(done.status?.message).to.match(/claim\(s\) c1 re-created; claim\(s\) c3 kept .*may still hold the pod to node \S+ topology/);
       const completed = await eventFor(f.admin, p, 'ProvisioningRollbackCompleted');
       expect({ type: completed.type, kept: /c3 kept/.test(completed.message ?? '') }).to.deep.equal({ type: 'Warning', kept: true });
       expect((await f.claim('c1')).metadata?.uid, 'c1 re-created').to.not.equal(c1.metadata?.uid);
       expect((await f.claim('c3')).metadata?.uid, 'c3 is the one it was').to.equal(c3.metadata?.uid);
-      await eventually(() => {
-        expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
-        expect(claimWrites(audit, f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
-      });
+      await c1DeletedAndCreatedOnce(audit);
     } finally {
       await first.stop();
       await second?.stop();
@@ -273,10 +270,7 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
         // Announced even when the process died right after recording it.
         expect((await eventFor(f.admin, p, 'ProvisioningRollback')).message).to.match(/rolling back unused volume\(s\) of claim\(s\) c1/);
         // Exactly once, whichever process did it.
-        await eventually(() => {
-          expect(claimWrites(audit, f.ns, 'delete').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
-          expect(claimWrites(audit, f.ns, 'create').map((e) => e.objectRef?.name)).to.deep.equal(['c1']);
-        });
+        await c1DeletedAndCreatedOnce(audit);
         const claims = (await f.admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: f.ns })).items.map((c) => c.metadata?.name).sort();
         expect(claims).to.deep.equal(['c1', 'c2']);
         const v1 = await f.volume('v1');

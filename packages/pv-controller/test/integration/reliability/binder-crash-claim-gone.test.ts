@@ -121,10 +121,11 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     expect(statusWrites(audit, `${ns}-v`).length, 'never Released').to.equal(before);
   });
 
-  // The signal above must never be made by a binding that may have been used: a claim that names
-  // its volume (here a Bound claim whose volume lost its claimRef) gets the volume's phase Bound
-  // before the claimRef, so a stop between the two never leaves an Available volume with a claimRef.
-  it('a Bound claim whose volume lost its claimRef and went Available: re-bound phase first', async function () {
+  /**
+   * Claim c bound by a binder then stopped; someone removes the volume's claimRef and the volume is
+   * made Available (upstream's syncVolume would). Returns the claim.
+   */
+  async function boundThenUnreferenced(): Promise<PersistentVolumeClaim> {
     const binder = await startBinderManager(`${ns}-first`, { leaderElect: false });
     procs.push(binder);
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls }));
@@ -135,6 +136,14 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     const { [BY_CONTROLLER]: _mark, ...annotations } = v.metadata?.annotations ?? {};
     const unref = await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations }, spec: { ...v.spec, claimRef: undefined } });
     await admin.replaceStatus<PersistentVolume>(Resources.persistentVolumes, { ...unref, status: { phase: 'Available' } });
+    return claim;
+  }
+
+  // The signal above must never be made by a binding that may have been used: a claim that names
+  // its volume (here a Bound claim whose volume lost its claimRef) gets the volume's phase Bound
+  // before the claimRef, so a stop between the two never leaves an Available volume with a claimRef.
+  it('a Bound claim whose volume lost its claimRef and went Available: re-bound phase first', async function () {
+    const claim = await boundThenUnreferenced();
     const before = volumeWrites(audit, `${ns}-v`).length;
     procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
     await eventually(async () => {
@@ -148,15 +157,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
   // no claimRef yet): the restarted binder ends where an uninterrupted one does, the claim's volume
   // Bound to it, and no other claim that fits takes the volume in between.
   it('a Bound claim re-bound phase first, the binder killed after the phase: the restarted binder completes the binding to the same claim', async function () {
-    const binder = await startBinderManager(`${ns}-first`, { leaderElect: false });
-    procs.push(binder);
-    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls }));
-    await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
-    await binder.stop();
-    const v = await getPV(admin, `${ns}-v`);
-    const { [BY_CONTROLLER]: _mark, ...annotations } = v.metadata?.annotations ?? {};
-    const unref = await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations }, spec: { ...v.spec, claimRef: undefined } });
-    await admin.replaceStatus<PersistentVolume>(Resources.persistentVolumes, { ...unref, status: { phase: 'Available' } });
+    const claim = await boundThenUnreferenced();
     const killed = await startBinderManager(`${ns}-killed`, { leaderElect: false, env: { ...process.env, TOPOVOL_FAILPOINTS: 'binder-volume-phase-first' }, waitUntilReady: false });
     procs.push(killed);
     expect(await killed.waitForExit(), 'killed by its failpoint').to.equal(-1);
