@@ -149,17 +149,30 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     wake();
   };
 
+  // A volume a claim recorded Bound to is held back from the free pool (claimsBoundTo). When the
+  // hold ends, by the claim's delete or by its phase leaving Bound (a claim being deleted that no pod
+  // uses is written Pending: deleting-claim.ts), a held volume with no claimRef is free again, and
+  // nothing about the volume changed to say so: the claims of its class that wait are queued.
+  const holdsEnded = (was: PersistentVolumeClaim, now: PersistentVolumeClaim | undefined): void => {
+    const still = now ? claimBoundToVolume(now) : [];
+    for (const n of claimBoundToVolume(was)) {
+      const v = still.includes(n) ? undefined : world.volume(n);
+      if (v && !v.spec?.claimRef) {
+        enqueueVolume(v);
+        enqueueWaitingClaims(volumeClass(v));
+      }
+    }
+  };
   const claimGone = (c: PersistentVolumeClaim): void => {
     claims.forget(objectKey(c));
     reconciler.forgetClaim(objectKey(c));
     issues.forget(c.metadata?.uid ?? '');
     removals.delete(c.metadata?.uid ?? '');
     activity.forgetClaim(c);
-    // Its volume may now be Released; or, held for it while it lost its claimRef (claimsBoundTo),
-    // free for the claims of its class that wait.
+    // Its volume may now be Released; or, held for it with no claimRef, free.
     const v = c.spec?.volumeName ? world.volume(c.spec.volumeName) : undefined;
     if (v) enqueueVolume(v);
-    if (v && !v.spec?.claimRef && claimBoundToVolume(c).length > 0) enqueueWaitingClaims(volumeClass(v));
+    holdsEnded(c, undefined);
     for (const n of index.preBoundTo(c.metadata?.namespace ?? '', c.metadata?.name ?? '')) {
       const pv = world.volume(n);
       if (pv && pv.spec?.claimRef?.uid === c.metadata?.uid) enqueueVolume(pv);
@@ -173,6 +186,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       // --pvclaimbinder-sync-period=0 turns off).
       const same = old.metadata?.uid === c.metadata?.uid;
       if (!same) claimGone(old);
+      else holdsEnded(old, c);
       if (same && old.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.metadata?.annotations?.[ANN_SELECTED_NODE] && !c.spec?.volumeName) {
         const uid = c.metadata?.uid ?? '';
         removals.set(uid, { count: (removals.get(uid)?.count ?? 0) + 1, last: Date.now() });

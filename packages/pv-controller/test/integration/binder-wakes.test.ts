@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import { projectClaim, projectPod, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, eventually, metricSum, sharedControlPlane } from '@topovol/testing';
-import { deleteNow, getPV, pv, pvc, RunningBinder } from './binder-harness.js';
+import { createTestNamespace, denyingPolicy, eventually, metricSum, sharedControlPlane, untilRefused } from '@topovol/testing';
+import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
 
 const binderAdds = (): Promise<number> => metricSum('workqueue_adds_total', { name: 'pv-binder' });
 
 const WAITING = 20;
+const HOLDS = ['gone', 'deleting'];
 
 // A free volume's event queues every waiting claim of its class again only when it may give one of
 // them a volume it could not take before (volume-offer.ts): the volume became free, or offers
@@ -28,6 +29,10 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
     await binder?.stop();
     await deleteNow(admin, Resources.persistentVolumes, `${ns}-small`).catch(() => undefined);
     await deleteNow(admin, Resources.persistentVolumes, `${ns}-named`).catch(() => undefined);
+    for (const tag of HOLDS) {
+      await deleteNow(admin, Resources.persistentVolumes, `${ns}-${tag}`).catch(() => undefined);
+      await admin.delete(Resources.storageClasses, `${ns}-${tag}`).catch(() => undefined);
+    }
     await admin.delete(Resources.storageClasses, ns).catch(() => undefined);
     await admin.delete(Resources.storageClasses, `${ns}-late`).catch(() => undefined);
   });
@@ -140,5 +145,78 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
       expect([c.status?.phase, c.spec?.volumeName]).to.deep.equal(['Bound', `${ns}-named`]);
     }, 20_000);
     expect((await getPV(admin, `${ns}-named`)).spec?.claimRef?.name).to.equal('named');
+  });
+
+  /**
+   * A volume a Bound claim names is never taken from the free pool by another claim, even with no
+   * claimRef (docs/divergences.md, "A free-looking volume a Bound claim names"). Here the volume is
+   * Available, the holder `${tag}-holder` is Bound to it, and a policy keeps the binder from
+   * re-binding the volume to the holder, so the hold lasts; `${tag}-waiter` fits the volume and has
+   * been decided (passed it over). When the hold ends the volume's own key has nothing to write, so
+   * no volume event tells the waiter: the holder's event must (binder-controller.ts, holdsEnded).
+   */
+  async function heldVolume(tag: string): Promise<{ held: string; waiter: PersistentVolumeClaim; lift: () => Promise<void> }> {
+    const held = `${ns}-${tag}`;
+    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: held }, provisioner: 'kubernetes.io/no-provisioner' });
+    await admin.create(Resources.persistentVolumes, pv(held, '1Gi', { class: held }));
+    await eventually(async () => expect((await getPV(admin, held)).status?.phase).to.equal('Available'));
+    const message = 'this volume is not re-bound to its holder';
+    const lift = await denyingPolicy(admin, held, {
+      rule: { operations: ['UPDATE'], resources: ['persistentvolumes', 'persistentvolumes/status'] },
+      validation: { expression: `object.metadata.name != '${held}' || (has(object.spec.claimRef) && object.spec.claimRef.name != '${tag}-holder')`, message },
+    });
+    try {
+      await untilRefused(() => admin.patch(Resources.persistentVolumes, held, undefined, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status', dryRun: true }), message, 'phase writes of the held volume refused');
+      await admin.create(Resources.persistentVolumeClaims, pvc(ns, `${tag}-holder`, '1Gi', { class: held, volumeName: held }));
+      await admin.patch(Resources.persistentVolumeClaims, `${tag}-holder`, ns, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status' });
+      const claims = binder.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
+      await eventually(() => expect(claims.cache.get(`${ns}/${tag}-holder`)?.status?.phase, "the holder Bound in the binder's cache").to.equal('Bound'));
+      const waiter = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, `${tag}-waiter`, '1Gi', { class: held }));
+      await eventFor(admin, waiter, 'ProvisioningFailed');
+      expect((await getPVC(admin, ns, `${tag}-waiter`)).status?.phase, 'the waiter passed the held volume over').to.equal('Pending');
+      expect((await getPV(admin, held)).spec?.claimRef, 'the held volume').to.equal(undefined);
+      return { held, waiter, lift };
+    } catch (err) {
+      await lift();
+      throw err;
+    }
+  }
+
+  async function boundTo(waiter: PersistentVolumeClaim, held: string): Promise<void> {
+    await eventually(async () => {
+      const c = await getPVC(admin, ns, waiter.metadata!.name!);
+      expect([c.status?.phase, c.spec?.volumeName]).to.deep.equal(['Bound', held]);
+    }, 30_000);
+    expect((await getPV(admin, held)).spec?.claimRef?.uid).to.equal(waiter.metadata?.uid);
+  }
+
+  it('a claim that held an Available volume is deleted: the claims of its class that passed it over bind it, with no re-sync', async function () {
+    const { held, waiter, lift } = await heldVolume('gone');
+    try {
+      // Without its pvc-protection finalizer the delete is immediate: the delete event is the first
+      // the binder hears of it, with the claim still Bound.
+      await admin.patch(Resources.persistentVolumeClaims, 'gone-holder', ns, 'merge', { metadata: { finalizers: null } });
+      await admin.delete(Resources.persistentVolumeClaims, 'gone-holder', ns);
+      await boundTo(waiter, held);
+    } finally {
+      await lift();
+    }
+  });
+
+  it('a claim that held an Available volume leaves phase Bound (being deleted, no pod uses it): the claims that passed it over bind it, with no re-sync', async function () {
+    const { held, waiter, lift } = await heldVolume('deleting');
+    try {
+      const holder = await getPVC(admin, ns, 'deleting-holder');
+      expect(holder.metadata?.finalizers, 'kube-apiserver gave the claim its pvc-protection finalizer').to.include('kubernetes.io/pvc-protection');
+      // No pvc-protection controller runs here: the claim stays, being deleted, and the binder
+      // writes it Pending (deleting-claim.ts), which ends the hold before the claim goes.
+      await admin.delete(Resources.persistentVolumeClaims, 'deleting-holder', ns);
+      await eventually(async () => expect((await getPVC(admin, ns, 'deleting-holder')).status?.phase).to.equal('Pending'));
+      await boundTo(waiter, held);
+      expect((await getPVC(admin, ns, 'deleting-holder')).metadata?.deletionTimestamp, 'the holder still there').to.be.a('string');
+    } finally {
+      await lift();
+      await deleteNow(admin, Resources.persistentVolumeClaims, 'deleting-holder', ns, { quiet: true });
+    }
   });
 });
