@@ -27,10 +27,9 @@ export interface ClientOptions {
   timeoutMs?: number;
   /**
    * Send requests through Node's http module (true) or the direct transport (false,
-   * direct-transport.ts); watches always go through Node's http. Unset: Node's http unless the
-   * environment sets TOPOVOL_DIRECT_TRANSPORT=1. The direct transport is off by default until an
-   * intermittent failure of rollback-faults.test.ts in the full integration run is understood
-   * (docs/adr/0016-direct-http-transport.md). nock intercepts only Node's http.
+   * direct-transport.ts); watches always go through Node's http. Unset: the direct transport
+   * unless the environment sets TOPOVOL_DIRECT_TRANSPORT=0 (docs/adr/0016-direct-http-transport.md).
+   * nock intercepts only Node's http.
    */
   nodeHttp?: boolean;
 }
@@ -47,8 +46,8 @@ export type WriteFence = () => string | undefined;
 
 const WRITES: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** The direct transport, opted into by the environment (ClientOptions.nodeHttp). */
-const DIRECT_BY_DEFAULT = process.env.TOPOVOL_DIRECT_TRANSPORT === '1';
+/** The direct transport unless the environment opts out (ClientOptions.nodeHttp). */
+const DIRECT_BY_DEFAULT = process.env.TOPOVOL_DIRECT_TRANSPORT !== '0';
 
 /** The most of a watch's error answer read (its Status). */
 export const ERROR_BODY_MAX_BYTES = 1024 * 1024;
