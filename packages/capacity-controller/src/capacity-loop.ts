@@ -1,9 +1,7 @@
 import { aborted, DONE, doublingBackoffMs, errorMessage, requeueAfter, runnableFunc } from '@topovol/shared';
 import type { CSINode, CSIStorageCapacity, Logger, Node, ReconcileContext, Result, Runnable } from '@topovol/shared';
 import { CsiError, GrpcStatus, isUnimplemented } from '@topovol/shared/csi';
-import { loopConditions } from './aggregate/loop-conditions.js';
 import { loopProblems } from './aggregate/loop-problems.js';
-import { statusEntries, statusPoolName } from './aggregate/status-entries.js';
 import { itemRefresh, STATUS, SYNC } from './capacity-key.js';
 import type { CapacityKey } from './capacity-key.js';
 import type { CapacityEvents, CapacityInformers, CapacityLoopClient, CapacityQueue, CapacityStatusPublisher } from './capacity-loop-deps.js';
@@ -23,8 +21,8 @@ import { writeDenialReports } from './objects/write-denial-reports.js';
 import { planItem } from './objects/plan-capacity-objects.js';
 import { callNeededSince, refreshDecision, takeFailureRefresh } from './objects/refresh-timing.js';
 import type { ItemState } from './objects/refresh-timing.js';
+import { figureFor, LoopStatus } from './loop-status.js';
 import { OwnNodeReport } from './own-node-report.js';
-import { StatusRefusals } from './status/status-refusals.js';
 import { ClassFailureReports } from './source/class-failure-reports.js';
 import { ProblemReporter } from './problem-reporter.js';
 import { placeNodes, segmentLabelKeys } from './segments/compute-segments.js';
@@ -38,8 +36,6 @@ import type { CapacityMeter } from './source/get-capacity.js';
 import { requestKey, RunningRequests } from './source/running-requests.js';
 import { UnimplementedVerdicts } from './source/unimplemented-verdict.js';
 import type { UnimplementedVerdict } from './source/unimplemented-verdict.js';
-import { poolRefKey } from './status/index.js';
-import type { StatusCondition } from './status/index.js';
 
 /** First wait after a failed GetCapacity (beyond the call's own retries); doubles per failure. */
 export const FAILURE_BACKOFF_MS = 1_000;
@@ -69,8 +65,6 @@ export interface CapacityLoopOptions extends DesiredOptions {
   toStatusTime?: (ms: number) => number;
 }
 
-const identity = (ms: number): number => ms;
-
 /**
  * The central capacity loop. Keys (capacity-key.ts): `sync` recomputes segments × classes and
  * deletes obsolete objects; an item key refreshes one (class, segment[, pool]) through GetCapacity
@@ -98,8 +92,8 @@ export class CapacityLoop {
   private readonly kept: KeptRegistration | undefined;
   /** Per node: whether --capacity-node-name names a Node, said when that changes. */
   private readonly ownNode: OwnNodeReport | undefined;
-  /** Central: the aggregated status's writes the API server refuses, said once per episode. */
-  private readonly statusRefusals: StatusRefusals;
+  /** The `status` key: object counts and the aggregated status (loop-status.ts). */
+  private readonly loopStatus: LoopStatus;
   /** GetCapacity failures a retry will not mend, said once per class. */
   private readonly classFailures: ClassFailureReports;
 
@@ -107,7 +101,7 @@ export class CapacityLoop {
     private readonly inf: CapacityInformers,
     private readonly source: CapacityMeter,
     private readonly writeClient: CapacityLoopClient,
-    private readonly status: CapacityStatusPublisher,
+    status: CapacityStatusPublisher,
     private readonly events: CapacityEvents,
     private readonly queue: CapacityQueue,
     private readonly opts: CapacityLoopOptions,
@@ -123,7 +117,23 @@ export class CapacityLoop {
     const registers = opts.mode.kind === 'csinode' || !opts.mode.anyNode;
     this.kept = opts.onlyNode && registers ? new KeptRegistration(opts.driverName, opts.onlyNode, log) : undefined;
     this.ownNode = opts.onlyNode ? new OwnNodeReport({ client: writeClient, events, log, driverName: opts.driverName, nodeName: opts.onlyNode }) : undefined;
-    this.statusRefusals = new StatusRefusals({ client: writeClient, events, log, driverName: opts.driverName });
+    this.loopStatus = new LoopStatus({
+      inf,
+      status,
+      client: writeClient,
+      events,
+      log,
+      driverName: opts.driverName,
+      statusRefreshMs: opts.statusRefreshMs,
+      writes: !opts.dryRun && !opts.onlyNode,
+      toStatusTime: opts.toStatusTime,
+      otherPublisherObjects: opts.otherPublisherObjects,
+      desired: () => this.desired,
+      state: (key) => this.state.get(key),
+      view: () => this.view(),
+      unsupported: this.unsupported,
+      refusal: () => this.objects.refusal,
+    });
     const onNode = opts.onlyNode;
     this.classFailures = new ClassFailureReports({ events, log, driverName: opts.driverName, target: (cls) => (onNode ? inf.nodes.cache.get(onNode) : inf.classes.cache.get(cls)) });
   }
@@ -155,7 +165,7 @@ export class CapacityLoop {
       case 'sync':
         return requeueAfter(await this.sync(ctx));
       case 'status':
-        return requeueAfter(await this.publishStatus());
+        return requeueAfter(await this.loopStatus.publish());
       case 'item':
         return this.refreshItem(ctx, key.item);
     }
@@ -386,68 +396,4 @@ export class CapacityLoop {
   private view(): ObjectsView {
     return { desired: this.desired, objects: this.inf.objects, pending: (key) => this.objects.pending(key) };
   }
-
-  private async publishStatus(): Promise<number> {
-    const view = this.view();
-    const keys = objectKeys(view);
-    capacityMetrics.setObjectCounts(
-      keys.size,
-      [...keys].filter((k) => this.inf.objects.cache.byIndex('item', k).length > 0).length,
-      obsoleteObjects(view, keys).length,
-    );
-    // A figure is renewed while its last call succeeded; once the driver cannot be asked, it keeps
-    // the expiry of its last answer and lapses.
-    const entries = statusEntries(this.desired.items.values(), (d) => {
-      const st = this.state.get(itemKey(d.item));
-      const figure = figureFor(d, st);
-      if (!st || !figure) return undefined;
-      return st.error !== undefined || this.unsupported.of(d.parameters)?.message !== undefined ? { ...figure, atMs: (this.opts.toStatusTime ?? identity)(st.refreshedAt) } : figure;
-    });
-    if (this.opts.dryRun || this.opts.onlyNode) return this.opts.statusRefreshMs;
-    // Pools of items not measured since this process started (a restart) stay as published.
-    const unmeasured = new Set<string>();
-    for (const d of this.desired.items.values()) if (!this.state.get(itemKey(d.item))?.measured) unmeasured.add(poolRefKey({ storageClassName: d.item.storageClassName, pool: statusPoolName(d) }));
-    try {
-      await this.status.publish(entries, this.conditions(), (storageClassName, pool) => unmeasured.has(poolRefKey({ storageClassName, pool })));
-      this.statusRefusals.succeeded();
-    } catch (err) {
-      // Refused: said once, tried again at the next refresh (the work queue's backoff would reach
-      // many minutes); anything else goes to the work queue.
-      if (!this.statusRefusals.failed(err)) throw err;
-      return this.opts.statusRefreshMs;
-    }
-    // Not under the refusal check: a prune that lost its race to a per-node writer too often ends
-    // in a failed JSON patch test, which the API server answers 422 (patch.go), as it would a refusal.
-    await this.status.pruneExpired();
-    return this.opts.statusRefreshMs;
-  }
-
-  private conditions(): StatusCondition[] {
-    return loopConditions({
-      total: this.desired.items.size,
-      measured: [...this.desired.items].filter(([k, d]) => figureFor(d, this.state.get(k)) !== undefined).length,
-      failing: failingItem(this.desired.items, this.state),
-      unsupported: this.unsupported.describe(this.desired.items.values()),
-      refused: this.objects.refusal,
-      problems: this.desired.problems,
-      ...(this.opts.otherPublisherObjects ? { others: { driverName: this.opts.driverName, objects: this.opts.otherPublisherObjects() } } : {}),
-    });
-  }
-}
-
-/** Some desired item whose last call failed, named by its class (the Ready condition's message). */
-function failingItem(items: ReadonlyMap<string, DesiredItem>, state: ReadonlyMap<string, ItemState>): string | undefined {
-  for (const [key, d] of items) {
-    const error = state.get(key)?.error;
-    if (error !== undefined) return `StorageClass ${d.item.storageClassName}: ${error}`;
-  }
-  return undefined;
-}
-
-/**
- * The item's last figure, if measured for the request it makes now: a figure for other parameters
- * (a class made again under its name) is not its own, for the objects, the status and Ready alike.
- */
-function figureFor(d: DesiredItem, st: ItemState | undefined): MeasuredCapacity | undefined {
-  return st?.measured && st.measuredFor === requestKey(d.parameters, d.item.segment) ? st.measured : undefined;
 }
