@@ -152,7 +152,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
   // A volume a claim recorded Bound to is held back from the free pool (claimsBoundTo). When the
   // hold ends, by the claim's delete or by its phase leaving Bound (a claim being deleted that no pod
   // uses is written Pending: deleting-claim.ts), a held volume with no claimRef is free again, and
-  // nothing about the volume changed to say so: the claims of its class that wait are queued.
+  // nothing about the volume changed to say so: the claims that wait for it are queued.
   const holdsEnded = (was: PersistentVolumeClaim, now: PersistentVolumeClaim | undefined): void => {
     const still = now ? claimBoundToVolume(now) : [];
     for (const n of claimBoundToVolume(was)) {
@@ -160,6 +160,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
       if (v && !v.spec?.claimRef) {
         enqueueVolume(v);
         enqueueWaitingClaims(volumeClass(v));
+        // And the claims that name it (volume-hold.ts).
+        for (const w of pvcs.cache.byIndex('waitingForVolume', n)) enqueueClaim(w);
       }
     }
   };

@@ -15,6 +15,7 @@ import { findBestVolume } from './find-matching-volume.js';
 import { bindingUnfinished } from './orphaned-bind.js';
 import { nodeNameConsumer, placedPodConfirmation, provisionForNodeName, refusedPlacedPod } from './node-name-consumer.js';
 import { checkSelectedNode } from './selected-node-checks.js';
+import { heldForAnother } from './volume-hold.js';
 import { waitForConsumer } from './wait-for-consumer.js';
 
 /**
@@ -62,9 +63,7 @@ function decideUnboundClaim(claim: PersistentVolumeClaim, world: BinderWorld): B
   // With a selected node and no consumer placed by hand, only a volume pre-bound to the claim (by
   // the scheduler or a provisioner) qualifies: the scheduler chose provisioning, and a volume may be
   // being created for it right now.
-  const uid = claim.metadata?.uid;
-  const heldForAnother = (v: PersistentVolume): boolean => world.claimsBoundTo(v.metadata?.name ?? '').some((c) => c.metadata?.uid !== uid);
-  const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node, heldForAnother });
+  const volume = findBestVolume(claim, world, { delayBinding: delay, node: placed?.node, heldForAnother: (v: PersistentVolume) => heldForAnother(v, claim, world) });
   // Topovol: no free volume for a claim being deleted that no placed pod uses (deleting-claim.ts),
   // nor the completion of a binding that never reached it (a restart between the writes, or
   // kube-scheduler's pre-binding): once the claim goes, that volume is taken back

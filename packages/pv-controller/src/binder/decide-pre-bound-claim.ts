@@ -8,6 +8,7 @@ import { pendingStatus } from './claim-pending.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
 import { isPreBoundTo } from './find-matching-volume.js';
+import { heldForAnother, heldMessage } from './volume-hold.js';
 
 /**
  * A claim naming its volume (spec.volumeName, by a user or a bind that did not finish), as the
@@ -25,6 +26,9 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
     { kind: 'bindClaim', claim, volume, boundByController: claimBoundByController },
   ];
   if (!volume.spec?.claimRef) {
+    // Topovol: not a volume another claim was bound to and may have written (volume-hold.ts);
+    // upstream binds it to whichever claim's sync comes first.
+    if (heldForAnother(volume, claim, world)) return [event(claim, 'Warning', Reasons.FailedBinding, heldMessage(volumeName)), ...pendingStatus(claim)];
     const why = volumeMismatch(claim, volume);
     if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
     // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod

@@ -1,8 +1,9 @@
+import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
-import { Resources } from '@topovol/shared';
-import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
-import { createTestNamespace, eventually, FaultProxy, INSTALL_NAMESPACE, InProcessLoop, installGeneratedRbac, sharedControlPlane } from '@topovol/testing';
+import { projectClaim, Resources } from '@topovol/shared';
+import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
+import { createTestNamespace, denyingPolicy, eventually, FaultProxy, INSTALL_NAMESPACE, InProcessLoop, installGeneratedRbac, sharedControlPlane, untilRefused } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
 
 /** The pv-binder loop running in-process against the test API server. */
@@ -153,4 +154,34 @@ export async function provisioningAttempt(client: KubeClient, claim: PersistentV
     lastTimestamp: now,
     count: 1,
   });
+}
+
+/**
+ * A volume held for a claim (docs/divergences.md, "A free-looking volume a Bound claim names"): the
+ * volume `name` (class `name`, 1Gi) is Available with no claimRef, and the claim `holder` in `ns`
+ * names it and is Bound (its status written as a binder would, which tenants cannot), in the
+ * binder's cache. A policy refuses the volume's writes that would bind it to the holder (a re-binding
+ * starts with the volume's phase), so the hold lasts until the holder goes, leaves phase Bound, or
+ * `lift` is called. The caller deletes the volume and the class.
+ */
+export async function heldVolume(admin: KubeClient, binder: InProcessLoop, ns: string, name: string, holder = 'holder'): Promise<{ lift: () => Promise<void> }> {
+  await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: 'kubernetes.io/no-provisioner' });
+  await admin.create(Resources.persistentVolumes, pv(name, '1Gi', { class: name }));
+  await eventually(async () => expect((await getPV(admin, name)).status?.phase).to.equal('Available'));
+  const message = 'this volume is not re-bound to its holder';
+  const lift = await denyingPolicy(admin, name, {
+    rule: { operations: ['UPDATE'], resources: ['persistentvolumes', 'persistentvolumes/status'] },
+    validation: { expression: `object.metadata.name != '${name}' || (has(object.spec.claimRef) && object.spec.claimRef.name != '${holder}')`, message },
+  });
+  try {
+    await untilRefused(() => admin.patch(Resources.persistentVolumes, name, undefined, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status', dryRun: true }), message, 'phase writes of the held volume refused');
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, holder, '1Gi', { class: name, volumeName: name }));
+    await admin.patch(Resources.persistentVolumeClaims, holder, ns, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status' });
+    const claims = binder.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
+    await eventually(() => expect(claims.cache.get(`${ns}/${holder}`)?.status?.phase, "the holder Bound in the binder's cache").to.equal('Bound'));
+    return { lift };
+  } catch (err) {
+    await lift();
+    throw err;
+  }
 }

@@ -3,7 +3,7 @@ import { PROVISIONING_EVENTS, Resources, slimEvent } from '@topovol/shared';
 import type { Event, KubeClient, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
 import { AuditLogTail, controllerUser, createTestNamespace, eventually, namespaceTenant, sharedControlPlane } from '@topovol/testing';
 import type { AuditEvent, ControlPlane, InProcessLoop } from '@topovol/testing';
-import { deleteNow, forgedProvisioningEvent, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
+import { deleteNow, eventFor, forgedProvisioningEvent, getPV, getPVC, heldVolume, pv, pvc, RunningBinder } from './binder-harness.js';
 
 const SEL = 'volume.kubernetes.io/selected-node';
 const BIND_COMPLETED = 'pv.kubernetes.io/bind-completed';
@@ -28,6 +28,7 @@ describe('pv-binder and a forging tenant: nothing of another namespace taken, ch
   const pvs: string[] = [];
   const nodes: string[] = [];
   const classes: string[] = [];
+  const namespaces: string[] = [];
 
   before(async function () {
     cp = await sharedControlPlane();
@@ -36,7 +37,7 @@ describe('pv-binder and a forging tenant: nothing of another namespace taken, ch
   });
   after(async function () {
     await binder?.stop();
-    for (const ns of [tenantNs, victim]) {
+    for (const ns of [tenantNs, victim, ...namespaces]) {
       if (!ns) continue;
       for (const p of (await admin.list<Pod>(Resources.pods, { namespace: ns })).items) await admin.delete(Resources.pods, p.metadata!.name!, ns, { gracePeriodSeconds: 0 }).catch(() => undefined);
       for (const c of (await admin.list<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { namespace: ns })).items) await deleteNow(admin, Resources.persistentVolumeClaims, c.metadata!.name!, ns);
@@ -167,5 +168,36 @@ describe('pv-binder and a forging tenant: nothing of another namespace taken, ch
     const inVictim = writes.filter((e) => e.objectRef?.namespace === victim && e.objectRef.resource === 'persistentvolumeclaims');
     // (its storage-provisioner annotation, as upstream writes it, and the selected node's removal)
     expect([...new Set(inVictim.map((e) => e.objectRef?.name))], "the victim's claims written").to.deep.equal(['stale']);
+  });
+
+  // Naming a volume is open to a claim in any namespace. A volume that another namespace's claim is
+  // Bound to and names, its claimRef gone missing (removed by hand, or a re-binding stopped between
+  // its writes), may hold that claim's data: it is bound to no other claim (volume-hold.ts), where
+  // upstream binds it to whichever claim's sync comes first.
+  it("a tenant's claims naming another namespace's held volume, with or without bind-completed, are not bound to it; the volume goes back to its claim", async function () {
+    const owner = await createTestNamespace(admin, 'owner-');
+    const namer = await createTestNamespace(admin, 'namer-');
+    namespaces.push(owner, namer);
+    const held = `${owner}-held`;
+    pvs.push(held);
+    classes.push(held);
+    const { lift } = await heldVolume(admin, binder!, owner, held);
+    let lifted = false;
+    try {
+      const tenant = await namespaceTenant(admin, namer);
+      const named = await tenant.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(namer, 'named', '1Gi', { class: held, volumeName: held }));
+      const forged = await tenant.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(namer, 'forged', '1Gi', { class: held, volumeName: held, annotations: { [BIND_COMPLETED]: 'yes' } }));
+      for (const c of [named, forged]) expect((await eventFor(admin, c, 'FailedBinding')).message, c.metadata?.name).to.contain('is held for another claim');
+      expect((await getPV(admin, held)).spec?.claimRef, 'the held volume').to.equal(undefined);
+      await lift();
+      lifted = true;
+      await eventually(async () => {
+        const v = await getPV(admin, held);
+        expect([v.spec?.claimRef?.namespace, v.spec?.claimRef?.name, v.status?.phase]).to.deep.equal([owner, 'holder', 'Bound']);
+      }, 60_000);
+      for (const n of ['named', 'forged']) expect((await getPVC(admin, namer, n)).status?.phase, n).to.not.equal('Bound');
+    } finally {
+      if (!lifted) await lift();
+    }
   });
 });

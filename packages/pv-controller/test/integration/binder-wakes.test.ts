@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { projectClaim, projectPod, Resources } from '@topovol/shared';
 import type { KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '@topovol/shared';
-import { createTestNamespace, denyingPolicy, eventually, metricSum, sharedControlPlane, untilRefused } from '@topovol/testing';
-import { deleteNow, eventFor, getPV, getPVC, pv, pvc, RunningBinder } from './binder-harness.js';
+import { createTestNamespace, eventually, metricSum, sharedControlPlane } from '@topovol/testing';
+import { deleteNow, eventFor, getPV, getPVC, heldVolume, pv, pvc, RunningBinder } from './binder-harness.js';
 
 const binderAdds = (): Promise<number> => metricSum('workqueue_adds_total', { name: 'pv-binder' });
 
 const WAITING = 20;
-const HOLDS = ['gone', 'deleting'];
+const HOLDS = ['gone', 'deleting', 'named-held'];
 
 // A free volume's event queues every waiting claim of its class again only when it may give one of
 // them a volume it could not take before (volume-offer.ts): the volume became free, or offers
@@ -148,29 +148,15 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
   });
 
   /**
-   * A volume a Bound claim names is never taken from the free pool by another claim, even with no
-   * claimRef (docs/divergences.md, "A free-looking volume a Bound claim names"). Here the volume is
-   * Available, the holder `${tag}-holder` is Bound to it, and a policy keeps the binder from
-   * re-binding the volume to the holder, so the hold lasts; `${tag}-waiter` fits the volume and has
-   * been decided (passed it over). When the hold ends the volume's own key has nothing to write, so
-   * no volume event tells the waiter: the holder's event must (binder-controller.ts, holdsEnded).
+   * A volume held for `${tag}-holder` (binder-harness.ts, heldVolume), and `${tag}-waiter`, which
+   * fits it and has been decided (passed it over). When the hold ends the volume's own key has
+   * nothing to write, so no volume event tells the waiter: the holder's event must
+   * (binder-controller.ts, holdsEnded).
    */
-  async function heldVolume(tag: string): Promise<{ held: string; waiter: PersistentVolumeClaim; lift: () => Promise<void> }> {
+  async function heldWithWaiter(tag: string): Promise<{ held: string; waiter: PersistentVolumeClaim; lift: () => Promise<void> }> {
     const held = `${ns}-${tag}`;
-    await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: held }, provisioner: 'kubernetes.io/no-provisioner' });
-    await admin.create(Resources.persistentVolumes, pv(held, '1Gi', { class: held }));
-    await eventually(async () => expect((await getPV(admin, held)).status?.phase).to.equal('Available'));
-    const message = 'this volume is not re-bound to its holder';
-    const lift = await denyingPolicy(admin, held, {
-      rule: { operations: ['UPDATE'], resources: ['persistentvolumes', 'persistentvolumes/status'] },
-      validation: { expression: `object.metadata.name != '${held}' || (has(object.spec.claimRef) && object.spec.claimRef.name != '${tag}-holder')`, message },
-    });
+    const { lift } = await heldVolume(admin, binder, ns, held, `${tag}-holder`);
     try {
-      await untilRefused(() => admin.patch(Resources.persistentVolumes, held, undefined, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status', dryRun: true }), message, 'phase writes of the held volume refused');
-      await admin.create(Resources.persistentVolumeClaims, pvc(ns, `${tag}-holder`, '1Gi', { class: held, volumeName: held }));
-      await admin.patch(Resources.persistentVolumeClaims, `${tag}-holder`, ns, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status' });
-      const claims = binder.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
-      await eventually(() => expect(claims.cache.get(`${ns}/${tag}-holder`)?.status?.phase, "the holder Bound in the binder's cache").to.equal('Bound'));
       const waiter = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, `${tag}-waiter`, '1Gi', { class: held }));
       await eventFor(admin, waiter, 'ProvisioningFailed');
       expect((await getPVC(admin, ns, `${tag}-waiter`)).status?.phase, 'the waiter passed the held volume over').to.equal('Pending');
@@ -191,7 +177,7 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
   }
 
   it('a claim that held an Available volume is deleted: the claims of its class that passed it over bind it, with no re-sync', async function () {
-    const { held, waiter, lift } = await heldVolume('gone');
+    const { held, waiter, lift } = await heldWithWaiter('gone');
     try {
       // Without its pvc-protection finalizer the delete is immediate: the delete event is the first
       // the binder hears of it, with the claim still Bound.
@@ -204,7 +190,7 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
   });
 
   it('a claim that held an Available volume leaves phase Bound (being deleted, no pod uses it): the claims that passed it over bind it, with no re-sync', async function () {
-    const { held, waiter, lift } = await heldVolume('deleting');
+    const { held, waiter, lift } = await heldWithWaiter('deleting');
     try {
       const holder = await getPVC(admin, ns, 'deleting-holder');
       expect(holder.metadata?.finalizers, 'kube-apiserver gave the claim its pvc-protection finalizer').to.include('kubernetes.io/pvc-protection');
@@ -217,6 +203,20 @@ describe('pv-binder: which volume events queue waiting claims again (real API se
     } finally {
       await lift();
       await deleteNow(admin, Resources.persistentVolumeClaims, 'deleting-holder', ns, { quiet: true });
+    }
+  });
+
+  it('a claim that names a held volume binds it once the claim that held it is deleted, with no re-sync', async function () {
+    const held = `${ns}-named-held`;
+    const { lift } = await heldVolume(admin, binder, ns, held, 'named-holder');
+    try {
+      const namer = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'namer', '1Gi', { class: held, volumeName: held }));
+      expect((await eventFor(admin, namer, 'FailedBinding')).message).to.contain('is held for another claim');
+      await admin.patch(Resources.persistentVolumeClaims, 'named-holder', ns, 'merge', { metadata: { finalizers: null } });
+      await admin.delete(Resources.persistentVolumeClaims, 'named-holder', ns);
+      await boundTo(namer, held);
+    } finally {
+      await lift();
     }
   });
 });
