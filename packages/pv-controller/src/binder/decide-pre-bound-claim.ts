@@ -32,8 +32,10 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
     const why = volumeMismatch(claim, volume);
     if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
     // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod
-    // uses (deleting-claim.ts): naming a volume is how an existing data volume is attached.
-    if (freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
+    // uses (deleting-claim.ts): naming a volume is how an existing data volume is attached. Unless
+    // the claim is Bound to it (its bind-completed removed by hand): as decideBoundClaim, it gets the
+    // volume it may have written back; written Pending, it would let the volume go to another claim.
+    if (claim.status?.phase !== 'Bound' && freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
     return [{ kind: 'bindVolume', volume, claim, boundByController: true, ...deletingClaimConfirmation(claim) }, bind[1]!];
   }
   if (isPreBoundTo(volume, claim)) return bind;

@@ -4,9 +4,10 @@ import type { BinderWorld } from './binder-world.js';
 /**
  * Whether another claim, recorded Bound to this volume, names it (BinderWorld.claimsBoundTo). Such a
  * volume may hold that claim's data: while its claimRef is missing (removed by hand, or a re-binding
- * stopped between its writes) it goes to no other claim, neither from the free pool nor to a claim
- * that names it (docs/divergences.md, "A free-looking volume a Bound claim names"). Naming a volume
- * is open to anyone who may create claims, in any namespace.
+ * stopped between its writes) the binder gives it to no other claim that is not Bound, neither from
+ * the free pool nor to a claim that names it (docs/divergences.md, "A free-looking volume a Bound
+ * claim names"). Naming a volume is open to anyone who may create claims, in any namespace. Not
+ * covered: kube-scheduler's pre-binding of such a volume whose phase is Available (its own write).
  */
 export function heldForAnother(volume: PersistentVolume, claim: PersistentVolumeClaim, world: Pick<BinderWorld, 'claimsBoundTo'>): boolean {
   const uid = claim.metadata?.uid;
@@ -15,5 +16,5 @@ export function heldForAnother(volume: PersistentVolume, claim: PersistentVolume
 
 /** The claim's Event when the volume it names is held (another namespace's claim is not named). */
 export function heldMessage(volumeName: string): string {
-  return `volume "${volumeName}" is held for another claim that is Bound to it and names it; it is bound to no other claim while that claim exists`;
+  return `volume "${volumeName}" is held for another claim that is Bound to it and names it; it is bound to no other claim while that claim is Bound`;
 }

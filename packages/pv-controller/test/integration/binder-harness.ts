@@ -159,8 +159,8 @@ export async function provisioningAttempt(client: KubeClient, claim: PersistentV
 /**
  * A volume held for a claim (docs/divergences.md, "A free-looking volume a Bound claim names"): the
  * volume `name` (class `name`, 1Gi) is Available with no claimRef, and the claim `holder` in `ns`
- * names it and is Bound (its status written as a binder would, which tenants cannot), in the
- * binder's cache. A policy refuses the volume's writes that would bind it to the holder (a re-binding
+ * names it and is Bound, with the annotations a binder leaves (its status written as a binder
+ * would, which tenants cannot), in the binder's cache. A policy refuses the volume's writes that would bind it to the holder (a re-binding
  * starts with the volume's phase), so the hold lasts until the holder goes, leaves phase Bound, or
  * `lift` is called. The caller deletes the volume and the class.
  */
@@ -175,7 +175,7 @@ export async function heldVolume(admin: KubeClient, binder: InProcessLoop, ns: s
   });
   try {
     await untilRefused(() => admin.patch(Resources.persistentVolumes, name, undefined, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status', dryRun: true }), message, 'phase writes of the held volume refused');
-    await admin.create(Resources.persistentVolumeClaims, pvc(ns, holder, '1Gi', { class: name, volumeName: name }));
+    await admin.create(Resources.persistentVolumeClaims, pvc(ns, holder, '1Gi', { class: name, volumeName: name, annotations: { 'pv.kubernetes.io/bind-completed': 'yes', 'pv.kubernetes.io/bound-by-controller': 'yes' } }));
     await admin.patch(Resources.persistentVolumeClaims, holder, ns, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status' });
     const claims = binder.informers.forResource<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { transform: projectClaim });
     await eventually(() => expect(claims.cache.get(`${ns}/${holder}`)?.status?.phase, "the holder Bound in the binder's cache").to.equal('Bound'));
