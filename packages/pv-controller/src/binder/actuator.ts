@@ -148,6 +148,7 @@ export class BinderActuator {
           }
           const written = await this.d.client.replace(Resources.persistentVolumes, v, ANSWER);
           wroteVolume(written);
+          failpoint('binder-volume-unbound', v.metadata?.name);
           if (written.status?.phase !== 'Available') {
             const s = clone(written);
             s.status = { ...s.status, phase: 'Available', message: undefined };

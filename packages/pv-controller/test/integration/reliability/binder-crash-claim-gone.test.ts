@@ -48,6 +48,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
   let cls: string;
   let audit: AuditLogTail;
   const procs: ManagedProcess[] = [];
+  const extraVolumes: string[] = [];
 
   beforeEach(async function () {
     const cp = await sharedControlPlane();
@@ -64,6 +65,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     await deleteNow(admin, Resources.persistentVolumeClaims, 'c', ns, { quiet: true });
     await deleteNow(admin, Resources.persistentVolumeClaims, 'barrier', ns, { quiet: true });
     for (const v of ['v', 'barrier']) await deleteNow(admin, Resources.persistentVolumes, `${ns}-${v}`, undefined, { quiet: true });
+    for (const v of extraVolumes.splice(0)) await deleteNow(admin, Resources.persistentVolumes, v, undefined, { quiet: true });
     await admin.delete(Resources.storageClasses, cls).catch(() => undefined);
   });
 
@@ -181,5 +183,35 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls, volumeName: `${ns}-v` }));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
     expect(volumeWrites(audit, `${ns}-v`).slice(before), 'never Bound and used: no phase written first').to.deep.equal(['spec', 'status']);
+  });
+
+  // Upstream's unbindVolume: a volume the controller bound to a claim now bound to another volume
+  // loses its claimRef, then is made Available; the process killed between the two writes. The
+  // restarted binder ends where an uninterrupted one does: the volume Available and free, never
+  // Released (its reclaim policy Delete would hand it to a deleter), the claim and its volume untouched.
+  it("a volume the controller bound to a claim bound elsewhere, unbound, the binder killed between the claimRef's removal and the phase: Available, never Released", async function () {
+    const other = `${ns}-v2`;
+    extraVolumes.push(other);
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(other, GiB(1), { class: cls }));
+    const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { ...pvc(ns, 'c', GiB(1), { class: cls, volumeName: other }), metadata: { name: 'c', namespace: ns, annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } } });
+    const ref = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: c.metadata?.uid };
+    // As a binder leaves them: c Bound to v2, and v still pointing at c (a binding it lost).
+    for (const [name, annotations] of [[other, {}], [`${ns}-v`, { [BY_CONTROLLER]: 'yes' }]] as const) {
+      await admin.patch(Resources.persistentVolumes, name, undefined, 'merge', { metadata: { annotations }, spec: { claimRef: ref } });
+      await admin.patch(Resources.persistentVolumes, name, undefined, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status' });
+    }
+    await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: GiB(1) } } }, { subresource: 'status' });
+    const killed = await startBinderManager(`${ns}-killed`, { leaderElect: false, env: { ...process.env, TOPOVOL_FAILPOINTS: 'binder-volume-unbound' }, waitUntilReady: false });
+    procs.push(killed);
+    expect(await killed.waitForExit(), 'killed by its failpoint').to.equal(-1);
+    const half = await getPV(admin, `${ns}-v`);
+    expect([half.spec?.claimRef, half.status?.phase], 'the claimRef removed, the phase not written').to.deep.equal([undefined, 'Bound']);
+    procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
+    await eventually(async () => {
+      const v = await getPV(admin, `${ns}-v`);
+      expect([v.status?.phase, v.spec?.claimRef, v.spec?.persistentVolumeReclaimPolicy]).to.deep.equal(['Available', undefined, 'Delete']);
+    }, 60_000);
+    const [v2, now] = [await getPV(admin, other), await getPVC(admin, ns, 'c')];
+    expect([v2.status?.phase, v2.spec?.claimRef?.uid, now.status?.phase, now.spec?.volumeName]).to.deep.equal(['Bound', c.metadata?.uid, 'Bound', other]);
   });
 });
