@@ -151,8 +151,8 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
 
   // A volume a claim recorded Bound to is held for it (claimsBoundTo, volume-hold.ts). When the
   // hold ends, by the claim's delete or by its phase leaving Bound (a status write of another
-  // controller or by hand), a held volume with no claimRef is free again, and nothing about the
-  // volume changed to say so: the claims that wait for it are queued.
+  // controller or by hand), a held volume with no claimRef may be free again (unless another Bound
+  // claim names it), and nothing about the volume changed to say so: the claims that wait for it are queued.
   const holdsEnded = (was: PersistentVolumeClaim, now: PersistentVolumeClaim | undefined): void => {
     const still = now ? claimBoundToVolume(now) : [];
     for (const n of claimBoundToVolume(was)) {

@@ -26,9 +26,9 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
     { kind: 'bindClaim', claim, volume, boundByController: claimBoundByController },
   ];
   if (!volume.spec?.claimRef) {
-    // Topovol: not a volume another claim was bound to and may have written (volume-hold.ts);
-    // upstream binds it to whichever claim's sync comes first.
-    if (heldForAnother(volume, claim, world)) return [event(claim, 'Warning', Reasons.FailedBinding, heldMessage(volumeName)), ...pendingStatus(claim)];
+    // Topovol: not a volume another claim was bound to and may have written (volume-hold.ts),
+    // unless this claim is Bound to it too; upstream binds it to whichever claim's sync comes first.
+    if (claim.status?.phase !== 'Bound' && heldForAnother(volume, claim, world)) return [event(claim, 'Warning', Reasons.FailedBinding, heldMessage(volumeName)), ...pendingStatus(claim)];
     const why = volumeMismatch(claim, volume);
     if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
     // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod

@@ -14,7 +14,7 @@ export function heldForAnother(volume: PersistentVolume, claim: PersistentVolume
   return world.claimsBoundTo(volume.metadata?.name ?? '').some((c) => c.metadata?.uid !== uid);
 }
 
-/** The claim's Event when the volume it names is held (another namespace's claim is not named). */
+/** The claim's Event when the volume it names is held (the holder is not named: it may be another namespace's). */
 export function heldMessage(volumeName: string): string {
   return `volume "${volumeName}" is held for another claim that is Bound to it and names it; it is bound to no other claim while that claim is Bound`;
 }

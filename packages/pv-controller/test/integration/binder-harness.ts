@@ -160,9 +160,10 @@ export async function provisioningAttempt(client: KubeClient, claim: PersistentV
  * A volume held for a claim (docs/divergences.md, "A free-looking volume a Bound claim names"): the
  * volume `name` (class `name`, 1Gi) is Available with no claimRef, and the claim `holder` in `ns`
  * names it and is Bound, with the annotations a binder leaves (its status written as a binder
- * would, which tenants cannot), in the binder's cache. A policy refuses the volume's writes that would bind it to the holder (a re-binding
- * starts with the volume's phase), so the hold lasts until the holder goes, leaves phase Bound, or
- * `lift` is called. The caller deletes the volume and the class.
+ * would, which tenants cannot), in the binder's cache. A policy refuses the volume's writes that
+ * would bind it to the holder (a re-binding starts with the volume's phase), so the hold lasts until
+ * the holder goes, leaves phase Bound, or `lift` is called. The caller deletes the volume and the
+ * class.
  */
 export async function heldVolume(admin: KubeClient, binder: InProcessLoop, ns: string, name: string, holder = 'holder'): Promise<{ lift: () => Promise<void> }> {
   await admin.create<StorageClass>(Resources.storageClasses, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: 'kubernetes.io/no-provisioner' });

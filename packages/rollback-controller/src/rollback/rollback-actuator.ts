@@ -216,7 +216,7 @@ export class RollbackActuator {
       await this.d.events.flush();
     }
     const written = await this.patchVolume(volume, patch);
-    if (written === 'patched') failpoint('rollback-volume-settled');
+    if (written === 'patched' && plan.kind === 'restore') failpoint('rollback-volume-settled');
     if (written === 'gone') return 'settled';
     // Counted once: the write that lands ends the hold, so no later look plans it again.
     if (plan.kind === 'retain' && written === 'patched') countRetained();

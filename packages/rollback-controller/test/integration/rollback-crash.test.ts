@@ -282,7 +282,7 @@ describe('rollback crash safety: killed after each write, the restarted loop fin
           expect((await eventFor(f.admin, v1, 'ProvisioningRollbackVolumeRetained')).type).to.equal('Warning');
         } else {
           // Settled by the first process before it re-created the claim (or before it died, at
-          // rollback-volume-settled: the successor finds the hold's mark gone and settles nothing).
+          // rollback-volume-settled: its Delete given back, the hold's mark gone, as asserted below).
           expect(v1.spec?.persistentVolumeReclaimPolicy).to.equal('Delete');
         }
         expect(v1.metadata?.annotations ?? {}).to.not.have.any.keys(HELD);

@@ -187,9 +187,9 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
 
   // Upstream's unbindVolume: a volume the controller bound to a claim now bound to another volume
   // loses its claimRef, then is made Available; the process killed between the two writes. The
-  // restarted binder ends where an uninterrupted one does: the volume Available and free, never
-  // Released (its reclaim policy Delete would hand it to a deleter), the claim and its volume untouched.
-  it("a volume the controller bound to a claim bound elsewhere, unbound, the binder killed between the claimRef's removal and the phase: Available, never Released", async function () {
+  // restarted binder ends where an uninterrupted one does: the volume Available and free, its reclaim
+  // policy Delete kept (Released would hand it to a deleter), the claim and its volume untouched.
+  it("a volume the controller bound to a claim bound elsewhere, unbound, the binder killed between the claimRef's removal and the phase: Available, its Delete kept", async function () {
     const other = `${ns}-v2`;
     extraVolumes.push(other);
     await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(other, GiB(1), { class: cls }));
