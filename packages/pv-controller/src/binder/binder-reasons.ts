@@ -20,6 +20,7 @@ export const Reasons = {
   NodeNameRefused: 'PlacedPodRefusedByNode',
   UnusableVolume: 'UnusableVolume',
   InvalidClaimRef: 'InvalidClaimRef',
+  BindingTakenBack: 'BindingTakenBack',
   UnknownBindingMode: 'UnknownVolumeBindingMode',
   SecondBinder: 'SecondBinderRunning',
   SelectorTooLarge: 'SelectorTooLargeToCache',

@@ -7,7 +7,7 @@ import type { BinderWorld } from './binder-world.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { claimStatusFor } from './claim-status.js';
 import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
-import { heldForAnother, heldMessage } from './volume-hold.js';
+import { heldRefusal } from './volume-hold.js';
 
 /**
  * A claim whose binding completed once (pv.kubernetes.io/bind-completed), as upstream's
@@ -33,7 +33,8 @@ export function decideBoundClaim(claim: PersistentVolumeClaim, world: BinderWorl
     // cannot take a free volume of another class, mode or size. Lost is no proof of an earlier
     // binding: a claim given the annotation by hand and naming a missing volume becomes Lost too.
     // Nor one held for another claim Bound to it (volume-hold.ts).
-    if (!ref && claim.status?.phase !== 'Bound' && heldForAnother(volume, claim, world)) return [event(claim, 'Warning', Reasons.FailedBinding, heldMessage(volumeName))];
+    const held = ref ? undefined : heldRefusal(volume, claim, world);
+    if (held) return [held];
     const unfit = !ref && claim.status?.phase !== 'Bound' ? volumeMismatch(claim, volume) : undefined;
     if (unfit) {
       return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${unfit} (the claim carries ${ANN_BIND_COMPLETED} but is not Bound)`)];

@@ -8,7 +8,7 @@ import { pendingStatus } from './claim-pending.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
 import { isPreBoundTo } from './find-matching-volume.js';
-import { heldForAnother, heldMessage } from './volume-hold.js';
+import { heldRefusal } from './volume-hold.js';
 
 /**
  * A claim naming its volume (spec.volumeName, by a user or a bind that did not finish), as the
@@ -28,14 +28,18 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
   if (!volume.spec?.claimRef) {
     // Topovol: not a volume another claim was bound to and may have written (volume-hold.ts),
     // unless this claim is Bound to it too; upstream binds it to whichever claim's sync comes first.
-    if (claim.status?.phase !== 'Bound' && heldForAnother(volume, claim, world)) return [event(claim, 'Warning', Reasons.FailedBinding, heldMessage(volumeName)), ...pendingStatus(claim)];
+    const held = heldRefusal(volume, claim, world);
+    if (held) return [held, ...pendingStatus(claim)];
+    // Topovol: a claim Bound to it (its bind-completed removed by hand) gets back the volume it may
+    // have written, as decideBoundClaim does: no fit check (it may be mid-expansion), no hold for a
+    // claim being deleted, nor the server's check of one. Written Pending or refused on every retry,
+    // it would end the volume's hold (volume-hold.ts) and let another claim have its data.
+    if (claim.status?.phase === 'Bound') return [{ kind: 'bindVolume', volume, claim, boundByController: true }, bind[1]!];
     const why = volumeMismatch(claim, volume);
     if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
     // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod
-    // uses (deleting-claim.ts): naming a volume is how an existing data volume is attached. Unless
-    // the claim is Bound to it (its bind-completed removed by hand): as decideBoundClaim, it gets the
-    // volume it may have written back; written Pending, it would let the volume go to another claim.
-    if (claim.status?.phase !== 'Bound' && freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
+    // uses (deleting-claim.ts): naming a volume is how an existing data volume is attached.
+    if (freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
     return [{ kind: 'bindVolume', volume, claim, boundByController: true, ...deletingClaimConfirmation(claim) }, bind[1]!];
   }
   if (isPreBoundTo(volume, claim)) return bind;

@@ -24,6 +24,17 @@ export function claimRefProblem(ref: { namespace?: string; name?: string }): str
   return undefined;
 }
 
+/**
+ * Why a volume stays Available, reserved by name, where upstream would release it (takeBackUnfinished):
+ * said once, after the take-back is written, since nothing else would tell an operator why it
+ * never goes to another claim or to its reclaim policy.
+ */
+function takenBackEvent(volume: PersistentVolume, why: string | undefined): BinderAction {
+  const ref = volume.spec?.claimRef;
+  const who = `${ref?.namespace ?? ''}/${ref?.name ?? ''}`;
+  return event(volume, 'Normal', Reasons.BindingTakenBack, `the binding to claim ${who} (uid ${ref?.uid ?? ''}) never finished and ${why ?? 'the claim no longer waits for it'}: no pod used this volume, so it is Available again instead of Released, reserved for a claim named ${who}; remove spec.claimRef to offer it to any claim`);
+}
+
 const phaseIs = (v: PersistentVolume, phase: string): BinderAction[] => (v.status?.phase === phase ? [] : [{ kind: 'volumePhase', volume: v, phase: phase as 'Available' }]);
 
 /**
@@ -42,7 +53,7 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   // the claim's own sync writes the claimRef again. Upstream makes it Available (docs/divergences.md).
   if (!ref && volume.status?.phase === 'Bound' && world.claimsBoundTo(volume.metadata?.name ?? '').length > 0) return [];
   // Unused, or pre-bound by name only (reserved for a claim whose sync will bind it).
-  if (!ref || !ref.uid) return [...phaseIs(volume, 'Available'), ...unusable(volume)];
+  if (!ref || !ref.uid) return [...phaseIs(volume, 'Available'), ...unusable(volume), ...unreservable(volume)];
   // Bound to a claim no one can look up: the API server accepts a claimRef with a uid and no name or
   // namespace, or with ones no claim can have. Upstream's server read fails on an empty name or one
   // that is no path segment (`/`, `%`: client-go refuses it before any request), so never released,
@@ -58,7 +69,7 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
   // volume is made Available again, reserved by name, not Released (orphaned-bind.ts; upstream
   // releases it).
   const takeBack = takeBackUnfinished(volume, claim);
-  if (takeBack) return [takeBack];
+  if (takeBack) return [takeBack, takenBackEvent(volume, takeBack.takeBack)];
   // Its claim gone, re-created under the same name, or bound elsewhere with a volume provisioned for
   // it: released (the glue confirms it on the server before Released).
   if (!claim || claimReleases(volume, claim)) return release(volume, world, !claim);
@@ -122,6 +133,17 @@ function unusable(volume: PersistentVolume): BinderAction[] {
   const affinity = nodeSelectorNeverMatches(volume.spec?.nodeAffinity?.required);
   const why = affinity ? `spec.nodeAffinity matches no node: ${affinity}` : capacityBytes(volume) === undefined ? `spec.capacity.storage "${String(volume.spec?.capacity?.storage ?? '')}" is not a positive size` : undefined;
   return why ? [event(volume, 'Warning', Reasons.UnusableVolume, `no claim can bind this volume: ${why}`)] : [];
+}
+
+/**
+ * A pre-binding by name (a claimRef without uid) that no claim can ever have: the volume stays
+ * Available and goes to no claim, as upstream, in silence there. Said once, as it becomes Available.
+ */
+function unreservable(volume: PersistentVolume): BinderAction[] {
+  const ref = volume.spec?.claimRef;
+  if (!ref || volume.status?.phase === 'Available') return [];
+  const problem = claimRefProblem(ref);
+  return problem ? [event(volume, 'Warning', Reasons.InvalidClaimRef, `spec.claimRef reserves this volume for a claim but has ${problem}: no claim can ever take it; set the claim's namespace and name, or remove spec.claimRef`)] : [];
 }
 
 /** Released (not over Failed: the user should see what went wrong), then the reclaim policy. */

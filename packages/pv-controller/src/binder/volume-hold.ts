@@ -1,4 +1,7 @@
 import type { PersistentVolume, PersistentVolumeClaim } from '@topovol/shared';
+import { event } from './actions.js';
+import type { BinderAction } from './actions.js';
+import { Reasons } from './binder-reasons.js';
 import type { BinderWorld } from './binder-world.js';
 
 /**
@@ -14,7 +17,13 @@ export function heldForAnother(volume: PersistentVolume, claim: PersistentVolume
   return world.claimsBoundTo(volume.metadata?.name ?? '').some((c) => c.metadata?.uid !== uid);
 }
 
-/** The claim's Event when the volume it names is held (the holder is not named: it may be another namespace's). */
-export function heldMessage(volumeName: string): string {
-  return `volume "${volumeName}" is held for another claim that is Bound to it and names it; it is bound to no other claim while that claim is Bound`;
+/**
+ * The FailedBinding Warning for a claim, not Bound itself, that names a volume held for another
+ * (heldForAnother), or undefined when the claim may have it. The holder is not named: it may be
+ * another namespace's.
+ */
+export function heldRefusal(volume: PersistentVolume, claim: PersistentVolumeClaim, world: Pick<BinderWorld, 'claimsBoundTo'>): BinderAction | undefined {
+  if (claim.status?.phase === 'Bound' || !heldForAnother(volume, claim, world)) return undefined;
+  const name = volume.metadata?.name ?? '';
+  return event(claim, 'Warning', Reasons.FailedBinding, `volume "${name}" is held for another claim that is Bound to it and names it; it is bound to no other claim while that claim is Bound`);
 }

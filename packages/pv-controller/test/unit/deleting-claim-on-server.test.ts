@@ -57,6 +57,13 @@ describe('a free volume for a claim being deleted: confirmed on the server\'s po
     expect(bindOf(actions)?.forDeletingClaim).to.equal(true);
   });
 
+  it('decidePreBoundClaim: a Bound claim (its bind-completed removed by hand) being deleted gets back the free volume it names, with no check of its pods (refused on every retry, it would end the hold and let the volume go to another claim)', function () {
+    const named = deleting(claim('c', '1Gi', { volumeName: 'v', phase: 'Bound' }));
+    const actions = decidePreBoundClaim(named, world({ volumes: [free] }));
+    expect(actions.map((a) => a.kind)).to.deep.equal(['bindVolume', 'bindClaim']);
+    expect(bindOf(actions)?.forDeletingClaim).to.equal(undefined);
+  });
+
   it('decideBoundClaim: a claim not Bound carrying bind-completed (anyone who writes claims can set it), being deleted: held back, or marked for a placed pod; a Bound one re-binds as upstream', function () {
     const completed = (phase: string): PersistentVolumeClaim => deleting(claim('c', '1Gi', { volumeName: 'v', phase, annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } }));
     for (const phase of ['Pending', 'Lost']) {

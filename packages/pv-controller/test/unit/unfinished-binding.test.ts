@@ -63,6 +63,14 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
     expect(a).to.include({ kind: 'unbindVolume', keepClaimRef: true, takeBack: 'the claim is gone' });
   });
 
+  it('a take-back is said on the volume, after its write (a refuted take-back says nothing): why it stays Available, reserved, and how to free it', function () {
+    const actions = decideVolume(written('Available'), world({ volumes: [written('Available')] }));
+    expect(actions.map((a) => a.kind)).to.deep.equal(['unbindVolume', 'event']);
+    const e = actions[1] as Extract<BinderAction, { kind: 'event' }>;
+    expect([e.type, e.reason]).to.deep.equal(['Normal', 'BindingTakenBack']);
+    expect(e.message).to.include('ns/c').and.include('the claim is gone').and.include('reserved for a claim named ns/c').and.include('remove spec.claimRef');
+  });
+
   describe("the claim's decision", function () {
     it('a claim being deleted, no pod placed, with a half-written volume: waits, the binding not completed', function () {
       const c = deleting(claim('c', '1Gi', { uid: 'u1' }));
