@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { classifyError, isAlreadyExists, isNotFound } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
 import { Resources } from '../informer/resources.js';
+import { EventAggregator } from './event-aggregator.js';
 import type { KubeObject } from '../informer/object-key.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import { counter } from '../metrics/registry.js';
@@ -62,10 +63,13 @@ const RETRY_MAX_MS = 10_000;
 /**
  * Writes core/v1 Events the way client-go's recorder does: the same event for the same object
  * (reason, message, type) is aggregated into one Event whose count and lastTimestamp grow, instead
- * of a new object each time. Writing never blocks or fails the caller: events are best effort.
+ * of a new object each time, and past 10 different messages of one reason within 10 minutes they
+ * are combined into one (event-aggregator.ts). Writing never blocks or fails the caller: events
+ * are best effort.
  */
 export class EventRecorder {
   private readonly seen = new Map<string, Seen>();
+  private readonly aggregator: EventAggregator;
   private readonly perObject = new Map<string, TokenBucket>();
   private chain: Promise<void> = Promise.resolve();
   private pendingWrites = 0;
@@ -77,7 +81,9 @@ export class EventRecorder {
     private readonly host = process.env.HOSTNAME ?? '',
     private readonly dryRun = false,
     private readonly clock: Clock = realClock,
-  ) {}
+  ) {
+    this.aggregator = new EventAggregator(clock, MAX_REMEMBERED);
+  }
 
   /**
    * Records an Event, to be written in the background. False when it was dropped (the per-object
@@ -125,12 +131,15 @@ export class EventRecorder {
     return this.chain;
   }
 
-  private async write(obj: KubeObject, type: EventType, reason: string, message: string): Promise<void> {
+  private async write(obj: KubeObject, type: EventType, reason: string, said: string): Promise<void> {
+    const md = obj.metadata ?? {};
+    const similar = [md.uid ?? '', obj.apiVersion ?? '', obj.kind ?? '', md.namespace ?? '', md.name ?? '', type, reason].join('\u0000');
+    const { message, combined } = this.aggregator.aggregate(similar, said);
     // One name for every try, as client-go's makeEvent: a create that landed though its answer was
     // lost (a timeout, a 504) is found taken by the next try, not written a second time.
     const name = `${obj.metadata?.name ?? 'unknown'}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`;
     for (let attempt = 1; ; attempt++) {
-      const err = await this.writeOnce(obj, type, reason, message, name, attempt > 1);
+      const err = await this.writeOnce(obj, type, reason, message, name, attempt > 1, combined ? similar : undefined);
       if (err === undefined) return;
       const c = classifyError(err);
       // A refusal (invalid, forbidden, a name taken) fails the same way again; the rest may pass.
@@ -144,18 +153,23 @@ export class EventRecorder {
     }
   }
 
-  /** One try at writing the Event under `name`; resolves with what failed it, if anything. `retry`: a create of it may have landed. */
-  private async writeOnce(obj: KubeObject, type: EventType, reason: string, message: string, name: string, retry: boolean): Promise<unknown> {
+  /**
+   * One try at writing the Event under `name`; resolves with what failed it, if anything. `retry`: a
+   * create of it may have landed. `combinedOf`: the similarity key of a combined Event, which is
+   * found by it and whose message each write replaces (client-go's patch carries the message too).
+   */
+  private async writeOnce(obj: KubeObject, type: EventType, reason: string, message: string, name: string, retry: boolean, combinedOf?: string): Promise<unknown> {
     const md = obj.metadata ?? {};
     // Cluster-scoped objects get their events in "default", as client-go does.
     const namespace = md.namespace || 'default';
-    const key = [md.uid ?? '', obj.kind ?? '', namespace, md.name ?? '', type, reason, message].join('\u0000');
+    const key = combinedOf !== undefined ? `${combinedOf}\u0000combined` : [md.uid ?? '', obj.kind ?? '', namespace, md.name ?? '', type, reason, message].join('\u0000');
     const now = new Date().toISOString();
     const prev = this.seen.get(key);
     try {
       if (prev) {
         try {
-          await this.client.patch<Event>(Resources.events, prev.name, prev.namespace, 'merge', { count: prev.count + 1, lastTimestamp: now });
+          const body = { count: prev.count + 1, lastTimestamp: now, ...(combinedOf !== undefined ? { message: message.slice(0, 1024) } : {}) };
+          await this.client.patch<Event>(Resources.events, prev.name, prev.namespace, 'merge', body);
           prev.count++;
           this.remember(key, prev);
           return undefined;
