@@ -43,6 +43,7 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
   'docs/divergences.md': {
     '10 minutes': 'default: --stale-selected-node-grace',
     '10 min': 'default: --capacity-unimplemented-retry',
+    '1,000 s': "default: client-go's per-item work-queue backoff cap",
     '1.5 MB': "limit: etcd's default --max-request-bytes, the largest object",
     '256 KiB': "limit: Kubernetes' total size of an object's annotations",
     '24 KiB': 'limit claim-projection.test.ts asserts for a worst-case projected claim',
