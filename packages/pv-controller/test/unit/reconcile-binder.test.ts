@@ -150,3 +150,44 @@ describe('binder reconcile: no release of a volume a claim is writing', function
     expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.status?.phase, 'out of flight, as upstream').to.equal('Available');
   });
 });
+
+// A take-back (orphaned-bind.ts) decided on a claim cache that has not seen the claim: the server's
+// claim refutes it, and then nothing is written and nothing said; confirmed, the volume is written and
+// its BindingTakenBack Event follows.
+describe('binder reconcile: a take-back and its Event', function () {
+  const unfinished = (): PersistentVolume =>
+    vol('v', '1Gi', { claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: 'ns', name: 'c', uid: 'u1' }, annotations: { 'pv.kubernetes.io/bound-by-controller': 'yes' } });
+  const notFound = new KubeApiError(404, { kind: 'Status', reason: 'NotFound', message: 'persistentvolumeclaims "c" not found', details: { name: 'c', kind: 'persistentvolumeclaims' } });
+
+  function setup(serverClaim: PersistentVolumeClaim | undefined): { r: BinderReconciler; store: FakeWrites; events: FakeEvents } {
+    const store = new FakeWrites();
+    store.seed<PersistentVolume>(Resources.persistentVolumes, unfinished());
+    const stored = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')!;
+    const volumes = new AssumeCache<PersistentVolume>();
+    const claims = new AssumeCache<PersistentVolumeClaim>();
+    const events = new FakeEvents();
+    const actuator = new BinderActuator({ client: store, events, volumes, claims, log: logger(), dryRun: false });
+    const client = { get: () => (serverClaim ? Promise.resolve(structuredClone(serverClaim)) : Promise.reject(notFound)) } as unknown as KubeClient;
+    const r = new BinderReconciler({ world: world({ volumes: [stored] }), client, actuator, volumes, claims, inFlight: new Set(), requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
+    return { r, store, events };
+  }
+
+  it('the server still has the claim the cache lacks: refused, the volume as it was, no Event', async function () {
+    const { r, store, events } = setup(claim('c', '1Gi', { uid: 'u1' }));
+    const failed = await r.volume('v', logger()).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failed, 'retried on fresh data').to.be.instanceOf(Error);
+    expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.spec?.claimRef?.uid).to.equal('u1');
+    expect(events.recorded).to.deep.equal([]);
+  });
+
+  it('the claim gone on the server too: taken back, reserved by name, and said once on the volume', async function () {
+    const { r, store, events } = setup(undefined);
+    await r.volume('v', logger());
+    const v = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')!;
+    expect([v.spec?.claimRef?.name, v.spec?.claimRef?.uid]).to.deep.equal(['c', undefined]);
+    expect(events.recorded.map((e) => `${e.name} ${e.type} ${e.reason}`)).to.deep.equal(['v Normal BindingTakenBack']);
+  });
+});

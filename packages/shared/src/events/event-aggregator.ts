@@ -3,6 +3,8 @@ import type { Clock } from '../ratelimit/clock.js';
 /** client-go's EventAggregator defaults (tools/record/events_cache.go): 10 messages within 10 minutes. */
 export const AGGREGATE_MAX_MESSAGES = 10;
 export const AGGREGATE_INTERVAL_MS = 600_000;
+/** The longest message an Event is written with (event-recorder.ts). */
+export const MESSAGE_MAX_CHARS = 1024;
 /** client-go's EventAggregatorByReasonMessageFunc. */
 export const COMBINED_PREFIX = '(combined from similar events): ';
 
@@ -16,7 +18,8 @@ interface Similar {
  * EventAggregator combines them: once 10 different messages came within 10 minutes of each other,
  * each further one is written into one Event, "(combined from similar events): <message>", whose
  * count grows and whose message is the latest, so that `kubectl describe` does not list a new Event
- * for every message of a busy object.
+ * for every message of a busy object. Unlike client-go, which combines before its spam filter, only
+ * Events the per-object spam filter let through are counted (event-recorder.ts filters first).
  */
 export class EventAggregator {
   private readonly similar = new Map<string, Similar>();
@@ -33,7 +36,8 @@ export class EventAggregator {
     // Re-inserted to keep the map in least-recently-used order for eviction.
     if (s) this.similar.delete(similarKey);
     if (!s || now - s.last > AGGREGATE_INTERVAL_MS) s = { messages: new Set(), last: now };
-    s.messages.add(message);
+    // As written (event-recorder.ts cuts messages there): longer ones differ in nothing an Event shows.
+    s.messages.add(message.slice(0, MESSAGE_MAX_CHARS));
     s.last = now;
     this.similar.set(similarKey, s);
     if (this.similar.size > this.maxRemembered) this.similar.delete(this.similar.keys().next().value!);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { classifyError, isAlreadyExists, isNotFound } from '../client/errors.js';
 import type { KubeClient } from '../client/kube-client.js';
 import { Resources } from '../informer/resources.js';
-import { EventAggregator } from './event-aggregator.js';
+import { EventAggregator, MESSAGE_MAX_CHARS } from './event-aggregator.js';
 import type { KubeObject } from '../informer/object-key.js';
 import { errorMessage, logger } from '../logging/logger.js';
 import { counter } from '../metrics/registry.js';
@@ -168,7 +168,7 @@ export class EventRecorder {
     try {
       if (prev) {
         try {
-          const body = { count: prev.count + 1, lastTimestamp: now, ...(combinedOf !== undefined ? { message: message.slice(0, 1024) } : {}) };
+          const body = { count: prev.count + 1, lastTimestamp: now, ...(combinedOf !== undefined ? { message: message.slice(0, MESSAGE_MAX_CHARS) } : {}) };
           await this.client.patch<Event>(Resources.events, prev.name, prev.namespace, 'merge', body);
           prev.count++;
           this.remember(key, prev);
@@ -191,7 +191,7 @@ export class EventRecorder {
           resourceVersion: md.resourceVersion,
         },
         reason,
-        message: message.slice(0, 1024),
+        message: message.slice(0, MESSAGE_MAX_CHARS),
         type,
         count: 1,
         firstTimestamp: now,

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { KubeApiError } from '../../src/client/errors.js';
 import type { KubeClient } from '../../src/client/kube-client.js';
 import { AGGREGATE_INTERVAL_MS, AGGREGATE_MAX_MESSAGES, COMBINED_PREFIX, EventAggregator } from '../../src/events/event-aggregator.js';
 import { EventRecorder } from '../../src/events/event-recorder.js';
@@ -14,7 +15,9 @@ function store(): { client: KubeClient; events: Map<string, Event> } {
       return Promise.resolve(e);
     },
     patch: (_r: unknown, name: string, _ns: string, _type: string, body: Partial<Event>) => {
-      const e = { ...events.get(name)!, ...body };
+      const had = events.get(name);
+      if (!had) return Promise.reject(new KubeApiError(404, { kind: 'Status', reason: 'NotFound', message: `events "${name}" not found` }));
+      const e = { ...had, ...body };
       events.set(name, e);
       return Promise.resolve(e);
     },
@@ -76,5 +79,38 @@ describe('similar Events (one object and reason, different messages), combined a
     a.aggregate('y', 'm');
     // 'old' was dropped: its tenth message starts a new count.
     expect(a.aggregate('old', 'm10').combined).to.equal(false);
+  });
+
+  it('past the threshold, a message still remembered is aggregated into its own Event; a new one into the combined Event', async function () {
+    const { client, events } = store();
+    const r = new EventRecorder(client, 'test', 'host', false, new FakeClock());
+    for (let i = 1; i <= AGGREGATE_MAX_MESSAGES; i++) r.event(claim('a'), 'Warning', 'FailedBinding', `try ${i}`);
+    // The oldest message left the set at the threshold; the ninth is still in it.
+    r.event(claim('a'), 'Warning', 'FailedBinding', 'try 9');
+    r.event(claim('a'), 'Warning', 'FailedBinding', 'try 1');
+    await r.flush();
+    const shownNow = shown(events);
+    expect(shownNow).to.include('FailedBinding x2: try 9');
+    expect(shownNow).to.include(`FailedBinding x2: ${COMBINED_PREFIX}try 1`);
+    expect(shownNow).to.have.length(AGGREGATE_MAX_MESSAGES);
+  });
+
+  it('a combined Event that expired (the API server answers its patch 404) is created again', async function () {
+    const { client, events } = store();
+    const r = new EventRecorder(client, 'test', 'host', false, new FakeClock());
+    for (let i = 1; i <= AGGREGATE_MAX_MESSAGES; i++) r.event(claim('a'), 'Warning', 'FailedBinding', `try ${i}`);
+    await r.flush();
+    const combined = [...events.entries()].find(([, e]) => e.message?.startsWith(COMBINED_PREFIX))![0];
+    // Events have a TTL (kube-apiserver's --event-ttl, 1 hour by default).
+    events.delete(combined);
+    r.event(claim('a'), 'Warning', 'FailedBinding', 'try 11');
+    await r.flush();
+    expect(shown(events).filter((m) => m.includes(COMBINED_PREFIX))).to.deep.equal([`FailedBinding x1: ${COMBINED_PREFIX}try 11`]);
+  });
+
+  it('messages that differ only past the 1,024 characters an Event keeps are one message', function () {
+    const a = new EventAggregator(new FakeClock(), 100);
+    const long = 'x'.repeat(2000);
+    for (let i = 0; i < 2 * AGGREGATE_MAX_MESSAGES; i++) expect(a.aggregate('k', `${long}${i}`).combined).to.equal(false);
   });
 });
