@@ -34,7 +34,7 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
     // have written, as decideBoundClaim does: no fit check (it may be mid-expansion), no hold for a
     // claim being deleted, nor the server's check of one. Written Pending or refused on every retry,
     // it would end the volume's hold (volume-hold.ts) and let another claim have its data.
-    if (claim.status?.phase === 'Bound') return [{ kind: 'bindVolume', volume, claim, boundByController: true }, bind[1]!];
+    if (claim.status?.phase === 'Bound') return bind;
     const why = volumeMismatch(claim, volume);
     if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
     // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod

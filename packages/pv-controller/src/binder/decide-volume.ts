@@ -29,10 +29,10 @@ export function claimRefProblem(ref: { namespace?: string; name?: string }): str
  * said once, after the take-back is written, since nothing else would tell an operator why it
  * never goes to another claim or to its reclaim policy.
  */
-function takenBackEvent(volume: PersistentVolume, why: string | undefined): BinderAction {
+function takenBackEvent(volume: PersistentVolume, why: string): BinderAction {
   const ref = volume.spec?.claimRef;
   const who = `${ref?.namespace ?? ''}/${ref?.name ?? ''}`;
-  return event(volume, 'Normal', Reasons.BindingTakenBack, `the binding to claim ${who} (uid ${ref?.uid ?? ''}) never finished and ${why ?? 'the claim no longer waits for it'}: no pod used this volume, so it is Available again instead of Released, reserved for a claim named ${who}; remove spec.claimRef to offer it to any claim`);
+  return event(volume, 'Normal', Reasons.BindingTakenBack, `the binding to claim ${who} (uid ${ref?.uid ?? ''}) never finished and ${why}: no pod used this volume, so it is Available again instead of Released, reserved for a claim named ${who}; remove spec.claimRef to offer it to any claim`);
 }
 
 const phaseIs = (v: PersistentVolume, phase: string): BinderAction[] => (v.status?.phase === phase ? [] : [{ kind: 'volumePhase', volume: v, phase: phase as 'Available' }]);

@@ -61,7 +61,7 @@ export function bindingUnfinished(volume: PersistentVolume): boolean {
  * must not go to any claim). A claim bound elsewhere, or being deleted, is left to upstream's paths
  * and to the claim's sync (decide-claim.ts holds the binding back). Undefined when none.
  */
-export function takeBackUnfinished(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined): Extract<BinderAction, { kind: 'unbindVolume' }> | undefined {
+export function takeBackUnfinished(volume: PersistentVolume, claim: PersistentVolumeClaim | undefined): (Extract<BinderAction, { kind: 'unbindVolume' }> & { takeBack: string }) | undefined {
   if (!bindingUnfinished(volume)) return undefined;
   const why = claimGoneOrRecreated(volume, claim);
   return why ? { kind: 'unbindVolume', volume, keepClaimRef: true, takeBack: why } : undefined;

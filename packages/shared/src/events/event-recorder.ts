@@ -135,11 +135,13 @@ export class EventRecorder {
     const md = obj.metadata ?? {};
     const similar = [md.uid ?? '', obj.apiVersion ?? '', obj.kind ?? '', md.namespace ?? '', md.name ?? '', type, reason].join('\u0000');
     const { message, combined } = this.aggregator.aggregate(similar, said);
+    // The Event it aggregates into: the combined one of this object and reason, or its own message's.
+    const key = combined ? `${similar}\u0000combined` : `${similar}\u0000${message}`;
     // One name for every try, as client-go's makeEvent: a create that landed though its answer was
     // lost (a timeout, a 504) is found taken by the next try, not written a second time.
     const name = `${obj.metadata?.name ?? 'unknown'}.${Date.now().toString(16)}${randomBytes(2).toString('hex')}`;
     for (let attempt = 1; ; attempt++) {
-      const err = await this.writeOnce(obj, type, reason, message, name, attempt > 1, combined ? similar : undefined);
+      const err = await this.writeOnce(obj, type, reason, message, name, attempt > 1, key, combined);
       if (err === undefined) return;
       const c = classifyError(err);
       // A refusal (invalid, forbidden, a name taken) fails the same way again; the rest may pass.
@@ -155,20 +157,19 @@ export class EventRecorder {
 
   /**
    * One try at writing the Event under `name`; resolves with what failed it, if anything. `retry`: a
-   * create of it may have landed. `combinedOf`: the similarity key of a combined Event, which is
-   * found by it and whose message each write replaces (client-go's patch carries the message too).
+   * create of it may have landed. `key`: the Event it aggregates into. `combined`: each write
+   * replaces its message (client-go's patch carries the message too).
    */
-  private async writeOnce(obj: KubeObject, type: EventType, reason: string, message: string, name: string, retry: boolean, combinedOf?: string): Promise<unknown> {
+  private async writeOnce(obj: KubeObject, type: EventType, reason: string, message: string, name: string, retry: boolean, key: string, combined: boolean): Promise<unknown> {
     const md = obj.metadata ?? {};
     // Cluster-scoped objects get their events in "default", as client-go does.
     const namespace = md.namespace || 'default';
-    const key = combinedOf !== undefined ? `${combinedOf}\u0000combined` : [md.uid ?? '', obj.kind ?? '', namespace, md.name ?? '', type, reason, message].join('\u0000');
     const now = new Date().toISOString();
     const prev = this.seen.get(key);
     try {
       if (prev) {
         try {
-          const body = { count: prev.count + 1, lastTimestamp: now, ...(combinedOf !== undefined ? { message: message.slice(0, MESSAGE_MAX_CHARS) } : {}) };
+          const body = { count: prev.count + 1, lastTimestamp: now, ...(combined ? { message: message.slice(0, MESSAGE_MAX_CHARS) } : {}) };
           await this.client.patch<Event>(Resources.events, prev.name, prev.namespace, 'merge', body);
           prev.count++;
           this.remember(key, prev);
