@@ -8,6 +8,7 @@ import { pendingStatus } from './claim-pending.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
 import { isPreBoundTo } from './find-matching-volume.js';
+import { bindingUnfinished, claimMayHaveBeenBound } from './orphaned-bind.js';
 import { heldRefusal } from './volume-hold.js';
 
 /**
@@ -42,7 +43,17 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
     if (freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
     return [{ kind: 'bindVolume', volume, claim, boundByController: true, ...deletingClaimConfirmation(claim) }, bind[1]!];
   }
-  if (isPreBoundTo(volume, claim)) return bind;
+  if (isPreBoundTo(volume, claim)) {
+    // Topovol: a binding to it that never reached this claim (bindingUnfinished: a stop after the
+    // volume's claimRef, by either binder) is completed for a claim being deleted only as a free
+    // volume is given to one (above): held back while no placed pod uses the claim, its volume
+    // taken back once the claim goes (decide-volume.ts); otherwise with the server's pods
+    // confirming that pod. Completed, it would be Released and, with Delete, deleted, though no
+    // claim was ever Bound to it. A claim that may have been Bound to it re-binds it as ever.
+    if (!bindingUnfinished(volume) || claimMayHaveBeenBound(claim)) return bind;
+    if (freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
+    return [{ kind: 'bindVolume', volume, claim, boundByController: false, ...deletingClaimConfirmation(claim) }, bind[1]!];
+  }
   const refused = event(claim, 'Warning', Reasons.FailedBinding, `volume "${volumeName}" already bound to a different claim.`);
   // A claim the controller bound that lost its bind-completed mark: upstream reports it and retries
   // without touching the status.

@@ -7,7 +7,7 @@ import type { BinderWorld } from './binder-world.js';
 import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';
 import { volumeMigrationChange } from './csi-migration.js';
-import { takeBackUnfinished } from './orphaned-bind.js';
+import { bindingUnfinished, claimMayHaveBeenBound, takeBackUnfinished } from './orphaned-bind.js';
 import { reclaim } from './reclaim-volume.js';
 
 /**
@@ -84,7 +84,13 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
       event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind PersistentVolume "${volume.metadata?.name}" to requested PersistentVolumeClaim due to incompatible volumeMode.`),
     ];
   }
-  if (claimVolume === volume.metadata?.name) return phaseIs(volume, 'Bound');
+  if (claimVolume === volume.metadata?.name) {
+    // Topovol: a binding that never reached a claim being deleted is the claim's sync's to complete
+    // or hold back, after the server's pods confirm a placed pod (decide-pre-bound-claim.ts); its
+    // phase Bound written here would end the take-back signal (bindingUnfinished).
+    if (claim.metadata?.deletionTimestamp && bindingUnfinished(volume) && !claimMayHaveBeenBound(claim)) return [];
+    return phaseIs(volume, 'Bound');
+  }
 
   // The claim is bound to another volume (one provisioned for it with Delete was released above):
   // undo the binding; a claimRef the controller made goes, a user's pre-binding keeps the claim's

@@ -86,6 +86,41 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
       const c = claim('c', '1Gi', { uid: 'u1' });
       expect(kinds(decideClaim(c, world({ volumes: [written('Available')], claims: [c] })))).to.deep.equal(['bindVolume', 'bindClaim']);
     });
+
+    // The same with the claim naming the volume (spec.volumeName, a user's): either binder stopped
+    // after the volume's claimRef. Upstream completes it and, once the claim goes, Releases it.
+    describe('a claim that names the half-written volume', function () {
+      const named = (extra: Parameters<typeof claim>[2] = {}): PersistentVolumeClaim => claim('c', '1Gi', { uid: 'u1', volumeName: 'v', ...extra });
+      const decide = (c: PersistentVolumeClaim, pods: ReturnType<typeof pod>[] = []): { claim: BinderAction[]; volume: string[] } => {
+        const w = world({ volumes: [written('Available')], claims: [c], pods });
+        return { claim: decideClaim(c, w), volume: kinds(decideVolume(written('Available'), w)) };
+      };
+      it('being deleted, no pod placed: neither the claim nor the volume completes it', function () {
+        const got = decide(deleting(named()));
+        expect(kinds(got.claim).filter((k) => k !== 'event'), 'no write: the claim is Pending already').to.deep.equal([]);
+        expect(got.volume, 'no phase Bound: the signal for the take-back stays').to.deep.equal([]);
+      });
+      it('being deleted, a pod placed on a node: completed by the claim, once the server confirms the pod (as upstream)', function () {
+        const got = decide(deleting(named()), [pod('p', 'c', 'n1')]);
+        expect(kinds(got.claim)).to.deep.equal(['bindVolume', 'bindClaim']);
+        expect(got.claim[0], "the server's pods are read first").to.include({ forDeletingClaim: true });
+        expect(got.volume, "left to the claim's confirmed write").to.deep.equal([]);
+      });
+      it('not being deleted: completed, as upstream', function () {
+        const got = decide(named());
+        expect(kinds(got.claim)).to.deep.equal(['bindVolume', 'bindClaim']);
+        expect(got.claim[0]).to.not.have.property('forDeletingClaim');
+        expect(got.volume).to.deep.equal(['volumePhase Bound']);
+      });
+      it('being deleted but Bound, its bind-completed removed (it may have used the volume; upstream re-binds claimRef first): completed, as upstream', function () {
+        const got = decide(deleting(named({ phase: 'Bound' })));
+        expect(kinds(got.claim)).to.deep.equal(['bindVolume', 'bindClaim']);
+        expect(got.volume).to.deep.equal(['volumePhase Bound']);
+      });
+      it('once the claim goes: taken back, reserved by name, never Released', function () {
+        expect(kinds(decideVolume(written('Available'), world({ volumes: [written('Available')] })))).to.deep.equal(['unbindVolume (the claim is gone)', 'event']);
+      });
+    });
   });
 
   describe("the server's claim before a take-back is written", function () {

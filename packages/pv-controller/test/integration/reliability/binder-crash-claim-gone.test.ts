@@ -70,10 +70,10 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
   });
 
   /** The binder killed right after writing the claimRef for claim c; its status writes of the volume until then (Available). */
-  async function killedAfterClaimRef(finalizers?: string[]): Promise<number> {
+  async function killedAfterClaimRef(finalizers?: string[], volumeName?: string): Promise<number> {
     const first = await startBinderManager(`${ns}-first`, { leaderElect: false, env: { ...process.env, TOPOVOL_FAILPOINTS: 'binder-volume-claimref' } });
     procs.push(first);
-    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { ...pvc(ns, 'c', GiB(1), { class: cls }), metadata: { name: 'c', namespace: ns, finalizers } });
+    const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { ...pvc(ns, 'c', GiB(1), { class: cls, volumeName }), metadata: { name: 'c', namespace: ns, finalizers } });
     expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
     const left = await getPV(admin, `${ns}-v`);
     expect([left.spec?.claimRef?.uid, left.status?.phase, left.metadata?.annotations?.[BY_CONTROLLER]], 'the claimRef written, the phase not').to.deep.equal([claim.metadata?.uid, 'Available', 'yes']);
@@ -108,9 +108,31 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     expect(statusWrites(audit, `${ns}-v`).length, 'never Released (nor Bound: the binding was not completed)').to.equal(before);
   });
 
+  // The same with a claim that names the volume (a user's spec.volumeName): kube-controller-manager
+  // completes the binding (syncUnboundClaim's volumeName branch) and Releases the volume once the
+  // claim goes, though no claim was ever Bound to it.
+  it('a claim naming the volume, killed after the claimRef, the claim being deleted meanwhile (no pod uses it): not completed, taken back once it goes', async function () {
+    const before = await killedAfterClaimRef([HOLD], `${ns}-v`);
+    await admin.delete(Resources.persistentVolumeClaims, 'c', ns);
+    procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
+    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-barrier`, GiB(2), { class: cls }));
+    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'barrier', GiB(2), { class: cls }));
+    await eventually(async () => expect((await getPVC(admin, ns, 'barrier')).status?.phase).to.equal('Bound'), 60_000);
+    const held = await getPVC(admin, ns, 'c');
+    expect([held.status?.phase, held.metadata?.annotations?.['pv.kubernetes.io/bind-completed']], 'the binding of a claim being deleted is not completed').to.deep.equal(['Pending', undefined]);
+    expect((await getPV(admin, `${ns}-v`)).status?.phase, 'nor its volume').to.equal('Available');
+    await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { metadata: { finalizers: null } });
+    await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
+    await expectTakenBack(admin, `${ns}-v`, ns);
+    expect(statusWrites(audit, `${ns}-v`).length, 'never Bound, never Released').to.equal(before);
+  });
+
   it("kube-scheduler's pre-binding for a claim deleted before the binder saw it: taken back", async function () {
     procs.push(await startBinderManager(`${ns}-only`, { leaderElect: false }));
     await eventually(async () => expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Available'));
+    // kube-apiserver writes a request's ResponseComplete line after its answer, so the GET above may
+    // see the phase before the audit log has the write: counted after it, the count is the baseline.
+    await eventually(async () => expect(statusWrites(audit, `${ns}-v`).length).to.be.greaterThan(0));
     const before = statusWrites(audit, `${ns}-v`).length;
     // A claim of another class, so that the binder never binds it itself; gone before the pre-binding lands.
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: `${cls}-none` }));
@@ -179,6 +201,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
   it('a new claim naming a free volume binds it as upstream: the claimRef, then the phase', async function () {
     procs.push(await startBinderManager(`${ns}-only`, { leaderElect: false }));
     await eventually(async () => expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Available'));
+    await eventually(async () => expect(volumeWrites(audit, `${ns}-v`).length, 'the audit log has the phase write (see above)').to.be.greaterThan(0));
     const before = volumeWrites(audit, `${ns}-v`).length;
     await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls, volumeName: `${ns}-v` }));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
