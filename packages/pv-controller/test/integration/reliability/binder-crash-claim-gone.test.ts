@@ -132,7 +132,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     await eventually(async () => expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Available'));
     // kube-apiserver writes a request's ResponseComplete line after its answer, so the GET above may
     // see the phase before the audit log has the write: counted after it, the count is the baseline.
-    await eventually(async () => expect(statusWrites(audit, `${ns}-v`).length).to.be.greaterThan(0));
+    await eventually(() => expect(statusWrites(audit, `${ns}-v`).length).to.be.greaterThan(0));
     const before = statusWrites(audit, `${ns}-v`).length;
     // A claim of another class, so that the binder never binds it itself; gone before the pre-binding lands.
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: `${cls}-none` }));
@@ -201,7 +201,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
   it('a new claim naming a free volume binds it as upstream: the claimRef, then the phase', async function () {
     procs.push(await startBinderManager(`${ns}-only`, { leaderElect: false }));
     await eventually(async () => expect((await getPV(admin, `${ns}-v`)).status?.phase).to.equal('Available'));
-    await eventually(async () => expect(volumeWrites(audit, `${ns}-v`).length, 'the audit log has the phase write (see above)').to.be.greaterThan(0));
+    await eventually(() => expect(volumeWrites(audit, `${ns}-v`).length, 'the audit log has the phase write (see above)').to.be.greaterThan(0));
     const before = volumeWrites(audit, `${ns}-v`).length;
     await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls, volumeName: `${ns}-v` }));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
