@@ -117,6 +117,41 @@ describe('pv-binder: an unfinished binding whose claim went', function () {
         expect(kinds(got.claim)).to.deep.equal(['bindVolume', 'bindClaim']);
         expect(got.volume).to.deep.equal(['volumePhase Bound']);
       });
+      // The two syncs must agree: a volume sync that wrote the phase Bound while the claim's held the
+      // binding back would end the take-back signal, and the volume would be Released once the claim goes.
+      it('over claims, pods and marks: the volume is written Bound only when the claim completes the binding, and for a claim being deleted that never used it, only with the server check', function () {
+        const arb = fc.record({
+          names: fc.boolean(),
+          deleting: fc.boolean(),
+          phase: fc.constantFrom('Pending', 'Bound', 'Lost'),
+          completed: fc.boolean(),
+          pod: fc.constantFrom('none', 'unplaced', 'placed', 'placed-ended', 'placed-terminating'),
+        });
+        fc.assert(
+          fc.property(arb, (a) => {
+            const base = named({ phase: a.phase, annotations: a.completed ? { 'pv.kubernetes.io/bind-completed': 'yes' } : undefined });
+            const c0 = a.names ? base : { ...base, spec: { ...base.spec, volumeName: undefined } };
+            const c = a.deleting ? deleting(c0) : c0;
+            const p = pod('p', 'c', a.pod === 'none' || a.pod === 'unplaced' ? undefined : 'n1', a.pod === 'placed-ended' ? 'Succeeded' : 'Running');
+            const pods = a.pod === 'none' ? [] : [a.pod === 'placed-terminating' ? { ...p, metadata: { ...p.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } } : p];
+            const w = world({ volumes: [written('Available')], claims: [c], pods });
+            const claimBinds = decideClaim(c, w).find((x): x is Extract<BinderAction, { kind: 'bindVolume' }> => x.kind === 'bindVolume');
+            const volume = kinds(decideVolume(written('Available'), w));
+            const where = JSON.stringify(a);
+            expect(volume.some((k) => k.startsWith('volumePhase Released') || k.startsWith('unbindVolume')), `${where}: nothing released or taken back while the claim is there`).to.equal(false);
+            // A claim that may have used the volume (Bound, Lost, bind-completed) re-binds as upstream.
+            const neverUsed = c.status?.phase === 'Pending' && !a.completed;
+            if (neverUsed && volume.includes('volumePhase Bound')) expect(claimBinds, `${where}: the volume's sync completes only what the claim's would`).to.not.equal(undefined);
+            if (a.deleting && neverUsed && claimBinds) {
+              expect(claimBinds.forDeletingClaim, `${where}: the server's pods confirm the placed pod first`).to.equal(true);
+              expect(volume, `${where}: left to the claim's confirmed write`).to.deep.equal([]);
+            }
+            if (a.deleting && neverUsed && !['placed'].includes(a.pod)) expect(claimBinds, `${where}: held back`).to.equal(undefined);
+          }),
+          { numRuns: 500 },
+        );
+      });
+
       it('once the claim goes: taken back, reserved by name, never Released', function () {
         expect(kinds(decideVolume(written('Available'), world({ volumes: [written('Available')] })))).to.deep.equal(['unbindVolume (the claim is gone)', 'event']);
       });
