@@ -8,7 +8,7 @@ import { pendingStatus } from './claim-pending.js';
 import { volumeMismatch } from './check-volume-satisfies-claim.js';
 import { deletingClaimConfirmation, freeVolumeHeldBack } from './deleting-claim.js';
 import { isPreBoundTo } from './find-matching-volume.js';
-import { bindingUnfinished, claimMayHaveBeenBound } from './orphaned-bind.js';
+import { bindingNeverReached } from './orphaned-bind.js';
 import { heldRefusal } from './volume-hold.js';
 
 /**
@@ -22,10 +22,12 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
   const volume = world.volume(volumeName);
   if (!volume) return pendingStatus(claim);
   const claimBoundByController = claim.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER] !== undefined;
-  const bind: BinderAction[] = [
-    { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef },
-    { kind: 'bindClaim', claim, volume, boundByController: claimBoundByController },
-  ];
+  const bindVolume = { kind: 'bindVolume', volume, claim, boundByController: !volume.spec?.claimRef } as const;
+  const bindClaim = { kind: 'bindClaim', claim, volume, boundByController: claimBoundByController } as const;
+  const bind: BinderAction[] = [bindVolume, bindClaim];
+  // Topovol: a volume free for the claim is not given to one being deleted that no placed pod uses
+  // (deleting-claim.ts), and given to one a placed pod uses once the server's pods confirm that pod.
+  const bindFree = (): BinderAction[] => (freeVolumeHeldBack(claim, world) ? pendingStatus(claim) : [{ ...bindVolume, ...deletingClaimConfirmation(claim) }, bindClaim]);
   if (!volume.spec?.claimRef) {
     // Topovol: not a volume another claim was bound to and may have written (volume-hold.ts),
     // unless this claim is Bound to it too; upstream binds it to whichever claim's sync comes first.
@@ -38,21 +40,16 @@ export function decidePreBoundClaim(claim: PersistentVolumeClaim, world: BinderW
     if (claim.status?.phase === 'Bound') return bind;
     const why = volumeMismatch(claim, volume);
     if (why) return [event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volumeName}": ${why}`), ...pendingStatus(claim)];
-    // Topovol: the named volume, free, is not given to a claim being deleted that no placed pod
-    // uses (deleting-claim.ts): naming a volume is how an existing data volume is attached.
-    if (freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
-    return [{ kind: 'bindVolume', volume, claim, boundByController: true, ...deletingClaimConfirmation(claim) }, bind[1]!];
+    // Naming a volume is how an existing data volume is attached: held back as any free volume.
+    return bindFree();
   }
   if (isPreBoundTo(volume, claim)) {
-    // Topovol: a binding to it that never reached this claim (bindingUnfinished: a stop after the
-    // volume's claimRef, by either binder) is completed for a claim being deleted only as a free
-    // volume is given to one (above): held back while no placed pod uses the claim, its volume
-    // taken back once the claim goes (decide-volume.ts); otherwise with the server's pods
-    // confirming that pod. Completed, it would be Released and, with Delete, deleted, though no
-    // claim was ever Bound to it. A claim that may have been Bound to it re-binds it as ever.
-    if (!bindingUnfinished(volume) || claimMayHaveBeenBound(claim)) return bind;
-    if (freeVolumeHeldBack(claim, world)) return pendingStatus(claim);
-    return [{ kind: 'bindVolume', volume, claim, boundByController: false, ...deletingClaimConfirmation(claim) }, bind[1]!];
+    // Topovol: a binding to it that never reached this claim (a stop after the volume's claimRef,
+    // by either binder) is completed as a free volume is given (bindFree); held back, its volume is
+    // taken back once the claim goes (decide-volume.ts). Completed for a claim being deleted, it
+    // would be Released and, with Delete, deleted, though no claim was ever Bound to it. A claim
+    // that may have been Bound to it re-binds it as ever.
+    return bindingNeverReached(volume, claim) ? bindFree() : bind;
   }
   const refused = event(claim, 'Warning', Reasons.FailedBinding, `volume "${volumeName}" already bound to a different claim.`);
   // A claim the controller bound that lost its bind-completed mark: upstream reports it and retries

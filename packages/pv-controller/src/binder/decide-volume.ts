@@ -7,7 +7,7 @@ import type { BinderWorld } from './binder-world.js';
 import { capacityBytes } from './check-volume-satisfies-claim.js';
 import { claimVolumeMode, volumeVolumeMode } from './claim-helpers.js';
 import { volumeMigrationChange } from './csi-migration.js';
-import { bindingUnfinished, claimMayHaveBeenBound, takeBackUnfinished } from './orphaned-bind.js';
+import { bindingNeverReached, takeBackUnfinished } from './orphaned-bind.js';
 import { reclaim } from './reclaim-volume.js';
 
 /**
@@ -88,7 +88,7 @@ export function decideVolume(volume: PersistentVolume, world: BinderWorld): Bind
     // Topovol: a binding that never reached a claim being deleted is the claim's sync's to complete
     // or hold back, after the server's pods confirm a placed pod (decide-pre-bound-claim.ts); its
     // phase Bound written here would end the take-back signal (bindingUnfinished).
-    if (claim.metadata?.deletionTimestamp && bindingUnfinished(volume) && !claimMayHaveBeenBound(claim)) return [];
+    if (claim.metadata?.deletionTimestamp && bindingNeverReached(volume, claim)) return [];
     return phaseIs(volume, 'Bound');
   }
 

@@ -53,6 +53,14 @@ export function bindingUnfinished(volume: PersistentVolume): boolean {
 }
 
 /**
+ * A binding to `volume` that never reached `claim` (bindingUnfinished), which the claim cannot have
+ * used either: as free for the claim as a volume with no claimRef.
+ */
+export function bindingNeverReached(volume: PersistentVolume, claim: PersistentVolumeClaim): boolean {
+  return bindingUnfinished(volume) && !claimMayHaveBeenBound(claim);
+}
+
+/**
  * The take-back of an unfinished binding whose claim is gone or was created again under its name,
  * decided on the cache (the glue reads the claim on the server before the write:
  * verify-on-server.ts). The claimRef keeps its namespace and name and loses its uid: the volume is

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { pvBinderDescriptor } from '../../src/pv-binder-descriptor.js';
-import { projectClaim, Resources } from '@topovol/shared';
+import { ANN_BOUND_BY_CONTROLLER, projectClaim, Resources } from '@topovol/shared';
 import type { Event, KubeClient, KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { createTestNamespace, denyingPolicy, eventually, FaultProxy, INSTALL_NAMESPACE, InProcessLoop, installGeneratedRbac, sharedControlPlane, untilRefused } from '@topovol/testing';
 import type { InProcessLoopOptions } from '@topovol/testing';
@@ -95,6 +95,17 @@ export async function getPV(client: KubeClient, name: string): Promise<Persisten
 
 export async function getPVC(client: KubeClient, ns: string, name: string): Promise<PersistentVolumeClaim> {
   return client.get<PersistentVolumeClaim>(Resources.persistentVolumeClaims, name, ns);
+}
+
+/**
+ * What someone removing a bound volume's claimRef by hand leaves, once upstream's syncVolume has
+ * seen it: no claimRef, no bound-by-controller mark, phase Available.
+ */
+export async function unreferenceByHand(client: KubeClient, name: string): Promise<void> {
+  const v = await getPV(client, name);
+  const { [ANN_BOUND_BY_CONTROLLER]: _mark, ...annotations } = v.metadata?.annotations ?? {};
+  const unref = await client.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations }, spec: { ...v.spec, claimRef: undefined } });
+  await client.replaceStatus<PersistentVolume>(Resources.persistentVolumes, { ...unref, status: { phase: 'Available' } });
 }
 
 export { deleteNow } from '@topovol/testing';

@@ -1,13 +1,12 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
+import { ANN_BOUND_BY_CONTROLLER, Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { AuditLogTail, controllerUser, createTestNamespace, eventually, sharedControlPlane } from '@topovol/testing';
 import type { AuditEvent, ManagedProcess } from '@topovol/testing';
-import { deleteNow, getPV, getPVC, GiB, pv, pvc } from '../binder-harness.js';
+import { deleteNow, getPV, getPVC, GiB, pv, pvc, unreferenceByHand } from '../binder-harness.js';
 import { startBinderManager } from './chaos-harness.js';
 
 const HOLD = 'example.com/hold';
-const BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
 
 /** Successful writes of the volume (spec or status) by the pv-binder's ServiceAccount, in order. */
 function volumeWrites(audit: AuditLogTail, name: string): string[] {
@@ -76,7 +75,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { ...pvc(ns, 'c', GiB(1), { class: cls, volumeName }), metadata: { name: 'c', namespace: ns, finalizers } });
     expect(await first.waitForExit(), 'killed by its failpoint').to.equal(-1);
     const left = await getPV(admin, `${ns}-v`);
-    expect([left.spec?.claimRef?.uid, left.status?.phase, left.metadata?.annotations?.[BY_CONTROLLER]], 'the claimRef written, the phase not').to.deep.equal([claim.metadata?.uid, 'Available', 'yes']);
+    expect([left.spec?.claimRef?.uid, left.status?.phase, left.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER]], 'the claimRef written, the phase not').to.deep.equal([claim.metadata?.uid, 'Available', 'yes']);
     return statusWrites(audit, `${ns}-v`).length;
   }
 
@@ -92,19 +91,31 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).spec?.volumeName).to.equal(`${ns}-v`), 60_000);
   });
 
-  it('killed after the claimRef, the claim being deleted meanwhile (no pod uses it): the binding is not completed, and the volume is taken back once the claim goes', async function () {
-    const before = await killedAfterClaimRef([HOLD]);
+  /**
+   * Claim c (held by HOLD) deleted while the binder was down, a binder started again and caught up
+   * (a pair created after its start, bound: it has been through what it found). Returns c as it is
+   * then, and `letGo`: HOLD removed, c gone, its volume taken back.
+   */
+  async function deletedWhileDown(): Promise<{ held: PersistentVolumeClaim; letGo: () => Promise<void> }> {
     await admin.delete(Resources.persistentVolumeClaims, 'c', ns);
     procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
-    // A pair created after the start, bound: the restarted binder has been through what it found.
     await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-barrier`, GiB(2), { class: cls }));
     await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'barrier', GiB(2), { class: cls }));
     await eventually(async () => expect((await getPVC(admin, ns, 'barrier')).status?.phase).to.equal('Bound'), 60_000);
     const held = await getPVC(admin, ns, 'c');
+    const letGo = async (): Promise<void> => {
+      await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { metadata: { finalizers: null } });
+      await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
+      await expectTakenBack(admin, `${ns}-v`, ns);
+    };
+    return { held, letGo };
+  }
+
+  it('killed after the claimRef, the claim being deleted meanwhile (no pod uses it): the binding is not completed, and the volume is taken back once the claim goes', async function () {
+    const before = await killedAfterClaimRef([HOLD]);
+    const { held, letGo } = await deletedWhileDown();
     expect(held.spec?.volumeName, 'the binding of a claim being deleted is not completed').to.equal(undefined);
-    await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { metadata: { finalizers: null } });
-    await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
-    await expectTakenBack(admin, `${ns}-v`, ns);
+    await letGo();
     expect(statusWrites(audit, `${ns}-v`).length, 'never Released (nor Bound: the binding was not completed)').to.equal(before);
   });
 
@@ -113,17 +124,10 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
   // claim goes, though no claim was ever Bound to it.
   it('a claim naming the volume, killed after the claimRef, the claim being deleted meanwhile (no pod uses it): not completed, taken back once it goes', async function () {
     const before = await killedAfterClaimRef([HOLD], `${ns}-v`);
-    await admin.delete(Resources.persistentVolumeClaims, 'c', ns);
-    procs.push(await startBinderManager(`${ns}-second`, { leaderElect: false }));
-    await admin.create<PersistentVolume>(Resources.persistentVolumes, pv(`${ns}-barrier`, GiB(2), { class: cls }));
-    await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'barrier', GiB(2), { class: cls }));
-    await eventually(async () => expect((await getPVC(admin, ns, 'barrier')).status?.phase).to.equal('Bound'), 60_000);
-    const held = await getPVC(admin, ns, 'c');
+    const { held, letGo } = await deletedWhileDown();
     expect([held.status?.phase, held.metadata?.annotations?.['pv.kubernetes.io/bind-completed']], 'the binding of a claim being deleted is not completed').to.deep.equal(['Pending', undefined]);
     expect((await getPV(admin, `${ns}-v`)).status?.phase, 'nor its volume').to.equal('Available');
-    await admin.patch(Resources.persistentVolumeClaims, 'c', ns, 'merge', { metadata: { finalizers: null } });
-    await eventually(async () => expect(await getPVC(admin, ns, 'c').catch(() => undefined)).to.equal(undefined));
-    await expectTakenBack(admin, `${ns}-v`, ns);
+    await letGo();
     expect(statusWrites(audit, `${ns}-v`).length, 'never Bound, never Released').to.equal(before);
   });
 
@@ -140,7 +144,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     const v = await getPV(admin, `${ns}-v`);
     // What BindPodVolumes writes (GetBindVolumeToClaim in k8s.io/component-helpers/storage/volume): the claimRef and the mark, not the phase.
     const claimRef = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: claim.metadata?.uid, resourceVersion: claim.metadata?.resourceVersion };
-    await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations: { ...v.metadata?.annotations, [BY_CONTROLLER]: 'yes' } }, spec: { ...v.spec, claimRef } });
+    await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations: { ...v.metadata?.annotations, [ANN_BOUND_BY_CONTROLLER]: 'yes' } }, spec: { ...v.spec, claimRef } });
     await expectTakenBack(admin, `${ns}-v`, ns);
     expect(statusWrites(audit, `${ns}-v`).length, 'never Released').to.equal(before);
   });
@@ -155,11 +159,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     const claim = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, pvc(ns, 'c', GiB(1), { class: cls }));
     await eventually(async () => expect((await getPVC(admin, ns, 'c')).status?.phase).to.equal('Bound'), 60_000);
     await binder.stop();
-    // Someone removes the claimRef; the volume is then made Available (upstream's syncVolume would).
-    const v = await getPV(admin, `${ns}-v`);
-    const { [BY_CONTROLLER]: _mark, ...annotations } = v.metadata?.annotations ?? {};
-    const unref = await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations }, spec: { ...v.spec, claimRef: undefined } });
-    await admin.replaceStatus<PersistentVolume>(Resources.persistentVolumes, { ...unref, status: { phase: 'Available' } });
+    await unreferenceByHand(admin, `${ns}-v`);
     return claim;
   }
 
@@ -219,7 +219,7 @@ describe('pv-binder: an unfinished binding whose claim went is taken back, never
     const c = await admin.create<PersistentVolumeClaim>(Resources.persistentVolumeClaims, { ...pvc(ns, 'c', GiB(1), { class: cls, volumeName: other }), metadata: { name: 'c', namespace: ns, annotations: { 'pv.kubernetes.io/bind-completed': 'yes' } } });
     const ref = { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'c', uid: c.metadata?.uid };
     // As a binder leaves them: c Bound to v2, and v still pointing at c (a binding it lost).
-    for (const [name, annotations] of [[other, {}], [`${ns}-v`, { [BY_CONTROLLER]: 'yes' }]] as const) {
+    for (const [name, annotations] of [[other, {}], [`${ns}-v`, { [ANN_BOUND_BY_CONTROLLER]: 'yes' }]] as const) {
       await admin.patch(Resources.persistentVolumes, name, undefined, 'merge', { metadata: { annotations }, spec: { claimRef: ref } });
       await admin.patch(Resources.persistentVolumes, name, undefined, 'merge', { status: { phase: 'Bound' } }, { subresource: 'status' });
     }

@@ -1,12 +1,10 @@
 import { expect } from 'chai';
-import { Resources } from '@topovol/shared';
+import { ANN_BOUND_BY_CONTROLLER, Resources } from '@topovol/shared';
 import type { KubeClient, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@topovol/shared';
 import { createTestNamespace, eventually, sharedControlPlane, startKubeControllerManager } from '@topovol/testing';
 import type { ControlPlane, ManagedProcess } from '@topovol/testing';
-import { deleteNow, getPV, getPVC, GiB, pv, pvc } from '../binder-harness.js';
+import { deleteNow, getPV, getPVC, GiB, pv, pvc, unreferenceByHand } from '../binder-harness.js';
 import { startBinderManager } from './chaos-harness.js';
-
-const BY_CONTROLLER = 'pv.kubernetes.io/bound-by-controller';
 
 /**
  * Going back to kube-controller-manager's binder (docs/install.md, "Leaving") while Topovol's stopped
@@ -72,7 +70,7 @@ describe('pv-binder handed back to kube-controller-manager mid-binding (real API
   it("killed after the volume's claimRef: upstream completes the binding to the same claim", async function () {
     const claim = (await killedAt('binder-volume-claimref', createClaim))!;
     const half = await getPV(admin, `${ns}-v`);
-    expect([half.spec?.claimRef?.uid, half.status?.phase, half.metadata?.annotations?.[BY_CONTROLLER]], 'the claimRef written, the phase not').to.deep.equal([claim.metadata?.uid, 'Available', 'yes']);
+    expect([half.spec?.claimRef?.uid, half.status?.phase, half.metadata?.annotations?.[ANN_BOUND_BY_CONTROLLER]], 'the claimRef written, the phase not').to.deep.equal([claim.metadata?.uid, 'Available', 'yes']);
     await upstreamBinder();
     await expectBoundTo(claim);
   });
@@ -94,11 +92,7 @@ describe('pv-binder handed back to kube-controller-manager mid-binding (real API
     const claim = await createClaim();
     await expectBoundTo(claim);
     await binder.stop();
-    // Someone removes the claimRef and the volume is made Available (upstream's syncVolume would).
-    const v = await getPV(admin, `${ns}-v`);
-    const { [BY_CONTROLLER]: _mark, ...annotations } = v.metadata?.annotations ?? {};
-    const unref = await admin.replace<PersistentVolume>(Resources.persistentVolumes, { ...v, metadata: { ...v.metadata, annotations }, spec: { ...v.spec, claimRef: undefined } });
-    await admin.replaceStatus<PersistentVolume>(Resources.persistentVolumes, { ...unref, status: { phase: 'Available' } });
+    await unreferenceByHand(admin, `${ns}-v`);
     await killedAt('binder-volume-phase-first');
     const half = await getPV(admin, `${ns}-v`);
     expect([half.status?.phase, half.spec?.claimRef], 'the phase written, the claimRef not').to.deep.equal(['Bound', undefined]);
