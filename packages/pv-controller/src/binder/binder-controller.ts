@@ -109,7 +109,7 @@ export function setupBinder(env: ControllerEnv): Controller<BinderKey> {
     PV_BINDER,
     async (ctx, key) => {
       if (key.kind === 'claim') return requeueAfter(await reconciler.claim(key.namespace, key.name));
-      return requeueAfter(await reconciler.volume(key.name, ctx.log));
+      return requeueAfter(await reconciler.volume(key.name, ctx));
     },
     {
       queue,

@@ -213,11 +213,12 @@ export class BinderReconciler {
     if (waits.length > 0) return Math.min(...waits);
   }
 
-  async volume(name: string, log: Logger): Promise<number | void> {
+  /** `ctx.log` read only to log: the context makes its child logger when first read (ReconcileContext). */
+  async volume(name: string, ctx: { readonly log: Logger }): Promise<number | void> {
     const volume = this.d.world.volume(name);
     if (!volume) return;
     const actions = decideVolume(volume, this.d.world);
-    log.debug('volume synced', { actions: actions.map((a) => a.kind) });
+    if (logger().isDebugEnabled()) ctx.log.debug('volume synced', { actions: actions.map((a) => a.kind) });
     // A claim's run is writing this volume (a binding, perhaps taken back: takeBackOrphaned): it is
     // not Released under that run, which may be about to make it Available again.
     // Nor is any other phase or claimRef written under it: a claim naming the volume re-binds it

@@ -61,11 +61,12 @@ export function watchForSecondBinder(
     log.error('another binder is running', { kind: 'volume', object: objectKey(raw), manager: UPSTREAM_MANAGER });
     events.event(raw, 'Warning', Reasons.SecondBinder, `kube-controller-manager's persistentvolume-binder-controller bound this volume while Topovol's pv-binder runs: run one binder (kube-controller-manager --controllers=*,-persistentvolume-binder-controller), or two binders may bind one claim to two volumes and release the other`);
   };
-  // managedFields only of cached volumes: boundByUpstream reads none of a first sighting's.
+  // managedFields only of cached volumes (boundByUpstream reads none of a first sighting's), and
+  // only kube-controller-manager's entries: the binder's own writes' echoes come without them.
   pvs.addRawObserver(
     (raw, cached) => {
       if (boundByUpstream(raw, cached)) report(raw);
     },
-    { managedFields: 'cached' },
+    { managedFields: 'cached', managers: [UPSTREAM_MANAGER] },
   );
 }

@@ -123,12 +123,12 @@ describe('binder reconcile: no release of a volume a claim is writing', function
     const client = new Proxy({} as KubeClient, { get: (_t, p) => () => (reads.push(String(p)), Promise.reject(new Error(`unexpected read ${String(p)}`))) });
     const r = new BinderReconciler({ world: world({ volumes: [stored] }), client, actuator, volumes, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
     const log = logger();
-    expect(await r.volume('v', log), 'looked at again soon').to.be.a('number').and.be.above(0);
+    expect(await r.volume('v', { log }), 'looked at again soon').to.be.a('number').and.be.above(0);
     expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.metadata?.resourceVersion).to.equal(stored.metadata?.resourceVersion);
     expect(reads, 'not even the release check was sent').to.deep.equal([]);
     // Out of flight, the release goes to its server check as before (here the read fails).
     inFlight.clear();
-    const err = await r.volume('v', log).then(() => undefined, (e: unknown) => e);
+    const err = await r.volume('v', { log }).then(() => undefined, (e: unknown) => e);
     expect(err).to.be.instanceOf(Error);
     expect(reads.length).to.be.above(0);
   });
@@ -143,10 +143,10 @@ describe('binder reconcile: no release of a volume a claim is writing', function
     const inFlight = new Set<string>(['v']);
     const client = new Proxy({} as KubeClient, { get: (_t, p) => () => Promise.reject(new Error(`unexpected read ${String(p)}`)) });
     const r = new BinderReconciler({ world: world({ volumes: [stored] }), client, actuator, volumes, claims, inFlight, requeueClaims: () => undefined, selectedNodeIssues: new FirstSeen<SelectedNodeIssueSeen>(), dryRun: false });
-    expect(await r.volume('v', logger()), 'looked at again soon').to.be.a('number').and.be.above(0);
+    expect(await r.volume('v', { log: logger() }), 'looked at again soon').to.be.a('number').and.be.above(0);
     expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.status?.phase).to.equal('Bound');
     inFlight.clear();
-    await r.volume('v', logger());
+    await r.volume('v', { log: logger() });
     expect(store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')?.status?.phase, 'out of flight, as upstream').to.equal('Available');
   });
 });
@@ -174,7 +174,7 @@ describe('binder reconcile: a take-back and its Event', function () {
 
   it('the server still has the claim the cache lacks: refused, the volume as it was, no Event', async function () {
     const { r, store, events } = setup(claim('c', '1Gi', { uid: 'u1' }));
-    const failed = await r.volume('v', logger()).then(
+    const failed = await r.volume('v', { log: logger() }).then(
       () => undefined,
       (err: unknown) => err,
     );
@@ -185,7 +185,7 @@ describe('binder reconcile: a take-back and its Event', function () {
 
   it('the claim gone on the server too: taken back, reserved by name, and said once on the volume', async function () {
     const { r, store, events } = setup(undefined);
-    await r.volume('v', logger());
+    await r.volume('v', { log: logger() });
     const v = store.stored<PersistentVolume>(Resources.persistentVolumes, 'v')!;
     expect([v.spec?.claimRef?.name, v.spec?.claimRef?.uid]).to.deep.equal(['c', undefined]);
     expect(events.recorded.map((e) => `${e.name} ${e.type} ${e.reason}`)).to.deep.equal(['v Normal BindingTakenBack']);

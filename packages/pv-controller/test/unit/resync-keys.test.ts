@@ -115,7 +115,7 @@ describe('binder re-sync: keysNeedingSync', function () {
         for (const v of w.volumes ?? []) {
           const k = `pv/${v.metadata!.name!}`;
           if (picked.has(k)) continue;
-          expect(await r.volume(v.metadata!.name!, logger()), `${k}: re-queue`).to.equal(undefined);
+          expect(await r.volume(v.metadata!.name!, { log: logger() }), `${k}: re-queue`).to.equal(undefined);
         }
         expect(store.snapshot(), 'writes').to.deep.equal(before);
         expect(events.recorded, 'Events').to.deep.equal([]);

@@ -3,7 +3,8 @@ import { logger } from '../logging/logger.js';
 import type { KubeObject } from '../informer/object-key.js';
 import { AnswerTooLargeError } from './http-transport.js';
 import type { KubeClient, QueryValue } from './kube-client.js';
-import { withoutManagedFields } from './without-managed-fields.js';
+import { cutManagedFields } from './without-managed-fields.js';
+import type { ManagedFieldsCut } from './without-managed-fields.js';
 import { pageRetryWaitMs } from './page-retry.js';
 import { sleep as realSleep } from '../controller/runnable.js';
 
@@ -87,8 +88,8 @@ interface ListAnswer {
 
 export interface ListPagesOptions {
   signal?: AbortSignal;
-  /** Parse the pages without the objects' managedFields (withoutManagedFields): for a caller that drops them. */
-  withoutManagedFields?: boolean;
+  /** Parse the pages without the objects' managedFields (withoutManagedFields), as the cut says: for a caller that drops them. */
+  withoutManagedFields?: ManagedFieldsCut;
   /** Tests' wait before a page is asked for again (default a timer). */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
@@ -132,7 +133,7 @@ export async function listPages(
       logger().info('list page over its byte budget; asking for fewer objects', { resource: label, maxBytes: err.maxBytes, limit: sizer.next });
       continue;
     }
-    const page = (text ? JSON.parse(opts.withoutManagedFields ? withoutManagedFields(text) : text) : {}) as ListAnswer;
+    const page = (text ? JSON.parse(cutManagedFields(text, opts.withoutManagedFields)) : {}) as ListAnswer;
     // An answer without the field (an empty body from a misbehaving proxy reads as {}) is no
     // list: taken for an empty one, it would delete every cached object.
     if (page.items === undefined) throw new Error(`list of ${label} answered without items`);

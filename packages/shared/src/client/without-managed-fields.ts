@@ -87,3 +87,25 @@ function stringEnd(json: string, open: number): number {
     if ((q - 1 - b) % 2 === 0) return q;
   }
 }
+
+/**
+ * Which answers are parsed without their managedFields: every one (true), none (false), or those
+ * whose text names none of some field managers (`unlessNaming`), for readers that look only at
+ * those managers' entries: an entry carries its manager's name as text, so an answer that does not
+ * contain the name has no entry of that manager (kube-apiserver writes names of letters, digits and
+ * `-._:/ ` unescaped; RawObservers takes no other name).
+ */
+export type ManagedFieldsCut = boolean | { readonly unlessNaming: readonly string[] };
+
+/** The text, without its managedFields where `cut` says so. */
+export function cutManagedFields(json: string, cut: ManagedFieldsCut | undefined): string {
+  if (!cut) return json;
+  if (cut !== true && cut.unlessNaming.some((name) => json.includes(name))) return json;
+  return withoutManagedFields(json);
+}
+
+/** Whether two cuts parse every answer alike. */
+export function sameCut(a: ManagedFieldsCut, b: ManagedFieldsCut): boolean {
+  if (typeof a === 'boolean' || typeof b === 'boolean') return a === b;
+  return a.unlessNaming.length === b.unlessNaming.length && a.unlessNaming.every((n, i) => n === b.unlessNaming[i]);
+}

@@ -13,9 +13,10 @@ import { isTerminalError } from './terminal-error.js';
 
 export interface ReconcileContext {
   controller: string;
-  reconcileId: string;
-  /** A child logger carrying controller, key (its keyString) and reconcileID. */
-  log: Logger;
+  /** Made when first read. */
+  readonly reconcileId: string;
+  /** A child logger carrying controller, key (its keyString) and reconcileID; made when first read. */
+  readonly log: Logger;
   /** Aborted when the manager gives up waiting for in-flight reconciles at shutdown. */
   signal: AbortSignal;
 }
@@ -249,11 +250,10 @@ export class Controller<K = string> implements Runnable {
   }
 
   private async processOne(key: K): Promise<void> {
-    const reconcileId = randomUUID();
-    const log = this.log.child({ key: this.queue.keyString(key), reconcileID: reconcileId });
     const end = reconcileTime.startTimer({ controller: this.name });
+    const ctx = this.contextFor(key);
     try {
-      const result = await this.reconcile({ controller: this.name, reconcileId, log, signal: this.abort.signal }, key);
+      const result = await this.reconcile(ctx, key);
       this.queue.forget(key);
       const after = result.requeueAfterMs;
       if (after !== undefined && after > 0) {
@@ -271,7 +271,7 @@ export class Controller<K = string> implements Runnable {
       if (isFenced(err)) {
         reconcileTotal.inc({ controller: this.name, result: 'requeue' });
         this.queue.addAfter(key, FENCED_RETRY_MS);
-        log.info('write held until the lease is renewed; will retry', { error: errorMessage(err), retryInMs: FENCED_RETRY_MS });
+        ctx.log.info('write held until the lease is renewed; will retry', { error: errorMessage(err), retryInMs: FENCED_RETRY_MS });
         return;
       }
       reconcileErrors.inc({ controller: this.name });
@@ -279,16 +279,38 @@ export class Controller<K = string> implements Runnable {
       if (isTerminalError(err)) {
         terminalErrors.inc({ controller: this.name });
         this.queue.forget(key);
-        log.error('reconcile failed permanently; not retrying', { error: errorMessage(err) });
+        ctx.log.error('reconcile failed permanently; not retrying', { error: errorMessage(err) });
         return;
       }
       const c = classifyError(err);
       // The server told us when to come back (429 Retry-After): that wins over our own backoff.
       if (c.retryAfterSeconds !== undefined && c.retryAfterSeconds > 0) this.queue.addAfter(key, c.retryAfterSeconds * 1000);
       else this.queue.addRateLimited(key);
-      log.warn('reconcile failed; will retry', { error: c.message, errorKind: c.kind, retries: this.queue.numRequeues(key) });
+      ctx.log.warn('reconcile failed; will retry', { error: c.message, errorKind: c.kind, retries: this.queue.numRequeues(key) });
     } finally {
       end();
     }
+  }
+
+  /**
+   * A reconcile's context, its id and child logger made when first read: most reconciles of a busy
+   * loop (the echoes of its own writes) log nothing, and a UUID and a winston child per reconcile
+   * were a few percent of the binder's CPU (hack/bench/README.md).
+   */
+  private contextFor(key: K): ReconcileContext {
+    let reconcileId: string | undefined;
+    let log: Logger | undefined;
+    const parent = this.log;
+    const keyString = (): string => this.queue.keyString(key);
+    return {
+      controller: this.name,
+      signal: this.abort.signal,
+      get reconcileId(): string {
+        return (reconcileId ??= randomUUID());
+      },
+      get log(): Logger {
+        return (log ??= parent.child({ key: keyString(), reconcileID: this.reconcileId }));
+      },
+    };
   }
 }

@@ -17,6 +17,13 @@ export interface RawObserverOptions {
    * gets them from the next list or watch event on (docs/adr/0015).
    */
   managedFields?: 'cached' | 'all';
+  /**
+   * The field managers whose managedFields entries the observer reads: an answer whose text names
+   * none of them is parsed without managedFields all the same (it has no entry of theirs). Absent
+   * or empty: every manager's. Names of letters, digits and `-._:/ ` only; another reads every
+   * manager's.
+   */
+  managers?: readonly string[];
 }
 
 export interface EventHandler<T> {

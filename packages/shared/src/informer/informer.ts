@@ -9,6 +9,8 @@ import { collectionPath, describeItem, resourceLabel } from './resources.js';
 import type { ResourceType } from './resources.js';
 import { streamWatch } from './watch-stream.js';
 import { listPages, PageSizer } from '../client/paged-list.js';
+import { sameCut } from '../client/without-managed-fields.js';
+import type { ManagedFieldsCut } from '../client/without-managed-fields.js';
 import type { WatchEvent } from './watch-stream.js';
 import { cachedObjects, cacheErrors, handlerErrors, relists, watchRestarts } from './informer-metrics.js';
 import { dropManagedFields } from './projections.js';
@@ -90,19 +92,19 @@ export class Informer<T extends KubeObject = KubeObject> {
   /** Observes objects as listed or watched, before projection (RawObserver). */
   addRawObserver(fn: RawObserver<T>, opts: RawObserverOptions = {}): void {
     // The open watch, if any, was parsed as the observers before this one allowed.
-    const watchCut = this.watchAbort !== undefined && this.mayCut(false);
+    const watchCut = this.watchAbort !== undefined ? this.cut(false) : undefined;
     this.rawObservers.add(fn, opts);
-    // A watch opened without managedFields before this observer came: open it again with them, from
-    // the last event applied (its events meanwhile are not applied: see watchOnce).
-    if (watchCut && !this.mayCut(false)) {
+    // A watch opened without managedFields this observer reads: open it again with them, from the
+    // last event applied (its events meanwhile are not applied: see watchOnce).
+    if (watchCut !== undefined && !sameCut(watchCut, this.cut(false))) {
       this.reopenWatch = true;
       this.watchAbort?.abort();
     }
   }
 
-  /** Whether this list (`listing`) or watch may be parsed without managedFields (RawObservers). */
-  private mayCut(listing: boolean): boolean {
-    return this.rawObservers.mayCut(listing, this.cache.size === 0);
+  /** Which answers of this list (`listing`) or watch may be parsed without managedFields (RawObservers). */
+  private cut(listing: boolean): ManagedFieldsCut {
+    return this.rawObservers.cut(listing, this.cache.size === 0);
   }
 
   addIndex(name: string, fn: IndexFunc<T>): void {
@@ -213,11 +215,11 @@ export class Informer<T extends KubeObject = KubeObject> {
     const query = { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector };
     /** Listed, but not cacheable: what the cache has of them stays (not taken as deleted). */
     const skipped = new Set<string>();
-    const withoutManagedFields = this.mayCut(true);
+    const withoutManagedFields = this.cut(true);
     const rv = await listPages(this.client, collectionPath(this.resource, this.opts.namespace), query, this.pages, this.label, (items) => {
-      // An observer that reads managedFields came after this list was asked for without them: the
+      // An observer that reads managedFields this list was asked for without came after it: the
       // observers see its objects in the list asked for next.
-      const observe = this.rawObservers.size > 0 && !(withoutManagedFields && !this.mayCut(true));
+      const observe = this.rawObservers.size > 0 && sameCut(withoutManagedFields, this.cut(true));
       if (this.rawObservers.size > 0 && !observe) this.relist();
       for (const raw of items) {
         const item = describeItem(this.resource, raw);
@@ -267,7 +269,7 @@ export class Informer<T extends KubeObject = KubeObject> {
     let failure: unknown;
     const inner = new AbortController();
     this.watchAbort = inner;
-    const cut = this.mayCut(false);
+    const cut = this.cut(false);
     const onAbort = (): void => inner.abort();
     signal.addEventListener('abort', onAbort);
     // Spread watch lengths so many informers do not all reconnect at once (as client-go: 5-10 min).
@@ -287,9 +289,9 @@ export class Informer<T extends KubeObject = KubeObject> {
         query,
         (e) => {
           if (relist || failure) return;
-          // Parsed without managedFields, which an observer added since reads: not applied, so the
-          // next watch (addRawObserver ends this one) delivers it again, from the last one applied.
-          if (cut && !this.mayCut(false)) return;
+          // Parsed without managedFields an observer added since reads: not applied, so the next
+          // watch (addRawObserver ends this one) delivers it again, from the last one applied.
+          if (!sameCut(cut, this.cut(false))) return;
           try {
             const applied = this.apply(e);
             if (applied !== 'ok') {

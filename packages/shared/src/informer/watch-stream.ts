@@ -1,6 +1,7 @@
 import { lineSplitter } from './line-splitter.js';
 import type { KubeClient } from '../client/kube-client.js';
-import { withoutManagedFields } from '../client/without-managed-fields.js';
+import { cutManagedFields } from '../client/without-managed-fields.js';
+import type { ManagedFieldsCut } from '../client/without-managed-fields.js';
 import { ONE_OBJECT_MAX_BYTES } from '../client/paged-list.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -17,7 +18,7 @@ export interface WatchEvent {
  * watch: the caller resumes from the last event it applied, so nothing after it is skipped).
  * ERROR events are passed to the handler like any other: the caller decides (410 means relist).
  * `idleTimeoutMs` bounds the wait for the response's headers too, and every silence after them.
- * With `withoutManagedFields`, each event is parsed without its object's managedFields.
+ * With `withoutManagedFields`, an event is parsed without its object's managedFields (as the cut says).
  */
 export async function streamWatch(
   client: KubeClient,
@@ -26,7 +27,7 @@ export async function streamWatch(
   onEvent: (e: WatchEvent) => void,
   signal: AbortSignal,
   idleTimeoutMs: number,
-  opts: { withoutManagedFields?: boolean } = {},
+  opts: { withoutManagedFields?: ManagedFieldsCut } = {},
 ): Promise<number> {
   const ac = new AbortController();
   // Deferred: the caller aborts from inside an event's handler, i.e. from the body's 'data'
@@ -51,7 +52,7 @@ export async function streamWatch(
         if (undecodable || handlerError !== undefined) return;
         let e: unknown;
         try {
-          e = JSON.parse(opts.withoutManagedFields ? withoutManagedFields(line) : line);
+          e = JSON.parse(cutManagedFields(line, opts.withoutManagedFields));
         } catch {
           e = undefined;
         }

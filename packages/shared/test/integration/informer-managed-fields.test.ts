@@ -115,6 +115,23 @@ describe('Informer: managedFields parsed only where an observer reads them (real
     await expectCacheEqualsServerLessManagedFields(informer);
   });
 
+  it("an observer of one field manager's entries: a watch event of an object that manager never wrote comes without managedFields, one it wrote with them", async function () {
+    const writer = 'topovol-test-writer';
+    const { informer, raw } = start({ managedFields: 'cached', managers: [writer] });
+    await informer.waitForSync();
+    raw.length = 0;
+    await admin.patch(Resources.configMaps, 'before-1', ns, 'merge', { data: { v: '2' } });
+    await eventually(() => expect(raw.map((r) => `${r.name} ${r.managedFields}`)).to.deep.equal(['before-1 false']));
+    await admin.patch(Resources.configMaps, 'before-2', ns, 'merge', { data: { v: '2' } }, { fieldManager: writer });
+    await eventually(() => expect(raw.map((r) => `${r.name} ${r.managedFields}`)).to.deep.equal(['before-1 false', 'before-2 true']));
+    const got = raw.length;
+    const done = informer.lastListDone();
+    informer.relist();
+    await eventually(() => expect(informer.lastListDone()).to.be.greaterThan(done), 60_000);
+    expect(raw.slice(got).find((r) => r.name === 'before-2')?.managedFields, 'a relisted page naming it').to.equal(true);
+    await expectCacheEqualsServerLessManagedFields(informer);
+  });
+
   it('an observer of every object\'s managedFields gets them in the first list too', async function () {
     const { informer, raw } = start({ managedFields: 'all' });
     await informer.waitForSync();

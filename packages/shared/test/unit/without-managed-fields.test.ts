@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { withoutManagedFields } from '../../src/client/without-managed-fields.js';
+import { cutManagedFields, sameCut, withoutManagedFields } from '../../src/client/without-managed-fields.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -111,5 +111,32 @@ describe('withoutManagedFields', function () {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('cutManagedFields: answers cut unless they name a field manager read', function () {
+  const volume = (managers: string[]): string =>
+    JSON.stringify({ metadata: { name: 'pv-1', managedFields: managers.map((manager) => ({ manager, operation: 'Update', fieldsV1: { 'f:spec': {} } })) }, spec: {} });
+  const rows: { name: string; text: string; cut: boolean | { unlessNaming: string[] }; kept: string[] }[] = [
+    { name: 'no cut', text: volume(['topovol-controller-manager']), cut: false, kept: ['topovol-controller-manager'] },
+    { name: 'every answer cut', text: volume(['kube-controller-manager']), cut: true, kept: [] },
+    { name: 'an answer naming no manager read: cut', text: volume(['topovol-controller-manager', 'kubectl']), cut: { unlessNaming: ['kube-controller-manager'] }, kept: [] },
+    { name: 'an answer naming one: kept whole', text: volume(['topovol-controller-manager', 'kube-controller-manager']), cut: { unlessNaming: ['kube-controller-manager'] }, kept: ['topovol-controller-manager', 'kube-controller-manager'] },
+    { name: 'named elsewhere in the text (a label): kept, which reads more than needed, never less', text: JSON.stringify({ metadata: { name: 'kube-controller-manager', managedFields: [{ manager: 'kubectl' }] } }), cut: { unlessNaming: ['kube-controller-manager'] }, kept: ['kubectl'] },
+  ];
+  for (const r of rows) {
+    it(r.name, function () {
+      const parsed = JSON.parse(cutManagedFields(r.text, r.cut)) as { metadata: { managedFields?: { manager: string }[] } };
+      expect((parsed.metadata.managedFields ?? []).map((m) => m.manager)).to.deep.equal(r.kept);
+    });
+  }
+
+  it('sameCut: alike only when every answer is parsed alike', function () {
+    expect(sameCut(true, true)).to.equal(true);
+    expect(sameCut(true, false)).to.equal(false);
+    expect(sameCut({ unlessNaming: ['a'] }, { unlessNaming: ['a'] })).to.equal(true);
+    expect(sameCut({ unlessNaming: ['a'] }, { unlessNaming: ['a', 'b'] })).to.equal(false);
+    expect(sameCut({ unlessNaming: ['a'] }, false)).to.equal(false);
+    expect(sameCut(true, { unlessNaming: [] })).to.equal(false);
   });
 });
