@@ -92,6 +92,7 @@ const NOT_BENCHMARK_FIGURES: Readonly<Record<string, Readonly<Record<string, str
     '24 KiB': 'limit claim-projection.test.ts asserts for a worst-case projected claim',
     '700 KB': "setting: a test's claim size (binder-large-claims.test.ts)",
     '2 KB': 'limit binder-large-claims.test.ts asserts for the cached copy',
+    '45 s': "a test's wait: zonal-pv-upgrade's retry after a policy's lift",
   },
   'docs/adr/0010-sharded-capacity-status.md': {
     '5 MB': 'arithmetic: 1,000 nodes × 10 classes in one object',

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { logger } from '@topovol/shared';
-import type { KubeObject, PersistentVolume, PersistentVolumeClaim, RawObserver } from '@topovol/shared';
+import type { KubeObject, PersistentVolume, PersistentVolumeClaim, RawObserver, RawObserverOptions } from '@topovol/shared';
 import { FakeEvents } from '@topovol/testing';
 import { boundByUpstream, UPSTREAM_MANAGER, watchForSecondBinder } from '../../src/binder/second-binder.js';
 
@@ -54,5 +54,11 @@ describe('watchForSecondBinder: who reports', function () {
 
   it('a standby, which watches the same objects, records nothing', function () {
     expect(observed(false).recorded).to.deep.equal([]);
+  });
+
+  it("reads managedFields of cached volumes only, and only kube-controller-manager's entries (the binder's own echoes are parsed without them)", function () {
+    const asked: RawObserverOptions[] = [];
+    watchForSecondBinder({ addRawObserver: (_fn, opts) => void asked.push(opts ?? {}) }, new FakeEvents(), logger(), () => true);
+    expect(asked).to.deep.equal([{ managedFields: 'cached', managers: [UPSTREAM_MANAGER] }]);
   });
 });

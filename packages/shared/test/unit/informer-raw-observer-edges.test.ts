@@ -87,6 +87,25 @@ describe('informer edges: raw observers and managedFields', function () {
     expect(seen).to.deep.equal(['a@12 cached=11 mf=true']);
   });
 
+  it("an observer of one manager's entries added after the start: the watch is opened again, and only events naming that manager come with managedFields; one of another manager opens it again", async function () {
+    const a = await api(() => ({ rv: 10, items: [pv('a', 5)] }));
+    const inf = informer(a);
+    const seen: string[] = [];
+    inf.start();
+    await inf.waitForSync();
+    const byUpstream = (rv: number): KubeObject => ({ metadata: { name: 'a', resourceVersion: String(rv), managedFields: [{ manager: 'kube-controller-manager', operation: 'Update' }] } });
+    await a.watch(0);
+    inf.addRawObserver(observe(seen), { managedFields: 'cached', managers: ['kube-controller-manager'] });
+    const w1 = await a.watch(1);
+    w1.send({ type: 'MODIFIED', object: withMf('a', 12) }, { type: 'MODIFIED', object: byUpstream(13) });
+    await eventually(() => expect(seen).to.deep.equal(['a@12 cached=5 mf=false', 'a@13 cached=12 mf=true']), 10_000, 10);
+    inf.addRawObserver(observe(seen), { managedFields: 'cached', managers: ['kubectl'] });
+    const w2 = await a.watch(2);
+    expect(w2.query.get('resourceVersion'), 'resumed after the last event applied').to.equal('13');
+    w2.send({ type: 'MODIFIED', object: withMf('a', 14) });
+    await eventually(() => expect(seen.slice(2)).to.deep.equal(['a@14 cached=13 mf=true', 'a@14 cached=13 mf=true']), 10_000, 10);
+  });
+
   it('a watch opened again for a new observer is no failure (no backoff), and only that one watch end is taken as intended', async function () {
     const a = await api(() => ({ rv: 10, items: [pv('a', 5)] }));
     const inf = informer(a, { backoff: { startMs: 60_000, maxMs: 60_000 } });

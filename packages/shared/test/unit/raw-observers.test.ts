@@ -16,6 +16,7 @@ describe('RawObservers: which answers an informer may parse without managedField
     { name: "some managers', then every manager's: every answer", observers: [{ managedFields: 'cached', managers: ['a'] }, { managedFields: 'cached' }], firstList: true, relist: false, watch: false },
     { name: "every manager's, then some managers': still every answer", observers: [{ managedFields: 'cached' }, { managedFields: 'cached', managers: ['a'] }], firstList: true, relist: false, watch: false },
     { name: 'a name JSON may escape: every answer', observers: [{ managedFields: 'cached', managers: ['a"b'] }], firstList: true, relist: false, watch: false },
+    ...['a<b', 'a&b', 'a\\b', 'é', 'a\u2028'].map((n) => ({ name: `a name JSON may escape (${JSON.stringify(n)}): every answer`, observers: [{ managedFields: 'cached' as const, managers: [n] }], firstList: true, relist: false, watch: false })),
     { name: 'an empty list of names: every answer', observers: [{ managedFields: 'cached', managers: [] }], firstList: true, relist: false, watch: false },
     { name: 'names without managedFields read: none', observers: [{ managers: ['a'] }], firstList: true, relist: true, watch: true },
   ];
